@@ -1,0 +1,38 @@
+"""dcbench: a benchmark harness for network-aware resource allocation.
+
+This module is the public API that plugins use; everything else is internal.
+"""
+
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+from dcbench.allocation import Allocation, Reject, Route, State, check_allocation, required_pairs
+from dcbench.engine import SPREAD_LEVELS, Allocator, RunTables, simulate
+from dcbench.errors import (
+    AllocatorError,
+    DcbenchError,
+    IncompatibleError,
+    PluginError,
+    ResultsError,
+    SpecError,
+    UnknownPluginError,
+)
+from dcbench.hookspecs import hookimpl
+from dcbench.network import Network, PathCatalogue, Topology
+from dcbench.pool import PoolAllocator, PoolBuilder
+from dcbench.registry import get_registry
+from dcbench.requests import CONNECTIVITY_RULES, Request, RequestSequence, Workload
+from dcbench.runner import Runner, RunResult
+from dcbench.spec import Param, Spec
+from dcbench.suite import Scenario, Suite
+
+__all__ = [
+    "__version__",
+    "Allocation", "Allocator", "AllocatorError", "CONNECTIVITY_RULES", "DcbenchError",
+    "IncompatibleError", "Network", "Param", "PathCatalogue", "PluginError", "PoolAllocator",
+    "PoolBuilder", "Reject", "Request", "RequestSequence", "ResultsError", "Route", "RunResult",
+    "RunTables", "Runner", "SPREAD_LEVELS", "Scenario", "Spec", "SpecError", "State", "Suite",
+    "Topology", "UnknownPluginError", "Workload", "check_allocation", "get_registry", "hookimpl",
+    "required_pairs", "simulate",
+]

@@ -1,0 +1,165 @@
+"""Allocations, the engine's state, and the check every allocation passes.
+
+The engine never trusts an allocator: `check_allocation` verifies that an
+allocation fits the current free capacity, meets the demand exactly and
+connects every pair the request's connectivity rule requires, before
+anything is committed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import NamedTuple, Sequence
+
+import numpy as np
+
+from dcbench.network import Network, Path
+from dcbench.requests import Request
+
+_TOLERANCE = 1e-9
+
+
+class Route(NamedTuple):
+    """``amount`` reserved on every link of ``links``, a path from node ``a`` to node ``b``."""
+
+    a: int
+    b: int
+    links: Path
+    amount: float = 1.0
+
+
+@dataclass(frozen=True, slots=True)
+class Allocation:
+    """What an allocator grants a request.
+
+    ``servers`` in the order they were chosen; ``amounts[i]`` is what
+    ``servers[i]`` gives, per resource; ``routes`` the link reservations.
+    """
+
+    servers: np.ndarray
+    amounts: np.ndarray
+    routes: tuple[Route, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Reject:
+    """An allocator's refusal, with a short reason such as ``no_path``."""
+
+    reason: str = "rejected"
+
+
+class State:
+    """Free capacity of every server and link; the engine owns the only copy
+    that counts, allocators get it read-only."""
+
+    def __init__(self, network: Network):
+        self.network = network
+        self.free_resources = network.server_capacity.copy()
+        self.free_links = network.link_capacity.copy()
+
+    def reset(self) -> None:
+        np.copyto(self.free_resources, self.network.server_capacity)
+        np.copyto(self.free_links, self.network.link_capacity)
+
+    def read_only(self) -> "State":
+        view = State.__new__(State)
+        view.network = self.network
+        view.free_resources = self.free_resources.view()
+        view.free_resources.flags.writeable = False
+        view.free_links = self.free_links.view()
+        view.free_links.flags.writeable = False
+        return view
+
+
+def required_pairs(rule: str, cpu_given: np.ndarray) -> list[tuple[int, int]]:
+    """Pairs (j, i), j < i, of positions in the choice order that need a path.
+
+    ``cpu_given[i]`` is the CPU server ``i`` gave. See `dcbench.requests.CONNECTIVITY_RULES`.
+    """
+    pairs: list[tuple[int, int]] = []
+    gives_cpu = [bool(c > 0) for c in cpu_given]
+    for i in range(1, len(cpu_given)):
+        pairs.extend(partners(rule, gives_cpu, i))
+    return pairs
+
+
+def partners(rule: str, gives_cpu: Sequence[bool], i: int) -> list[tuple[int, int]]:
+    """The earlier positions that the server chosen at position ``i`` must reach."""
+    if rule == "all" or gives_cpu[i]:
+        return [(j, i) for j in range(i)]
+    if rule == "cpu":
+        return [(j, i) for j in range(i) if gives_cpu[j]]
+    # The reference code walks the earlier servers in order with a flag that
+    # turns on at the first one that gave no CPU and never turns off; once
+    # on, a new server that gives no CPU skips every remaining pair.
+    result = []
+    for j in range(i):
+        if not gives_cpu[j]:
+            break
+        result.append((j, i))
+    return result
+
+
+def check_allocation(allocation: Allocation, request: Request, state: State) -> tuple[str | None, np.ndarray]:
+    """Why ``allocation`` is invalid for ``request`` in ``state`` (None if it
+    is valid), and the amount it reserves on every link."""
+    network = state.network
+    usage = np.zeros(network.n_links)
+    servers = np.asarray(allocation.servers)
+    amounts = np.asarray(allocation.amounts, dtype=np.float64)
+    n_resources = len(network.resources)
+    if servers.ndim != 1 or len(servers) == 0 or servers.dtype.kind not in "iu":
+        return "servers must be a non-empty 1-d array of server indices", usage
+    if amounts.shape != (len(servers), n_resources):
+        return f"amounts has shape {amounts.shape}, expected {(len(servers), n_resources)}", usage
+    if servers.min() < 0 or servers.max() >= network.n_servers:
+        return "a server index is out of range", usage
+    server_list = servers.tolist()
+    if len(set(server_list)) != len(server_list):
+        return "a server appears twice", usage
+    if not amounts.min() >= 0 or not np.isfinite(amounts).all():
+        return "amounts must be finite and non-negative", usage
+    if amounts.sum(axis=1).min() <= 0:
+        return "a chosen server gives nothing", usage
+    if np.abs(amounts.sum(axis=0) - request.demand).max() > 1e-6:
+        return f"amounts sum to {amounts.sum(axis=0).tolist()}, demand is {request.demand.tolist()}", usage
+    over = amounts > state.free_resources[servers] + _TOLERANCE
+    if over.any():
+        row, column = np.argwhere(over)[0]
+        return (f"server {int(servers[row])} over capacity on {network.resources[column]}: "
+                f"takes {amounts[row, column]:g}, {state.free_resources[servers[row], column]:g} free"), usage
+
+    position = {s: i for i, s in enumerate(server_list)}
+    known_ends = network.path_ends_cache
+    routed: set[tuple[int, int]] = set()
+    route_links: list[int] = []
+    route_amounts: list[float] = []
+    for route in allocation.routes:
+        if route.a not in position or route.b not in position or route.a == route.b:
+            return f"route {route.a}->{route.b} does not join two servers of the allocation", usage
+        if not route.amount > 0:
+            return f"route {route.a}->{route.b} reserves a non-positive amount", usage
+        links = route.links if isinstance(route.links, tuple) else tuple(route.links)
+        ends = known_ends[links] if links in known_ends else network.path_ends(links)
+        if ends != (route.a, route.b) and ends != (route.b, route.a):
+            return f"route {route.a}->{route.b} is not a path between them", usage
+        route_links.extend(links)
+        route_amounts.extend([route.amount] * len(links))
+        i, j = position[route.a], position[route.b]
+        routed.add((i, j) if i < j else (j, i))
+    if route_links:
+        usage = np.bincount(route_links, weights=route_amounts, minlength=network.n_links)
+    over_links = usage > state.free_links + _TOLERANCE
+    if over_links.any():
+        link = int(np.flatnonzero(over_links)[0])
+        return f"link {link} over capacity: reserves {usage[link]:g}, {state.free_links[link]:g} free", usage
+
+    n = len(server_list)
+    if request.connectivity == "all" and len(routed) == n * (n - 1) // 2:
+        return None, usage  # routed holds distinct valid pairs: all of them
+    cpu = network.resources.index("cpu") if "cpu" in network.resources else 0
+    for pair in required_pairs(request.connectivity, amounts[:, cpu]):
+        if pair not in routed:
+            a, b = int(servers[pair[0]]), int(servers[pair[1]])
+            return f"servers {a} and {b} need a path and have none", usage
+    return None, usage

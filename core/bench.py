@@ -1,0 +1,46 @@
+"""``dcbench bench``: requests per second and time per request of allocators."""
+
+from __future__ import annotations
+
+import time
+from typing import Callable
+
+from dcbench.registry import Registry
+from dcbench.runner import Runner
+
+DEFAULT_TOPOLOGIES = (
+    "tiered:32,1x4",
+    "tiered:32,1x4,pods=8,racks=8",
+    "tiered:32,1x4,pods=16,racks=32",
+)
+
+
+def run_bench(registry: Registry, allocators: list[str], topologies: list[str], requests: int | None,
+              repeat: int, echo: Callable[[str], None]) -> list[dict[str, float | str]]:
+    """Time whole runs (engine, allocator, checks; not the writing) and print a Markdown table.
+
+    Each cell is the best of ``repeat`` runs of seed 0; the first run also
+    fills the path catalogue, which later runs reuse as a sweep would.
+    """
+    runner = Runner(registry)
+    rows: list[dict[str, float | str]] = []
+    echo("| topology | servers | allocator | requests | acceptance | requests/s | µs/request |")
+    echo("|---|---:|---|---:|---:|---:|---:|")
+    for topology in topologies:
+        _, network = runner.network(topology)
+        n = requests or 4096
+        for allocator in allocators:
+            best = float("inf")
+            result = None
+            for _ in range(max(1, repeat)):
+                start = time.perf_counter()
+                result = runner.run(allocator, topology, requests=n, seed=0)
+                best = min(best, time.perf_counter() - start)
+            assert result is not None
+            row = {"topology": topology, "servers": network.n_servers, "allocator": allocator, "requests": n,
+                   "acceptance": result.summary["acceptance_ratio"], "requests_per_s": n / best,
+                   "us_per_request": best / n * 1e6}
+            rows.append(row)
+            echo(f"| {topology} | {network.n_servers:,} | {allocator} | {n:,} | {row['acceptance']:.3f} "
+                 f"| {row['requests_per_s']:,.0f} | {row['us_per_request']:,.1f} |")
+    return rows

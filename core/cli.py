@@ -1,0 +1,207 @@
+"""The ``dcbench`` command line. Errors become one line on stderr and exit code 2."""
+
+from __future__ import annotations
+
+import math
+import sys
+import warnings
+from pathlib import Path
+from typing import Any
+
+import click
+
+from dcbench.errors import DcbenchError
+from dcbench.registry import KINDS, Registry, get_registry
+
+KIND_ALIASES = {kind + "s": kind for kind in KINDS} | {kind: kind for kind in KINDS} | {
+    "topologies": "topology"}
+
+SUMMARY_HEADLINE = ("acceptance_ratio", "blocking_probability", "cpu_util", "mem_util", "disk_util")
+
+
+class UserError(click.ClickException):
+    """A user-fixable problem: printed as one line, exit code 2."""
+
+    exit_code = 2
+
+    def show(self, file: Any = None) -> None:
+        click.echo(f"Error: {self.format_message()}", err=True)
+
+
+class DcbenchGroup(click.Group):
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except DcbenchError as exc:
+            raise UserError(str(exc)) from None
+
+
+def load_registry() -> Registry:
+    """The registry, with broken third-party plugins reported as one-line warnings."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        registry = get_registry()
+    for warning in caught:
+        click.echo(f"Warning: {warning.message}", err=True)
+    return registry
+
+
+@click.group(cls=DcbenchGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="dcbench")
+def cli() -> None:
+    """dcbench: network-aware resource allocation, benchmarked.
+
+    \b
+    Quick start:
+      dcbench list                                  what is installed
+      dcbench run --allocator tetris --topology tiered:32,1x4
+    """
+
+
+def _seeds(seed: int | None, seeds: int | None) -> list[int]:
+    if seed is not None and seeds is not None:
+        raise UserError("give --seed S or --seeds K, not both")
+    if seeds is not None:
+        if seeds < 1:
+            raise UserError(f"--seeds must be at least 1, got {seeds}")
+        return list(range(seeds))
+    return [seed if seed is not None else 0]
+
+
+def _mean_spread(values: list[float]) -> str:
+    finite = [v for v in values if not math.isnan(v)]
+    if not finite:
+        return "n/a"
+    mean = sum(finite) / len(finite)
+    if len(finite) == 1:
+        return f"{mean:.4f}"
+    spread = math.sqrt(sum((v - mean) ** 2 for v in finite) / (len(finite) - 1))
+    return f"{mean:.4f} ± {spread:.4f}"
+
+
+def print_summary(summaries: list[dict[str, Any]], title: str) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    console.print(title, style="bold", overflow="fold")
+    table = Table()
+    table.add_column("metric")
+    table.add_column(f"mean ± sd over {len(summaries)} seed(s)", justify="right")
+    names = [k for k in SUMMARY_HEADLINE if k in summaries[0]]
+    names += sorted(k for k in summaries[0] if k.startswith("link_util_tier") and not k.endswith("last25"))
+    names += [k for k in ("spread_rack", "spread_cross_pod", "servers_per_request") if k in summaries[0]]
+    for name in names:
+        table.add_row(name, _mean_spread([float(s[name]) for s in summaries]))
+    console.print(table)
+
+
+@cli.command()
+@click.option("--allocator", "-a", required=True, help="Allocator spec, e.g. tetris or tetris:penalty=0.8.")
+@click.option("--topology", "-t", default="tiered:32,1x4", show_default=True, help="Topology spec.")
+@click.option("--workload", "-w", default=None, help="Workload spec (default: the topology's own).")
+@click.option("--requests", "-n", type=int, default=None, help="Requests per run (default: 2 per server).")
+@click.option("--seed", type=int, default=None, help="Run this one seed (default 0).")
+@click.option("--seeds", type=int, default=None, help="Run seeds 0..K-1.")
+@click.option("--out", type=click.Path(path_type=Path), default=Path("results"), show_default=True,
+              help="Folder for the results; each run writes DIR/<run_id>/.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar and no summary table.")
+def run(allocator: str, topology: str, workload: str | None, requests: int | None, seed: int | None,
+        seeds: int | None, out: Path, quiet: bool) -> None:
+    """Run one allocator on one scenario and write its Parquet tables."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from dcbench.results import check_writable
+    from dcbench.runner import Runner
+
+    seed_list = _seeds(seed, seeds)
+    runner = Runner(load_registry())
+    plan = runner.resolve(allocator, topology, workload, requests)
+    check_writable(out)
+    total = plan["requests"] * len(seed_list)
+    summaries = []
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  transient=True, disable=quiet) as progress:
+        task = progress.add_task(f"{plan['allocator']} on {plan['topology']}", total=total)
+        for index, run_seed in enumerate(seed_list):
+            done_before = index * plan["requests"]
+            result = runner.run(allocator, topology, workload, requests, run_seed,
+                                progress=lambda k, base=done_before: progress.update(task, completed=base + k))
+            result.write(out)
+            summaries.append(result.summary)
+            progress.update(task, completed=done_before + plan["requests"])
+    for summary in summaries:
+        click.echo(f"{out / summary['run_id']}  seed={summary['seed']}  "
+                   f"accepted {summary['accepted']}/{summary['offered']}")
+    if not quiet:
+        print_summary(summaries, f"{plan['allocator']} on {plan['topology']}, {plan['workload']}, "
+                                 f"{plan['requests']} requests")
+
+
+@cli.command(name="list")
+@click.argument("kind", required=False)
+def list_(kind: str | None) -> None:
+    """List topologies, workloads, allocators, metrics and suites."""
+    registry = load_registry()
+    if kind is not None and kind not in KIND_ALIASES:
+        raise UserError(f"unknown kind {kind!r}; choose one of {', '.join(k + 's' for k in KINDS)}")
+    kinds = [KIND_ALIASES[kind]] if kind else list(KINDS)
+    for current in kinds:
+        entries = registry.entries(current)
+        click.secho(f"{current}s" if current != "topology" else "topologies", bold=True)
+        if not entries:
+            click.echo("  (none)")
+        for name, entry in sorted(entries.items()):
+            if current == "suite":
+                click.echo(f"  {name:<16} {entry.description} "
+                           f"[{len(entry.scenarios)} scenarios, ranked by {entry.primary_metric}]")
+                continue
+            click.echo(f"  {name:<16} {entry.description}")
+            details = []
+            if entry.params:
+                details.append("params: " + ", ".join(p.describe() for p in entry.params))
+            if current == "allocator":
+                details.append("serves: " + ", ".join(entry.extra.get("demands", ("pool",))))
+            if not entry.plugin.startswith("dcbench.plugins."):
+                details.append(f"from: {entry.plugin}")
+            for detail in details:
+                click.echo(f"  {'':<16}   {detail}")
+
+
+@cli.command()
+def plugins() -> None:
+    """List the loaded plugin modules with their distributions and versions."""
+    registry = load_registry()
+    for plugin in registry.plugins:
+        origin = "built-in" if plugin.builtin else "third-party"
+        click.echo(f"{plugin.name:<42} {plugin.distribution} {plugin.version}  ({origin})")
+    for failure in registry.failures:
+        click.echo(f"broken: {failure}")
+
+
+@cli.command()
+@click.option("--allocator", "-a", "allocators", multiple=True, help="Allocators to time (default: all for pools).")
+@click.option("--topology", "-t", "topologies", multiple=True,
+              help="Topologies (default: tiered:32,1x4 at 64, 1,024 and 8,192 servers).")
+@click.option("--requests", "-n", type=int, default=4096, help="Requests per run.", show_default=True)
+@click.option("--repeat", type=int, default=3, show_default=True, help="Timed runs per cell; the best is kept.")
+def bench(allocators: tuple[str, ...], topologies: tuple[str, ...], requests: int | None, repeat: int) -> None:
+    """Measure requests per second and time per request of allocators."""
+    from dcbench.bench import DEFAULT_TOPOLOGIES, run_bench
+
+    registry = load_registry()
+    if not allocators:
+        allocators = tuple(sorted(name for name, e in registry.entries("allocator").items()
+                                  if "pool" in e.extra.get("demands", ("pool",))
+                                  and not e.extra.get("learned", False)))
+    run_bench(registry, list(allocators), list(topologies or DEFAULT_TOPOLOGIES), requests, repeat, click.echo)
+
+
+def main() -> None:
+    try:
+        registry = load_registry()
+        registry.call_each("register_commands", cli=cli)
+    except DcbenchError as exc:
+        click.echo(f"Error: {exc}", err=True)
+        sys.exit(2)
+    cli(prog_name="dcbench")

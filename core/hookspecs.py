@@ -1,0 +1,77 @@
+"""The hooks a dcbench plugin can implement.
+
+A plugin is a module (or any object) with functions decorated by
+`dcbench.hookimpl` and named after these specs. Built-in plugins are modules
+listed in `dcbench.plugins_manager.BUILTIN_PLUGINS`; third-party plugins are
+found through the ``dcbench`` entry-point group::
+
+    [project.entry-points.dcbench]
+    my_allocator = "my_package.plugin"
+
+Registration is lazy: `register` takes a factory or a ``"module:attr"``
+string, so a plugin whose allocator needs torch does not import torch until
+that allocator is built.
+"""
+
+from __future__ import annotations
+
+import pluggy
+
+hookspec = pluggy.HookspecMarker("dcbench")
+hookimpl = pluggy.HookimplMarker("dcbench")
+
+
+@hookspec
+def register_topologies(register):
+    """Register topology families.
+
+    Call ``register(name, factory, description=..., params=[Param(...), ...])``
+    once per family. ``factory(**params)`` returns a `dcbench.Topology`.
+    """
+
+
+@hookspec
+def register_workloads(register):
+    """Register request generators.
+
+    Call ``register(name, factory, description=..., params=[...])``.
+    ``factory(**params)`` returns a `dcbench.Workload`: an object whose
+    ``generate(network, requests, rng)`` draws a `dcbench.RequestSequence`.
+    """
+
+
+@hookspec
+def register_allocators(register):
+    """Register allocation policies.
+
+    Call ``register(name, factory, description=..., params=[...],
+    demands=("pool",))``. ``factory(**params)`` returns a `dcbench.Allocator`;
+    ``demands`` lists the demand kinds it serves (``"pool"``, ``"job"``).
+    """
+
+
+@hookspec
+def register_metrics(register):
+    """Register metric families.
+
+    Call ``register(name, function, description=...)``.
+    ``function(tables, network)`` receives the recorded `dcbench.RunTables`
+    and the compiled `dcbench.Network` and returns a dict of summary columns.
+    """
+
+
+@hookspec
+def register_suites(register):
+    """Register named suites of scenarios.
+
+    Call ``register(dcbench.Suite(name=..., scenarios=[...], ...))``.
+    """
+
+
+@hookspec
+def register_commands(cli):
+    """Add commands to the ``dcbench`` command line.
+
+    ``cli`` is the top-level `click.Group`; decorate new commands with
+    ``@cli.command()``.
+    """

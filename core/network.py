@@ -1,0 +1,267 @@
+"""Topologies and their compiled, array form.
+
+A topology plugin returns a `Topology`: the servers with their capacities and
+labels, and a networkx graph of servers and switches whose links carry a
+capacity and a tier. `Network.compile` turns it into the arrays the engine,
+the builders and the allocators work on: node indices (servers first), link
+capacities and tiers, the link that attaches each single-homed server, and a
+lazily filled catalogue of k shortest paths.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Hashable, Sequence
+
+import numpy as np
+
+from dcbench.errors import SpecError
+
+if TYPE_CHECKING:
+    import networkx as nx
+
+Path = tuple[int, ...]
+
+# Server-pair paths are cached up to this many pairs (then the cache starts
+# over): a bounded memory cost whatever the number of servers.
+_SERVER_PAIR_CACHE = 500_000
+
+
+@dataclass
+class Topology:
+    """What a topology plugin builds.
+
+    ``graph`` holds every server and switch; each edge has ``capacity``
+    (channels or Gbps, see ``link_unit``) and ``tier`` (1 = nearest the
+    servers). ``servers`` lists the server nodes in index order; ``capacity``
+    is servers × resources; ``racks`` and ``pods`` label each server.
+    """
+
+    graph: "nx.Graph"
+    servers: Sequence[Hashable]
+    resources: tuple[str, ...]
+    capacity: np.ndarray
+    racks: np.ndarray
+    pods: np.ndarray
+    link_unit: str = "channels"
+    default_workload: str = "uniform"
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+class Network:
+    """The compiled form of a `Topology`; immutable during a run."""
+
+    def __init__(self, topology: Topology, k_paths: int = 3):
+        graph = topology.graph
+        servers = list(topology.servers)
+        n_servers = len(servers)
+        capacity = np.asarray(topology.capacity, dtype=np.float64)
+        if capacity.shape != (n_servers, len(topology.resources)):
+            raise SpecError(f"topology capacity has shape {capacity.shape}, "
+                            f"expected (servers, resources) = ({n_servers}, {len(topology.resources)})")
+        switches = [node for node in graph.nodes if node not in set(servers)]
+        self.nodes: list[Hashable] = servers + switches
+        self.node_index = {node: i for i, node in enumerate(self.nodes)}
+        self.n_servers = n_servers
+        self.n_nodes = len(self.nodes)
+        self.resources = tuple(topology.resources)
+        self.server_capacity = capacity
+        self.racks = np.asarray(topology.racks, dtype=np.int64)
+        self.pods = np.asarray(topology.pods, dtype=np.int64)
+        self.link_unit = topology.link_unit
+        self.default_workload = topology.default_workload
+        self.info = dict(topology.info)
+        self.graph = graph
+
+        ends, link_capacity, tiers = [], [], []
+        for a, b, data in graph.edges(data=True):
+            ia, ib = self.node_index[a], self.node_index[b]
+            ends.append((min(ia, ib), max(ia, ib)))
+            link_capacity.append(float(data["capacity"]))
+            tiers.append(int(data.get("tier", 1)))
+        self.n_links = len(ends)
+        self.link_ends = np.asarray(ends, dtype=np.int64).reshape(-1, 2)
+        self.link_capacity = np.asarray(link_capacity, dtype=np.float64)
+        self.link_tier = np.asarray(tiers, dtype=np.int64)
+        self.tiers = tuple(int(t) for t in np.unique(self.link_tier))
+        self.link_of_pair = {(a, b): i for i, (a, b) in enumerate(ends)}
+
+        # Adjacency lists as (neighbour, link) in index order, for path search.
+        self.adjacency: list[list[tuple[int, int]]] = [[] for _ in range(self.n_nodes)]
+        for link, (a, b) in enumerate(ends):
+            self.adjacency[a].append((b, link))
+            self.adjacency[b].append((a, link))
+        for neighbours in self.adjacency:
+            neighbours.sort()
+
+        # A server with a single link (the usual case) is reached only
+        # through it: paths between such servers reduce to paths between
+        # their attachment switches.
+        self.server_link = np.full(n_servers, -1, dtype=np.int64)
+        self.server_attachment = np.arange(n_servers, dtype=np.int64)
+        for server in range(n_servers):
+            if len(self.adjacency[server]) == 1:
+                neighbour, link = self.adjacency[server][0]
+                self.server_link[server] = link
+                self.server_attachment[server] = neighbour
+        self.paths = PathCatalogue(self, k_paths)
+        self.path_ends_cache: dict[Path, tuple[int, int] | None] = {}
+
+    @classmethod
+    def compile(cls, topology: Topology, k_paths: int = 3) -> "Network":
+        return cls(topology, k_paths)
+
+    def same_rack(self, a: int, b: int) -> bool:
+        return bool(self.racks[a] == self.racks[b])
+
+    def path_ends(self, links: Path) -> tuple[int, int] | None:
+        """The two end nodes of the simple path formed by ``links`` (in
+        order), or None if they form none. Cached: the same paths recur."""
+        if links in self.path_ends_cache:
+            return self.path_ends_cache[links]
+        ends = self._walk(links)
+        if len(self.path_ends_cache) >= _SERVER_PAIR_CACHE:
+            self.path_ends_cache.clear()
+        self.path_ends_cache[links] = ends
+        return ends
+
+    def _walk(self, links: Path) -> tuple[int, int] | None:
+        if not links or not all(isinstance(link, (int, np.integer)) and 0 <= link < self.n_links
+                                for link in links):
+            return None
+        first = self.link_ends[links[0]]
+        for start in (int(first[0]), int(first[1])):
+            node, seen, ok = start, {start}, True
+            for link in links:
+                a, b = int(self.link_ends[link][0]), int(self.link_ends[link][1])
+                if a == node:
+                    node = b
+                elif b == node:
+                    node = a
+                else:
+                    ok = False
+                    break
+                if node in seen:
+                    ok = False
+                    break
+                seen.add(node)
+            if ok:
+                return start, node
+        return None
+
+
+class PathCatalogue:
+    """The k shortest simple paths (by hop count) between any two nodes.
+
+    Paths are tuples of link indices, shortest first; among paths of equal
+    length the order is lexicographic in node index, so it never depends on
+    dict or hash order. Paths between two single-homed servers are built
+    from the paths between their attachments, which are computed once per
+    attachment pair and cached, so the catalogue costs memory per switch
+    pair, not per server pair.
+    """
+
+    def __init__(self, network: Network, k: int):
+        self.network = network
+        self.k = k
+        self._server_link = [int(x) for x in network.server_link]
+        self._attachment = [int(x) for x in network.server_attachment]
+        degree = np.array([len(n) for n in network.adjacency])
+        # A node of degree one can never be inside a simple path.
+        self._transit = degree > 1
+        self._between: dict[tuple[int, int], tuple[Path, ...]] = {}
+        self._between_servers: dict[tuple[int, int], tuple[Path, ...]] = {}
+        self._distance_to: dict[int, np.ndarray] = {}
+
+    def between_servers(self, a: int, b: int) -> tuple[Path, ...]:
+        """Paths from server ``a`` to server ``b`` (``a != b``)."""
+        paths = self._between_servers.get((a, b))
+        if paths is None:
+            if len(self._between_servers) >= _SERVER_PAIR_CACHE:
+                self._between_servers.clear()
+            paths = self._between_servers[(a, b)] = self._compose(a, b)
+        return paths
+
+    def _compose(self, a: int, b: int) -> tuple[Path, ...]:
+        head = self._server_link[a]
+        tail = self._server_link[b]
+        start = self._attachment[a]
+        end = self._attachment[b]
+        if head >= 0 and tail >= 0:
+            if start == end:
+                return ((head, tail),)
+            return tuple((head,) + path + (tail,) for path in self.between_nodes(start, end))
+        core = ((),) if start == end else self.between_nodes(start, end)
+        prefix: Path = (head,) if head >= 0 else ()
+        suffix: Path = (tail,) if tail >= 0 else ()
+        return tuple(prefix + path + suffix for path in core)
+
+    def between_nodes(self, a: int, b: int) -> tuple[Path, ...]:
+        key = (a, b) if a < b else (b, a)
+        paths = self._between.get(key)
+        if paths is None:
+            paths = self._search(*key)
+            self._between[key] = paths
+        if key[0] == a:
+            return paths
+        return tuple(path[::-1] for path in paths)
+
+    def _distances(self, target: int) -> np.ndarray:
+        distance = self._distance_to.get(target)
+        if distance is not None:
+            return distance
+        adjacency = self.network.adjacency
+        distance = np.full(self.network.n_nodes, np.iinfo(np.int64).max // 2, dtype=np.int64)
+        distance[target] = 0
+        frontier = [target]
+        while frontier:
+            following = []
+            for node in frontier:
+                for neighbour, _ in adjacency[node]:
+                    if distance[neighbour] > distance[node] + 1 and self._transit[neighbour]:
+                        distance[neighbour] = distance[node] + 1
+                        following.append(neighbour)
+            frontier = following
+        self._distance_to[target] = distance
+        return distance
+
+    def _search(self, source: int, target: int) -> tuple[Path, ...]:
+        """Simple paths in order of length, by depth-first search bounded by
+        the distance to the target, until k are found or none is left."""
+        distance = self._distances(target)
+        adjacency = self.network.adjacency
+        transit = self._transit
+        found: list[Path] = []
+        if distance[source] >= np.iinfo(np.int64).max // 2:
+            return ()
+        on_path = np.zeros(self.network.n_nodes, dtype=bool)
+        longest = int(transit.sum()) + 1  # no simple path through transit nodes is longer
+        budget = int(distance[source])
+        links: list[int] = []
+
+        def walk(node: int, remaining: int) -> bool:
+            if node == target:
+                if remaining == 0:
+                    found.append(tuple(links))
+                    return len(found) >= self.k
+                return False
+            on_path[node] = True
+            for neighbour, link in adjacency[node]:
+                if on_path[neighbour] or distance[neighbour] > remaining - 1:
+                    continue
+                if neighbour != target and not transit[neighbour]:
+                    continue
+                links.append(link)
+                done = walk(neighbour, remaining - 1)
+                links.pop()
+                if done:
+                    on_path[node] = False
+                    return True
+            on_path[node] = False
+            return False
+
+        while len(found) < self.k and budget <= longest:
+            if walk(source, budget):
+                break
+            budget += 1
+        return tuple(found)

@@ -1,0 +1,179 @@
+"""The pool builder: the step semantics of the tiered-fabric papers.
+
+A pool request is a divisible demand over resources. The builder adds one
+server at a time: the server gives min(free, still needed) of every
+resource, and is connected to the servers already chosen (those the
+request's connectivity rule requires) over the first of the k shortest
+paths whose every link has a free channel. If no such path exists the
+request fails. Heuristics and learned policies drive the same builder, so a
+policy trained in the gymnasium environment decides exactly as it does as an
+allocator.
+
+The builder works on its own copy of the free capacities, so nothing it
+does touches the engine's state; the engine checks the finished allocation
+and commits it.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import numpy as np
+
+from dcbench.allocation import Allocation, Reject, Route, State, partners
+from dcbench.errors import AllocatorError
+from dcbench.network import Network
+from dcbench.requests import Request
+
+OPEN, DONE, FAILED = "open", "done", "failed"
+
+
+class PoolBuilder:
+    """Builds one pool allocation a server at a time. Reuse it across requests."""
+
+    def __init__(self, network: Network, channels_per_pair: float = 1.0):
+        self.network = network
+        self.channels_per_pair = channels_per_pair
+        self.free_resources = network.server_capacity.copy()
+        self._free_links_array = network.link_capacity.copy()
+        # Routing reads and writes single links, which is much faster on a
+        # list than on an array; the array is brought up to date on demand.
+        self._free_links: list[float] = network.link_capacity.tolist()
+        self._stale_links: list[int] = []
+        self._allowed = np.zeros(network.n_servers, dtype=bool)
+        self._needed = np.zeros(len(network.resources))
+        self.chosen_mask = np.zeros(network.n_servers, dtype=bool)
+        self.remaining = np.zeros(len(network.resources))
+        self._cpu = network.resources.index("cpu") if "cpu" in network.resources else 0
+        self.chosen: list[int] = []
+        self._gives_cpu: list[bool] = []
+        self.amounts: list[np.ndarray] = []
+        self.routes: list[Route] = []
+        self.status = DONE
+        self.reason = ""
+        self.request: Request | None = None
+
+    def start(self, request: Request, state: State) -> None:
+        np.copyto(self.free_resources, state.free_resources)
+        np.copyto(self._free_links_array, state.free_links)
+        self._free_links = state.free_links.tolist()
+        self._stale_links = []
+        self.chosen_mask[self.chosen] = False
+        self.chosen = []
+        self._gives_cpu = []
+        self.amounts = []
+        self.routes = []
+        np.copyto(self.remaining, request.demand)
+        self.request = request
+        self.status = OPEN
+        self.reason = ""
+        self._refresh_allowed()
+
+    @property
+    def free_links(self) -> np.ndarray:
+        """Free capacity of every link, after this request's reservations so far."""
+        if self._stale_links:
+            stale = self._stale_links
+            self._free_links_array[stale] = [self._free_links[link] for link in stale]
+            self._stale_links = []
+        return self._free_links_array
+
+    def _refresh_allowed(self) -> None:
+        # Free capacities are never negative, so a server has some of a
+        # needed resource exactly when its free amounts summed over the
+        # needed resources are positive.
+        np.greater(self.remaining, 0, out=self._needed)
+        np.greater(self.free_resources @ self._needed, 0, out=self._allowed)
+        self._allowed[self.chosen] = False
+
+    @property
+    def is_open(self) -> bool:
+        return self.status == OPEN
+
+    def allowed(self) -> np.ndarray:
+        """Servers that may be added now: not chosen yet, and with a free
+        share of some resource the request still needs. Read-only."""
+        return self._allowed
+
+    def add(self, server: int) -> bool:
+        """Add ``server``; False if the request failed (no path)."""
+        if self.status != OPEN:
+            raise AllocatorError(f"builder: add({server}) on a request that is already {self.status}")
+        server = int(server)
+        if not 0 <= server < self.network.n_servers or self.chosen_mask[server]:
+            raise AllocatorError(f"builder: server {server} is out of range or already chosen")
+        take = np.minimum(self.free_resources[server], self.remaining)
+        take_list = take.tolist()
+        if not any(take_list):
+            raise AllocatorError(f"builder: server {server} has nothing the request still needs")
+        self._gives_cpu.append(take_list[self._cpu] > 0)
+        between = self.network.paths.between_servers
+        free_links = self._free_links
+        stale = self._stale_links
+        amount = self.channels_per_pair
+        chosen = self.chosen
+        for j, _ in partners(self.request.connectivity, self._gives_cpu, len(chosen)):
+            partner = chosen[j]
+            for path in between(partner, server):
+                if min(map(free_links.__getitem__, path)) >= amount:
+                    for link in path:
+                        free_links[link] -= amount
+                    stale.extend(path)
+                    self.routes.append(Route(partner, server, path, amount))
+                    break
+            else:
+                self._gives_cpu.pop()
+                self.status = FAILED
+                self.reason = "no_path"
+                return False
+        self.free_resources[server] -= take
+        self.remaining -= take
+        chosen.append(server)
+        self.chosen_mask[server] = True
+        self._allowed[server] = False
+        self.amounts.append(take)
+        remaining = self.remaining.tolist()
+        if not any(remaining):
+            self.status = DONE
+        elif any(r <= 0 and n for r, n in zip(remaining, self._needed.tolist())):
+            self._refresh_allowed()  # a resource is now covered: the mask narrows
+        return True
+
+    def fail(self, reason: str) -> None:
+        self.status = FAILED
+        self.reason = reason
+
+    def result(self) -> Allocation | Reject:
+        if self.status == DONE:
+            return Allocation(np.asarray(self.chosen, dtype=np.int64), np.vstack(self.amounts), tuple(self.routes))
+        return Reject(self.reason or "incomplete")
+
+
+class PoolAllocator:
+    """Base class for policies that pick one server per builder step.
+
+    Subclasses implement `choose`; `allocate` runs the builder until the
+    request is met or fails. Override `reset` to prepare per-run state.
+    """
+
+    demands: ClassVar[frozenset[str]] = frozenset({"pool"})
+
+    def reset(self, network: Network, rng: np.random.Generator) -> None:
+        self.network = network
+        self.rng = rng
+        self.builder = PoolBuilder(network)
+
+    def choose(self, builder: PoolBuilder, allowed: np.ndarray) -> int:
+        """The next server, one of ``np.flatnonzero(allowed)``."""
+        raise NotImplementedError
+
+    def allocate(self, request: Request, state: State) -> Allocation | Reject:
+        builder = self.builder
+        builder.start(request, state)
+        while builder.is_open:
+            allowed = builder.allowed()
+            if not allowed.any():
+                builder.fail("no_server")
+                break
+            builder.add(self.choose(builder, allowed))
+        return builder.result()

@@ -1,0 +1,124 @@
+"""Parquet tables of a run, written atomically, with provenance in the metadata.
+
+A run is written to ``DIR/<run_id>/`` as ``requests.parquet``,
+``timeline.parquet`` and ``summary.parquet``. The files are first written to
+a temporary folder beside it, which is then renamed into place, so a run
+folder either is complete or does not exist.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any, Mapping
+
+import numpy as np
+
+from dcbench.errors import ResultsError
+
+TABLES = ("requests", "timeline", "summary")
+METADATA_KEY = b"dcbench"
+
+
+def _column(values: Any) -> Any:
+    import pyarrow as pa
+
+    array = np.asarray(values)
+    if array.dtype == object:
+        return pa.array([None if v is None else str(v) for v in array], type=pa.string())
+    return pa.array(array)
+
+
+def to_arrow(columns: Mapping[str, Any], provenance: Mapping[str, Any]) -> Any:
+    import pyarrow as pa
+
+    table = pa.table({name: _column(values) for name, values in columns.items()})
+    metadata = {METADATA_KEY: json.dumps(provenance, sort_keys=True).encode()}
+    return table.replace_schema_metadata(metadata)
+
+
+def check_writable(out_dir: Path) -> None:
+    """Fail early, before any simulation, if ``out_dir`` cannot hold results."""
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=out_dir, prefix=".dcbench-probe-"):
+            pass
+    except OSError as exc:
+        raise ResultsError(f"cannot write results to '{out_dir}': {exc.strerror or exc}; "
+                           "choose another folder with --out") from None
+
+
+def write_run(out_dir: Path, run_id: str, tables: Mapping[str, Mapping[str, Any]],
+              provenance: Mapping[str, Any]) -> Path:
+    """Write the three tables of one run into ``out_dir/run_id`` atomically."""
+    import pyarrow.parquet as pq
+
+    target = out_dir / run_id
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(dir=out_dir, prefix=f".{run_id}.tmp-"))
+    except OSError as exc:
+        raise ResultsError(f"cannot write results to '{out_dir}': {exc.strerror or exc}; "
+                           "choose another folder with --out") from None
+    try:
+        for name in TABLES:
+            pq.write_table(to_arrow(tables[name], provenance), staging / f"{name}.parquet")
+        if target.exists():
+            # A rerun of the same run id replaces the old folder; the swap
+            # keeps a complete folder in place at every moment but one rename.
+            old = Path(tempfile.mkdtemp(dir=out_dir, prefix=f".{run_id}.old-"))
+            os.replace(target, old / run_id)
+            os.replace(staging, target)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.replace(staging, target)
+    except BaseException as exc:
+        shutil.rmtree(staging, ignore_errors=True)
+        if isinstance(exc, OSError):
+            raise ResultsError(f"cannot write results to '{target}': {exc.strerror or exc}") from None
+        raise
+    return target
+
+
+def write_table_atomic(path: Path, columns: Any, provenance: Mapping[str, Any] | None = None) -> None:
+    """Write one Parquet file atomically (temporary file, then rename)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = columns if isinstance(columns, pa.Table) else to_arrow(columns, provenance or {})
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.tmp-")
+    os.close(handle)
+    try:
+        pq.write_table(table, temporary)
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def read_table(path: Path) -> Any:
+    """Read one Parquet table, or explain in one line why it cannot be read."""
+    import pyarrow.parquet as pq
+
+    if not path.exists():
+        raise ResultsError(f"missing results file '{path}'; rerun the run that writes it")
+    try:
+        return pq.read_table(path)
+    except Exception as exc:
+        raise ResultsError(f"corrupt results file '{path}' ({type(exc).__name__}: {exc}); "
+                           "delete it and rerun") from None
+
+
+def provenance_of(table: Any) -> dict[str, Any]:
+    metadata = table.schema.metadata or {}
+    if METADATA_KEY not in metadata:
+        raise ResultsError("results file has no dcbench provenance; was it written by dcbench?")
+    return json.loads(metadata[METADATA_KEY])
+
+
+def is_complete(run_dir: Path) -> bool:
+    return all((run_dir / f"{name}.parquet").is_file() for name in TABLES)

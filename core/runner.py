@@ -1,0 +1,157 @@
+"""Running one (topology, workload, allocator, seed): the harness in one call."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import platform
+import subprocess
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from dcbench.engine import RunTables, simulate
+from dcbench.errors import DcbenchError, IncompatibleError, PluginError, SpecError
+from dcbench.network import Network
+from dcbench.registry import Registry, get_registry
+from dcbench.results import write_run
+from dcbench.spec import Spec
+
+
+@dataclass
+class RunResult:
+    run_id: str
+    summary: dict[str, Any]
+    tables: RunTables
+    provenance: dict[str, Any]
+
+    def write(self, out_dir: Path) -> Path:
+        return write_run(out_dir, self.run_id, {
+            "requests": self.tables.requests,
+            "timeline": self.tables.timeline,
+            "summary": {k: [v] for k, v in self.summary.items()},
+        }, self.provenance)
+
+
+def run_hash(topology: str, workload: str, allocator: str, requests: int, seed: int, version: str) -> str:
+    """The identity of a run: its resolved scenario, allocator and dcbench version."""
+    key = json.dumps({"topology": topology, "workload": workload, "allocator": allocator,
+                      "requests": requests, "seed": seed, "dcbench": version}, sort_keys=True)
+    return hashlib.sha256(key.encode()).hexdigest()[:16]
+
+
+@lru_cache(maxsize=1)
+def git_commit() -> str | None:
+    """The commit of the dcbench source tree, when it is a git checkout."""
+    try:
+        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=Path(__file__).parent,
+                             capture_output=True, text=True, timeout=5)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None if out.returncode == 0 else None
+
+
+def default_requests(network: Network) -> int:
+    """Two requests per server: the papers' 128 on 64 servers, 2,048 on 1,024."""
+    return 2 * network.n_servers
+
+
+@dataclass
+class Runner:
+    """Builds scenarios from specs and runs them; compiled topologies are cached."""
+
+    registry: Registry = field(default_factory=get_registry)
+    _networks: dict[str, tuple[str, Network]] = field(default_factory=dict)
+
+    def network(self, topology: str) -> tuple[str, Network]:
+        """The resolved spec and compiled network of a topology spec."""
+        if topology not in self._networks:
+            built = self.registry.build("topology", topology)
+            resolved = built.spec
+            cached = next((v for v in self._networks.values() if v[0] == resolved), None)
+            self._networks[topology] = cached or (resolved, Network.compile(built.obj))
+        return self._networks[topology]
+
+    def resolve(self, allocator: str, topology: str, workload: str | None = None,
+                requests: int | None = None) -> dict[str, Any]:
+        """Check a combination before anything runs; what `run` would use."""
+        topology_spec, network = self.network(topology)
+        workload_built = self.registry.build("workload", workload or network.default_workload)
+        allocator_spec = Spec.parse(allocator)
+        entry = self.registry.get("allocator", allocator_spec.name)
+        allocator_built = entry.build(allocator_spec)
+        kind = getattr(workload_built.obj, "kind", "pool")
+        demands = tuple(entry.extra.get("demands", ("pool",)))
+        if kind not in demands:
+            serving = sorted(name for name, e in self.registry.entries("allocator").items()
+                             if kind in e.extra.get("demands", ("pool",)))
+            raise IncompatibleError(
+                f"allocator {entry.name!r} serves {'/'.join(demands)} demands but workload "
+                f"{workload_built.spec.split(':')[0]!r} makes {kind} demands; "
+                f"allocators for {kind} demands: {', '.join(serving) or 'none'}"
+            )
+        if requests is not None and requests < 1:
+            raise SpecError(f"--requests must be at least 1, got {requests}")
+        return {
+            "topology": topology_spec, "network": network,
+            "workload": workload_built.spec, "workload_obj": workload_built.obj,
+            "allocator": allocator_built.spec, "allocator_entry": entry,
+            "requests": requests or default_requests(network),
+        }
+
+    def run(self, allocator: str, topology: str, workload: str | None = None, requests: int | None = None,
+            seed: int = 0, progress: Callable[[int], None] | None = None) -> RunResult:
+        from dcbench import __version__
+
+        plan = self.resolve(allocator, topology, workload, requests)
+        network: Network = plan["network"]
+        n_requests: int = plan["requests"]
+        run_id = run_hash(plan["topology"], plan["workload"], plan["allocator"], n_requests, seed, __version__)
+
+        rng = np.random.default_rng(seed)
+        workload_rng, allocator_rng = rng.spawn(2)
+        try:
+            sequence = plan["workload_obj"].generate(network, n_requests, workload_rng)
+        except ValueError as exc:
+            raise SpecError(f"{plan['workload']}: {exc}") from exc
+        allocator_obj = plan["allocator_entry"].build(plan["allocator"]).obj
+        tables = simulate(network, sequence, allocator_obj, allocator_rng, progress)
+
+        summary: dict[str, Any] = {
+            "run_id": run_id,
+            "allocator": plan["allocator"],
+            "topology": plan["topology"],
+            "workload": plan["workload"],
+            "seed": seed,
+            "requests": n_requests,
+            "offered": int((tables.requests["outcome"] != "skipped").sum()),
+            "accepted": int((tables.requests["outcome"] == "accepted").sum()),
+        }
+        for name, entry in self.registry.entries("metric").items():
+            try:
+                columns = entry.load()(tables, network)
+            except DcbenchError:
+                raise
+            except Exception as exc:
+                raise PluginError(f"metric {name!r} (plugin {entry.plugin}) failed: "
+                                  f"{type(exc).__name__}: {exc}") from exc
+            summary.update({k: float(v) for k, v in columns.items()})
+        summary["dcbench_version"] = __version__
+
+        provenance = {
+            "dcbench_version": __version__,
+            "run_id": run_id,
+            "allocator": plan["allocator"],
+            "topology": plan["topology"],
+            "workload": plan["workload"],
+            "requests": n_requests,
+            "seed": seed,
+            "plugins": {p.name: f"{p.distribution} {p.version}" for p in self.registry.plugins},
+            "git_commit": git_commit(),
+            "python": platform.python_version(),
+            "numpy": np.__version__,
+        }
+        return RunResult(run_id, summary, tables, provenance)

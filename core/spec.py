@@ -1,0 +1,171 @@
+"""Specs on the command line: ``NAME[:ARG,ARG,KEY=VALUE,...]``.
+
+The core parses a spec into (name, args, kwargs) and binds it to the
+parameters a plugin declared with `Param`; the plugin's factory then checks
+what only it can check. The resolved spec (every parameter, defaults filled
+in, in declaration order) is what identifies a run.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Sequence
+
+from dcbench.errors import SpecError
+
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-]*$")
+_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+@dataclass(frozen=True)
+class Spec:
+    """A parsed spec: a plugin name, positional and keyword arguments (strings)."""
+
+    name: str
+    args: tuple[str, ...] = ()
+    kwargs: Mapping[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def parse(cls, text: str) -> "Spec":
+        text = text.strip()
+        expected = "expected NAME[:ARG,...,KEY=VALUE], e.g. 'tiered:32,1x4,pods=8'"
+        name, sep, rest = text.partition(":")
+        if not _NAME.match(name):
+            raise SpecError(f"malformed spec {text!r}: bad name {name!r}; {expected}")
+        args: list[str] = []
+        kwargs: dict[str, str] = {}
+        if sep and not rest:
+            raise SpecError(f"malformed spec {text!r}: nothing after ':'; {expected}")
+        for item in rest.split(",") if rest else []:
+            item = item.strip()
+            if not item:
+                raise SpecError(f"malformed spec {text!r}: empty argument; {expected}")
+            key, eq, value = item.partition("=")
+            if eq:
+                key, value = key.strip(), value.strip()
+                if not _KEY.match(key) or not value:
+                    raise SpecError(f"malformed spec {text!r}: bad keyword {item!r}; {expected}")
+                if key in kwargs:
+                    raise SpecError(f"malformed spec {text!r}: {key!r} given twice")
+                kwargs[key] = value
+            else:
+                if kwargs:
+                    raise SpecError(
+                        f"malformed spec {text!r}: positional {item!r} after a keyword; "
+                        "put positional arguments first"
+                    )
+                args.append(item)
+        return cls(name, tuple(args), kwargs)
+
+    def __str__(self) -> str:
+        items = list(self.args) + [f"{k}={v}" for k, v in self.kwargs.items()]
+        return self.name + (":" + ",".join(items) if items else "")
+
+
+_REQUIRED: Any = object()
+
+
+def parse_bool(text: str) -> bool:
+    lowered = text.lower()
+    if lowered in ("yes", "true", "1", "on"):
+        return True
+    if lowered in ("no", "false", "0", "off"):
+        return False
+    raise ValueError("expected yes or no")
+
+
+_PARSERS: dict[type, Callable[[str], Any]] = {int: int, float: float, str: str, bool: parse_bool}
+_TYPE_NAMES = {int: "an integer", float: "a number", str: "a string", bool: "yes or no"}
+
+
+def format_value(value: Any) -> str:
+    """How a parameter value is written in a resolved spec."""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+@dataclass(frozen=True)
+class Param:
+    """A parameter a plugin accepts.
+
+    ``positional`` parameters may also be given without their key, in
+    declaration order (``tiered:32,1x4``). A default of ``None`` means "the
+    plugin decides" (for instance a value that scales with the topology).
+    """
+
+    name: str
+    type: type = str
+    default: Any = _REQUIRED
+    help: str = ""
+    choices: tuple[Any, ...] | None = None
+    positional: bool = False
+    minimum: float | None = None
+
+    @property
+    def required(self) -> bool:
+        return self.default is _REQUIRED
+
+    def convert(self, owner: str, raw: str) -> Any:
+        try:
+            value = _PARSERS[self.type](raw)
+        except (ValueError, KeyError):
+            raise SpecError(
+                f"{owner}: {self.name}={raw!r} is not {_TYPE_NAMES.get(self.type, self.type.__name__)}"
+            ) from None
+        if self.choices is not None and value not in self.choices:
+            allowed = ", ".join(format_value(c) for c in self.choices)
+            raise SpecError(f"{owner}: {self.name}={raw!r} is not one of {allowed}")
+        if self.minimum is not None and value < self.minimum:
+            raise SpecError(f"{owner}: {self.name}={raw!r} must be at least {format_value(self.minimum)}")
+        return value
+
+    def describe(self) -> str:
+        text = self.name
+        if self.choices is not None:
+            text += "=" + "|".join(format_value(c) for c in self.choices)
+        elif not self.required and self.default is not None:
+            text += "=" + format_value(self.default)
+        elif self.required:
+            text += " (required)"
+        return text
+
+
+def bind(owner: str, params: Sequence[Param], spec: Spec) -> dict[str, Any]:
+    """Bind a spec's arguments to declared parameters, converting their types."""
+    by_name = {p.name: p for p in params}
+    positional = [p for p in params if p.positional]
+    if len(spec.args) > len(positional):
+        names = ", ".join(p.name for p in positional) or "none"
+        raise SpecError(
+            f"{owner}: takes {len(positional)} positional argument(s) ({names}), "
+            f"got {len(spec.args)} in {str(spec)!r}"
+        )
+    values: dict[str, Any] = {}
+    for param, raw in zip(positional, spec.args):
+        values[param.name] = param.convert(owner, raw)
+    for key, raw in spec.kwargs.items():
+        if key not in by_name:
+            known = ", ".join(by_name) or "none"
+            raise SpecError(f"{owner}: unknown parameter {key!r}; known parameters: {known}")
+        if key in values:
+            raise SpecError(f"{owner}: {key!r} given both by position and by keyword")
+        values[key] = by_name[key].convert(owner, raw)
+    resolved: dict[str, Any] = {}
+    for param in params:
+        if param.name in values:
+            resolved[param.name] = values[param.name]
+        elif param.required:
+            raise SpecError(f"{owner}: missing required parameter {param.name!r}")
+        else:
+            resolved[param.name] = param.default
+    return resolved
+
+
+def resolved_spec(name: str, values: Mapping[str, Any]) -> str:
+    """The canonical text of a bound spec: every parameter by keyword, ``None`` left out."""
+    items = [f"{k}={format_value(v)}" for k, v in values.items() if v is not None]
+    return name + (":" + ",".join(items) if items else "")

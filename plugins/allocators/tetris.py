@@ -1,0 +1,58 @@
+"""Tetris: pick the server whose free resources best align with the request.
+
+Score = free · demand over [cpu/10, mem/10, free channels on the server's own
+link] and [cpu/10, mem/10, 1] (the request's full demand); after the first
+pick of a request, servers outside the rack of the previous pick are scored
+× ``penalty``. The arg-max among allowed servers is taken, lowest index on
+ties. Routing is the builder's: k = 3 shortest paths by hop count.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from dcbench import Network, Param, PoolAllocator, PoolBuilder, hookimpl
+
+
+class TetrisAllocator(PoolAllocator):
+    def __init__(self, penalty: float = 0.9, scale: float = 10.0):
+        if not 0 <= penalty <= 1:
+            raise ValueError(f"penalty={penalty:g} must be between 0 and 1")
+        self.penalty = penalty
+        self.scale = scale
+
+    def reset(self, network: Network, rng: np.random.Generator) -> None:
+        super().reset(network, rng)
+        links = network.server_link
+        self._all_linked = bool((links >= 0).all())
+        self._has_link = links >= 0
+        self._links = np.where(self._has_link, links, 0)
+        self._rack_members = [np.flatnonzero(network.racks == rack) for rack in range(network.racks.max() + 1)]
+        self._scores = np.empty(network.n_servers)
+
+    def choose(self, builder: PoolBuilder, allowed: np.ndarray) -> int:
+        scores = self._scores
+        # (free / scale) · (demand / scale), over every server at once.
+        np.dot(builder.free_resources, builder.request.demand / self.scale**2, out=scores)
+        link_free = builder.free_links[self._links]
+        scores += link_free if self._all_linked else np.where(self._has_link, link_free, 0.0)
+        if builder.chosen:
+            members = self._rack_members[self.network.racks[builder.chosen[-1]]]
+            inside = scores[members]
+            scores *= self.penalty
+            scores[members] = inside
+        return int(np.argmax(np.where(allowed, scores, -np.inf)))
+
+
+@hookimpl
+def register_allocators(register):
+    register(
+        "tetris",
+        TetrisAllocator,
+        description="Tetris alignment score with a locality penalty outside the last pick's rack",
+        params=[
+            Param("penalty", float, 0.9, "score factor for servers outside the last pick's rack", minimum=0),
+            Param("scale", float, 10.0, "divisor of CPU and memory in the score", minimum=1e-9),
+        ],
+        demands=("pool",),
+    )

@@ -1,0 +1,36 @@
+"""Acceptance ratio, overall and by request size (1..8 servers' worth)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from dcbench import Network, RunTables, hookimpl
+
+SIZE_BRACKETS = 8
+
+
+def acceptance(tables: RunTables, network: Network) -> dict[str, float]:
+    outcome = tables.requests["outcome"]
+    offered = outcome != "skipped"
+    accepted = outcome == "accepted"
+    n_offered = int(offered.sum())
+    columns: dict[str, float] = {
+        "acceptance_ratio": accepted.sum() / n_offered if n_offered else float("nan"),
+        "invalid_allocations": float((tables.requests["reason"] == "invalid_allocation").sum()),
+    }
+    size = np.minimum(tables.requests["size"], SIZE_BRACKETS)
+    for bracket in range(1, SIZE_BRACKETS + 1):
+        in_bracket = offered & (size == bracket)
+        total = int(in_bracket.sum())
+        columns[f"acceptance_size_{bracket}"] = (accepted & in_bracket).sum() / total if total else float("nan")
+    return columns
+
+
+@hookimpl
+def register_metrics(register):
+    register(
+        "acceptance",
+        acceptance,
+        description="acceptance_ratio; acceptance_size_1..8 by the servers' worth a request needs "
+        "(8 includes larger); invalid_allocations",
+    )

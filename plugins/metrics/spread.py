@@ -1,0 +1,26 @@
+"""How spread accepted requests are: one server, one rack, one pod, or across pods."""
+
+from __future__ import annotations
+
+from dcbench import SPREAD_LEVELS, Network, RunTables, hookimpl
+
+
+def spread(tables: RunTables, network: Network) -> dict[str, float]:
+    accepted = tables.requests["outcome"] == "accepted"
+    n_accepted = int(accepted.sum())
+    levels = tables.requests["spread"][accepted]
+    columns = {f"spread_{level}": float((levels == level).sum() / n_accepted) if n_accepted else float("nan")
+               for level in SPREAD_LEVELS}
+    columns["servers_per_request"] = (
+        float(tables.requests["servers_used"][accepted].mean()) if n_accepted else float("nan")
+    )
+    return columns
+
+
+@hookimpl
+def register_metrics(register):
+    register(
+        "spread",
+        spread,
+        description="spread_server/rack/pod/cross_pod: share of accepted requests at each level; servers_per_request",
+    )

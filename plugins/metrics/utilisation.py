@@ -1,0 +1,54 @@
+"""Resource and per-tier link utilisation.
+
+``<resource>_util`` and ``link_util_tier<t>`` are time-averaged over the
+episode (from the first offer to the last, each state weighted by how long it
+lasted); the ``_last25`` columns are the reference code's statistic, the mean
+of the values after the last 25 offers.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from dcbench import Network, RunTables, hookimpl
+
+LAST = 25
+
+
+def time_average(time: np.ndarray, values: np.ndarray, start: float, end: float) -> float:
+    """Mean of a piecewise-constant signal (``values[k]`` holds from
+    ``time[k]`` to ``time[k+1]``) over ``[start, end]``."""
+    if len(time) == 0:
+        return float("nan")
+    if end <= start:
+        return float(values[time <= end][-1]) if (time <= end).any() else float(values[0])
+    following = np.append(time[1:], end)
+    weight = np.clip(following, start, end) - np.clip(time, start, end)
+    return float((weight * values).sum() / weight.sum())
+
+
+def utilisation(tables: RunTables, network: Network) -> dict[str, float]:
+    timeline = tables.timeline
+    offers = tables.requests["offer_time"]
+    offers = offers[~np.isnan(offers)]
+    columns: dict[str, float] = {}
+    if len(offers) == 0:
+        return columns
+    start, end = float(offers.min()), float(offers.max())
+    arrivals = timeline["event"] == "arrival"
+    names = [f"{r}_util" for r in network.resources] + [f"link_util_tier{t}" for t in network.tiers]
+    for name in names:
+        values = timeline[name]
+        columns[name] = time_average(timeline["time"], values, start, end)
+        columns[f"{name}_last{LAST}"] = float(values[arrivals][-LAST:].mean()) if arrivals.any() else float("nan")
+    return columns
+
+
+@hookimpl
+def register_metrics(register):
+    register(
+        "utilisation",
+        utilisation,
+        description="time-averaged <resource>_util and link_util_tier<t>, and their _last25 "
+        "(mean after the last 25 offers)",
+    )

@@ -1,0 +1,106 @@
+"""The tiered fabric of the resource-disaggregated data-centre papers.
+
+Servers hang off rack switches (SR links, tier 1); each pod's racks link to
+the pod's two aggregation switches, one per plane (RA links, tier 2); each
+aggregation switch links to every core switch of its plane, P/2 per plane for
+P racks per pod (AC links, tier 3). Channels per link are (n, m0·n, m1·n)
+with (m0, m1) given by the oversubscription label. See docs/scenarios/tiered.md.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from dcbench import Param, Topology, hookimpl
+
+# Oversubscription label -> (RA, AC) channel multipliers of the SR channels.
+RATIOS = {"1x1": (8.0, 8.0), "1x4": (4.0, 2.0), "1x8": (4.0, 1.0), "1x16": (2.0, 0.5)}
+
+PARAMS = [
+    Param("channels", int, None, "channels per server-rack link (n)", positional=True, minimum=1),
+    Param("ratio", str, None, "oversubscription label", choices=tuple(RATIOS), positional=True),
+    Param("pods", int, 2, "pods", minimum=1),
+    Param("racks", int, 2, "racks per pod", minimum=1),
+    Param("servers", int, 16, "servers per rack", minimum=1),
+    Param("cpu", int, 16, "CPU units per server", minimum=1),
+    Param("mem", int, 16, "memory units per server", minimum=1),
+    Param("sr", float, None, "explicit server-rack channels (with ra, ac)", minimum=1),
+    Param("ra", float, None, "explicit rack-aggregation channels", minimum=1),
+    Param("ac", float, None, "explicit aggregation-core channels", minimum=1),
+]
+
+
+def ratio_label(sr: float, ra: float, ac: float, servers_per_rack: int = 16) -> str:
+    """The papers' label, (2·RA / 16·SR) · (AC / RA), written 1xK."""
+    ratio = (2 * ra / (servers_per_rack * sr)) * (ac / ra)
+    return f"1x{1 / ratio:g}" if ratio <= 1 else f"{ratio:g}x1"
+
+
+def channel_counts(channels: int | None, ratio: str | None, sr: float | None,
+                   ra: float | None, ac: float | None) -> tuple[int, int, int]:
+    explicit = (sr, ra, ac)
+    if any(v is not None for v in explicit):
+        if any(v is None for v in explicit):
+            raise ValueError("give all three of sr=, ra=, ac= or none of them")
+        if channels is not None or ratio is not None:
+            raise ValueError("give either channels and ratio (tiered:32,1x4) or sr=,ra=,ac=, not both")
+        counts = explicit
+    else:
+        n = 32 if channels is None else channels
+        m0, m1 = RATIOS["1x4" if ratio is None else ratio]
+        counts = (n, m0 * n, m1 * n)
+    for name, value in zip(("SR", "RA", "AC"), counts):
+        if float(value) != int(value):
+            raise ValueError(f"{name} channels come to {value:g}; use channels for which every link "
+                             "has a whole number of channels")
+    return tuple(int(v) for v in counts)  # type: ignore[return-value]
+
+
+def build(channels=None, ratio=None, pods=2, racks=2, servers=16, cpu=16, mem=16,
+          sr=None, ra=None, ac=None) -> Topology:
+    import networkx as nx
+
+    sr_channels, ra_channels, ac_channels = channel_counts(channels, ratio, sr, ra, ac)
+    cores_per_plane = max(1, racks // 2)
+    graph = nx.Graph()
+    server_names, rack_of, pod_of = [], [], []
+    for pod in range(pods):
+        for plane in range(2):
+            aggregate = f"Aggregate_{2 * pod + plane}"
+            for core in range(cores_per_plane):
+                graph.add_edge(aggregate, f"Core_{plane * cores_per_plane + core}",
+                               capacity=ac_channels, tier=3)
+        for rack_in_pod in range(racks):
+            rack = pod * racks + rack_in_pod
+            for plane in range(2):
+                graph.add_edge(f"Rack_{rack}", f"Aggregate_{2 * pod + plane}", capacity=ra_channels, tier=2)
+            for slot in range(servers):
+                name = f"Resource_{rack * servers + slot}"
+                graph.add_edge(name, f"Rack_{rack}", capacity=sr_channels, tier=1)
+                server_names.append(name)
+                rack_of.append(rack)
+                pod_of.append(pod)
+    n_servers = len(server_names)
+    label = ratio_label(sr_channels, ra_channels, ac_channels, servers)
+    return Topology(
+        graph=graph,
+        servers=server_names,
+        resources=("cpu", "mem"),
+        capacity=np.tile(np.array([cpu, mem], dtype=np.float64), (n_servers, 1)),
+        racks=np.asarray(rack_of),
+        pods=np.asarray(pod_of),
+        link_unit="channels",
+        default_workload="uniform",
+        info={"family": "tiered", "sr": sr_channels, "ra": ra_channels, "ac": ac_channels,
+              "ratio": label, "label": f"{sr_channels} ch, {label.replace('x', ':')}"},
+    )
+
+
+@hookimpl
+def register_topologies(register):
+    register(
+        "tiered",
+        build,
+        description="Tiered disaggregated fabric (servers, racks, two aggregation and core planes)",
+        params=PARAMS,
+    )

@@ -1,0 +1,39 @@
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from dcbench import Network, Runner, get_registry
+from dcbench.registry import reset_registry
+
+
+@pytest.fixture(scope="session")
+def registry():
+    return get_registry()
+
+
+@pytest.fixture
+def runner(registry):
+    return Runner(registry)
+
+
+@pytest.fixture
+def fresh_registry():
+    """A registry rebuilt for this test (and forgotten after it)."""
+    reset_registry()
+    yield
+    reset_registry()
+
+
+def tiered(spec: str = "tiered:8,1x4") -> Network:
+    return Network.compile(get_registry().build("topology", spec).obj)
+
+
+@pytest.fixture
+def small_network() -> Network:
+    return tiered("tiered:8,1x4")
+
+
+@pytest.fixture
+def rng() -> np.random.Generator:
+    return np.random.default_rng(1234)

@@ -1,0 +1,62 @@
+import numpy as np
+import pytest
+
+from dcbench import Allocation, Request, Route, State, check_allocation, required_pairs
+
+
+def request(demand, rule="all"):
+    return Request(0, 0.0, 1.0, np.asarray(demand, dtype=float), "pool", rule)
+
+
+def routes_for(network, servers):
+    return tuple(Route(servers[j], servers[i], network.paths.between_servers(servers[j], servers[i])[0])
+                 for i in range(len(servers)) for j in range(i))
+
+
+def valid(network):
+    servers = [0, 20, 40]
+    return Allocation(np.array(servers), np.array([[16, 10], [16, 16], [4, 0.0]]), routes_for(network, servers))
+
+
+def test_a_valid_allocation_passes_and_reports_link_usage(small_network):
+    state = State(small_network)
+    problem, usage = check_allocation(valid(small_network), request([36, 26]), state)
+    assert problem is None
+    # Three pairs, each one channel on the SR link of both of its servers.
+    for server in (0, 20, 40):
+        assert usage[small_network.server_link[server]] == 2
+
+
+@pytest.mark.parametrize("mutate, fragment", [
+    (lambda a, n: Allocation(a.servers, a.amounts[:, :1], a.routes), "shape"),
+    (lambda a, n: Allocation(np.array([0, 0, 40]), a.amounts, a.routes), "appears twice"),
+    (lambda a, n: Allocation(np.array([0, 20, 999]), a.amounts, a.routes), "out of range"),
+    (lambda a, n: Allocation(a.servers, a.amounts * 2, a.routes), "demand is"),
+    (lambda a, n: Allocation(a.servers, np.array([[20, 10], [12, 16], [4, 0.0]]), a.routes), "over capacity on cpu"),
+    (lambda a, n: Allocation(a.servers, a.amounts, a.routes[:2]), "need a path"),
+    (lambda a, n: Allocation(a.servers, a.amounts, a.routes[:2] + (Route(0, 40, a.routes[0].links),)), "not a path"),
+    (lambda a, n: Allocation(a.servers, a.amounts, a.routes + (Route(0, 63, a.routes[0].links),)), "does not join"),
+    (lambda a, n: Allocation(a.servers, np.array([[20, 10], [16, 16], [0, 0.0]]), a.routes), "gives nothing"),
+    (lambda a, n: Allocation(a.servers, np.array([[np.nan, 10], [16, 16], [4, 0.0]]), a.routes), "finite"),
+])
+def test_invalid_allocations_are_named(small_network, mutate, fragment):
+    allocation = mutate(valid(small_network), small_network)
+    problem, _ = check_allocation(allocation, request([36, 26]), State(small_network))
+    assert problem is not None and fragment in problem
+
+
+def test_link_over_capacity(small_network):
+    state = State(small_network)
+    state.free_links[small_network.server_link[40]] = 1  # both routes to server 40 need its link
+    problem, _ = check_allocation(valid(small_network), request([36, 26]), state)
+    assert problem is not None and "over capacity" in problem
+
+
+def test_required_pairs_rules():
+    cpu = np.array([5, 0, 3, 0])
+    assert required_pairs("all", cpu) == [(0, 1), (0, 2), (1, 2), (0, 3), (1, 3), (2, 3)]
+    # cpu: a pair is needed unless neither server gives CPU.
+    assert required_pairs("cpu", cpu) == [(0, 1), (0, 2), (1, 2), (0, 3), (2, 3)]
+    # reference: a CPU-less newcomer skips every pair from the first CPU-less
+    # earlier server on (sticky flag), even (2, 3) where server 2 gave CPU.
+    assert required_pairs("reference", cpu) == [(0, 1), (0, 2), (1, 2), (0, 3)]

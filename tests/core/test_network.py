@@ -1,0 +1,78 @@
+import itertools
+
+import networkx as nx
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dcbench import Network, Topology
+from tests.conftest import tiered
+
+
+def path_nodes(network, start, links):
+    nodes = [start]
+    for link in links:
+        a, b = network.link_ends[link]
+        nodes.append(int(b) if nodes[-1] == a else int(a))
+    return nodes
+
+
+def test_server_paths_are_the_k_shortest_by_hop_count(small_network):
+    network = small_network
+    graph = nx.Graph([tuple(e) for e in network.link_ends])
+    for a, b in [(0, 1), (0, 17), (0, 40), (63, 5)]:
+        paths = network.paths.between_servers(a, b)
+        expected = [len(p) - 1 for p in itertools.islice(nx.shortest_simple_paths(graph, a, b), 3)]
+        assert [len(p) for p in paths] == expected
+        for links in paths:
+            nodes = path_nodes(network, a, links)
+            assert nodes[-1] == b and len(set(nodes)) == len(nodes)
+
+
+def test_same_rack_has_one_path_through_the_rack_switch(small_network):
+    paths = small_network.paths.between_servers(0, 1)
+    assert len(paths) == 1 and len(paths[0]) == 2
+
+
+def test_paths_are_symmetric(small_network):
+    forward = small_network.paths.between_servers(3, 50)
+    backward = small_network.paths.between_servers(50, 3)
+    assert [p[::-1] for p in forward] == list(backward)
+
+
+def test_large_topology_paths():
+    network = tiered("tiered:8,1x4,pods=8,racks=8")
+    same_pod = network.paths.between_servers(0, 16)  # racks 0 and 1 of pod 0
+    assert [len(p) for p in same_pod] == [4, 4, 6]
+    cross_pod = network.paths.between_servers(0, 1023)
+    assert [len(p) for p in cross_pod] == [6, 6, 6]
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(min_value=6, max_value=14), st.integers(min_value=0, max_value=10_000))
+def test_matches_networkx_on_random_graphs(n_nodes, seed):
+    graph = nx.connected_watts_strogatz_graph(n_nodes, 4, 0.3, seed=seed)
+    for a, b in graph.edges:
+        graph.edges[a, b].update(capacity=1, tier=1)
+    topology = Topology(graph=graph, servers=list(graph.nodes), resources=("cpu",),
+                        capacity=np.ones((n_nodes, 1)), racks=np.arange(n_nodes), pods=np.zeros(n_nodes, int))
+    network = Network.compile(topology, k_paths=3)
+    rng = np.random.default_rng(seed)
+    for _ in range(5):
+        a, b = (int(x) for x in rng.choice(n_nodes, 2, replace=False))
+        ours = network.paths.between_servers(a, b)
+        theirs = list(itertools.islice(nx.shortest_simple_paths(graph, a, b), 3))
+        assert [len(p) for p in ours] == [len(p) - 1 for p in theirs]
+        assert len({p for p in ours}) == len(ours)
+        for links in ours:
+            nodes = path_nodes(network, a, links)
+            assert nodes[-1] == b and len(set(nodes)) == len(nodes)
+
+
+def test_path_ends(small_network):
+    links = small_network.paths.between_servers(0, 40)[0]
+    assert small_network.path_ends(links) in {(0, 40), (40, 0)}
+    assert small_network.path_ends((links[0], links[-1])) is None
+    assert small_network.path_ends((10**6,)) is None
+    assert small_network.path_ends(()) is None

@@ -1,0 +1,69 @@
+import pytest
+
+from dcbench import Param, Spec, SpecError
+from dcbench.spec import bind, resolved_spec
+
+
+@pytest.mark.parametrize("text, name, args, kwargs", [
+    ("tetris", "tetris", (), {}),
+    ("tiered:32,1x4", "tiered", ("32", "1x4"), {}),
+    ("tiered:32,1x4,pods=8,racks=8", "tiered", ("32", "1x4"), {"pods": "8", "racks": "8"}),
+    ("vmjobs:load=66", "vmjobs", (), {"load": "66"}),
+    (" ccf:reconfigure=no ", "ccf", (), {"reconfigure": "no"}),
+])
+def test_parse(text, name, args, kwargs):
+    spec = Spec.parse(text)
+    assert (spec.name, spec.args, dict(spec.kwargs)) == (name, args, kwargs)
+
+
+@pytest.mark.parametrize("text, fragment", [
+    ("", "bad name"),
+    ("tiered:", "nothing after"),
+    ("tiered:32,,1x4", "empty argument"),
+    ("tiered:pods=2,32", "positional '32' after a keyword"),
+    ("tiered:pods=2,pods=3", "given twice"),
+    ("tiered:=3", "bad keyword"),
+    ("9lives", "bad name"),
+])
+def test_malformed_specs_say_what_is_wrong(text, fragment):
+    with pytest.raises(SpecError, match=fragment) as info:
+        Spec.parse(text)
+    assert "\n" not in str(info.value)
+
+
+PARAMS = [
+    Param("channels", int, None, positional=True, minimum=1),
+    Param("ratio", str, "1x4", choices=("1x1", "1x4"), positional=True),
+    Param("pods", int, 2),
+    Param("fast", bool, False),
+]
+
+
+def test_bind_fills_defaults_and_converts_types():
+    values = bind("t", PARAMS, Spec.parse("t:8,pods=3,fast=yes"))
+    assert values == {"channels": 8, "ratio": "1x4", "pods": 3, "fast": True}
+    assert resolved_spec("t", values) == "t:channels=8,ratio=1x4,pods=3,fast=yes"
+
+
+@pytest.mark.parametrize("text, fragment", [
+    ("t:x", "channels='x' is not an integer"),
+    ("t:0", "must be at least 1"),
+    ("t:8,1x3", "not one of 1x1, 1x4"),
+    ("t:8,1x4,2", "takes 2 positional"),
+    ("t:speed=3", "unknown parameter 'speed'; known parameters: channels, ratio, pods, fast"),
+    ("t:8,channels=9", "both by position and by keyword"),
+    ("t:fast=maybe", "yes or no"),
+])
+def test_bind_errors_name_the_problem(text, fragment):
+    with pytest.raises(SpecError, match=fragment):
+        bind("t", PARAMS, Spec.parse(text))
+
+
+def test_required_parameter():
+    with pytest.raises(SpecError, match="missing required parameter 'load'"):
+        bind("w", [Param("load", float)], Spec.parse("w"))
+
+
+def test_spec_round_trips_through_str():
+    spec = Spec.parse("tiered:32,1x4,pods=8")
+    assert Spec.parse(str(spec)) == spec

@@ -70,8 +70,14 @@ def simulate(
     allocator: Allocator,
     rng: np.random.Generator,
     progress: Callable[[int], None] | None = None,
+    state: State | None = None,
+    drain: bool = False,
 ) -> RunTables:
-    """Offer every request of ``sequence`` to ``allocator`` and record what happens."""
+    """Offer every request of ``sequence`` to ``allocator`` and record what happens.
+
+    ``state`` (fresh by default) is the state the run starts from and leaves
+    behind; with ``drain`` every request still held at the end departs.
+    """
     n = len(sequence)
     resources = network.resources
     n_resources = len(resources)
@@ -81,7 +87,7 @@ def simulate(
     inverse_link_capacity = 1.0 / network.link_capacity
     total_capacity = network.server_capacity.sum(axis=0)
 
-    state = State(network)
+    state = state if state is not None else State(network)
     view = state.read_only()
     allocator.reset(network, rng)
 
@@ -191,6 +197,9 @@ def simulate(
         record(clock, "arrival", i)
         if progress is not None and (i + 1) % chunk == 0:
             progress(i + 1)
+
+    if drain:
+        depart_before(np.inf)
 
     requests: dict[str, Any] = {
         "request_id": np.arange(n, dtype=np.int64),

@@ -143,7 +143,7 @@ class Registry:
         hook = getattr(self.manager.hook, _HOOK_OF_KIND[kind])
         # Call each plugin's implementation on its own so that one broken
         # plugin is reported by name and the others still register.
-        for impl in reversed(hook.get_hookimpls()):
+        for impl in hook.get_hookimpls():  # registration order: built-ins first
             plugin_name = impl.plugin_name
 
             def register(name_or_suite: Any, target: Any = None, *, description: str = "",
@@ -171,7 +171,7 @@ class Registry:
     def call_each(self, hook_name: str, **kwargs: Any) -> None:
         """Call every implementation of a hook on its own, reporting a broken one by name."""
         hook = getattr(self.manager.hook, hook_name)
-        for impl in reversed(hook.get_hookimpls()):
+        for impl in hook.get_hookimpls():  # registration order: built-ins first
             try:
                 impl.function(**kwargs)
             except Exception as exc:

@@ -1,0 +1,3 @@
+from dcbench.cli import main
+
+main()

@@ -1,0 +1,88 @@
+import subprocess
+import sys
+
+import pyarrow.parquet as pq
+import pytest
+from click.testing import CliRunner
+
+from dcbench.cli import cli
+
+
+def invoke(*args):
+    return CliRunner().invoke(cli, list(args))
+
+
+def test_run_writes_one_folder_per_seed_and_prints_a_summary(tmp_path):
+    result = invoke("run", "-a", "tetris", "-t", "tiered:8,1x4", "-n", "40", "--seeds", "2", "--out", str(tmp_path))
+    assert result.exit_code == 0, result.output
+    folders = sorted(p for p in tmp_path.iterdir())
+    assert len(folders) == 2
+    seeds = sorted(pq.read_table(f / "summary.parquet").column("seed")[0].as_py() for f in folders)
+    assert seeds == [0, 1]
+    assert "acceptance_ratio" in result.output and "± " in result.output
+
+
+def test_run_with_one_seed(tmp_path):
+    result = invoke("run", "-a", "random", "-t", "tiered:8,1x4", "-n", "10", "--seed", "5", "--out", str(tmp_path), "-q")
+    assert result.exit_code == 0, result.output
+    (folder,) = tmp_path.iterdir()
+    assert pq.read_table(folder / "summary.parquet").column("seed")[0].as_py() == 5
+
+
+@pytest.mark.parametrize("args, fragment", [
+    (["-a", "tetriss"], "unknown allocator 'tetriss'; did you mean 'tetris'?"),
+    (["-a", "tetris", "-t", "tiered:8,1x5"], "tiered: ratio='1x5' is not one of 1x1, 1x4, 1x8, 1x16"),
+    (["-a", "tetris", "-t", "tiered:8,,1x4"], "malformed spec"),
+    (["-a", "tetris:penalty=2"], "penalty=2 must be between 0 and 1"),
+    (["-a", "tetris", "-w", "uniform:hold=-3"], "must be at least 1"),
+    (["-a", "tetris", "--seed", "1", "--seeds", "2"], "not both"),
+    (["-a", "tetris", "-n", "0"], "at least 1"),
+])
+def test_bad_input_is_one_line_and_exit_code_2(tmp_path, args, fragment):
+    result = invoke("run", *args, "--out", str(tmp_path / "out"))
+    assert result.exit_code == 2, result.output
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error: ") and fragment in lines[0], result.output
+    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
+
+
+def test_unwritable_output_folder(tmp_path):
+    blocker = tmp_path / "blocker"
+    blocker.write_text("a file, not a folder")
+    result = invoke("run", "-a", "tetris", "-t", "tiered:8,1x4", "-n", "8", "--out", str(blocker / "results"))
+    assert result.exit_code == 2
+    assert "cannot write results to" in result.output and "--out" in result.output
+    assert blocker.read_text() == "a file, not a folder"
+
+
+def test_list_shows_every_kind_with_parameters():
+    result = invoke("list")
+    assert result.exit_code == 0
+    for text in ("topologies", "tiered", "uniform", "random", "tetris", "penalty=0.9", "acceptance", "suites",
+                 "serves: pool"):
+        assert text in result.output
+    only = invoke("list", "allocators")
+    assert "tetris" in only.output and "tiered" not in only.output
+    bad = invoke("list", "widgets")
+    assert bad.exit_code == 2 and "unknown kind 'widgets'" in bad.output
+
+
+def test_plugins_lists_modules_with_versions():
+    from dcbench import __version__
+
+    result = invoke("plugins")
+    assert result.exit_code == 0
+    assert f"dcbench.plugins.allocators.tetris" in result.output and f"dcbench {__version__}" in result.output
+
+
+def test_the_console_script_exits_2_without_a_traceback(tmp_path):
+    script = [sys.executable, "-c", "from dcbench.cli import main; main()"]
+    done = subprocess.run(script + ["run", "-a", "nalb-typo", "--out", str(tmp_path)], capture_output=True, text=True)
+    assert done.returncode == 2
+    assert "Traceback" not in done.stderr and done.stderr.startswith("Error: unknown allocator")
+
+
+def test_bench_prints_a_table():
+    result = invoke("bench", "-a", "tetris", "-t", "tiered:8,1x4", "-n", "50", "--repeat", "1")
+    assert result.exit_code == 0, result.output
+    assert "| tiered:8,1x4 | 64 | tetris | 50 |" in result.output

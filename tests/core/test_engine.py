@@ -1,0 +1,150 @@
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from dcbench import (Allocation, AllocatorError, PoolAllocator, Reject, RequestSequence, Route, State,
+                     simulate)
+from dcbench.plugins.allocators.random_server import RandomAllocator
+from dcbench.plugins.allocators.tetris import TetrisAllocator
+from tests.conftest import tiered
+
+
+class FirstFit(PoolAllocator):
+    def choose(self, builder, allowed):
+        return int(np.flatnonzero(allowed)[0])
+
+
+def sequence(demands, holding, gaps=None, wait=False, rule="all"):
+    demands = np.asarray(demands, dtype=float)
+    return RequestSequence("pool", np.ones(len(demands)) if gaps is None else np.asarray(gaps, float),
+                           np.asarray(holding, float), demands, rule, wait)
+
+
+def test_a_request_held_h_units_is_there_for_the_next_h_arrivals(rng):
+    network = tiered("tiered:8,1x4,servers=2")  # 8 servers, 128 cpu
+    seq = sequence([[120, 1], [100, 1], [100, 1], [100, 1]], [2, 1, 1, 1])
+    tables = simulate(network, seq, FirstFit(), rng)
+    assert tables.requests["outcome"].tolist() == ["accepted", "rejected", "rejected", "accepted"]
+    assert tables.requests["departure_time"][0] == 3.0
+
+
+def test_waiting_until_the_request_fits(rng):
+    network = tiered("tiered:8,1x4,servers=2")
+    seq = sequence([[120, 1], [100, 1]], [5, 1], wait=True)
+    tables = simulate(network, seq, FirstFit(), rng)
+    assert tables.requests["outcome"].tolist() == ["accepted", "accepted"]
+    assert tables.requests["arrival_time"][1] == 2.0
+    assert tables.requests["offer_time"][1] == 7.0  # request 0 leaves after time 6
+    departures = tables.timeline["event"] == "departure"
+    assert tables.timeline["time"][departures].tolist() == [6.0]
+
+
+def test_a_request_larger_than_the_data_centre_is_skipped(small_network, rng):
+    tables = simulate(small_network, sequence([[2000, 1], [10, 1]], [1, 1], wait=True), FirstFit(), rng)
+    assert tables.requests["outcome"].tolist() == ["skipped", "accepted"]
+    assert tables.requests["reason"][0] == "exceeds_total_capacity"
+
+
+class Overcommitting(PoolAllocator):
+    """Claims a server's whole demand on server 0, whatever fits."""
+
+    def allocate(self, request, state):
+        return Allocation(np.array([0]), request.demand[None, :].copy(), ())
+
+
+def test_an_invalid_allocation_is_a_reject_and_leaves_the_state_untouched(small_network, rng):
+    state = State(small_network)
+    tables = simulate(small_network, sequence([[8, 8], [32, 1]], [10, 10]), Overcommitting(), rng, state=state)
+    assert tables.requests["outcome"].tolist() == ["accepted", "rejected"]
+    assert tables.requests["reason"][1] == "invalid_allocation"
+    assert "over capacity" in tables.requests["detail"][1]
+    assert state.free_resources[0].tolist() == [8, 8]
+    assert state.free_resources[1:].min() == 16
+
+
+class Raising(PoolAllocator):
+    def allocate(self, request, state):
+        raise ZeroDivisionError("boom")
+
+
+class Garbage(PoolAllocator):
+    def allocate(self, request, state):
+        return "server 3, please"
+
+
+class Writer(PoolAllocator):
+    def allocate(self, request, state):
+        state.free_resources[0] = 0
+
+
+@pytest.mark.parametrize("allocator, fragment", [
+    (Raising(), "allocator raised ZeroDivisionError: boom (request 0)"),
+    (Garbage(), "allocator returned str for request 0; expected an Allocation, a Reject or None"),
+    (Writer(), "allocator raised ValueError: assignment destination is read-only"),
+])
+def test_misbehaving_allocators_stop_the_run_with_a_clear_error(small_network, rng, allocator, fragment):
+    with pytest.raises(AllocatorError) as info:
+        simulate(small_network, sequence([[8, 8]], [1]), allocator, rng)
+    assert fragment in str(info.value)
+
+
+def test_timeline_utilisation_matches_the_requests(small_network, rng):
+    tables = simulate(small_network, sequence([[64, 32], [64, 32]], [10, 10]), FirstFit(), rng)
+    cpu = tables.timeline["cpu_util"]
+    assert cpu.tolist() == [64 / 1024, 128 / 1024]
+    assert tables.timeline["mem_util"][-1] == 64 / 1024
+
+
+class Chaotic(PoolAllocator):
+    """Sometimes valid, sometimes impossible, sometimes a reject: never trusted."""
+
+    def reset(self, network, rng):
+        super().reset(network, rng)
+        self.inner = RandomAllocator()
+        self.inner.reset(network, rng)
+
+    def allocate(self, request, state):
+        # Invariants hold whenever an allocator looks at the state.
+        assert state.free_resources.min() >= 0 and state.free_links.min() >= 0
+        assert (state.free_resources <= self.network.server_capacity).all()
+        assert (state.free_links <= self.network.link_capacity).all()
+        roll = self.rng.random()
+        if roll < 0.5:
+            return self.inner.allocate(request, state)
+        if roll < 0.6:
+            return Reject("nope")
+        if roll < 0.8:  # demand met on random servers, maybe over capacity, random routes
+            servers = self.rng.choice(self.network.n_servers, size=2, replace=False)
+            amounts = np.vstack([request.demand / 2, request.demand / 2])
+            links = self.network.paths.between_servers(int(servers[0]), int(servers[1]))[0]
+            return Allocation(servers, amounts, (Route(int(servers[0]), int(servers[1]), links),))
+        servers = np.array([int(self.rng.integers(self.network.n_servers))])
+        return Allocation(servers, request.demand[None, :] * self.rng.uniform(0.5, 1.5), ())
+
+
+requests_strategy = st.lists(
+    st.tuples(st.integers(0, 96), st.integers(0, 96), st.integers(1, 40), st.integers(0, 3)),
+    min_size=1, max_size=60,
+)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(requests_strategy, st.sampled_from(["all", "cpu", "reference"]), st.booleans(),
+       st.sampled_from(["random", "tetris", "chaotic"]), st.integers(0, 2**32 - 1),
+       st.sampled_from(["tiered:2,1x4", "tiered:8,1x16", "tiered:1,1x1"]))
+def test_every_capacity_comes_back_and_nothing_is_ever_over(rows, rule, wait, kind, seed, topology):
+    network = tiered(topology)
+    demands = [[max(c, 1), m] for c, m, _, _ in rows]
+    seq = sequence(demands, [h for *_, h, _ in rows], gaps=[g for *_, g in rows], wait=wait, rule=rule)
+    allocator = {"random": RandomAllocator, "tetris": TetrisAllocator, "chaotic": Chaotic}[kind]()
+    state = State(network)
+    tables = simulate(network, seq, allocator, np.random.default_rng(seed), state=state, drain=True)
+    assert np.array_equal(state.free_resources, network.server_capacity)
+    assert np.array_equal(state.free_links, network.link_capacity)
+    for column in ("cpu_util", "mem_util", "link_util_tier1", "link_util_tier2", "link_util_tier3"):
+        values = tables.timeline[column]
+        assert values.min() >= -1e-12 and values.max() <= 1 + 1e-12
+    assert abs(tables.timeline["cpu_util"][-1]) < 1e-12  # drained
+    accepted = tables.requests["outcome"] == "accepted"
+    assert (tables.requests["servers_used"][accepted] >= 1).all()

@@ -1,0 +1,74 @@
+import json
+
+import pyarrow.parquet as pq
+import pytest
+
+from dcbench import ResultsError
+from dcbench.results import check_writable, is_complete, provenance_of, read_table
+
+
+def test_a_run_writes_three_tables_with_provenance(runner, tmp_path):
+    result = runner.run("tetris", "tiered:8,1x4", requests=32, seed=2)
+    folder = result.write(tmp_path)
+    assert folder == tmp_path / result.run_id and is_complete(folder)
+    requests = pq.read_table(folder / "requests.parquet")
+    assert requests.num_rows == 32
+    assert pq.read_table(folder / "summary.parquet").num_rows == 1
+    provenance = provenance_of(pq.read_table(folder / "timeline.parquet"))
+    assert provenance["run_id"] == result.run_id and provenance["seed"] == 2
+    assert provenance["allocator"] == "tetris:penalty=0.9,scale=10"
+    assert "dcbench.plugins.allocators.tetris" in provenance["plugins"]
+    assert [p.name for p in tmp_path.iterdir()] == [result.run_id]  # no leftovers
+
+
+def test_rewriting_a_run_replaces_it_whole(runner, tmp_path):
+    result = runner.run("tetris", "tiered:8,1x4", requests=16)
+    result.write(tmp_path)
+    (tmp_path / result.run_id / "stray.txt").write_text("old")
+    result.write(tmp_path)
+    assert sorted(p.name for p in (tmp_path / result.run_id).iterdir()) == [
+        "requests.parquet", "summary.parquet", "timeline.parquet"]
+    assert [p.name for p in tmp_path.iterdir()] == [result.run_id]
+
+
+def test_a_failed_write_leaves_nothing_behind(runner, tmp_path, monkeypatch):
+    import dcbench.results as results
+
+    result = runner.run("tetris", "tiered:8,1x4", requests=16)
+    calls = []
+
+    def failing(table, path):
+        calls.append(path)
+        if len(calls) == 2:
+            raise OSError(28, "No space left on device")
+        pq.write_table(table, path)
+
+    monkeypatch.setattr(pq, "write_table", failing)
+    with pytest.raises(ResultsError, match="No space left on device"):
+        result.write(tmp_path)
+    assert list(tmp_path.iterdir()) == []
+    assert results.is_complete(tmp_path / result.run_id) is False
+
+
+def test_unwritable_folder(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    with pytest.raises(ResultsError, match="cannot write results to .*choose another folder with --out"):
+        check_writable(blocker / "results")
+
+
+def test_corrupt_and_missing_files(tmp_path):
+    bad = tmp_path / "summary.parquet"
+    bad.write_bytes(b"PAR1 this is not parquet")
+    with pytest.raises(ResultsError, match="corrupt results file"):
+        read_table(bad)
+    with pytest.raises(ResultsError, match="missing results file"):
+        read_table(tmp_path / "nope.parquet")
+
+
+def test_foreign_parquet_has_no_provenance(tmp_path):
+    import pyarrow as pa
+
+    pq.write_table(pa.table({"x": [1]}), tmp_path / "x.parquet")
+    with pytest.raises(ResultsError, match="no dcbench provenance"):
+        provenance_of(read_table(tmp_path / "x.parquet"))

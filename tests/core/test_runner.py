@@ -1,0 +1,95 @@
+import numpy as np
+import pytest
+
+from dcbench import IncompatibleError, SpecError, UnknownPluginError
+from dcbench.runner import run_hash
+
+
+def same(a, b):
+    return np.array_equal(a, b, equal_nan=a.dtype.kind == "f")
+
+
+def test_same_seed_same_tables(runner):
+    first = runner.run("random", "tiered:8,1x4", requests=64, seed=3)
+    second = runner.run("random", "tiered:8,1x4", requests=64, seed=3)
+    assert first.run_id == second.run_id
+    for name in first.tables.requests:
+        assert same(first.tables.requests[name], second.tables.requests[name]), name
+    for name in first.tables.timeline:
+        assert same(first.tables.timeline[name], second.tables.timeline[name]), name
+    assert first.summary.keys() == second.summary.keys()
+    assert all(v == second.summary[k] or (v != v and second.summary[k] != second.summary[k])
+               for k, v in first.summary.items())
+
+
+def test_other_seed_other_requests(runner):
+    a = runner.run("tetris", "tiered:8,1x4", requests=64, seed=0)
+    b = runner.run("tetris", "tiered:8,1x4", requests=64, seed=1)
+    assert not np.array_equal(a.tables.requests["demand_cpu"], b.tables.requests["demand_cpu"])
+    assert a.run_id != b.run_id
+
+
+def test_every_allocator_sees_the_same_request_sequence(runner):
+    runs = [runner.run(name, "tiered:8,1x4", requests=64, seed=7) for name in ("random", "tetris", "tetris:penalty=0.5")]
+    for column in ("demand_cpu", "demand_mem", "holding_time", "size"):
+        assert all(np.array_equal(runs[0].tables.requests[column], r.tables.requests[column]) for r in runs)
+    assert len({r.run_id for r in runs}) == 3
+
+
+def test_summary_columns(runner):
+    summary = runner.run("tetris", "tiered:8,1x4", requests=32).summary
+    for column in ("run_id", "allocator", "topology", "workload", "seed", "requests", "accepted",
+                   "acceptance_ratio", "cpu_util", "mem_util", "link_util_tier1", "link_util_tier2",
+                   "link_util_tier3", "cpu_util_last25", "acceptance_size_1", "spread_rack"):
+        assert column in summary, column
+    assert summary["topology"] == "tiered:channels=8,ratio=1x4,pods=2,racks=2,servers=16,cpu=16,mem=16"
+    assert summary["allocator"] == "tetris:penalty=0.9,scale=10"
+    assert summary["acceptance_ratio"] == summary["accepted"] / summary["offered"]
+
+
+def test_equivalent_specs_share_a_run_id(runner):
+    a = runner.run("tetris", "tiered:8,1x4", requests=16)
+    b = runner.run("tetris:penalty=0.9", "tiered:channels=8,ratio=1x4,pods=2", requests=16)
+    assert a.run_id == b.run_id
+
+
+def test_run_hash_depends_on_every_part():
+    base = ("t", "w", "a", 10, 0, "1.0")
+    hashes = {run_hash(*base)}
+    for i, value in enumerate(("t2", "w2", "a2", 11, 1, "1.1")):
+        changed = list(base)
+        changed[i] = value
+        hashes.add(run_hash(*changed))
+    assert len(hashes) == 7
+
+
+def test_default_requests_are_two_per_server(runner):
+    assert runner.run("random", "tiered:8,1x4").summary["requests"] == 128
+
+
+@pytest.mark.parametrize("kwargs, error, fragment", [
+    ({"allocator": "tetriss"}, UnknownPluginError, "did you mean 'tetris'"),
+    ({"topology": "fat-tree:4"}, UnknownPluginError, "Known topologys: tiered"),
+    ({"workload": "uniform:pairs=some"}, SpecError, "not one of all, cpu, reference"),
+    ({"requests": 0}, SpecError, "at least 1"),
+])
+def test_bad_combinations(runner, kwargs, error, fragment):
+    args = {"allocator": "tetris", "topology": "tiered:8,1x4", "requests": 8} | kwargs
+    with pytest.raises(error, match=fragment):
+        runner.run(**args)
+
+
+def test_an_allocator_that_cannot_serve_the_demand_kind_is_refused(runner, monkeypatch):
+    class JobWorkload:
+        kind = "job"
+
+    build = runner.registry.build
+
+    def fake_build(kind, spec):
+        if kind == "workload":
+            return type("Built", (), {"obj": JobWorkload(), "spec": "jobs"})()
+        return build(kind, spec)
+
+    monkeypatch.setattr(runner.registry, "build", fake_build)
+    with pytest.raises(IncompatibleError, match="serves pool demands but workload 'jobs' makes job demands"):
+        runner.run("tetris", "tiered:8,1x4", requests=8)

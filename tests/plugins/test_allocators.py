@@ -1,0 +1,74 @@
+import numpy as np
+import pytest
+
+from dcbench import Request, SpecError, State
+from dcbench.plugins.allocators.random_server import RandomAllocator
+from dcbench.plugins.allocators.tetris import TetrisAllocator
+
+
+def request(demand):
+    return Request(0, 0.0, 1.0, np.asarray(demand, dtype=float), "pool", "all")
+
+
+def first_choice(allocator, network, state, demand):
+    allocator.reset(network, np.random.default_rng(0))
+    builder = allocator.builder
+    builder.start(request(demand), state)
+    return allocator.choose(builder, builder.allowed())
+
+
+def test_tetris_prefers_the_best_aligned_server(small_network):
+    state = State(small_network)
+    state.free_resources[:] = [4, 4]
+    state.free_resources[37] = [16, 2]
+    state.free_resources[12] = [2, 16]
+    assert first_choice(TetrisAllocator(), small_network, state, [100, 10]) == 37
+    assert first_choice(TetrisAllocator(), small_network, state, [10, 100]) == 12
+
+
+def test_tetris_counts_the_free_channels_of_the_servers_own_link(small_network):
+    state = State(small_network)
+    state.free_links[small_network.server_link[:40]] = 1
+    # all servers have equal resources: the ones with free channels win
+    assert first_choice(TetrisAllocator(), small_network, state, [16, 16]) == 40
+
+
+def test_tetris_penalises_servers_outside_the_last_picks_rack(small_network):
+    state = State(small_network)
+    state.free_resources[:] = [8, 8]
+    state.free_resources[20] = [9, 9]  # rack 1, slightly better
+    allocator = TetrisAllocator(penalty=0.5)
+    allocator.reset(small_network, np.random.default_rng(0))
+    builder = allocator.builder
+    builder.start(request([64, 64]), state)
+    builder.add(0)  # rack 0
+    assert allocator.choose(builder, builder.allowed()) in range(1, 16)
+    no_penalty = TetrisAllocator(penalty=1.0)
+    no_penalty.reset(small_network, np.random.default_rng(0))
+    no_penalty.builder.start(request([64, 64]), state)
+    no_penalty.builder.add(0)
+    assert no_penalty.choose(no_penalty.builder, no_penalty.builder.allowed()) == 20
+
+
+def test_tetris_never_picks_a_disallowed_server(small_network):
+    state = State(small_network)
+    state.free_resources[:10] = 0
+    assert first_choice(TetrisAllocator(), small_network, state, [16, 16]) >= 10
+
+
+def test_random_is_uniform_over_allowed_servers(small_network):
+    state = State(small_network)
+    state.free_resources[32:] = 0
+    allocator = RandomAllocator()
+    allocator.reset(small_network, np.random.default_rng(0))
+    picks = []
+    for _ in range(3000):
+        allocator.builder.start(request([4, 4]), state)
+        picks.append(allocator.choose(allocator.builder, allocator.builder.allowed()))
+    counts = np.bincount(picks, minlength=64)
+    assert counts[32:].sum() == 0 and counts[:32].min() > 50
+
+
+def test_bad_penalty(registry):
+    with pytest.raises(SpecError, match="between 0 and 1"):
+        registry.build("allocator", "tetris:penalty=1.5")

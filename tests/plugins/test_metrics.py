@@ -1,0 +1,51 @@
+import numpy as np
+import pytest
+
+from dcbench import RunTables
+from dcbench.plugins.metrics.acceptance import acceptance
+from dcbench.plugins.metrics.spread import spread
+from dcbench.plugins.metrics.utilisation import time_average, utilisation
+
+
+def test_time_average_weights_each_state_by_its_duration():
+    time = np.array([0.0, 1.0, 4.0])
+    values = np.array([1.0, 0.0, 0.5])
+    assert time_average(time, values, 0.0, 4.0) == pytest.approx(0.25)
+    assert time_average(time, values, 0.0, 6.0) == pytest.approx((1 + 0 + 2 * 0.5) / 6)
+    assert time_average(time, values, 2.0, 2.0) == 0.0
+
+
+def tables(outcomes, sizes, spreads=None):
+    n = len(outcomes)
+    return RunTables(
+        requests={"outcome": np.array(outcomes, dtype=object), "size": np.array(sizes),
+                  "reason": np.array(["" if o == "accepted" else "no_path" for o in outcomes], dtype=object),
+                  "spread": np.array(spreads or [""] * n, dtype=object),
+                  "servers_used": np.array([2 if o == "accepted" else 0 for o in outcomes])},
+        timeline={},
+    )
+
+
+def test_acceptance_by_size_bracket(small_network):
+    columns = acceptance(tables(["accepted", "rejected", "accepted", "skipped", "accepted"], [1, 1, 3, 3, 12]),
+                         small_network)
+    assert columns["acceptance_ratio"] == 3 / 4
+    assert columns["acceptance_size_1"] == 0.5
+    assert columns["acceptance_size_3"] == 1.0
+    assert columns["acceptance_size_8"] == 1.0  # 12 servers' worth counts as 8+
+    assert np.isnan(columns["acceptance_size_2"])
+
+
+def test_spread_shares(small_network):
+    columns = spread(tables(["accepted"] * 4 + ["rejected"], [1] * 5, ["rack", "rack", "pod", "cross_pod", ""]),
+                     small_network)
+    assert columns == {"spread_server": 0.0, "spread_rack": 0.5, "spread_pod": 0.25, "spread_cross_pod": 0.25,
+                       "servers_per_request": 2.0}
+
+
+def test_utilisation_matches_a_run(runner):
+    result = runner.run("tetris", "tiered:8,1x4", requests=80)
+    columns = utilisation(result.tables, runner.network("tiered:8,1x4")[1])
+    arrivals = result.tables.timeline["event"] == "arrival"
+    assert columns["cpu_util_last25"] == pytest.approx(result.tables.timeline["cpu_util"][arrivals][-25:].mean())
+    assert 0 < columns["cpu_util"] < 1 and 0 < columns["link_util_tier3"] < 1

@@ -134,18 +134,20 @@ def check_allocation(allocation: Allocation, request: Request, state: State) -> 
     routed: set[tuple[int, int]] = set()
     route_links: list[int] = []
     route_amounts: list[float] = []
-    for route in allocation.routes:
-        if route.a not in position or route.b not in position or route.a == route.b:
-            return f"route {route.a}->{route.b} does not join two servers of the allocation", usage
-        if not route.amount > 0:
-            return f"route {route.a}->{route.b} reserves a non-positive amount", usage
-        links = route.links if isinstance(route.links, tuple) else tuple(route.links)
+    for a, b, links, amount in allocation.routes:
+        i = position.get(a)
+        j = position.get(b)
+        if i is None or j is None or i == j:
+            return f"route {a}->{b} does not join two servers of the allocation", usage
+        if not amount > 0:
+            return f"route {a}->{b} reserves a non-positive amount", usage
+        if type(links) is not tuple:
+            links = tuple(links)
         ends = known_ends[links] if links in known_ends else network.path_ends(links)
-        if ends != (route.a, route.b) and ends != (route.b, route.a):
-            return f"route {route.a}->{route.b} is not a path between them", usage
+        if ends != (a, b) and ends != (b, a):
+            return f"route {a}->{b} is not a path between them", usage
         route_links.extend(links)
-        route_amounts.extend([route.amount] * len(links))
-        i, j = position[route.a], position[route.b]
+        route_amounts.extend([amount] * len(links))
         routed.add((i, j) if i < j else (j, i))
     if route_links:
         usage = np.bincount(route_links, weights=route_amounts, minlength=network.n_links)

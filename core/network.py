@@ -170,16 +170,16 @@ class PathCatalogue:
         # A node of degree one can never be inside a simple path.
         self._transit = degree > 1
         self._between: dict[tuple[int, int], tuple[Path, ...]] = {}
-        self._between_servers: dict[tuple[int, int], tuple[Path, ...]] = {}
+        self.server_pair_cache: dict[tuple[int, int], tuple[Path, ...]] = {}
         self._distance_to: dict[int, np.ndarray] = {}
 
     def between_servers(self, a: int, b: int) -> tuple[Path, ...]:
         """Paths from server ``a`` to server ``b`` (``a != b``)."""
-        paths = self._between_servers.get((a, b))
+        paths = self.server_pair_cache.get((a, b))
         if paths is None:
-            if len(self._between_servers) >= _SERVER_PAIR_CACHE:
-                self._between_servers.clear()
-            paths = self._between_servers[(a, b)] = self._compose(a, b)
+            if len(self.server_pair_cache) >= _SERVER_PAIR_CACHE:
+                self.server_pair_cache.clear()
+            paths = self.server_pair_cache[(a, b)] = self._compose(a, b)
         return paths
 
     def _compose(self, a: int, b: int) -> tuple[Path, ...]:

@@ -43,12 +43,12 @@ class PoolBuilder:
         self._allowed = np.zeros(network.n_servers, dtype=bool)
         self._needed = np.zeros(len(network.resources))
         self.chosen_mask = np.zeros(network.n_servers, dtype=bool)
-        self.remaining = np.zeros(len(network.resources))
+        self._remaining: list[float] = []
         self._cpu = network.resources.index("cpu") if "cpu" in network.resources else 0
         self.chosen: list[int] = []
         self._gives_cpu: list[bool] = []
-        self.amounts: list[np.ndarray] = []
-        self.routes: list[Route] = []
+        self.amounts: list[list[float]] = []
+        self.routes: list[tuple[int, int, tuple[int, ...], float]] = []
         self.status = DONE
         self.reason = ""
         self.request: Request | None = None
@@ -63,11 +63,16 @@ class PoolBuilder:
         self._gives_cpu = []
         self.amounts = []
         self.routes = []
-        np.copyto(self.remaining, request.demand)
+        self._remaining = request.demand.tolist()
         self.request = request
         self.status = OPEN
         self.reason = ""
         self._refresh_allowed()
+
+    @property
+    def remaining(self) -> np.ndarray:
+        """What the request still needs, per resource."""
+        return np.array(self._remaining)
 
     @property
     def free_links(self) -> np.ndarray:
@@ -82,7 +87,7 @@ class PoolBuilder:
         # Free capacities are never negative, so a server has some of a
         # needed resource exactly when its free amounts summed over the
         # needed resources are positive.
-        np.greater(self.remaining, 0, out=self._needed)
+        np.greater(self._remaining, 0, out=self._needed)
         np.greater(self.free_resources @ self._needed, 0, out=self._allowed)
         self._allowed[self.chosen] = False
 
@@ -102,38 +107,40 @@ class PoolBuilder:
         server = int(server)
         if not 0 <= server < self.network.n_servers or self.chosen_mask[server]:
             raise AllocatorError(f"builder: server {server} is out of range or already chosen")
-        take = np.minimum(self.free_resources[server], self.remaining)
-        take_list = take.tolist()
-        if not any(take_list):
+        free = self.free_resources[server].tolist()
+        take = [min(f, r) for f, r in zip(free, self._remaining)]
+        if not any(t > 0 for t in take):
             raise AllocatorError(f"builder: server {server} has nothing the request still needs")
-        self._gives_cpu.append(take_list[self._cpu] > 0)
-        between = self.network.paths.between_servers
+        self._gives_cpu.append(take[self._cpu] > 0)
+        catalogue = self.network.paths
+        known_paths = catalogue.server_pair_cache
         free_links = self._free_links
         stale = self._stale_links
+        routes = self.routes
         amount = self.channels_per_pair
         chosen = self.chosen
         for j, _ in partners(self.request.connectivity, self._gives_cpu, len(chosen)):
             partner = chosen[j]
-            for path in between(partner, server):
+            paths = known_paths.get((partner, server)) or catalogue.between_servers(partner, server)
+            for path in paths:
                 if min(map(free_links.__getitem__, path)) >= amount:
                     for link in path:
                         free_links[link] -= amount
                     stale.extend(path)
-                    self.routes.append(Route(partner, server, path, amount))
+                    routes.append((partner, server, path, amount))
                     break
             else:
                 self._gives_cpu.pop()
                 self.status = FAILED
                 self.reason = "no_path"
                 return False
-        self.free_resources[server] -= take
-        self.remaining -= take
+        self.free_resources[server] = [f - t for f, t in zip(free, take)]
+        self._remaining = remaining = [r - t for r, t in zip(self._remaining, take)]
         chosen.append(server)
         self.chosen_mask[server] = True
         self._allowed[server] = False
         self.amounts.append(take)
-        remaining = self.remaining.tolist()
-        if not any(remaining):
+        if not any(r > 0 for r in remaining):
             self.status = DONE
         elif any(r <= 0 and n for r, n in zip(remaining, self._needed.tolist())):
             self._refresh_allowed()  # a resource is now covered: the mask narrows
@@ -145,7 +152,8 @@ class PoolBuilder:
 
     def result(self) -> Allocation | Reject:
         if self.status == DONE:
-            return Allocation(np.asarray(self.chosen, dtype=np.int64), np.vstack(self.amounts), tuple(self.routes))
+            return Allocation(np.asarray(self.chosen, dtype=np.int64), np.asarray(self.amounts, dtype=np.float64),
+                              tuple(Route(*route) for route in self.routes))
         return Reject(self.reason or "incomplete")
 
 

@@ -41,7 +41,7 @@ class TetrisAllocator(PoolAllocator):
             inside = scores[members]
             scores *= self.penalty
             scores[members] = inside
-        return int(np.argmax(np.where(allowed, scores, -np.inf)))
+        return int(np.where(allowed, scores, -np.inf).argmax())
 
 
 @hookimpl

@@ -14,8 +14,8 @@ def test_each_server_gives_min_of_free_and_still_needed(small_network):
     state.free_resources[0] = [10, 16]
     builder = PoolBuilder(small_network)
     builder.start(request([20, 20]), state)
-    assert builder.add(0) and builder.amounts[-1].tolist() == [10, 16]
-    assert builder.add(1) and builder.amounts[-1].tolist() == [10, 4]
+    assert builder.add(0) and builder.amounts[-1] == [10, 16]
+    assert builder.add(1) and builder.amounts[-1] == [10, 4]
     assert builder.status == "done"
     allocation = builder.result()
     assert allocation.servers.tolist() == [0, 1] and len(allocation.routes) == 1

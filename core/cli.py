@@ -138,6 +138,72 @@ def run(allocator: str, topology: str, workload: str | None, requests: int | Non
                                  f"{plan['requests']} requests")
 
 
+@cli.command()
+@click.option("--suite", "-s", "suite_name", required=True, help="Suite to run (see `dcbench list suites`).")
+@click.option("--allocator", "-a", "allocator_values", multiple=True, required=True,
+              help="Allocator spec; repeat it, or list plain names with commas: tetris,nalb,nulb,random.")
+@click.option("--out", type=click.Path(path_type=Path), default=None,
+              help="Results folder (default: results/<suite>).")
+@click.option("--jobs", "-j", type=int, default=None, help="Worker processes (default: all cores).")
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
+def sweep(suite_name: str, allocator_values: tuple[str, ...], out: Path | None, jobs: int | None, quiet: bool) -> None:
+    """Run every scenario, allocator and seed of a suite; resumes where it stopped."""
+    import os
+
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from dcbench import __version__
+    from dcbench.results import check_writable
+    from dcbench.runner import Runner
+    from dcbench import sweep as sweeps
+
+    registry = load_registry()
+    suite = registry.get("suite", suite_name)
+    allocators = sweeps.split_allocators(allocator_values)
+    out = out or Path("results") / suite.name
+    workers = jobs if jobs is not None else (os.cpu_count() or 1)
+    if workers < 1:
+        raise UserError(f"--jobs must be at least 1, got {workers}")
+    runner = Runner(registry)
+    planned = sweeps.plan(runner, suite, allocators)
+    check_writable(out)
+    sweeps.remove_staging(out)
+    todo = sweeps.pending(planned, out)
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  transient=True, disable=quiet) as progress:
+        task = progress.add_task(f"{suite.name}: {len(planned)} runs", total=len(planned),
+                                 completed=len(planned) - len(todo))
+        sweeps.run_local(todo, out, workers, lambda job: progress.advance(task))
+    combined = sweeps.combine(planned, out, {
+        "suite": suite.name, "allocators": allocators, "dcbench_version": __version__,
+        "runs": [job.run_id for job in planned]})
+    click.echo(f"{len(planned)} runs ({len(planned) - len(todo)} already done) -> {out / sweeps.SUMMARY}")
+    if not quiet:
+        print_ranking(combined.to_pylist(), suite.primary_metric, suite.higher_is_better)
+
+
+def print_ranking(rows: list[dict[str, Any]], metric: str, higher_is_better: bool) -> None:
+    """Per scenario, the allocators' mean of the suite's primary metric."""
+    from rich.console import Console
+    from rich.table import Table
+
+    scenarios = list(dict.fromkeys(row["scenario"] for row in rows))
+    allocators = list(dict.fromkeys(row["allocator"] for row in rows))
+    table = Table(title=f"{metric}, mean over seeds")
+    table.add_column("scenario")
+    for allocator in allocators:
+        table.add_column(allocator.split(":")[0] if sum(a.split(":")[0] == allocator.split(":")[0]
+                                                       for a in allocators) == 1 else allocator, justify="right")
+    for scenario in scenarios:
+        means = []
+        for allocator in allocators:
+            values = [row[metric] for row in rows if row["scenario"] == scenario and row["allocator"] == allocator]
+            means.append(sum(values) / len(values))
+        best = max(means) if higher_is_better else min(means)
+        table.add_row(scenario, *[f"[bold]{m:.3f}[/bold]" if m == best else f"{m:.3f}" for m in means])
+    Console().print(table)
+
+
 @cli.command(name="list")
 @click.argument("kind", required=False)
 def list_(kind: str | None) -> None:

@@ -104,12 +104,26 @@ class Network:
                 neighbour, link = self.adjacency[server][0]
                 self.server_link[server] = link
                 self.server_attachment[server] = neighbour
+        # Neighbours in the topology graph's own order, for walks that
+        # follow it (the reference's breadth-first walks do).
+        self.graph_neighbours: list[list[tuple[int, int]]] = [
+            [(self.node_index[m], self.link_of_pair[_pair(self.node_index[n], self.node_index[m])])
+             for m in graph.neighbors(n)]
+            for n in self.nodes
+        ]
         self.paths = PathCatalogue(self, k_paths)
+        self._catalogues = {k_paths: self.paths}
         self.path_ends_cache: dict[Path, tuple[int, int] | None] = {}
 
     @classmethod
     def compile(cls, topology: Topology, k_paths: int = 3) -> "Network":
         return cls(topology, k_paths)
+
+    def catalogue(self, k: int) -> "PathCatalogue":
+        """A path catalogue with the k shortest paths (shared, cached)."""
+        if k not in self._catalogues:
+            self._catalogues[k] = PathCatalogue(self, k)
+        return self._catalogues[k]
 
     def same_rack(self, a: int, b: int) -> bool:
         return bool(self.racks[a] == self.racks[b])
@@ -148,6 +162,10 @@ class Network:
             if ok:
                 return start, node
         return None
+
+
+def _pair(a: int, b: int) -> tuple[int, int]:
+    return (a, b) if a < b else (b, a)
 
 
 class PathCatalogue:

@@ -16,24 +16,36 @@ and commits it.
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import ClassVar, Protocol, Sequence
 
 import numpy as np
 
 from dcbench.allocation import Allocation, Reject, Route, State, partners
 from dcbench.errors import AllocatorError
-from dcbench.network import Network
+from dcbench.network import Network, Path
 from dcbench.requests import Request
 
 OPEN, DONE, FAILED = "open", "done", "failed"
 
 
+class Router(Protocol):
+    """Chooses the candidate paths, in order, between two servers of a request.
+
+    The builder reserves the first candidate whose every link has a free
+    channel. Without a router it uses the network's k shortest paths by hop
+    count.
+    """
+
+    def __call__(self, builder: "PoolBuilder", a: int, b: int) -> Sequence[Path]: ...
+
+
 class PoolBuilder:
     """Builds one pool allocation a server at a time. Reuse it across requests."""
 
-    def __init__(self, network: Network, channels_per_pair: float = 1.0):
+    def __init__(self, network: Network, channels_per_pair: float = 1.0, router: Router | None = None):
         self.network = network
         self.channels_per_pair = channels_per_pair
+        self.router = router
         self.free_resources = network.server_capacity.copy()
         self._free_links_array = network.link_capacity.copy()
         # Routing reads and writes single links, which is much faster on a
@@ -68,6 +80,10 @@ class PoolBuilder:
         self.status = OPEN
         self.reason = ""
         self._refresh_allowed()
+
+    def link_free(self, link: int) -> float:
+        """Free capacity of one link, after this request's reservations so far."""
+        return self._free_links[link]
 
     @property
     def remaining(self) -> np.ndarray:
@@ -121,7 +137,10 @@ class PoolBuilder:
         chosen = self.chosen
         for j, _ in partners(self.request.connectivity, self._gives_cpu, len(chosen)):
             partner = chosen[j]
-            paths = known_paths.get((partner, server)) or catalogue.between_servers(partner, server)
+            if self.router is None:
+                paths = known_paths.get((partner, server)) or catalogue.between_servers(partner, server)
+            else:
+                paths = self.router(self, partner, server)
             for path in paths:
                 if min(map(free_links.__getitem__, path)) >= amount:
                     for link in path:
@@ -169,7 +188,11 @@ class PoolAllocator:
     def reset(self, network: Network, rng: np.random.Generator) -> None:
         self.network = network
         self.rng = rng
-        self.builder = PoolBuilder(network)
+        self.builder = PoolBuilder(network, router=self.make_router(network))
+
+    def make_router(self, network: Network) -> Router | None:
+        """The router the builder uses; None for the k shortest paths by hop count."""
+        return None
 
     def choose(self, builder: PoolBuilder, allowed: np.ndarray) -> int:
         """The next server, one of ``np.flatnonzero(allowed)``."""

@@ -30,6 +30,7 @@ BUILTIN_PLUGINS = (
     "dcbench.plugins.workloads.uniform",
     "dcbench.plugins.allocators.random_server",
     "dcbench.plugins.allocators.tetris",
+    "dcbench.plugins.allocators.walk",
     "dcbench.plugins.metrics.acceptance",
     "dcbench.plugins.metrics.utilisation",
     "dcbench.plugins.metrics.spread",

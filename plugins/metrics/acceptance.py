@@ -22,7 +22,9 @@ def acceptance(tables: RunTables, network: Network) -> dict[str, float]:
     for bracket in range(1, SIZE_BRACKETS + 1):
         in_bracket = offered & (size == bracket)
         total = int(in_bracket.sum())
-        columns[f"acceptance_size_{bracket}"] = (accepted & in_bracket).sum() / total if total else float("nan")
+        n_accepted = int((accepted & in_bracket).sum())
+        columns[f"acceptance_size_{bracket}"] = n_accepted / total if total else float("nan")
+        columns[f"accepted_size_{bracket}"] = float(n_accepted)
     return columns
 
 
@@ -31,6 +33,6 @@ def register_metrics(register):
     register(
         "acceptance",
         acceptance,
-        description="acceptance_ratio; acceptance_size_1..8 by the servers' worth a request needs "
-        "(8 includes larger); invalid_allocations",
+        description="acceptance_ratio; acceptance_size_1..8 and accepted_size_1..8 by the servers' worth "
+        "a request needs (8 includes larger); invalid_allocations",
     )

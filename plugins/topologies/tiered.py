@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from dcbench import Param, Topology, hookimpl
+from dcbench import Param, Scenario, Suite, Topology, hookimpl
 
 # Oversubscription label -> (RA, AC) channel multipliers of the SR channels.
 RATIOS = {"1x1": (8.0, 8.0), "1x4": (4.0, 2.0), "1x8": (4.0, 1.0), "1x16": (2.0, 0.5)}
@@ -104,3 +104,34 @@ def register_topologies(register):
         description="Tiered disaggregated fabric (servers, racks, two aggregation and core planes)",
         params=PARAMS,
     )
+
+
+CHANNELS = (8, 16, 32)
+LABELS = ("1x1", "1x4", "1x8", "1x16")
+SEEDS = (0, 1, 2, 3, 4)
+
+
+def nara2022_scenarios(size: str = "", requests: int = 128) -> tuple[Scenario, ...]:
+    """The papers' twelve topologies: n channels × oversubscription label."""
+    return tuple(
+        Scenario(topology=f"tiered:{n},{label}{size}", workload="uniform:pairs=reference", requests=requests,
+                 seeds=SEEDS, name=f"{n}-{label}")
+        for n in CHANNELS for label in LABELS
+    )
+
+
+@hookimpl
+def register_suites(register):
+    register(Suite(
+        name="nara2022",
+        scenarios=nara2022_scenarios(),
+        description="The tiered papers' 12 topologies (8/16/32 channels × 1:1..1:16), 64 servers, "
+        "128-request episodes, the reference connectivity rule, seeds 0..4",
+        primary_metric="acceptance_ratio",
+    ))
+    register(Suite(
+        name="nara2022-large",
+        scenarios=nara2022_scenarios(",pods=8,racks=8", 2048),
+        description="The same 12 topologies at 1,024 servers (8 pods × 8 racks), 2,048-request episodes",
+        primary_metric="acceptance_ratio",
+    ))

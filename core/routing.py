@@ -1,0 +1,53 @@
+"""Routers: which candidate paths a pool builder tries, in which order.
+
+`WeightedRouter` ranks paths by a weight computed from the links' current
+free capacity (this request's reservations included) and offers the k
+lightest. Exact weighted k-shortest paths would need a fresh path search
+for every pair at every step; instead the router ranks the network's
+`candidates` shortest paths by hop count, which contains every path that
+uses at most a few hops more than the shortest (see docs/scenarios/tiered.md).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Sequence
+
+from dcbench.network import Network, Path
+
+if TYPE_CHECKING:
+    from dcbench.pool import PoolBuilder
+
+WEIGHTINGS = ("balance", "reference")
+
+
+class WeightedRouter:
+    """k paths of least weight among the ``candidates`` shortest by hop count.
+
+    ``balance``: a link weighs 1 + used / capacity, so a path's weight is its
+    hop count plus its load: among paths of similar length the emptier one
+    wins (the load-balancing intent of NALB/NULB).
+    ``reference``: a link weighs its free channels, as in the reference code,
+    which therefore prefers the *fullest* links.
+    Ties keep the hop-count order.
+    """
+
+    def __init__(self, network: Network, weighting: str = "balance", k: int = 3, candidates: int = 16):
+        if weighting not in WEIGHTINGS:
+            raise ValueError(f"weighting {weighting!r} is not one of {', '.join(WEIGHTINGS)}")
+        self.catalogue = network.catalogue(candidates)
+        self.capacity = network.link_capacity.tolist()
+        self.weighting = weighting
+        self.k = k
+
+    def __call__(self, builder: "PoolBuilder", a: int, b: int) -> Sequence[Path]:
+        candidates = self.catalogue.server_pair_cache.get((a, b)) or self.catalogue.between_servers(a, b)
+        if len(candidates) <= 1:
+            return candidates
+        free = builder._free_links
+        if self.weighting == "balance":
+            capacity = self.capacity
+            weights = [sum(2.0 - free[link] / capacity[link] for link in path) for path in candidates]
+        else:
+            weights = [sum(free[link] for link in path) for path in candidates]
+        order = sorted(range(len(candidates)), key=weights.__getitem__)
+        return [candidates[i] for i in order[: self.k]]

@@ -1,0 +1,130 @@
+"""Sweeps: every (scenario, allocator, seed) of a suite, resumable.
+
+Each run is written to its own folder exactly as `dcbench run` writes it,
+atomically, so a sweep that is killed (even with SIGKILL) leaves only
+complete run folders behind; run again, it skips them and does the rest.
+The combined ``summary.parquet`` is rebuilt at the end from the run folders
+of the plan, in the plan's order, so it has exactly one row per run.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import multiprocessing
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterable, Sequence
+
+from dcbench.errors import ResultsError, SpecError
+from dcbench.results import is_complete, read_table, write_table_atomic
+from dcbench.runner import Runner, run_hash
+from dcbench.suite import Suite
+
+SUMMARY = "summary.parquet"
+
+
+@dataclass(frozen=True)
+class Job:
+    """One run of a sweep."""
+
+    scenario: str
+    allocator: str
+    topology: str
+    workload: str | None
+    requests: int | None
+    seed: int
+    run_id: str
+
+
+def split_allocators(values: Iterable[str]) -> list[str]:
+    """``--allocator`` values; a value without ':' may list plain names with commas."""
+    allocators: list[str] = []
+    for value in values:
+        allocators.extend(part.strip() for part in value.split(",")) if ":" not in value else allocators.append(value)
+    if not allocators or any(not a for a in allocators):
+        raise SpecError("give at least one allocator, e.g. --allocator tetris,nalb,nulb,random")
+    return allocators
+
+
+def plan(runner: Runner, suite: Suite, allocators: Sequence[str]) -> list[Job]:
+    """Every run of the sweep, checked and identified before anything runs."""
+    from dcbench import __version__
+
+    jobs = []
+    for scenario in suite.scenarios:
+        for allocator in allocators:
+            resolved = runner.resolve(allocator, scenario.topology, scenario.workload, scenario.requests)
+            for seed in scenario.seeds:
+                run_id = run_hash(resolved["topology"], resolved["workload"], resolved["allocator"],
+                                  resolved["requests"], seed, __version__)
+                jobs.append(Job(scenario.label, allocator, scenario.topology, scenario.workload,
+                                scenario.requests, seed, run_id))
+    return jobs
+
+
+_WORKER_RUNNER: Runner | None = None
+
+
+def execute(job: Job, out_dir: Path) -> str:
+    """Run one job and write its folder (in a worker process or in this one)."""
+    global _WORKER_RUNNER
+    if _WORKER_RUNNER is None:
+        _WORKER_RUNNER = Runner()
+    result = _WORKER_RUNNER.run(job.allocator, job.topology, job.workload, job.requests, job.seed)
+    if result.run_id != job.run_id:
+        raise ResultsError(f"run {job.run_id} came out as {result.run_id}: the worker resolved the specs "
+                           "differently (is the same dcbench installed everywhere?)")
+    result.write(out_dir)
+    return job.run_id
+
+
+def run_local(jobs: Sequence[Job], out_dir: Path, workers: int, advance: Callable[[Job], None]) -> None:
+    if workers <= 1:
+        for job in jobs:
+            execute(job, out_dir)
+            advance(job)
+        return
+    context = multiprocessing.get_context("spawn")
+    with concurrent.futures.ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+        futures = {pool.submit(execute, job, out_dir): job for job in jobs}
+        try:
+            for future in concurrent.futures.as_completed(futures):
+                future.result()
+                advance(futures[future])
+        except BaseException:
+            for future in futures:
+                future.cancel()
+            raise
+
+
+def combine(jobs: Sequence[Job], out_dir: Path, provenance: dict[str, Any]) -> Any:
+    """Write ``out_dir/summary.parquet`` from the plan's run folders, in plan order."""
+    import pyarrow as pa
+
+    tables = [read_table(out_dir / job.run_id / SUMMARY) for job in jobs]
+    combined = pa.concat_tables([t.replace_schema_metadata(None) for t in tables], promote_options="default")
+    scenario = pa.array([job.scenario for job in jobs], type=pa.string())
+    combined = combined.add_column(1, "scenario", scenario)
+    import json
+
+    combined = combined.replace_schema_metadata({b"dcbench": json.dumps(provenance, sort_keys=True).encode()})
+    write_table_atomic(out_dir / SUMMARY, combined)
+    return combined
+
+
+def remove_staging(out_dir: Path) -> None:
+    """Remove the half-written folders a killed sweep left (``.<run_id>.tmp-*``).
+
+    Run folders only appear by an atomic rename, so these are never results.
+    Two sweeps must not write into the same folder at the same time.
+    """
+    import re
+    import shutil
+
+    for path in out_dir.glob(".*"):
+        if path.is_dir() and re.fullmatch(r"\.[0-9a-f]{16}\.(tmp|old)-.*", path.name):
+            shutil.rmtree(path, ignore_errors=True)
+
+
+def pending(jobs: Sequence[Job], out_dir: Path) -> list[Job]:
+    return [job for job in jobs if not is_complete(out_dir / job.run_id)]

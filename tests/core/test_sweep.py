@@ -1,0 +1,75 @@
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+from click.testing import CliRunner
+
+from dcbench import SpecError
+from dcbench.cli import cli
+from dcbench.sweep import split_allocators
+
+
+def test_split_allocators():
+    assert split_allocators(["tetris,nalb", "tetris:penalty=0.5,scale=5"]) == [
+        "tetris", "nalb", "tetris:penalty=0.5,scale=5"]
+    with pytest.raises(SpecError):
+        split_allocators(["tetris,,nalb"])
+
+
+def test_a_sweep_writes_every_run_and_one_combined_summary(tmp_path):
+    result = CliRunner().invoke(cli, ["sweep", "-s", "nara2022", "-a", "tetris,random", "--out", str(tmp_path),
+                                      "--jobs", "2", "-q"])
+    assert result.exit_code == 0, result.output
+    summary = pq.read_table(tmp_path / "summary.parquet").to_pylist()
+    assert len(summary) == 12 * 2 * 5
+    assert len({row["run_id"] for row in summary}) == 120
+    assert len([p for p in tmp_path.iterdir() if p.is_dir()]) == 120
+    # every allocator saw the same requests: same seed and scenario, same run-independent columns
+    by_key = {}
+    for row in summary:
+        by_key.setdefault((row["scenario"], row["seed"]), []).append(row)
+    for rows in by_key.values():
+        assert len({r["requests"] for r in rows}) == 1 and len(rows) == 2
+        demands = [pq.read_table(tmp_path / r["run_id"] / "requests.parquet").column("demand_cpu").to_numpy()
+                   for r in rows]
+        assert np.array_equal(demands[0], demands[1])
+    assert {row["workload"].split(":")[0] for row in summary} == {"uniform"}
+    assert all("pairs=reference" in row["workload"] for row in summary)
+
+
+def test_unknown_suite(tmp_path):
+    result = CliRunner().invoke(cli, ["sweep", "-s", "nara2021", "-a", "tetris", "--out", str(tmp_path)])
+    assert result.exit_code == 2 and "did you mean 'nara2022'" in result.output
+
+
+def test_a_killed_sweep_resumes_without_duplicates_or_gaps(tmp_path):
+    out = tmp_path / "sweep"
+    command = [sys.executable, "-m", "dcbench", "sweep", "-s", "nara2022", "-a", "tetris,nalb,nulb,random",
+               "--out", str(out), "--jobs", "1", "-q"]
+    process = subprocess.Popen(command, start_new_session=True)
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        done = [p for p in out.iterdir() if p.is_dir() and not p.name.startswith(".")] if out.exists() else []
+        if len(done) >= 20:
+            break
+        time.sleep(0.05)
+    os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+    finished_before = {p.name: (p / "summary.parquet").stat().st_mtime_ns
+                       for p in out.iterdir() if p.is_dir() and not p.name.startswith(".")}
+    assert 20 <= len(finished_before) < 240, "the sweep should have been killed mid-way"
+    assert not (out / "summary.parquet").exists()
+
+    rerun = subprocess.run(command, capture_output=True, text=True)
+    assert rerun.returncode == 0, rerun.stderr
+    assert f"({len(finished_before)} already done)" in rerun.stdout
+    rows = pq.read_table(out / "summary.parquet").to_pylist()
+    assert len(rows) == 240 and len({r["run_id"] for r in rows}) == 240
+    for name, mtime in finished_before.items():  # finished runs were skipped, not redone
+        assert (out / name / "summary.parquet").stat().st_mtime_ns == mtime
+    assert [p.name for p in out.iterdir() if p.name.startswith(".")] == []  # staging of the killed run removed

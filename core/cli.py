@@ -204,6 +204,47 @@ def print_ranking(rows: list[dict[str, Any]], metric: str, higher_is_better: boo
     Console().print(table)
 
 
+def read_summary(results: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    from dcbench.results import provenance_of, read_table
+
+    table = read_table(results / "summary.parquet")
+    return table.to_pylist(), provenance_of(table)
+
+
+@cli.command()
+@click.argument("results", type=click.Path(path_type=Path))
+@click.option("--out", type=click.Path(path_type=Path), default=None, help="Folder for the PNGs (default RESULTS/plots).")
+def plot(results: Path, out: Path | None) -> None:
+    """Draw the papers' figures from a sweep's RESULTS folder."""
+    from dcbench.plots import plot_sweep
+
+    rows, provenance = read_summary(results)
+    for path in plot_sweep(rows, out or results / "plots", provenance.get("suite", results.name)):
+        click.echo(path)
+
+
+@cli.command()
+@click.argument("results", type=click.Path(path_type=Path))
+@click.option("--out", type=click.Path(path_type=Path), default=None,
+              help="Markdown file to update between its report markers (default: print).")
+def report(results: Path, out: Path | None) -> None:
+    """Tables of every metric (mean ± 95% CI) from a sweep's RESULTS folder."""
+    from dcbench.report import report as make_report
+    from dcbench.report import write_between_markers
+
+    rows, provenance = read_summary(results)
+    suite_name = provenance.get("suite", results.name)
+    registry = load_registry()
+    suite = registry.entries("suite").get(suite_name)
+    primary = suite.primary_metric if suite else "acceptance_ratio"
+    text = make_report(rows, f"Suite {suite_name}", primary, suite.higher_is_better if suite else True)
+    if out is None:
+        click.echo(text)
+    else:
+        write_between_markers(out, text, suite_name)
+        click.echo(f"updated {out}")
+
+
 @cli.command(name="list")
 @click.argument("kind", required=False)
 def list_(kind: str | None) -> None:

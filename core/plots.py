@@ -1,0 +1,161 @@
+"""Figures in the style of the papers, drawn from a sweep's combined summary.
+
+matplotlib is imported only here (``pip install 'dcbench[plot]'``).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any, Sequence
+
+from dcbench.errors import DcbenchError
+from dcbench.stats import mean_ci
+
+# The papers' colours: agent blue, Tetris orange, NALB green, NULB red, random purple.
+PAPER_COLOURS = {"gnn_ppo": "C0", "tetris": "C1", "nalb": "C2", "nulb": "C3", "random": "C4"}
+
+
+def _pyplot() -> Any:
+    try:
+        import matplotlib
+    except ImportError:
+        raise DcbenchError("plotting needs matplotlib: pip install 'dcbench[plot]'") from None
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def topology_label(row: dict[str, Any]) -> str:
+    """The papers' naming: channels per server link over the oversubscription label."""
+    spec = row["topology"]
+    channels = re.search(r"channels=(\d+)", spec)
+    ratio = re.search(r"ratio=1x(\d+)", spec)
+    if channels and ratio:
+        return f"{channels.group(1)}\n1:{ratio.group(1)}"
+    return row.get("scenario", spec)
+
+
+def allocator_name(spec: str, specs: Sequence[str]) -> str:
+    base = spec.split(":")[0]
+    return base if sum(s.split(":")[0] == base for s in specs) == 1 else spec
+
+
+def colour(spec: str, index: int) -> str:
+    return PAPER_COLOURS.get(spec.split(":")[0], f"C{5 + index % 5}")
+
+
+def _series(rows: list[dict[str, Any]], metric: str) -> tuple[list[str], list[str], dict[str, list[tuple[float, float]]]]:
+    scenarios = list(dict.fromkeys(r["scenario"] for r in rows))
+    allocators = list(dict.fromkeys(r["allocator"] for r in rows))
+    values = {}
+    for allocator in allocators:
+        values[allocator] = []
+        for scenario in scenarios:
+            mean, half, _ = mean_ci(r[metric] for r in rows if r["scenario"] == scenario and r["allocator"] == allocator)
+            values[allocator].append((mean, 0.0 if half != half else half))
+    return scenarios, allocators, values
+
+
+def _panels(rows: list[dict[str, Any]], metrics: Sequence[tuple[str, str]], path: Path, title: str) -> Path:
+    plt = _pyplot()
+    figure, axes = plt.subplots(len(metrics), 1, figsize=(9, 2.6 * len(metrics)), sharex=True)
+    labels: list[str] = []
+    for axis, (metric, ylabel) in zip(axes, metrics):
+        scenarios, allocators, values = _series(rows, metric)
+        labels = [topology_label(next(r for r in rows if r["scenario"] == s)) for s in scenarios]
+        x = list(range(len(scenarios)))
+        for index, allocator in enumerate(allocators):
+            means = [m for m, _ in values[allocator]]
+            errors = [h for _, h in values[allocator]]
+            axis.errorbar(x, means, yerr=errors, marker="o", markersize=4, capsize=2, linewidth=1.2,
+                          color=colour(allocator, index), label=allocator_name(allocator, allocators))
+        axis.set_ylabel(ylabel)
+        axis.grid(alpha=0.3)
+    axes[-1].set_xticks(range(len(labels)))
+    axes[-1].set_xticklabels(labels)
+    axes[-1].set_xlabel("topology (channels per server link / oversubscription)")
+    handles, names = axes[0].get_legend_handles_labels()
+    figure.legend(handles, names, ncol=len(names), fontsize=8, loc="upper center", bbox_to_anchor=(0.5, 0.965),
+                  frameon=False)
+    figure.suptitle(title)
+    figure.tight_layout(rect=(0, 0, 1, 0.95))
+    figure.savefig(path, dpi=120)
+    plt.close(figure)
+    return path
+
+
+def size_brackets(rows: list[dict[str, Any]], path: Path, title: str) -> Path:
+    """Accepted requests per size bracket, summed over seeds, one panel per topology."""
+    plt = _pyplot()
+    scenarios = list(dict.fromkeys(r["scenario"] for r in rows))
+    allocators = list(dict.fromkeys(r["allocator"] for r in rows))
+    columns = 4 if len(scenarios) > 4 else len(scenarios)
+    lines = -(-len(scenarios) // columns)
+    figure, axes = plt.subplots(lines, columns, figsize=(3.2 * columns, 2.4 * lines), sharey=True, squeeze=False)
+    width = 0.8 / len(allocators)
+    brackets = range(1, 9)
+    for position, scenario in enumerate(scenarios):
+        axis = axes[position // columns][position % columns]
+        for index, allocator in enumerate(allocators):
+            chosen = [r for r in rows if r["scenario"] == scenario and r["allocator"] == allocator]
+            counts = [sum(r.get(f"accepted_size_{k}", 0) for r in chosen) for k in brackets]
+            axis.bar([k - 0.4 + width * (index + 0.5) for k in brackets], counts, width,
+                     color=colour(allocator, index), label=allocator_name(allocator, allocators))
+        axis.set_title(topology_label(next(r for r in rows if r["scenario"] == scenario)).replace("\n", " ch, "),
+                       fontsize=9)
+        axis.set_xticks(list(brackets))
+    for axis in axes[-1]:
+        axis.set_xlabel("request size (servers' worth)")
+    for line in axes:
+        line[0].set_ylabel("accepted requests")
+    for extra in range(len(scenarios), lines * columns):
+        axes[extra // columns][extra % columns].axis("off")
+    axes[0][0].legend(fontsize=7)
+    figure.suptitle(title)
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+    return path
+
+
+def spread(rows: list[dict[str, Any]], path: Path, title: str) -> Path:
+    """Share of accepted requests at each spread level, per allocator and oversubscription."""
+    plt = _pyplot()
+    allocators = list(dict.fromkeys(r["allocator"] for r in rows))
+    ratios = list(dict.fromkeys(topology_label(r).split("\n")[-1] for r in rows))
+    levels = ["spread_server", "spread_rack", "spread_pod", "spread_cross_pod"]
+    figure, axes = plt.subplots(1, len(allocators), figsize=(3.2 * len(allocators), 2.8), sharey=True, squeeze=False)
+    width = 0.8 / len(ratios)
+    for index, allocator in enumerate(allocators):
+        axis = axes[0][index]
+        for r_index, ratio in enumerate(ratios):
+            chosen = [r for r in rows if r["allocator"] == allocator and topology_label(r).split("\n")[-1] == ratio]
+            shares = [mean_ci(r[level] for r in chosen)[0] for level in levels]
+            axis.bar([i - 0.4 + width * (r_index + 0.5) for i in range(len(levels))], shares, width,
+                     color=f"C{r_index}", alpha=0.85, label=ratio)
+        axis.set_xticks(range(len(levels)))
+        axis.set_xticklabels(["server", "rack", "pod", "across\npods"], fontsize=8)
+        axis.set_title(allocator_name(allocator, allocators), color=colour(allocator, index))
+    axes[0][0].set_ylabel("share of accepted requests")
+    axes[0][0].legend(title="oversub.", fontsize=7)
+    figure.suptitle(title)
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+    return path
+
+
+def plot_sweep(rows: list[dict[str, Any]], out_dir: Path, name: str) -> list[Path]:
+    """The papers' Fig. 2, 3, 5 and 8 equivalents for a tiered-fabric sweep."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    return [
+        _panels(rows, [("acceptance_ratio", "acceptance"), ("cpu_util", "CPU util."), ("mem_util", "memory util.")],
+                out_dir / "fig2_acceptance_cpu_memory.png", f"{name}: acceptance and utilisation (mean, 95% CI)"),
+        _panels(rows, [("link_util_tier1", "tier 1 (server-rack)"), ("link_util_tier2", "tier 2 (rack-agg.)"),
+                       ("link_util_tier3", "tier 3 (agg.-core)")],
+                out_dir / "fig3_link_utilisation.png", f"{name}: link utilisation per tier (mean, 95% CI)"),
+        spread(rows, out_dir / "fig5_spread.png", f"{name}: spread of accepted requests"),
+        size_brackets(rows, out_dir / "fig8_size_brackets.png", f"{name}: accepted requests by size, all seeds"),
+    ]

@@ -1,0 +1,69 @@
+import math
+
+import pytest
+from click.testing import CliRunner
+
+from dcbench.cli import cli
+from dcbench.report import END, START, metric_table, ranking, write_between_markers
+from dcbench.stats import mean_ci, t975
+
+
+def test_mean_ci_uses_students_t():
+    mean, half, n = mean_ci([1.0, 2.0, 3.0, 4.0, 5.0])
+    assert (mean, n) == (3.0, 5)
+    assert half == pytest.approx(2.776 * math.sqrt(2.5) / math.sqrt(5))
+    assert math.isnan(mean_ci([7.0])[1]) and mean_ci([float("nan"), 1.0])[2] == 1
+    assert t975(1000) == 1.96
+
+
+ROWS = [
+    {"scenario": s, "allocator": a, "seed": seed, "acceptance_ratio": v + 0.01 * seed}
+    for s, values in {"s1": {"x": 0.5, "y": 0.7}, "s2": {"x": 0.9, "y": 0.6}}.items()
+    for a, v in values.items() for seed in range(3)
+]
+
+
+def test_tables_mark_the_best_and_rank():
+    table = metric_table(ROWS, "acceptance_ratio")
+    assert "| s1 | 0.510 ± 0.025 | **0.710 ± 0.025** |" in table
+    text = ranking(ROWS, "acceptance_ratio")
+    assert "| s1 | y > x |" in text and "| s2 | x > y |" in text and "Best on: x 1, y 1" in text
+    assert "| s1 | x > y |" in ranking(ROWS, "acceptance_ratio", higher_is_better=False)
+
+
+def test_write_between_markers_keeps_the_prose(tmp_path):
+    page = tmp_path / "report.md"
+    page.write_text("# Title\n\nprose before\n")
+    write_between_markers(page, "TABLE 1", "s")
+    write_between_markers(page, "TABLE 2", "s")
+    text = page.read_text()
+    assert text.startswith("# Title\n\nprose before\n") and "TABLE 2" in text and "TABLE 1" not in text
+    page.write_text(text + "\nprose after\n")
+    write_between_markers(page, "TABLE 3", "s")
+    assert page.read_text().endswith("prose after\n") and "TABLE 3" in page.read_text()
+
+
+def test_plot_and_report_from_a_sweep(tmp_path):
+    runner = CliRunner()
+    assert runner.invoke(cli, ["sweep", "-s", "nara2022", "-a", "tetris,random", "--out", str(tmp_path),
+                               "-j", "1", "-q"]).exit_code == 0
+    result = runner.invoke(cli, ["plot", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    pngs = sorted(p.name for p in (tmp_path / "plots").iterdir())
+    assert pngs == ["fig2_acceptance_cpu_memory.png", "fig3_link_utilisation.png", "fig5_spread.png",
+                    "fig8_size_brackets.png"]
+    for name in pngs:
+        assert (tmp_path / "plots" / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    page = tmp_path / "report.md"
+    result = runner.invoke(cli, ["report", str(tmp_path), "--out", str(page)])
+    assert result.exit_code == 0, result.output
+    text = page.read_text()
+    assert "#### Acceptance ratio" in text and "| 8-1x16 |" in text and "Ranking by acceptance_ratio" in text
+
+
+def test_report_on_a_folder_without_results(tmp_path):
+    result = CliRunner().invoke(cli, ["report", str(tmp_path)])
+    assert result.exit_code == 2 and "missing results file" in result.output
+    (tmp_path / "summary.parquet").write_bytes(b"garbage")
+    result = CliRunner().invoke(cli, ["plot", str(tmp_path)])
+    assert result.exit_code == 2 and "corrupt results file" in result.output

@@ -120,6 +120,7 @@ def run(allocator: str, topology: str, workload: str | None, requests: int | Non
     check_writable(out)
     total = plan["requests"] * len(seed_list)
     summaries = []
+    notes: set[str] = set()
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   transient=True, disable=quiet) as progress:
         task = progress.add_task(f"{plan['allocator']} on {plan['topology']}", total=total)
@@ -129,7 +130,10 @@ def run(allocator: str, topology: str, workload: str | None, requests: int | Non
                                 progress=lambda k, base=done_before: progress.update(task, completed=base + k))
             result.write(out)
             summaries.append(result.summary)
+            notes.update(result.notes)
             progress.update(task, completed=done_before + plan["requests"])
+    for note in sorted(notes):
+        click.echo(f"Note: {note}", err=True)
     for summary in summaries:
         click.echo(f"{out / summary['run_id']}  seed={summary['seed']}  "
                    f"accepted {summary['accepted']}/{summary['offered']}")
@@ -243,6 +247,47 @@ def report(results: Path, out: Path | None) -> None:
     else:
         write_between_markers(out, text, suite_name)
         click.echo(f"updated {out}")
+
+
+@cli.command()
+@click.option("--allocator", "-a", required=True, help="A learned allocator (see `dcbench list allocators`).")
+@click.option("--topology", "-t", required=True, help="Topology spec to train on.")
+@click.option("--workload", "-w", default=None, help="Workload spec (default: the topology's own).")
+@click.option("--steps", type=int, default=None, help="Environment steps (default: the trainer's).")
+@click.option("--seed", type=int, default=0, show_default=True, help="Training seed.")
+@click.option("--out", type=click.Path(path_type=Path), default=None,
+              help="Checkpoint file; training state goes to OUT.train/ and is resumed from there.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
+def train(allocator: str, topology: str, workload: str | None, steps: int | None, seed: int,
+          out: Path | None, quiet: bool) -> None:
+    """Train a learned allocator's checkpoint (resumes an interrupted run)."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from dcbench.registry import PluginEntry
+    from dcbench.runner import Runner
+
+    registry = load_registry()
+    entry = registry.get("allocator", allocator.split(":")[0])
+    if "trainer" not in entry.extra:
+        learned = sorted(n for n, e in registry.entries("allocator").items() if "trainer" in e.extra)
+        raise UserError(f"allocator {entry.name!r} is not trained; trainable allocators: {', '.join(learned) or 'none'}")
+    Runner(registry).resolve(entry.name, topology, workload)  # check the scenario before training
+    trainer = PluginEntry("trainer", entry.name, entry.extra["trainer"], plugin=entry.plugin).load()
+    if steps is not None and steps < 1:
+        raise UserError(f"--steps must be at least 1, got {steps}")
+    out = out or Path("checkpoints") / f"{entry.name}-{topology.replace(':', '-').replace(',', '-')}.pt"
+    columns = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+               TextColumn("{task.fields[status]}")]
+    with Progress(*columns, disable=quiet) as progress:
+        task = progress.add_task(f"train {entry.name} on {topology}", total=steps, status="")
+
+        def report(row: dict[str, float]) -> None:
+            status = (f"acceptance {row['acceptance']:.3f}  policy {row['policy_loss']:+.4f}  "
+                      f"value {row['value_loss']:.3f}  entropy {row['entropy']:.3f}")
+            progress.update(task, completed=row["steps"], status=status)
+
+        path = trainer(topology=topology, workload=workload, steps=steps, seed=seed, out=out, progress=report)
+    click.echo(f"checkpoint: {path}")
 
 
 @cli.command(name="list")

@@ -64,6 +64,197 @@ def minimum_servers(network: Network, demand: np.ndarray) -> np.ndarray:
     return np.ceil((demand / largest).max(axis=1) - 1e-9).astype(np.int64)
 
 
+class Simulation:
+    """A run, one request at a time: the engine's loop, for `simulate` and
+    for the gymnasium environment alike.
+
+    `next_request` advances the clock (departures, and waiting until the
+    request fits when the workload asks for it) and returns the next request
+    to serve, or None at the end; `resolve` checks what the allocator made of
+    it, commits it if valid and records the outcome; `tables` returns the
+    recorded run.
+    """
+
+    def __init__(self, network: Network, sequence: RequestSequence, state: State | None = None):
+        self.network = network
+        self.sequence = sequence
+        n = len(sequence)
+        tiers = network.tiers
+        self._tier_position = np.searchsorted(tiers, network.link_tier)
+        self._links_per_tier = np.bincount(self._tier_position, minlength=len(tiers)).astype(np.float64)
+        self._inverse_link_capacity = 1.0 / network.link_capacity
+        self.total_capacity = network.server_capacity.sum(axis=0)
+        self.state = state if state is not None else State(network)
+        self.view = self.state.read_only()
+
+        self.offer_time = np.full(n, np.nan)
+        self.departure_time = np.full(n, np.nan)
+        self.arrival_time = np.full(n, np.nan)
+        self.outcome = np.full(n, "", dtype=object)
+        self.reason = np.full(n, "", dtype=object)
+        self.detail = np.full(n, "", dtype=object)
+        self.servers_used = np.zeros(n, dtype=np.int64)
+        self.spread = np.full(n, "", dtype=object)
+        self.channels_per_tier = np.zeros((n, len(tiers)))
+
+        rows = 2 * n + 1
+        self._event_time = np.empty(rows)
+        self._event_kind = np.empty(rows, dtype=object)
+        self._event_request = np.empty(rows, dtype=np.int64)
+        self._event_active = np.empty(rows, dtype=np.int64)
+        self._resource_util = np.empty((rows, len(network.resources)))
+        self._tier_util = np.empty((rows, len(tiers)))
+        self._row = 0
+
+        self.used_resources = np.zeros(len(network.resources))
+        self._tier_used_fraction = np.zeros(len(tiers))
+        self._holdings: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}
+        self._departures: list[tuple[float, int]] = []
+        self.clock = 0.0
+        self.index = -1
+        self.request: Request | None = None
+
+    @property
+    def active(self) -> int:
+        """Requests holding resources now."""
+        return len(self._holdings)
+
+    def _record(self, time: float, kind: str, request_id: int) -> None:
+        row = self._row
+        self._event_time[row] = time
+        self._event_kind[row] = kind
+        self._event_request[row] = request_id
+        self._event_active[row] = len(self._holdings)
+        self._resource_util[row] = self.used_resources / self.total_capacity
+        self._tier_util[row] = self._tier_used_fraction / self._links_per_tier
+        self._row = row + 1
+
+    def _depart_before(self, time: float) -> None:
+        # Strictly before: in discrete time a request held for h units is
+        # still there for the h arrivals after its own, as in the reference.
+        departures = self._departures
+        state = self.state
+        while departures and departures[0][0] < time:
+            when, request_id = heapq.heappop(departures)
+            servers, amounts, links, link_amounts = self._holdings.pop(request_id)
+            state.free_resources[servers] += amounts
+            state.free_links[links] += link_amounts
+            self.used_resources -= amounts.sum(axis=0)
+            self._tier_used_fraction -= np.bincount(
+                self._tier_position[links], link_amounts * self._inverse_link_capacity[links],
+                minlength=len(self._links_per_tier))
+            self._record(when, "departure", request_id)
+
+    def next_request(self) -> Request | None:
+        """Advance to the next request to offer; None when the episode is over."""
+        sequence = self.sequence
+        while self.index + 1 < len(sequence):
+            self.index += 1
+            i = self.index
+            self.clock += float(sequence.gaps[i])
+            self.arrival_time[i] = self.clock
+            self._depart_before(self.clock)
+            demand = sequence.demand[i]
+            if sequence.wait_until_fits:
+                if (demand > self.total_capacity).any():
+                    self.outcome[i], self.reason[i] = SKIPPED, "exceeds_total_capacity"
+                    continue
+                while (demand > self.total_capacity - self.used_resources + 1e-9).any() and self._departures:
+                    self.clock += sequence.time_step
+                    self._depart_before(self.clock)
+            self.offer_time[i] = self.clock
+            self.request = Request(i, self.clock, float(sequence.holding[i]), demand, sequence.kind,
+                                   sequence.connectivity)
+            return self.request
+        self.request = None
+        return None
+
+    def resolve(self, result: Allocation | Reject | None) -> bool:
+        """Check and commit (or refuse) the allocator's answer to the current
+        request; True if it was accepted."""
+        request = self.request
+        assert request is not None, "resolve() without a request: call next_request() first"
+        i = request.id
+        accepted = False
+        if isinstance(result, Allocation):
+            problem, usage = check_allocation(result, request, self.state)
+            if problem is None:
+                self._commit(request, result, usage)
+                accepted = True
+            else:
+                self.outcome[i], self.reason[i], self.detail[i] = REJECTED, "invalid_allocation", problem
+        elif result is None or isinstance(result, Reject):
+            self.outcome[i] = REJECTED
+            self.reason[i] = result.reason if result is not None else "rejected"
+        else:
+            raise AllocatorError(
+                f"allocator returned {type(result).__name__} for request {i}; "
+                "expected an Allocation, a Reject or None"
+            )
+        self._record(self.clock, "arrival", i)
+        self.request = None
+        return accepted
+
+    def _commit(self, request: Request, allocation: Allocation, usage: np.ndarray) -> None:
+        i = request.id
+        state = self.state
+        servers = np.asarray(allocation.servers, dtype=np.int64)
+        amounts = np.asarray(allocation.amounts, dtype=np.float64)
+        links = np.flatnonzero(usage)
+        link_amounts = usage[links]
+        state.free_resources[servers] -= amounts
+        state.free_links[links] -= link_amounts
+        self.used_resources += amounts.sum(axis=0)
+        positions = self._tier_position[links]
+        self.channels_per_tier[i] = np.bincount(positions, link_amounts, minlength=len(self._links_per_tier))
+        self._tier_used_fraction += np.bincount(positions, link_amounts * self._inverse_link_capacity[links],
+                                                minlength=len(self._links_per_tier))
+        self._holdings[i] = (servers, amounts, links, link_amounts)
+        self.departure_time[i] = self.clock + request.holding
+        heapq.heappush(self._departures, (self.departure_time[i], i))
+        self.outcome[i] = ACCEPTED
+        self.servers_used[i] = len(servers)
+        self.spread[i] = spread_level(self.network, servers)
+
+    def drain(self) -> None:
+        """Let every request still held depart."""
+        self._depart_before(np.inf)
+
+    def tables(self) -> RunTables:
+        network = self.network
+        sequence = self.sequence
+        n = len(sequence)
+        requests: dict[str, Any] = {
+            "request_id": np.arange(n, dtype=np.int64),
+            "arrival_time": self.arrival_time,
+            "offer_time": self.offer_time,
+            "holding_time": np.asarray(sequence.holding, dtype=np.float64),
+            "departure_time": self.departure_time,
+        }
+        for column, name in enumerate(network.resources):
+            requests[f"demand_{name}"] = np.asarray(sequence.demand[:, column], dtype=np.float64)
+        requests["size"] = minimum_servers(network, np.asarray(sequence.demand, dtype=np.float64))
+        requests["outcome"] = self.outcome
+        requests["reason"] = self.reason
+        requests["detail"] = self.detail
+        requests["servers_used"] = self.servers_used
+        requests["spread"] = self.spread
+        for column, tier in enumerate(network.tiers):
+            requests[f"channels_tier{tier}"] = self.channels_per_tier[:, column]
+        rows = self._row
+        timeline: dict[str, Any] = {
+            "time": self._event_time[:rows],
+            "event": self._event_kind[:rows],
+            "request_id": self._event_request[:rows],
+            "active": self._event_active[:rows],
+        }
+        for column, name in enumerate(network.resources):
+            timeline[f"{name}_util"] = self._resource_util[:rows, column]
+        for column, tier in enumerate(network.tiers):
+            timeline[f"link_util_tier{tier}"] = self._tier_util[:rows, column]
+        return RunTables(requests, timeline)
+
+
 def simulate(
     network: Network,
     sequence: RequestSequence,
@@ -78,155 +269,22 @@ def simulate(
     ``state`` (fresh by default) is the state the run starts from and leaves
     behind; with ``drain`` every request still held at the end departs.
     """
-    n = len(sequence)
-    resources = network.resources
-    n_resources = len(resources)
-    tiers = network.tiers
-    tier_position = np.searchsorted(tiers, network.link_tier)
-    links_per_tier = np.bincount(tier_position, minlength=len(tiers)).astype(np.float64)
-    inverse_link_capacity = 1.0 / network.link_capacity
-    total_capacity = network.server_capacity.sum(axis=0)
-
-    state = state if state is not None else State(network)
-    view = state.read_only()
+    simulation = Simulation(network, sequence, state)
     allocator.reset(network, rng)
-
-    offer_time = np.full(n, np.nan)
-    departure_time = np.full(n, np.nan)
-    arrival_time = np.empty(n)
-    outcome = np.empty(n, dtype=object)
-    reason = np.full(n, "", dtype=object)
-    detail = np.full(n, "", dtype=object)
-    servers_used = np.zeros(n, dtype=np.int64)
-    spread = np.full(n, "", dtype=object)
-    channels_per_tier = np.zeros((n, len(tiers)))
-
-    rows = 2 * n + 1
-    event_time = np.empty(rows)
-    event_kind = np.empty(rows, dtype=object)
-    event_request = np.empty(rows, dtype=np.int64)
-    event_active = np.empty(rows, dtype=np.int64)
-    resource_util = np.empty((rows, n_resources))
-    tier_util = np.empty((rows, len(tiers)))
-    row = 0
-
-    used_resources = np.zeros(n_resources)
-    tier_used_fraction = np.zeros(len(tiers))
-    holdings: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}
-    departures: list[tuple[float, int]] = []
-
-    def record(time: float, kind: str, request_id: int) -> None:
-        nonlocal row
-        event_time[row] = time
-        event_kind[row] = kind
-        event_request[row] = request_id
-        event_active[row] = len(holdings)
-        resource_util[row] = used_resources / total_capacity
-        tier_util[row] = tier_used_fraction / links_per_tier
-        row += 1
-
-    def depart_before(time: float) -> None:
-        # Strictly before: in discrete time a request held for h units is
-        # still there for the h arrivals after its own, as in the reference.
-        nonlocal used_resources, tier_used_fraction
-        while departures and departures[0][0] < time:
-            when, request_id = heapq.heappop(departures)
-            servers, amounts, links, link_amounts = holdings.pop(request_id)
-            state.free_resources[servers] += amounts
-            state.free_links[links] += link_amounts
-            used_resources -= amounts.sum(axis=0)
-            tier_used_fraction -= np.bincount(tier_position[links], link_amounts * inverse_link_capacity[links],
-                                              minlength=len(tiers))
-            record(when, "departure", request_id)
-
-    clock = 0.0
-    chunk = max(1, n // 100)
-    for i in range(n):
-        clock += float(sequence.gaps[i])
-        arrival_time[i] = clock
-        depart_before(clock)
-        demand = sequence.demand[i]
-        if sequence.wait_until_fits:
-            if (demand > total_capacity).any():
-                outcome[i], reason[i] = SKIPPED, "exceeds_total_capacity"
-                continue
-            while (demand > total_capacity - used_resources + 1e-9).any() and departures:
-                clock += sequence.time_step
-                depart_before(clock)
-        offer_time[i] = clock
-        request = Request(i, clock, float(sequence.holding[i]), demand, sequence.kind, sequence.connectivity)
+    view = simulation.view
+    chunk = max(1, len(sequence) // 100)
+    while (request := simulation.next_request()) is not None:
         try:
             result = allocator.allocate(request, view)
         except DcbenchError:
             raise
         except Exception as exc:
             raise AllocatorError(
-                f"allocator raised {type(exc).__name__}: {exc} (request {i}); fix the allocator"
+                f"allocator raised {type(exc).__name__}: {exc} (request {request.id}); fix the allocator"
             ) from exc
-
-        if isinstance(result, Allocation):
-            problem, usage = check_allocation(result, request, state)
-            if problem is None:
-                servers = np.asarray(result.servers, dtype=np.int64)
-                amounts = np.asarray(result.amounts, dtype=np.float64)
-                links = np.flatnonzero(usage)
-                link_amounts = usage[links]
-                state.free_resources[servers] -= amounts
-                state.free_links[links] -= link_amounts
-                used_resources += amounts.sum(axis=0)
-                per_tier = np.bincount(tier_position[links], link_amounts, minlength=len(tiers))
-                tier_used_fraction += np.bincount(tier_position[links], link_amounts * inverse_link_capacity[links],
-                                                  minlength=len(tiers))
-                holdings[i] = (servers, amounts, links, link_amounts)
-                departure_time[i] = clock + request.holding
-                heapq.heappush(departures, (departure_time[i], i))
-                outcome[i] = ACCEPTED
-                servers_used[i] = len(servers)
-                spread[i] = spread_level(network, servers)
-                channels_per_tier[i] = per_tier
-            else:
-                outcome[i], reason[i], detail[i] = REJECTED, "invalid_allocation", problem
-        elif result is None or isinstance(result, Reject):
-            outcome[i] = REJECTED
-            reason[i] = result.reason if result is not None else "rejected"
-        else:
-            raise AllocatorError(
-                f"allocator returned {type(result).__name__} for request {i}; "
-                "expected an Allocation, a Reject or None"
-            )
-        record(clock, "arrival", i)
-        if progress is not None and (i + 1) % chunk == 0:
-            progress(i + 1)
-
+        simulation.resolve(result)
+        if progress is not None and (request.id + 1) % chunk == 0:
+            progress(request.id + 1)
     if drain:
-        depart_before(np.inf)
-
-    requests: dict[str, Any] = {
-        "request_id": np.arange(n, dtype=np.int64),
-        "arrival_time": arrival_time,
-        "offer_time": offer_time,
-        "holding_time": np.asarray(sequence.holding, dtype=np.float64),
-        "departure_time": departure_time,
-    }
-    for column, name in enumerate(resources):
-        requests[f"demand_{name}"] = np.asarray(sequence.demand[:, column], dtype=np.float64)
-    requests["size"] = minimum_servers(network, np.asarray(sequence.demand, dtype=np.float64))
-    requests["outcome"] = outcome
-    requests["reason"] = reason
-    requests["detail"] = detail
-    requests["servers_used"] = servers_used
-    requests["spread"] = spread
-    for column, tier in enumerate(tiers):
-        requests[f"channels_tier{tier}"] = channels_per_tier[:, column]
-
-    timeline: dict[str, Any] = {
-        "time": event_time[:row],
-        "event": event_kind[:row],
-        "request_id": event_request[:row],
-        "active": event_active[:row],
-    }
-    for column, name in enumerate(resources):
-        timeline[f"{name}_util"] = resource_util[:row, column]
-    for column, tier in enumerate(tiers):
-        timeline[f"link_util_tier{tier}"] = tier_util[:row, column]
-    return RunTables(requests, timeline)
+        simulation.drain()
+    return simulation.tables()

@@ -31,6 +31,7 @@ BUILTIN_PLUGINS = (
     "dcbench.plugins.allocators.random_server",
     "dcbench.plugins.allocators.tetris",
     "dcbench.plugins.allocators.walk",
+    "dcbench.plugins.allocators.gnn_ppo",
     "dcbench.plugins.metrics.acceptance",
     "dcbench.plugins.metrics.utilisation",
     "dcbench.plugins.metrics.spread",

@@ -27,6 +27,7 @@ class RunResult:
     summary: dict[str, Any]
     tables: RunTables
     provenance: dict[str, Any]
+    notes: list[str] = field(default_factory=list)
 
     def write(self, out_dir: Path) -> Path:
         return write_run(out_dir, self.run_id, {
@@ -154,4 +155,7 @@ class Runner:
             "python": platform.python_version(),
             "numpy": np.__version__,
         }
-        return RunResult(run_id, summary, tables, provenance)
+        notes = list(getattr(allocator_obj, "notes", []))
+        if notes:
+            provenance["notes"] = notes
+        return RunResult(run_id, summary, tables, provenance, notes)

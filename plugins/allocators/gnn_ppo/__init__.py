@@ -1,0 +1,22 @@
+"""gnn_ppo: the learned policy of the tiered-fabric papers (GNN + PPO).
+
+Only the registration lives here; torch and torch_geometric are imported when
+the allocator is built or trained.
+"""
+
+from __future__ import annotations
+
+from dcbench import Param, hookimpl
+
+
+@hookimpl
+def register_allocators(register):
+    register(
+        "gnn_ppo",
+        "dcbench.plugins.allocators.gnn_ppo.allocator:GnnPpoAllocator",
+        description="GraphSAGE-style GNN over servers and switches, trained with PPO; a server per step",
+        params=[Param("checkpoint", str, None, "checkpoint file (default: the shipped one for the topology)")],
+        demands=("pool",),
+        learned=True,
+        trainer="dcbench.plugins.allocators.gnn_ppo.train:train",
+    )

@@ -1,0 +1,83 @@
+"""The trained GNN policy as an allocator: the arg-max of its masked logits."""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from dcbench import Network, PoolAllocator, PoolBuilder, Request, State
+from dcbench.envs import PoolFeatures
+from dcbench.plugins.allocators.gnn_ppo.model import GraphPolicy, as_tensors, with_self_loops
+
+CHECKPOINTS = "dcbench.plugins.allocators.gnn_ppo"
+
+
+def shipped_checkpoints() -> dict[str, Path]:
+    folder = resources.files(CHECKPOINTS) / "checkpoints"
+    return {p.name[: -len(".pt")]: Path(str(p)) for p in folder.iterdir() if p.name.endswith(".pt")}
+
+
+def checkpoint_for(network: Network) -> tuple[Path, str]:
+    """The shipped checkpoint that matches the topology's channels and
+    oversubscription, or the nearest one (with a note saying so)."""
+    available = shipped_checkpoints()
+    if not available:
+        raise FileNotFoundError("no gnn_ppo checkpoint is shipped with this installation; "
+                                "train one with `dcbench train --allocator gnn_ppo` and pass checkpoint=PATH")
+    channels, ratio = network.info.get("sr"), network.info.get("ratio")
+    wanted = f"tiered-{channels}-{ratio}"
+    if wanted in available:
+        return available[wanted], ""
+    same_ratio = [name for name in available if name.endswith(f"-{ratio}")]
+    candidates = same_ratio or list(available)
+
+    def distance(name: str) -> float:
+        try:
+            return abs(np.log2(int(name.split("-")[1]) / float(channels or 32)))
+        except (ValueError, IndexError):
+            return float("inf")
+
+    chosen = min(sorted(candidates), key=distance)
+    return available[chosen], f"gnn_ppo: no checkpoint for {wanted}; using {chosen}"
+
+
+def load_policy(path: Path) -> GraphPolicy:
+    saved = torch.load(path, weights_only=True, map_location="cpu")
+    model = GraphPolicy(**json.loads(saved["config"]))
+    model.load_state_dict(saved["model"])
+    model.eval()
+    return model
+
+
+class GnnPpoAllocator(PoolAllocator):
+    def __init__(self, checkpoint: str | None = None):
+        self.checkpoint = checkpoint
+        if checkpoint is not None and not Path(checkpoint).is_file():
+            raise ValueError(f"checkpoint={checkpoint!r} is not a file")
+
+    def reset(self, network: Network, rng: np.random.Generator) -> None:
+        super().reset(network, rng)
+        if self.checkpoint is not None:
+            path, note = Path(self.checkpoint), ""
+        else:
+            path, note = checkpoint_for(network)
+        self.notes = [note] if note else []
+        self.checkpoint_used = path
+        self.model = load_policy(path)
+        self.features = PoolFeatures(network)
+        self.edge_index = with_self_loops(self.features.edge_index, self.features.n_nodes)
+        self._state: State | None = None
+
+    def allocate(self, request: Request, state: State):
+        self._state = state
+        return super().allocate(request, state)
+
+    def choose(self, builder: PoolBuilder, allowed: np.ndarray) -> int:
+        observation = self.features.observe(builder, self._state)
+        with torch.no_grad():
+            logits, _ = self.model(*as_tensors({k: v[None] for k, v in observation.items()}), self.edge_index)
+        return int(torch.argmax(logits[0]))

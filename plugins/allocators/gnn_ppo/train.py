@@ -1,0 +1,353 @@
+"""PPO for the GNN policy, in one file in the manner of CleanRL.
+
+Clipped surrogate objective, GAE, a value head with a clipped squared error,
+an entropy bonus and RLlib's adaptive KL penalty; the defaults are the
+reference's RLlib settings (learning rate 5e-3, 2,048 steps a batch,
+minibatches of 256, 30 epochs, clip 0.3, γ 0.99, λ 1.0, KL coefficient 0.2).
+Each iteration collects whole episodes from ``envs`` environments stepped in
+lockstep, so an iteration boundary is a clean point to save and resume:
+resuming from the last saved iteration gives exactly the weights an
+uninterrupted run would have.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+import torch
+
+from dcbench import ResultsError
+from dcbench.envs import AllocationEnv
+from dcbench.plugins.allocators.gnn_ppo.model import GraphPolicy, as_tensors, with_self_loops
+from dcbench.results import write_table_atomic
+
+TRAINING_SEED_OFFSET = 1_000_000  # episode seeds never overlap the test seeds 0..4 of the suites
+
+
+@dataclass
+class PPOConfig:
+    steps: int = 204_800
+    envs: int = 8
+    batch: int = 2048
+    minibatch: int = 256
+    epochs: int = 30
+    learning_rate: float = 5e-3
+    clip: float = 0.3
+    gamma: float = 0.99
+    gae_lambda: float = 1.0
+    value_coef: float = 0.5
+    reward_scale: float = 0.1
+    entropy_coef: float = 0.0
+    kl_coef: float = 0.2
+    kl_target: float = 0.01
+    max_grad_norm: float = 10.0
+    episode_requests: int = 32
+    imitation_episodes: int = 0
+    imitation_epochs: int = 10
+    imitation_learning_rate: float = 3e-3
+    teacher: str = "tetris"
+
+
+def _stack(observations: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
+    return {key: np.stack([o[key] for o in observations]) for key in observations[0]}
+
+
+class Trainer:
+    def __init__(self, topology: str, workload: str | None, config: PPOConfig, seed: int, out: Path):
+        self.config = config
+        self.seed = seed
+        self.out = Path(out)
+        self.state_dir = self.out.with_name(self.out.name + ".train")
+        self.envs = [AllocationEnv(topology, workload, config.episode_requests) for _ in range(config.envs)]
+        features = self.envs[0].features
+        self.edge_index = with_self_loops(features.edge_index, features.n_nodes)
+        self.topology = self.envs[0].spec_text["topology"]
+        self.workload = self.envs[0].spec_text["workload"]
+        torch.manual_seed(seed)
+        self.model = GraphPolicy()
+        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=config.learning_rate)
+        self.rng = np.random.default_rng(seed)
+        self.iteration = 0
+        self.episodes = 0
+        self.steps = 0
+        self.kl_coef = config.kl_coef
+        self.curve: list[dict[str, float]] = []
+        self.wall_time = 0.0
+
+    # ----- rollouts -------------------------------------------------------
+    def _reset(self, env: AllocationEnv) -> dict[str, np.ndarray]:
+        seed = TRAINING_SEED_OFFSET + self.seed * 100_000_000 + self.episodes
+        self.episodes += 1
+        observation, _ = env.reset(seed=seed)
+        return observation
+
+    def collect(self) -> dict[str, Any]:
+        quota = self.config.batch // self.config.envs
+        observations = [self._reset(env) for env in self.envs]
+        active = list(range(len(self.envs)))
+        taken = [0] * len(self.envs)
+        per_env: list[list[tuple]] = [[] for _ in self.envs]
+        episode_acceptance = []
+        while active:
+            batch = _stack([observations[i] for i in active])
+            with torch.no_grad():
+                logits, values = self.model(*as_tensors(batch), self.edge_index)
+                distribution = torch.distributions.Categorical(logits=logits)
+                actions = distribution.sample()
+                log_probs = distribution.log_prob(actions)
+            still = []
+            for row, i in enumerate(active):
+                action = int(actions[row])
+                following, reward, done, _, info = self.envs[i].step(action)
+                per_env[i].append(({k: v[row] for k, v in batch.items()}, action, float(log_probs[row]),
+                                   float(values[row]), reward, done))
+                taken[i] += 1
+                if done:
+                    episode_acceptance.append(info["acceptance_ratio"])
+                    if taken[i] >= quota:
+                        continue
+                    following = self._reset(self.envs[i])
+                observations[i] = following
+                still.append(i)
+            active = still
+        transitions = [t for steps in per_env for t in steps]
+        advantages, returns = [], []
+        for steps in per_env:
+            advantage = 0.0
+            computed = []
+            for index in reversed(range(len(steps))):
+                _, _, _, value, reward, done = steps[index]
+                reward *= self.config.reward_scale
+                next_value = 0.0 if done else steps[index + 1][3]
+                delta = reward + self.config.gamma * next_value - value
+                advantage = delta + self.config.gamma * self.config.gae_lambda * (0.0 if done else advantage)
+                computed.append(advantage)
+            computed.reverse()
+            advantages.extend(computed)
+            returns.extend(a + s[3] for a, s in zip(computed, steps))
+        return {
+            "observations": _stack([t[0] for t in transitions]),
+            "actions": torch.tensor([t[1] for t in transitions]),
+            "log_probs": torch.tensor([t[2] for t in transitions]),
+            "values": torch.tensor([t[3] for t in transitions]),
+            "advantages": torch.tensor(advantages, dtype=torch.float32),
+            "returns": torch.tensor(returns, dtype=torch.float32),
+            "acceptance": float(np.mean(episode_acceptance)),
+        }
+
+    # ----- imitation warm start -----------------------------------------
+    def imitate(self, progress: Callable[[dict[str, float]], None] | None = None) -> None:
+        """Behaviour cloning of a heuristic (cross-entropy on its choices, and
+        the value head on its returns) before PPO; see docs/learned/gnn_ppo.md."""
+        config = self.config
+        if config.imitation_episodes <= 0:
+            return
+        from dcbench.registry import get_registry
+
+        env = self.envs[0]
+        teacher = get_registry().build("allocator", config.teacher).obj
+        teacher.reset(env.network, np.random.default_rng(self.seed))
+        observations, actions, returns = [], [], []
+        accepted = []
+        for _ in range(config.imitation_episodes):
+            observation = self._reset(env)
+            rewards = []
+            done = False
+            while not done:
+                action = teacher.choose(env.builder, env.builder.allowed())
+                observations.append(observation)
+                actions.append(action)
+                observation, reward, done, _, info = env.step(action)
+                rewards.append(reward * config.reward_scale)
+            accepted.append(info["acceptance_ratio"])
+            running, episode_returns = 0.0, []
+            for reward in reversed(rewards):
+                running = reward + config.gamma * running
+                episode_returns.append(running)
+            returns.extend(reversed(episode_returns))
+        nodes, edges, globals_, masks = as_tensors(_stack(observations))
+        targets = torch.tensor(actions)
+        value_targets = torch.tensor(returns, dtype=torch.float32)
+        optimizer = torch.optim.Adam(self.model.parameters(), lr=config.imitation_learning_rate)
+        n = len(actions)
+        for epoch in range(config.imitation_epochs):
+            total, agree = 0.0, 0
+            for chunk in np.array_split(self.rng.permutation(n), max(1, round(n / config.minibatch))):
+                index = torch.as_tensor(chunk)
+                logits, values = self.model(nodes[index], edges[index], globals_[index], masks[index],
+                                            self.edge_index)
+                loss = torch.nn.functional.cross_entropy(logits, targets[index]) + \
+                    config.value_coef * ((values - value_targets[index]) ** 2).mean()
+                optimizer.zero_grad()
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_(self.model.parameters(), config.max_grad_norm)
+                optimizer.step()
+                total += loss.item() * len(chunk)
+                agree += int((logits.argmax(-1) == targets[index]).sum())
+            if progress is not None:
+                progress({"iteration": 0, "steps": 0, "acceptance": float(np.mean(accepted)),
+                          "policy_loss": total / n, "value_loss": 0.0, "entropy": 0.0,
+                          "imitation_epoch": epoch + 1, "agreement": agree / n})
+        self.imitation = {"episodes": config.imitation_episodes, "samples": n,
+                          "teacher_acceptance": float(np.mean(accepted)), "agreement": agree / n}
+
+    # ----- updates --------------------------------------------------------
+    def update(self, rollout: dict[str, Any]) -> dict[str, float]:
+        config = self.config
+        nodes, edges, globals_, masks = as_tensors(rollout["observations"])
+        n = len(rollout["actions"])
+        advantages = rollout["advantages"]
+        advantages = (advantages - advantages.mean()) / (advantages.std() + 1e-8)
+        stats = {"policy_loss": 0.0, "value_loss": 0.0, "entropy": 0.0, "kl": 0.0}
+        updates = 0
+        for _ in range(config.epochs):
+            # Nearly equal minibatches: a whole number of them, none tiny.
+            for chunk in np.array_split(self.rng.permutation(n), max(1, round(n / config.minibatch))):
+                index = torch.as_tensor(chunk)
+                logits, values = self.model(nodes[index], edges[index], globals_[index], masks[index], self.edge_index)
+                distribution = torch.distributions.Categorical(logits=logits)
+                log_probs = distribution.log_prob(rollout["actions"][index])
+                ratio = torch.exp(log_probs - rollout["log_probs"][index])
+                advantage = advantages[index]
+                policy_loss = -torch.min(ratio * advantage,
+                                         ratio.clamp(1 - config.clip, 1 + config.clip) * advantage).mean()
+                value_loss = ((values - rollout["returns"][index]) ** 2).mean()
+                entropy = distribution.entropy().mean()
+                kl = (rollout["log_probs"][index] - log_probs).mean()
+                loss = (policy_loss + config.value_coef * value_loss - config.entropy_coef * entropy
+                        + self.kl_coef * kl)
+                self.optimizer.zero_grad()
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_(self.model.parameters(), config.max_grad_norm)
+                self.optimizer.step()
+                for key, value in (("policy_loss", policy_loss), ("value_loss", value_loss),
+                                   ("entropy", entropy), ("kl", kl)):
+                    stats[key] += value.item()
+                updates += 1
+        stats = {key: value / updates for key, value in stats.items()}
+        # RLlib's adaptive KL coefficient.
+        if stats["kl"] > 2.0 * config.kl_target:
+            self.kl_coef *= 1.5
+        elif stats["kl"] < 0.5 * config.kl_target:
+            self.kl_coef *= 0.5
+        return stats
+
+    # ----- saving and resuming ------------------------------------------
+    def save_state(self) -> None:
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        state = {
+            "model": self.model.state_dict(), "optimizer": self.optimizer.state_dict(),
+            "iteration": self.iteration, "episodes": self.episodes, "steps": self.steps, "kl_coef": self.kl_coef,
+            "torch_rng": torch.get_rng_state(), "numpy_rng": json.dumps(self.rng.bit_generator.state),
+            "wall_time": self.wall_time, "config": json.dumps(asdict(self.config)), "seed": self.seed,
+            "imitation": json.dumps(getattr(self, "imitation", None)),
+        }
+        temporary = self.state_dir / "state.pt.tmp"
+        torch.save(state, temporary)
+        temporary.replace(self.state_dir / "state.pt")
+        write_table_atomic(self.state_dir / "curve.parquet", {k: [row[k] for row in self.curve]
+                                                              for k in self.curve[0]})
+
+    def resume(self) -> bool:
+        path = self.state_dir / "state.pt"
+        if not path.exists():
+            return False
+        state = torch.load(path, weights_only=True)
+        saved, wanted = json.loads(state["config"]), asdict(self.config)
+        saved.pop("steps")  # training longer than before is what resuming is for
+        wanted.pop("steps")
+        if saved != wanted or state["seed"] != self.seed:
+            raise ResultsError(f"{path} was saved with another configuration or seed; remove "
+                             f"{self.state_dir} to start over")
+        self.model.load_state_dict(state["model"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.iteration, self.episodes, self.steps = state["iteration"], state["episodes"], state["steps"]
+        self.kl_coef, self.wall_time = state["kl_coef"], state["wall_time"]
+        self.imitation = json.loads(state["imitation"])
+        torch.set_rng_state(state["torch_rng"])
+        self.rng.bit_generator.state = json.loads(state["numpy_rng"])
+        import pyarrow.parquet as pq
+
+        self.curve = pq.read_table(self.state_dir / "curve.parquet").to_pylist()
+        return True
+
+    def run(self, progress: Callable[[dict[str, float]], None] | None = None) -> None:
+        if self.iteration == 0 and not self.curve:
+            self.imitate(progress)
+        while self.steps < self.config.steps:
+            started = time.perf_counter()
+            rollout = self.collect()
+            stats = self.update(rollout)
+            self.iteration += 1
+            self.steps += len(rollout["actions"])
+            self.wall_time += time.perf_counter() - started
+            row = {"iteration": self.iteration, "steps": self.steps, "acceptance": rollout["acceptance"],
+                   "mean_return": float(rollout["returns"].mean()), **stats, "kl_coef": self.kl_coef,
+                   "wall_time_s": self.wall_time}
+            self.curve.append(row)
+            self.save_state()
+            if progress is not None:
+                progress(row)
+
+    def export(self, command: str) -> None:
+        """The shipped checkpoint: weights and model configuration, plus a provenance record."""
+        self.out.parent.mkdir(parents=True, exist_ok=True)
+        torch.save({"model": self.model.state_dict(), "config": json.dumps(self.model.config)}, self.out)
+        record = {
+            "allocator": "gnn_ppo", "topology": self.topology, "workload": self.workload,
+            "command": command, "seed": self.seed, "steps": self.steps, "iterations": self.iteration,
+            "wall_time_s": round(self.wall_time, 1), "torch": torch.__version__,
+            "final_training_acceptance": self.curve[-1]["acceptance"] if self.curve else None,
+            "ppo": asdict(self.config), "imitation": getattr(self, "imitation", None),
+        }
+        self.out.with_suffix(".json").write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
+        plot_curve(self.curve, self.out.with_suffix(".png"), f"gnn_ppo on {self.topology}")
+
+
+def plot_curve(curve: list[dict[str, float]], path: Path, title: str) -> None:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return
+    figure, axes = plt.subplots(1, 3, figsize=(11, 3))
+    steps = [row["steps"] for row in curve]
+    axes[0].plot(steps, [row["acceptance"] for row in curve])
+    axes[0].set_title("training acceptance")
+    axes[1].plot(steps, [row["policy_loss"] for row in curve], label="policy")
+    axes[1].plot(steps, [row["value_loss"] for row in curve], label="value")
+    axes[1].legend()
+    axes[1].set_title("losses")
+    axes[2].plot(steps, [row["entropy"] for row in curve])
+    axes[2].set_title("entropy")
+    for axis in axes:
+        axis.set_xlabel("steps")
+    figure.suptitle(title)
+    figure.tight_layout()
+    figure.savefig(path, dpi=100)
+    plt.close(figure)
+
+
+def train(topology: str, workload: str | None = None, steps: int | None = None, seed: int = 0,
+          out: Path | None = None, progress: Callable[[dict[str, float]], None] | None = None,
+          **overrides: Any) -> Path:
+    """Train (or resume training) a gnn_ppo checkpoint; returns its path."""
+    torch.set_num_threads(1)  # reproducible, and leaves the other cores to other runs
+    config = PPOConfig(**overrides)
+    if steps is not None:
+        config.steps = steps
+    out = Path(out) if out is not None else Path("checkpoints") / "gnn_ppo.pt"
+    trainer = Trainer(topology, workload, config, seed, out)
+    trainer.resume()
+    trainer.run(progress)
+    trainer.export(" ".join(shlex.quote(a) for a in ["dcbench", *sys.argv[1:]]) if sys.argv else "")
+    return out

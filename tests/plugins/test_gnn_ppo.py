@@ -1,0 +1,94 @@
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+import torch
+
+from dcbench.envs import AllocationEnv
+from dcbench.plugins.allocators.gnn_ppo.allocator import GnnPpoAllocator, checkpoint_for, load_policy
+from dcbench.plugins.allocators.gnn_ppo.model import GraphPolicy, as_tensors, with_self_loops
+from dcbench.plugins.allocators.gnn_ppo.train import train
+from tests.conftest import tiered
+
+
+@pytest.fixture(scope="module")
+def random_checkpoint(tmp_path_factory):
+    torch.manual_seed(7)
+    model = GraphPolicy()
+    path = tmp_path_factory.mktemp("ckpt") / "random.pt"
+    torch.save({"model": model.state_dict(), "config": json.dumps(model.config)}, path)
+    return path
+
+
+def test_the_env_and_the_allocator_make_the_same_decisions(runner, random_checkpoint, monkeypatch):
+    topology, requests, seed = "tiered:8,1x8", 40, 3
+    model = load_policy(random_checkpoint)
+    env = AllocationEnv(topology, requests=requests)
+    edge_index = with_self_loops(env.features.edge_index, env.features.n_nodes)
+    observation, _ = env.reset(seed=seed)
+    env_actions, done = [], False
+    while not done:
+        with torch.no_grad():
+            logits, _ = model(*as_tensors({k: v[None] for k, v in observation.items()}), edge_index)
+        action = int(torch.argmax(logits[0]))
+        env_actions.append(action)
+        observation, _, done, _, info = env.step(action)
+
+    allocator_actions = []
+    original = GnnPpoAllocator.choose
+    monkeypatch.setattr(GnnPpoAllocator, "choose",
+                        lambda self, b, a: allocator_actions.append(original(self, b, a)) or allocator_actions[-1])
+    result = runner.run(f"gnn_ppo:checkpoint={random_checkpoint}", topology, requests=requests, seed=seed)
+    assert allocator_actions == env_actions
+    assert result.summary["accepted"] == info["accepted"]
+    assert list(result.tables.requests["outcome"]) == list(env.simulation.outcome)
+
+
+def test_checkpoints_are_matched_to_the_topology():
+    from dcbench.plugins.allocators.gnn_ppo.allocator import shipped_checkpoints
+
+    shipped = shipped_checkpoints()
+    if not shipped:
+        pytest.skip("no shipped checkpoints in this checkout")
+    path, note = checkpoint_for(tiered("tiered:16,1x8"))
+    assert path.name == "tiered-16-1x8.pt" and note == ""
+    path, note = checkpoint_for(tiered("tiered:16,1x8,pods=8,racks=8"))
+    assert path.name == "tiered-16-1x8.pt" and note == ""  # size-agnostic: the same one serves 1,024 servers
+    path, note = checkpoint_for(tiered("tiered:12,1x8"))
+    assert "no checkpoint for tiered-12-1x8; using tiered-" in note
+
+
+def test_a_missing_checkpoint_file_is_a_clear_error(runner):
+    from dcbench import SpecError
+
+    with pytest.raises(SpecError, match="is not a file"):
+        runner.run("gnn_ppo:checkpoint=/nowhere.pt", "tiered:8,1x4", requests=4)
+
+
+def test_training_is_reproducible_and_resumable(tmp_path):
+    settings = dict(envs=2, batch=64, minibatch=32, epochs=2, imitation_episodes=1, imitation_epochs=1,
+                    episode_requests=4)
+    straight = train("tiered:8,1x4", steps=128, seed=5, out=tmp_path / "a.pt", **settings)
+    halfway = train("tiered:8,1x4", steps=64, seed=5, out=tmp_path / "b.pt", **settings)
+    resumed = train("tiered:8,1x4", steps=128, seed=5, out=tmp_path / "b.pt", **settings)
+    assert halfway == resumed
+    a = torch.load(straight, weights_only=True)["model"]
+    b = torch.load(resumed, weights_only=True)["model"]
+    assert all(torch.equal(a[k], b[k]) for k in a)
+    record = json.loads((tmp_path / "a.json").read_text())
+    assert record["seed"] == 5 and record["steps"] >= 128 and record["iterations"] >= 2
+    curve = pq.read_table(tmp_path / "a.pt.train" / "curve.parquet").to_pylist()
+    assert [row["iteration"] for row in curve] == list(range(1, len(curve) + 1))
+    assert (tmp_path / "a.png").exists()
+
+
+def test_heuristics_and_help_never_import_torch():
+    code = ("import sys; from dcbench import Runner; Runner().run('tetris', 'tiered:8,1x4', requests=8); "
+            "from click.testing import CliRunner; from dcbench.cli import cli; "
+            "CliRunner().invoke(cli, ['--help']); CliRunner().invoke(cli, ['list']); "
+            "assert 'torch' not in sys.modules, 'torch imported'")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr

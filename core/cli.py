@@ -149,8 +149,12 @@ def run(allocator: str, topology: str, workload: str | None, requests: int | Non
 @click.option("--out", type=click.Path(path_type=Path), default=None,
               help="Results folder (default: results/<suite>).")
 @click.option("--jobs", "-j", type=int, default=None, help="Worker processes (default: all cores).")
+@click.option("--executor", type=click.Choice(["local", "ray"]), default="local", show_default=True,
+              help="local: a process pool; ray: tasks on a Ray cluster (pip install 'dcbench[ray]').")
+@click.option("--address", default=None, help="Ray cluster address (default: start a local Ray instance).")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
-def sweep(suite_name: str, allocator_values: tuple[str, ...], out: Path | None, jobs: int | None, quiet: bool) -> None:
+def sweep(suite_name: str, allocator_values: tuple[str, ...], out: Path | None, jobs: int | None, executor: str,
+          address: str | None, quiet: bool) -> None:
     """Run every scenario, allocator and seed of a suite; resumes where it stopped."""
     import os
 
@@ -177,7 +181,10 @@ def sweep(suite_name: str, allocator_values: tuple[str, ...], out: Path | None, 
                   transient=True, disable=quiet) as progress:
         task = progress.add_task(f"{suite.name}: {len(planned)} runs", total=len(planned),
                                  completed=len(planned) - len(todo))
-        sweeps.run_local(todo, out, workers, lambda job: progress.advance(task))
+        if executor == "ray":
+            sweeps.run_ray(todo, out, address, lambda job: progress.advance(task))
+        else:
+            sweeps.run_local(todo, out, workers, lambda job: progress.advance(task))
     combined = sweeps.combine(planned, out, {
         "suite": suite.name, "allocators": allocators, "dcbench_version": __version__,
         "runs": [job.run_id for job in planned]})
@@ -288,6 +295,32 @@ def train(allocator: str, topology: str, workload: str | None, steps: int | None
 
         path = trainer(topology=topology, workload=workload, steps=steps, seed=seed, out=out, progress=report)
     click.echo(f"checkpoint: {path}")
+
+
+@cli.group(invoke_without_command=True)
+@click.option("--root", type=click.Path(path_type=Path), default=Path("leaderboard"), show_default=True,
+              help="The leaderboard folder.")
+@click.pass_context
+def leaderboard(ctx: click.Context, root: Path) -> None:
+    """Rebuild the leaderboard pages from its submissions (or `submit` one)."""
+    ctx.obj = root
+    if ctx.invoked_subcommand is None:
+        from dcbench.leaderboard import build
+
+        for path in build(root, load_registry()):
+            click.echo(path)
+
+
+@leaderboard.command()
+@click.argument("results", type=click.Path(path_type=Path))
+@click.pass_obj
+def submit(root: Path, results: Path) -> None:
+    """Validate a sweep's RESULTS folder and add it to the leaderboard."""
+    from dcbench.leaderboard import submit as submit_results
+
+    folder = submit_results(results, root, load_registry())
+    click.echo(f"accepted: {folder}")
+    click.echo("rebuild the pages with `dcbench leaderboard`")
 
 
 @cli.command(name="list")

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
-from dcbench.errors import ResultsError, SpecError
+from dcbench.errors import DcbenchError, ResultsError, SpecError
 from dcbench.results import is_complete, read_table, write_table_atomic
 from dcbench.runner import Runner, run_hash
 from dcbench.suite import Suite
@@ -95,6 +95,52 @@ def run_local(jobs: Sequence[Job], out_dir: Path, workers: int, advance: Callabl
             for future in futures:
                 future.cancel()
             raise
+
+
+def _run_remote(job: Job) -> tuple[str, dict[str, Any], dict[str, Any]]:
+    """A Ray task: run one job where Ray places it and send the tables back."""
+    global _WORKER_RUNNER
+    if _WORKER_RUNNER is None:
+        _WORKER_RUNNER = Runner()
+    result = _WORKER_RUNNER.run(job.allocator, job.topology, job.workload, job.requests, job.seed)
+    tables = {"requests": result.tables.requests, "timeline": result.tables.timeline,
+              "summary": {k: [v] for k, v in result.summary.items()}}
+    return result.run_id, tables, result.provenance
+
+
+def run_ray(jobs: Sequence[Job], out_dir: Path, address: str | None, advance: Callable[[Job], None]) -> None:
+    """Run the jobs as Ray tasks; the driver writes every run folder itself, so
+    the workers need no shared file system and resumption works as locally."""
+    try:
+        import ray
+    except ImportError:
+        raise DcbenchError("--executor ray needs Ray: pip install 'dcbench[ray]'") from None
+    from dcbench.results import write_run
+
+    started_here = not ray.is_initialized()
+    if started_here:
+        ray.init(address=address, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    try:
+        task = ray.remote(_run_remote)
+        pending = {task.remote(job): job for job in jobs}
+        while pending:
+            done, _ = ray.wait(list(pending), num_returns=1)
+            job = pending.pop(done[0])
+            try:
+                run_id, tables, provenance = ray.get(done[0])
+            except ray.exceptions.RayTaskError as exc:
+                cause = exc.cause if isinstance(getattr(exc, "cause", None), DcbenchError) else None
+                if cause is not None:
+                    raise cause from None
+                raise
+            if run_id != job.run_id:
+                raise ResultsError(f"run {job.run_id} came out as {run_id} on the cluster: "
+                                   "is the same dcbench installed on every node?")
+            write_run(out_dir, run_id, tables, provenance)
+            advance(job)
+    finally:
+        if started_here:
+            ray.shutdown()
 
 
 def combine(jobs: Sequence[Job], out_dir: Path, provenance: dict[str, Any]) -> Any:

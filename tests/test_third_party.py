@@ -1,9 +1,11 @@
-"""A real third-party distribution, installed with pip, shows up and runs."""
+"""A real third-party distribution (the example in examples/), installed with
+pip, shows up, runs, and reaches the leaderboard; a broken one is reported."""
 
 import os
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -20,21 +22,7 @@ version = "{version}"
 {entry} = "{module}"
 """
 
-FIRST_FIT = '''
-"""First fit: the lowest-numbered allowed server, as a third-party plugin."""
-import numpy as np
-from dcbench import PoolAllocator, hookimpl
-
-
-class FirstFit(PoolAllocator):
-    def choose(self, builder, allowed):
-        return int(np.flatnonzero(allowed)[0])
-
-
-@hookimpl
-def register_allocators(register):
-    register("firstfit", FirstFit, description="lowest-numbered allowed server", demands=("pool",))
-'''
+EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "dcbench-firstfit"
 
 
 def make_distribution(root, name, version, entry, module, source):
@@ -50,7 +38,7 @@ def site(tmp_path_factory):
     """An isolated folder the two distributions are pip-installed into."""
     root = tmp_path_factory.mktemp("third_party")
     target = root / "site"
-    good = make_distribution(root, "dcbench-firstfit", "0.3.0", "firstfit", "dcbench_firstfit", FIRST_FIT)
+    good = EXAMPLE
     broken = make_distribution(root, "dcbench-broken", "0.1.0", "broken", "dcbench_broken",
                                "raise ImportError('needs a library that is not installed')\n")
     subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
@@ -82,7 +70,7 @@ def test_the_installed_allocator_runs(site, tmp_path):
 
 def test_plugins_shows_the_distribution_and_version(site):
     done = dcbench(site, "plugins")
-    assert "dcbench-firstfit 0.3.0" in done.stdout and "(third-party)" in done.stdout
+    assert "dcbench-firstfit 0.1.0" in done.stdout and "(third-party)" in done.stdout
     assert "broken: plugin broken (dcbench-broken 0.1.0)" in done.stdout
 
 
@@ -91,3 +79,16 @@ def test_strict_mode_makes_the_broken_plugin_an_error(site):
     assert done.returncode == 2
     assert done.stderr.startswith("Error: plugin broken (dcbench-broken 0.1.0) failed to load")
     assert "Traceback" not in done.stderr
+
+
+def test_the_example_runs_a_suite_and_enters_the_leaderboard(site, tmp_path):
+    results, board = tmp_path / "results", tmp_path / "leaderboard"
+    done = dcbench(site, "sweep", "-s", "nara2022", "-a", "firstfit,tetris", "--out", str(results), "-q")
+    assert done.returncode == 0, done.stderr
+    done = dcbench(site, "leaderboard", "--root", str(board), "submit", str(results))
+    assert done.returncode == 0 and "accepted" in done.stdout, done.stderr
+    done = dcbench(site, "leaderboard", "--root", str(board))
+    assert done.returncode == 0, done.stderr
+    page = (board / "README.md").read_text()
+    ranking = page.split("| rank | allocator | mean over scenarios |")[1].split("\n\n")[0]
+    assert "`firstfit`" in ranking and "`tetris`" in ranking

@@ -1,0 +1,347 @@
+"""The leaderboard: validated submissions in, ranked pages out.
+
+A submission is the combined ``summary.parquet`` of a sweep (``dcbench
+sweep``), accepted only after `validate` has checked it: its schema, a known
+suite and the current dcbench version, every scenario and seed of the suite
+for every allocator in it, provenance, and run ids that match the resolved
+specs. Submissions are data only: Parquet tables, never executed or
+unpickled. `build` turns all submissions into ``README.md``, ``index.html``
+and PNG plots, deterministically (the same submissions give the same bytes).
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable
+
+from dcbench.errors import ResultsError
+from dcbench.registry import Registry
+from dcbench.results import is_complete, provenance_of, read_table
+from dcbench.runner import Runner, run_hash
+from dcbench.stats import format_ci, mean_ci
+
+SUBMISSIONS = "submissions"
+REQUIRED_COLUMNS = {"run_id": "string", "scenario": "string", "allocator": "string", "topology": "string",
+                    "workload": "string", "seed": "int64", "requests": "int64", "dcbench_version": "string"}
+HIDDEN_METRICS = ("acceptance_size_", "accepted_size_", "_last25", "invalid_allocations")
+
+
+@dataclass
+class Submission:
+    name: str
+    suite: str
+    allocators: list[str]
+    rows: list[dict[str, Any]]
+
+
+def _refuse(reason: str) -> ResultsError:
+    return ResultsError(f"submission refused: {reason}")
+
+
+def validate(results: Path, registry: Registry) -> Submission:
+    """Check a sweep's results folder; the accepted submission, or a one-line refusal."""
+    from dcbench import __version__
+
+    table = read_table(results / "summary.parquet")
+    try:
+        provenance = provenance_of(table)
+    except ResultsError:
+        raise _refuse(f"{results / 'summary.parquet'} has no dcbench provenance") from None
+    suite_name = provenance.get("suite")
+    suites = registry.entries("suite")
+    if suite_name not in suites:
+        raise _refuse(f"unknown suite {suite_name!r}; known suites: {', '.join(sorted(suites))}")
+    suite = suites[suite_name]
+    schema = {field.name: str(field.type) for field in table.schema}
+    for column, kind in REQUIRED_COLUMNS.items():
+        if column not in schema:
+            raise _refuse(f"column {column!r} is missing (a foreign schema?)")
+        if schema[column] != kind:
+            raise _refuse(f"column {column!r} is {schema[column]}, expected {kind}")
+    if suite.primary_metric not in schema:
+        raise _refuse(f"the suite's primary metric {suite.primary_metric!r} is missing")
+    rows = table.to_pylist()
+    versions = {row["dcbench_version"] for row in rows}
+    if versions != {__version__} or provenance.get("dcbench_version") != __version__:
+        raise _refuse(f"made with dcbench {', '.join(sorted(versions))}; this leaderboard takes {__version__} "
+                      "(rerun the sweep with this version)")
+
+    runner = Runner(registry)
+    expected: dict[tuple[str, int], tuple[str, str, int]] = {}
+    for scenario in suite.scenarios:
+        topology, network = runner.network(scenario.topology)
+        workload = registry.build("workload", scenario.workload or network.default_workload).spec
+        for seed in scenario.seeds:
+            expected[(scenario.label, seed)] = (topology, workload, scenario.requests or 2 * network.n_servers)
+    allocators = list(dict.fromkeys(row["allocator"] for row in rows))
+    seen: set[tuple[str, str, int]] = set()
+    for row in rows:
+        key = (row["scenario"], row["seed"])
+        if key not in expected:
+            raise _refuse(f"scenario {row['scenario']!r} seed {row['seed']} is not in suite {suite_name}")
+        topology, workload, requests = expected[key]
+        if (row["topology"], row["workload"], row["requests"]) != (topology, workload, requests):
+            raise _refuse(f"run {row['run_id']} does not use the suite's scenario {row['scenario']!r}")
+        if run_hash(row["topology"], row["workload"], row["allocator"], row["requests"], row["seed"],
+                    row["dcbench_version"]) != row["run_id"]:
+            raise _refuse(f"run {row['run_id']}: the hash does not match its specs")
+        identity = (row["allocator"], row["scenario"], row["seed"])
+        if identity in seen:
+            raise _refuse(f"run {row['run_id']} appears twice")
+        seen.add(identity)
+        value = row.get(suite.primary_metric)
+        if value is None or not math.isfinite(float(value)):
+            raise _refuse(f"run {row['run_id']} has no finite {suite.primary_metric}")
+        run_dir = results / row["run_id"]
+        if not is_complete(run_dir):
+            raise _refuse(f"run folder {run_dir} is missing or incomplete")
+        if provenance_of(read_table(run_dir / "summary.parquet")).get("run_id") != row["run_id"]:
+            raise _refuse(f"run folder {run_dir} holds another run")
+    for allocator in allocators:
+        for scenario, seed in expected:
+            if (allocator, scenario, seed) not in seen:
+                raise _refuse(f"{allocator} lacks scenario {scenario!r} seed {seed}; "
+                              "submit the whole suite (dcbench sweep resumes a partial one)")
+    short = "-".join(sorted({a.split(":")[0] for a in allocators}))
+    digest = run_hash(suite_name, short, json.dumps(sorted(r["run_id"] for r in rows)), 0, 0, __version__)[:8]
+    return Submission(f"{suite_name}--{short}--{digest}", suite_name, allocators, rows)
+
+
+def submit(results: Path, root: Path, registry: Registry) -> Path:
+    """Validate and copy a submission into ``root/submissions`` (atomically)."""
+    submission = validate(results, registry)
+    folder = root / SUBMISSIONS / submission.name
+    if folder.exists():
+        raise _refuse(f"already submitted as {folder}")
+    table = read_table(results / "summary.parquet")
+    import pyarrow.parquet as pq
+
+    (root / SUBMISSIONS).mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(dir=root / SUBMISSIONS, prefix=".staging-"))
+    try:
+        pq.write_table(table, staging / "summary.parquet")
+        (staging / "submission.json").write_text(json.dumps(
+            {"name": submission.name, "suite": submission.suite, "allocators": submission.allocators,
+             "runs": len(submission.rows)}, indent=2, sort_keys=True) + "\n")
+        os.replace(staging, folder)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return folder
+
+
+def load_submissions(root: Path) -> list[Submission]:
+    folder = root / SUBMISSIONS
+    submissions = []
+    for path in sorted(folder.iterdir()) if folder.exists() else []:
+        if not path.is_dir() or path.name.startswith("."):
+            continue
+        table = read_table(path / "summary.parquet")
+        provenance = provenance_of(table)
+        rows = table.to_pylist()
+        submissions.append(Submission(path.name, provenance.get("suite", "?"),
+                                      list(dict.fromkeys(r["allocator"] for r in rows)), rows))
+    return submissions
+
+
+# ----- ranking ---------------------------------------------------------------
+
+@dataclass
+class Entry:
+    allocator: str
+    primary: tuple[float, float, int]
+    delta: tuple[float, float, int] | None
+    metrics: dict[str, tuple[float, float, int]]
+
+
+def _baselines(registry: Registry) -> set[str]:
+    return {name for name, entry in registry.entries("allocator").items()
+            if entry.plugin.startswith("dcbench.plugins.") and not entry.extra.get("learned")}
+
+
+def rank_scenario(rows: list[dict[str, Any]], metric: str, higher: bool, baselines: set[str],
+                  metrics: list[str]) -> list[Entry]:
+    allocators = sorted({r["allocator"] for r in rows})
+    by_seed = {a: {r["seed"]: r for r in rows if r["allocator"] == a} for a in allocators}
+    means = {a: mean_ci(r[metric] for r in by_seed[a].values()) for a in allocators}
+    sign = 1 if higher else -1
+    candidates = [a for a in allocators if a.split(":")[0] in baselines]
+    best_baseline = max(candidates, key=lambda a: (sign * means[a][0], a)) if candidates else None
+    entries = []
+    for allocator in allocators:
+        delta = None
+        if best_baseline is not None:
+            seeds = sorted(set(by_seed[allocator]) & set(by_seed[best_baseline]))
+            delta = mean_ci(by_seed[allocator][s][metric] - by_seed[best_baseline][s][metric] for s in seeds)
+        entries.append(Entry(allocator, means[allocator], delta,
+                             {m: mean_ci(r.get(m, float("nan")) for r in by_seed[allocator].values())
+                              for m in metrics}))
+    entries.sort(key=lambda e: (-sign * e.primary[0], e.allocator))
+    return entries
+
+
+def _metric_columns(rows: list[dict[str, Any]], primary: str) -> list[str]:
+    numeric = [k for k, v in rows[0].items() if isinstance(v, float) and k != primary
+               and not any(h in k for h in HIDDEN_METRICS)]
+    return sorted(numeric)
+
+
+def build(root: Path, registry: Registry) -> list[Path]:
+    """Rebuild ``root/README.md``, ``root/index.html`` and ``root/plots/`` from the submissions."""
+    from dcbench import __version__
+
+    submissions = load_submissions(root)
+    suites = registry.entries("suite")
+    baselines = _baselines(registry)
+    by_suite: dict[str, dict[str, dict[str, Any]]] = {}
+    for submission in submissions:
+        for row in submission.rows:
+            by_suite.setdefault(submission.suite, {})[row["run_id"]] = row  # the same run submitted twice counts once
+    sections = []
+    plots_dir = root / "plots"
+    if plots_dir.exists():
+        shutil.rmtree(plots_dir)
+    written = []
+    for suite_name in sorted(by_suite):
+        rows = sorted(by_suite[suite_name].values(), key=lambda r: (r["scenario"], r["allocator"], r["seed"]))
+        suite = suites.get(suite_name)
+        metric = suite.primary_metric if suite else "acceptance_ratio"
+        higher = suite.higher_is_better if suite else True
+        order = [s.label for s in suite.scenarios] if suite else sorted({r["scenario"] for r in rows})
+        scenarios = [s for s in order if any(r["scenario"] == s for r in rows)]
+        metrics = _metric_columns(rows, metric)
+        per_scenario = {s: rank_scenario([r for r in rows if r["scenario"] == s], metric, higher, baselines, metrics)
+                        for s in scenarios}
+        overall = _overall(per_scenario, higher)
+        plot = _plot(rows, scenarios, metric, plots_dir / f"{suite_name}.png", suite_name)
+        written.append(plot)
+        sections.append((suite_name, suite, metric, higher, scenarios, per_scenario, overall, metrics, plot))
+    readme = root / "README.md"
+    readme.write_text(_markdown(sections, submissions, __version__, root))
+    page = root / "index.html"
+    page.write_text(_html(sections, submissions, __version__, root))
+    return [readme, page, *written]
+
+
+def _overall(per_scenario: dict[str, list[Entry]], higher: bool) -> list[tuple[str, float, int]]:
+    allocators = sorted({e.allocator for entries in per_scenario.values() for e in entries})
+    wins = {a: 0 for a in allocators}
+    for entries in per_scenario.values():
+        wins[entries[0].allocator] += 1
+    means = {a: sum(e.primary[0] for entries in per_scenario.values() for e in entries if e.allocator == a)
+             / max(1, sum(1 for entries in per_scenario.values() for e in entries if e.allocator == a))
+             for a in allocators}
+    sign = 1 if higher else -1
+    return sorted(((a, means[a], wins[a]) for a in allocators), key=lambda t: (-sign * t[1], t[0]))
+
+
+def _plot(rows: list[dict[str, Any]], scenarios: list[str], metric: str, path: Path, title: str) -> Path:
+    from dcbench.plots import _panels
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    ordered = sorted(rows, key=lambda r: (scenarios.index(r["scenario"]), r["allocator"], r["seed"]))
+    return _panels(ordered, [(metric, metric.replace("_", " "))], path, f"{title}: {metric} (mean, 95% CI)")
+
+
+def _names(allocators: Iterable[str]) -> dict[str, str]:
+    """Plain names where they are unambiguous, full specs where two variants of one allocator compete."""
+    allocators = list(allocators)
+    bases = [a.split(":")[0] for a in allocators]
+    return {a: b if bases.count(b) == 1 else a for a, b in zip(allocators, bases)}
+
+
+def _delta(entry: Entry) -> str:
+    if entry.delta is None or entry.delta[2] == 0:
+        return "–"
+    mean, half, _ = entry.delta
+    return f"{mean:+.3f} ± {half:.3f}" if not math.isnan(half) else f"{mean:+.3f}"
+
+
+def _markdown(sections: Iterable, submissions: list[Submission], version: str, root: Path) -> str:
+    lines = ["# dcbench leaderboard", "",
+             f"Generated by `dcbench leaderboard` (dcbench {version}) from the {len(submissions)} submission(s) "
+             f"in `{SUBMISSIONS}/`. Means with the half-width of the 95% confidence interval over seeds; "
+             "Δ is the paired difference from the best built-in baseline of the scenario (same seeds, "
+             "same request sequences).", ""]
+    for suite_name, suite, metric, higher, scenarios, per_scenario, overall, metrics, plot in sections:
+        name = _names(a for a, _, _ in overall)
+        lines += [f"## {suite_name}", "", suite.description if suite else "", "",
+                  f"Ranked by `{metric}` ({'higher' if higher else 'lower'} is better).", "",
+                  "| rank | allocator | mean over scenarios | scenarios won |", "|---:|---|---:|---:|"]
+        for rank, (allocator, mean, wins) in enumerate(overall, 1):
+            lines.append(f"| {rank} | `{name[allocator]}` | {mean:.3f} | {wins} |")
+        lines += ["", f"![{suite_name}]({plot.relative_to(root).as_posix()})", ""]
+        for scenario in scenarios:
+            lines += [f"### {suite_name} / {scenario}", "",
+                      "| rank | allocator | " + metric + " | Δ vs best baseline | " + " | ".join(metrics) + " |",
+                      "|---:|---|---:|---:|" + "---:|" * len(metrics)]
+            for rank, entry in enumerate(per_scenario[scenario], 1):
+                cells = [format_ci(entry.metrics[m][0], entry.metrics[m][1]) for m in metrics]
+                lines.append(f"| {rank} | `{name[entry.allocator]}` | {format_ci(*entry.primary[:2])} | "
+                             f"{_delta(entry)} | " + " | ".join(cells) + " |")
+            lines.append("")
+    lines += ["## Submissions", ""] + [f"- `{s.name}`: {s.suite}, {len(s.rows)} runs, "
+                                       + ", ".join(f"`{a}`" for a in s.allocators) for s in submissions]
+    return "\n".join(lines) + "\n"
+
+
+_STYLE = """
+body{font-family:system-ui,sans-serif;margin:2rem auto;max-width:72rem;padding:0 1rem;color:#222}
+table{border-collapse:collapse;margin:.5rem 0 1.5rem;font-size:.85rem}
+th,td{border:1px solid #ccc;padding:.25rem .5rem;text-align:right}
+th:nth-child(2),td:nth-child(2){text-align:left}
+tr:first-child td{background:#eef6ee}
+img{max-width:100%}
+details{margin-bottom:1rem}
+code{font-size:.85em}
+"""
+
+
+def _html(sections: Iterable, submissions: list[Submission], version: str, root: Path) -> str:
+    out = ["<!DOCTYPE html>", "<html lang=\"en\"><head><meta charset=\"utf-8\">",
+           "<title>dcbench leaderboard</title>", f"<style>{_STYLE}</style></head><body>",
+           "<h1>dcbench leaderboard</h1>",
+           f"<p>dcbench {html.escape(version)}; {len(submissions)} submission(s). Means ± half-width of the 95% "
+           "confidence interval over seeds; Δ: paired difference from the best built-in baseline.</p>"]
+    for suite_name, suite, metric, higher, scenarios, per_scenario, overall, metrics, plot in sections:
+        name = _names(a for a, _, _ in overall)
+        out.append(f"<h2 id=\"{html.escape(suite_name)}\">{html.escape(suite_name)}</h2>")
+        if suite:
+            out.append(f"<p>{html.escape(suite.description)}</p>")
+        out.append(f"<p>Ranked by <code>{html.escape(metric)}</code> "
+                   f"({'higher' if higher else 'lower'} is better).</p>")
+        out.append(f"<table class=\"ranking\" data-suite=\"{html.escape(suite_name)}\"><tr><th>rank</th>"
+                   "<th>allocator</th><th>mean over scenarios</th><th>scenarios won</th></tr>")
+        for rank, (allocator, mean, wins) in enumerate(overall, 1):
+            out.append(f"<tr><td>{rank}</td><td><code title=\"{html.escape(allocator)}\">"
+                       f"{html.escape(name[allocator])}</code></td>"
+                       f"<td>{mean:.3f}</td><td>{wins}</td></tr>")
+        out.append("</table>")
+        out.append(f"<img src=\"{html.escape(plot.relative_to(root).as_posix())}\" alt=\"{html.escape(suite_name)}\">")
+        for scenario in scenarios:
+            out.append(f"<details><summary>{html.escape(suite_name)} / {html.escape(scenario)}</summary>")
+            out.append("<table class=\"scenario\"><tr><th>rank</th><th>allocator</th>"
+                       f"<th>{html.escape(metric)}</th><th>Δ vs best baseline</th>"
+                       + "".join(f"<th>{html.escape(m)}</th>" for m in metrics) + "</tr>")
+            for rank, entry in enumerate(per_scenario[scenario], 1):
+                out.append(f"<tr><td>{rank}</td><td><code>{html.escape(name[entry.allocator])}</code></td>"
+                           f"<td>{format_ci(*entry.primary[:2])}</td><td>{_delta(entry)}</td>"
+                           + "".join(f"<td>{format_ci(*entry.metrics[m][:2])}</td>" for m in metrics) + "</tr>")
+            out.append("</table></details>")
+    out.append("<h2>Submissions</h2><ul>")
+    for submission in submissions:
+        out.append(f"<li><code>{html.escape(submission.name)}</code>: {html.escape(submission.suite)}, "
+                   f"{len(submission.rows)} runs</li>")
+    out.append("</ul>")
+    # Lets a headless browser (and a person's console) confirm that every plot loaded.
+    out.append("<script>window.addEventListener('load',()=>{document.body.dataset.imagesLoaded="
+               "[...document.images].every(i=>i.complete&&i.naturalWidth>0)});</script>")
+    out.append("</body></html>")
+    return "\n".join(out) + "\n"

@@ -1,0 +1,1 @@
+"""First fit, published as a dcbench plugin."""

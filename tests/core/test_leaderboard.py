@@ -1,0 +1,75 @@
+import hashlib
+import json
+import shutil
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from click.testing import CliRunner
+
+from dcbench.cli import cli
+
+
+@pytest.fixture(scope="module")
+def sweep_results(tmp_path_factory):
+    out = tmp_path_factory.mktemp("sweep") / "nara2022"
+    result = CliRunner().invoke(cli, ["sweep", "-s", "nara2022", "-a", "random,tetris", "--out", str(out), "-j", "2", "-q"])
+    assert result.exit_code == 0, result.output
+    return out
+
+
+def snapshot(root):
+    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(root.rglob("*")) if p.is_file()} if root.exists() else {}
+
+
+def rewrite_summary(folder, change):
+    table = pq.read_table(folder / "summary.parquet")
+    metadata = table.schema.metadata
+    table = change(table)
+    pq.write_table(table.replace_schema_metadata(metadata if table.schema.metadata is None else table.schema.metadata),
+                   folder / "summary.parquet")
+
+
+def test_submit_then_rebuild_is_byte_for_byte_repeatable(sweep_results, tmp_path):
+    root = tmp_path / "leaderboard"
+    runner = CliRunner()
+    result = runner.invoke(cli, ["leaderboard", "--root", str(root), "submit", str(sweep_results)])
+    assert result.exit_code == 0, result.output
+    assert runner.invoke(cli, ["leaderboard", "--root", str(root)]).exit_code == 0
+    first = snapshot(root)
+    assert runner.invoke(cli, ["leaderboard", "--root", str(root)]).exit_code == 0
+    assert snapshot(root) == first
+    page = (root / "README.md").read_text()
+    assert "## nara2022" in page and "### nara2022 / 8-1x16" in page and "Δ vs best baseline" in page
+    ranking = page.split("| rank | allocator | mean over scenarios |")[1].split("\n\n")[0]
+    assert ranking.index("`tetris`") < ranking.index("`random`")
+    assert "plots/nara2022.png" in (root / "index.html").read_text()
+    again = runner.invoke(cli, ["leaderboard", "--root", str(root), "submit", str(sweep_results)])
+    assert again.exit_code == 2 and "already submitted" in again.output
+
+
+@pytest.mark.parametrize("damage, fragment", [
+    (lambda f: (f / "summary.parquet").write_bytes((f / "summary.parquet").read_bytes()[:500]), "corrupt results file"),
+    (lambda f: rewrite_summary(f, lambda t: t.filter(pa.compute.not_equal(t["seed"], 4))), "lacks scenario"),
+    (lambda f: rewrite_summary(f, lambda t: t.rename_columns(["id" if c == "run_id" else c for c in t.column_names])),
+     "column 'run_id' is missing"),
+    (lambda f: rewrite_summary(f, lambda t: t.set_column(t.column_names.index("allocator"), "allocator",
+                                                         pa.array(["tetris:penalty=0.5"] * t.num_rows))),
+     "hash does not match"),
+    (lambda f: rewrite_summary(f, lambda t: t.replace_schema_metadata(
+        {b"dcbench": json.dumps({"suite": "nara2099", "dcbench_version": "0.1.0"}).encode()})), "unknown suite 'nara2099'"),
+    (lambda f: shutil.rmtree(next(p for p in f.iterdir() if p.is_dir())), "missing or incomplete"),
+])
+def test_bad_submissions_are_refused_and_change_nothing(sweep_results, tmp_path, damage, fragment):
+    copy = tmp_path / "results"
+    shutil.copytree(sweep_results, copy)
+    damage(copy)
+    root = tmp_path / "leaderboard"
+    (root / "submissions").mkdir(parents=True)
+    (root / "README.md").write_text("before\n")
+    before = snapshot(root)
+    result = CliRunner().invoke(cli, ["leaderboard", "--root", str(root), "submit", str(copy)])
+    assert result.exit_code == 2, result.output
+    assert fragment in result.output and len(result.output.strip().splitlines()) == 1
+    assert snapshot(root) == before

@@ -92,3 +92,22 @@ def test_heuristics_and_help_never_import_torch():
             "assert 'torch' not in sys.modules, 'torch imported'")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
+
+
+def test_train_command_and_its_errors(tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    from dcbench.cli import cli
+
+    import dcbench.plugins.allocators.gnn_ppo.train as training
+
+    calls = []
+    monkeypatch.setattr(training, "train", lambda **kwargs: calls.append(kwargs) or kwargs["out"])
+    result = CliRunner().invoke(cli, ["train", "-a", "gnn_ppo", "-t", "tiered:8,1x4", "--steps", "10", "--seed", "3",
+                                      "--out", str(tmp_path / "x.pt"), "-q"])
+    assert result.exit_code == 0, result.output
+    assert calls[0]["topology"] == "tiered:8,1x4" and calls[0]["steps"] == 10 and calls[0]["seed"] == 3
+    refused = CliRunner().invoke(cli, ["train", "-a", "tetris", "-t", "tiered:8,1x4"])
+    assert refused.exit_code == 2 and "is not trained; trainable allocators: gnn_ppo" in refused.output
+    bad = CliRunner().invoke(cli, ["train", "-a", "gnn_ppo", "-t", "tiered:8,1x3"])
+    assert bad.exit_code == 2 and "not one of" in bad.output

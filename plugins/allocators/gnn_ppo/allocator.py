@@ -61,6 +61,9 @@ class GnnPpoAllocator(PoolAllocator):
 
     def reset(self, network: Network, rng: np.random.Generator) -> None:
         super().reset(network, rng)
+        # One decision is a forward pass over a few hundred nodes: more threads
+        # only add synchronisation, and oversubscribe the cores of a sweep's pool.
+        torch.set_num_threads(1)
         if self.checkpoint is not None:
             path, note = Path(self.checkpoint), ""
         else:

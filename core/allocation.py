@@ -133,7 +133,8 @@ def check_allocation(allocation: Allocation, request: Request, state: State) -> 
     known_ends = network.path_ends_cache
     routed: set[tuple[int, int]] = set()
     route_links: list[int] = []
-    route_amounts: list[float] = []
+    amounts_per_route: list[float] = []
+    lengths: list[int] = []
     for a, b, links, amount in allocation.routes:
         i = position.get(a)
         j = position.get(b)
@@ -143,14 +144,18 @@ def check_allocation(allocation: Allocation, request: Request, state: State) -> 
             return f"route {a}->{b} reserves a non-positive amount", usage
         if type(links) is not tuple:
             links = tuple(links)
-        ends = known_ends[links] if links in known_ends else network.path_ends(links)
-        if ends != (a, b) and ends != (b, a):
+        ends = known_ends.get(links) or network.path_ends(links)
+        if ends is None or not ((ends[0] == a and ends[1] == b) or (ends[0] == b and ends[1] == a)):
             return f"route {a}->{b} is not a path between them", usage
         route_links.extend(links)
-        route_amounts.extend([amount] * len(links))
+        amounts_per_route.append(amount)
+        lengths.append(len(links))
         routed.add((i, j) if i < j else (j, i))
     if route_links:
-        usage = np.bincount(route_links, weights=route_amounts, minlength=network.n_links)
+        if min(amounts_per_route) == max(amounts_per_route):  # the usual case: one channel per pair
+            usage = np.bincount(route_links, minlength=network.n_links) * float(amounts_per_route[0])
+        else:
+            usage = np.bincount(route_links, weights=np.repeat(amounts_per_route, lengths), minlength=network.n_links)
     over_links = usage > state.free_links + _TOLERANCE
     if over_links.any():
         link = int(np.flatnonzero(over_links)[0])

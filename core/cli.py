@@ -248,7 +248,10 @@ def report(results: Path, out: Path | None) -> None:
     registry = load_registry()
     suite = registry.entries("suite").get(suite_name)
     primary = suite.primary_metric if suite else "acceptance_ratio"
-    text = make_report(rows, f"Suite {suite_name}", primary, suite.higher_is_better if suite else True)
+    from dcbench.leaderboard import baselines
+
+    text = make_report(rows, f"Suite {suite_name}", primary, suite.higher_is_better if suite else True,
+                       baselines(registry))
     if out is None:
         click.echo(text)
     else:

@@ -161,18 +161,19 @@ class Entry:
     metrics: dict[str, tuple[float, float, int]]
 
 
-def _baselines(registry: Registry) -> set[str]:
+def baselines(registry: Registry) -> set[str]:
+    """The built-in heuristics: what a learned or third-party allocator is measured against."""
     return {name for name, entry in registry.entries("allocator").items()
             if entry.plugin.startswith("dcbench.plugins.") and not entry.extra.get("learned")}
 
 
-def rank_scenario(rows: list[dict[str, Any]], metric: str, higher: bool, baselines: set[str],
+def rank_scenario(rows: list[dict[str, Any]], metric: str, higher: bool, baseline_names: set[str],
                   metrics: list[str]) -> list[Entry]:
     allocators = sorted({r["allocator"] for r in rows})
     by_seed = {a: {r["seed"]: r for r in rows if r["allocator"] == a} for a in allocators}
     means = {a: mean_ci(r[metric] for r in by_seed[a].values()) for a in allocators}
     sign = 1 if higher else -1
-    candidates = [a for a in allocators if a.split(":")[0] in baselines]
+    candidates = [a for a in allocators if a.split(":")[0] in baseline_names]
     best_baseline = max(candidates, key=lambda a: (sign * means[a][0], a)) if candidates else None
     entries = []
     for allocator in allocators:
@@ -199,7 +200,7 @@ def build(root: Path, registry: Registry) -> list[Path]:
 
     submissions = load_submissions(root)
     suites = registry.entries("suite")
-    baselines = _baselines(registry)
+    baseline_names = baselines(registry)
     by_suite: dict[str, dict[str, dict[str, Any]]] = {}
     for submission in submissions:
         for row in submission.rows:
@@ -217,7 +218,7 @@ def build(root: Path, registry: Registry) -> list[Path]:
         order = [s.label for s in suite.scenarios] if suite else sorted({r["scenario"] for r in rows})
         scenarios = [s for s in order if any(r["scenario"] == s for r in rows)]
         metrics = _metric_columns(rows, metric)
-        per_scenario = {s: rank_scenario([r for r in rows if r["scenario"] == s], metric, higher, baselines, metrics)
+        per_scenario = {s: rank_scenario([r for r in rows if r["scenario"] == s], metric, higher, baseline_names, metrics)
                         for s in scenarios}
         overall = _overall(per_scenario, higher)
         plot = _plot(rows, scenarios, metric, plots_dir / f"{suite_name}.png", suite_name)

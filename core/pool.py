@@ -103,9 +103,10 @@ class PoolBuilder:
         # Free capacities are never negative, so a server has some of a
         # needed resource exactly when its free amounts summed over the
         # needed resources are positive.
-        np.greater(self._remaining, 0, out=self._needed)
+        self._needed[:] = [r > 0 for r in self._remaining]
         np.greater(self.free_resources @ self._needed, 0, out=self._allowed)
-        self._allowed[self.chosen] = False
+        if self.chosen:
+            self._allowed[self.chosen] = False
 
     @property
     def is_open(self) -> bool:

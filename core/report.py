@@ -58,7 +58,40 @@ METRICS = (
 )
 
 
-def report(rows: list[dict[str, Any]], title: str, primary: str, higher_is_better: bool = True) -> str:
+def paired_table(rows: list[dict[str, Any]], metric: str, baselines: set[str], higher_is_better: bool = True) -> str:
+    """Each non-baseline allocator against the best baseline of every scenario, seed by seed."""
+    scenarios = list(dict.fromkeys(r["scenario"] for r in rows))
+    allocators = list(dict.fromkeys(r["allocator"] for r in rows))
+    challengers = [a for a in allocators if a.split(":")[0] not in baselines]
+    sign = 1 if higher_is_better else -1
+    lines = ["| scenario | allocator | best baseline | Δ (paired) | relative |", "|---|---|---|---:|---:|"]
+    relative_all: dict[str, list[float]] = {a: [] for a in challengers}
+    for scenario in scenarios:
+        here = [r for r in rows if r["scenario"] == scenario]
+        by = {a: {r["seed"]: r[metric] for r in here if r["allocator"] == a} for a in allocators}
+        candidates = [a for a in allocators if a.split(":")[0] in baselines and by[a]]
+        if not candidates:
+            continue
+        best = max(candidates, key=lambda a: sign * mean_ci(by[a].values())[0])
+        best_mean = mean_ci(by[best].values())[0]
+        for challenger in challengers:
+            seeds = sorted(set(by[challenger]) & set(by[best]))
+            mean, half, _ = mean_ci(by[challenger][s] - by[best][s] for s in seeds)
+            relative = mean / best_mean if best_mean else float("nan")
+            relative_all[challenger].append(relative)
+            lines.append(f"| {scenario} | {_short(challenger, allocators)} | {_short(best, allocators)} | "
+                         f"{format_ci(mean, half, 3) if mean < 0 else '+' + format_ci(mean, half, 3)} | "
+                         f"{100 * relative:+.1f}% |")
+    lines.append("")
+    for challenger, values in relative_all.items():
+        if values:
+            lines.append(f"{_short(challenger, allocators)}: mean relative difference {100 * sum(values) / len(values):+.1f}%, "
+                         f"at least the best baseline's mean on {sum(v >= 0 for v in values)} of {len(values)} scenarios.")
+    return "\n".join(lines)
+
+
+def report(rows: list[dict[str, Any]], title: str, primary: str, higher_is_better: bool = True,
+           baselines: set[str] | None = None) -> str:
     if not rows:
         raise ResultsError("the summary has no rows; run the sweep first")
     seeds = sorted({r["seed"] for r in rows})
@@ -69,6 +102,11 @@ def report(rows: list[dict[str, Any]], title: str, primary: str, higher_is_bette
         if metric in rows[0]:
             parts += [f"#### {heading}", "", metric_table(rows, metric, metric != "blocking_probability"), ""]
     parts += [f"#### Ranking by {primary}", "", ranking(rows, primary, higher_is_better), ""]
+    if baselines and any(r["allocator"].split(":")[0] not in baselines for r in rows):
+        parts += [f"#### Learned and third-party allocators against the best baseline ({primary})", "",
+                  "Δ: mean over seeds of the seed-by-seed difference (every allocator saw the same requests), "
+                  "± half-width of its 95% confidence interval; relative: Δ over the best baseline's mean.", "",
+                  paired_table(rows, primary, baselines, higher_is_better), ""]
     return "\n".join(parts)
 
 

@@ -29,12 +29,13 @@ class TetrisAllocator(PoolAllocator):
         self._links = np.where(self._has_link, links, 0)
         self._rack_members = [np.flatnonzero(network.racks == rack) for rack in range(network.racks.max() + 1)]
         self._scores = np.empty(network.n_servers)
+        self._link_free = np.empty(network.n_servers)
 
     def choose(self, builder: PoolBuilder, allowed: np.ndarray) -> int:
         scores = self._scores
         # (free / scale) · (demand / scale), over every server at once.
         np.dot(builder.free_resources, builder.request.demand / self.scale**2, out=scores)
-        link_free = builder.free_links[self._links]
+        link_free = np.take(builder.free_links, self._links, out=self._link_free)
         scores += link_free if self._all_linked else np.where(self._has_link, link_free, 0.0)
         if builder.chosen:
             members = self._rack_members[self.network.racks[builder.chosen[-1]]]

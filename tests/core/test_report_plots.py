@@ -31,6 +31,19 @@ def test_tables_mark_the_best_and_rank():
     assert "| s1 | x > y |" in ranking(ROWS, "acceptance_ratio", higher_is_better=False)
 
 
+def test_paired_difference_against_the_best_baseline():
+    from dcbench.report import paired_table
+
+    rows = [dict(r) for r in ROWS] + [
+        {"scenario": s, "allocator": "learned", "seed": seed, "acceptance_ratio": v}
+        for s, v in (("s1", 0.75), ("s2", 0.85)) for seed in range(3)]
+    text = paired_table(rows, "acceptance_ratio", {"x", "y"})
+    # s1: best baseline y (0.71 mean), learned 0.75 constant -> paired Δ varies with the seed
+    assert "| s1 | learned | y | +0.040 ± 0.025 |" in text
+    assert "| s2 | learned | x | -0.060 ± 0.025 |" in text
+    assert "at least the best baseline's mean on 1 of 2 scenarios" in text
+
+
 def test_write_between_markers_keeps_the_prose(tmp_path):
     page = tmp_path / "report.md"
     page.write_text("# Title\n\nprose before\n")

@@ -29,7 +29,8 @@ from dcbench.stats import format_ci, mean_ci
 
 SUBMISSIONS = "submissions"
 REQUIRED_COLUMNS = {"run_id": "string", "scenario": "string", "allocator": "string", "topology": "string",
-                    "workload": "string", "seed": "int64", "requests": "int64", "dcbench_version": "string"}
+                    "workload": "string", "seed": "int64", "requests": "int64", "dcbench_version": "string",
+                    "allocator_fingerprint": "string"}
 HIDDEN_METRICS = ("acceptance_size_", "accepted_size_", "_last25", "invalid_allocations")
 
 
@@ -90,7 +91,7 @@ def validate(results: Path, registry: Registry) -> Submission:
         if (row["topology"], row["workload"], row["requests"]) != (topology, workload, requests):
             raise _refuse(f"run {row['run_id']} does not use the suite's scenario {row['scenario']!r}")
         if run_hash(row["topology"], row["workload"], row["allocator"], row["requests"], row["seed"],
-                    row["dcbench_version"]) != row["run_id"]:
+                    row["dcbench_version"], row["allocator_fingerprint"]) != row["run_id"]:
             raise _refuse(f"run {row['run_id']}: the hash does not match its specs")
         identity = (row["allocator"], row["scenario"], row["seed"])
         if identity in seen:

@@ -10,6 +10,7 @@ package never takes the command line down with it.
 from __future__ import annotations
 
 import difflib
+import functools
 import importlib
 import importlib.metadata
 import os
@@ -146,29 +147,29 @@ class Registry:
         # Call each plugin's implementation on its own so that one broken
         # plugin is reported by name and the others still register.
         for impl in hook.get_hookimpls():  # registration order: built-ins first
-            plugin_name = impl.plugin_name
-
-            def register(name_or_suite: Any, target: Any = None, *, description: str = "",
-                         params: Sequence[Param] = (), **extra: Any) -> None:
-                if kind == "suite":
-                    entry = name_or_suite
-                    name = entry.name
-                else:
-                    name = name_or_suite
-                    entry = PluginEntry(kind, name, target, description, tuple(params), plugin_name, extra)
-                if name in entries:
-                    self._fail(f"plugin {plugin_name!r} registers {kind} {name!r}, "
-                               f"already registered by {_owner(entries[name])!r}; ignored")
-                    return
-                if kind == "suite":
-                    object.__setattr__(entry, "plugin", plugin_name)
-                entries[name] = entry
-
+            register = functools.partial(self._register, kind, entries, impl.plugin_name)
             try:
                 impl.function(register)
             except Exception as exc:
-                self._fail(f"plugin {plugin_name!r} failed in {hook.name}: {type(exc).__name__}: {exc}")
+                self._fail(f"plugin {impl.plugin_name!r} failed in {hook.name}: {type(exc).__name__}: {exc}")
         return entries
+
+    def _register(self, kind: str, entries: dict[str, Any], plugin_name: str, name_or_suite: Any,
+                  target: Any = None, *, description: str = "", params: Sequence[Param] = (), **extra: Any) -> None:
+        """What a plugin's ``register`` calls: ``register(name, target, ...)``, or ``register(suite)``."""
+        if kind == "suite":
+            entry = name_or_suite
+            name = entry.name
+        else:
+            name = name_or_suite
+            entry = PluginEntry(kind, name, target, description, tuple(params), plugin_name, extra)
+        if name in entries:
+            self._fail(f"plugin {plugin_name!r} registers {kind} {name!r}, "
+                       f"already registered by {_owner(entries[name])!r}; ignored")
+            return
+        if kind == "suite":
+            object.__setattr__(entry, "plugin", plugin_name)
+        entries[name] = entry
 
     def call_each(self, hook_name: str, **kwargs: Any) -> None:
         """Call every implementation of a hook on its own, reporting a broken one by name."""

@@ -37,8 +37,12 @@ class RunResult:
         }, self.provenance)
 
 
-def run_hash(topology: str, workload: str, allocator: str, requests: int, seed: int, version: str) -> str:
-    """The identity of a run: its resolved scenario, allocator and dcbench version."""
+def run_hash(topology: str, workload: str, allocator: str, requests: int, seed: int, version: str,
+             fingerprint: str = "") -> str:
+    """The identity of a run: its resolved scenario, allocator and dcbench version, and
+    the fingerprint of whatever else decides the allocator's behaviour (a checkpoint's bytes)."""
+    if fingerprint:
+        allocator = f"{allocator}@{fingerprint}"
     key = json.dumps({"topology": topology, "workload": workload, "allocator": allocator,
                       "requests": requests, "seed": seed, "dcbench": version}, sort_keys=True)
     return hashlib.sha256(key.encode()).hexdigest()[:16]
@@ -84,6 +88,7 @@ class Runner:
         allocator_spec = Spec.parse(allocator)
         entry = self.registry.get("allocator", allocator_spec.name)
         allocator_built = entry.build(allocator_spec)
+        fingerprint = getattr(allocator_built.obj, "fingerprint", None)
         kind = getattr(workload_built.obj, "kind", "pool")
         demands = tuple(entry.extra.get("demands", ("pool",)))
         if kind not in demands:
@@ -100,6 +105,7 @@ class Runner:
             "topology": topology_spec, "network": network,
             "workload": workload_built.spec, "workload_obj": workload_built.obj,
             "allocator": allocator_built.spec, "allocator_entry": entry,
+            "fingerprint": fingerprint(network) if fingerprint is not None else "",
             "requests": requests or default_requests(network),
         }
 
@@ -110,7 +116,8 @@ class Runner:
         plan = self.resolve(allocator, topology, workload, requests)
         network: Network = plan["network"]
         n_requests: int = plan["requests"]
-        run_id = run_hash(plan["topology"], plan["workload"], plan["allocator"], n_requests, seed, __version__)
+        run_id = run_hash(plan["topology"], plan["workload"], plan["allocator"], n_requests, seed, __version__,
+                          plan["fingerprint"])
 
         rng = np.random.default_rng(seed)
         workload_rng, allocator_rng = rng.spawn(2)
@@ -124,6 +131,7 @@ class Runner:
         summary: dict[str, Any] = {
             "run_id": run_id,
             "allocator": plan["allocator"],
+            "allocator_fingerprint": plan["fingerprint"],
             "topology": plan["topology"],
             "workload": plan["workload"],
             "seed": seed,
@@ -146,6 +154,7 @@ class Runner:
             "dcbench_version": __version__,
             "run_id": run_id,
             "allocator": plan["allocator"],
+            "allocator_fingerprint": plan["fingerprint"],
             "topology": plan["topology"],
             "workload": plan["workload"],
             "requests": n_requests,

@@ -56,7 +56,7 @@ def plan(runner: Runner, suite: Suite, allocators: Sequence[str]) -> list[Job]:
             resolved = runner.resolve(allocator, scenario.topology, scenario.workload, scenario.requests)
             for seed in scenario.seeds:
                 run_id = run_hash(resolved["topology"], resolved["workload"], resolved["allocator"],
-                                  resolved["requests"], seed, __version__)
+                                  resolved["requests"], seed, __version__, resolved["fingerprint"])
                 jobs.append(Job(scenario.label, allocator, scenario.topology, scenario.workload,
                                 scenario.requests, seed, run_id))
     return jobs

@@ -72,7 +72,7 @@ def test_plugins_lists_modules_with_versions():
 
     result = invoke("plugins")
     assert result.exit_code == 0
-    assert f"dcbench.plugins.allocators.tetris" in result.output and f"dcbench {__version__}" in result.output
+    assert "dcbench.plugins.allocators.tetris" in result.output and f"dcbench {__version__}" in result.output
 
 
 def test_the_console_script_exits_2_without_a_traceback(tmp_path):

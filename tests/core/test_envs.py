@@ -1,6 +1,5 @@
 import gymnasium
 import numpy as np
-import pytest
 from gymnasium.utils.env_checker import check_env
 
 import dcbench.envs  # noqa: F401  (registers the environment)

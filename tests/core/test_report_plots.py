@@ -4,7 +4,7 @@ import pytest
 from click.testing import CliRunner
 
 from dcbench.cli import cli
-from dcbench.report import END, START, metric_table, ranking, write_between_markers
+from dcbench.report import metric_table, ranking, write_between_markers
 from dcbench.stats import mean_ci, t975
 
 

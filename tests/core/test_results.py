@@ -1,4 +1,3 @@
-import json
 
 import pyarrow.parquet as pq
 import pytest

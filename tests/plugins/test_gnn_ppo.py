@@ -2,7 +2,6 @@ import json
 import subprocess
 import sys
 
-import numpy as np
 import pyarrow.parquet as pq
 import pytest
 import torch
@@ -111,3 +110,18 @@ def test_train_command_and_its_errors(tmp_path, monkeypatch):
     assert refused.exit_code == 2 and "is not trained; trainable allocators: gnn_ppo" in refused.output
     bad = CliRunner().invoke(cli, ["train", "-a", "gnn_ppo", "-t", "tiered:8,1x3"])
     assert bad.exit_code == 2 and "not one of" in bad.output
+
+
+def test_other_weights_make_another_run(runner, random_checkpoint, tmp_path):
+    torch.manual_seed(8)
+    model = GraphPolicy()
+    other = tmp_path / "other.pt"
+    torch.save({"model": model.state_dict(), "config": json.dumps(model.config)}, other)
+    first = runner.run(f"gnn_ppo:checkpoint={random_checkpoint}", "tiered:8,1x4", requests=4)
+    copy = tmp_path / "random.pt"
+    copy.write_bytes(random_checkpoint.read_bytes())
+    renamed = runner.run(f"gnn_ppo:checkpoint={copy}", "tiered:8,1x4", requests=4)
+    retrained = runner.run(f"gnn_ppo:checkpoint={other}", "tiered:8,1x4", requests=4)
+    assert first.summary["allocator_fingerprint"] == renamed.summary["allocator_fingerprint"]
+    assert retrained.summary["allocator_fingerprint"] != first.summary["allocator_fingerprint"]
+    assert retrained.run_id != first.run_id

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from importlib import resources
 from pathlib import Path
@@ -58,6 +59,12 @@ class GnnPpoAllocator(PoolAllocator):
         self.checkpoint = checkpoint
         if checkpoint is not None and not Path(checkpoint).is_file():
             raise ValueError(f"checkpoint={checkpoint!r} is not a file")
+
+    def fingerprint(self, network: Network) -> str:
+        """The checkpoint this allocator would use on ``network``, by content:
+        retrained weights make new runs, never a stale cache hit."""
+        path = Path(self.checkpoint) if self.checkpoint is not None else checkpoint_for(network)[0]
+        return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
 
     def reset(self, network: Network, rng: np.random.Generator) -> None:
         super().reset(network, rng)

@@ -125,8 +125,8 @@ class Simulation:
         self._event_kind[row] = kind
         self._event_request[row] = request_id
         self._event_active[row] = len(self._holdings)
-        self._resource_util[row] = self.used_resources / self.total_capacity
-        self._tier_util[row] = self._tier_used_fraction / self._links_per_tier
+        self._resource_util[row] = self.used_resources  # divided once, in tables()
+        self._tier_util[row] = self._tier_used_fraction
         self._row = row + 1
 
     def _depart_before(self, time: float) -> None:
@@ -248,10 +248,12 @@ class Simulation:
             "request_id": self._event_request[:rows],
             "active": self._event_active[:rows],
         }
+        resource_util = self._resource_util[:rows] / self.total_capacity
+        tier_util = self._tier_util[:rows] / self._links_per_tier
         for column, name in enumerate(network.resources):
-            timeline[f"{name}_util"] = self._resource_util[:rows, column]
+            timeline[f"{name}_util"] = resource_util[:, column]
         for column, tier in enumerate(network.tiers):
-            timeline[f"link_util_tier{tier}"] = self._tier_util[:rows, column]
+            timeline[f"link_util_tier{tier}"] = tier_util[:, column]
         return RunTables(requests, timeline)
 
 

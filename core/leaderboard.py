@@ -236,7 +236,9 @@ def _overall(per_scenario: dict[str, list[Entry]], higher: bool) -> list[tuple[s
     allocators = sorted({e.allocator for entries in per_scenario.values() for e in entries})
     wins = {a: 0 for a in allocators}
     for entries in per_scenario.values():
-        wins[entries[0].allocator] += 1
+        for entry in entries:  # an exact tie at the top is a win for each
+            if entry.primary[0] == entries[0].primary[0]:
+                wins[entry.allocator] += 1
     means = {a: sum(e.primary[0] for entries in per_scenario.values() for e in entries if e.allocator == a)
              / max(1, sum(1 for entries in per_scenario.values() for e in entries if e.allocator == a))
              for a in allocators}

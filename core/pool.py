@@ -136,8 +136,8 @@ class PoolBuilder:
         routes = self.routes
         amount = self.channels_per_pair
         chosen = self.chosen
-        for j, _ in partners(self.request.connectivity, self._gives_cpu, len(chosen)):
-            partner = chosen[j]
+        rule = self.request.connectivity
+        for partner in chosen if rule == "all" else [chosen[j] for j, _ in partners(rule, self._gives_cpu, len(chosen))]:
             if self.router is None:
                 paths = known_paths.get((partner, server)) or catalogue.between_servers(partner, server)
             else:

@@ -41,7 +41,9 @@ def ranking(rows: list[dict[str, Any]], metric: str, higher_is_better: bool = Tr
         means = {a: mean_ci(r[metric] for r in rows if r["scenario"] == scenario and r["allocator"] == a)[0]
                  for a in allocators}
         order = sorted(allocators, key=lambda a: -means[a] if higher_is_better else means[a])
-        wins[order[0]] += 1
+        for allocator in order:  # an exact tie at the top is a win for each
+            if means[allocator] == means[order[0]]:
+                wins[allocator] += 1
         lines.append(f"| {scenario} | " + " > ".join(_short(a, allocators) for a in order) + " |")
     lines.append("")
     lines.append("Best on: " + ", ".join(f"{_short(a, allocators)} {n}" for a, n in wins.items()) + " scenarios.")

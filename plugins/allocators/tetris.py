@@ -35,7 +35,7 @@ class TetrisAllocator(PoolAllocator):
         scores = self._scores
         # (free / scale) · (demand / scale), over every server at once.
         np.dot(builder.free_resources, builder.request.demand / self.scale**2, out=scores)
-        link_free = np.take(builder.free_links, self._links, out=self._link_free)
+        link_free = builder.free_links.take(self._links, out=self._link_free)
         scores += link_free if self._all_linked else np.where(self._has_link, link_free, 0.0)
         if builder.chosen:
             members = self._rack_members[self.network.racks[builder.chosen[-1]]]

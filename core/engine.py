@@ -46,14 +46,13 @@ class RunTables:
     timeline: dict[str, np.ndarray]
 
 
-def spread_level(network: Network, servers: np.ndarray) -> str:
+def spread_level(racks: list[int], pods: list[int], servers: list[int]) -> str:
+    """How spread a set of servers is, given every server's rack and pod."""
     if len(servers) == 1:
         return "server"
-    racks = network.racks[servers]
-    if (racks == racks[0]).all():
+    if len({racks[s] for s in servers}) == 1:
         return "rack"
-    pods = network.pods[servers]
-    if (pods == pods[0]).all():
+    if len({pods[s] for s in servers}) == 1:
         return "pod"
     return "cross_pod"
 
@@ -84,6 +83,8 @@ class Simulation:
         self._links_per_tier = np.bincount(self._tier_position, minlength=len(tiers)).astype(np.float64)
         self._inverse_link_capacity = 1.0 / network.link_capacity
         self.total_capacity = network.server_capacity.sum(axis=0)
+        self._racks = network.racks.tolist()
+        self._pods = network.pods.tolist()
         self.state = state if state is not None else State(network)
         self.view = self.state.read_only()
 
@@ -214,7 +215,7 @@ class Simulation:
         heapq.heappush(self._departures, (self.departure_time[i], i))
         self.outcome[i] = ACCEPTED
         self.servers_used[i] = len(servers)
-        self.spread[i] = spread_level(self.network, servers)
+        self.spread[i] = spread_level(self._racks, self._pods, servers.tolist())
 
     def drain(self) -> None:
         """Let every request still held depart."""

@@ -173,7 +173,7 @@ class PoolBuilder:
     def result(self) -> Allocation | Reject:
         if self.status == DONE:
             return Allocation(np.asarray(self.chosen, dtype=np.int64), np.asarray(self.amounts, dtype=np.float64),
-                              tuple(Route(*route) for route in self.routes))
+                              tuple(map(Route._make, self.routes)))
         return Reject(self.reason or "incomplete")
 
 

@@ -79,7 +79,7 @@ class PoolFeatures:
 
     def observe(self, builder: PoolBuilder, state: State) -> dict[str, np.ndarray]:
         nodes = np.full((self.n_nodes, len(NODE_FEATURES)), self._switch_value, dtype=np.float32)
-        remaining = np.asarray(builder._remaining)
+        remaining = builder.remaining
         inverse = np.divide(1.0, remaining, out=np.zeros_like(remaining), where=remaining > 0)
         nodes[: self.n_servers, :2] = _squash(builder.free_resources * inverse)
         nodes[:, 2] = 0.0

@@ -130,7 +130,7 @@ def check_allocation(allocation: Allocation, request: Request, state: State) -> 
                 f"takes {amounts[row, column]:g}, {state.free_resources[servers[row], column]:g} free"), usage
 
     position = {s: i for i, s in enumerate(server_list)}
-    known_ends = network.path_ends_cache
+    by_id = network.path_ends_by_id
     routed: set[tuple[int, int]] = set()
     route_links: list[int] = []
     amounts_per_route: list[float] = []
@@ -144,7 +144,8 @@ def check_allocation(allocation: Allocation, request: Request, state: State) -> 
             return f"route {a}->{b} reserves a non-positive amount", usage
         if type(links) is not tuple:
             links = tuple(links)
-        ends = known_ends.get(links) or network.path_ends(links)
+        known = by_id.get(id(links))
+        ends = known[1] if known is not None and known[0] is links else network.path_ends(links)
         if ends is None or not ((ends[0] == a and ends[1] == b) or (ends[0] == b and ends[1] == a)):
             return f"route {a}->{b} is not a path between them", usage
         route_links.extend(links)

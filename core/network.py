@@ -114,6 +114,11 @@ class Network:
         self.paths = PathCatalogue(self, k_paths)
         self._catalogues = {k_paths: self.paths}
         self.path_ends_cache: dict[Path, tuple[int, int] | None] = {}
+        # The same path objects come back again and again (from the path
+        # catalogue); a tuple's hash is not cached by Python, its identity is
+        # cheap. Each entry keeps its path alive, so an id is never reused
+        # while it is here.
+        self.path_ends_by_id: dict[int, tuple[Path, tuple[int, int] | None]] = {}
 
     @classmethod
     def compile(cls, topology: Topology, k_paths: int = 3) -> "Network":
@@ -131,12 +136,19 @@ class Network:
     def path_ends(self, links: Path) -> tuple[int, int] | None:
         """The two end nodes of the simple path formed by ``links`` (in
         order), or None if they form none. Cached: the same paths recur."""
+        known = self.path_ends_by_id.get(id(links))
+        if known is not None and known[0] is links:
+            return known[1]
         if links in self.path_ends_cache:
-            return self.path_ends_cache[links]
-        ends = self._walk(links)
-        if len(self.path_ends_cache) >= _SERVER_PAIR_CACHE:
-            self.path_ends_cache.clear()
-        self.path_ends_cache[links] = ends
+            ends = self.path_ends_cache[links]
+        else:
+            ends = self._walk(links)
+            if len(self.path_ends_cache) >= _SERVER_PAIR_CACHE:
+                self.path_ends_cache.clear()
+            self.path_ends_cache[links] = ends
+        if len(self.path_ends_by_id) >= _SERVER_PAIR_CACHE:
+            self.path_ends_by_id.clear()
+        self.path_ends_by_id[id(links)] = (links, ends)
         return ends
 
     def _walk(self, links: Path) -> tuple[int, int] | None:
@@ -188,16 +200,19 @@ class PathCatalogue:
         # A node of degree one can never be inside a simple path.
         self._transit = degree > 1
         self._between: dict[tuple[int, int], tuple[Path, ...]] = {}
-        self.server_pair_cache: dict[tuple[int, int], tuple[Path, ...]] = {}
+        self.n_servers = network.n_servers
+        # Keyed by a * servers + b: an int hashes faster than a pair.
+        self.server_pair_cache: dict[int, tuple[Path, ...]] = {}
         self._distance_to: dict[int, np.ndarray] = {}
 
     def between_servers(self, a: int, b: int) -> tuple[Path, ...]:
         """Paths from server ``a`` to server ``b`` (``a != b``)."""
-        paths = self.server_pair_cache.get((a, b))
+        key = a * self.n_servers + b
+        paths = self.server_pair_cache.get(key)
         if paths is None:
             if len(self.server_pair_cache) >= _SERVER_PAIR_CACHE:
                 self.server_pair_cache.clear()
-            paths = self.server_pair_cache[(a, b)] = self._compose(a, b)
+            paths = self.server_pair_cache[key] = self._compose(a, b)
         return paths
 
     def _compose(self, a: int, b: int) -> tuple[Path, ...]:

@@ -131,6 +131,7 @@ class PoolBuilder:
         self._gives_cpu.append(take[self._cpu] > 0)
         catalogue = self.network.paths
         known_paths = catalogue.server_pair_cache
+        n_servers = self.network.n_servers
         free_links = self._free_links
         stale = self._stale_links
         routes = self.routes
@@ -139,7 +140,7 @@ class PoolBuilder:
         rule = self.request.connectivity
         for partner in chosen if rule == "all" else [chosen[j] for j, _ in partners(rule, self._gives_cpu, len(chosen))]:
             if self.router is None:
-                paths = known_paths.get((partner, server)) or catalogue.between_servers(partner, server)
+                paths = known_paths.get(partner * n_servers + server) or catalogue.between_servers(partner, server)
             else:
                 paths = self.router(self, partner, server)
             for path in paths:

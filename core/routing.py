@@ -40,7 +40,7 @@ class WeightedRouter:
         self.k = k
 
     def __call__(self, builder: "PoolBuilder", a: int, b: int) -> Sequence[Path]:
-        candidates = self.catalogue.server_pair_cache.get((a, b)) or self.catalogue.between_servers(a, b)
+        candidates = self.catalogue.between_servers(a, b)
         if len(candidates) <= 1:
             return candidates
         free = builder._free_links

@@ -27,16 +27,30 @@ class TetrisAllocator(PoolAllocator):
         self._all_linked = bool((links >= 0).all())
         self._has_link = links >= 0
         self._links = np.where(self._has_link, links, 0)
+        # When every server hangs off one link, a request's routes only touch
+        # the links of its own (chosen) servers, so the scores of the other
+        # servers cannot change while it is being placed: score them once.
+        self._scores_stay = self._all_linked and all(len(n) == 1 for n in network.adjacency[: network.n_servers])
         self._rack_members = [np.flatnonzero(network.racks == rack) for rack in range(network.racks.max() + 1)]
+        self._base = np.empty(network.n_servers)
         self._scores = np.empty(network.n_servers)
         self._link_free = np.empty(network.n_servers)
+        self._scored: tuple[object, object] | None = None
+
+    def _score_all(self, builder: PoolBuilder) -> None:
+        # (free / scale) · (demand / scale), over every server at once.
+        np.dot(builder.free_resources, builder.request.demand / self.scale**2, out=self._base)
+        link_free = builder.free_links.take(self._links, out=self._link_free)
+        self._base += link_free if self._all_linked else np.where(self._has_link, link_free, 0.0)
+        self._scored = (builder, builder.request)
 
     def choose(self, builder: PoolBuilder, allowed: np.ndarray) -> int:
+        scored = self._scored
+        if (not builder.chosen or not self._scores_stay or scored is None
+                or scored[0] is not builder or scored[1] is not builder.request):
+            self._score_all(builder)
         scores = self._scores
-        # (free / scale) · (demand / scale), over every server at once.
-        np.dot(builder.free_resources, builder.request.demand / self.scale**2, out=scores)
-        link_free = builder.free_links.take(self._links, out=self._link_free)
-        scores += link_free if self._all_linked else np.where(self._has_link, link_free, 0.0)
+        np.copyto(scores, self._base)
         if builder.chosen:
             members = self._rack_members[self.network.racks[builder.chosen[-1]]]
             inside = scores[members]

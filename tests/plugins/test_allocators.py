@@ -72,3 +72,19 @@ def test_random_is_uniform_over_allowed_servers(small_network):
 def test_bad_penalty(registry):
     with pytest.raises(SpecError, match="between 0 and 1"):
         registry.build("allocator", "tetris:penalty=1.5")
+
+
+def test_tetris_scoring_once_per_request_decides_as_rescoring_every_step(runner, monkeypatch):
+    """Scores of unchosen servers cannot change within a request on a leaf-server
+    fabric, so scoring once per request is exact: same tables as rescoring."""
+    cached = runner.run("tetris", "tiered:8,1x8", requests=200, seed=4)
+    original = TetrisAllocator.reset
+
+    def always_rescore(self, network, rng):
+        original(self, network, rng)
+        self._scores_stay = False
+
+    monkeypatch.setattr(TetrisAllocator, "reset", always_rescore)
+    rescored = runner.run("tetris", "tiered:8,1x8", requests=200, seed=4)
+    for column in ("outcome", "servers_used", "spread", "channels_tier1", "channels_tier3"):
+        assert list(cached.tables.requests[column]) == list(rescored.tables.requests[column])

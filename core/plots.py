@@ -60,7 +60,7 @@ def _series(rows: list[dict[str, Any]], metric: str) -> tuple[list[str], list[st
 
 def _panels(rows: list[dict[str, Any]], metrics: Sequence[tuple[str, str]], path: Path, title: str) -> Path:
     plt = _pyplot()
-    figure, grid = plt.subplots(len(metrics), 1, figsize=(9, 2.6 * len(metrics) + (0.8 if len(metrics) == 1 else 0)),
+    figure, grid = plt.subplots(len(metrics), 1, figsize=(9, 2.6 * len(metrics) + (0.5 if len(metrics) == 1 else 0)),
                                 sharex=True, squeeze=False)
     axes = grid[:, 0]
     labels: list[str] = []
@@ -79,11 +79,16 @@ def _panels(rows: list[dict[str, Any]], metrics: Sequence[tuple[str, str]], path
     axes[-1].set_xticklabels(labels)
     axes[-1].set_xlabel("topology (channels per server link / oversubscription)")
     handles, names = axes[0].get_legend_handles_labels()
-    single = len(metrics) == 1
-    figure.legend(handles, names, ncol=len(names), fontsize=8, loc="upper center",
-                  bbox_to_anchor=(0.5, 0.92 if single else 0.965), frameon=False)
-    figure.suptitle(title)
-    figure.tight_layout(rect=(0, 0, 1, 0.86 if single else 0.95))
+    if len(metrics) == 1:  # the legend just above the axes
+        axes[0].legend(handles, names, ncol=len(names), fontsize=8, loc="lower center",
+                       bbox_to_anchor=(0.5, 1.0), frameon=False)
+        figure.suptitle(title)
+        figure.tight_layout()
+    else:
+        figure.legend(handles, names, ncol=len(names), fontsize=8, loc="upper center",
+                      bbox_to_anchor=(0.5, 0.965), frameon=False)
+        figure.suptitle(title)
+        figure.tight_layout(rect=(0, 0, 1, 0.95))
     figure.savefig(path, dpi=120)
     plt.close(figure)
     return path

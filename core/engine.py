@@ -273,7 +273,12 @@ def simulate(
     behind; with ``drain`` every request still held at the end departs.
     """
     simulation = Simulation(network, sequence, state)
-    allocator.reset(network, rng)
+    try:
+        allocator.reset(network, rng)
+    except DcbenchError:
+        raise
+    except Exception as exc:
+        raise AllocatorError(f"allocator could not start on this topology: {type(exc).__name__}: {exc}") from exc
     view = simulation.view
     chunk = max(1, len(sequence) // 100)
     while (request := simulation.next_request()) is not None:

@@ -78,7 +78,13 @@ class Writer(PoolAllocator):
         state.free_resources[0] = 0
 
 
+class RefusesToStart(PoolAllocator):
+    def reset(self, network, rng):
+        raise ValueError("needs resources (cpu, mem, gpu)")
+
+
 @pytest.mark.parametrize("allocator, fragment", [
+    (RefusesToStart(), "allocator could not start on this topology: ValueError: needs resources"),
     (Raising(), "allocator raised ZeroDivisionError: boom (request 0)"),
     (Garbage(), "allocator returned str for request 0; expected an Allocation, a Reject or None"),
     (Writer(), "allocator raised ValueError: assignment destination is read-only"),

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import sys
 import warnings
 from pathlib import Path
@@ -69,14 +68,12 @@ def _seeds(seed: int | None, seeds: int | None) -> list[int]:
 
 
 def _mean_spread(values: list[float]) -> str:
-    finite = [v for v in values if not math.isnan(v)]
-    if not finite:
+    from dcbench.stats import mean_sd
+
+    mean, sd, n = mean_sd(values)
+    if n == 0:
         return "n/a"
-    mean = sum(finite) / len(finite)
-    if len(finite) == 1:
-        return f"{mean:.4f}"
-    spread = math.sqrt(sum((v - mean) ** 2 for v in finite) / (len(finite) - 1))
-    return f"{mean:.4f} ± {spread:.4f}"
+    return f"{mean:.4f}" if n == 1 else f"{mean:.4f} ± {sd:.4f}"
 
 
 def print_summary(summaries: list[dict[str, Any]], title: str) -> None:
@@ -198,13 +195,14 @@ def print_ranking(rows: list[dict[str, Any]], metric: str, higher_is_better: boo
     from rich.console import Console
     from rich.table import Table
 
+    from dcbench.report import display_name
+
     scenarios = list(dict.fromkeys(row["scenario"] for row in rows))
     allocators = list(dict.fromkeys(row["allocator"] for row in rows))
     table = Table(title=f"{metric}, mean over seeds")
     table.add_column("scenario")
     for allocator in allocators:
-        table.add_column(allocator.split(":")[0] if sum(a.split(":")[0] == allocator.split(":")[0]
-                                                       for a in allocators) == 1 else allocator, justify="right")
+        table.add_column(display_name(allocator, allocators), justify="right")
     for scenario in scenarios:
         means = []
         for allocator in allocators:

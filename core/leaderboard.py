@@ -25,6 +25,7 @@ from dcbench.errors import ResultsError
 from dcbench.registry import Registry
 from dcbench.results import is_complete, provenance_of, read_table
 from dcbench.runner import Runner, run_hash
+from dcbench.report import display_name
 from dcbench.stats import format_ci, mean_ci
 
 SUBMISSIONS = "submissions"
@@ -255,10 +256,8 @@ def _plot(rows: list[dict[str, Any]], scenarios: list[str], metric: str, path: P
 
 
 def _names(allocators: Iterable[str]) -> dict[str, str]:
-    """Plain names where they are unambiguous, full specs where two variants of one allocator compete."""
     allocators = list(allocators)
-    bases = [a.split(":")[0] for a in allocators]
-    return {a: b if bases.count(b) == 1 else a for a, b in zip(allocators, bases)}
+    return {a: display_name(a, allocators) for a in allocators}
 
 
 def _delta(entry: Entry) -> str:

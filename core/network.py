@@ -130,9 +130,6 @@ class Network:
             self._catalogues[k] = PathCatalogue(self, k)
         return self._catalogues[k]
 
-    def same_rack(self, a: int, b: int) -> bool:
-        return bool(self.racks[a] == self.racks[b])
-
     def path_ends(self, links: Path) -> tuple[int, int] | None:
         """The two end nodes of the simple path formed by ``links`` (in
         order), or None if they form none. Cached: the same paths recur."""

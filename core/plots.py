@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from dcbench.errors import DcbenchError
+from dcbench.report import display_name
 from dcbench.stats import mean_ci
 
 # The papers' colours: agent blue, Tetris orange, NALB green, NULB red, random purple.
@@ -35,11 +36,6 @@ def topology_label(row: dict[str, Any]) -> str:
     if channels and ratio:
         return f"{channels.group(1)}\n1:{ratio.group(1)}"
     return row.get("scenario", spec)
-
-
-def allocator_name(spec: str, specs: Sequence[str]) -> str:
-    base = spec.split(":")[0]
-    return base if sum(s.split(":")[0] == base for s in specs) == 1 else spec
 
 
 def colour(spec: str, index: int) -> str:
@@ -72,7 +68,7 @@ def _panels(rows: list[dict[str, Any]], metrics: Sequence[tuple[str, str]], path
             means = [m for m, _ in values[allocator]]
             errors = [h for _, h in values[allocator]]
             axis.errorbar(x, means, yerr=errors, marker="o", markersize=4, capsize=2, linewidth=1.2,
-                          color=colour(allocator, index), label=allocator_name(allocator, allocators))
+                          color=colour(allocator, index), label=display_name(allocator, allocators))
         axis.set_ylabel(ylabel)
         axis.grid(alpha=0.3)
     axes[-1].set_xticks(range(len(labels)))
@@ -110,7 +106,7 @@ def size_brackets(rows: list[dict[str, Any]], path: Path, title: str) -> Path:
             chosen = [r for r in rows if r["scenario"] == scenario and r["allocator"] == allocator]
             counts = [sum(r.get(f"accepted_size_{k}", 0) for r in chosen) for k in brackets]
             axis.bar([k - 0.4 + width * (index + 0.5) for k in brackets], counts, width,
-                     color=colour(allocator, index), label=allocator_name(allocator, allocators))
+                     color=colour(allocator, index), label=display_name(allocator, allocators))
         axis.set_title(topology_label(next(r for r in rows if r["scenario"] == scenario)).replace("\n", " ch, "),
                        fontsize=9)
         axis.set_xticks(list(brackets))
@@ -145,7 +141,7 @@ def spread(rows: list[dict[str, Any]], path: Path, title: str) -> Path:
                      color=f"C{r_index}", alpha=0.85, label=ratio)
         axis.set_xticks(range(len(levels)))
         axis.set_xticklabels(["server", "rack", "pod", "across\npods"], fontsize=8)
-        axis.set_title(allocator_name(allocator, allocators), color=colour(allocator, index))
+        axis.set_title(display_name(allocator, allocators), color=colour(allocator, index))
     axes[0][0].set_ylabel("share of accepted requests")
     axes[0][0].legend(title="oversub.", fontsize=7)
     figure.suptitle(title)

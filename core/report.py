@@ -12,7 +12,8 @@ START = "<!-- dcbench report: start -->"
 END = "<!-- dcbench report: end -->"
 
 
-def _short(spec: str, specs: Sequence[str]) -> str:
+def display_name(spec: str, specs: Sequence[str]) -> str:
+    """An allocator's plain name, or its full spec where two variants of it compete."""
     base = spec.split(":")[0]
     return base if sum(s.split(":")[0] == base for s in specs) == 1 else spec
 
@@ -20,7 +21,7 @@ def _short(spec: str, specs: Sequence[str]) -> str:
 def metric_table(rows: list[dict[str, Any]], metric: str, higher_is_better: bool = True) -> str:
     scenarios = list(dict.fromkeys(r["scenario"] for r in rows))
     allocators = list(dict.fromkeys(r["allocator"] for r in rows))
-    lines = ["| scenario | " + " | ".join(_short(a, allocators) for a in allocators) + " |",
+    lines = ["| scenario | " + " | ".join(display_name(a, allocators) for a in allocators) + " |",
              "|---|" + "---:|" * len(allocators)]
     for scenario in scenarios:
         cells = [mean_ci(r[metric] for r in rows if r["scenario"] == scenario and r["allocator"] == a)
@@ -44,9 +45,9 @@ def ranking(rows: list[dict[str, Any]], metric: str, higher_is_better: bool = Tr
         for allocator in order:  # an exact tie at the top is a win for each
             if means[allocator] == means[order[0]]:
                 wins[allocator] += 1
-        lines.append(f"| {scenario} | " + " > ".join(_short(a, allocators) for a in order) + " |")
+        lines.append(f"| {scenario} | " + " > ".join(display_name(a, allocators) for a in order) + " |")
     lines.append("")
-    lines.append("Best on: " + ", ".join(f"{_short(a, allocators)} {n}" for a, n in wins.items()) + " scenarios.")
+    lines.append("Best on: " + ", ".join(f"{display_name(a, allocators)} {n}" for a, n in wins.items()) + " scenarios.")
     return "\n".join(lines)
 
 
@@ -81,13 +82,13 @@ def paired_table(rows: list[dict[str, Any]], metric: str, baselines: set[str], h
             mean, half, _ = mean_ci(by[challenger][s] - by[best][s] for s in seeds)
             relative = mean / best_mean if best_mean else float("nan")
             relative_all[challenger].append(relative)
-            lines.append(f"| {scenario} | {_short(challenger, allocators)} | {_short(best, allocators)} | "
+            lines.append(f"| {scenario} | {display_name(challenger, allocators)} | {display_name(best, allocators)} | "
                          f"{format_ci(mean, half, 3) if mean < 0 else '+' + format_ci(mean, half, 3)} | "
                          f"{100 * relative:+.1f}% |")
     lines.append("")
     for challenger, values in relative_all.items():
         if values:
-            lines.append(f"{_short(challenger, allocators)}: mean relative difference {100 * sum(values) / len(values):+.1f}%, "
+            lines.append(f"{display_name(challenger, allocators)}: mean relative difference {100 * sum(values) / len(values):+.1f}%, "
                          f"at least the best baseline's mean on {sum(v >= 0 for v in values)} of {len(values)} scenarios.")
     return "\n".join(lines)
 

@@ -18,8 +18,8 @@ def t975(dof: int) -> float:
     return _T975[min(larger)] if larger else 1.960
 
 
-def mean_ci(values: Iterable[float]) -> tuple[float, float, int]:
-    """Mean, half-width of the 95% confidence interval, and the number of finite values."""
+def mean_sd(values: Iterable[float]) -> tuple[float, float, int]:
+    """Mean, sample standard deviation, and the number of finite values (NaN and None skipped)."""
     finite = [float(v) for v in values if v is not None and not math.isnan(float(v))]
     n = len(finite)
     if n == 0:
@@ -27,7 +27,14 @@ def mean_ci(values: Iterable[float]) -> tuple[float, float, int]:
     mean = sum(finite) / n
     if n == 1:
         return mean, float("nan"), 1
-    sd = math.sqrt(sum((v - mean) ** 2 for v in finite) / (n - 1))
+    return mean, math.sqrt(sum((v - mean) ** 2 for v in finite) / (n - 1)), n
+
+
+def mean_ci(values: Iterable[float]) -> tuple[float, float, int]:
+    """Mean, half-width of the 95% confidence interval, and the number of finite values."""
+    mean, sd, n = mean_sd(values)
+    if n < 2:
+        return mean, float("nan"), n
     return mean, t975(n - 1) * sd / math.sqrt(n), n
 
 

@@ -10,6 +10,7 @@ of the plan, in the plan's order, so it has exactly one row per run.
 from __future__ import annotations
 
 import concurrent.futures
+import json
 import multiprocessing
 from dataclasses import dataclass
 from pathlib import Path
@@ -65,12 +66,17 @@ def plan(runner: Runner, suite: Suite, allocators: Sequence[str]) -> list[Job]:
 _WORKER_RUNNER: Runner | None = None
 
 
-def execute(job: Job, out_dir: Path) -> str:
-    """Run one job and write its folder (in a worker process or in this one)."""
+def _run(job: Job) -> Any:
+    """Run one job with this process's runner (which keeps compiled topologies across jobs)."""
     global _WORKER_RUNNER
     if _WORKER_RUNNER is None:
         _WORKER_RUNNER = Runner()
-    result = _WORKER_RUNNER.run(job.allocator, job.topology, job.workload, job.requests, job.seed)
+    return _WORKER_RUNNER.run(job.allocator, job.topology, job.workload, job.requests, job.seed)
+
+
+def execute(job: Job, out_dir: Path) -> str:
+    """Run one job and write its folder (in a worker process or in this one)."""
+    result = _run(job)
     if result.run_id != job.run_id:
         raise ResultsError(f"run {job.run_id} came out as {result.run_id}: the worker resolved the specs "
                            "differently (is the same dcbench installed everywhere?)")
@@ -99,10 +105,7 @@ def run_local(jobs: Sequence[Job], out_dir: Path, workers: int, advance: Callabl
 
 def _run_remote(job: Job) -> tuple[str, dict[str, Any], dict[str, Any]]:
     """A Ray task: run one job where Ray places it and send the tables back."""
-    global _WORKER_RUNNER
-    if _WORKER_RUNNER is None:
-        _WORKER_RUNNER = Runner()
-    result = _WORKER_RUNNER.run(job.allocator, job.topology, job.workload, job.requests, job.seed)
+    result = _run(job)
     tables = {"requests": result.tables.requests, "timeline": result.tables.timeline,
               "summary": {k: [v] for k, v in result.summary.items()}}
     return result.run_id, tables, result.provenance
@@ -151,8 +154,6 @@ def combine(jobs: Sequence[Job], out_dir: Path, provenance: dict[str, Any]) -> A
     combined = pa.concat_tables([t.replace_schema_metadata(None) for t in tables], promote_options="default")
     scenario = pa.array([job.scenario for job in jobs], type=pa.string())
     combined = combined.add_column(1, "scenario", scenario)
-    import json
-
     combined = combined.replace_schema_metadata({b"dcbench": json.dumps(provenance, sort_keys=True).encode()})
     write_table_atomic(out_dir / SUMMARY, combined)
     return combined

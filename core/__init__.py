@@ -7,7 +7,7 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-from dcbench.allocation import Allocation, Reject, Route, State, check_allocation, required_pairs
+from dcbench.allocation import Allocation, Reject, Route, State, Swap, check_allocation, required_pairs
 from dcbench.engine import SPREAD_LEVELS, Allocator, RunTables, simulate
 from dcbench.errors import (
     AllocatorError,
@@ -19,6 +19,7 @@ from dcbench.errors import (
     UnknownPluginError,
 )
 from dcbench.hookspecs import hookimpl
+from dcbench.jobs import JobAllocator, JobBuilder, PoolAndJobAllocator
 from dcbench.network import Network, PathCatalogue, Topology
 from dcbench.pool import PoolAllocator, PoolBuilder
 from dcbench.registry import get_registry
@@ -30,9 +31,9 @@ from dcbench.suite import Scenario, Suite
 __all__ = [
     "__version__",
     "Allocation", "Allocator", "AllocatorError", "CONNECTIVITY_RULES", "DcbenchError",
-    "IncompatibleError", "Network", "Param", "PathCatalogue", "PluginError", "PoolAllocator",
-    "PoolBuilder", "Reject", "Request", "RequestSequence", "ResultsError", "Route", "RunResult",
-    "RunTables", "Runner", "SPREAD_LEVELS", "Scenario", "Spec", "SpecError", "State", "Suite",
-    "Topology", "UnknownPluginError", "Workload", "check_allocation", "get_registry", "hookimpl",
-    "required_pairs", "simulate",
+    "IncompatibleError", "JobAllocator", "JobBuilder", "Network", "Param", "PathCatalogue", "PluginError",
+    "PoolAllocator", "PoolAndJobAllocator", "PoolBuilder", "Reject", "Request", "RequestSequence",
+    "ResultsError", "Route", "RunResult", "RunTables", "Runner", "SPREAD_LEVELS", "Scenario", "Spec",
+    "SpecError", "State", "Suite", "Swap", "Topology", "UnknownPluginError", "Workload", "check_allocation",
+    "get_registry", "hookimpl", "required_pairs", "simulate",
 ]

@@ -19,6 +19,16 @@ from dcbench.requests import Request
 _TOLERANCE = 1e-9
 
 
+class Swap(NamedTuple):
+    """An OCS reconfiguration between racks: the idle circuits ``a→b`` and
+    ``c→d`` are re-pointed to ``a→d`` and ``c→b``. Every port stays in use."""
+
+    a: int
+    b: int
+    c: int
+    d: int
+
+
 class Route(NamedTuple):
     """``amount`` reserved on every link of ``links``, a path from node ``a`` to node ``b``."""
 
@@ -34,11 +44,16 @@ class Allocation:
 
     ``servers`` in the order they were chosen; ``amounts[i]`` is what
     ``servers[i]`` gives, per resource; ``routes`` the link reservations.
+    For a job, ``vm_servers[k]`` hosts VM ``k`` (``amounts`` then sums
+    each server's VMs), routes join rack switches, and ``reconfigure`` lists
+    the circuit swaps made, in order, before the routes are reserved.
     """
 
     servers: np.ndarray
     amounts: np.ndarray
     routes: tuple[Route, ...] = ()
+    vm_servers: np.ndarray | None = None
+    reconfigure: tuple[Swap, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,25 +64,28 @@ class Reject:
 
 
 class State:
-    """Free capacity of every server and link; the engine owns the only copy
-    that counts, allocators get it read-only."""
+    """Free capacity of every server and link, and every link's capacity
+    (which OCS reconfiguration changes); the engine owns the only copy that
+    counts, allocators get it read-only."""
 
     def __init__(self, network: Network):
         self.network = network
         self.free_resources = network.server_capacity.copy()
         self.free_links = network.link_capacity.copy()
+        self.link_capacity = network.link_capacity.copy()
 
     def reset(self) -> None:
         np.copyto(self.free_resources, self.network.server_capacity)
         np.copyto(self.free_links, self.network.link_capacity)
+        np.copyto(self.link_capacity, self.network.link_capacity)
 
     def read_only(self) -> "State":
         view = State.__new__(State)
         view.network = self.network
-        view.free_resources = self.free_resources.view()
-        view.free_resources.flags.writeable = False
-        view.free_links = self.free_links.view()
-        view.free_links.flags.writeable = False
+        for name in ("free_resources", "free_links", "link_capacity"):
+            array = getattr(self, name).view()
+            array.flags.writeable = False
+            setattr(view, name, array)
         return view
 
 
@@ -103,8 +121,12 @@ def partners(rule: str, gives_cpu: Sequence[bool], i: int) -> list[tuple[int, in
 def check_allocation(allocation: Allocation, request: Request, state: State) -> tuple[str | None, np.ndarray]:
     """Why ``allocation`` is invalid for ``request`` in ``state`` (None if it
     is valid), and the amount it reserves on every link."""
+    if request.kind == "job":
+        return check_job_allocation(allocation, request, state)
     network = state.network
     usage = np.zeros(network.n_links)
+    if allocation.reconfigure or allocation.vm_servers is not None:
+        return "a pool allocation has no VMs and reconfigures nothing", usage
     servers = np.asarray(allocation.servers)
     amounts = np.asarray(allocation.amounts, dtype=np.float64)
     n_resources = len(network.resources)
@@ -170,4 +192,110 @@ def check_allocation(allocation: Allocation, request: Request, state: State) -> 
         if pair not in routed:
             a, b = int(servers[pair[0]]), int(servers[pair[1]])
             return f"servers {a} and {b} need a path and have none", usage
+    return None, usage
+
+
+def circuit_changes(network: Network, swaps: Sequence[Swap], free_links: np.ndarray) -> tuple[str | None, np.ndarray]:
+    """What ``swaps`` do to every link's capacity (None and the change if
+    they are allowed, else why not): each moves idle circuits only, between
+    distinct racks of a reconfigurable topology."""
+    change = np.zeros(network.n_links)
+    if not swaps:
+        return None, change
+    if not network.info.get("reconfigurable", False):
+        return "this topology cannot be reconfigured", change
+    circuit = float(network.info["port_gbps"])
+    free = free_links.copy()
+    n_racks = network.n_racks
+    for swap in swaps:
+        if len(swap) != 4 or not all(isinstance(r, (int, np.integer)) and 0 <= r < n_racks for r in swap):
+            return f"swap {tuple(swap)} must name four racks", change
+        a, b, c, d = (int(r) for r in swap)
+        if a == b or c == d or a == d or c == b or a == c:
+            return f"swap {(a, b, c, d)} must re-point two circuits between distinct racks", change
+        try:
+            ab, cd = network.link_between(network.rack_node[a], network.rack_node[b]), \
+                network.link_between(network.rack_node[c], network.rack_node[d])
+            ad, cb = network.link_between(network.rack_node[a], network.rack_node[d]), \
+                network.link_between(network.rack_node[c], network.rack_node[b])
+        except KeyError:
+            return f"swap {(a, b, c, d)} joins racks with no possible circuit", change
+        for link, pair in ((ab, (a, b)), (cd, (c, d))):
+            if free[link] < circuit - _TOLERANCE:
+                return f"swap {(a, b, c, d)} moves circuit {pair[0]}->{pair[1]}, which is not idle", change
+            free[link] -= circuit
+            change[link] -= circuit
+        free[ad] += circuit
+        free[cb] += circuit
+        change[ad] += circuit
+        change[cb] += circuit
+    return None, change
+
+
+def check_job_allocation(allocation: Allocation, request: Request, state: State) -> tuple[str | None, np.ndarray]:
+    """`check_allocation` for a job: every VM on a server, each server's
+    share the sum of its VMs, the circuit swaps allowed, and the traffic of
+    every pair of racks carried by routes between their switches."""
+    network = state.network
+    usage = np.zeros(network.n_links)
+    if network.rack_node is None:
+        return "this topology has no rack switches to place jobs on", usage
+    vms = np.asarray(request.vms, dtype=np.float64)
+    hosts = allocation.vm_servers
+    if hosts is None:
+        return "a job allocation needs vm_servers (the server of every VM)", usage
+    hosts = np.asarray(hosts)
+    if hosts.shape != (len(vms),) or hosts.dtype.kind not in "iu":
+        return f"vm_servers must give a server index for each of the {len(vms)} VMs", usage
+    if hosts.min() < 0 or hosts.max() >= network.n_servers:
+        return "a server index is out of range", usage
+    servers, first = np.unique(hosts, return_index=True)
+    servers = servers[np.argsort(first)]
+    summed = np.zeros((network.n_servers, vms.shape[1]))
+    np.add.at(summed, hosts, vms)
+    given_servers = np.asarray(allocation.servers)
+    given_amounts = np.asarray(allocation.amounts, dtype=np.float64)
+    if (given_servers.shape != servers.shape or set(given_servers.tolist()) != set(servers.tolist())
+            or given_amounts.shape != (len(servers), vms.shape[1])
+            or np.abs(given_amounts - summed[given_servers]).max() > 1e-6):
+        return "servers and amounts must be the servers of the VMs and the sum of each one's VMs", usage
+    over = summed[servers] > state.free_resources[servers] + _TOLERANCE
+    if over.any():
+        row, column = np.argwhere(over)[0]
+        server = int(servers[row])
+        return (f"server {server} over capacity on {network.resources[column]}: "
+                f"takes {summed[server, column]:g}, {state.free_resources[server, column]:g} free"), usage
+
+    problem, change = circuit_changes(network, allocation.reconfigure, state.free_links)
+    if problem is not None:
+        return problem, usage
+    free = state.free_links + change
+
+    rack_of_node = {int(node): rack for rack, node in enumerate(network.rack_node.tolist())}
+    racks = network.racks[hosts]
+    needed: dict[tuple[int, int], float] = {}
+    for source, target, gbps in np.asarray(request.flows).tolist():
+        pair = (int(racks[int(source)]), int(racks[int(target)]))
+        if pair[0] != pair[1]:
+            needed[pair] = needed.get(pair, 0.0) + gbps
+    carried: dict[tuple[int, int], float] = {}
+    for a, b, links, amount in allocation.routes:
+        pair = (rack_of_node.get(a, -1), rack_of_node.get(b, -1))
+        if pair not in needed:
+            return f"route {a}->{b} does not join two racks that exchange traffic in this job", usage
+        if not amount > 0:
+            return f"route {a}->{b} reserves a non-positive amount", usage
+        links = tuple(links)
+        if network.path_ends(links) != (a, b):
+            return f"route {a}->{b} is not a path from one to the other", usage
+        np.add.at(usage, list(links), amount)
+        carried[pair] = carried.get(pair, 0.0) + amount
+    for pair, gbps in needed.items():
+        if abs(carried.get(pair, 0.0) - gbps) > 1e-6:
+            return (f"racks {pair[0]}->{pair[1]} exchange {gbps:g} Gbps, "
+                    f"the routes carry {carried.get(pair, 0.0):g}"), usage
+    over_links = usage > free + _TOLERANCE
+    if over_links.any():
+        link = int(np.flatnonzero(over_links)[0])
+        return f"link {link} over capacity: reserves {usage[link]:g}, {free[link]:g} free", usage
     return None, usage

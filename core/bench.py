@@ -16,11 +16,12 @@ DEFAULT_TOPOLOGIES = (
 
 
 def run_bench(registry: Registry, allocators: list[str], topologies: list[str], requests: int | None,
-              repeat: int, echo: Callable[[str], None]) -> list[dict[str, float | str]]:
+              repeat: int, echo: Callable[[str], None], workload: str | None = None) -> list[dict[str, float | str]]:
     """Time whole runs (engine, allocator, checks; not the writing) and print a Markdown table.
 
     Each cell is the best of ``repeat`` runs of seed 0; the first run also
-    fills the path catalogue, which later runs reuse as a sweep would.
+    fills the path catalogue, which later runs reuse as a sweep would. An
+    allocator that cannot serve a topology's demand kind is left out there.
     """
     runner = Runner(registry)
     rows: list[dict[str, float | str]] = []
@@ -30,15 +31,19 @@ def run_bench(registry: Registry, allocators: list[str], topologies: list[str], 
         _, network = runner.network(topology)
         n = requests or 4096
         for allocator in allocators:
+            serves = registry.get("allocator", allocator.split(":")[0]).extra.get("demands", ("pool",))
+            if not set(serves) & set(network.demand_kinds):
+                continue
             best = float("inf")
             result = None
             for _ in range(max(1, repeat)):
                 start = time.perf_counter()
-                result = runner.run(allocator, topology, requests=n, seed=0)
+                result = runner.run(allocator, topology, workload, requests=n, seed=0)
                 best = min(best, time.perf_counter() - start)
             assert result is not None
+            acceptance = result.summary["accepted"] / max(1, result.summary["offered"])
             row = {"topology": topology, "servers": network.n_servers, "allocator": allocator, "requests": n,
-                   "acceptance": result.summary["acceptance_ratio"], "requests_per_s": n / best,
+                   "acceptance": acceptance, "requests_per_s": n / best,
                    "us_per_request": best / n * 1e6}
             rows.append(row)
             echo(f"| {topology} | {network.n_servers:,} | {allocator} | {n:,} | {row['acceptance']:.3f} "

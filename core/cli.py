@@ -366,21 +366,24 @@ def plugins() -> None:
 
 
 @cli.command()
-@click.option("--allocator", "-a", "allocators", multiple=True, help="Allocators to time (default: all for pools).")
+@click.option("--allocator", "-a", "allocators", multiple=True,
+              help="Allocators to time (default: every heuristic that serves the topology).")
 @click.option("--topology", "-t", "topologies", multiple=True,
               help="Topologies (default: tiered:32,1x4 at 64, 1,024 and 8,192 servers).")
+@click.option("--workload", "-w", default=None, help="Workload spec (default: each topology's own).")
 @click.option("--requests", "-n", type=int, default=4096, help="Requests per run.", show_default=True)
 @click.option("--repeat", type=int, default=3, show_default=True, help="Timed runs per cell; the best is kept.")
-def bench(allocators: tuple[str, ...], topologies: tuple[str, ...], requests: int | None, repeat: int) -> None:
+def bench(allocators: tuple[str, ...], topologies: tuple[str, ...], workload: str | None, requests: int | None,
+          repeat: int) -> None:
     """Measure requests per second and time per request of allocators."""
     from dcbench.bench import DEFAULT_TOPOLOGIES, run_bench
 
     registry = load_registry()
     if not allocators:
         allocators = tuple(sorted(name for name, e in registry.entries("allocator").items()
-                                  if "pool" in e.extra.get("demands", ("pool",))
-                                  and not e.extra.get("learned", False)))
-    run_bench(registry, list(allocators), list(topologies or DEFAULT_TOPOLOGIES), requests, repeat, click.echo)
+                                  if not e.extra.get("learned", False)))
+    run_bench(registry, list(allocators), list(topologies or DEFAULT_TOPOLOGIES), requests, repeat, click.echo,
+              workload)
 
 
 def main() -> None:

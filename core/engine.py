@@ -15,9 +15,10 @@ from typing import Any, Callable, Protocol
 
 import numpy as np
 
-from dcbench.allocation import Allocation, Reject, State, check_allocation
+from dcbench.allocation import Allocation, Reject, State, check_allocation, circuit_changes
 from dcbench.errors import AllocatorError, DcbenchError
 from dcbench.network import Network
+from dcbench.queueing import mm1k
 from dcbench.requests import Request, RequestSequence
 
 ACCEPTED, REJECTED, SKIPPED = "accepted", "rejected", "skipped"
@@ -80,8 +81,9 @@ class Simulation:
         n = len(sequence)
         tiers = network.tiers
         self._tier_position = np.searchsorted(tiers, network.link_tier)
-        self._links_per_tier = np.bincount(self._tier_position, minlength=len(tiers)).astype(np.float64)
-        self._inverse_link_capacity = 1.0 / network.link_capacity
+        # Reconfiguration moves capacity between links of a tier, never in
+        # or out of it: a tier's utilisation is its reserved total over this.
+        self._tier_capacity = np.bincount(self._tier_position, weights=network.link_capacity, minlength=len(tiers))
         self.total_capacity = network.server_capacity.sum(axis=0)
         self._racks = network.racks.tolist()
         self._pods = network.pods.tolist()
@@ -97,6 +99,16 @@ class Simulation:
         self.servers_used = np.zeros(n, dtype=np.int64)
         self.spread = np.full(n, "", dtype=object)
         self.channels_per_tier = np.zeros((n, len(tiers)))
+        self.measured = (np.ones(n, dtype=bool) if sequence.measured is None
+                         else np.asarray(sequence.measured, dtype=bool))
+        self.reconfigurations = np.zeros(n, dtype=np.int64)
+        self.is_job = sequence.kind == "job"
+        self.inter_rack_gbps = np.zeros(n)
+        packet_bytes = sequence.extra.get("packet_bytes")
+        self._qos = self.is_job and packet_bytes is not None
+        if self._qos:
+            self._packet_bits = 8.0 * float(packet_bytes)
+            self._buffer = int(sequence.extra.get("buffer_packets", 15))
 
         rows = 2 * n + 1
         self._event_time = np.empty(rows)
@@ -105,11 +117,16 @@ class Simulation:
         self._event_active = np.empty(rows, dtype=np.int64)
         self._resource_util = np.empty((rows, len(network.resources)))
         self._tier_util = np.empty((rows, len(tiers)))
+        if self._qos:
+            self._traffic_log = np.empty(rows)
+            self._latency_log = np.empty(rows)
+            self._loss_log = np.empty(rows)
         self._row = 0
 
         self.used_resources = np.zeros(len(network.resources))
-        self._tier_used_fraction = np.zeros(len(tiers))
-        self._holdings: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}
+        self._tier_used = np.zeros(len(tiers))
+        self._traffic = 0.0  # inter-rack Gbps of the requests held now
+        self._holdings: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, float]] = {}
         self._departures: list[tuple[float, int]] = []
         self.clock = 0.0
         self.index = -1
@@ -127,8 +144,25 @@ class Simulation:
         self._event_request[row] = request_id
         self._event_active[row] = len(self._holdings)
         self._resource_util[row] = self.used_resources  # divided once, in tables()
-        self._tier_util[row] = self._tier_used_fraction
+        self._tier_util[row] = self._tier_used
+        if self._qos:
+            self._traffic_log[row] = self._traffic
+            self._latency_log[row], self._loss_log[row] = self._network_qos()
         self._row = row + 1
+
+    def _network_qos(self) -> tuple[float, float]:
+        """Mean packet latency (µs) and loss over the inter-rack traffic now.
+
+        Weighting every link by the traffic it carries makes the mean over
+        packets: Σ_flows rate · Σ_hops delay = Σ_links load · delay."""
+        if self._traffic <= 0:
+            return np.nan, np.nan
+        state = self.state
+        load = state.link_capacity - state.free_links
+        busy = np.flatnonzero(load > 1e-9)
+        delay, loss = mm1k(load[busy], state.link_capacity[busy], self._packet_bits, self._buffer)
+        return (float(load[busy] @ delay) / self._traffic * 1e6,
+                min(1.0, float(load[busy] @ loss) / self._traffic))
 
     def _depart_before(self, time: float) -> None:
         # Strictly before: in discrete time a request held for h units is
@@ -137,13 +171,13 @@ class Simulation:
         state = self.state
         while departures and departures[0][0] < time:
             when, request_id = heapq.heappop(departures)
-            servers, amounts, links, link_amounts = self._holdings.pop(request_id)
+            servers, amounts, links, link_amounts, traffic = self._holdings.pop(request_id)
             state.free_resources[servers] += amounts
             state.free_links[links] += link_amounts
             self.used_resources -= amounts.sum(axis=0)
-            self._tier_used_fraction -= np.bincount(
-                self._tier_position[links], link_amounts * self._inverse_link_capacity[links],
-                minlength=len(self._links_per_tier))
+            self._tier_used -= np.bincount(self._tier_position[links], link_amounts,
+                                           minlength=len(self._tier_used))
+            self._traffic -= traffic
             self._record(when, "departure", request_id)
 
     def next_request(self) -> Request | None:
@@ -165,7 +199,7 @@ class Simulation:
                     self._depart_before(self.clock)
             self.offer_time[i] = self.clock
             self.request = Request(i, self.clock, float(sequence.holding[i]), demand, sequence.kind,
-                                   sequence.connectivity)
+                                   sequence.connectivity, sequence.vms(i), sequence.job_flows(i))
             return self.request
         self.request = None
         return None
@@ -203,14 +237,23 @@ class Simulation:
         amounts = np.asarray(allocation.amounts, dtype=np.float64)
         links = np.flatnonzero(usage)
         link_amounts = usage[links]
+        if allocation.reconfigure:
+            _, change = circuit_changes(self.network, allocation.reconfigure, state.free_links)
+            state.link_capacity += change
+            state.free_links += change
+            self.reconfigurations[i] = len(allocation.reconfigure)
         state.free_resources[servers] -= amounts
         state.free_links[links] -= link_amounts
         self.used_resources += amounts.sum(axis=0)
         positions = self._tier_position[links]
-        self.channels_per_tier[i] = np.bincount(positions, link_amounts, minlength=len(self._links_per_tier))
-        self._tier_used_fraction += np.bincount(positions, link_amounts * self._inverse_link_capacity[links],
-                                                minlength=len(self._links_per_tier))
-        self._holdings[i] = (servers, amounts, links, link_amounts)
+        self.channels_per_tier[i] = np.bincount(positions, link_amounts, minlength=len(self._tier_used))
+        self._tier_used += self.channels_per_tier[i]
+        traffic = 0.0
+        if self.is_job:
+            traffic = float(sum(route.amount for route in allocation.routes))
+            self.inter_rack_gbps[i] = traffic
+            self._traffic += traffic
+        self._holdings[i] = (servers, amounts, links, link_amounts, traffic)
         self.departure_time[i] = self.clock + request.holding
         heapq.heappush(self._departures, (self.departure_time[i], i))
         self.outcome[i] = ACCEPTED
@@ -242,6 +285,11 @@ class Simulation:
         requests["spread"] = self.spread
         for column, tier in enumerate(network.tiers):
             requests[f"channels_tier{tier}"] = self.channels_per_tier[:, column]
+        requests["measured"] = self.measured
+        requests["reconfigurations"] = self.reconfigurations
+        if self.is_job:
+            requests["vms"] = np.diff(np.asarray(sequence.vm_offsets)).astype(np.int64)
+            requests["inter_rack_gbps"] = self.inter_rack_gbps
         rows = self._row
         timeline: dict[str, Any] = {
             "time": self._event_time[:rows],
@@ -250,11 +298,15 @@ class Simulation:
             "active": self._event_active[:rows],
         }
         resource_util = self._resource_util[:rows] / self.total_capacity
-        tier_util = self._tier_util[:rows] / self._links_per_tier
+        tier_util = self._tier_util[:rows] / self._tier_capacity
         for column, name in enumerate(network.resources):
             timeline[f"{name}_util"] = resource_util[:, column]
         for column, tier in enumerate(network.tiers):
             timeline[f"link_util_tier{tier}"] = tier_util[:, column]
+        if self._qos:
+            timeline["inter_rack_gbps"] = self._traffic_log[:rows]
+            timeline["latency_us"] = self._latency_log[:rows]
+            timeline["packet_loss"] = self._loss_log[:rows]
         return RunTables(requests, timeline)
 
 

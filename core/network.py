@@ -46,6 +46,8 @@ class Topology:
     link_unit: str = "channels"
     default_workload: str = "uniform"
     info: dict[str, Any] = field(default_factory=dict)
+    rack_nodes: Sequence[Hashable] | None = None
+    demand_kinds: tuple[str, ...] = ("pool",)
 
 
 class Network:
@@ -71,12 +73,17 @@ class Network:
         self.link_unit = topology.link_unit
         self.default_workload = topology.default_workload
         self.info = dict(topology.info)
+        self.demand_kinds = tuple(topology.demand_kinds)
         self.graph = graph
+        self.directed = bool(graph.is_directed())
+        self.rack_node = (np.asarray([self.node_index[n] for n in topology.rack_nodes], dtype=np.int64)
+                          if topology.rack_nodes is not None else None)
+        self.n_racks = int(self.racks.max()) + 1 if n_servers else 0
 
         ends, link_capacity, tiers = [], [], []
         for a, b, data in graph.edges(data=True):
             ia, ib = self.node_index[a], self.node_index[b]
-            ends.append((min(ia, ib), max(ia, ib)))
+            ends.append((ia, ib) if self.directed else (min(ia, ib), max(ia, ib)))
             link_capacity.append(float(data["capacity"]))
             tiers.append(int(data.get("tier", 1)))
         self.n_links = len(ends)
@@ -90,7 +97,8 @@ class Network:
         self.adjacency: list[list[tuple[int, int]]] = [[] for _ in range(self.n_nodes)]
         for link, (a, b) in enumerate(ends):
             self.adjacency[a].append((b, link))
-            self.adjacency[b].append((a, link))
+            if not self.directed:
+                self.adjacency[b].append((a, link))
         for neighbours in self.adjacency:
             neighbours.sort()
 
@@ -107,7 +115,7 @@ class Network:
         # Neighbours in the topology graph's own order, for walks that
         # follow it (the reference's breadth-first walks do).
         self.graph_neighbours: list[list[tuple[int, int]]] = [
-            [(self.node_index[m], self.link_of_pair[_pair(self.node_index[n], self.node_index[m])])
+            [(self.node_index[m], self.link_between(self.node_index[n], self.node_index[m]))
              for m in graph.neighbors(n)]
             for n in self.nodes
         ]
@@ -119,6 +127,10 @@ class Network:
         # cheap. Each entry keeps its path alive, so an id is never reused
         # while it is here.
         self.path_ends_by_id: dict[int, tuple[Path, tuple[int, int] | None]] = {}
+
+    def link_between(self, a: int, b: int) -> int:
+        """The link from node ``a`` to node ``b`` (either way on an undirected graph); KeyError if none."""
+        return self.link_of_pair[(a, b) if self.directed else _pair(a, b)]
 
     @classmethod
     def compile(cls, topology: Topology, k_paths: int = 3) -> "Network":
@@ -153,13 +165,13 @@ class Network:
                                 for link in links):
             return None
         first = self.link_ends[links[0]]
-        for start in (int(first[0]), int(first[1])):
+        for start in (int(first[0]),) if self.directed else (int(first[0]), int(first[1])):
             node, seen, ok = start, {start}, True
             for link in links:
                 a, b = int(self.link_ends[link][0]), int(self.link_ends[link][1])
                 if a == node:
                     node = b
-                elif b == node:
+                elif b == node and not self.directed:
                     node = a
                 else:
                     ok = False
@@ -197,6 +209,13 @@ class PathCatalogue:
         # A node of degree one can never be inside a simple path.
         self._transit = degree > 1
         self._between: dict[tuple[int, int], tuple[Path, ...]] = {}
+        self._directed = network.directed
+        # Distances to a target follow links backwards.
+        self._incoming = network.adjacency
+        if network.directed:
+            self._incoming = [[] for _ in range(network.n_nodes)]
+            for link, (a, b) in enumerate(network.link_ends.tolist()):
+                self._incoming[b].append((a, link))
         self.n_servers = network.n_servers
         # Keyed by a * servers + b: an int hashes faster than a pair.
         self.server_pair_cache: dict[int, tuple[Path, ...]] = {}
@@ -227,7 +246,7 @@ class PathCatalogue:
         return tuple(prefix + path + suffix for path in core)
 
     def between_nodes(self, a: int, b: int) -> tuple[Path, ...]:
-        key = (a, b) if a < b else (b, a)
+        key = (a, b) if a < b or self._directed else (b, a)
         paths = self._between.get(key)
         if paths is None:
             paths = self._search(*key)
@@ -240,7 +259,7 @@ class PathCatalogue:
         distance = self._distance_to.get(target)
         if distance is not None:
             return distance
-        adjacency = self.network.adjacency
+        adjacency = self._incoming
         distance = np.full(self.network.n_nodes, np.iinfo(np.int64).max // 2, dtype=np.int64)
         distance[target] = 0
         frontier = [target]

@@ -13,8 +13,10 @@ from dcbench.errors import DcbenchError
 from dcbench.report import display_name
 from dcbench.stats import mean_ci
 
-# The papers' colours: agent blue, Tetris orange, NALB green, NULB red, random purple.
-PAPER_COLOURS = {"gnn_ppo": "C0", "tetris": "C1", "nalb": "C2", "nulb": "C3", "random": "C4"}
+# The papers' colours: agent blue, Tetris orange, NALB green, NULB red, random purple;
+# for the OCS family, ALL2ALL-CCF, ODCN-CCF and ODCN-JCB get their own, the A2C agent blue too.
+PAPER_COLOURS = {"gnn_ppo": "C0", "tetris": "C1", "nalb": "C2", "nulb": "C3", "random": "C4",
+                 "a2c_multistep": "C0", "ccf:reconfigure=no": "C7", "ccf": "C5", "jcb": "C6"}
 
 
 def _pyplot() -> Any:
@@ -35,11 +37,16 @@ def topology_label(row: dict[str, Any]) -> str:
     ratio = re.search(r"ratio=1x(\d+)", spec)
     if channels and ratio:
         return f"{channels.group(1)}\n1:{ratio.group(1)}"
+    load = re.search(r"load=([0-9.]+)", row.get("workload", ""))
+    if spec.startswith("ocs:") and load:
+        return f"{float(load.group(1)):g}"
     return row.get("scenario", spec)
 
 
 def colour(spec: str, index: int) -> str:
-    return PAPER_COLOURS.get(spec.split(":")[0], f"C{5 + index % 5}")
+    if spec.startswith("ccf:") and "reconfigure=no" in spec:
+        return PAPER_COLOURS["ccf:reconfigure=no"]
+    return PAPER_COLOURS.get(spec.split(":")[0], f"C{8 + index % 2}")
 
 
 def _series(rows: list[dict[str, Any]], metric: str) -> tuple[list[str], list[str], dict[str, list[tuple[float, float]]]]:
@@ -54,7 +61,8 @@ def _series(rows: list[dict[str, Any]], metric: str) -> tuple[list[str], list[st
     return scenarios, allocators, values
 
 
-def _panels(rows: list[dict[str, Any]], metrics: Sequence[tuple[str, str]], path: Path, title: str) -> Path:
+def _panels(rows: list[dict[str, Any]], metrics: Sequence[tuple[str, str]], path: Path, title: str,
+            xlabel: str = "topology (channels per server link / oversubscription)") -> Path:
     plt = _pyplot()
     figure, grid = plt.subplots(len(metrics), 1, figsize=(9, 2.6 * len(metrics) + (0.5 if len(metrics) == 1 else 0)),
                                 sharex=True, squeeze=False)
@@ -73,7 +81,7 @@ def _panels(rows: list[dict[str, Any]], metrics: Sequence[tuple[str, str]], path
         axis.grid(alpha=0.3)
     axes[-1].set_xticks(range(len(labels)))
     axes[-1].set_xticklabels(labels)
-    axes[-1].set_xlabel("topology (channels per server link / oversubscription)")
+    axes[-1].set_xlabel(xlabel)
     handles, names = axes[0].get_legend_handles_labels()
     if len(metrics) == 1:  # the legend just above the axes
         axes[0].legend(handles, names, ncol=len(names), fontsize=8, loc="lower center",
@@ -151,9 +159,31 @@ def spread(rows: list[dict[str, Any]], path: Path, title: str) -> Path:
     return path
 
 
+JOB_PANELS = (("blocking_probability", "blocking prob."), ("latency_us", "latency (µs)"),
+              ("packet_loss", "packet loss"), ("reconfigurations_per_job", "reconf. per job"))
+
+
+def plot_jobs(rows: list[dict[str, Any]], out_dir: Path, name: str) -> list[Path]:
+    """The OCS paper's Figs. 5-7: blocking, latency, loss and reconfigurations
+    against the load, one figure per network size."""
+    paths = []
+    for topology in dict.fromkeys(r["topology"] for r in rows):
+        chosen = [r for r in rows if r["topology"] == topology]
+        tors = re.search(r"tors=(\d+)", topology)
+        servers = re.search(r"servers=(\d+)", topology)
+        size = f"{tors.group(1)}x{servers.group(1)}" if tors and servers else str(len(paths))
+        label = f"{tors.group(1)} ToRs × {servers.group(1)} servers" if tors and servers else topology
+        paths.append(_panels(chosen, JOB_PANELS, out_dir / f"jobs_{size}.png",
+                             f"{name}: {label} (mean, 95% CI)", xlabel="load (Erlangs)"))
+    return paths
+
+
 def plot_sweep(rows: list[dict[str, Any]], out_dir: Path, name: str) -> list[Path]:
-    """The papers' Fig. 2, 3, 5 and 8 equivalents for a tiered-fabric sweep."""
+    """The papers' figures for a sweep: Figs. 2, 3, 5 and 8 of the tiered
+    papers, or Figs. 5-7 of the OCS paper for a sweep of jobs."""
     out_dir.mkdir(parents=True, exist_ok=True)
+    if rows and "reconfigurations_per_job" in rows[0]:
+        return plot_jobs(rows, out_dir, name)
     return [
         _panels(rows, [("acceptance_ratio", "acceptance"), ("cpu_util", "CPU util."), ("mem_util", "memory util.")],
                 out_dir / "fig2_acceptance_cpu_memory.png", f"{name}: acceptance and utilisation (mean, 95% CI)"),

@@ -28,15 +28,22 @@ KINDS = ("topology", "workload", "allocator", "metric", "suite")
 
 BUILTIN_PLUGINS = (
     "dcbench.plugins.topologies.tiered",
+    "dcbench.plugins.topologies.ocs",
     "dcbench.plugins.workloads.uniform",
+    "dcbench.plugins.workloads.vmjobs",
     "dcbench.plugins.allocators.random_server",
     "dcbench.plugins.allocators.tetris",
     "dcbench.plugins.allocators.walk",
+    "dcbench.plugins.allocators.ccf",
+    "dcbench.plugins.allocators.jcb",
     "dcbench.plugins.allocators.gnn_ppo",
     "dcbench.plugins.metrics.acceptance",
     "dcbench.plugins.metrics.utilisation",
     "dcbench.plugins.metrics.spread",
+    "dcbench.plugins.metrics.jobs",
 )
+
+PLURALS = {"topology": "topologies"}
 
 _HOOK_OF_KIND = {
     "topology": "register_topologies",
@@ -131,9 +138,9 @@ class Registry:
             return entries[name]
         known = sorted(entries)
         hint = difflib.get_close_matches(name, known, n=1)
-        suggestion = f"; did you mean {hint[0]!r}?" if hint else ""
+        suggestion = f"; did you mean {hint[0]!r}?" if hint else "."
         raise UnknownPluginError(
-            f"unknown {kind} {name!r}{suggestion} Known {kind}s: {', '.join(known) or 'none'}"
+            f"unknown {kind} {name!r}{suggestion} Known {PLURALS.get(kind, kind + 's')}: {', '.join(known) or 'none'}"
         )
 
     def build(self, kind: str, spec: Spec | str) -> Built:

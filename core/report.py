@@ -51,13 +51,19 @@ def ranking(rows: list[dict[str, Any]], metric: str, higher_is_better: bool = Tr
     return "\n".join(lines)
 
 
+# (column, heading, higher is better); a report shows those its rows have.
 METRICS = (
-    ("acceptance_ratio", "Acceptance ratio"),
-    ("cpu_util", "CPU utilisation (time-averaged)"),
-    ("mem_util", "Memory utilisation (time-averaged)"),
-    ("link_util_tier1", "Tier-1 (server-rack) link utilisation"),
-    ("link_util_tier2", "Tier-2 (rack-aggregation) link utilisation"),
-    ("link_util_tier3", "Tier-3 (aggregation-core) link utilisation"),
+    ("acceptance_ratio", "Acceptance ratio", True),
+    ("blocking_probability", "Blocking probability (measured jobs)", False),
+    ("reconfigurations_per_job", "Reconfigurations (circuit swaps) per job", False),
+    ("latency_us", "End-to-end latency, µs (M/M/1/K per link)", False),
+    ("packet_loss", "Packet loss (M/M/1/K per link)", False),
+    ("cpu_util", "CPU utilisation (time-averaged)", True),
+    ("mem_util", "Memory utilisation (time-averaged)", True),
+    ("disk_util", "Disk utilisation (time-averaged)", True),
+    ("link_util_tier1", "Tier-1 link utilisation (server-rack; OCS circuits on ocs)", True),
+    ("link_util_tier2", "Tier-2 (rack-aggregation) link utilisation", True),
+    ("link_util_tier3", "Tier-3 (aggregation-core) link utilisation", True),
 )
 
 
@@ -101,9 +107,10 @@ def report(rows: list[dict[str, Any]], title: str, primary: str, higher_is_bette
     parts = [f"### {title}", "",
              f"Mean ± half-width of the 95% confidence interval (Student's t) over seeds {seeds}; "
              "the best mean of each row in bold.", ""]
-    for metric, heading in METRICS:
-        if metric in rows[0]:
-            parts += [f"#### {heading}", "", metric_table(rows, metric, metric != "blocking_probability"), ""]
+    job_rows = "vms" in rows[0] or "reconfigurations_per_job" in rows[0]
+    for metric, heading, higher in METRICS:
+        if metric in rows[0] and not (metric == "acceptance_ratio" and job_rows):
+            parts += [f"#### {heading}", "", metric_table(rows, metric, higher), ""]
     parts += [f"#### Ranking by {primary}", "", ranking(rows, primary, higher_is_better), ""]
     if baselines and any(r["allocator"].split(":")[0] not in baselines for r in rows):
         parts += [f"#### Learned and third-party allocators against the best baseline ({primary})", "",

@@ -26,6 +26,14 @@ class RequestSequence:
     requests × resources. When ``wait_until_fits`` is set, a request is
     offered only once the total free capacity covers it: until then the
     clock advances by ``time_step`` and requests depart.
+
+    Jobs (``kind == "job"``) also carry their VMs and flows, flat with
+    offsets so that a long episode is a handful of arrays: the VMs of
+    request ``i`` are ``vm_demand[vm_offsets[i]:vm_offsets[i + 1]]`` (VMs ×
+    resources, in placement order) and its flows
+    ``flows[flow_offsets[i]:flow_offsets[i + 1]]`` (source VM, destination
+    VM, Gbps; VMs numbered within the job). ``measured`` marks the requests
+    the metrics count (all of them by default; a warm-up is left out).
     """
 
     kind: str
@@ -36,9 +44,24 @@ class RequestSequence:
     wait_until_fits: bool = False
     time_step: float = 1.0
     extra: dict[str, Any] = field(default_factory=dict)
+    measured: np.ndarray | None = None
+    vm_offsets: np.ndarray | None = None
+    vm_demand: np.ndarray | None = None
+    flow_offsets: np.ndarray | None = None
+    flows: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.gaps)
+
+    def vms(self, i: int) -> np.ndarray | None:
+        if self.vm_offsets is None or self.vm_demand is None:
+            return None
+        return self.vm_demand[self.vm_offsets[i]:self.vm_offsets[i + 1]]
+
+    def job_flows(self, i: int) -> np.ndarray | None:
+        if self.flow_offsets is None or self.flows is None:
+            return None
+        return self.flows[self.flow_offsets[i]:self.flow_offsets[i + 1]]
 
 
 @dataclass(slots=True)
@@ -51,6 +74,8 @@ class Request:
     demand: np.ndarray
     kind: str = "pool"
     connectivity: str = "all"
+    vms: np.ndarray | None = None
+    flows: np.ndarray | None = None
 
 
 class Workload(Protocol):
@@ -61,3 +86,6 @@ class Workload(Protocol):
     def generate(self, network: Network, requests: int, rng: np.random.Generator) -> RequestSequence:
         """Draw ``requests`` requests for ``network`` from ``rng``."""
         ...
+
+    # Optional: ``default_requests(network) -> int``, the episode length when
+    # none is given (two requests per server otherwise).

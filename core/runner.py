@@ -90,6 +90,13 @@ class Runner:
         allocator_built = entry.build(allocator_spec)
         fingerprint = getattr(allocator_built.obj, "fingerprint", None)
         kind = getattr(workload_built.obj, "kind", "pool")
+        if kind not in network.demand_kinds:
+            family = topology_spec.split(":")[0]
+            raise IncompatibleError(
+                f"topology {family!r} serves {'/'.join(network.demand_kinds)} demands but workload "
+                f"{workload_built.spec.split(':')[0]!r} makes {kind} demands; "
+                f"use its default workload {network.default_workload!r}"
+            )
         demands = tuple(entry.extra.get("demands", ("pool",)))
         if kind not in demands:
             serving = sorted(name for name, e in self.registry.entries("allocator").items()
@@ -106,8 +113,13 @@ class Runner:
             "workload": workload_built.spec, "workload_obj": workload_built.obj,
             "allocator": allocator_built.spec, "allocator_entry": entry,
             "fingerprint": fingerprint(network) if fingerprint is not None else "",
-            "requests": requests or default_requests(network),
+            "requests": requests or self._default_requests(workload_built.obj, network),
         }
+
+    @staticmethod
+    def _default_requests(workload: Any, network: Network) -> int:
+        chooser = getattr(workload, "default_requests", None)
+        return int(chooser(network)) if chooser is not None else default_requests(network)
 
     def run(self, allocator: str, topology: str, workload: str | None = None, requests: int | None = None,
             seed: int = 0, progress: Callable[[int], None] | None = None) -> RunResult:

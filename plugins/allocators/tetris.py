@@ -5,16 +5,21 @@ link] and [cpu/10, mem/10, 1] (the request's full demand); after the first
 pick of a request, servers outside the rack of the previous pick are scored
 × ``penalty``. The arg-max among allowed servers is taken, lowest index on
 ties. Routing is the builder's: k = 3 shortest paths by hop count.
+
+For jobs the same rule picks a rack per VM: free · demand over the rack's
+free share of each resource and the VM's share of a server, plus the free
+share of the rack's outgoing circuit capacity (the counterpart of the
+server's own link), × ``penalty`` outside the rack of the previous VM.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from dcbench import Network, Param, PoolAllocator, PoolBuilder, hookimpl
+from dcbench import JobBuilder, Network, Param, PoolAndJobAllocator, PoolBuilder, hookimpl
 
 
-class TetrisAllocator(PoolAllocator):
+class TetrisAllocator(PoolAndJobAllocator):
     def __init__(self, penalty: float = 0.9, scale: float = 10.0):
         if not 0 <= penalty <= 1:
             raise ValueError(f"penalty={penalty:g} must be between 0 and 1")
@@ -58,16 +63,31 @@ class TetrisAllocator(PoolAllocator):
             scores[members] = inside
         return int(np.where(allowed, scores, -np.inf).argmax())
 
+    def choose_rack(self, builder: JobBuilder, allowed: np.ndarray) -> int:
+        vm_share = builder.vm / builder.server_capacity.max(axis=0)
+        scores = (builder.rack_free / builder.rack_capacity) @ vm_share
+        out_links = builder.rack_link
+        out_capacity = builder.link_capacity[out_links].sum(axis=1)
+        out_free = np.where(out_links < self.network.n_links, builder.free_links[out_links], 0.0).sum(axis=1)
+        scores += np.divide(out_free, out_capacity, out=np.zeros_like(out_free), where=out_capacity > 0)
+        if builder.host_racks:
+            previous = builder.host_racks[-1]
+            inside = scores[previous]
+            scores *= self.penalty
+            scores[previous] = inside
+        return int(np.where(allowed, scores, -np.inf).argmax())
+
 
 @hookimpl
 def register_allocators(register):
     register(
         "tetris",
         TetrisAllocator,
-        description="Tetris alignment score with a locality penalty outside the last pick's rack",
+        description="Tetris alignment score with a locality penalty outside the last pick's rack "
+        "(servers for pools, racks for jobs)",
         params=[
             Param("penalty", float, 0.9, "score factor for servers outside the last pick's rack", minimum=0),
             Param("scale", float, 10.0, "divisor of CPU and memory in the score", minimum=1e-9),
         ],
-        demands=("pool",),
+        demands=("pool", "job"),
     )

@@ -1,8 +1,9 @@
 """Resource and per-tier link utilisation.
 
 ``<resource>_util`` and ``link_util_tier<t>`` are time-averaged over the
-episode (from the first offer to the last, each state weighted by how long it
-lasted); the ``_last25`` columns are the reference code's statistic, the mean
+measured part of the episode (from the first offer of a measured request —
+after the workload's warm-up, if it has one — to the last offer, each state
+weighted by how long it lasted); the ``_last25`` columns are the reference code's statistic, the mean
 of the values after the last 25 offers.
 """
 
@@ -30,7 +31,7 @@ def time_average(time: np.ndarray, values: np.ndarray, start: float, end: float)
 def utilisation(tables: RunTables, network: Network) -> dict[str, float]:
     timeline = tables.timeline
     offers = tables.requests["offer_time"]
-    offers = offers[~np.isnan(offers)]
+    offers = offers[tables.requests["measured"] & ~np.isnan(offers)]
     columns: dict[str, float] = {}
     if len(offers) == 0:
         return columns

@@ -69,7 +69,7 @@ def test_default_requests_are_two_per_server(runner):
 
 @pytest.mark.parametrize("kwargs, error, fragment", [
     ({"allocator": "tetriss"}, UnknownPluginError, "did you mean 'tetris'"),
-    ({"topology": "fat-tree:4"}, UnknownPluginError, "Known topologys: tiered"),
+    ({"topology": "fat-tree:4"}, UnknownPluginError, "Known topologies: ocs, tiered"),
     ({"workload": "uniform:pairs=some"}, SpecError, "not one of all, cpu, reference"),
     ({"requests": 0}, SpecError, "at least 1"),
 ])

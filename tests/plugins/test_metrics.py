@@ -3,6 +3,7 @@ import pytest
 
 from dcbench import RunTables
 from dcbench.plugins.metrics.acceptance import acceptance
+from dcbench.plugins.metrics.jobs import job_metrics
 from dcbench.plugins.metrics.spread import spread
 from dcbench.plugins.metrics.utilisation import time_average, utilisation
 
@@ -49,3 +50,26 @@ def test_utilisation_matches_a_run(runner):
     arrivals = result.tables.timeline["event"] == "arrival"
     assert columns["cpu_util_last25"] == pytest.approx(result.tables.timeline["cpu_util"][arrivals][-25:].mean())
     assert 0 < columns["cpu_util"] < 1 and 0 < columns["link_util_tier3"] < 1
+
+
+def test_job_metrics_count_only_measured_jobs_and_weight_latency_by_traffic():
+    requests = {
+        "measured": np.array([False, True, True, True]),
+        "outcome": np.array(["rejected", "accepted", "rejected", "accepted"], dtype=object),
+        "offer_time": np.array([0.0, 1.0, 2.0, 3.0]),
+        "reconfigurations": np.array([5, 2, 0, 1]),
+        "vms": np.array([3, 3, 3, 3]),
+        "inter_rack_gbps": np.array([0.0, 10.0, 0.0, 30.0]),
+    }
+    timeline = {  # traffic 10 Gbps for one unit at 1 us, then 40 Gbps for one unit at 2 us
+        "time": np.array([0.0, 1.0, 2.0, 3.0]),
+        "inter_rack_gbps": np.array([0.0, 10.0, 40.0, 40.0]),
+        "latency_us": np.array([np.nan, 1.0, 2.0, 9.0]),
+        "packet_loss": np.array([np.nan, 0.0, 0.01, 0.5]),
+    }
+    columns = job_metrics(RunTables(requests, timeline), None)
+    assert columns["blocking_probability"] == pytest.approx(1 / 3)
+    assert columns["reconfigurations_per_job"] == pytest.approx(1.0)
+    assert columns["inter_rack_gbps_per_job"] == pytest.approx(20.0)
+    assert columns["latency_us"] == pytest.approx((10 * 1 + 40 * 2) / 50)
+    assert columns["packet_loss"] == pytest.approx(40 * 0.01 / 50)

@@ -1,0 +1,348 @@
+"""The job builder: the step semantics of the optical data-centre paper.
+
+A job is a sequence of VMs with a flow (Gbps) between some pairs of them.
+The builder places one VM at a time on a rack — on the rack's server that
+keeps the rack's load most balanced — and, once every VM has a server,
+routes the job's flows between racks over the OCS circuits. A flow between
+two VMs of the same rack uses no circuit. Each inter-rack flow takes the
+direct circuit bundle if it has room, else the two-hop path through the
+intermediate rack with the most room; only when a flow fits neither, and
+the topology and the allocator allow it, does the builder reconfigure: it
+re-points an idle circuit out of the source and an idle circuit into the
+destination (a `Swap`) to add a direct circuit, and reserves it. The whole
+job is granted or refused: nothing is half-committed.
+
+Policies choose racks; the builder does the rest, so heuristics, learned
+agents and the gymnasium environment share every rule. The builder works on
+its own copies of the state; the engine checks the result and commits it.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import numpy as np
+
+from dcbench.allocation import Allocation, Reject, Route, State, Swap
+from dcbench.errors import AllocatorError
+from dcbench.network import Network
+from dcbench.pool import PoolAllocator
+from dcbench.requests import Request
+
+OPEN, PLACED, DONE, FAILED = "open", "placed", "done", "failed"
+_TOLERANCE = 1e-9
+
+
+def rack_link_matrix(network: Network) -> np.ndarray:
+    """``matrix[u, v]``: the link from rack ``u``'s switch to rack ``v``'s,
+    or ``n_links`` (one past the last link) where there is none."""
+    if network.rack_node is None:
+        raise AllocatorError("this topology has no rack switches; jobs need one (an ocs topology)")
+    n_racks = len(network.rack_node)
+    matrix = np.full((n_racks, n_racks), network.n_links, dtype=np.int64)
+    node_rack = {int(node): rack for rack, node in enumerate(network.rack_node.tolist())}
+    for link, (a, b) in enumerate(network.link_ends.tolist()):
+        if a in node_rack and b in node_rack:
+            matrix[node_rack[a], node_rack[b]] = link
+            if not network.directed:
+                matrix[node_rack[b], node_rack[a]] = link
+    return matrix
+
+
+class JobBuilder:
+    """Builds one job allocation a VM at a time. Reuse it across requests."""
+
+    def __init__(self, network: Network, reconfigure: bool = True):
+        self.network = network
+        self.n_racks = network.n_racks
+        self.racks = network.racks
+        self.rack_link = rack_link_matrix(network)
+        self.reconfigure_allowed = bool(reconfigure and network.info.get("reconfigurable", False))
+        self.circuit = float(network.info.get("port_gbps", 0.0))
+        self.max_hops = int(network.info.get("max_hops", 1))
+        self.server_capacity = network.server_capacity
+        self.rack_capacity = np.zeros((self.n_racks, len(network.resources)))
+        np.add.at(self.rack_capacity, network.racks, network.server_capacity)
+        self.rack_servers = [np.flatnonzero(network.racks == rack) for rack in range(self.n_racks)]
+        # Racks of equal size in index order (the usual layout) allow a reshape instead of a scatter.
+        per_rack = network.n_servers // max(1, self.n_racks)
+        self._rack_shape = ((self.n_racks, per_rack)
+                            if np.array_equal(network.racks, np.repeat(np.arange(self.n_racks), per_rack)) else None)
+        # One extra slot past the last link, never free: `rack_link` points
+        # there for pairs without a link.
+        self.free_links = np.zeros(network.n_links + 1)
+        self.link_capacity = np.zeros(network.n_links + 1)
+        self.free_resources = network.server_capacity.copy()
+        self.rack_free = self.rack_capacity.copy()
+        self.status = DONE
+        self.reason = ""
+
+    def start(self, request: Request, state: State) -> None:
+        if request.vms is None or request.flows is None:
+            raise AllocatorError(f"request {request.id} is not a job (it has no VMs)")
+        np.copyto(self.free_resources, state.free_resources)
+        self.free_links[:-1] = state.free_links
+        self.free_links[-1] = -np.inf
+        self.link_capacity[:-1] = state.link_capacity
+        if self._rack_shape is not None:
+            self.free_resources.reshape(*self._rack_shape, -1).sum(axis=1, out=self.rack_free)
+        else:
+            self.rack_free.fill(0.0)
+            np.add.at(self.rack_free, self.racks, self.free_resources)
+        self.request = request
+        self.vms = np.asarray(request.vms, dtype=np.float64)
+        self.flows = np.asarray(request.flows, dtype=np.float64).reshape(-1, 3)
+        self.hosts: list[int] = []
+        self.host_racks: list[int] = []
+        # Per VM, its flows with the VMs placed before it: (VM, Gbps, outgoing).
+        self._partners: list[list[tuple[int, float, bool]]] = [[] for _ in range(len(self.vms))]
+        for source, target, rate in self.flows.tolist():
+            source, target = int(source), int(target)
+            if source > target:
+                self._partners[source].append((target, rate, True))
+            elif target > source:
+                self._partners[target].append((source, rate, False))
+        self.pending = np.zeros((self.n_racks, self.n_racks))  # inter-rack Gbps among the VMs placed
+        self.routes: list[Route] = []
+        self.swaps: list[Swap] = []
+        self.status = OPEN
+        self.reason = ""
+        self._fits: np.ndarray | None = None
+
+    @property
+    def is_open(self) -> bool:
+        return self.status == OPEN
+
+    @property
+    def step(self) -> int:
+        """Index of the VM to place next."""
+        return len(self.hosts)
+
+    @property
+    def vm(self) -> np.ndarray:
+        """The demand of the VM to place next."""
+        return self.vms[self.step]
+
+    def server_fits(self) -> np.ndarray:
+        """Servers with room for the next VM."""
+        if self._fits is None:
+            free = self.free_resources
+            need = (self.vm - _TOLERANCE).tolist()
+            fits = free[:, 0] >= need[0]  # column by column: much faster than .all(axis=1) on 3 columns
+            for column in range(1, len(need)):
+                fits &= free[:, column] >= need[column]
+            self._fits = fits
+        return self._fits
+
+    def rack_fits(self) -> np.ndarray:
+        """Racks with a server that has room for the next VM."""
+        fits = self.server_fits()
+        if self._rack_shape is not None:
+            return fits.reshape(self._rack_shape).any(axis=1)
+        return np.bincount(self.racks, weights=fits, minlength=self.n_racks) > 0
+
+    def partners(self, step: int | None = None) -> list[tuple[int, float, bool]]:
+        """The flows between VM ``step`` (the next one by default) and the
+        VMs already placed: (the partner's rack, Gbps, whether the flow
+        leaves ``step``)."""
+        step = self.step if step is None else step
+        racks = self.host_racks
+        return [(racks[partner], rate, out) for partner, rate, out in self._partners[step]]
+
+    def server_in(self, rack: int) -> int | None:
+        """The rack's server that the next VM would go to: of those with room,
+        the one left with the largest smallest free share (balanced load)."""
+        members = self.rack_servers[rack]
+        fits = self.server_fits()[members]
+        if not fits.any():
+            return None
+        candidates = members[fits]
+        after = (self.free_resources[candidates] - self.vm) / self.server_capacity[candidates]
+        return int(candidates[after.min(axis=1).argmax()])
+
+    def place(self, rack: int) -> bool:
+        """Place the next VM on ``rack``; False (and the job fails) if no
+        server of the rack has room."""
+        if self.status != OPEN:
+            raise AllocatorError(f"builder: place({rack}) on a job that is already {self.status}")
+        rack = int(rack)
+        if not 0 <= rack < self.n_racks:
+            raise AllocatorError(f"builder: rack {rack} is out of range (0..{self.n_racks - 1})")
+        server = self.server_in(rack)
+        if server is None:
+            self.fail("no_server")
+            return False
+        for other, rate, out in self.partners():
+            if other != rack:
+                self.pending[(rack, other) if out else (other, rack)] += rate
+        vm = self.vm
+        self.free_resources[server] -= vm
+        self.rack_free[rack] -= vm
+        self.hosts.append(server)
+        self.host_racks.append(rack)
+        self._fits = None
+        if self.step == len(self.vms):
+            self.status = PLACED
+        return True
+
+    def fail(self, reason: str) -> None:
+        self.status = FAILED
+        self.reason = reason
+
+    # Routing -----------------------------------------------------------
+
+    def _inter_rack_flows(self) -> list[tuple[int, int, float]]:
+        racks = np.asarray(self.host_racks, dtype=np.int64)
+        flows = self.flows
+        source = racks[flows[:, 0].astype(np.int64)]
+        target = racks[flows[:, 1].astype(np.int64)]
+        between = source != target
+        # Largest flows first; ties in flow order.
+        order = np.argsort(-flows[between, 2], kind="stable")
+        return list(zip(source[between][order].tolist(), target[between][order].tolist(),
+                        flows[between, 2][order].tolist()))
+
+    def _reserve(self, links: tuple[int, ...], u: int, v: int, rate: float) -> None:
+        for link in links:
+            self.free_links[link] -= rate
+        node = self.network.rack_node
+        self.routes.append(Route(int(node[u]), int(node[v]), links, rate))
+
+    def _two_hop(self, u: int, v: int, rate: float) -> tuple[int, int] | None:
+        first, second = self.rack_link[u], self.rack_link[:, v]
+        room = np.minimum(self.free_links[first], self.free_links[second])
+        room[[u, v]] = -np.inf
+        via = int(room.argmax())
+        if room[via] < rate - _TOLERANCE:
+            return None
+        return int(first[via]), int(second[via])
+
+    def _add_circuit(self, u: int, v: int) -> bool:
+        """Re-point idle circuits u→x and y→v to u→v and y→x."""
+        circuit = self.circuit - _TOLERANCE
+        out_room = self.free_links[self.rack_link[u]].copy()
+        in_room = self.free_links[self.rack_link[:, v]].copy()
+        out_room[[u, v]] = -np.inf
+        in_room[[u, v]] = -np.inf
+        for x in np.argsort(-out_room, kind="stable").tolist():
+            if out_room[x] < circuit:
+                return False
+            in_room_x = in_room.copy()
+            in_room_x[x] = -np.inf
+            y = int(in_room_x.argmax())
+            if in_room_x[y] >= circuit:
+                for link, delta in ((self.rack_link[u, x], -1), (self.rack_link[y, v], -1),
+                                    (self.rack_link[u, v], 1), (self.rack_link[y, x], 1)):
+                    self.free_links[link] += delta * self.circuit
+                    self.link_capacity[link] += delta * self.circuit
+                self.swaps.append(Swap(u, x, y, v))
+                return True
+        return False
+
+    def route(self, reconfigure: bool = True) -> bool:
+        """Route every inter-rack flow of the placed job: direct, else two
+        hops, else (when allowed) a new direct circuit. False if it fails."""
+        if self.status != PLACED:
+            raise AllocatorError(f"builder: route() on a job that is {self.status}, not placed")
+        flows = self._inter_rack_flows()
+        saved = self.free_links.copy(), self.link_capacity.copy()
+        for attempt in (False, True):
+            if attempt and not (reconfigure and self.reconfigure_allowed):
+                break
+            self.routes, self.swaps = [], []
+            np.copyto(self.free_links, saved[0])
+            np.copyto(self.link_capacity, saved[1])
+            if self._route_all(flows, may_reconfigure=attempt):
+                self.status = DONE
+                return True
+        np.copyto(self.free_links, saved[0])
+        np.copyto(self.link_capacity, saved[1])
+        self.routes, self.swaps = [], []
+        self.fail("no_bandwidth")
+        return False
+
+    def _route_all(self, flows: list[tuple[int, int, float]], may_reconfigure: bool) -> bool:
+        free = self.free_links
+        for u, v, rate in flows:
+            direct = int(self.rack_link[u, v])
+            if free[direct] >= rate - _TOLERANCE:
+                self._reserve((direct,), u, v, rate)
+                continue
+            hops = self._two_hop(u, v, rate) if self.max_hops >= 2 else None
+            if hops is not None:
+                self._reserve(hops, u, v, rate)
+                continue
+            if may_reconfigure:
+                while free[direct] < rate - _TOLERANCE and self._add_circuit(u, v):
+                    pass
+                if free[direct] >= rate - _TOLERANCE:
+                    self._reserve((direct,), u, v, rate)
+                    continue
+            return False
+        return True
+
+    def result(self) -> Allocation | Reject:
+        if self.status != DONE:
+            return Reject(self.reason or "incomplete")
+        hosts = np.asarray(self.hosts, dtype=np.int64)
+        servers, first = np.unique(hosts, return_index=True)
+        servers = servers[np.argsort(first)]
+        position = {s: i for i, s in enumerate(servers.tolist())}
+        amounts = np.zeros((len(servers), self.vms.shape[1]))
+        np.add.at(amounts, [position[s] for s in self.hosts], self.vms)
+        return Allocation(servers, amounts, tuple(self.routes), vm_servers=hosts, reconfigure=tuple(self.swaps))
+
+
+class JobAllocator:
+    """Base class for policies that pick one rack per VM.
+
+    Subclasses implement `choose_rack`; `allocate` places the VMs in order,
+    then lets the builder route the job (reconfiguring the circuits when
+    ``reconfigure`` is set and the topology allows it).
+    """
+
+    demands: ClassVar[frozenset[str]] = frozenset({"job"})
+    reconfigure: bool = True
+
+    def reset(self, network: Network, rng: np.random.Generator) -> None:
+        self.network = network
+        self.rng = rng
+        self.job_builder = JobBuilder(network, self.reconfigure) if network.rack_node is not None else None
+
+    def choose_rack(self, builder: JobBuilder, allowed: np.ndarray) -> int:
+        """The rack for the next VM, one of ``np.flatnonzero(allowed)``."""
+        raise NotImplementedError
+
+    def allocate(self, request: Request, state: State) -> Allocation | Reject:
+        return self.allocate_job(request, state)
+
+    def allocate_job(self, request: Request, state: State) -> Allocation | Reject:
+        builder = self.job_builder
+        if builder is None:
+            raise AllocatorError("jobs need a topology with rack switches (an ocs topology)")
+        builder.start(request, state)
+        while builder.is_open:
+            allowed = builder.rack_fits()
+            if not allowed.any():
+                builder.fail("no_server")
+                break
+            builder.place(self.choose_rack(builder, allowed))
+        if builder.status == PLACED:
+            builder.route(self.reconfigure)
+        return builder.result()
+
+
+class PoolAndJobAllocator(PoolAllocator, JobAllocator):
+    """A policy with a rule for both demand kinds: `choose` picks servers
+    for pools, `choose_rack` racks for jobs."""
+
+    demands: ClassVar[frozenset[str]] = frozenset({"pool", "job"})
+
+    def reset(self, network: Network, rng: np.random.Generator) -> None:
+        PoolAllocator.reset(self, network, rng)
+        JobAllocator.reset(self, network, rng)
+
+    def allocate(self, request: Request, state: State) -> Allocation | Reject:
+        if request.kind == "job":
+            return self.allocate_job(request, state)
+        return PoolAllocator.allocate(self, request, state)

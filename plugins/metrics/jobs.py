@@ -1,0 +1,68 @@
+"""Job metrics of the OCS paper: blocking, reconfigurations, latency, loss.
+
+Every figure counts only the measured requests (those after the workload's
+warm-up). ``blocking_probability`` is the share of measured requests refused
+(for pools, one minus the acceptance ratio). For jobs:
+
+* ``reconfigurations_per_job``: circuit swaps per measured job offered;
+* ``latency_us`` and ``packet_loss``: the mean over the packets sent in the
+  measured window (from its first offer to its last), of the end-to-end
+  queueing delay and the loss along each flow's path, each link an M/M/1/K
+  queue (`dcbench.queueing`): the engine's instantaneous network-wide
+  values, weighted by the inter-rack traffic and by how long they held.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from dcbench import Network, RunTables, hookimpl
+
+
+def measured_window(tables: RunTables) -> tuple[float, float] | None:
+    """From the first to the last offer of a measured request."""
+    requests = tables.requests
+    offers = requests["offer_time"][requests["measured"] & ~np.isnan(requests["offer_time"])]
+    if len(offers) == 0:
+        return None
+    return float(offers.min()), float(offers.max())
+
+
+def traffic_weighted_mean(timeline: dict[str, np.ndarray], column: str, start: float, end: float) -> float:
+    time = timeline["time"]
+    following = np.append(time[1:], end)
+    duration = np.clip(following, start, end) - np.clip(time, start, end)
+    values = timeline[column]
+    weight = duration * timeline["inter_rack_gbps"]
+    known = ~np.isnan(values) & (weight > 0)
+    return float((weight[known] * values[known]).sum() / weight[known].sum()) if known.any() else float("nan")
+
+
+def job_metrics(tables: RunTables, network: Network) -> dict[str, float]:
+    requests = tables.requests
+    offered = requests["measured"] & (requests["outcome"] != "skipped")
+    n_offered = int(offered.sum())
+    if not n_offered:
+        return {"blocking_probability": float("nan")}
+    blocked = offered & (requests["outcome"] != "accepted")
+    columns = {"blocking_probability": float(blocked.sum() / n_offered)}
+    if "vms" not in requests:
+        return columns
+    columns["reconfigurations_per_job"] = float(requests["reconfigurations"][offered].mean())
+    columns["inter_rack_gbps_per_job"] = float(
+        requests["inter_rack_gbps"][offered & ~blocked].mean()) if (offered & ~blocked).any() else float("nan")
+    window = measured_window(tables)
+    if "latency_us" in tables.timeline and window is not None:
+        columns["latency_us"] = traffic_weighted_mean(tables.timeline, "latency_us", *window)
+        columns["packet_loss"] = traffic_weighted_mean(tables.timeline, "packet_loss", *window)
+    return columns
+
+
+@hookimpl
+def register_metrics(register):
+    register(
+        "jobs",
+        job_metrics,
+        description="blocking_probability over the measured requests; for jobs also reconfigurations_per_job, "
+        "inter_rack_gbps_per_job, latency_us and packet_loss (M/M/1/K per link)",
+    )

@@ -1,0 +1,124 @@
+"""Distributed-ML jobs of the OCS paper: VMs with bandwidth between them.
+
+Jobs arrive as a Poisson process (``rate`` per time unit) and hold their
+resources for an exponential time with mean ``load / rate``, so ``load`` is
+the offered load in Erlangs (the paper's 54..78). A job has 10..21 VMs, each
+of one of four types drawn uniformly (cores, GB memory, GB disk), ordered
+from the most to the least demanding, as the paper suggests. The
+communication pattern decides which VM pairs exchange traffic, each pair at
+a rate uniform in [min_gbps, max_gbps]: ``ring`` (ring all-reduce: VM k
+sends to VM k+1, the last to the first) or ``all`` (every pair, from the
+earlier VM to the later). The first ``warmup`` jobs are left out of the
+metrics. See docs/scenarios/ocs.md.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from dcbench import Network, Param, RequestSequence, hookimpl
+
+# (cores, GB memory, GB disk), from the paper's section 5.
+VM_TYPES = np.array([[4, 15, 80], [16, 32, 320], [16, 122, 320], [16, 122, 3200]], dtype=np.float64)
+PATTERNS = ("ring", "all")
+
+PARAMS = [
+    Param("load", float, 66.0, "offered load in Erlangs: mean holding time × arrival rate", minimum=1e-9),
+    Param("rate", float, 1.0, "job arrivals per time unit", minimum=1e-9),
+    Param("min_vms", int, 10, "fewest VMs in a job", minimum=1),
+    Param("max_vms", int, 21, "most VMs in a job", minimum=1),
+    Param("min_gbps", float, 6.0, "slowest flow between two VMs (Gbps)", minimum=0),
+    Param("max_gbps", float, 8.0, "fastest flow between two VMs (Gbps)", minimum=0),
+    Param("pattern", str, "ring", "which VM pairs communicate", choices=PATTERNS),
+    Param("warmup", int, None, "jobs left out of the metrics at the start (default: 5 × load)", minimum=0),
+    Param("packet_bytes", int, 296, "packet size of the M/M/1/K latency and loss model", minimum=1),
+    Param("buffer", int, 15, "packets a link holds at most in the M/M/1/K model (K)", minimum=1),
+]
+
+
+@dataclass(frozen=True)
+class VMJobsWorkload:
+    load: float = 66.0
+    rate: float = 1.0
+    min_vms: int = 10
+    max_vms: int = 21
+    min_gbps: float = 6.0
+    max_gbps: float = 8.0
+    pattern: str = "ring"
+    warmup: int | None = None
+    packet_bytes: int = 296
+    buffer: int = 15
+    kind: str = "job"
+
+    def __post_init__(self) -> None:
+        if self.min_vms > self.max_vms:
+            raise ValueError("min_vms must not exceed max_vms")
+        if self.min_gbps > self.max_gbps:
+            raise ValueError("min_gbps must not exceed max_gbps")
+
+    @property
+    def warmup_jobs(self) -> int:
+        return self.warmup if self.warmup is not None else int(round(5 * self.load))
+
+    def default_requests(self, network: Network) -> int:
+        """The warm-up, then 5,000 measured jobs."""
+        return self.warmup_jobs + 5_000
+
+    def generate(self, network: Network, requests: int, rng: np.random.Generator) -> RequestSequence:
+        if network.resources != ("cpu", "mem", "disk"):
+            raise ValueError(f"vmjobs needs servers with cpu, mem and disk; this topology has "
+                             f"{', '.join(network.resources)}")
+        gaps = rng.exponential(1.0 / self.rate, size=requests)
+        holding = rng.exponential(self.load / self.rate, size=requests)
+        sizes = rng.integers(self.min_vms, self.max_vms, size=requests, endpoint=True)
+        vm_offsets = np.concatenate([[0], np.cumsum(sizes)])
+        n_vms = int(vm_offsets[-1])
+        types = rng.integers(0, len(VM_TYPES), size=n_vms)
+        job_of_vm = np.repeat(np.arange(requests), sizes)
+        # Most demanding first: the types are listed in increasing demand.
+        types = types[np.lexsort((-types, job_of_vm))]
+        vm_demand = VM_TYPES[types]
+
+        local = np.arange(n_vms) - np.repeat(vm_offsets[:-1], sizes)  # a VM's number within its job
+        if self.pattern == "ring":
+            in_ring = np.repeat(sizes > 1, sizes)
+            size_of_vm = np.repeat(sizes, sizes)
+            source = local[in_ring]
+            target = np.where(source + 1 == size_of_vm[in_ring], 0, source + 1)
+            pairs_per_job = np.where(sizes > 1, sizes, 0)
+        else:
+            pairs = {size: np.triu_indices(size, k=1) for size in np.unique(sizes).tolist()}
+            source = np.concatenate([pairs[size][0] for size in sizes.tolist()] or [np.zeros(0, int)])
+            target = np.concatenate([pairs[size][1] for size in sizes.tolist()] or [np.zeros(0, int)])
+            pairs_per_job = sizes * (sizes - 1) // 2
+        flow_offsets = np.concatenate([[0], np.cumsum(pairs_per_job)])
+        flows = np.empty((int(flow_offsets[-1]), 3))
+        flows[:, 0], flows[:, 1] = source, target
+        flows[:, 2] = rng.uniform(self.min_gbps, self.max_gbps, size=len(flows))
+
+        demand = np.add.reduceat(vm_demand, vm_offsets[:-1], axis=0)
+        return RequestSequence(
+            kind="job",
+            gaps=gaps,
+            holding=holding,
+            demand=demand,
+            measured=np.arange(requests) >= self.warmup_jobs,
+            vm_offsets=vm_offsets,
+            vm_demand=vm_demand,
+            flow_offsets=flow_offsets,
+            flows=flows,
+            extra={"packet_bytes": self.packet_bytes, "buffer_packets": self.buffer},
+        )
+
+
+@hookimpl
+def register_workloads(register):
+    register(
+        "vmjobs",
+        VMJobsWorkload,
+        description="OCS paper's jobs: 10..21 VMs of four types, 6..8 Gbps per communicating pair, "
+        "Poisson arrivals, load in Erlangs",
+        params=PARAMS,
+    )

@@ -1,0 +1,205 @@
+"""The job builder, the job check and the engine on jobs (OCS circuits)."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from dcbench import (Allocation, JobAllocator, JobBuilder, Network, Request, RequestSequence, Route, State, Swap,
+                     check_allocation, get_registry, simulate)
+from dcbench.allocation import circuit_changes
+from dcbench.plugins.allocators.random_server import RandomAllocator
+
+SMALL_VM = [4, 15, 80]
+BIG_VM = [16, 122, 3200]
+
+
+def ocs(spec="ocs:4,servers=2"):
+    return Network.compile(get_registry().build("topology", spec).obj)
+
+
+def job(vms, flows, request_id=0):
+    vms = np.asarray(vms, dtype=float)
+    return Request(request_id, 0.0, 10.0, vms.sum(axis=0), "job", "all", vms,
+                   np.asarray(flows, dtype=float).reshape(-1, 3))
+
+
+def job_sequence(jobs, holding, gaps=None):
+    """A RequestSequence of jobs given as (vms, flows) pairs."""
+    vm_offsets = np.cumsum([0] + [len(v) for v, _ in jobs])
+    flow_offsets = np.cumsum([0] + [len(f) for _, f in jobs])
+    vm_demand = np.concatenate([np.asarray(v, float) for v, _ in jobs])
+    flows = np.concatenate([np.asarray(f, float).reshape(-1, 3) for _, f in jobs])
+    demand = np.add.reduceat(vm_demand, vm_offsets[:-1], axis=0)
+    n = len(jobs)
+    return RequestSequence("job", np.ones(n) if gaps is None else np.asarray(gaps, float),
+                           np.asarray(holding, float), demand, vm_offsets=vm_offsets, vm_demand=vm_demand,
+                           flow_offsets=flow_offsets, flows=flows,
+                           extra={"packet_bytes": 296, "buffer_packets": 15})
+
+
+class Fixed(JobAllocator):
+    """Places VM k on rack ``racks[k]``."""
+
+    def __init__(self, racks, reconfigure=True):
+        self.racks = racks
+        self.reconfigure = reconfigure
+
+    def choose_rack(self, builder, allowed):
+        return self.racks[builder.step]
+
+
+def allocate(network, request, racks, reconfigure=True, state=None):
+    allocator = Fixed(racks, reconfigure)
+    allocator.reset(network, np.random.default_rng(0))
+    return allocator.allocate(request, (state or State(network)).read_only())
+
+
+def test_vms_in_one_rack_use_no_circuit_and_are_spread_over_its_servers():
+    network = ocs()
+    request = job([SMALL_VM, SMALL_VM], [[0, 1, 7.0], [1, 0, 7.0]])
+    result = allocate(network, request, [2, 2])
+    assert result.routes == () and result.reconfigure == ()
+    assert network.racks[result.vm_servers].tolist() == [2, 2]
+    assert len(set(result.vm_servers.tolist())) == 2  # balanced: the second VM takes the emptier server
+    assert check_allocation(result, request, State(network))[0] is None
+
+
+def test_a_flow_between_racks_takes_the_direct_circuit():
+    network = ocs()
+    request = job([SMALL_VM, SMALL_VM], [[0, 1, 7.0]])
+    result = allocate(network, request, [0, 1])
+    (route,) = result.routes
+    assert (route.a, route.b, route.amount) == (int(network.rack_node[0]), int(network.rack_node[1]), 7.0)
+    problem, usage = check_allocation(result, request, State(network))
+    assert problem is None and usage[network.link_between(route.a, route.b)] == 7.0
+
+
+def test_a_flow_that_does_not_fit_is_blocked_without_reconfiguration():
+    network = ocs("ocs:4,servers=2,ports=3,reconfigurable=no")  # one 40 Gbps circuit per pair
+    request = job([SMALL_VM, SMALL_VM], [[0, 1, 50.0]])
+    result = allocate(network, request, [0, 1])
+    assert result.reason == "no_bandwidth"
+
+
+def test_reconfiguration_adds_a_circuit_from_idle_ones_and_keeps_every_port():
+    network = ocs("ocs:4,servers=2,ports=3")  # one circuit per ordered pair
+    request = job([SMALL_VM, SMALL_VM], [[0, 1, 50.0]])
+    result = allocate(network, request, [0, 1])
+    assert len(result.reconfigure) == 1
+    a, b, c, d = result.reconfigure[0]
+    assert (a, d) == (0, 1)
+    state = State(network)
+    problem, _ = check_allocation(result, request, state)
+    assert problem is None
+    _, change = circuit_changes(network, result.reconfigure, state.free_links)
+    capacity = network.link_capacity + change
+    circuits = np.zeros((4, 4))
+    for link, (x, y) in enumerate(network.link_ends.tolist()):
+        circuits[np.flatnonzero(network.rack_node == x)[0], np.flatnonzero(network.rack_node == y)[0]] = \
+            capacity[link] / 40
+    assert circuits[0, 1] == 2
+    assert circuits.sum(axis=1).tolist() == [3] * 4 and circuits.sum(axis=0).tolist() == [3] * 4
+    # and the allocator that may not reconfigure is blocked
+    assert allocate(network, request, [0, 1], reconfigure=False).reason == "no_bandwidth"
+
+
+def test_a_circuit_in_use_is_never_moved():
+    network = ocs("ocs:4,servers=2,ports=3")  # one circuit per ordered pair
+    state = State(network)
+    for x, y in ((0, 2), (0, 3)):  # busy: every circuit out of 0 other than 0->1
+        state.free_links[network.link_between(network.rack_node[x], network.rack_node[y])] -= 1.0
+    request = job([SMALL_VM, SMALL_VM], [[0, 1, 50.0]])
+    assert allocate(network, request, [0, 1], state=state).reason == "no_bandwidth"
+    forged = Allocation(np.array([0, 2]), np.array([SMALL_VM, SMALL_VM], float), (), np.array([0, 2]),
+                        (Swap(0, 2, 3, 1),))
+    problem, _ = check_allocation(forged, job([SMALL_VM, SMALL_VM], []), state)
+    assert "not idle" in problem
+
+
+@pytest.mark.parametrize("mutate, fragment", [
+    (lambda a: dataclasses.replace(a, vm_servers=None), "vm_servers"),
+    (lambda a: dataclasses.replace(a, vm_servers=np.array([0, 99])), "out of range"),
+    (lambda a: dataclasses.replace(a, amounts=a.amounts * 2), "sum of each one's VMs"),
+    (lambda a: dataclasses.replace(a, routes=()), "exchange 7 Gbps"),
+    (lambda a: dataclasses.replace(a, routes=(a.routes[0]._replace(amount=3.0),)), "exchange 7 Gbps"),
+    (lambda a: dataclasses.replace(a, routes=(a.routes[0]._replace(links=(a.routes[0].links[0] + 1,)),)), "not a path"),
+    (lambda a: dataclasses.replace(a, routes=(Route(a.routes[0].b, a.routes[0].a, a.routes[0].links, 7.0),)),
+     "does not join"),
+    (lambda a: dataclasses.replace(a, reconfigure=(Swap(0, 1, 1, 0),)), "distinct racks"),
+    (lambda a: dataclasses.replace(a, reconfigure=(Swap(0, 1, 2, 3),)), "cannot be reconfigured"),
+])
+def test_invalid_job_allocations_are_named(mutate, fragment):
+    network = ocs("ocs:4,servers=2" + (",reconfigurable=no" if "reconfigured" in fragment else ""))
+    request = job([SMALL_VM, SMALL_VM], [[0, 1, 7.0]])
+    valid = allocate(network, request, [0, 1])
+    assert check_allocation(valid, request, State(network))[0] is None
+    problem, _ = check_allocation(mutate(valid), request, State(network))
+    assert problem is not None and fragment in problem
+
+
+def test_a_vm_too_big_for_any_server_of_the_rack_fails_the_job():
+    network = ocs("ocs:2,servers=1")
+    request = job([BIG_VM, BIG_VM], [])
+    assert allocate(network, request, [0, 0]).reason == "no_server"
+
+
+def test_the_engine_commits_circuit_swaps_and_releases_only_the_traffic():
+    network = ocs("ocs:4,servers=2,ports=3")
+    sequence = job_sequence([([SMALL_VM, SMALL_VM], [[0, 1, 50.0]])], [5.0])
+    state = State(network)
+    tables = simulate(network, sequence, Fixed([0, 1]), np.random.default_rng(0), state=state, drain=True)
+    assert tables.requests["outcome"].tolist() == ["accepted"]
+    assert tables.requests["reconfigurations"].tolist() == [1]
+    assert tables.requests["inter_rack_gbps"].tolist() == [50.0]
+    # the new circuit stays; everything reserved came back
+    assert np.array_equal(state.free_links, state.link_capacity)
+    assert not np.array_equal(state.link_capacity, network.link_capacity)
+    assert state.link_capacity.sum() == network.link_capacity.sum()
+    assert np.array_equal(state.free_resources, network.server_capacity)
+    assert np.isfinite(tables.timeline["latency_us"][0]) and tables.timeline["latency_us"][0] > 0
+
+
+def circuits_per_port(network, capacity):
+    out = np.zeros(network.n_racks)
+    into = np.zeros(network.n_racks)
+    rack_of = {int(n): r for r, n in enumerate(network.rack_node.tolist())}
+    for link, (a, b) in enumerate(network.link_ends.tolist()):
+        out[rack_of[a]] += capacity[link]
+        into[rack_of[b]] += capacity[link]
+    return out, into
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 10_000), load=st.sampled_from([4.0, 12.0, 30.0]),
+       pattern=st.sampled_from(["ring", "all"]), tors=st.sampled_from([3, 5]))
+def test_jobs_never_overbook_and_every_port_stays_in_use(seed, load, pattern, tors):
+    network = ocs(f"ocs:{tors},servers=2,ports=4")
+    workload = get_registry().build("workload", f"vmjobs:load={load},min_vms=2,max_vms=6,pattern={pattern},"
+                                    "min_gbps=10,max_gbps=30,warmup=0").obj
+    sequence = workload.generate(network, 40, np.random.default_rng(seed))
+    state = State(network)
+    out_ports, in_ports = circuits_per_port(network, network.link_capacity)
+
+    class Checking(RandomAllocator):
+        def allocate(self, request, view):
+            assert (view.free_links >= -1e-9).all() and (view.free_links <= view.link_capacity + 1e-9).all()
+            assert (view.free_resources >= -1e-9).all()
+            out, into = circuits_per_port(network, view.link_capacity)
+            assert np.allclose(out, out_ports) and np.allclose(into, in_ports)
+            return super().allocate(request, view)
+
+    tables = simulate(network, sequence, Checking(), np.random.default_rng(seed), state=state, drain=True)
+    assert (tables.requests["reason"] != "invalid_allocation").all()
+    assert np.allclose(state.free_links, state.link_capacity)
+    assert np.allclose(state.free_resources, network.server_capacity)
+
+
+def test_the_builder_refuses_a_pool_request():
+    network = ocs()
+    builder = JobBuilder(network)
+    pool = Request(0, 0.0, 1.0, np.array([1.0, 1.0, 1.0]))
+    with pytest.raises(Exception, match="not a job"):
+        builder.start(pool, State(network))

@@ -1,0 +1,88 @@
+"""CCF, JCB, and the pool heuristics on jobs."""
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from dcbench import State
+from dcbench.cli import cli
+from dcbench.plugins.allocators.ccf import CCFAllocator
+from dcbench.plugins.allocators.jcb import JCBAllocator
+from tests.core.test_jobs import SMALL_VM, job, ocs
+
+
+def place(allocator, network, request, state):
+    allocator.reset(network, np.random.default_rng(0))
+    return allocator.allocate(request, state.read_only())
+
+
+def test_ccf_puts_each_vm_on_the_rack_with_the_most_free_cpu():
+    network = ocs("ocs:4,servers=2")
+    state = State(network)
+    state.free_resources[network.racks == 0, 0] = 8   # rack 0 has the least CPU
+    state.free_resources[network.racks == 2, 0] = 31  # rack 2 a little less than racks 1 and 3
+    result = place(CCFAllocator(), network, job([SMALL_VM] * 3, []), state)
+    # 64 free on 1 and 3, 62 on 2: 1 (lowest index), then 3, then 2 (62 > 60); never 0
+    assert network.racks[result.vm_servers].tolist() == [1, 3, 2]
+
+
+def test_jcb_keeps_a_job_together_and_starts_in_the_emptiest_rack():
+    network = ocs("ocs:4,servers=4")
+    state = State(network)
+    state.free_resources[network.racks == 0] /= 2
+    ring = [[k, (k + 1) % 4, 7.0] for k in range(4)]
+    result = place(JCBAllocator(), network, job([SMALL_VM] * 4, ring), state)
+    assert set(network.racks[result.vm_servers].tolist()) == {1}
+    assert result.routes == ()
+
+
+def test_jcb_spills_to_a_rack_whose_direct_circuits_have_room():
+    network = ocs("ocs:3,servers=1,ports=2")
+    state = State(network)
+    # rack 0 can take one more VM; 0<->1 circuits are full, 0<->2 free
+    state.free_resources[0] = [4, 15, 80]
+    for a, b in ((0, 1), (1, 0)):
+        state.free_links[network.link_between(network.rack_node[a], network.rack_node[b])] = 0.0
+    state.free_resources[2, 0] = 20  # rack 2 has less CPU than rack 1: only the bandwidth rule picks it
+
+    class FirstOnRackZero(JCBAllocator):
+        def choose_rack(self, builder, allowed):
+            return 0 if builder.step == 0 else super().choose_rack(builder, allowed)
+
+    result = place(FirstOnRackZero(), network, job([SMALL_VM, SMALL_VM], [[0, 1, 7.0], [1, 0, 7.0]]), state)
+    assert network.racks[result.vm_servers].tolist() == [0, 2]
+
+
+@pytest.mark.parametrize("allocator", ["random", "tetris", "ccf", "ccf:reconfigure=no", "jcb"])
+def test_every_job_allocator_serves_a_small_ocs_run(runner, allocator):
+    result = runner.run(allocator, "ocs:4,servers=4", "vmjobs:load=20,warmup=20,min_gbps=15,max_gbps=30",
+                        requests=150, seed=2)
+    assert result.summary["invalid_allocations"] == 0
+    assert 0 < result.summary["blocking_probability"] < 1
+    if "reconfigure=no" in allocator:
+        assert result.summary["reconfigurations_per_job"] == 0
+
+
+def test_reconfiguration_lowers_ccf_blocking_on_the_papers_network(runner):
+    spec = "vmjobs:load=54,warmup=100"
+    fixed = runner.run("ccf:reconfigure=no", "ocs:16", spec, requests=600, seed=0).summary
+    flexible = runner.run("ccf", "ocs:16", spec, requests=600, seed=0).summary
+    assert flexible["reconfigurations_per_job"] > 0
+    assert flexible["blocking_probability"] < fixed["blocking_probability"]
+
+
+@pytest.mark.parametrize("args, fragment", [
+    (["--allocator", "nalb", "--topology", "ocs:4"], "allocators for job demands: ccf, jcb, random, tetris"),
+    (["--allocator", "ccf", "--topology", "tiered:8,1x4"], "serves job demands but workload 'uniform'"),
+    (["--allocator", "ccf", "--topology", "ocs:4", "--workload", "uniform"], "use its default workload 'vmjobs'"),
+])
+def test_the_cli_refuses_a_demand_kind_an_allocator_or_topology_cannot_serve(tmp_path, args, fragment):
+    result = CliRunner().invoke(cli, ["run", *args, "--out", str(tmp_path)])
+    assert result.exit_code == 2
+    assert fragment in result.output and "Traceback" not in result.output
+    assert not any(tmp_path.iterdir())
+
+
+def test_list_says_which_demands_each_allocator_serves():
+    output = CliRunner().invoke(cli, ["list", "allocators"]).output
+    assert "serves: job" in output and "serves: pool, job" in output

@@ -1,0 +1,65 @@
+import numpy as np
+import pytest
+
+from dcbench import Network, SpecError, get_registry
+from dcbench.plugins.topologies.ocs import initial_circuits
+
+
+def compile_(spec):
+    return Network.compile(get_registry().build("topology", spec).obj)
+
+
+def circuit_matrix(network):
+    tors = network.n_racks
+    matrix = np.zeros((tors, tors))
+    rack_of = {int(n): r for r, n in enumerate(network.rack_node.tolist())}
+    for link, (a, b) in enumerate(network.link_ends.tolist()):
+        matrix[rack_of[a], rack_of[b]] = network.link_capacity[link] / network.info["port_gbps"]
+    return matrix
+
+
+def test_the_papers_16_tor_network_is_all_to_all():
+    network = compile_("ocs:16")
+    assert network.n_servers == 16 * 32 and network.n_racks == 16
+    assert network.resources == ("cpu", "mem", "disk")
+    assert network.server_capacity[0].tolist() == [32, 256, 3584]
+    assert network.directed and network.link_unit == "Gbps" and network.demand_kinds == ("job",)
+    circuits = circuit_matrix(network)
+    off_diagonal = ~np.eye(16, dtype=bool)
+    assert (circuits[off_diagonal] == 1).all()
+    assert network.link_capacity.max() == 40.0
+
+
+@pytest.mark.parametrize("tors, ports", [(32, 15), (64, 15), (8, 15), (5, 2)])
+def test_every_port_is_used_and_the_spread_is_even(tors, ports):
+    circuits = initial_circuits(tors, ports)
+    assert circuits.sum(axis=1).tolist() == [ports] * tors
+    assert circuits.sum(axis=0).tolist() == [ports] * tors
+    assert np.diagonal(circuits).sum() == 0
+    per_pair = circuits[~np.eye(tors, dtype=bool)]
+    # as even as possible: pairs differ by at most one circuit when ports >= tors - 1
+    if ports >= tors - 1:
+        assert per_pair.max() - per_pair.min() <= 1
+    else:
+        assert per_pair.max() == 1
+
+
+def test_scaled_networks_and_parameters():
+    network = compile_("ocs:32,servers=64,ports=15,port_gbps=100,reconfigurable=no")
+    assert network.n_servers == 32 * 64
+    assert network.info["reconfigurable"] is False and network.link_capacity.max() == 100.0
+    assert network.racks.tolist()[:65] == [0] * 64 + [1]
+
+
+@pytest.mark.parametrize("spec, fragment", [
+    ("ocs:1", "tors"), ("ocs:16,ports=0", "ports"), ("ocs:16,reconfigurable=maybe", "yes or no"),
+    ("ocs:16,max_hops=3", "max_hops"),
+])
+def test_bad_parameters_are_named(spec, fragment):
+    with pytest.raises(SpecError, match=fragment):
+        get_registry().build("topology", spec)
+
+
+def test_jobs_only(runner):
+    with pytest.raises(Exception, match="serves job demands but workload 'uniform' makes pool"):
+        runner.resolve("random", "ocs:4", "uniform")

@@ -279,7 +279,11 @@ def train(allocator: str, topology: str, workload: str | None, steps: int | None
     if "trainer" not in entry.extra:
         learned = sorted(n for n, e in registry.entries("allocator").items() if "trainer" in e.extra)
         raise UserError(f"allocator {entry.name!r} is not trained; trainable allocators: {', '.join(learned) or 'none'}")
-    Runner(registry).resolve(entry.name, topology, workload)  # check the scenario before training
+    plan = Runner(registry).resolve("random", topology, workload)  # check the scenario before training
+    kind = getattr(plan["workload_obj"], "kind", "pool")
+    if kind not in entry.extra.get("demands", ("pool",)):
+        raise UserError(f"{entry.name} learns {'/'.join(entry.extra.get('demands', ('pool',)))} demands; "
+                        f"workload {plan['workload'].split(':')[0]!r} makes {kind} demands")
     trainer = PluginEntry("trainer", entry.name, entry.extra["trainer"], plugin=entry.plugin).load()
     if steps is not None and steps < 1:
         raise UserError(f"--steps must be at least 1, got {steps}")
@@ -294,7 +298,12 @@ def train(allocator: str, topology: str, workload: str | None, steps: int | None
                       f"value {row['value_loss']:.3f}  entropy {row['entropy']:.3f}")
             progress.update(task, completed=row["steps"], status=status)
 
-        path = trainer(topology=topology, workload=workload, steps=steps, seed=seed, out=out, progress=report)
+        from dcbench.spec import Spec
+
+        options = dict(Spec.parse(allocator).kwargs)
+        extra = {"options": options} if options else {}
+        path = trainer(topology=topology, workload=workload, steps=steps, seed=seed, out=out, progress=report,
+                       **extra)
     click.echo(f"checkpoint: {path}")
 
 

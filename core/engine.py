@@ -147,15 +147,16 @@ class Simulation:
         self._tier_util[row] = self._tier_used
         if self._qos:
             self._traffic_log[row] = self._traffic
-            self._latency_log[row], self._loss_log[row] = self._network_qos()
+            self._latency_log[row], self._loss_log[row] = self.network_qos()
         self._row = row + 1
 
-    def _network_qos(self) -> tuple[float, float]:
-        """Mean packet latency (µs) and loss over the inter-rack traffic now.
+    def network_qos(self) -> tuple[float, float]:
+        """Mean packet latency (µs) and loss over the inter-rack traffic now
+        (NaN when there is none, or the workload has no packet model).
 
         Weighting every link by the traffic it carries makes the mean over
         packets: Σ_flows rate · Σ_hops delay = Σ_links load · delay."""
-        if self._traffic <= 0:
+        if not self._qos or self._traffic <= 0:
             return np.nan, np.nan
         state = self.state
         load = state.link_capacity - state.free_links

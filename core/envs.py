@@ -5,12 +5,19 @@
     import gymnasium, dcbench.envs
     env = gymnasium.make("dcbench/Allocation-v0", topology="tiered:32,1x4", requests=32)
 
-A step chooses one server for the current pool request (the pool builder's
-step); the episode is the engine's own loop (`dcbench.engine.Simulation`), so
-a policy acting in the environment and the same policy acting as an
-allocator in ``dcbench run`` make the same decisions on the same seed.
-Rewards are the papers': +10 when a request is accepted, −10 when it fails,
-0 otherwise.
+For pools, a step chooses one server for the current request (the pool
+builder's step); for jobs (``workload="vmjobs..."`` on an ``ocs`` topology) a
+step chooses the rack of the current VM (the job builder's step, the OCS
+paper's multi-step formulation). The episode is the engine's own loop
+(`dcbench.engine.Simulation`), so a policy acting in the environment and the
+same policy acting as an allocator in ``dcbench run`` make the same
+decisions on the same seed.
+
+Rewards for pools are the tiered papers': +10 when a request is accepted,
+−10 when it fails, 0 otherwise. For jobs they are the OCS paper's Eq. 1,
+known only once the job is settled: the step that settles a job returns the
+sum of the rewards of all its steps, and ``info["step_rewards"]`` lists them
+one per step (what an actor-critic learner stores per sample).
 """
 
 from __future__ import annotations
@@ -22,6 +29,7 @@ import numpy as np
 
 from dcbench.allocation import Reject, State
 from dcbench.engine import Simulation
+from dcbench.jobs import PLACED, JobBuilder
 from dcbench.network import Network
 from dcbench.pool import PoolBuilder
 from dcbench.runner import Runner
@@ -100,32 +108,159 @@ class PoolFeatures:
         }
 
 
+RACK_FEATURES = ("free_share_cpu", "free_share_mem", "free_share_disk", "it_if_placed", "job_vms_here")
+LINK_FEATURES = ("free_share", "capacity_share")
+
+
+class JobFeatures:
+    """The observation of a job step (a rack for the current VM).
+
+    - ``rack_state`` (2 · racks): the OCS paper's state. For each rack, if
+      the VM went there: the smallest residual share, over CPU, memory and
+      disk, of the rack's free capacity; and the bottleneck residual share of
+      the rack's circuit bundles in and out, after the VM's flows to the VMs
+      already placed. −1 where the rack has no server for the VM, or its
+      direct circuits cannot carry those flows.
+    - node features (racks × 5): the rack's free share of each resource,
+      the first state value, the share of this job's VMs placed there;
+    - edge features (links × 2): free share of each circuit bundle, and its
+      capacity over the most a bundle can have (all of a ToR's ports);
+    - global features (4): committed share of CPU, memory, disk; the share
+      of the job's VMs placed so far;
+    - the action mask: racks with a server for the VM.
+    """
+
+    def __init__(self, network: Network, builder: JobBuilder):
+        self.network = network
+        self.builder = builder
+        self.n_racks = network.n_racks
+        self.total = network.server_capacity.sum(axis=0)
+        full = float(network.info.get("ports", 1)) * float(network.info.get("port_gbps", 1.0))
+        self.full_bundle = full if full > 0 else 1.0
+        self.out_links = builder.rack_link
+        self.in_links = builder.rack_link.T.copy()
+
+    def space(self) -> gym.spaces.Dict:
+        racks, links = self.n_racks, self.network.n_links
+        return gym.spaces.Dict({
+            "rack_state": gym.spaces.Box(-1.0, 1.0, (2 * racks,), np.float32),
+            "node_features": gym.spaces.Box(-1.0, 1.0, (racks, len(RACK_FEATURES)), np.float32),
+            "edge_features": gym.spaces.Box(0.0, 1.0, (links, len(LINK_FEATURES)), np.float32),
+            "global_features": gym.spaces.Box(0.0, 1.0, (4,), np.float32),
+            "action_mask": gym.spaces.Box(0, 1, (racks,), np.int8),
+        })
+
+    def rack_state(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The paper's two values per rack (IT, bandwidth) and the mask."""
+        builder = self.builder
+        fits = builder.rack_fits()
+        it = ((builder.rack_free - builder.vm) / builder.rack_capacity).min(axis=1)
+        it = np.where(fits, np.clip(it, 0.0, 1.0), -1.0)
+        free = builder.free_links
+        capacity = builder.link_capacity
+        # Free bandwidth of every rack's bundles, out (u -> v) and in (v -> u), after this job's placed traffic.
+        out_free = free[self.out_links] - builder.pending
+        in_free = free[self.in_links] - builder.pending.T
+        feasible = np.ones(self.n_racks, dtype=bool)
+        for other, rate, outgoing in builder.partners():
+            column = (out_free if outgoing else in_free)[:, other].copy()
+            column[other] = np.inf  # same rack: no circuit
+            feasible &= column >= rate - 1e-9
+            if outgoing:
+                out_free[:, other] -= rate
+            else:
+                in_free[:, other] -= rate
+            out_free[other, other] = in_free[other, other] = 0.0
+        out_capacity = capacity[self.out_links]
+        in_capacity = capacity[self.in_links]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            out_share = np.where(out_capacity > 0, out_free / out_capacity, np.inf)
+            in_share = np.where(in_capacity > 0, in_free / in_capacity, np.inf)
+        bottleneck = np.minimum(out_share.min(axis=1), in_share.min(axis=1))
+        bottleneck = np.where(np.isfinite(bottleneck), np.clip(bottleneck, 0.0, 1.0), 0.0)
+        bandwidth = np.where(feasible & fits, bottleneck, -1.0)
+        return it, bandwidth, fits
+
+    def observe(self, builder: JobBuilder, state: State) -> dict[str, np.ndarray]:
+        it, bandwidth, fits = self.rack_state()
+        n_vms = len(builder.vms)
+        nodes = np.empty((self.n_racks, len(RACK_FEATURES)), dtype=np.float32)
+        nodes[:, :3] = builder.rack_free / builder.rack_capacity
+        nodes[:, 3] = it
+        nodes[:, 4] = np.bincount(builder.host_racks, minlength=self.n_racks) / n_vms
+        capacity = builder.link_capacity[:-1]
+        edges = np.empty((self.network.n_links, len(LINK_FEATURES)), dtype=np.float32)
+        edges[:, 0] = np.divide(builder.free_links[:-1], capacity, out=np.zeros_like(capacity), where=capacity > 0)
+        edges[:, 1] = capacity / self.full_bundle
+        used = 1.0 - state.free_resources.sum(axis=0) / self.total
+        return {
+            "rack_state": np.concatenate([it, bandwidth]).astype(np.float32),
+            "node_features": nodes,
+            "edge_features": edges,
+            "global_features": np.array([*used, builder.step / n_vms], dtype=np.float32),
+            "action_mask": fits.astype(np.int8),
+        }
+
+
+def job_step_rewards(steps: int, blocked_at: int | None, latency_ns: float, reconfigured: bool,
+                     alpha: float = 100.0, reconfiguration_cost: float = 25.0, vms: int | None = None) -> list[float]:
+    """The OCS paper's Eq. 1 for the ``steps`` decisions taken for one job
+    of ``vms`` VMs (K; ``steps`` by default).
+
+    Blocked at step k (0-based, the last decision taken: a job whose next
+    VM fits nowhere, or whose traffic cannot be routed, is blocked at the
+    decision before): −K for step k, 0.5 for the steps before it. Served:
+    1 + α / l for every step, minus Φ_reconf if the job needed a
+    reconfiguration; l is the network-wide mean latency in nanoseconds right
+    after the job is committed.
+    """
+    if blocked_at is not None:
+        return [0.5] * blocked_at + [-float(vms if vms is not None else steps)]
+    reward = 1.0 + (alpha / latency_ns if latency_ns > 0 else 0.0)
+    if reconfigured:
+        reward -= reconfiguration_cost
+    return [reward] * steps
+
+
 class AllocationEnv(gym.Env):
-    """One server per step for the pool requests of a scenario.
+    """One server per step for the pool requests of a scenario, or one rack
+    per VM for its jobs.
 
     ``reset(seed=s)`` draws the request sequence exactly as ``dcbench run
     --seed s --requests N`` does. An action outside the mask fails the
-    request (reward −10, ``info["invalid_action"]``).
+    request (``info["invalid_action"]``). For jobs, ``alpha`` and
+    ``reconfiguration_cost`` are the α and Φ_reconf of the paper's reward.
     """
 
     metadata = {"render_modes": []}
 
     def __init__(self, topology: str = "tiered:32,1x4", workload: str | None = None, requests: int = 32,
-                 runner: Runner | None = None):
+                 runner: Runner | None = None, alpha: float = 100.0, reconfiguration_cost: float = 25.0,
+                 reconfigure: bool = True):
         runner = runner or Runner()
         plan = runner.resolve("random", topology, workload, requests)
         self.network: Network = plan["network"]
         self.workload = plan["workload_obj"]
-        if self.workload.kind != "pool":
-            raise ValueError(f"workload {plan['workload']} makes {self.workload.kind} demands; "
-                             "this environment steps pool requests")
+        self.kind = self.workload.kind
         self.requests = plan["requests"]
         self.spec_text = {"topology": plan["topology"], "workload": plan["workload"]}
-        self.features = PoolFeatures(self.network)
+        self.alpha = alpha
+        self.reconfiguration_cost = reconfiguration_cost
+        if self.kind == "job":
+            self.builder = JobBuilder(self.network, reconfigure)
+            self.features = JobFeatures(self.network, self.builder)
+            self.action_space = gym.spaces.Discrete(self.network.n_racks)
+        else:
+            self.features = PoolFeatures(self.network)
+            self.action_space = gym.spaces.Discrete(self.network.n_servers)
+            self.builder = PoolBuilder(self.network)
         self.observation_space = self.features.space()
-        self.action_space = gym.spaces.Discrete(self.network.n_servers)
-        self.builder = PoolBuilder(self.network)
         self.simulation: Simulation | None = None
+        self._open = False
+        # With no inter-rack traffic a packet would wait for nothing: the latency
+        # is then one packet's transmission time on a circuit.
+        packet_bits = 8.0 * getattr(self.workload, "packet_bytes", 296)
+        self.floor_latency_ns = packet_bits / float(self.network.info.get("port_gbps", 40.0))
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         super().reset(seed=seed)
@@ -140,7 +275,7 @@ class AllocationEnv(gym.Env):
         return self._observation(), {"reward_before_first_step": reward, "done": done}
 
     def _observation(self) -> dict[str, np.ndarray]:
-        if self.builder.request is None or self.simulation.request is None:
+        if not self._open or self.simulation.request is None:
             return {k: np.zeros(v.shape, v.dtype) for k, v in self.observation_space.spaces.items()}
         return self.features.observe(self.builder, self.simulation.view)
 
@@ -152,18 +287,66 @@ class AllocationEnv(gym.Env):
 
     def _advance(self) -> tuple[float, bool]:
         """Move to the next request that needs a decision; requests with no
-        allowed server are refused on the way (as `PoolAllocator` does)."""
+        allowed server (rack) are refused on the way, as the allocators do."""
         reward = 0.0
         while (request := self.simulation.next_request()) is not None:
             self.builder.start(request, self.simulation.view)
+            if self.kind == "job":
+                if self.builder.rack_fits().any():
+                    self._open = True
+                    return reward, False
+                self.builder.fail("no_server")
+                self.simulation.resolve(self.builder.result())
+                self.offered += 1
+                continue  # no decision was taken: no sample, no reward
             if self.builder.allowed().any():
+                self._open = True
                 return reward, False
             self.builder.fail("no_server")
             reward += self._resolve(self.builder.result())
-        self.builder.request = None
+        self._open = False
         return reward, True
 
+    def _step_job(self, action: int) -> tuple[float, dict[str, Any]]:
+        builder = self.builder
+        info: dict[str, Any] = {}
+        if not (0 <= action < self.network.n_racks and builder.rack_fits()[action]):
+            info["invalid_action"] = True
+            builder.fail("invalid_action")
+        else:
+            builder.place(action)
+            if builder.is_open and not builder.rack_fits().any():
+                builder.fail("no_server")
+        if builder.is_open:
+            return 0.0, info
+        actions = builder.step + bool(info.get("invalid_action"))  # decisions taken for this job
+        if builder.status == PLACED:
+            builder.route()
+        accepted = self.simulation.resolve(builder.result() if builder.status == "done" else Reject(builder.reason))
+        self.offered += 1
+        self.accepted += accepted
+        latency_ns = max(self.simulation.network_qos()[0] * 1e3, self.floor_latency_ns) if accepted else 0.0
+        rewards = job_step_rewards(actions, None if accepted else actions - 1, latency_ns,
+                                   accepted and bool(builder.swaps), self.alpha, self.reconfiguration_cost,
+                                   vms=len(builder.vms))
+        info.update(step_rewards=rewards, job_accepted=accepted,
+                    reconfigurations=len(builder.swaps) if accepted else 0)
+        return float(sum(rewards)), info
+
     def step(self, action):
+        if self.kind == "job":
+            reward, info = self._step_job(int(action))
+            done = False
+            if not self._open or not self.builder.is_open:
+                more, done = self._advance()
+                reward += more
+            info.update(accepted=self.accepted, offered=self.offered)
+            if done:
+                info["acceptance_ratio"] = self.accepted / max(1, self.offered)
+            return self._observation(), reward, done, False, info
+        return self._step_pool(action)
+
+    def _step_pool(self, action):
         builder = self.builder
         action = int(action)
         info: dict[str, Any] = {}

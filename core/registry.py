@@ -37,6 +37,7 @@ BUILTIN_PLUGINS = (
     "dcbench.plugins.allocators.ccf",
     "dcbench.plugins.allocators.jcb",
     "dcbench.plugins.allocators.gnn_ppo",
+    "dcbench.plugins.allocators.a2c_multistep",
     "dcbench.plugins.metrics.acceptance",
     "dcbench.plugins.metrics.utilisation",
     "dcbench.plugins.metrics.spread",

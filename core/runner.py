@@ -14,7 +14,7 @@ from typing import Any, Callable
 import numpy as np
 
 from dcbench.engine import RunTables, simulate
-from dcbench.errors import DcbenchError, IncompatibleError, PluginError, SpecError
+from dcbench.errors import AllocatorError, DcbenchError, IncompatibleError, PluginError, SpecError
 from dcbench.network import Network
 from dcbench.registry import Registry, get_registry
 from dcbench.results import write_run
@@ -112,9 +112,18 @@ class Runner:
             "topology": topology_spec, "network": network,
             "workload": workload_built.spec, "workload_obj": workload_built.obj,
             "allocator": allocator_built.spec, "allocator_entry": entry,
-            "fingerprint": fingerprint(network) if fingerprint is not None else "",
+            "fingerprint": self._fingerprint(entry.name, fingerprint, network),
             "requests": requests or self._default_requests(workload_built.obj, network),
         }
+
+    @staticmethod
+    def _fingerprint(name: str, fingerprint: Callable[[Network], str] | None, network: Network) -> str:
+        if fingerprint is None:
+            return ""
+        try:
+            return fingerprint(network)
+        except (OSError, ValueError) as exc:  # no checkpoint for this topology, an unreadable one
+            raise AllocatorError(f"{name}: {exc}") from exc
 
     @staticmethod
     def _default_requests(workload: Any, network: Network) -> int:

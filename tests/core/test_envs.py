@@ -54,3 +54,53 @@ def test_importing_dcbench_does_not_register_the_environment():
     code = ("import dcbench, gymnasium; assert 'dcbench/Allocation-v0' not in gymnasium.registry; "
             "import dcbench.envs; assert 'dcbench/Allocation-v0' in gymnasium.registry")
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0
+
+
+JOBS = {"topology": "ocs:4,servers=4", "workload": "vmjobs:load=12,warmup=5", "requests": 30}
+
+
+def test_check_env_passes_on_an_ocs_scenario():
+    env = gymnasium.make("dcbench/Allocation-v0", **JOBS)
+    check_env(env.unwrapped, skip_render_check=True)
+
+
+def test_job_mode_steps_a_rack_per_vm_with_the_papers_state():
+    env = AllocationEnv(**JOBS)
+    observation, _ = env.reset(seed=1)
+    assert env.action_space.n == 4
+    assert observation["rack_state"].shape == (8,) and observation["node_features"].shape == (4, 5)
+    assert observation["edge_features"].shape == (12, 2) and observation["action_mask"].shape == (4,)
+    # an empty data centre: every rack can take the first VM, all its circuits free
+    it, bandwidth = observation["rack_state"][:4], observation["rack_state"][4:]
+    assert (it == it[0]).all() and it[0] > 0.5 and (bandwidth == 1.0).all()
+    placed = 0
+    while True:
+        observation, reward, done, _, info = env.step(int(np.flatnonzero(observation["action_mask"])[0]))
+        placed += 1
+        assert env.observation_space.contains(observation)
+        if "step_rewards" in info:
+            break
+        assert reward == 0.0
+    assert len(info["step_rewards"]) == placed and reward == sum(info["step_rewards"])
+
+
+def test_the_papers_rewards():
+    from dcbench.envs import job_step_rewards
+
+    assert job_step_rewards(4, 3, 0.0, False, vms=12) == [0.5, 0.5, 0.5, -12.0]
+    assert job_step_rewards(3, None, 50.0, False) == [3.0, 3.0, 3.0]  # 1 + 100 / 50
+    assert job_step_rewards(2, None, 100.0, True, reconfiguration_cost=25) == [-23.0, -23.0]
+
+
+def test_a_state_value_is_minus_one_where_the_vm_or_its_flows_do_not_fit():
+    env = AllocationEnv(**JOBS)
+    observation, _ = env.reset(seed=1)
+    env.builder.free_resources[env.network.racks == 2] = 0.0  # rack 2 is full
+    env.builder.rack_free[2] = 0.0
+    env.builder._fits = None
+    it, bandwidth, fits = env.features.rack_state()
+    assert it[2] == -1 and bandwidth[2] == -1 and not fits[2]
+    env.builder.place(0)  # the ring's first flow now comes from rack 0 into VM 1 ...
+    env.builder.free_links[env.builder.rack_link[0, 1]] = 0.0  # ... which rack 1 cannot receive
+    it, bandwidth, _ = env.features.rack_state()
+    assert bandwidth[1] == -1 and it[1] > 0 and bandwidth[0] >= 0

@@ -10,7 +10,7 @@ from dcbench.registry import create_registry
 
 REGISTRY = get_registry()
 # The smallest useful spec of every topology family, for running the others on it.
-SMALL = {"tiered": "tiered:8,1x4", "ocs": "ocs:4,servers=4"}
+SMALL = {"tiered": "tiered:8,1x4", "ocs": "ocs:16,servers=2"}  # 16 ToRs: a shipped a2c checkpoint
 # Small episodes: the warm-up must leave something to measure.
 WORKLOAD = {"ocs": "vmjobs:load=8,warmup=10"}
 

@@ -1,0 +1,50 @@
+"""a2c_multistep: the OCS paper's actor-critic agent, a rack per VM.
+
+Only the registration lives here; torch is imported when the allocator is
+built or trained.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from dcbench import Param, hookimpl
+
+
+@hookimpl
+def register_allocators(register):
+    register(
+        "a2c_multistep",
+        "dcbench.plugins.allocators.a2c_multistep.allocator:A2CAllocator",
+        description="The OCS paper's multi-step A2C agent: an MLP over the per-rack state picks a rack per VM",
+        params=[Param("checkpoint", str, None, "checkpoint file (default: the shipped one for the ToR count)")],
+        demands=("job",),
+        learned=True,
+        trainer="dcbench.plugins.allocators.a2c_multistep.train:train",
+    )
+
+
+@hookimpl
+def register_commands(cli):
+    import click
+
+    @cli.command(name="phi-sweep")
+    @click.option("--topology", "-t", default="ocs:16", show_default=True, help="Topology spec.")
+    @click.option("--workload", "-w", default="vmjobs:load=66", show_default=True, help="Workload spec.")
+    @click.option("--costs", default="0,5,10,25,30,50", show_default=True, help="Φ_reconf values, comma-separated.")
+    @click.option("--steps", type=int, default=100_000, show_default=True, help="Training decisions per value.")
+    @click.option("--seeds", default="0,1,2,3,4", show_default=True, help="Test seeds, comma-separated.")
+    @click.option("--requests", "-n", type=int, default=None, help="Jobs per test run (default: the workload's).")
+    @click.option("--episode-jobs", type=int, default=2_000, show_default=True, help="Jobs per training episode.")
+    @click.option("--out", type=click.Path(path_type=Path), default=Path("results/phi-sweep"), show_default=True)
+    def phi_sweep_command(topology, workload, costs, steps, seeds, requests, episode_jobs, out):
+        """Blocking and reconfigurations of a2c_multistep against Φ_reconf (the OCS paper's Fig. 3)."""
+        from dcbench.plugins.allocators.a2c_multistep.phi_sweep import phi_sweep
+
+        try:
+            values = [float(c) for c in costs.split(",")]
+            seed_list = [int(s) for s in seeds.split(",")]
+        except ValueError:
+            raise click.BadParameter("--costs and --seeds take comma-separated numbers") from None
+        table = phi_sweep(topology, workload, values, steps, seed_list, requests, out, click.echo, episode_jobs)
+        click.echo(f"table: {table}\nplot: {table.with_suffix('.png')}")

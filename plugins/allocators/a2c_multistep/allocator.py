@@ -1,0 +1,83 @@
+"""The trained A2C agent as an allocator: the arg-max of its policy per VM."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from dcbench import JobAllocator, JobBuilder, Network
+from dcbench.envs import JobFeatures
+from dcbench.plugins.allocators.a2c_multistep.model import ActorCritic
+
+CHECKPOINTS = "dcbench.plugins.allocators.a2c_multistep"
+
+
+def shipped_checkpoints() -> dict[str, Path]:
+    folder = resources.files(CHECKPOINTS) / "checkpoints"
+    return {p.name[: -len(".pt")]: Path(str(p)) for p in folder.iterdir() if p.name.endswith(".pt")}
+
+
+def checkpoint_for(network: Network) -> Path:
+    """The shipped checkpoint for the topology's number of ToRs (the state
+    and the action space are per rack, so the size must match)."""
+    wanted = f"ocs-{network.n_racks}"
+    available = shipped_checkpoints()
+    if wanted not in available:
+        raise FileNotFoundError(
+            f"no a2c_multistep checkpoint for {network.n_racks} ToRs (shipped: {', '.join(sorted(available)) or 'none'}); "
+            f"train one with `dcbench train --allocator a2c_multistep --topology ocs:{network.n_racks}` "
+            "and pass checkpoint=PATH")
+    return available[wanted]
+
+
+def load_model(path: Path) -> tuple[ActorCritic, dict]:
+    saved = torch.load(path, weights_only=True, map_location="cpu")
+    config = json.loads(saved["config"])
+    model = ActorCritic(**config["model"])
+    model.load_state_dict(saved["model"])
+    model.eval()
+    return model, config
+
+
+class A2CAllocator(JobAllocator):
+    def __init__(self, checkpoint: str | None = None):
+        self.checkpoint = checkpoint
+        if checkpoint is not None and not Path(checkpoint).is_file():
+            raise ValueError(f"checkpoint={checkpoint!r} is not a file")
+
+    def _path(self, network: Network) -> Path:
+        return Path(self.checkpoint) if self.checkpoint is not None else checkpoint_for(network)
+
+    def fingerprint(self, network: Network) -> str:
+        """The checkpoint's content: retrained weights make new runs."""
+        return hashlib.sha256(self._path(network).read_bytes()).hexdigest()[:16]
+
+    def reset(self, network: Network, rng: np.random.Generator) -> None:
+        torch.set_num_threads(1)
+        path = self._path(network)
+        self.model, config = load_model(path)
+        if self.model.racks != network.n_racks:
+            raise ValueError(f"checkpoint {path.name} is for {self.model.racks} ToRs, the topology has "
+                             f"{network.n_racks}")
+        self.masked = bool(config.get("a2c", {}).get("mask", True))
+        self.reconfigure = True
+        super().reset(network, rng)
+        self.features = JobFeatures(network, self.job_builder)
+        self.checkpoint_used = path
+
+    def choose_rack(self, builder: JobBuilder, allowed: np.ndarray) -> int:
+        return greedy_rack(self.model, self.features, allowed if self.masked else None)
+
+
+def greedy_rack(model: ActorCritic, features: JobFeatures, allowed: np.ndarray | None) -> int:
+    it, bandwidth, _ = features.rack_state()
+    state = torch.as_tensor(np.concatenate([it, bandwidth]), dtype=torch.float32)[None]
+    with torch.no_grad():
+        mask = None if allowed is None else torch.as_tensor(allowed, dtype=torch.bool)[None]
+        logits = model.logits(state, mask)
+    return int(torch.argmax(logits[0]))

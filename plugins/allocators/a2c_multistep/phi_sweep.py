@@ -1,0 +1,62 @@
+"""``dcbench phi-sweep``: the OCS paper's Fig. 3, blocking and reconfigurations against Φ_reconf.
+
+For each reconfiguration cost Φ, train an a2c_multistep checkpoint with that
+cost (resumable: an interrupted sweep picks up where it stopped), run it on
+the test seeds, and draw blocking probability and reconfigurations per job
+against Φ with 95% intervals over the seeds.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable
+
+from dcbench import Runner
+from dcbench.results import write_table_atomic
+from dcbench.stats import mean_ci
+
+
+def phi_sweep(topology: str, workload: str, costs: list[float], steps: int, seeds: list[int],
+              requests: int | None, out: Path, echo: Callable[[str], None], episode_jobs: int = 2_000) -> Path:
+    from dcbench.plugins.allocators.a2c_multistep.train import train
+
+    out.mkdir(parents=True, exist_ok=True)
+    runner = Runner()
+    rows: list[dict[str, Any]] = []
+    for cost in costs:
+        checkpoint = out / f"phi-{cost:g}.pt"
+        train(topology, workload, steps=steps, seed=0, out=checkpoint,
+              options={"reconfiguration_cost": str(cost), "episode_jobs": str(episode_jobs)})
+        for seed in seeds:
+            summary = runner.run(f"a2c_multistep:checkpoint={checkpoint}", topology, workload, requests, seed).summary
+            rows.append({"reconfiguration_cost": float(cost), "seed": seed,
+                         "blocking_probability": summary["blocking_probability"],
+                         "reconfigurations_per_job": summary["reconfigurations_per_job"]})
+        blocking = mean_ci(r["blocking_probability"] for r in rows if r["reconfiguration_cost"] == cost)
+        reconfigurations = mean_ci(r["reconfigurations_per_job"] for r in rows if r["reconfiguration_cost"] == cost)
+        echo(f"Φ = {cost:g}: blocking {blocking[0]:.4f} ± {blocking[1]:.4f}, "
+             f"reconfigurations per job {reconfigurations[0]:.3f} ± {reconfigurations[1]:.3f}")
+    table = out / "phi_sweep.parquet"
+    write_table_atomic(table, {key: [r[key] for r in rows] for key in rows[0]})
+    plot(rows, out / "phi_sweep.png", f"a2c_multistep on {topology}, {workload}")
+    return table
+
+
+def plot(rows: list[dict[str, Any]], path: Path, title: str) -> None:
+    from dcbench.plots import _pyplot
+
+    plt = _pyplot()
+    costs = sorted({r["reconfiguration_cost"] for r in rows})
+    figure, axes = plt.subplots(1, 2, figsize=(9, 3.2))
+    for axis, metric, label in ((axes[0], "blocking_probability", "blocking probability"),
+                                (axes[1], "reconfigurations_per_job", "reconfigurations per job")):
+        stats = [mean_ci(r[metric] for r in rows if r["reconfiguration_cost"] == c) for c in costs]
+        axis.errorbar(costs, [s[0] for s in stats], yerr=[0.0 if s[1] != s[1] else s[1] for s in stats],
+                      marker="o", capsize=3, color="C0")
+        axis.set_xlabel("Φ_reconf")
+        axis.set_ylabel(label)
+        axis.grid(alpha=0.3)
+    figure.suptitle(title, fontsize=9)
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+    plt.close(figure)

@@ -1,0 +1,322 @@
+"""A2C for the multi-step job scheduler, as the OCS paper's Algorithm 1.
+
+A job is placed a VM at a time in the gymnasium environment's job mode; its
+decisions are stored once the job is settled, each with its Eq. 1 reward.
+As soon as the buffer holds 2L − 1 samples, the first L are trained on: the
+return of sample n is σ_n = Σ_{t<L} γ^t ρ_{n+t} (Eq. 2), its advantage
+σ_n − V(s_n) (Eq. 3); the actor minimises −log π(a_n|s_n)·advantage plus β
+times the negative entropy (Eq. 4), the critic the squared error of its
+value (Eq. 5); both with Adam. Then the L samples are dropped and the
+exploration rate ε steps down by ε₀ to at least ε_min. A decision is the
+roulette draw from π with probability ε, its arg-max otherwise.
+
+Training runs in episodes of ``episode_jobs`` jobs from an empty data
+centre (seeds from 1,000,000 up, never the suites' test seeds); the state
+saved after every episode resumes exactly.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+import time
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+import torch
+
+from dcbench import ResultsError, SpecError
+from dcbench.envs import AllocationEnv
+from dcbench.plugins.allocators.a2c_multistep.model import ActorCritic
+from dcbench.results import write_table_atomic
+
+TRAINING_SEED_OFFSET = 1_000_000
+
+
+@dataclass
+class A2CConfig:
+    """The paper's hyper-parameters (section 5), plus what it leaves open."""
+
+    steps: int = 300_000                # decisions (VM placements) to train for
+    reconfiguration_cost: float = 25.0  # Φ_reconf
+    alpha: float = 100.0                # α, the latency term's scale
+    entropy_coef: float = 0.01          # β
+    gamma: float = 0.9                  # γ
+    epsilon_step: float = 1e-5          # ε₀, per update
+    epsilon_min: float = 0.5            # ε_min
+    window: int = 50                    # L
+    learning_rate: float = 1e-3
+    hidden: int = 128
+    layers: int = 5
+    episode_jobs: int = 2_000           # ours: the paper trains on one stream of 200,000 jobs per epoch
+    mask: bool = True                   # ours: never choose a rack without a server for the VM
+    imitation_jobs: int = 0             # ours: behaviour cloning of jcb before A2C (0: none, the paper's)
+    imitation_epochs: int = 5
+
+
+def parse_options(options: dict[str, str] | None) -> dict[str, Any]:
+    """``a2c_multistep:key=value`` options of `dcbench train`, typed as A2CConfig's fields."""
+    known = {f.name: f.type for f in fields(A2CConfig)}
+    parsed: dict[str, Any] = {}
+    for key, text in (options or {}).items():
+        if key not in known or key == "steps":
+            raise SpecError(f"a2c_multistep has no training option {key!r}; options: "
+                            f"{', '.join(k for k in known if k != 'steps')}")
+        kind = {"int": int, "float": float, "bool": bool}[str(known[key])]
+        if kind is bool:
+            parsed[key] = text.lower() in ("yes", "true", "1")
+        else:
+            try:
+                parsed[key] = kind(text)
+            except ValueError:
+                raise SpecError(f"a2c_multistep: {key}={text!r} is not {kind.__name__}") from None
+    return parsed
+
+
+def window_returns(rewards: list[float], window: int, gamma: float) -> list[float]:
+    """Eq. 2: σ_n = Σ_{t<L} γ^t ρ_{n+t} for the first L samples (needs 2L − 1 rewards)."""
+    if len(rewards) < 2 * window - 1:
+        raise ValueError(f"{len(rewards)} rewards; a window of {window} needs {2 * window - 1}")
+    discounts = gamma ** np.arange(window)
+    values = np.asarray(rewards, dtype=np.float64)
+    return [float(values[n:n + window] @ discounts) for n in range(window)]
+
+
+class Trainer:
+    def __init__(self, topology: str, workload: str | None, config: A2CConfig, seed: int, out: Path):
+        self.config = config
+        self.seed = seed
+        self.out = Path(out)
+        self.state_dir = self.out.with_name(self.out.name + ".train")
+        self.env = AllocationEnv(topology, workload, config.episode_jobs, alpha=config.alpha,
+                                 reconfiguration_cost=config.reconfiguration_cost)
+        if self.env.kind != "job":
+            raise SpecError("a2c_multistep trains on jobs: use an ocs topology and a vmjobs workload")
+        self.topology = self.env.spec_text["topology"]
+        self.workload = self.env.spec_text["workload"]
+        torch.manual_seed(seed)
+        self.model = ActorCritic(self.env.network.n_racks, config.hidden, config.layers)
+        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=config.learning_rate)
+        self.rng = np.random.default_rng(seed)
+        self.epsilon = 1.0
+        self.steps = 0
+        self.episodes = 0
+        self.updates = 0
+        self.curve: list[dict[str, float]] = []
+        self.wall_time = 0.0
+        self.imitated = False
+
+    # ----- acting --------------------------------------------------------
+    def _state(self, observation: dict[str, np.ndarray]) -> tuple[torch.Tensor, torch.Tensor | None]:
+        state = torch.as_tensor(observation["rack_state"], dtype=torch.float32)
+        mask = torch.as_tensor(observation["action_mask"], dtype=torch.bool) if self.config.mask else None
+        return state, mask
+
+    def act(self, observation: dict[str, np.ndarray]) -> int:
+        state, mask = self._state(observation)
+        with torch.no_grad():
+            logits = self.model.logits(state[None], None if mask is None else mask[None])[0]
+        if self.rng.random() < self.epsilon:  # the roulette: the first action whose cumulative probability ≥ u
+            cumulative = torch.softmax(logits.double(), dim=-1).cumsum(-1).numpy()
+            return int(min(np.searchsorted(cumulative, self.rng.random() * cumulative[-1]), len(cumulative) - 1))
+        return int(torch.argmax(logits))
+
+    # ----- learning ------------------------------------------------------
+    def update(self, samples: list[tuple[torch.Tensor, torch.Tensor | None, int, float]]) -> dict[str, float]:
+        window = self.config.window
+        returns = torch.tensor(window_returns([s[3] for s in samples], window, self.config.gamma),
+                               dtype=torch.float32)
+        head = samples[:window]
+        states = torch.stack([s[0] for s in head])
+        masks = torch.stack([s[1] for s in head]) if head[0][1] is not None else None
+        actions = torch.tensor([s[2] for s in head])
+        logits = self.model.logits(states, masks)
+        log_probs = torch.log_softmax(logits, dim=-1)
+        probs = log_probs.exp()
+        values = self.model.value(states)
+        advantages = (returns - values).detach()
+        chosen = log_probs.gather(1, actions[:, None]).squeeze(1)
+        negative_entropy = (probs * log_probs).sum(-1).mean()
+        policy_loss = -(chosen * advantages).mean() + self.config.entropy_coef * negative_entropy
+        value_loss = ((returns - values) ** 2).mean()
+        self.optimizer.zero_grad()
+        (policy_loss + value_loss).backward()
+        self.optimizer.step()
+        self.updates += 1
+        self.epsilon = max(self.epsilon - self.config.epsilon_step, self.config.epsilon_min)
+        return {"policy_loss": policy_loss.item(), "value_loss": value_loss.item(),
+                "entropy": -negative_entropy.item()}
+
+    def episode(self) -> dict[str, float]:
+        """One episode of ``episode_jobs`` jobs, learning as it goes."""
+        seed = TRAINING_SEED_OFFSET + self.seed * 100_000_000 + self.episodes
+        observation, _ = self.env.reset(seed=seed)
+        buffer: list[tuple] = []
+        job: list[tuple] = []
+        losses: list[dict[str, float]] = []
+        blocked = served = reconfigurations = 0
+        done = False
+        while not done:
+            state, mask = self._state(observation)
+            action = self.act(observation)
+            observation, _, done, _, info = self.env.step(action)
+            job.append((state, mask, action))
+            self.steps += 1
+            if "step_rewards" in info:
+                buffer.extend((s, m, a, r) for (s, m, a), r in zip(job, info["step_rewards"]))
+                job = []
+                served += info["job_accepted"]
+                blocked += not info["job_accepted"]
+                reconfigurations += info["reconfigurations"]
+                while len(buffer) >= 2 * self.config.window - 1:
+                    losses.append(self.update(buffer))
+                    del buffer[: self.config.window]
+        self.episodes += 1
+        jobs = max(1, served + blocked)
+        row = {"steps": float(self.steps), "episode": float(self.episodes), "epsilon": self.epsilon,
+               "blocking": blocked / jobs, "acceptance": served / jobs,
+               "reconfigurations_per_job": reconfigurations / jobs}
+        for key in ("policy_loss", "value_loss", "entropy"):
+            row[key] = float(np.mean([loss[key] for loss in losses])) if losses else float("nan")
+        return row
+
+    # ----- imitation warm start (ours; off by default) -------------------
+    def imitate(self) -> None:
+        from dcbench.plugins.allocators.jcb import JCBAllocator
+
+        teacher = JCBAllocator()
+        teacher.network = self.env.network
+        states, masks, actions = [], [], []
+        jobs = 0
+        while jobs < self.config.imitation_jobs:
+            observation, _ = self.env.reset(seed=TRAINING_SEED_OFFSET // 2 + self.seed * 100_000_000 + jobs)
+            done = False
+            while not done and jobs < self.config.imitation_jobs:
+                state, mask = self._state(observation)
+                action = teacher.choose_rack(self.env.builder, observation["action_mask"].astype(bool))
+                states.append(state)
+                masks.append(mask)
+                actions.append(action)
+                observation, _, done, _, info = self.env.step(action)
+                jobs += "step_rewards" in info
+        states_t = torch.stack(states)
+        masks_t = torch.stack(masks) if masks[0] is not None else None
+        actions_t = torch.tensor(actions)
+        for _ in range(self.config.imitation_epochs):
+            order = torch.randperm(len(actions_t), generator=torch.Generator().manual_seed(self.seed))
+            for start in range(0, len(order), 256):
+                batch = order[start:start + 256]
+                logits = self.model.logits(states_t[batch], None if masks_t is None else masks_t[batch])
+                loss = torch.nn.functional.cross_entropy(logits, actions_t[batch])
+                self.optimizer.zero_grad()
+                loss.backward()
+                self.optimizer.step()
+        self.imitated = True
+
+    # ----- saving and resuming --------------------------------------------
+    def save_state(self) -> None:
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        state = {"model": self.model.state_dict(), "optimizer": self.optimizer.state_dict(),
+                 "counters": torch.tensor([self.steps, self.episodes, self.updates, int(self.imitated)]),
+                 "epsilon": torch.tensor(self.epsilon, dtype=torch.float64),
+                 "rng": json.dumps(self.rng.bit_generator.state), "torch_rng": torch.get_rng_state(),
+                 "wall_time": torch.tensor(self.wall_time, dtype=torch.float64)}
+        temporary = self.state_dir / "state.pt.tmp"
+        torch.save(state, temporary)
+        temporary.replace(self.state_dir / "state.pt")
+        write_table_atomic(self.state_dir / "curve.parquet", _columns(self.curve))
+
+    def resume(self) -> bool:
+        path = self.state_dir / "state.pt"
+        if not path.exists():
+            return False
+        try:
+            state = torch.load(path, weights_only=True)
+            self.model.load_state_dict(state["model"])
+            self.optimizer.load_state_dict(state["optimizer"])
+        except Exception as exc:
+            raise ResultsError(f"cannot resume from {path}: {exc}; delete {self.state_dir} to start over") from exc
+        self.steps, self.episodes, self.updates, imitated = (int(x) for x in state["counters"])
+        self.imitated = bool(imitated)
+        self.epsilon = float(state["epsilon"])
+        self.rng.bit_generator.state = json.loads(state["rng"])
+        torch.set_rng_state(state["torch_rng"])
+        self.wall_time = float(state["wall_time"])
+        import pyarrow.parquet as pq
+
+        curve = self.state_dir / "curve.parquet"
+        if curve.exists():
+            self.curve = pq.read_table(curve).to_pylist()
+        return True
+
+    def write_checkpoint(self, command: str) -> Path:
+        self.out.parent.mkdir(parents=True, exist_ok=True)
+        config = {"model": self.model.config(), "a2c": asdict(self.config)}
+        temporary = self.out.with_name(self.out.name + ".tmp")
+        torch.save({"config": json.dumps(config), "model": self.model.state_dict()}, temporary)
+        temporary.replace(self.out)
+        last = self.curve[-1] if self.curve else {}
+        record = {"allocator": "a2c_multistep", "command": command, "seed": self.seed, "steps": self.steps,
+                  "episodes": self.episodes, "updates": self.updates, "wall_time_s": round(self.wall_time, 1),
+                  "topology": self.topology, "workload": self.workload, "torch": torch.__version__,
+                  "final_training_blocking": last.get("blocking"), "config": asdict(self.config)}
+        self.out.with_suffix(".json").write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
+        write_table_atomic(self.out.with_suffix(".curve.parquet"), _columns(self.curve))
+        _plot_curve(self.curve, self.out.with_suffix(".png"), f"a2c_multistep on {self.topology}")
+        return self.out
+
+
+def _columns(rows: list[dict[str, float]]) -> dict[str, list[float]]:
+    keys = list(rows[0]) if rows else ["steps"]
+    return {key: [row.get(key, float("nan")) for row in rows] for key in keys}
+
+
+def _plot_curve(rows: list[dict[str, float]], path: Path, title: str) -> None:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return
+    if not rows:
+        return
+    figure, axis = plt.subplots(figsize=(6, 3))
+    steps = [r["steps"] for r in rows]
+    axis.plot(steps, [r["blocking"] for r in rows], label="blocking (training, with exploration)")
+    axis.plot(steps, [r["epsilon"] for r in rows], label="ε", linestyle="--")
+    axis.set_xlabel("decisions")
+    axis.set_ylim(0, 1)
+    axis.legend(fontsize=8)
+    axis.set_title(title, fontsize=9)
+    figure.tight_layout()
+    figure.savefig(path, dpi=100)
+    plt.close(figure)
+
+
+def train(topology: str, workload: str | None = None, steps: int | None = None, seed: int = 0,
+          out: Path | str = "a2c_multistep.pt", progress: Callable[[dict[str, float]], None] | None = None,
+          options: dict[str, str] | None = None) -> Path:
+    """Train (or resume) a checkpoint; returns its path."""
+    torch.set_num_threads(1)
+    config = A2CConfig(**parse_options(options))
+    if steps is not None:
+        config.steps = steps
+    trainer = Trainer(topology, workload, config, seed, Path(out))
+    trainer.resume()
+    if config.imitation_jobs and not trainer.imitated:
+        trainer.imitate()
+    while trainer.steps < config.steps:
+        started = time.perf_counter()
+        row = trainer.episode()
+        trainer.wall_time += time.perf_counter() - started
+        row["wall_time_s"] = trainer.wall_time
+        trainer.curve.append(row)
+        trainer.save_state()
+        if progress is not None:
+            progress(row)
+    command = "dcbench train " + " ".join(shlex.quote(a) for a in sys.argv[2:]) if len(sys.argv) > 1 else ""
+    return trainer.write_checkpoint(command)

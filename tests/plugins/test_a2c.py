@@ -1,0 +1,90 @@
+import json
+
+import numpy as np
+import pytest
+import torch
+from click.testing import CliRunner
+
+from dcbench.cli import cli
+from dcbench.envs import AllocationEnv
+from dcbench.plugins.allocators.a2c_multistep.allocator import greedy_rack
+from dcbench.plugins.allocators.a2c_multistep.model import ActorCritic
+from dcbench.plugins.allocators.a2c_multistep.train import train, window_returns
+
+TOPOLOGY, WORKLOAD = "ocs:4,servers=4", "vmjobs:load=12,warmup=5"
+
+
+@pytest.fixture
+def random_checkpoint(tmp_path):
+    torch.manual_seed(3)
+    model = ActorCritic(4)
+    path = tmp_path / "random.pt"
+    torch.save({"config": json.dumps({"model": model.config(), "a2c": {"mask": True}}),
+                "model": model.state_dict()}, path)
+    return path, model
+
+
+def test_the_env_and_the_allocator_make_the_same_decisions(runner, random_checkpoint):
+    path, model = random_checkpoint
+    result = runner.run(f"a2c_multistep:checkpoint={path}", TOPOLOGY, WORKLOAD, requests=40, seed=7)
+    env = AllocationEnv(TOPOLOGY, WORKLOAD, 40)
+    observation, _ = env.reset(seed=7)
+    done = False
+    while not done:
+        action = greedy_rack(model, env.features, observation["action_mask"].astype(bool))
+        observation, _, done, _, info = env.step(action)
+    outcomes = env.simulation.tables().requests["outcome"]
+    assert np.array_equal(outcomes, result.tables.requests["outcome"])
+    assert info["acceptance_ratio"] == result.summary["accepted"] / result.summary["offered"]
+    assert 0 < result.summary["accepted"] < 40
+
+
+def test_eq2_returns_over_a_window():
+    assert window_returns([1.0, 2.0, 4.0], 2, 0.5) == [2.0, 4.0]
+    with pytest.raises(ValueError):
+        window_returns([1.0, 2.0], 2, 0.5)
+
+
+def test_training_is_reproducible_and_resumable(tmp_path):
+    options = {"episode_jobs": "12", "window": "5"}
+    straight = train(TOPOLOGY, WORKLOAD, steps=300, seed=1, out=tmp_path / "a.pt", options=options)
+    again = train(TOPOLOGY, WORKLOAD, steps=300, seed=1, out=tmp_path / "b.pt", options=options)
+    first = torch.load(straight, weights_only=True)["model"]
+    assert all(torch.equal(first[k], v) for k, v in torch.load(again, weights_only=True)["model"].items())
+    train(TOPOLOGY, WORKLOAD, steps=120, seed=1, out=tmp_path / "c.pt", options=options)
+    resumed = train(TOPOLOGY, WORKLOAD, steps=300, seed=1, out=tmp_path / "c.pt", options=options)
+    assert all(torch.equal(first[k], v) for k, v in torch.load(resumed, weights_only=True)["model"].items())
+    record = json.loads((tmp_path / "a.json").read_text())
+    assert record["steps"] >= 300 and record["config"]["window"] == 5 and record["updates"] > 0
+    assert (tmp_path / "a.curve.parquet").exists()
+
+
+@pytest.mark.parametrize("args, fragment", [
+    (["-a", "a2c_multistep:bogus=1", "-t", TOPOLOGY], "no training option 'bogus'"),
+    (["-a", "a2c_multistep:gamma=high", "-t", TOPOLOGY], "gamma='high' is not float"),
+    (["-a", "a2c_multistep", "-t", "tiered:8,1x4"], "learns job demands"),
+])
+def test_train_command_errors(tmp_path, args, fragment):
+    result = CliRunner().invoke(cli, ["train", *args, "--steps", "10", "--out", str(tmp_path / "x.pt"), "-q"])
+    assert result.exit_code == 2 and fragment in result.output
+    assert not (tmp_path / "x.pt").exists()
+
+
+def test_no_checkpoint_for_a_size_is_a_clear_error(tmp_path):
+    result = CliRunner().invoke(cli, ["run", "-a", "a2c_multistep", "-t", "ocs:5", "-n", "5", "--out", str(tmp_path)])
+    assert result.exit_code == 2 and "no a2c_multistep checkpoint for 5 ToRs" in result.output
+
+
+def test_phi_sweep_trains_and_tests_one_checkpoint_per_cost(tmp_path):
+    import pyarrow.parquet as pq
+
+    from dcbench import get_registry
+
+    get_registry().call_each("register_commands", cli=cli)  # as `dcbench` does at start-up
+    result = CliRunner().invoke(cli, ["phi-sweep", "-t", TOPOLOGY, "-w", WORKLOAD, "--costs", "0,40", "--steps", "60",
+                                      "--seeds", "0,1", "-n", "30", "--episode-jobs", "8", "--out", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    table = pq.read_table(tmp_path / "phi_sweep.parquet").to_pylist()
+    assert [(r["reconfiguration_cost"], r["seed"]) for r in table] == [(0.0, 0), (0.0, 1), (40.0, 0), (40.0, 1)]
+    assert (tmp_path / "phi-40.pt").exists() and (tmp_path / "phi_sweep.png").exists()
+    assert json.loads((tmp_path / "phi-40.json").read_text())["config"]["reconfiguration_cost"] == 40.0

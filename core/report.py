@@ -68,13 +68,19 @@ METRICS = (
 
 
 def paired_table(rows: list[dict[str, Any]], metric: str, baselines: set[str], higher_is_better: bool = True) -> str:
-    """Each non-baseline allocator against the best baseline of every scenario, seed by seed."""
+    """Each non-baseline allocator against the best baseline of every scenario, seed by seed.
+
+    For a metric where lower is better (blocking), the last column is the
+    factor by which the challenger is lower (best baseline's mean over its
+    mean), the papers' way of stating it."""
     scenarios = list(dict.fromkeys(r["scenario"] for r in rows))
     allocators = list(dict.fromkeys(r["allocator"] for r in rows))
     challengers = [a for a in allocators if a.split(":")[0] not in baselines]
     sign = 1 if higher_is_better else -1
-    lines = ["| scenario | allocator | best baseline | Δ (paired) | relative |", "|---|---|---|---:|---:|"]
+    last = "relative" if higher_is_better else "× lower"
+    lines = [f"| scenario | allocator | best baseline | Δ (paired) | {last} |", "|---|---|---|---:|---:|"]
     relative_all: dict[str, list[float]] = {a: [] for a in challengers}
+    factors_all: dict[str, list[float]] = {a: [] for a in challengers}
     for scenario in scenarios:
         here = [r for r in rows if r["scenario"] == scenario]
         by = {a: {r["seed"]: r[metric] for r in here if r["allocator"] == a} for a in allocators}
@@ -84,18 +90,32 @@ def paired_table(rows: list[dict[str, Any]], metric: str, baselines: set[str], h
         best = max(candidates, key=lambda a: sign * mean_ci(by[a].values())[0])
         best_mean = mean_ci(by[best].values())[0]
         for challenger in challengers:
+            if not by[challenger]:
+                continue
             seeds = sorted(set(by[challenger]) & set(by[best]))
             mean, half, _ = mean_ci(by[challenger][s] - by[best][s] for s in seeds)
             relative = mean / best_mean if best_mean else float("nan")
             relative_all[challenger].append(relative)
+            challenger_mean = mean_ci(by[challenger].values())[0]
+            factor = best_mean / challenger_mean if challenger_mean else float("inf")
+            factors_all[challenger].append(factor)
+            shown = f"{100 * relative:+.1f}%" if higher_is_better else f"{factor:.2f}×"
             lines.append(f"| {scenario} | {display_name(challenger, allocators)} | {display_name(best, allocators)} | "
-                         f"{format_ci(mean, half, 3) if mean < 0 else '+' + format_ci(mean, half, 3)} | "
-                         f"{100 * relative:+.1f}% |")
+                         f"{format_ci(mean, half, 3) if mean < 0 else '+' + format_ci(mean, half, 3)} | {shown} |")
     lines.append("")
     for challenger, values in relative_all.items():
-        if values:
-            lines.append(f"{display_name(challenger, allocators)}: mean relative difference {100 * sum(values) / len(values):+.1f}%, "
-                         f"at least the best baseline's mean on {sum(v >= 0 for v in values)} of {len(values)} scenarios.")
+        if not values:
+            continue
+        name = display_name(challenger, allocators)
+        at_least = sum(sign * v >= 0 for v in values)
+        if higher_is_better:
+            lines.append(f"{name}: mean relative difference {100 * sum(values) / len(values):+.1f}%, "
+                         f"at least the best baseline's mean on {at_least} of {len(values)} scenarios.")
+        else:
+            factors = factors_all[challenger]
+            lines.append(f"{name}: {metric} lower than the best baseline's on {at_least} of {len(values)} scenarios "
+                         f"(ties count); best baseline over {name}: {sum(factors) / len(factors):.2f}× on average "
+                         f"(from {min(factors):.2f}× to {max(factors):.2f}×).")
     return "\n".join(lines)
 
 

@@ -80,3 +80,28 @@ def test_report_on_a_folder_without_results(tmp_path):
     (tmp_path / "summary.parquet").write_bytes(b"garbage")
     result = CliRunner().invoke(cli, ["plot", str(tmp_path)])
     assert result.exit_code == 2 and "corrupt results file" in result.output
+
+
+def test_paired_table_for_a_metric_where_lower_is_better():
+    from dcbench.report import paired_table
+
+    rows = [{"scenario": s, "allocator": a, "seed": seed, "blocking_probability": value}
+            for s, values in (("s1", {"ccf": 0.4, "jcb": 0.1, "agent": 0.05}),
+                              ("s2", {"ccf": 0.4, "jcb": 0.2, "agent": 0.4}))
+            for a, value in values.items() for seed in (0, 1)]
+    table = paired_table(rows, "blocking_probability", {"ccf", "jcb"}, higher_is_better=False)
+    assert "| s1 | agent | jcb | -0.050 ± 0.000 | 2.00× |" in table
+    assert "| s2 | agent | jcb | +0.200 ± 0.000 | 0.50× |" in table
+    assert "lower than the best baseline's on 1 of 2 scenarios" in table
+    assert "1.25× on average (from 0.50× to 2.00×)" in table
+
+
+def test_job_sweeps_get_the_ocs_figures(tmp_path):
+    from dcbench.plots import plot_sweep
+
+    rows = [{"scenario": f"16x32-load{load}", "allocator": a, "seed": seed, "topology": "ocs:tors=16,servers=32",
+             "workload": f"vmjobs:load={load}", "blocking_probability": 0.1, "latency_us": 0.1,
+             "packet_loss": 0.01, "reconfigurations_per_job": 0.5}
+            for load in (54, 66) for a in ("ccf:reconfigure=no", "jcb:reconfigure=yes") for seed in (0, 1)]
+    paths = plot_sweep(rows, tmp_path, "odcn2025")
+    assert [p.name for p in paths] == ["jobs_16x32.png"] and paths[0].stat().st_size > 10_000

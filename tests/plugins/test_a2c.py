@@ -8,7 +8,7 @@ from click.testing import CliRunner
 from dcbench.cli import cli
 from dcbench.envs import AllocationEnv
 from dcbench.plugins.allocators.a2c_multistep.allocator import greedy_rack
-from dcbench.plugins.allocators.a2c_multistep.model import ActorCritic
+from dcbench.plugins.allocators.a2c_multistep.model import ActorCritic, NumpyActor
 from dcbench.plugins.allocators.a2c_multistep.train import train, window_returns
 
 TOPOLOGY, WORKLOAD = "ocs:4,servers=4", "vmjobs:load=12,warmup=5"
@@ -31,12 +31,22 @@ def test_the_env_and_the_allocator_make_the_same_decisions(runner, random_checkp
     observation, _ = env.reset(seed=7)
     done = False
     while not done:
-        action = greedy_rack(model, env.features, observation["action_mask"].astype(bool))
+        action = greedy_rack(NumpyActor(model), env.features, observation["action_mask"].astype(bool))
         observation, _, done, _, info = env.step(action)
     outcomes = env.simulation.tables().requests["outcome"]
     assert np.array_equal(outcomes, result.tables.requests["outcome"])
     assert info["acceptance_ratio"] == result.summary["accepted"] / result.summary["offered"]
     assert 0 < result.summary["accepted"] < 40
+
+
+def test_the_numpy_actor_matches_the_torch_one():
+    torch.manual_seed(0)
+    model = ActorCritic(6)
+    states = torch.rand(32, 12) * 2 - 1
+    mask = torch.rand(32, 6) > 0.3
+    expected = model.logits(states, mask).detach().numpy()
+    got = NumpyActor(model)(states.numpy(), mask.numpy())
+    assert np.allclose(got, expected, atol=1e-5)
 
 
 def test_eq2_returns_over_a_window():

@@ -12,7 +12,7 @@ import torch
 
 from dcbench import JobAllocator, JobBuilder, Network
 from dcbench.envs import JobFeatures
-from dcbench.plugins.allocators.a2c_multistep.model import ActorCritic
+from dcbench.plugins.allocators.a2c_multistep.model import ActorCritic, NumpyActor
 
 CHECKPOINTS = "dcbench.plugins.allocators.a2c_multistep"
 
@@ -68,16 +68,14 @@ class A2CAllocator(JobAllocator):
         self.reconfigure = True
         super().reset(network, rng)
         self.features = JobFeatures(network, self.job_builder)
+        self.actor = NumpyActor(self.model)
         self.checkpoint_used = path
 
     def choose_rack(self, builder: JobBuilder, allowed: np.ndarray) -> int:
-        return greedy_rack(self.model, self.features, allowed if self.masked else None)
+        return greedy_rack(self.actor, self.features, allowed if self.masked else None)
 
 
-def greedy_rack(model: ActorCritic, features: JobFeatures, allowed: np.ndarray | None) -> int:
+def greedy_rack(actor: NumpyActor, features: JobFeatures, allowed: np.ndarray | None) -> int:
+    """The arg-max of the actor's logits for the builder's next VM (lowest rack on ties)."""
     it, bandwidth, _ = features.rack_state()
-    state = torch.as_tensor(np.concatenate([it, bandwidth]), dtype=torch.float32)[None]
-    with torch.no_grad():
-        mask = None if allowed is None else torch.as_tensor(allowed, dtype=torch.bool)[None]
-        logits = model.logits(state, mask)
-    return int(torch.argmax(logits[0]))
+    return int(np.argmax(actor(np.concatenate([it, bandwidth]), allowed)))

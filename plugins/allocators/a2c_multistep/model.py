@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 from torch import nn
 
@@ -39,3 +40,25 @@ class ActorCritic(nn.Module):
 
     def value(self, state: torch.Tensor) -> torch.Tensor:
         return self.critic(state).squeeze(-1)
+
+
+class NumpyActor:
+    """The actor's forward pass in numpy, for one state at a time: a decision
+    is six small matrix products, which torch's per-call overhead would
+    dominate (about 20 times slower). Rebuild it after the weights change."""
+
+    def __init__(self, model: ActorCritic):
+        layers = [m for m in model.actor if isinstance(m, nn.Linear)]
+        self.weights = [layer.weight.detach().numpy().T.copy() for layer in layers]
+        self.biases = [layer.bias.detach().numpy().copy() for layer in layers]
+
+    def __call__(self, state: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray:
+        x = np.asarray(state, dtype=np.float32)
+        last = len(self.weights) - 1
+        for index, (weight, bias) in enumerate(zip(self.weights, self.biases)):
+            x = x @ weight + bias
+            if index < last:
+                x = np.where(x > 0, x, np.expm1(np.minimum(x, 0)))  # ELU
+        if mask is not None:
+            x = np.where(mask, x, np.float32(MASKED))
+        return x

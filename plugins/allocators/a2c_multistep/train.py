@@ -265,7 +265,8 @@ class Trainer:
                   "final_training_blocking": last.get("blocking"), "config": asdict(self.config)}
         self.out.with_suffix(".json").write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
         write_table_atomic(self.out.with_suffix(".curve.parquet"), _columns(self.curve))
-        _plot_curve(self.curve, self.out.with_suffix(".png"), f"a2c_multistep on {self.topology}")
+        short = f"{self.topology.split(',')[0]}, {self.workload.split(',')[0]}"  # ocs:tors=16, vmjobs:load=66
+        _plot_curve(self.curve, self.out.with_suffix(".png"), f"a2c_multistep on {short}")
         return self.out
 
 

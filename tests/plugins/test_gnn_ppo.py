@@ -107,7 +107,7 @@ def test_train_command_and_its_errors(tmp_path, monkeypatch):
     assert result.exit_code == 0, result.output
     assert calls[0]["topology"] == "tiered:8,1x4" and calls[0]["steps"] == 10 and calls[0]["seed"] == 3
     refused = CliRunner().invoke(cli, ["train", "-a", "tetris", "-t", "tiered:8,1x4"])
-    assert refused.exit_code == 2 and "is not trained; trainable allocators: gnn_ppo" in refused.output
+    assert refused.exit_code == 2 and "is not trained; trainable allocators: a2c_multistep, gnn_ppo" in refused.output
     bad = CliRunner().invoke(cli, ["train", "-a", "gnn_ppo", "-t", "tiered:8,1x3"])
     assert bad.exit_code == 2 and "not one of" in bad.output
 

@@ -12,7 +12,7 @@ import torch
 
 from dcbench import Network, PoolAllocator, PoolBuilder, Request, State
 from dcbench.envs import PoolFeatures
-from dcbench.plugins.allocators.gnn_ppo.model import GraphPolicy, as_tensors, with_self_loops
+from dcbench.plugins.allocators.gnn_ppo.model import GraphPolicy, ServerHints, as_tensors, with_self_loops
 
 CHECKPOINTS = "dcbench.plugins.allocators.gnn_ppo"
 
@@ -79,6 +79,7 @@ class GnnPpoAllocator(PoolAllocator):
         self.checkpoint_used = path
         self.model = load_policy(path)
         self.features = PoolFeatures(network)
+        self.hints = ServerHints(network) if self.model.extra_features else None
         self.edge_index = with_self_loops(self.features.edge_index, self.features.n_nodes)
         self._state: State | None = None
 
@@ -88,6 +89,8 @@ class GnnPpoAllocator(PoolAllocator):
 
     def choose(self, builder: PoolBuilder, allowed: np.ndarray) -> int:
         observation = self.features.observe(builder, self._state)
+        if self.hints is not None:
+            observation["node_features"] = self.hints(builder, observation["node_features"])
         with torch.no_grad():
             logits, _ = self.model(*as_tensors({k: v[None] for k, v in observation.items()}), self.edge_index)
         return int(torch.argmax(logits[0]))

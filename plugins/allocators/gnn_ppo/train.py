@@ -25,7 +25,7 @@ import torch
 
 from dcbench import ResultsError
 from dcbench.envs import AllocationEnv
-from dcbench.plugins.allocators.gnn_ppo.model import GraphPolicy, as_tensors, with_self_loops
+from dcbench.plugins.allocators.gnn_ppo.model import EXTRA_FEATURES, GraphPolicy, ServerHints, as_tensors, with_self_loops
 from dcbench.results import write_table_atomic
 
 TRAINING_SEED_OFFSET = 1_000_000  # episode seeds never overlap the test seeds 0..4 of the suites
@@ -35,9 +35,11 @@ TRAINING_SEED_OFFSET = 1_000_000  # episode seeds never overlap the test seeds 0
 class PPOConfig:
     """The shipped recipe. The reference's RLlib run differs in: steps 204,800,
     epochs 30, learning rate 5e-3, value loss clipped at 10, rewards unscaled,
-    32-request episodes, no imitation warm start (see docs/learned/gnn_ppo.md)."""
+    32-request episodes, no imitation warm start, no `ServerHints` node
+    features (see docs/learned/gnn_ppo.md). ``dagger_rounds`` > 0 adds DAgger
+    rounds after the behaviour cloning (tried, not shipped)."""
 
-    steps: int = 40_000
+    steps: int = 60_000
     envs: int = 8
     batch: int = 2048
     minibatch: int = 256
@@ -53,11 +55,56 @@ class PPOConfig:
     kl_target: float = 0.01
     max_grad_norm: float = 10.0
     episode_requests: int = 128
-    imitation_episodes: int = 60
-    imitation_epochs: int = 10
+    imitation_episodes: int = 40
+    imitation_epochs: int = 8
     imitation_learning_rate: float = 3e-3
     teacher: str = "best"
     teacher_trial_episodes: int = 20
+    dagger_rounds: int = 0
+    dagger_episodes: int = 16
+    dagger_epochs: int = 3
+    hints: bool = True
+
+
+def teacher_choice(teacher: Any, builder: Any) -> int:
+    """The teacher heuristic's choice in the builder's current state, also
+    when the servers chosen so far were not its own: a walk (NALB / NULB)
+    restarts from the request's first server."""
+    from dcbench.plugins.allocators.tetris import TetrisAllocator
+    from dcbench.plugins.allocators.walk import WalkAllocator
+
+    allowed = builder.allowed()
+    if isinstance(teacher, WalkAllocator) and builder.chosen:
+        for server in teacher._servers_from(builder.chosen[0], builder):
+            if allowed[server]:
+                return server
+        return int(np.flatnonzero(allowed)[0])
+    if isinstance(teacher, WalkAllocator):
+        return TetrisAllocator.choose(teacher, builder, allowed)
+    return int(teacher.choose(builder, allowed))
+
+
+class HintedEnv:
+    """An `AllocationEnv` whose node features carry `ServerHints` too."""
+
+    def __init__(self, env: AllocationEnv):
+        self.env = env
+        self.hints = ServerHints(env.network)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.env, name)
+
+    def _hinted(self, observation: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        observation["node_features"] = self.hints(self.env.builder, observation["node_features"])
+        return observation
+
+    def reset(self, **kwargs: Any):
+        observation, info = self.env.reset(**kwargs)
+        return self._hinted(observation), info
+
+    def step(self, action: int):
+        observation, *rest = self.env.step(action)
+        return (self._hinted(observation), *rest)
 
 
 def _stack(observations: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
@@ -71,12 +118,14 @@ class Trainer:
         self.out = Path(out)
         self.state_dir = self.out.with_name(self.out.name + ".train")
         self.envs = [AllocationEnv(topology, workload, config.episode_requests) for _ in range(config.envs)]
+        if config.hints:
+            self.envs = [HintedEnv(env) for env in self.envs]
         features = self.envs[0].features
         self.edge_index = with_self_loops(features.edge_index, features.n_nodes)
         self.topology = self.envs[0].spec_text["topology"]
         self.workload = self.envs[0].spec_text["workload"]
         torch.manual_seed(seed)
-        self.model = GraphPolicy()
+        self.model = GraphPolicy(extra_features=EXTRA_FEATURES if config.hints else 0)
         self.optimizer = torch.optim.Adam(self.model.parameters(), lr=config.learning_rate)
         self.rng = np.random.default_rng(seed)
         self.iteration = 0
@@ -176,9 +225,65 @@ class Trainer:
             returns += episode_returns
             accepted.append(acceptance)
         self._fit(observations, actions, returns, accepted, progress)
+        teacher_acceptance = float(np.mean(accepted))
+        dagger = []
+        for round_ in range(config.dagger_rounds):
+            new_observations, new_actions, new_returns, student = self._dagger_episodes(teacher_name)
+            observations += new_observations
+            actions += new_actions
+            returns += new_returns
+            self._fit(observations, actions, returns, student, progress, epochs=config.dagger_epochs)
+            dagger.append({"round": round_ + 1, "student_acceptance": float(np.mean(student)),
+                           "samples": len(actions), "agreement": self._agreement})
         self.imitation = {"teacher": teacher_name, "teacher_trials": trials, "episodes": config.imitation_episodes,
-                          "samples": len(actions), "teacher_acceptance": float(np.mean(accepted)),
-                          "agreement": self._agreement}
+                          "samples": len(actions), "teacher_acceptance": teacher_acceptance,
+                          "agreement": self._agreement, "dagger": dagger}
+
+    def _dagger_episodes(self, teacher_name: str) -> tuple[list, list, list, list]:
+        """DAgger: episodes driven by the student's arg-max (as at inference),
+        every visited state labelled with the teacher's choice in that state;
+        the value head's targets are the student's discounted returns."""
+        from dcbench.registry import get_registry
+
+        config = self.config
+        teachers = []
+        for env in self.envs:
+            teacher = get_registry().build("allocator", teacher_name).obj
+            teacher.reset(env.network, np.random.default_rng(self.seed))
+            teachers.append(teacher)
+        observations, actions, returns, acceptance = [], [], [], []
+        remaining = config.dagger_episodes
+        while remaining > 0:
+            running = list(range(min(len(self.envs), remaining)))
+            remaining -= len(running)
+            current = {i: self._reset(self.envs[i]) for i in running}
+            trace: dict[int, list] = {i: [] for i in running}
+            while running:
+                batch = _stack([current[i] for i in running])
+                with torch.no_grad():
+                    logits, _ = self.model(*as_tensors(batch), self.edge_index)
+                choices = logits.argmax(-1).tolist()
+                still = []
+                for row, i in enumerate(running):
+                    env = self.envs[i]
+                    label = teacher_choice(teachers[i], env.builder)
+                    trace[i].append(({k: v[row] for k, v in batch.items()}, label))
+                    current[i], reward, done, _, info = env.step(choices[row])
+                    trace[i][-1] += (reward * config.reward_scale,)
+                    if done:
+                        acceptance.append(info["acceptance_ratio"])
+                    else:
+                        still.append(i)
+                running = still
+            for i in sorted(trace):
+                running_return, episode_returns = 0.0, []
+                for _, _, reward in reversed(trace[i]):
+                    running_return = reward + config.gamma * running_return
+                    episode_returns.append(running_return)
+                observations += [t[0] for t in trace[i]]
+                actions += [t[1] for t in trace[i]]
+                returns += episode_returns[::-1]
+        return observations, actions, returns, acceptance
 
     def _episode(self, env: AllocationEnv, teacher: Any, record: bool = True) -> tuple[list, list, list, float]:
         """One training episode driven by a heuristic's choices."""
@@ -200,14 +305,14 @@ class Trainer:
         return observations, actions, returns[::-1], info["acceptance_ratio"]
 
     def _fit(self, observations: list, actions: list, returns: list, accepted: list,
-             progress: Callable[[dict[str, float]], None] | None) -> None:
+             progress: Callable[[dict[str, float]], None] | None, epochs: int | None = None) -> None:
         config = self.config
         nodes, edges, globals_, masks = as_tensors(_stack(observations))
         targets = torch.tensor(actions)
         value_targets = torch.tensor(returns, dtype=torch.float32)
         optimizer = torch.optim.Adam(self.model.parameters(), lr=config.imitation_learning_rate)
         n = len(actions)
-        for epoch in range(config.imitation_epochs):
+        for epoch in range(config.imitation_epochs if epochs is None else epochs):
             total, agree = 0.0, 0
             for chunk in np.array_split(self.rng.permutation(n), max(1, round(n / config.minibatch))):
                 index = torch.as_tensor(chunk)

@@ -135,7 +135,10 @@ def report(rows: list[dict[str, Any]], title: str, primary: str, higher_is_bette
     if baselines and any(r["allocator"].split(":")[0] not in baselines for r in rows):
         parts += [f"#### Learned and third-party allocators against the best baseline ({primary})", "",
                   "Δ: mean over seeds of the seed-by-seed difference (every allocator saw the same requests), "
-                  "± half-width of its 95% confidence interval; relative: Δ over the best baseline's mean.", "",
+                  "± half-width of its 95% confidence interval; "
+                  + ("relative: Δ over the best baseline's mean." if higher_is_better else
+                     "× lower: the best baseline's mean over the allocator's (above 1: the allocator is better)."),
+                  "",
                   paired_table(rows, primary, baselines, higher_is_better), ""]
     return "\n".join(parts)
 

@@ -252,7 +252,12 @@ def _plot(rows: list[dict[str, Any]], scenarios: list[str], metric: str, path: P
 
     path.parent.mkdir(parents=True, exist_ok=True)
     ordered = sorted(rows, key=lambda r: (scenarios.index(r["scenario"]), r["allocator"], r["seed"]))
-    return _panels(ordered, [(metric, metric.replace("_", " "))], path, f"{title}: {metric} (mean, 95% CI)")
+    families = {r["topology"].split(":")[0] for r in rows}
+    xlabel = {"tiered": "topology (channels per server link / oversubscription)",
+              "ocs": "load in Erlangs (54..78: 16 ToRs; 300: 32 ToRs; 1,320: 64 ToRs)"}.get(
+        families.pop() if len(families) == 1 else "", "scenario")
+    return _panels(ordered, [(metric, metric.replace("_", " "))], path, f"{title}: {metric} (mean, 95% CI)",
+                   xlabel=xlabel)
 
 
 def _names(allocators: Iterable[str]) -> dict[str, str]:

@@ -60,6 +60,7 @@ def write_run(out_dir: Path, run_id: str, tables: Mapping[str, Mapping[str, Any]
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(dir=out_dir, prefix=f".{run_id}.tmp-"))
+        staging.chmod(_FOLDER_MODE)  # mkdtemp makes it private; results are for sharing
     except OSError as exc:
         raise ResultsError(f"cannot write results to '{out_dir}': {exc.strerror or exc}; "
                            "choose another folder with --out") from None
@@ -83,6 +84,16 @@ def write_run(out_dir: Path, run_id: str, tables: Mapping[str, Mapping[str, Any]
     return target
 
 
+def _umask_mode(mode: int) -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mode & ~mask
+
+
+_FOLDER_MODE = _umask_mode(0o777)
+_FILE_MODE = _umask_mode(0o666)
+
+
 def write_table_atomic(path: Path, columns: Any, provenance: Mapping[str, Any] | None = None) -> None:
     """Write one Parquet file atomically (temporary file, then rename)."""
     import pyarrow as pa
@@ -93,6 +104,7 @@ def write_table_atomic(path: Path, columns: Any, provenance: Mapping[str, Any] |
     handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.tmp-")
     os.close(handle)
     try:
+        os.chmod(temporary, _FILE_MODE)  # mkstemp makes it private, unlike any other file written
         pq.write_table(table, temporary)
         os.replace(temporary, path)
     except BaseException:

@@ -71,3 +71,16 @@ def test_foreign_parquet_has_no_provenance(tmp_path):
     pq.write_table(pa.table({"x": [1]}), tmp_path / "x.parquet")
     with pytest.raises(ResultsError, match="no dcbench provenance"):
         provenance_of(read_table(tmp_path / "x.parquet"))
+
+
+def test_results_are_as_readable_as_any_other_file(tmp_path):
+    import os
+
+    from dcbench.results import write_table_atomic
+
+    mask = os.umask(0o022)
+    try:
+        write_table_atomic(tmp_path / "t.parquet", {"x": [1.0]})
+        assert (tmp_path / "t.parquet").stat().st_mode & 0o777 == 0o644
+    finally:
+        os.umask(mask)

@@ -199,8 +199,12 @@ class Simulation:
                     self.clock += sequence.time_step
                     self._depart_before(self.clock)
             self.offer_time[i] = self.clock
-            self.request = Request(i, self.clock, float(sequence.holding[i]), demand, sequence.kind,
-                                   sequence.connectivity, sequence.vms(i), sequence.job_flows(i))
+            if self.is_job:
+                self.request = Request(i, self.clock, float(sequence.holding[i]), demand, sequence.kind,
+                                       sequence.connectivity, sequence.vms(i), sequence.job_flows(i))
+            else:
+                self.request = Request(i, self.clock, float(sequence.holding[i]), demand, sequence.kind,
+                                       sequence.connectivity)
             return self.request
         self.request = None
         return None

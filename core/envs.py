@@ -170,7 +170,6 @@ class JobFeatures:
                 out_free[:, other] -= rate
             else:
                 in_free[:, other] -= rate
-            out_free[other, other] = in_free[other, other] = 0.0
         out_capacity = capacity[self.out_links]
         in_capacity = capacity[self.in_links]
         with np.errstate(divide="ignore", invalid="ignore"):

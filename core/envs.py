@@ -154,7 +154,7 @@ class JobFeatures:
         """The paper's two values per rack (IT, bandwidth) and the mask."""
         builder = self.builder
         fits = builder.rack_fits()
-        it = ((builder.rack_free - builder.vm) / builder.rack_capacity).min(axis=1)
+        it = builder.share_left()
         it = np.where(fits, np.clip(it, 0.0, 1.0), -1.0)
         free = builder.free_links
         capacity = builder.link_capacity

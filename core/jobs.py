@@ -149,6 +149,11 @@ class JobBuilder:
         racks = self.host_racks
         return [(racks[partner], rate, out) for partner, rate, out in self._partners[step]]
 
+    def share_left(self) -> np.ndarray:
+        """Per rack, the smallest free share over its resources if the next
+        VM went there (negative where the rack's total cannot hold it)."""
+        return ((self.rack_free - self.vm) / self.rack_capacity).min(axis=1)
+
     def server_in(self, rack: int) -> int | None:
         """The rack's server that the next VM would go to: of those with room,
         the one left with the largest smallest free share (balanced load)."""

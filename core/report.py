@@ -127,7 +127,7 @@ def report(rows: list[dict[str, Any]], title: str, primary: str, higher_is_bette
     parts = [f"### {title}", "",
              f"Mean ± half-width of the 95% confidence interval (Student's t) over seeds {seeds}; "
              "the best mean of each row in bold.", ""]
-    job_rows = "vms" in rows[0] or "reconfigurations_per_job" in rows[0]
+    job_rows = "reconfigurations_per_job" in rows[0]
     for metric, heading, higher in METRICS:
         if metric in rows[0] and not (metric == "acceptance_ratio" and job_rows):
             parts += [f"#### {heading}", "", metric_table(rows, metric, higher), ""]

@@ -28,7 +28,7 @@ class JCBAllocator(JobAllocator):
         self.reconfigure = reconfigure
 
     def choose_rack(self, builder: JobBuilder, allowed: np.ndarray) -> int:
-        balance = ((builder.rack_free - builder.vm) / builder.rack_capacity).min(axis=1)
+        balance = builder.share_left()
         partners = builder.partners()
         n_racks = builder.n_racks
         shortfall = np.zeros(n_racks)

@@ -32,6 +32,7 @@ from dcbench import ResultsError, SpecError
 from dcbench.envs import AllocationEnv
 from dcbench.plugins.allocators.a2c_multistep.model import ActorCritic
 from dcbench.results import write_table_atomic
+from dcbench.spec import parse_bool
 
 TRAINING_SEED_OFFSET = 1_000_000
 
@@ -65,14 +66,12 @@ def parse_options(options: dict[str, str] | None) -> dict[str, Any]:
         if key not in known or key == "steps":
             raise SpecError(f"a2c_multistep has no training option {key!r}; options: "
                             f"{', '.join(k for k in known if k != 'steps')}")
-        kind = {"int": int, "float": float, "bool": bool}[str(known[key])]
-        if kind is bool:
-            parsed[key] = text.lower() in ("yes", "true", "1")
-        else:
-            try:
-                parsed[key] = kind(text)
-            except ValueError:
-                raise SpecError(f"a2c_multistep: {key}={text!r} is not {kind.__name__}") from None
+        kind = {"int": int, "float": float, "bool": parse_bool}[str(known[key])]
+        try:
+            parsed[key] = kind(text)
+        except ValueError:
+            name = "yes or no" if kind is parse_bool else kind.__name__
+            raise SpecError(f"a2c_multistep: {key}={text!r} is not {name}") from None
     return parsed
 
 

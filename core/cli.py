@@ -296,6 +296,9 @@ def train(allocator: str, topology: str, workload: str | None, steps: int | None
         def report(row: dict[str, float]) -> None:
             status = (f"acceptance {row['acceptance']:.3f}  policy {row['policy_loss']:+.4f}  "
                       f"value {row['value_loss']:.3f}  entropy {row['entropy']:.3f}")
+            validation = row.get("validation_acceptance", float("nan"))
+            if validation == validation:  # not NaN: this iteration was validated
+                status += f"  validation {validation:.3f}"
             progress.update(task, completed=row["steps"], status=status)
 
         from dcbench.spec import Spec

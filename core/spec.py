@@ -169,3 +169,22 @@ def resolved_spec(name: str, values: Mapping[str, Any]) -> str:
     """The canonical text of a bound spec: every parameter by keyword, ``None`` left out."""
     items = [f"{k}={format_value(v)}" for k, v in values.items() if v is not None]
     return name + (":" + ",".join(items) if items else "")
+
+
+def config_options(config_class: type, options: Mapping[str, str] | None, owner: str) -> dict[str, Any]:
+    """``allocator:key=value`` training options, typed as the fields of a
+    trainer's configuration dataclass (``steps`` has its own CLI option)."""
+    from dataclasses import fields
+
+    known = {f.name: str(f.type) for f in fields(config_class) if f.name != "steps"}
+    parsed: dict[str, Any] = {}
+    for key, text in (options or {}).items():
+        if key not in known:
+            raise SpecError(f"{owner} has no training option {key!r}; options: {', '.join(known)}")
+        kind = {"int": int, "float": float, "bool": parse_bool, "str": str}[known[key]]
+        try:
+            parsed[key] = kind(text)
+        except ValueError:
+            name = "yes or no" if kind is parse_bool else kind.__name__
+            raise SpecError(f"{owner}: {key}={text!r} is not {name}") from None
+    return parsed

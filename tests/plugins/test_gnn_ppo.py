@@ -125,3 +125,32 @@ def test_other_weights_make_another_run(runner, random_checkpoint, tmp_path):
     assert first.summary["allocator_fingerprint"] == renamed.summary["allocator_fingerprint"]
     assert retrained.summary["allocator_fingerprint"] != first.summary["allocator_fingerprint"]
     assert retrained.run_id != first.run_id
+
+
+def test_the_exported_weights_are_the_best_validated_ones(runner, tmp_path):
+    from dcbench.plugins.allocators.gnn_ppo.train import VALIDATION_SEED_OFFSET
+
+    requests = 6
+    settings = dict(envs=2, batch=64, minibatch=32, epochs=2, imitation_episodes=1, imitation_epochs=1,
+                    episode_requests=requests, validation_episodes=3, validate_every=1)
+    out = train("tiered:8,1x4", steps=256, seed=2, out=tmp_path / "v.pt", **settings)
+    selected = json.loads((tmp_path / "v.json").read_text())["selected"]
+    curve = pq.read_table(tmp_path / "v.pt.train" / "curve.parquet").to_pylist()
+    scores = [row["validation_acceptance"] for row in curve]
+    assert len(scores) >= 2 and all(score == score for score in scores)  # every iteration validated
+    assert selected["acceptance"] >= max(scores)
+    if selected["steps"] > 0:
+        assert selected["acceptance"] == scores[selected["iteration"] - 1]
+    # The allocator with the exported weights scores exactly that on the validation seeds.
+    accepted = [runner.run(f"gnn_ppo:checkpoint={out}", "tiered:8,1x4", requests=requests,
+                           seed=VALIDATION_SEED_OFFSET + k).summary["acceptance_ratio"] for k in range(3)]
+    assert sum(accepted) / 3 == pytest.approx(selected["acceptance"])
+
+
+def test_training_options_are_typed_and_checked(tmp_path):
+    from dcbench import SpecError
+
+    with pytest.raises(SpecError, match="gnn_ppo has no training option 'epoch'; options: .*epochs"):
+        train("tiered:8,1x4", steps=1, out=tmp_path / "x.pt", options={"epoch": "3"})
+    with pytest.raises(SpecError, match=r"gnn_ppo: epochs='three' is not int"):
+        train("tiered:8,1x4", steps=1, out=tmp_path / "x.pt", options={"epochs": "three"})

@@ -8,6 +8,13 @@ Each iteration collects whole episodes from ``envs`` environments stepped in
 lockstep, so an iteration boundary is a clean point to save and resume:
 resuming from the last saved iteration gives exactly the weights an
 uninterrupted run would have.
+
+With ``validation_episodes`` > 0 the policy is scored greedily (arg-max, as
+the allocator acts) on held-out episodes every ``validate_every``
+iterations, and the best-scoring weights are the ones exported: early
+stopping on a validation set, so a long run cannot end on a worse policy
+than it passed through. Validation draws no random numbers, so it does not
+change the training trajectory.
 """
 
 from __future__ import annotations
@@ -27,8 +34,12 @@ from dcbench import ResultsError
 from dcbench.envs import AllocationEnv
 from dcbench.plugins.allocators.gnn_ppo.model import EXTRA_FEATURES, GraphPolicy, ServerHints, as_tensors, with_self_loops
 from dcbench.results import write_table_atomic
+from dcbench.spec import config_options
 
 TRAINING_SEED_OFFSET = 1_000_000  # episode seeds never overlap the test seeds 0..4 of the suites
+VALIDATION_SEED_OFFSET = 2_000_000  # nor the training episodes (at most a few thousand per run)
+# Settings that may differ when a run is resumed: they do not change the weights a run passes through.
+RESUMABLE_CHANGES = ("steps", "validation_episodes", "validate_every")
 
 
 @dataclass
@@ -64,6 +75,8 @@ class PPOConfig:
     dagger_episodes: int = 16
     dagger_epochs: int = 3
     hints: bool = True
+    validation_episodes: int = 32
+    validate_every: int = 5
 
 
 def teacher_choice(teacher: Any, builder: Any) -> int:
@@ -134,6 +147,8 @@ class Trainer:
         self.kl_coef = config.kl_coef
         self.curve: list[dict[str, float]] = []
         self.wall_time = 0.0
+        self.best: dict[str, float] | None = None  # validation acceptance, steps and iteration of best_model
+        self.best_model: dict[str, torch.Tensor] = {}
 
     # ----- rollouts -------------------------------------------------------
     def _reset(self, env: AllocationEnv) -> dict[str, np.ndarray]:
@@ -332,6 +347,36 @@ class Trainer:
                           "policy_loss": total / n, "value_loss": 0.0, "entropy": 0.0,
                           "imitation_epoch": epoch + 1, "agreement": agree / n})
 
+    # ----- validation -----------------------------------------------------
+    def validate(self) -> float:
+        """Mean acceptance of the greedy policy on the held-out episodes
+        ``VALIDATION_SEED_OFFSET + k``, k < ``validation_episodes``."""
+        seeds = [VALIDATION_SEED_OFFSET + k for k in range(self.config.validation_episodes)]
+        acceptance = []
+        while seeds:
+            running = list(range(min(len(self.envs), len(seeds))))
+            current = {i: self.envs[i].reset(seed=seeds.pop(0))[0] for i in running}
+            while running:
+                batch = _stack([current[i] for i in running])
+                with torch.no_grad():
+                    logits, _ = self.model(*as_tensors(batch), self.edge_index)
+                still = []
+                for row, i in enumerate(running):
+                    current[i], _, done, _, info = self.envs[i].step(int(logits[row].argmax()))
+                    if done:
+                        acceptance.append(info["acceptance_ratio"])
+                    else:
+                        still.append(i)
+                running = still
+        return float(np.mean(acceptance))
+
+    def _keep_if_best(self) -> float:
+        score = self.validate()
+        if self.best is None or score > self.best["acceptance"]:
+            self.best = {"acceptance": score, "steps": self.steps, "iteration": self.iteration}
+            self.best_model = {key: value.clone() for key, value in self.model.state_dict().items()}
+        return score
+
     # ----- updates --------------------------------------------------------
     def update(self, rollout: dict[str, Any]) -> dict[str, float]:
         config = self.config
@@ -382,12 +427,14 @@ class Trainer:
             "torch_rng": torch.get_rng_state(), "numpy_rng": json.dumps(self.rng.bit_generator.state),
             "wall_time": self.wall_time, "config": json.dumps(asdict(self.config)), "seed": self.seed,
             "imitation": json.dumps(getattr(self, "imitation", None)),
+            "best": json.dumps(self.best), "best_model": self.best_model,
         }
         temporary = self.state_dir / "state.pt.tmp"
         torch.save(state, temporary)
         temporary.replace(self.state_dir / "state.pt")
-        write_table_atomic(self.state_dir / "curve.parquet", {k: [row[k] for row in self.curve]
-                                                              for k in self.curve[0]})
+        columns = list(dict.fromkeys(key for row in self.curve for key in row))
+        write_table_atomic(self.state_dir / "curve.parquet",
+                           {key: [row.get(key, float("nan")) for row in self.curve] for key in columns})
 
     def resume(self) -> bool:
         path = self.state_dir / "state.pt"
@@ -395,8 +442,10 @@ class Trainer:
             return False
         state = torch.load(path, weights_only=True)
         saved, wanted = json.loads(state["config"]), asdict(self.config)
-        saved.pop("steps")  # training longer than before is what resuming is for
-        wanted.pop("steps")
+        for key in RESUMABLE_CHANGES:  # training longer than before is what resuming is for
+            saved.pop(key, None)
+            wanted.pop(key)
+        saved = {**wanted, **saved}  # settings added since the state was saved keep their defaults
         if saved != wanted or state["seed"] != self.seed:
             raise ResultsError(f"{path} was saved with another configuration or seed; remove "
                              f"{self.state_dir} to start over")
@@ -405,6 +454,8 @@ class Trainer:
         self.iteration, self.episodes, self.steps = state["iteration"], state["episodes"], state["steps"]
         self.kl_coef, self.wall_time = state["kl_coef"], state["wall_time"]
         self.imitation = json.loads(state["imitation"])
+        self.best = json.loads(state.get("best", "null"))
+        self.best_model = state.get("best_model", {})
         torch.set_rng_state(state["torch_rng"])
         self.rng.bit_generator.state = json.loads(state["numpy_rng"])
         import pyarrow.parquet as pq
@@ -417,16 +468,24 @@ class Trainer:
             started = time.perf_counter()
             self.imitate(progress)
             self.wall_time += time.perf_counter() - started
+        validating = self.config.validation_episodes > 0
+        if validating and self.best is None:  # the starting point is a candidate too
+            started = time.perf_counter()
+            self._keep_if_best()
+            self.wall_time += time.perf_counter() - started
         while self.steps < self.config.steps:
             started = time.perf_counter()
             rollout = self.collect()
             stats = self.update(rollout)
             self.iteration += 1
             self.steps += len(rollout["actions"])
+            validation = float("nan")
+            if validating and (self.iteration % self.config.validate_every == 0 or self.steps >= self.config.steps):
+                validation = self._keep_if_best()
             self.wall_time += time.perf_counter() - started
             row = {"iteration": self.iteration, "steps": self.steps, "acceptance": rollout["acceptance"],
                    "mean_return": float(rollout["returns"].mean()), **stats, "kl_coef": self.kl_coef,
-                   "wall_time_s": self.wall_time}
+                   "validation_acceptance": validation, "wall_time_s": self.wall_time}
             self.curve.append(row)
             self.save_state()
             if progress is not None:
@@ -435,13 +494,17 @@ class Trainer:
     def export(self, command: str) -> None:
         """The shipped checkpoint: weights and model configuration, plus a provenance record."""
         self.out.parent.mkdir(parents=True, exist_ok=True)
-        torch.save({"model": self.model.state_dict(), "config": json.dumps(self.model.config)}, self.out)
+        weights = self.best_model if self.best_model else self.model.state_dict()
+        torch.save({"model": weights, "config": json.dumps(self.model.config)}, self.out)
         record = {
             "allocator": "gnn_ppo", "topology": self.topology, "workload": self.workload,
             "command": command, "seed": self.seed, "steps": self.steps, "iterations": self.iteration,
             "wall_time_s": round(self.wall_time, 1), "torch": torch.__version__,
             "final_training_acceptance": self.curve[-1]["acceptance"] if self.curve else None,
             "ppo": asdict(self.config), "imitation": getattr(self, "imitation", None),
+            "selected": None if self.best is None else {
+                **self.best, "episodes": self.config.validation_episodes,
+                "seeds": f"{VALIDATION_SEED_OFFSET}..{VALIDATION_SEED_OFFSET + self.config.validation_episodes - 1}"},
         }
         self.out.with_suffix(".json").write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
         plot_curve(self.curve, self.out.with_suffix(".png"), f"gnn_ppo on {self.topology}")
@@ -475,10 +538,12 @@ def plot_curve(curve: list[dict[str, float]], path: Path, title: str) -> None:
 
 def train(topology: str, workload: str | None = None, steps: int | None = None, seed: int = 0,
           out: Path | None = None, progress: Callable[[dict[str, float]], None] | None = None,
-          **overrides: Any) -> Path:
-    """Train (or resume training) a gnn_ppo checkpoint; returns its path."""
+          options: dict[str, str] | None = None, **overrides: Any) -> Path:
+    """Train (or resume training) a gnn_ppo checkpoint; returns its path.
+    ``options`` are `dcbench train -a gnn_ppo:key=value` texts, ``overrides``
+    typed values of the same PPOConfig fields."""
     torch.set_num_threads(1)  # reproducible, and leaves the other cores to other runs
-    config = PPOConfig(**overrides)
+    config = PPOConfig(**{**config_options(PPOConfig, options, "gnn_ppo"), **overrides})
     if steps is not None:
         config.steps = steps
     out = Path(out) if out is not None else Path("checkpoints") / "gnn_ppo.pt"

@@ -28,6 +28,7 @@ from dcbench.errors import AllocatorError
 from dcbench.network import Network
 from dcbench.pool import PoolAllocator
 from dcbench.requests import Request
+from dcbench.spec import Param
 
 OPEN, PLACED, DONE, FAILED = "open", "placed", "done", "failed"
 _TOLERANCE = 1e-9
@@ -296,6 +297,9 @@ class JobBuilder:
         amounts = np.zeros((len(servers), self.vms.shape[1]))
         np.add.at(amounts, [position[s] for s in self.hosts], self.vms)
         return Allocation(servers, amounts, tuple(self.routes), vm_servers=hosts, reconfigure=tuple(self.swaps))
+
+
+RECONFIGURE_PARAM = Param("reconfigure", bool, True, "re-point idle OCS circuits when a job's traffic needs them")
 
 
 class JobAllocator:

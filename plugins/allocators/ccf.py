@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from dcbench import JobAllocator, JobBuilder, Param, hookimpl
+from dcbench import JobAllocator, JobBuilder, hookimpl
+from dcbench.jobs import RECONFIGURE_PARAM
 
 
 class CCFAllocator(JobAllocator):
@@ -35,6 +36,6 @@ def register_allocators(register):
         CCFAllocator,
         description="Computing capacity first: the rack with the most free CPU per VM "
         "(ccf = ODCN-CCF; ccf:reconfigure=no = ALL2ALL-CCF)",
-        params=[Param("reconfigure", bool, True, "re-point idle OCS circuits when a job's traffic needs them")],
+        params=[RECONFIGURE_PARAM],
         demands=("job",),
     )

@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from dcbench import JobAllocator, JobBuilder, Param, hookimpl
+from dcbench import JobAllocator, JobBuilder, hookimpl
+from dcbench.jobs import RECONFIGURE_PARAM
 
 
 class JCBAllocator(JobAllocator):
@@ -56,6 +57,6 @@ def register_allocators(register):
         JCBAllocator,
         description="Joint compute and bandwidth: the rack where the VM's flows need the least new "
         "circuit capacity, then the least inter-rack traffic, then the best compute balance",
-        params=[Param("reconfigure", bool, True, "re-point idle OCS circuits when a job's traffic needs them")],
+        params=[RECONFIGURE_PARAM],
         demands=("job",),
     )

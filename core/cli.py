@@ -236,7 +236,10 @@ def plot(results: Path, out: Path | None) -> None:
 @click.argument("results", type=click.Path(path_type=Path))
 @click.option("--out", type=click.Path(path_type=Path), default=None,
               help="Markdown file to update between its report markers (default: print).")
-def report(results: Path, out: Path | None) -> None:
+@click.option("--section", default=None,
+              help="Name of the marked block to update (default: the suite's name), for a second sweep "
+                   "of the same suite, e.g. against other baselines.")
+def report(results: Path, out: Path | None, section: str | None) -> None:
     """Tables of every metric (mean ± 95% CI) from a sweep's RESULTS folder."""
     from dcbench.report import report as make_report
     from dcbench.report import write_between_markers
@@ -248,12 +251,12 @@ def report(results: Path, out: Path | None) -> None:
     primary = suite.primary_metric if suite else "acceptance_ratio"
     from dcbench.leaderboard import baselines
 
-    text = make_report(rows, f"Suite {suite_name}", primary, suite.higher_is_better if suite else True,
-                       baselines(registry))
+    title = f"Suite {suite_name}" + (f" ({section})" if section else "")
+    text = make_report(rows, title, primary, suite.higher_is_better if suite else True, baselines(registry))
     if out is None:
         click.echo(text)
     else:
-        write_between_markers(out, text, suite_name)
+        write_between_markers(out, text, section or suite_name)
         click.echo(f"updated {out}")
 
 

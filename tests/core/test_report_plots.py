@@ -72,6 +72,12 @@ def test_plot_and_report_from_a_sweep(tmp_path):
     assert result.exit_code == 0, result.output
     text = page.read_text()
     assert "#### Acceptance ratio" in text and "| 8-1x16 |" in text and "Ranking by acceptance_ratio" in text
+    # A second sweep of the same suite goes to its own section; the first block stays.
+    result = runner.invoke(cli, ["report", str(tmp_path), "--out", str(page), "--section", "nara2022-other"])
+    assert result.exit_code == 0, result.output
+    again = page.read_text()
+    assert again.startswith(text.rstrip("\n")) and "### Suite nara2022 (nara2022-other)" in again
+    assert again.count("<!-- dcbench report nara2022-other: start -->") == 1
 
 
 def test_report_on_a_folder_without_results(tmp_path):

@@ -1,4 +1,5 @@
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -98,3 +99,58 @@ def test_phi_sweep_trains_and_tests_one_checkpoint_per_cost(tmp_path):
     assert [(r["reconfiguration_cost"], r["seed"]) for r in table] == [(0.0, 0), (0.0, 1), (40.0, 0), (40.0, 1)]
     assert (tmp_path / "phi-40.pt").exists() and (tmp_path / "phi_sweep.png").exists()
     assert json.loads((tmp_path / "phi-40.json").read_text())["config"]["reconfiguration_cost"] == 40.0
+
+
+def _trainer(options: dict[str, str]):
+    from dcbench.plugins.allocators.a2c_multistep.train import A2CConfig, Trainer, parse_options
+
+    config = A2CConfig(**parse_options({"window": "4", **options}))
+    return Trainer(TOPOLOGY, WORKLOAD, config, seed=2, out=Path("unused.pt"))
+
+
+def _samples() -> list[tuple[torch.Tensor, torch.Tensor, int, float]]:
+    generator = torch.Generator().manual_seed(5)
+    mask = torch.ones(4, dtype=torch.bool)
+    return [(torch.rand(8, generator=generator), mask, step % 4, 30.0 * (step % 3) - 25.0) for step in range(7)]
+
+
+def _one_update(options: dict[str, str]) -> tuple[dict[str, torch.Tensor], dict[str, float]]:
+    trainer = _trainer(options)
+    losses = trainer.update(_samples())
+    return {k: v.clone() for k, v in trainer.model.state_dict().items()}, losses | {"beta": trainer.entropy_coef}
+
+
+def test_the_default_update_is_the_papers():
+    import copy
+
+    trainer = _trainer({})
+    reference = copy.deepcopy(trainer.model)
+    optimizer = torch.optim.Adam(reference.parameters(), lr=1e-3)
+    samples = _samples()
+    returns = torch.tensor(window_returns([s[3] for s in samples], 4, 0.9), dtype=torch.float32)
+    states, actions = torch.stack([s[0] for s in samples[:4]]), torch.tensor([s[2] for s in samples[:4]])
+    log_probs = torch.log_softmax(reference.logits(states), dim=-1)
+    values = reference.value(states)
+    advantages = (returns - values).detach()  # Eq. 3, neither normalised nor scaled
+    actor_loss = -(log_probs.gather(1, actions[:, None]).squeeze(1) * advantages).mean() \
+        + 0.01 * (log_probs.exp() * log_probs).sum(-1).mean()
+    optimizer.zero_grad()
+    (actor_loss + ((returns - values) ** 2).mean()).backward()
+    optimizer.step()
+    trainer.update(samples)
+    assert all(torch.allclose(v, reference.state_dict()[k]) for k, v in trainer.model.state_dict().items())
+    assert trainer.entropy_coef == 0.01
+
+
+@pytest.mark.parametrize("options", [{"normalize_advantages": "yes"}, {"actor_learning_rate": "1e-4"},
+                                     {"max_grad_norm": "0.1"}, {"reward_scale": "0.04"}])
+def test_each_anti_collapse_option_changes_the_update(options):
+    default, _ = _one_update({})
+    changed, _ = _one_update(options)
+    assert not all(torch.equal(default[k], v) for k, v in changed.items() if k.startswith("actor"))
+
+
+def test_a_target_entropy_raises_beta_only_while_the_entropy_is_below_it():
+    _, below = _one_update({"target_entropy": "5"})   # above log(4), the most four racks allow
+    _, above = _one_update({"target_entropy": "0.01"})
+    assert below["beta"] > 0.01 and above["beta"] == 0.01

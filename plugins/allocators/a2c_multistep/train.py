@@ -13,6 +13,11 @@ roulette draw from π with probability ε, its arg-max otherwise.
 Training runs in episodes of ``episode_jobs`` jobs from an empty data
 centre (seeds from 1,000,000 up, never the suites' test seeds); the state
 saved after every episode resumes exactly.
+
+Options against the policy's entropy collapse (advantage normalisation, an
+entropy floor, the actor's own learning rate, gradient clipping, reward
+scaling) are ours and off by default; none helped on validation seeds (see
+docs/learned/a2c_multistep.md).
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ from dcbench.results import write_table_atomic
 from dcbench.spec import parse_bool
 
 TRAINING_SEED_OFFSET = 1_000_000
+MAX_ENTROPY_COEF = 100.0  # the adaptive β's bound
 
 
 @dataclass
@@ -56,6 +62,13 @@ class A2CConfig:
     mask: bool = True                   # ours: never choose a rack without a server for the VM
     imitation_jobs: int = 0             # ours: behaviour cloning of jcb before A2C (0: none, the paper's)
     imitation_epochs: int = 5
+    # Ours, against the entropy collapse (defaults: off, the paper's update):
+    normalize_advantages: bool = False  # advantages to zero mean and unit deviation per update window
+    target_entropy: float = 0.0         # > 0: raise β (from entropy_coef) while the mean entropy (nats) is lower
+    entropy_coef_step: float = 0.01     # the adaptive β's step on log β per update, times (target − entropy)
+    actor_learning_rate: float = 0.0    # > 0: the actor's own Adam rate (the critic keeps learning_rate)
+    max_grad_norm: float = 0.0          # > 0: clip the actor's and the critic's gradient norms, each
+    reward_scale: float = 1.0           # Eq. 1 rewards times this (Φ_reconf = 25 makes returns of ±hundreds)
 
 
 def parse_options(options: dict[str, str] | None) -> dict[str, Any]:
@@ -98,7 +111,8 @@ class Trainer:
         self.workload = self.env.spec_text["workload"]
         torch.manual_seed(seed)
         self.model = ActorCritic(self.env.network.n_racks, config.hidden, config.layers)
-        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=config.learning_rate)
+        self.optimizer = _optimizer(self.model, config)
+        self.entropy_coef = config.entropy_coef  # moves only with a target_entropy
         self.rng = np.random.default_rng(seed)
         self.epsilon = 1.0
         self.steps = 0
@@ -126,8 +140,8 @@ class Trainer:
     # ----- learning ------------------------------------------------------
     def update(self, samples: list[tuple[torch.Tensor, torch.Tensor | None, int, float]]) -> dict[str, float]:
         window = self.config.window
-        returns = torch.tensor(window_returns([s[3] for s in samples], window, self.config.gamma),
-                               dtype=torch.float32)
+        rewards = [s[3] * self.config.reward_scale for s in samples]
+        returns = torch.tensor(window_returns(rewards, window, self.config.gamma), dtype=torch.float32)
         head = samples[:window]
         states = torch.stack([s[0] for s in head])
         masks = torch.stack([s[1] for s in head]) if head[0][1] is not None else None
@@ -137,17 +151,28 @@ class Trainer:
         probs = log_probs.exp()
         values = self.model.value(states)
         advantages = (returns - values).detach()
+        if self.config.normalize_advantages:
+            advantages = (advantages - advantages.mean()) / (advantages.std() + 1e-8)
         chosen = log_probs.gather(1, actions[:, None]).squeeze(1)
         negative_entropy = (probs * log_probs).sum(-1).mean()
-        policy_loss = -(chosen * advantages).mean() + self.config.entropy_coef * negative_entropy
+        policy_loss = -(chosen * advantages).mean() + self.entropy_coef * negative_entropy
         value_loss = ((returns - values) ** 2).mean()
         self.optimizer.zero_grad()
         (policy_loss + value_loss).backward()
+        if self.config.max_grad_norm > 0:  # apart: the critic's squared errors would swamp one joint norm
+            torch.nn.utils.clip_grad_norm_(self.model.actor.parameters(), self.config.max_grad_norm)
+            torch.nn.utils.clip_grad_norm_(self.model.critic.parameters(), self.config.max_grad_norm)
         self.optimizer.step()
         self.updates += 1
         self.epsilon = max(self.epsilon - self.config.epsilon_step, self.config.epsilon_min)
-        return {"policy_loss": policy_loss.item(), "value_loss": value_loss.item(),
-                "entropy": -negative_entropy.item()}
+        entropy = -negative_entropy.item()
+        if self.config.target_entropy > 0:
+            step = np.exp(self.config.entropy_coef_step * (self.config.target_entropy - entropy))
+            # A saturated softmax has almost no entropy gradient, so β alone cannot revive it: bounded, or it
+            # grows until the loss overflows (seen, to NaN, with a step of 0.1).
+            self.entropy_coef = float(np.clip(self.entropy_coef * step, self.config.entropy_coef, MAX_ENTROPY_COEF))
+        return {"policy_loss": policy_loss.item(), "value_loss": value_loss.item(), "entropy": entropy,
+                "entropy_coef": self.entropy_coef}
 
     def episode(self) -> dict[str, float]:
         """One episode of ``episode_jobs`` jobs, learning as it goes."""
@@ -178,7 +203,7 @@ class Trainer:
         row = {"steps": float(self.steps), "episode": float(self.episodes), "epsilon": self.epsilon,
                "blocking": blocked / jobs, "acceptance": served / jobs,
                "reconfigurations_per_job": reconfigurations / jobs}
-        for key in ("policy_loss", "value_loss", "entropy"):
+        for key in ("policy_loss", "value_loss", "entropy", "entropy_coef"):
             row[key] = float(np.mean([loss[key] for loss in losses])) if losses else float("nan")
         return row
 
@@ -221,6 +246,7 @@ class Trainer:
         state = {"model": self.model.state_dict(), "optimizer": self.optimizer.state_dict(),
                  "counters": torch.tensor([self.steps, self.episodes, self.updates, int(self.imitated)]),
                  "epsilon": torch.tensor(self.epsilon, dtype=torch.float64),
+                 "entropy_coef": torch.tensor(self.entropy_coef, dtype=torch.float64),
                  "rng": json.dumps(self.rng.bit_generator.state), "torch_rng": torch.get_rng_state(),
                  "wall_time": torch.tensor(self.wall_time, dtype=torch.float64)}
         temporary = self.state_dir / "state.pt.tmp"
@@ -241,6 +267,7 @@ class Trainer:
         self.steps, self.episodes, self.updates, imitated = (int(x) for x in state["counters"])
         self.imitated = bool(imitated)
         self.epsilon = float(state["epsilon"])
+        self.entropy_coef = float(state.get("entropy_coef", self.config.entropy_coef))
         self.rng.bit_generator.state = json.loads(state["rng"])
         torch.set_rng_state(state["torch_rng"])
         self.wall_time = float(state["wall_time"])
@@ -267,6 +294,13 @@ class Trainer:
         short = f"{self.topology.split(',')[0]}, {self.workload.split(',')[0]}"  # ocs:tors=16, vmjobs:load=66
         _plot_curve(self.curve, self.out.with_suffix(".png"), f"a2c_multistep on {short}")
         return self.out
+
+
+def _optimizer(model: ActorCritic, config: A2CConfig) -> torch.optim.Adam:
+    if config.actor_learning_rate <= 0:  # one group, as the paper (and resumable from older states)
+        return torch.optim.Adam(model.parameters(), lr=config.learning_rate)
+    return torch.optim.Adam([{"params": model.actor.parameters(), "lr": config.actor_learning_rate},
+                             {"params": model.critic.parameters(), "lr": config.learning_rate}])
 
 
 def _columns(rows: list[dict[str, float]]) -> dict[str, list[float]]:

@@ -26,7 +26,7 @@ import json
 import shlex
 import sys
 import time
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Callable
 
@@ -37,7 +37,7 @@ from dcbench import ResultsError, SpecError
 from dcbench.envs import AllocationEnv
 from dcbench.plugins.allocators.a2c_multistep.model import ActorCritic
 from dcbench.results import write_table_atomic
-from dcbench.spec import parse_bool
+from dcbench.spec import config_options
 
 TRAINING_SEED_OFFSET = 1_000_000
 MAX_ENTROPY_COEF = 100.0  # the adaptive β's bound
@@ -73,19 +73,7 @@ class A2CConfig:
 
 def parse_options(options: dict[str, str] | None) -> dict[str, Any]:
     """``a2c_multistep:key=value`` options of `dcbench train`, typed as A2CConfig's fields."""
-    known = {f.name: f.type for f in fields(A2CConfig)}
-    parsed: dict[str, Any] = {}
-    for key, text in (options or {}).items():
-        if key not in known or key == "steps":
-            raise SpecError(f"a2c_multistep has no training option {key!r}; options: "
-                            f"{', '.join(k for k in known if k != 'steps')}")
-        kind = {"int": int, "float": float, "bool": parse_bool}[str(known[key])]
-        try:
-            parsed[key] = kind(text)
-        except ValueError:
-            name = "yes or no" if kind is parse_bool else kind.__name__
-            raise SpecError(f"a2c_multistep: {key}={text!r} is not {name}") from None
-    return parsed
+    return config_options(A2CConfig, options, "a2c_multistep")
 
 
 def window_returns(rewards: list[float], window: int, gamma: float) -> list[float]:

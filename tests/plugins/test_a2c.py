@@ -2,6 +2,7 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pyarrow.parquet as pq
 import pytest
 import torch
 from click.testing import CliRunner
@@ -154,3 +155,24 @@ def test_a_target_entropy_raises_beta_only_while_the_entropy_is_below_it():
     _, below = _one_update({"target_entropy": "5"})   # above log(4), the most four racks allow
     _, above = _one_update({"target_entropy": "0.01"})
     assert below["beta"] > 0.01 and above["beta"] == 0.01
+
+
+def test_early_stopping_exports_the_best_validated_weights(runner, tmp_path):
+    from dcbench.plugins.allocators.a2c_multistep.train import VALIDATION_SEED_OFFSET
+
+    options = {"episode_jobs": "12", "window": "5", "validation_episodes": "2"}
+    straight = train(TOPOLOGY, WORKLOAD, steps=300, seed=3, out=tmp_path / "a.pt", options=options)
+    train(TOPOLOGY, WORKLOAD, steps=120, seed=3, out=tmp_path / "b.pt", options=options)
+    resumed = train(TOPOLOGY, WORKLOAD, steps=300, seed=3, out=tmp_path / "b.pt", options=options)
+    first = torch.load(straight, weights_only=True)["model"]
+    assert all(torch.equal(first[k], v) for k, v in torch.load(resumed, weights_only=True)["model"].items())
+    selected = json.loads((tmp_path / "a.json").read_text())["selected"]
+    curve = pq.read_table(tmp_path / "a.curve.parquet").to_pylist()
+    assert selected["blocking"] == min(row["validation_blocking"] for row in curve)
+    blocked = offered = 0
+    for k in range(2):  # the allocator with the exported weights blocks exactly that on the held-out episodes
+        outcome = runner.run(f"a2c_multistep:checkpoint={straight}", TOPOLOGY, WORKLOAD, requests=12,
+                             seed=VALIDATION_SEED_OFFSET + k).tables.requests["outcome"]
+        blocked += sum(o == "rejected" for o in outcome)
+        offered += len(outcome)
+    assert blocked / offered == pytest.approx(selected["blocking"])

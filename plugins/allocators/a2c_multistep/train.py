@@ -40,6 +40,7 @@ from dcbench.results import write_table_atomic
 from dcbench.spec import config_options
 
 TRAINING_SEED_OFFSET = 1_000_000
+VALIDATION_SEED_OFFSET = 2_000_000  # held-out episodes for early stopping, as gnn_ppo's
 MAX_ENTROPY_COEF = 100.0  # the adaptive β's bound
 
 
@@ -69,6 +70,8 @@ class A2CConfig:
     actor_learning_rate: float = 0.0    # > 0: the actor's own Adam rate (the critic keeps learning_rate)
     max_grad_norm: float = 0.0          # > 0: clip the actor's and the critic's gradient norms, each
     reward_scale: float = 1.0           # Eq. 1 rewards times this (Φ_reconf = 25 makes returns of ±hundreds)
+    validation_episodes: int = 0        # > 0: after every episode score the greedy policy on this many held-out
+                                        # episodes and export the weights with the lowest blocking (early stopping)
 
 
 def parse_options(options: dict[str, str] | None) -> dict[str, Any]:
@@ -109,6 +112,8 @@ class Trainer:
         self.curve: list[dict[str, float]] = []
         self.wall_time = 0.0
         self.imitated = False
+        self.best: dict[str, float] | None = None  # validation blocking, steps and episode of best_model
+        self.best_model: dict[str, torch.Tensor] = {}
 
     # ----- acting --------------------------------------------------------
     def _state(self, observation: dict[str, np.ndarray]) -> tuple[torch.Tensor, torch.Tensor | None]:
@@ -195,6 +200,30 @@ class Trainer:
             row[key] = float(np.mean([loss[key] for loss in losses])) if losses else float("nan")
         return row
 
+    # ----- early stopping (ours; off by default) --------------------------
+    def validate(self) -> float:
+        """Blocking of the greedy policy (arg-max, as the allocator acts) on
+        the held-out episodes; draws no random numbers, so resuming stays exact."""
+        blocked = jobs = 0
+        for k in range(self.config.validation_episodes):
+            observation, _ = self.env.reset(seed=VALIDATION_SEED_OFFSET + k)
+            done = False
+            while not done:
+                state, mask = self._state(observation)
+                with torch.no_grad():
+                    logits = self.model.logits(state[None], None if mask is None else mask[None])[0]
+                observation, _, done, _, _ = self.env.step(int(torch.argmax(logits)))
+            blocked += self.env.offered - self.env.accepted
+            jobs += self.env.offered
+        return blocked / max(1, jobs)
+
+    def keep_if_best(self) -> float:
+        blocking = self.validate()
+        if self.best is None or blocking < self.best["blocking"]:
+            self.best = {"blocking": blocking, "steps": self.steps, "episode": self.episodes}
+            self.best_model = {key: value.clone() for key, value in self.model.state_dict().items()}
+        return blocking
+
     # ----- imitation warm start (ours; off by default) -------------------
     def imitate(self) -> None:
         from dcbench.plugins.allocators.jcb import JCBAllocator
@@ -236,7 +265,8 @@ class Trainer:
                  "epsilon": torch.tensor(self.epsilon, dtype=torch.float64),
                  "entropy_coef": torch.tensor(self.entropy_coef, dtype=torch.float64),
                  "rng": json.dumps(self.rng.bit_generator.state), "torch_rng": torch.get_rng_state(),
-                 "wall_time": torch.tensor(self.wall_time, dtype=torch.float64)}
+                 "wall_time": torch.tensor(self.wall_time, dtype=torch.float64),
+                 "best": json.dumps(self.best), "best_model": self.best_model}
         temporary = self.state_dir / "state.pt.tmp"
         torch.save(state, temporary)
         temporary.replace(self.state_dir / "state.pt")
@@ -259,6 +289,8 @@ class Trainer:
         self.rng.bit_generator.state = json.loads(state["rng"])
         torch.set_rng_state(state["torch_rng"])
         self.wall_time = float(state["wall_time"])
+        self.best = json.loads(state.get("best", "null"))
+        self.best_model = state.get("best_model", {})
         import pyarrow.parquet as pq
 
         curve = self.state_dir / "curve.parquet"
@@ -270,13 +302,17 @@ class Trainer:
         self.out.parent.mkdir(parents=True, exist_ok=True)
         config = {"model": self.model.config(), "a2c": asdict(self.config)}
         temporary = self.out.with_name(self.out.name + ".tmp")
-        torch.save({"config": json.dumps(config), "model": self.model.state_dict()}, temporary)
+        weights = self.best_model if self.best_model else self.model.state_dict()
+        torch.save({"config": json.dumps(config), "model": weights}, temporary)
         temporary.replace(self.out)
         last = self.curve[-1] if self.curve else {}
         record = {"allocator": "a2c_multistep", "command": command, "seed": self.seed, "steps": self.steps,
                   "episodes": self.episodes, "updates": self.updates, "wall_time_s": round(self.wall_time, 1),
                   "topology": self.topology, "workload": self.workload, "torch": torch.__version__,
-                  "final_training_blocking": last.get("blocking"), "config": asdict(self.config)}
+                  "final_training_blocking": last.get("blocking"), "config": asdict(self.config),
+                  "selected": None if self.best is None else {
+                      **self.best, "validation_episodes": self.config.validation_episodes,
+                      "seeds": f"{VALIDATION_SEED_OFFSET}.."}}
         self.out.with_suffix(".json").write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
         write_table_atomic(self.out.with_suffix(".curve.parquet"), _columns(self.curve))
         short = f"{self.topology.split(',')[0]}, {self.workload.split(',')[0]}"  # ocs:tors=16, vmjobs:load=66
@@ -292,7 +328,7 @@ def _optimizer(model: ActorCritic, config: A2CConfig) -> torch.optim.Adam:
 
 
 def _columns(rows: list[dict[str, float]]) -> dict[str, list[float]]:
-    keys = list(rows[0]) if rows else ["steps"]
+    keys = list(dict.fromkeys(key for row in rows for key in row)) if rows else ["steps"]
     return {key: [row.get(key, float("nan")) for row in rows] for key in keys}
 
 
@@ -334,6 +370,8 @@ def train(topology: str, workload: str | None = None, steps: int | None = None, 
     while trainer.steps < config.steps:
         started = time.perf_counter()
         row = trainer.episode()
+        if config.validation_episodes > 0:
+            row["validation_blocking"] = trainer.keep_if_best()
         trainer.wall_time += time.perf_counter() - started
         row["wall_time_s"] = trainer.wall_time
         trainer.curve.append(row)

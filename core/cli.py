@@ -142,7 +142,7 @@ def run(allocator: str, topology: str, workload: str | None, requests: int | Non
 @cli.command()
 @click.option("--suite", "-s", "suite_name", required=True, help="Suite to run (see `dcbench list suites`).")
 @click.option("--allocator", "-a", "allocator_values", multiple=True, required=True,
-              help="Allocator spec; repeat it, or list plain names with commas: tetris,nalb,nulb,random.")
+              help="Allocator spec; repeat it, or list specs with commas: tetris,nalb or ccf:reconfigure=no,jcb.")
 @click.option("--out", type=click.Path(path_type=Path), default=None,
               help="Results folder (default: results/<suite>).")
 @click.option("--jobs", "-j", type=int, default=None, help="Worker processes (default: all cores).")

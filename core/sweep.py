@@ -38,10 +38,20 @@ class Job:
 
 
 def split_allocators(values: Iterable[str]) -> list[str]:
-    """``--allocator`` values; a value without ':' may list plain names with commas."""
+    """``--allocator`` values, each a comma list of specs: a piece with '='
+    and no ':' is a further keyword of the spec before it, any other piece
+    starts a spec (``ccf:reconfigure=no,jcb`` is two, ``nalb:route=reference,
+    queue=lifo`` one)."""
     allocators: list[str] = []
     for value in values:
-        allocators.extend(part.strip() for part in value.split(",")) if ":" not in value else allocators.append(value)
+        for part in (piece.strip() for piece in value.split(",")):
+            if part and "=" in part and ":" not in part:
+                if not allocators or ":" not in allocators[-1]:
+                    raise SpecError(f"{part!r} in --allocator {value!r} is a keyword that follows no "
+                                    f"NAME:KEY=VALUE spec; write NAME:{part}")
+                allocators[-1] += "," + part
+            else:
+                allocators.append(part)
     if not allocators or any(not a for a in allocators):
         raise SpecError("give at least one allocator, e.g. --allocator tetris,nalb,nulb,random")
     return allocators

@@ -17,8 +17,12 @@ from dcbench.sweep import split_allocators
 def test_split_allocators():
     assert split_allocators(["tetris,nalb", "tetris:penalty=0.5,scale=5"]) == [
         "tetris", "nalb", "tetris:penalty=0.5,scale=5"]
+    assert split_allocators(["ccf:reconfigure=no,ccf,jcb", "nalb:route=reference,queue=lifo,tetris"]) == [
+        "ccf:reconfigure=no", "ccf", "jcb", "nalb:route=reference,queue=lifo", "tetris"]
     with pytest.raises(SpecError):
         split_allocators(["tetris,,nalb"])
+    with pytest.raises(SpecError):
+        split_allocators(["penalty=0.5,tetris"])  # a keyword with no spec before it
 
 
 def test_a_sweep_writes_every_run_and_one_combined_summary(tmp_path):

@@ -94,6 +94,13 @@ _FOLDER_MODE = _umask_mode(0o777)
 _FILE_MODE = _umask_mode(0o666)
 
 
+def curve_columns(rows: list[dict[str, float]]) -> dict[str, list[float]]:
+    """A training curve's rows as columns: every key any row has, NaN where a
+    row lacks it (validation scores come every few rows; older rows lack new keys)."""
+    keys = list(dict.fromkeys(key for row in rows for key in row)) if rows else ["steps"]
+    return {key: [row.get(key, float("nan")) for row in rows] for key in keys}
+
+
 def write_table_atomic(path: Path, columns: Any, provenance: Mapping[str, Any] | None = None) -> None:
     """Write one Parquet file atomically (temporary file, then rename)."""
     import pyarrow as pa

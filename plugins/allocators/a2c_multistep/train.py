@@ -36,7 +36,8 @@ import torch
 from dcbench import ResultsError, SpecError
 from dcbench.envs import AllocationEnv
 from dcbench.plugins.allocators.a2c_multistep.model import ActorCritic
-from dcbench.results import write_table_atomic
+from dcbench.plugins.allocators.early_stopping import BestWeights
+from dcbench.results import curve_columns, write_table_atomic
 from dcbench.spec import config_options
 
 TRAINING_SEED_OFFSET = 1_000_000
@@ -112,8 +113,7 @@ class Trainer:
         self.curve: list[dict[str, float]] = []
         self.wall_time = 0.0
         self.imitated = False
-        self.best: dict[str, float] | None = None  # validation blocking, steps and episode of best_model
-        self.best_model: dict[str, torch.Tensor] = {}
+        self.best = BestWeights(higher_is_better=False, score_name="blocking")
 
     # ----- acting --------------------------------------------------------
     def _state(self, observation: dict[str, np.ndarray]) -> tuple[torch.Tensor, torch.Tensor | None]:
@@ -218,11 +218,7 @@ class Trainer:
         return blocked / max(1, jobs)
 
     def keep_if_best(self) -> float:
-        blocking = self.validate()
-        if self.best is None or blocking < self.best["blocking"]:
-            self.best = {"blocking": blocking, "steps": self.steps, "episode": self.episodes}
-            self.best_model = {key: value.clone() for key, value in self.model.state_dict().items()}
-        return blocking
+        return self.best.offer(self.validate(), self.model, steps=self.steps, episode=self.episodes)
 
     # ----- imitation warm start (ours; off by default) -------------------
     def imitate(self) -> None:
@@ -266,11 +262,11 @@ class Trainer:
                  "entropy_coef": torch.tensor(self.entropy_coef, dtype=torch.float64),
                  "rng": json.dumps(self.rng.bit_generator.state), "torch_rng": torch.get_rng_state(),
                  "wall_time": torch.tensor(self.wall_time, dtype=torch.float64),
-                 "best": json.dumps(self.best), "best_model": self.best_model}
+                 **self.best.state()}
         temporary = self.state_dir / "state.pt.tmp"
         torch.save(state, temporary)
         temporary.replace(self.state_dir / "state.pt")
-        write_table_atomic(self.state_dir / "curve.parquet", _columns(self.curve))
+        write_table_atomic(self.state_dir / "curve.parquet", curve_columns(self.curve))
 
     def resume(self) -> bool:
         path = self.state_dir / "state.pt"
@@ -289,8 +285,7 @@ class Trainer:
         self.rng.bit_generator.state = json.loads(state["rng"])
         torch.set_rng_state(state["torch_rng"])
         self.wall_time = float(state["wall_time"])
-        self.best = json.loads(state.get("best", "null"))
-        self.best_model = state.get("best_model", {})
+        self.best.load(state)
         import pyarrow.parquet as pq
 
         curve = self.state_dir / "curve.parquet"
@@ -302,19 +297,18 @@ class Trainer:
         self.out.parent.mkdir(parents=True, exist_ok=True)
         config = {"model": self.model.config(), "a2c": asdict(self.config)}
         temporary = self.out.with_name(self.out.name + ".tmp")
-        weights = self.best_model if self.best_model else self.model.state_dict()
-        torch.save({"config": json.dumps(config), "model": weights}, temporary)
+        torch.save({"config": json.dumps(config), "model": self.best.export(self.model)}, temporary)
         temporary.replace(self.out)
         last = self.curve[-1] if self.curve else {}
         record = {"allocator": "a2c_multistep", "command": command, "seed": self.seed, "steps": self.steps,
                   "episodes": self.episodes, "updates": self.updates, "wall_time_s": round(self.wall_time, 1),
                   "topology": self.topology, "workload": self.workload, "torch": torch.__version__,
                   "final_training_blocking": last.get("blocking"), "config": asdict(self.config),
-                  "selected": None if self.best is None else {
-                      **self.best, "validation_episodes": self.config.validation_episodes,
+                  "selected": None if self.best.record is None else {
+                      **self.best.record, "validation_episodes": self.config.validation_episodes,
                       "seeds": f"{VALIDATION_SEED_OFFSET}.."}}
         self.out.with_suffix(".json").write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
-        write_table_atomic(self.out.with_suffix(".curve.parquet"), _columns(self.curve))
+        write_table_atomic(self.out.with_suffix(".curve.parquet"), curve_columns(self.curve))
         short = f"{self.topology.split(',')[0]}, {self.workload.split(',')[0]}"  # ocs:tors=16, vmjobs:load=66
         _plot_curve(self.curve, self.out.with_suffix(".png"), f"a2c_multistep on {short}")
         return self.out
@@ -325,11 +319,6 @@ def _optimizer(model: ActorCritic, config: A2CConfig) -> torch.optim.Adam:
         return torch.optim.Adam(model.parameters(), lr=config.learning_rate)
     return torch.optim.Adam([{"params": model.actor.parameters(), "lr": config.actor_learning_rate},
                              {"params": model.critic.parameters(), "lr": config.learning_rate}])
-
-
-def _columns(rows: list[dict[str, float]]) -> dict[str, list[float]]:
-    keys = list(dict.fromkeys(key for row in rows for key in row)) if rows else ["steps"]
-    return {key: [row.get(key, float("nan")) for row in rows] for key in keys}
 
 
 def _plot_curve(rows: list[dict[str, float]], path: Path, title: str) -> None:

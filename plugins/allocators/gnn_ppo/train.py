@@ -32,8 +32,9 @@ import torch
 
 from dcbench import ResultsError
 from dcbench.envs import AllocationEnv
+from dcbench.plugins.allocators.early_stopping import BestWeights
 from dcbench.plugins.allocators.gnn_ppo.model import EXTRA_FEATURES, GraphPolicy, ServerHints, as_tensors, with_self_loops
-from dcbench.results import write_table_atomic
+from dcbench.results import curve_columns, write_table_atomic
 from dcbench.spec import config_options
 
 TRAINING_SEED_OFFSET = 1_000_000  # episode seeds never overlap the test seeds 0..4 of the suites
@@ -147,8 +148,7 @@ class Trainer:
         self.kl_coef = config.kl_coef
         self.curve: list[dict[str, float]] = []
         self.wall_time = 0.0
-        self.best: dict[str, float] | None = None  # validation acceptance, steps and iteration of best_model
-        self.best_model: dict[str, torch.Tensor] = {}
+        self.best = BestWeights(higher_is_better=True, score_name="acceptance")
 
     # ----- rollouts -------------------------------------------------------
     def _reset(self, env: AllocationEnv) -> dict[str, np.ndarray]:
@@ -371,11 +371,7 @@ class Trainer:
         return float(np.mean(acceptance))
 
     def _keep_if_best(self) -> float:
-        score = self.validate()
-        if self.best is None or score > self.best["acceptance"]:
-            self.best = {"acceptance": score, "steps": self.steps, "iteration": self.iteration}
-            self.best_model = {key: value.clone() for key, value in self.model.state_dict().items()}
-        return score
+        return self.best.offer(self.validate(), self.model, steps=self.steps, iteration=self.iteration)
 
     # ----- updates --------------------------------------------------------
     def update(self, rollout: dict[str, Any]) -> dict[str, float]:
@@ -427,14 +423,12 @@ class Trainer:
             "torch_rng": torch.get_rng_state(), "numpy_rng": json.dumps(self.rng.bit_generator.state),
             "wall_time": self.wall_time, "config": json.dumps(asdict(self.config)), "seed": self.seed,
             "imitation": json.dumps(getattr(self, "imitation", None)),
-            "best": json.dumps(self.best), "best_model": self.best_model,
+            **self.best.state(),
         }
         temporary = self.state_dir / "state.pt.tmp"
         torch.save(state, temporary)
         temporary.replace(self.state_dir / "state.pt")
-        columns = list(dict.fromkeys(key for row in self.curve for key in row))
-        write_table_atomic(self.state_dir / "curve.parquet",
-                           {key: [row.get(key, float("nan")) for row in self.curve] for key in columns})
+        write_table_atomic(self.state_dir / "curve.parquet", curve_columns(self.curve))
 
     def resume(self) -> bool:
         path = self.state_dir / "state.pt"
@@ -454,8 +448,7 @@ class Trainer:
         self.iteration, self.episodes, self.steps = state["iteration"], state["episodes"], state["steps"]
         self.kl_coef, self.wall_time = state["kl_coef"], state["wall_time"]
         self.imitation = json.loads(state["imitation"])
-        self.best = json.loads(state.get("best", "null"))
-        self.best_model = state.get("best_model", {})
+        self.best.load(state)
         torch.set_rng_state(state["torch_rng"])
         self.rng.bit_generator.state = json.loads(state["numpy_rng"])
         import pyarrow.parquet as pq
@@ -469,7 +462,7 @@ class Trainer:
             self.imitate(progress)
             self.wall_time += time.perf_counter() - started
         validating = self.config.validation_episodes > 0
-        if validating and self.best is None:  # the starting point is a candidate too
+        if validating and self.best.record is None:  # the starting point is a candidate too
             started = time.perf_counter()
             self._keep_if_best()
             self.wall_time += time.perf_counter() - started
@@ -494,16 +487,15 @@ class Trainer:
     def export(self, command: str) -> None:
         """The shipped checkpoint: weights and model configuration, plus a provenance record."""
         self.out.parent.mkdir(parents=True, exist_ok=True)
-        weights = self.best_model if self.best_model else self.model.state_dict()
-        torch.save({"model": weights, "config": json.dumps(self.model.config)}, self.out)
+        torch.save({"model": self.best.export(self.model), "config": json.dumps(self.model.config)}, self.out)
         record = {
             "allocator": "gnn_ppo", "topology": self.topology, "workload": self.workload,
             "command": command, "seed": self.seed, "steps": self.steps, "iterations": self.iteration,
             "wall_time_s": round(self.wall_time, 1), "torch": torch.__version__,
             "final_training_acceptance": self.curve[-1]["acceptance"] if self.curve else None,
             "ppo": asdict(self.config), "imitation": getattr(self, "imitation", None),
-            "selected": None if self.best is None else {
-                **self.best, "episodes": self.config.validation_episodes,
+            "selected": None if self.best.record is None else {
+                **self.best.record, "episodes": self.config.validation_episodes,
                 "seeds": f"{VALIDATION_SEED_OFFSET}..{VALIDATION_SEED_OFFSET + self.config.validation_episodes - 1}"},
         }
         self.out.with_suffix(".json").write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")

@@ -154,3 +154,11 @@ def test_training_options_are_typed_and_checked(tmp_path):
         train("tiered:8,1x4", steps=1, out=tmp_path / "x.pt", options={"epoch": "3"})
     with pytest.raises(SpecError, match=r"gnn_ppo: epochs='three' is not int"):
         train("tiered:8,1x4", steps=1, out=tmp_path / "x.pt", options={"epochs": "three"})
+
+
+def test_building_the_policy_leaves_no_generated_file_behind(tmp_path):
+    import os
+
+    code = "from dcbench.plugins.allocators.gnn_ppo.model import GraphPolicy; GraphPolicy(); GraphPolicy()"
+    subprocess.run([sys.executable, "-c", code], check=True, env={**os.environ, "TMPDIR": str(tmp_path)})
+    assert list(tmp_path.iterdir()) == []  # PyG's rendered propagate() is removed once loaded

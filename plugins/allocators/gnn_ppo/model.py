@@ -20,6 +20,9 @@ their configuration read the environment's five node features only.
 
 from __future__ import annotations
 
+import os
+import sys
+
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -40,6 +43,20 @@ class EdgeMeanConv(MessagePassing):
         return F.relu(self.linear(torch.cat([x_j, edge_attr], dim=-1)))
 
 
+def _remove_generated_source(conv: type[MessagePassing]) -> None:
+    """PyG renders each MessagePassing class's ``propagate`` to a temporary
+    ``.py`` file, imports it and never deletes it: one file left in the
+    temporary folder per process. The module is loaded by then and the
+    model is never scripted, so the file can go."""
+    module = sys.modules.get(f"{conv.__module__}_{conv.__name__}_propagate")
+    path = getattr(module, "__file__", None)
+    if path and os.path.exists(path):
+        try:
+            os.remove(path)
+        except OSError:
+            pass
+
+
 class GraphPolicy(nn.Module):
     def __init__(self, node_dim: int = 5, edge_dim: int = 2, global_dim: int = 3, hidden: int = 16,
                  layers: int = 3, global_hidden: int = 8, extra_features: int = 0):
@@ -52,6 +69,7 @@ class GraphPolicy(nn.Module):
         node_dim += extra_features
         dims = [node_dim] + [hidden] * layers
         self.convs = nn.ModuleList(EdgeMeanConv(a, edge_dim, b) for a, b in zip(dims[:-1], dims[1:]))
+        _remove_generated_source(EdgeMeanConv)
         self.global_embed = nn.Sequential(nn.Linear(global_dim, global_hidden), nn.ReLU())
         # The logit also reads the server's own raw features (an addition to
         # the reference): L2-normalised embeddings of near-identical servers

@@ -108,7 +108,8 @@ class PoolFeatures:
         }
 
 
-RACK_FEATURES = ("free_share_cpu", "free_share_mem", "free_share_disk", "it_if_placed", "job_vms_here")
+RACK_FEATURES = ("free_share_cpu", "free_share_mem", "free_share_disk", "it_if_placed", "job_vms_here",
+                 "traffic_kept_here")
 LINK_FEATURES = ("free_share", "capacity_share")
 
 
@@ -121,8 +122,9 @@ class JobFeatures:
       the rack's circuit bundles in and out, after the VM's flows to the VMs
       already placed. −1 where the rack has no server for the VM, or its
       direct circuits cannot carry those flows.
-    - node features (racks × 5): the rack's free share of each resource,
-      the first state value, the share of this job's VMs placed there;
+    - node features (racks × 6): the rack's free share of each resource,
+      the first state value, the share of this job's VMs placed there, and
+      the share of the VM's traffic to them that would stay inside the rack;
     - edge features (links × 2): free share of each circuit bundle, and its
       capacity over the most a bundle can have (all of a ToR's ports);
     - global features (4): committed share of CPU, memory, disk; the share
@@ -180,6 +182,17 @@ class JobFeatures:
         bandwidth = np.where(feasible & fits, bottleneck, -1.0)
         return it, bandwidth, fits
 
+    def traffic_kept(self) -> np.ndarray:
+        """Per rack, the share of the next VM's Gbps to the VMs already
+        placed that would stay inside the rack if it went there (0 for a
+        job's first VM)."""
+        kept = np.zeros(self.n_racks)
+        total = 0.0
+        for other, rate, _ in self.builder.partners():
+            kept[other] += rate
+            total += rate
+        return kept / total if total > 0 else kept
+
     def observe(self, builder: JobBuilder, state: State) -> dict[str, np.ndarray]:
         it, bandwidth, fits = self.rack_state()
         n_vms = len(builder.vms)
@@ -187,6 +200,7 @@ class JobFeatures:
         nodes[:, :3] = builder.rack_free / builder.rack_capacity
         nodes[:, 3] = it
         nodes[:, 4] = np.bincount(builder.host_racks, minlength=self.n_racks) / n_vms
+        nodes[:, 5] = self.traffic_kept()
         capacity = builder.link_capacity[:-1]
         edges = np.empty((self.network.n_links, len(LINK_FEATURES)), dtype=np.float32)
         edges[:, 0] = np.divide(builder.free_links[:-1], capacity, out=np.zeros_like(capacity), where=capacity > 0)

@@ -1,5 +1,6 @@
 import gymnasium
 import numpy as np
+import pytest
 from gymnasium.utils.env_checker import check_env
 
 import dcbench.envs  # noqa: F401  (registers the environment)
@@ -68,7 +69,7 @@ def test_job_mode_steps_a_rack_per_vm_with_the_papers_state():
     env = AllocationEnv(**JOBS)
     observation, _ = env.reset(seed=1)
     assert env.action_space.n == 4
-    assert observation["rack_state"].shape == (8,) and observation["node_features"].shape == (4, 5)
+    assert observation["rack_state"].shape == (8,) and observation["node_features"].shape == (4, 6)
     assert observation["edge_features"].shape == (12, 2) and observation["action_mask"].shape == (4,)
     # an empty data centre: every rack can take the first VM, all its circuits free
     it, bandwidth = observation["rack_state"][:4], observation["rack_state"][4:]
@@ -104,3 +105,21 @@ def test_a_state_value_is_minus_one_where_the_vm_or_its_flows_do_not_fit():
     env.builder.free_links[env.builder.rack_link[0, 1]] = 0.0  # ... which rack 1 cannot receive
     it, bandwidth, _ = env.features.rack_state()
     assert bandwidth[1] == -1 and it[1] > 0 and bandwidth[0] >= 0
+
+
+def test_traffic_kept_is_the_share_of_the_vms_flows_that_stay_in_each_rack():
+    env = AllocationEnv(**JOBS)
+    observation, _ = env.reset(seed=1)
+    assert (observation["node_features"][:, 5] == 0).all()  # the first VM has no placed partner
+    builder = env.builder
+    while builder.step < len(builder.vms) - 1:  # all but the last VM, spread over the racks
+        fitting = np.flatnonzero(builder.rack_fits())
+        assert builder.place(int(fitting[builder.step % len(fitting)]))
+    partners = builder.partners()
+    assert partners
+    kept = env.features.traffic_kept()
+    total = sum(rate for _, rate, _ in partners)
+    for rack in range(env.network.n_racks):
+        expected = sum(rate for other, rate, _ in partners if other == rack) / total
+        assert kept[rack] == pytest.approx(expected)
+    assert kept.sum() == pytest.approx(1.0)

@@ -75,6 +75,7 @@ def test_training_is_reproducible_and_resumable(tmp_path):
     (["-a", "a2c_multistep:bogus=1", "-t", TOPOLOGY], "no training option 'bogus'"),
     (["-a", "a2c_multistep:gamma=high", "-t", TOPOLOGY], "gamma='high' is not float"),
     (["-a", "a2c_multistep", "-t", "tiered:8,1x4"], "learns job demands"),
+    (["-a", "a2c_multistep:state=rich", "-t", TOPOLOGY], "state='rich' is not one of paper, placement"),
 ])
 def test_train_command_errors(tmp_path, args, fragment):
     result = CliRunner().invoke(cli, ["train", *args, "--steps", "10", "--out", str(tmp_path / "x.pt"), "-q"])
@@ -176,3 +177,62 @@ def test_early_stopping_exports_the_best_validated_weights(runner, tmp_path):
         blocked += sum(o == "rejected" for o in outcome)
         offered += len(outcome)
     assert blocked / offered == pytest.approx(selected["blocking"])
+
+
+def test_the_placement_state_runs_as_it_trained_and_the_clone_is_a_candidate(runner, tmp_path):
+    from dcbench.plugins.allocators.a2c_multistep.train import VALIDATION_SEED_OFFSET
+
+    options = {"episode_jobs": "12", "window": "5", "validation_episodes": "2", "state": "placement",
+               "imitation_jobs": "30", "learning_rate": "0.05"}
+    path = train(TOPOLOGY, WORKLOAD, steps=150, seed=4, out=tmp_path / "p.pt", options=options)
+    saved = torch.load(path, weights_only=True)
+    assert json.loads(saved["config"])["model"]["features"] == 3
+    assert saved["model"]["actor.0.weight"].shape == (128, 12)
+    selected = json.loads((tmp_path / "p.json").read_text())["selected"]
+    curve = pq.read_table(tmp_path / "p.curve.parquet").to_pylist()
+    assert selected["blocking"] <= min(row["validation_blocking"] for row in curve)
+    blocked = offered = 0
+    for k in range(2):  # the allocator builds the same three values per rack as the trainer did
+        outcome = runner.run(f"a2c_multistep:checkpoint={path}", TOPOLOGY, WORKLOAD, requests=12,
+                             seed=VALIDATION_SEED_OFFSET + k).tables.requests["outcome"]
+        blocked += sum(o == "rejected" for o in outcome)
+        offered += len(outcome)
+    assert blocked / offered == pytest.approx(selected["blocking"])
+
+
+def _agreement_and_critic_error(trainer) -> tuple[float, float]:
+    """On a held-out episode played by jcb: the share of jcb's racks the
+    actor's arg-max picks, and the critic's squared error on the Eq. 2 returns."""
+    from dcbench.plugins.allocators.jcb import JCBAllocator
+
+    teacher = JCBAllocator()
+    teacher.network = trainer.env.network
+    observation, _ = trainer.env.reset(seed=99)
+    states, agree, rewards, job = [], [], [], []
+    done = False
+    while not done:
+        state, mask = trainer._state(observation)
+        rack = teacher.choose_rack(trainer.env.builder, observation["action_mask"].astype(bool))
+        with torch.no_grad():
+            agree.append(int(torch.argmax(trainer.model.logits(state[None], mask[None])[0])) == rack)
+        job.append(state)
+        observation, _, done, _, info = trainer.env.step(rack)
+        if "step_rewards" in info:
+            states += job
+            rewards += info["step_rewards"]
+            job = []
+    window, gamma = trainer.config.window, trainer.config.gamma
+    returns = np.convolve(rewards, (gamma ** np.arange(window))[::-1], mode="valid")
+    with torch.no_grad():
+        values = trainer.model.value(torch.stack(states[:len(returns)])).numpy()
+    return float(np.mean(agree)), float(np.mean((values - returns) ** 2))
+
+
+def test_imitation_clones_jcb_and_warms_the_critic():
+    untrained = _trainer({"state": "placement", "episode_jobs": "40"})
+    cloned = _trainer({"state": "placement", "episode_jobs": "40", "imitation_jobs": "100", "imitation_epochs": "20"})
+    cloned.imitate()
+    agreement_before, error_before = _agreement_and_critic_error(untrained)
+    agreement_after, error_after = _agreement_and_critic_error(cloned)
+    assert agreement_before < 0.75 and agreement_after > 0.85
+    assert error_after < 0.75 * error_before

@@ -28,8 +28,9 @@ def checkpoint_for(network: Network) -> Path:
     wanted = f"ocs-{network.n_racks}"
     available = shipped_checkpoints()
     if wanted not in available:
+        shipped = ", ".join(sorted(available)) or "none"
         raise FileNotFoundError(
-            f"no a2c_multistep checkpoint for {network.n_racks} ToRs (shipped: {', '.join(sorted(available)) or 'none'}); "
+            f"no a2c_multistep checkpoint for {network.n_racks} ToRs (shipped: {shipped}); "
             f"train one with `dcbench train --allocator a2c_multistep --topology ocs:{network.n_racks}` "
             "and pass checkpoint=PATH")
     return available[wanted]
@@ -72,10 +73,18 @@ class A2CAllocator(JobAllocator):
         self.checkpoint_used = path
 
     def choose_rack(self, builder: JobBuilder, allowed: np.ndarray) -> int:
-        return greedy_rack(self.actor, self.features, allowed if self.masked else None)
+        return greedy_rack(self.actor, self.features, allowed if self.masked else None, self.model.features)
 
 
-def greedy_rack(actor: NumpyActor, features: JobFeatures, allowed: np.ndarray | None) -> int:
-    """The arg-max of the actor's logits for the builder's next VM (lowest rack on ties)."""
+def agent_state(features: JobFeatures, values_per_rack: int) -> np.ndarray:
+    """The agent's input for the builder's next VM: the paper's two values per
+    rack, then (three per rack, ``state=placement``) the traffic kept in the rack."""
     it, bandwidth, _ = features.rack_state()
-    return int(np.argmax(actor(np.concatenate([it, bandwidth]), allowed)))
+    parts = [it, bandwidth] if values_per_rack == 2 else [it, bandwidth, features.traffic_kept()]
+    return np.concatenate(parts).astype(np.float32)
+
+
+def greedy_rack(actor: NumpyActor, features: JobFeatures, allowed: np.ndarray | None,
+                values_per_rack: int = 2) -> int:
+    """The arg-max of the actor's logits for the builder's next VM (lowest rack on ties)."""
+    return int(np.argmax(actor(agent_state(features, values_per_rack), allowed)))

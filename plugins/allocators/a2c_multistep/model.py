@@ -21,16 +21,18 @@ def dense(inputs: int, outputs: int, hidden: int, layers: int) -> nn.Sequential:
 
 class ActorCritic(nn.Module):
     """``actor(state)`` gives a logit per rack, ``critic(state)`` a value;
-    the state is the paper's 2 · racks vector (see `dcbench.envs.JobFeatures`)."""
+    the state is ``features`` values per rack: the paper's two (see
+    `dcbench.envs.JobFeatures`), or three with the traffic kept in the rack
+    (``state=placement``, ours)."""
 
-    def __init__(self, racks: int, hidden: int = 128, layers: int = 5):
+    def __init__(self, racks: int, hidden: int = 128, layers: int = 5, features: int = 2):
         super().__init__()
-        self.racks, self.hidden, self.layers = racks, hidden, layers
-        self.actor = dense(2 * racks, racks, hidden, layers)
-        self.critic = dense(2 * racks, 1, hidden, layers)
+        self.racks, self.hidden, self.layers, self.features = racks, hidden, layers, features
+        self.actor = dense(features * racks, racks, hidden, layers)
+        self.critic = dense(features * racks, 1, hidden, layers)
 
     def config(self) -> dict[str, int]:
-        return {"racks": self.racks, "hidden": self.hidden, "layers": self.layers}
+        return {"racks": self.racks, "hidden": self.hidden, "layers": self.layers, "features": self.features}
 
     def logits(self, state: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
         logits = self.actor(state)

@@ -43,6 +43,7 @@ from dcbench.spec import config_options
 TRAINING_SEED_OFFSET = 1_000_000
 VALIDATION_SEED_OFFSET = 2_000_000  # held-out episodes for early stopping, as gnn_ppo's
 MAX_ENTROPY_COEF = 100.0  # the adaptive β's bound
+STATE_VALUES = {"paper": 2, "placement": 3}  # values per rack of each state
 
 
 @dataclass
@@ -62,6 +63,7 @@ class A2CConfig:
     layers: int = 5
     episode_jobs: int = 2_000           # ours: the paper trains on one stream of 200,000 jobs per epoch
     mask: bool = True                   # ours: never choose a rack without a server for the VM
+    state: str = "paper"                # "paper": 2 values per rack; "placement" (ours): and the traffic kept there
     imitation_jobs: int = 0             # ours: behaviour cloning of jcb before A2C (0: none, the paper's)
     imitation_epochs: int = 5
     # Ours, against the entropy collapse (defaults: off, the paper's update):
@@ -101,8 +103,10 @@ class Trainer:
             raise SpecError("a2c_multistep trains on jobs: use an ocs topology and a vmjobs workload")
         self.topology = self.env.spec_text["topology"]
         self.workload = self.env.spec_text["workload"]
+        if config.state not in STATE_VALUES:
+            raise SpecError(f"a2c_multistep: state={config.state!r} is not one of {', '.join(STATE_VALUES)}")
         torch.manual_seed(seed)
-        self.model = ActorCritic(self.env.network.n_racks, config.hidden, config.layers)
+        self.model = ActorCritic(self.env.network.n_racks, config.hidden, config.layers, STATE_VALUES[config.state])
         self.optimizer = _optimizer(self.model, config)
         self.entropy_coef = config.entropy_coef  # moves only with a target_entropy
         self.rng = np.random.default_rng(seed)
@@ -117,7 +121,10 @@ class Trainer:
 
     # ----- acting --------------------------------------------------------
     def _state(self, observation: dict[str, np.ndarray]) -> tuple[torch.Tensor, torch.Tensor | None]:
-        state = torch.as_tensor(observation["rack_state"], dtype=torch.float32)
+        state = observation["rack_state"]
+        if self.config.state == "placement":
+            state = np.concatenate([state, observation["node_features"][:, 5]])
+        state = torch.as_tensor(state, dtype=torch.float32)
         mask = torch.as_tensor(observation["action_mask"], dtype=torch.bool) if self.config.mask else None
         return state, mask
 
@@ -222,35 +229,50 @@ class Trainer:
 
     # ----- imitation warm start (ours; off by default) -------------------
     def imitate(self) -> None:
+        """Behaviour cloning of `jcb` on ``imitation_jobs`` jobs: the actor
+        learns jcb's racks (cross-entropy), the critic the Eq. 2 returns of
+        jcb's Eq. 1 rewards, each with its own Adam at ``learning_rate``, so
+        that A2C starts from a policy and a critic that agree."""
         from dcbench.plugins.allocators.jcb import JCBAllocator
 
         teacher = JCBAllocator()
         teacher.network = self.env.network
-        states, masks, actions = [], [], []
+        samples: list[tuple] = []  # (state, mask, action, reward) in decision order, settled jobs only
         jobs = 0
         while jobs < self.config.imitation_jobs:
             observation, _ = self.env.reset(seed=TRAINING_SEED_OFFSET // 2 + self.seed * 100_000_000 + jobs)
             done = False
+            job: list[tuple] = []
             while not done and jobs < self.config.imitation_jobs:
                 state, mask = self._state(observation)
                 action = teacher.choose_rack(self.env.builder, observation["action_mask"].astype(bool))
-                states.append(state)
-                masks.append(mask)
-                actions.append(action)
+                job.append((state, mask, action))
                 observation, _, done, _, info = self.env.step(action)
-                jobs += "step_rewards" in info
-        states_t = torch.stack(states)
-        masks_t = torch.stack(masks) if masks[0] is not None else None
-        actions_t = torch.tensor(actions)
+                if "step_rewards" in info:
+                    samples.extend((s, m, a, r) for (s, m, a), r in zip(job, info["step_rewards"]))
+                    job = []
+                    jobs += 1
+        window, gamma = self.config.window, self.config.gamma
+        rewards = np.array([sample[3] for sample in samples]) * self.config.reward_scale
+        returns = np.convolve(rewards, (gamma ** np.arange(window))[::-1], mode="valid")  # Eq. 2 for each n
+        count = len(returns)
+        states = torch.stack([sample[0] for sample in samples[:count]])
+        masks = torch.stack([sample[1] for sample in samples[:count]]) if samples[0][1] is not None else None
+        actions = torch.tensor([sample[2] for sample in samples[:count]])
+        targets = torch.as_tensor(returns, dtype=torch.float32)
+        actor_optimizer = torch.optim.Adam(self.model.actor.parameters(), lr=self.config.learning_rate)
+        critic_optimizer = torch.optim.Adam(self.model.critic.parameters(), lr=self.config.learning_rate)
+        generator = torch.Generator().manual_seed(self.seed)
         for _ in range(self.config.imitation_epochs):
-            order = torch.randperm(len(actions_t), generator=torch.Generator().manual_seed(self.seed))
-            for start in range(0, len(order), 256):
-                batch = order[start:start + 256]
-                logits = self.model.logits(states_t[batch], None if masks_t is None else masks_t[batch])
-                loss = torch.nn.functional.cross_entropy(logits, actions_t[batch])
-                self.optimizer.zero_grad()
-                loss.backward()
-                self.optimizer.step()
+            for batch in torch.randperm(count, generator=generator).split(256):
+                logits = self.model.logits(states[batch], None if masks is None else masks[batch])
+                actor_loss = torch.nn.functional.cross_entropy(logits, actions[batch])
+                critic_loss = ((self.model.value(states[batch]) - targets[batch]) ** 2).mean()
+                actor_optimizer.zero_grad()
+                critic_optimizer.zero_grad()
+                (actor_loss + critic_loss).backward()
+                actor_optimizer.step()
+                critic_optimizer.step()
         self.imitated = True
 
     # ----- saving and resuming --------------------------------------------
@@ -356,6 +378,8 @@ def train(topology: str, workload: str | None = None, steps: int | None = None, 
     trainer.resume()
     if config.imitation_jobs and not trainer.imitated:
         trainer.imitate()
+        if config.validation_episodes > 0:  # the cloned policy is a candidate too
+            trainer.keep_if_best()
     while trainer.steps < config.steps:
         started = time.perf_counter()
         row = trainer.episode()

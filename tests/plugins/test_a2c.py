@@ -94,13 +94,30 @@ def test_phi_sweep_trains_and_tests_one_checkpoint_per_cost(tmp_path):
     from dcbench import get_registry
 
     get_registry().call_each("register_commands", cli=cli)  # as `dcbench` does at start-up
-    result = CliRunner().invoke(cli, ["phi-sweep", "-t", TOPOLOGY, "-w", WORKLOAD, "--costs", "0,40", "--steps", "60",
+    result = CliRunner().invoke(cli, ["phi-sweep", "-a", "a2c_multistep:state=placement", "-t", TOPOLOGY,
+                                      "-w", WORKLOAD, "--costs", "0,40", "--steps", "60",
                                       "--seeds", "0,1", "-n", "30", "--episode-jobs", "8", "--out", str(tmp_path)])
     assert result.exit_code == 0, result.output
     table = pq.read_table(tmp_path / "phi_sweep.parquet").to_pylist()
     assert [(r["reconfiguration_cost"], r["seed"]) for r in table] == [(0.0, 0), (0.0, 1), (40.0, 0), (40.0, 1)]
     assert (tmp_path / "phi-40.pt").exists() and (tmp_path / "phi_sweep.png").exists()
-    assert json.loads((tmp_path / "phi-40.json").read_text())["config"]["reconfiguration_cost"] == 40.0
+    config = json.loads((tmp_path / "phi-40.json").read_text())["config"]
+    assert config["reconfiguration_cost"] == 40.0 and config["state"] == "placement" and config["episode_jobs"] == 8
+
+
+@pytest.mark.parametrize("allocator, fragment", [
+    ("a2c_multistep:reconfiguration_cost=3", "phi-sweep sets reconfiguration_cost itself"),
+    ("gnn_ppo", "phi-sweep trains a2c_multistep, not 'gnn_ppo'"),
+    ("a2c_multistep:bogus=1", "no training option 'bogus'"),
+])
+def test_phi_sweep_refuses_a_bad_training_spec(tmp_path, allocator, fragment):
+    from dcbench import get_registry
+
+    get_registry().call_each("register_commands", cli=cli)
+    result = CliRunner().invoke(cli, ["phi-sweep", "-a", allocator, "-t", TOPOLOGY, "-w", WORKLOAD, "--costs", "0",
+                                      "--steps", "10", "--out", str(tmp_path / "phi")])
+    assert result.exit_code == 2 and fragment in result.output
+    assert not list((tmp_path / "phi").glob("*.pt"))
 
 
 def _trainer(options: dict[str, str]):

@@ -29,6 +29,8 @@ def register_commands(cli):
     import click
 
     @cli.command(name="phi-sweep")
+    @click.option("--allocator", "-a", default="a2c_multistep", show_default=True,
+                  help="The training spec, a2c_multistep[:KEY=VALUE,...]; Φ_reconf is the sweep's.")
     @click.option("--topology", "-t", default="ocs:16", show_default=True, help="Topology spec.")
     @click.option("--workload", "-w", default="vmjobs:load=66", show_default=True, help="Workload spec.")
     @click.option("--costs", default="0,5,10,25,30,50", show_default=True, help="Φ_reconf values, comma-separated.")
@@ -37,7 +39,7 @@ def register_commands(cli):
     @click.option("--requests", "-n", type=int, default=None, help="Jobs per test run (default: the workload's).")
     @click.option("--episode-jobs", type=int, default=2_000, show_default=True, help="Jobs per training episode.")
     @click.option("--out", type=click.Path(path_type=Path), default=Path("results/phi-sweep"), show_default=True)
-    def phi_sweep_command(topology, workload, costs, steps, seeds, requests, episode_jobs, out):
+    def phi_sweep_command(allocator, topology, workload, costs, steps, seeds, requests, episode_jobs, out):
         """Blocking and reconfigurations of a2c_multistep against Φ_reconf (the OCS paper's Fig. 3)."""
         from dcbench.plugins.allocators.a2c_multistep.phi_sweep import phi_sweep
 
@@ -46,5 +48,6 @@ def register_commands(cli):
             seed_list = [int(s) for s in seeds.split(",")]
         except ValueError:
             raise click.BadParameter("--costs and --seeds take comma-separated numbers") from None
-        table = phi_sweep(topology, workload, values, steps, seed_list, requests, out, click.echo, episode_jobs)
+        table = phi_sweep(topology, workload, values, steps, seed_list, requests, out, click.echo, episode_jobs,
+                          allocator)
         click.echo(f"table: {table}\nplot: {table.with_suffix('.png')}")

@@ -11,14 +11,25 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable
 
-from dcbench import Runner
+from dcbench import Runner, SpecError
 from dcbench.results import write_table_atomic
 from dcbench.stats import mean_ci
 
 
 def phi_sweep(topology: str, workload: str, costs: list[float], steps: int, seeds: list[int],
-              requests: int | None, out: Path, echo: Callable[[str], None], episode_jobs: int = 2_000) -> Path:
+              requests: int | None, out: Path, echo: Callable[[str], None], episode_jobs: int = 2_000,
+              allocator: str = "a2c_multistep") -> Path:
     from dcbench.plugins.allocators.a2c_multistep.train import train
+    from dcbench.spec import Spec
+
+    spec = Spec.parse(allocator)
+    if spec.name != "a2c_multistep":
+        raise SpecError(f"phi-sweep trains a2c_multistep, not {spec.name!r}: "
+                        "give --allocator a2c_multistep[:KEY=VALUE]")
+    options = {key: str(value) for key, value in spec.kwargs.items()}
+    if "reconfiguration_cost" in options:
+        raise SpecError("phi-sweep sets reconfiguration_cost itself: give the values with --costs")
+    options.setdefault("episode_jobs", str(episode_jobs))
 
     out.mkdir(parents=True, exist_ok=True)
     runner = Runner()
@@ -26,7 +37,7 @@ def phi_sweep(topology: str, workload: str, costs: list[float], steps: int, seed
     for cost in costs:
         checkpoint = out / f"phi-{cost:g}.pt"
         train(topology, workload, steps=steps, seed=0, out=checkpoint,
-              options={"reconfiguration_cost": str(cost), "episode_jobs": str(episode_jobs)})
+              options={**options, "reconfiguration_cost": str(cost)})
         for seed in seeds:
             summary = runner.run(f"a2c_multistep:checkpoint={checkpoint}", topology, workload, requests, seed).summary
             rows.append({"reconfiguration_cost": float(cost), "seed": seed,

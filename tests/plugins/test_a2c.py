@@ -76,6 +76,7 @@ def test_training_is_reproducible_and_resumable(tmp_path):
     (["-a", "a2c_multistep:gamma=high", "-t", TOPOLOGY], "gamma='high' is not float"),
     (["-a", "a2c_multistep", "-t", "tiered:8,1x4"], "learns job demands"),
     (["-a", "a2c_multistep:state=rich", "-t", TOPOLOGY], "state='rich' is not one of paper, placement"),
+    (["-a", "a2c_multistep:imitation_jobs=1,window=500", "-t", TOPOLOGY], "fewer than the window of 500"),
 ])
 def test_train_command_errors(tmp_path, args, fragment):
     result = CliRunner().invoke(cli, ["train", *args, "--steps", "10", "--out", str(tmp_path / "x.pt"), "-q"])

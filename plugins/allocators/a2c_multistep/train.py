@@ -253,6 +253,9 @@ class Trainer:
                     job = []
                     jobs += 1
         window, gamma = self.config.window, self.config.gamma
+        if len(samples) < window:
+            raise SpecError(f"imitation_jobs={self.config.imitation_jobs} gave {len(samples)} decisions, fewer than "
+                            f"the window of {window}: clone more jobs")
         rewards = np.array([sample[3] for sample in samples]) * self.config.reward_scale
         returns = np.convolve(rewards, (gamma ** np.arange(window))[::-1], mode="valid")  # Eq. 2 for each n
         count = len(returns)

@@ -41,14 +41,26 @@ def test_the_env_and_the_allocator_make_the_same_decisions(runner, random_checkp
     assert 0 < result.summary["accepted"] < 40
 
 
-def test_the_numpy_actor_matches_the_torch_one():
+@pytest.mark.parametrize("features, actor", [(2, "dense"), (3, "dense"), (3, "shared")])
+def test_the_numpy_actor_matches_the_torch_one(features, actor):
     torch.manual_seed(0)
-    model = ActorCritic(6)
-    states = torch.rand(32, 12) * 2 - 1
+    model = ActorCritic(6, features=features, actor=actor)
+    states = torch.rand(32, 6 * features) * 2 - 1
     mask = torch.rand(32, 6) > 0.3
     expected = model.logits(states, mask).detach().numpy()
     got = NumpyActor(model)(states.numpy(), mask.numpy())
     assert np.allclose(got, expected, atol=1e-5)
+    assert np.allclose(NumpyActor(model)(states[0].numpy(), mask[0].numpy()), expected[0], atol=1e-5)
+
+
+def test_the_shared_actor_scores_a_rack_from_its_own_values_whatever_its_position():
+    torch.manual_seed(1)
+    model = ActorCritic(5, features=3, actor="shared")
+    state = torch.rand(3, 5)
+    permutation = torch.tensor([3, 0, 4, 1, 2])
+    logits = model.logits(state.reshape(1, -1))[0]
+    permuted = model.logits(state[:, permutation].reshape(1, -1))[0]
+    assert torch.allclose(permuted, logits[permutation], atol=1e-6)
 
 
 def test_eq2_returns_over_a_window():
@@ -76,6 +88,7 @@ def test_training_is_reproducible_and_resumable(tmp_path):
     (["-a", "a2c_multistep:gamma=high", "-t", TOPOLOGY], "gamma='high' is not float"),
     (["-a", "a2c_multistep", "-t", "tiered:8,1x4"], "learns job demands"),
     (["-a", "a2c_multistep:state=rich", "-t", TOPOLOGY], "state='rich' is not one of paper, placement"),
+    (["-a", "a2c_multistep:actor=wide", "-t", TOPOLOGY], "actor='wide' is not one of dense, shared"),
     (["-a", "a2c_multistep:imitation_jobs=1,window=500", "-t", TOPOLOGY], "fewer than the window of 500"),
 ])
 def test_train_command_errors(tmp_path, args, fragment):
@@ -197,15 +210,16 @@ def test_early_stopping_exports_the_best_validated_weights(runner, tmp_path):
     assert blocked / offered == pytest.approx(selected["blocking"])
 
 
-def test_the_placement_state_runs_as_it_trained_and_the_clone_is_a_candidate(runner, tmp_path):
+@pytest.mark.parametrize("actor, first_layer", [("dense", "actor.0.weight"), ("shared", "actor.net.0.weight")])
+def test_the_placement_state_runs_as_it_trained_and_the_clone_is_a_candidate(runner, tmp_path, actor, first_layer):
     from dcbench.plugins.allocators.a2c_multistep.train import VALIDATION_SEED_OFFSET
 
     options = {"episode_jobs": "12", "window": "5", "validation_episodes": "2", "state": "placement",
-               "imitation_jobs": "30", "learning_rate": "0.05"}
+               "imitation_jobs": "30", "learning_rate": "0.05", "actor": actor}
     path = train(TOPOLOGY, WORKLOAD, steps=150, seed=4, out=tmp_path / "p.pt", options=options)
     saved = torch.load(path, weights_only=True)
     assert json.loads(saved["config"])["model"]["features"] == 3
-    assert saved["model"]["actor.0.weight"].shape == (128, 12)
+    assert saved["model"][first_layer].shape == ((128, 12) if actor == "dense" else (128, 6))
     selected = json.loads((tmp_path / "p.json").read_text())["selected"]
     curve = pq.read_table(tmp_path / "p.curve.parquet").to_pylist()
     assert selected["blocking"] <= min(row["validation_blocking"] for row in curve)

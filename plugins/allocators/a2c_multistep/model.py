@@ -19,20 +19,46 @@ def dense(inputs: int, outputs: int, hidden: int, layers: int) -> nn.Sequential:
     return nn.Sequential(*parts)
 
 
+class SharedRackActor(nn.Module):
+    """Ours (``actor=shared``): one network scores every rack from the rack's
+    own values and their mean over the racks, so a rule that is the same for
+    every rack is learnt once rather than once per rack."""
+
+    def __init__(self, racks: int, features: int, hidden: int, layers: int):
+        super().__init__()
+        self.racks, self.features = racks, features
+        self.net = dense(2 * features, 1, hidden, layers)
+
+    def forward(self, state: torch.Tensor) -> torch.Tensor:
+        per_rack = state.reshape(*state.shape[:-1], self.features, self.racks).transpose(-1, -2)
+        context = per_rack.mean(dim=-2, keepdim=True).expand_as(per_rack)
+        return self.net(torch.cat([per_rack, context], dim=-1)).squeeze(-1)
+
+
 class ActorCritic(nn.Module):
     """``actor(state)`` gives a logit per rack, ``critic(state)`` a value;
     the state is ``features`` values per rack: the paper's two (see
     `dcbench.envs.JobFeatures`), or three with the traffic kept in the rack
-    (``state=placement``, ours)."""
+    (``state=placement``, ours). The actor is the paper's dense network
+    over the whole state, or (``actor="shared"``, ours) `SharedRackActor`."""
 
-    def __init__(self, racks: int, hidden: int = 128, layers: int = 5, features: int = 2):
+    def __init__(self, racks: int, hidden: int = 128, layers: int = 5, features: int = 2, actor: str = "dense"):
         super().__init__()
-        self.racks, self.hidden, self.layers, self.features = racks, hidden, layers, features
-        self.actor = dense(features * racks, racks, hidden, layers)
+        if actor not in ("dense", "shared"):
+            raise ValueError(f"actor={actor!r} is not one of dense, shared")
+        self.racks, self.hidden, self.layers, self.features, self.actor_kind = racks, hidden, layers, features, actor
+        if actor == "shared":
+            self.actor = SharedRackActor(racks, features, hidden, layers)
+        else:
+            self.actor = dense(features * racks, racks, hidden, layers)
         self.critic = dense(features * racks, 1, hidden, layers)
 
-    def config(self) -> dict[str, int]:
-        return {"racks": self.racks, "hidden": self.hidden, "layers": self.layers, "features": self.features}
+    def config(self) -> dict[str, int | str]:
+        config: dict[str, int | str] = {"racks": self.racks, "hidden": self.hidden, "layers": self.layers,
+                                        "features": self.features}
+        if self.actor_kind != "dense":  # absent from the paper-architecture checkpoints
+            config["actor"] = self.actor_kind
+        return config
 
     def logits(self, state: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
         logits = self.actor(state)
@@ -50,17 +76,26 @@ class NumpyActor:
     dominate (about 20 times slower). Rebuild it after the weights change."""
 
     def __init__(self, model: ActorCritic):
-        layers = [m for m in model.actor if isinstance(m, nn.Linear)]
+        self.shared = model.actor_kind == "shared"
+        self.racks, self.features = model.racks, model.features
+        network = model.actor.net if self.shared else model.actor
+        layers = [m for m in network if isinstance(m, nn.Linear)]
         self.weights = [layer.weight.detach().numpy().T.copy() for layer in layers]
         self.biases = [layer.bias.detach().numpy().copy() for layer in layers]
 
     def __call__(self, state: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray:
         x = np.asarray(state, dtype=np.float32)
+        if self.shared:  # as SharedRackActor.forward
+            per_rack = np.swapaxes(x.reshape(*x.shape[:-1], self.features, self.racks), -1, -2)
+            context = np.broadcast_to(per_rack.mean(axis=-2, keepdims=True), per_rack.shape)
+            x = np.concatenate([per_rack, context], axis=-1)
         last = len(self.weights) - 1
         for index, (weight, bias) in enumerate(zip(self.weights, self.biases)):
             x = x @ weight + bias
             if index < last:
                 x = np.where(x > 0, x, np.expm1(np.minimum(x, 0)))  # ELU
+        if self.shared:
+            x = x[..., 0]
         if mask is not None:
             x = np.where(mask, x, np.float32(MASKED))
         return x

@@ -64,6 +64,7 @@ class A2CConfig:
     episode_jobs: int = 2_000           # ours: the paper trains on one stream of 200,000 jobs per epoch
     mask: bool = True                   # ours: never choose a rack without a server for the VM
     state: str = "paper"                # "paper": 2 values per rack; "placement" (ours): and the traffic kept there
+    actor: str = "dense"                # "dense": the paper's; "shared" (ours): one network scores each rack
     imitation_jobs: int = 0             # ours: behaviour cloning of jcb before A2C (0: none, the paper's)
     imitation_epochs: int = 5
     # Ours, against the entropy collapse (defaults: off, the paper's update):
@@ -105,8 +106,11 @@ class Trainer:
         self.workload = self.env.spec_text["workload"]
         if config.state not in STATE_VALUES:
             raise SpecError(f"a2c_multistep: state={config.state!r} is not one of {', '.join(STATE_VALUES)}")
+        if config.actor not in ("dense", "shared"):
+            raise SpecError(f"a2c_multistep: actor={config.actor!r} is not one of dense, shared")
         torch.manual_seed(seed)
-        self.model = ActorCritic(self.env.network.n_racks, config.hidden, config.layers, STATE_VALUES[config.state])
+        self.model = ActorCritic(self.env.network.n_racks, config.hidden, config.layers, STATE_VALUES[config.state],
+                                 config.actor)
         self.optimizer = _optimizer(self.model, config)
         self.entropy_coef = config.entropy_coef  # moves only with a target_entropy
         self.rng = np.random.default_rng(seed)

@@ -7,6 +7,7 @@ import torch
 from torch import nn
 
 MASKED = -1e9
+ACTORS = ("dense", "shared")  # the paper's dense actor; ours, one network shared over the racks
 
 
 def dense(inputs: int, outputs: int, hidden: int, layers: int) -> nn.Sequential:
@@ -44,8 +45,8 @@ class ActorCritic(nn.Module):
 
     def __init__(self, racks: int, hidden: int = 128, layers: int = 5, features: int = 2, actor: str = "dense"):
         super().__init__()
-        if actor not in ("dense", "shared"):
-            raise ValueError(f"actor={actor!r} is not one of dense, shared")
+        if actor not in ACTORS:
+            raise ValueError(f"actor={actor!r} is not one of {', '.join(ACTORS)}")
         self.racks, self.hidden, self.layers, self.features, self.actor_kind = racks, hidden, layers, features, actor
         if actor == "shared":
             self.actor = SharedRackActor(racks, features, hidden, layers)

@@ -35,7 +35,7 @@ import torch
 
 from dcbench import ResultsError, SpecError
 from dcbench.envs import AllocationEnv
-from dcbench.plugins.allocators.a2c_multistep.model import ActorCritic
+from dcbench.plugins.allocators.a2c_multistep.model import ACTORS, ActorCritic
 from dcbench.plugins.allocators.early_stopping import BestWeights
 from dcbench.results import curve_columns, write_table_atomic
 from dcbench.spec import config_options
@@ -83,8 +83,17 @@ def parse_options(options: dict[str, str] | None) -> dict[str, Any]:
     return config_options(A2CConfig, options, "a2c_multistep")
 
 
+def full_window_returns(rewards: np.ndarray, window: int, gamma: float) -> np.ndarray:
+    """Eq. 2, σ_n = Σ_{t<L} γ^t ρ_{n+t}, for every n with a whole window of rewards after it."""
+    if len(rewards) < window:
+        raise ValueError(f"{len(rewards)} rewards; a window of {window} needs at least {window}")
+    return np.convolve(np.asarray(rewards, dtype=np.float64), (gamma ** np.arange(window))[::-1], mode="valid")
+
+
 def window_returns(rewards: list[float], window: int, gamma: float) -> list[float]:
-    """Eq. 2: σ_n = Σ_{t<L} γ^t ρ_{n+t} for the first L samples (needs 2L − 1 rewards)."""
+    """Eq. 2 for the first L samples of an update (needs 2L − 1 rewards). A
+    dot product per sample, not `full_window_returns`' convolution: the
+    summation order is the one the shipped checkpoints were trained with."""
     if len(rewards) < 2 * window - 1:
         raise ValueError(f"{len(rewards)} rewards; a window of {window} needs {2 * window - 1}")
     discounts = gamma ** np.arange(window)
@@ -106,8 +115,8 @@ class Trainer:
         self.workload = self.env.spec_text["workload"]
         if config.state not in STATE_VALUES:
             raise SpecError(f"a2c_multistep: state={config.state!r} is not one of {', '.join(STATE_VALUES)}")
-        if config.actor not in ("dense", "shared"):
-            raise SpecError(f"a2c_multistep: actor={config.actor!r} is not one of dense, shared")
+        if config.actor not in ACTORS:
+            raise SpecError(f"a2c_multistep: actor={config.actor!r} is not one of {', '.join(ACTORS)}")
         torch.manual_seed(seed)
         self.model = ActorCritic(self.env.network.n_racks, config.hidden, config.layers, STATE_VALUES[config.state],
                                  config.actor)
@@ -261,7 +270,7 @@ class Trainer:
             raise SpecError(f"imitation_jobs={self.config.imitation_jobs} gave {len(samples)} decisions, fewer than "
                             f"the window of {window}: clone more jobs")
         rewards = np.array([sample[3] for sample in samples]) * self.config.reward_scale
-        returns = np.convolve(rewards, (gamma ** np.arange(window))[::-1], mode="valid")  # Eq. 2 for each n
+        returns = full_window_returns(rewards, window, gamma)
         count = len(returns)
         states = torch.stack([sample[0] for sample in samples[:count]])
         masks = torch.stack([sample[1] for sample in samples[:count]]) if samples[0][1] is not None else None

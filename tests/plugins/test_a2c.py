@@ -210,6 +210,24 @@ def test_early_stopping_exports_the_best_validated_weights(runner, tmp_path):
     assert blocked / offered == pytest.approx(selected["blocking"])
 
 
+def test_validation_jobs_score_as_the_suites_do_after_the_warm_up(runner, tmp_path):
+    from dcbench.plugins.allocators.a2c_multistep.train import VALIDATION_SEED_OFFSET
+
+    options = {"episode_jobs": "12", "window": "5", "validation_episodes": "2", "validation_jobs": "20"}
+    path = train(TOPOLOGY, WORKLOAD, steps=200, seed=5, out=tmp_path / "v.pt", options=options)
+    selected = json.loads((tmp_path / "v.json").read_text())["selected"]
+    curve = pq.read_table(tmp_path / "v.curve.parquet").to_pylist()
+    assert selected["blocking"] == min(row["validation_blocking"] for row in curve)
+    blocked = measured = 0
+    for k in range(2):  # warm-up of 5 jobs (left out), then the 20 that count
+        summary = runner.run(f"a2c_multistep:checkpoint={path}", TOPOLOGY, WORKLOAD, requests=25,
+                             seed=VALIDATION_SEED_OFFSET + k).summary
+        blocked += summary["blocking_probability"] * 20
+        measured += 20
+    assert blocked / measured == pytest.approx(selected["blocking"])
+    assert any(row["validation_blocking"] > 0 for row in curve)
+
+
 @pytest.mark.parametrize("actor, first_layer", [("dense", "actor.0.weight"), ("shared", "actor.net.0.weight")])
 def test_the_placement_state_runs_as_it_trained_and_the_clone_is_a_candidate(runner, tmp_path, actor, first_layer):
     from dcbench.plugins.allocators.a2c_multistep.train import VALIDATION_SEED_OFFSET

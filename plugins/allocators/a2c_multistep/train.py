@@ -34,6 +34,7 @@ import numpy as np
 import torch
 
 from dcbench import ResultsError, SpecError
+from dcbench.engine import ACCEPTED, REJECTED
 from dcbench.envs import AllocationEnv
 from dcbench.plugins.allocators.a2c_multistep.model import ACTORS, ActorCritic
 from dcbench.plugins.allocators.early_stopping import BestWeights
@@ -76,6 +77,8 @@ class A2CConfig:
     reward_scale: float = 1.0           # Eq. 1 rewards times this (Φ_reconf = 25 makes returns of ±hundreds)
     validation_episodes: int = 0        # > 0: after every episode score the greedy policy on this many held-out
                                         # episodes and export the weights with the lowest blocking (early stopping)
+    validation_jobs: int = 0            # > 0: a validation episode is the workload's warm-up and then this many
+                                        # jobs, scored on those alone as the suites score (0: episode_jobs, all)
 
 
 def parse_options(options: dict[str, str] | None) -> dict[str, Any]:
@@ -131,6 +134,11 @@ class Trainer:
         self.wall_time = 0.0
         self.imitated = False
         self.best = BestWeights(higher_is_better=False, score_name="blocking")
+        self.validation_env = self.env
+        if config.validation_jobs > 0:
+            warmup = int(getattr(self.env.workload, "warmup_jobs", 0))
+            self.validation_env = AllocationEnv(topology, workload, warmup + config.validation_jobs,
+                                                alpha=config.alpha, reconfiguration_cost=config.reconfiguration_cost)
 
     # ----- acting --------------------------------------------------------
     def _state(self, observation: dict[str, np.ndarray]) -> tuple[torch.Tensor, torch.Tensor | None]:
@@ -223,18 +231,26 @@ class Trainer:
     # ----- early stopping (ours; off by default) --------------------------
     def validate(self) -> float:
         """Blocking of the greedy policy (arg-max, as the allocator acts) on
-        the held-out episodes; draws no random numbers, so resuming stays exact."""
+        the held-out episodes' measured jobs; draws no random numbers, so
+        resuming stays exact."""
+        env = self.validation_env
         blocked = jobs = 0
         for k in range(self.config.validation_episodes):
-            observation, _ = self.env.reset(seed=VALIDATION_SEED_OFFSET + k)
+            observation, _ = env.reset(seed=VALIDATION_SEED_OFFSET + k)
             done = False
             while not done:
                 state, mask = self._state(observation)
                 with torch.no_grad():
                     logits = self.model.logits(state[None], None if mask is None else mask[None])[0]
-                observation, _, done, _, _ = self.env.step(int(torch.argmax(logits)))
-            blocked += self.env.offered - self.env.accepted
-            jobs += self.env.offered
+                observation, _, done, _, _ = env.step(int(torch.argmax(logits)))
+            if env is self.env:  # every job counts (as the 16- and 32-ToR checkpoints were selected)
+                blocked += env.offered - env.accepted
+                jobs += env.offered
+            else:
+                simulation = env.simulation
+                offered = simulation.measured & np.isin(simulation.outcome, (ACCEPTED, REJECTED))
+                blocked += int((offered & (simulation.outcome != ACCEPTED)).sum())
+                jobs += int(offered.sum())
         return blocked / max(1, jobs)
 
     def keep_if_best(self) -> float:

@@ -10,11 +10,13 @@ of the plan, in the plan's order, so it has exactly one row per run.
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import json
 import multiprocessing
+import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from dcbench.errors import DcbenchError, ResultsError, SpecError
 from dcbench.results import is_complete, read_table, write_table_atomic
@@ -22,6 +24,7 @@ from dcbench.runner import Runner, run_hash
 from dcbench.suite import Suite
 
 SUMMARY = "summary.parquet"
+MATH_THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
 
 @dataclass(frozen=True)
@@ -101,7 +104,8 @@ def run_local(jobs: Sequence[Job], out_dir: Path, workers: int, advance: Callabl
             advance(job)
         return
     context = multiprocessing.get_context("spawn")
-    with concurrent.futures.ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+    with one_math_thread_per_worker(), \
+            concurrent.futures.ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
         futures = {pool.submit(execute, job, out_dir): job for job in jobs}
         try:
             for future in concurrent.futures.as_completed(futures):
@@ -111,6 +115,26 @@ def run_local(jobs: Sequence[Job], out_dir: Path, workers: int, advance: Callabl
             for future in futures:
                 future.cancel()
             raise
+
+
+@contextlib.contextmanager
+def one_math_thread_per_worker() -> Iterator[None]:
+    """The workers already fill the cores: a BLAS that also starts a thread
+    per core in each of them spins against the others (the shared-actor
+    a2c_multistep went from 0.5 to 4.4 ms a decision). Spawned workers read
+    these at import, so they are set while the pool starts them; a value
+    the user set is kept."""
+    saved = {name: os.environ.get(name) for name in MATH_THREAD_VARIABLES}
+    for name in MATH_THREAD_VARIABLES:
+        os.environ.setdefault(name, "1")
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 def _run_remote(job: Job) -> tuple[str, dict[str, Any], dict[str, Any]]:

@@ -77,3 +77,16 @@ def test_a_killed_sweep_resumes_without_duplicates_or_gaps(tmp_path):
     for name, mtime in finished_before.items():  # finished runs were skipped, not redone
         assert (out / name / "summary.parquet").stat().st_mtime_ns == mtime
     assert [p.name for p in out.iterdir() if p.name.startswith(".")] == []  # staging of the killed run removed
+
+
+def test_parallel_workers_start_with_one_math_thread_and_the_caller_keeps_its_settings(monkeypatch):
+    from dcbench.sweep import one_math_thread_per_worker
+
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    monkeypatch.delenv("MKL_NUM_THREADS", raising=False)
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "3")
+    with one_math_thread_per_worker():
+        assert os.environ["OMP_NUM_THREADS"] == "1" and os.environ["MKL_NUM_THREADS"] == "1"
+        assert os.environ["OPENBLAS_NUM_THREADS"] == "3"  # the user's choice
+    assert "OMP_NUM_THREADS" not in os.environ and "MKL_NUM_THREADS" not in os.environ
+    assert os.environ["OPENBLAS_NUM_THREADS"] == "3"

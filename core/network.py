@@ -61,7 +61,8 @@ class Network:
         if capacity.shape != (n_servers, len(topology.resources)):
             raise SpecError(f"topology capacity has shape {capacity.shape}, "
                             f"expected (servers, resources) = ({n_servers}, {len(topology.resources)})")
-        switches = [node for node in graph.nodes if node not in set(servers)]
+        server_set = set(servers)
+        switches = [node for node in graph.nodes if node not in server_set]
         self.nodes: list[Hashable] = servers + switches
         self.node_index = {node: i for i, node in enumerate(self.nodes)}
         self.n_servers = n_servers

@@ -41,6 +41,7 @@ class TetrisAllocator(PoolAndJobAllocator):
         self._scores = np.empty(network.n_servers)
         self._link_free = np.empty(network.n_servers)
         self._scored: tuple[object, object] | None = None
+        self._largest_server = network.server_capacity.max(axis=0)  # a VM's demand as a share of a server
 
     def _score_all(self, builder: PoolBuilder) -> None:
         # (free / scale) · (demand / scale), over every server at once.
@@ -64,7 +65,7 @@ class TetrisAllocator(PoolAndJobAllocator):
         return int(np.where(allowed, scores, -np.inf).argmax())
 
     def choose_rack(self, builder: JobBuilder, allowed: np.ndarray) -> int:
-        vm_share = builder.vm / builder.server_capacity.max(axis=0)
+        vm_share = builder.vm / self._largest_server
         scores = (builder.rack_free / builder.rack_capacity) @ vm_share
         out_links = builder.rack_link
         out_capacity = builder.link_capacity[out_links].sum(axis=1)

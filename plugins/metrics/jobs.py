@@ -38,13 +38,18 @@ def traffic_weighted_mean(timeline: dict[str, np.ndarray], column: str, start: f
     return float((weight[known] * values[known]).sum() / weight[known].sum()) if known.any() else float("nan")
 
 
+def offered_and_blocked(requests: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Masks of the measured requests offered to the allocator, and of those refused."""
+    offered = requests["measured"] & (requests["outcome"] != "skipped")
+    return offered, offered & (requests["outcome"] != "accepted")
+
+
 def job_metrics(tables: RunTables, network: Network) -> dict[str, float]:
     requests = tables.requests
-    offered = requests["measured"] & (requests["outcome"] != "skipped")
+    offered, blocked = offered_and_blocked(requests)
     n_offered = int(offered.sum())
     if not n_offered:
         return {"blocking_probability": float("nan")}
-    blocked = offered & (requests["outcome"] != "accepted")
     columns = {"blocking_probability": float(blocked.sum() / n_offered)}
     if "vms" not in requests:
         return columns

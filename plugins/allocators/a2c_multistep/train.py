@@ -34,10 +34,10 @@ import numpy as np
 import torch
 
 from dcbench import ResultsError, SpecError
-from dcbench.engine import ACCEPTED, REJECTED
 from dcbench.envs import AllocationEnv
 from dcbench.plugins.allocators.a2c_multistep.model import ACTORS, ActorCritic
 from dcbench.plugins.allocators.early_stopping import BestWeights
+from dcbench.plugins.metrics.jobs import offered_and_blocked
 from dcbench.results import curve_columns, write_table_atomic
 from dcbench.spec import config_options
 
@@ -247,9 +247,9 @@ class Trainer:
                 blocked += env.offered - env.accepted
                 jobs += env.offered
             else:
-                simulation = env.simulation
-                offered = simulation.measured & np.isin(simulation.outcome, (ACCEPTED, REJECTED))
-                blocked += int((offered & (simulation.outcome != ACCEPTED)).sum())
+                offered, refused = offered_and_blocked({"measured": env.simulation.measured,
+                                                        "outcome": env.simulation.outcome})
+                blocked += int(refused.sum())
                 jobs += int(offered.sum())
         return blocked / max(1, jobs)
 

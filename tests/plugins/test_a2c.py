@@ -102,6 +102,22 @@ def test_no_checkpoint_for_a_size_is_a_clear_error(tmp_path):
     assert result.exit_code == 2 and "no a2c_multistep checkpoint for 5 ToRs" in result.output
 
 
+@pytest.mark.parametrize("tors", [16, 32, 64])
+def test_the_shipped_checkpoints_load_safely_and_say_how_they_were_made(tors):
+    from types import SimpleNamespace
+
+    from dcbench.plugins.allocators.a2c_multistep.allocator import checkpoint_for, load_model
+
+    path = checkpoint_for(SimpleNamespace(n_racks=tors))  # the one `dcbench run` picks for the size
+    model, config = load_model(path)  # torch.load(weights_only=True)
+    assert path.name == f"ocs-{tors}.pt" and model.racks == tors
+    record = json.loads(path.with_suffix(".json").read_text())
+    assert record["command"].startswith("dcbench train") and f"ocs:tors={tors}," in record["topology"]
+    assert record["seed"] == 0 and record["steps"] > 0 and record["wall_time_s"] > 0
+    assert record["config"]["state"] == config["a2c"]["state"] == "placement"
+    assert record["selected"] is not None  # early stopping chose the shipped weights
+
+
 def test_phi_sweep_trains_and_tests_one_checkpoint_per_cost(tmp_path):
     import pyarrow.parquet as pq
 

@@ -60,6 +60,20 @@ def test_checkpoints_are_matched_to_the_topology():
     assert "no checkpoint for tiered-12-1x8; using tiered-" in note
 
 
+@pytest.mark.parametrize("channels", [8, 16, 32])
+@pytest.mark.parametrize("ratio", ["1x1", "1x4", "1x8", "1x16"])
+def test_every_nara2022_topology_has_a_safe_checkpoint_that_says_how_it_was_made(channels, ratio):
+    path, note = checkpoint_for(tiered(f"tiered:{channels},{ratio}"))
+    assert path.name == f"tiered-{channels}-{ratio}.pt" and note == ""
+    load_policy(path)  # torch.load(weights_only=True): no pickled code
+    record = json.loads(path.with_suffix(".json").read_text())
+    assert record["command"].startswith("dcbench train -a gnn_ppo")
+    assert record["topology"].startswith(f"tiered:channels={channels},ratio={ratio},")
+    assert record["workload"].endswith("pairs=reference")  # the suites' workload
+    assert isinstance(record["seed"], int) and record["steps"] > 0 and record["wall_time_s"] > 0
+    assert record["imitation"]["teacher"] in ("tetris", "nalb")
+
+
 def test_a_missing_checkpoint_file_is_a_clear_error(runner):
     from dcbench import SpecError
 

@@ -33,6 +33,7 @@ BUILTIN_PLUGINS = (
     "dcbench.plugins.workloads.vmjobs",
     "dcbench.plugins.allocators.random_server",
     "dcbench.plugins.allocators.tetris",
+    "dcbench.plugins.allocators.bestfit",
     "dcbench.plugins.allocators.walk",
     "dcbench.plugins.allocators.ccf",
     "dcbench.plugins.allocators.jcb",

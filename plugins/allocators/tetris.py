@@ -6,6 +6,12 @@ pick of a request, servers outside the rack of the previous pick are scored
 × ``penalty``. The arg-max among allowed servers is taken, lowest index on
 ties. Routing is the builder's: k = 3 shortest paths by hop count.
 
+``fit_last=yes`` (not in the paper; from dcbench's `bestfit`): when some
+allowed server covers everything the request still needs, with a free
+channel for each server chosen so far, and lies in a rack the request
+already uses (anywhere, for the first pick), the tightest such server is
+taken instead: least CPU and memory left over, then fewest free channels.
+
 For jobs the same rule picks a rack per VM: free · demand over the rack's
 free share of each resource and the VM's share of a server, plus the free
 share of the rack's outgoing circuit capacity (the counterpart of the
@@ -20,11 +26,12 @@ from dcbench import JobBuilder, Network, Param, PoolAndJobAllocator, PoolBuilder
 
 
 class TetrisAllocator(PoolAndJobAllocator):
-    def __init__(self, penalty: float = 0.9, scale: float = 10.0):
+    def __init__(self, penalty: float = 0.9, scale: float = 10.0, fit_last: bool = False):
         if not 0 <= penalty <= 1:
             raise ValueError(f"penalty={penalty:g} must be between 0 and 1")
         self.penalty = penalty
         self.scale = scale
+        self.fit_last = fit_last
 
     def reset(self, network: Network, rng: np.random.Generator) -> None:
         super().reset(network, rng)
@@ -51,6 +58,10 @@ class TetrisAllocator(PoolAndJobAllocator):
         self._scored = (builder, builder.request)
 
     def choose(self, builder: PoolBuilder, allowed: np.ndarray) -> int:
+        if self.fit_last:
+            last = self._tightest_last_server(builder, allowed)
+            if last >= 0:
+                return last
         scored = self._scored
         if (not builder.chosen or not self._scores_stay or scored is None
                 or scored[0] is not builder or scored[1] is not builder.request):
@@ -63,6 +74,26 @@ class TetrisAllocator(PoolAndJobAllocator):
             scores *= self.penalty
             scores[members] = inside
         return int(np.where(allowed, scores, -np.inf).argmax())
+
+    def _tightest_last_server(self, builder: PoolBuilder, allowed: np.ndarray) -> int:
+        """The tightest server that completes the request in a rack it already
+        uses (anywhere for its first server); −1 if there is none."""
+        remaining = builder.remaining
+        needed = remaining > 0
+        free = builder.free_resources
+        link_free = builder.free_links.take(self._links, out=self._link_free)
+        if not self._all_linked:
+            link_free = np.where(self._has_link, link_free, np.inf)
+        covers = allowed & (free[:, needed] >= remaining[needed]).all(axis=1) & (link_free >= len(builder.chosen))
+        if builder.chosen:
+            racks = self.network.racks
+            covers &= np.isin(racks, racks[builder.chosen])
+        if not covers.any():
+            return -1
+        candidates = np.flatnonzero(covers)
+        leftover = (free[candidates] - remaining).clip(min=0).sum(axis=1)
+        tightest = candidates[leftover <= leftover.min()]
+        return int(tightest[link_free[tightest].argmin()])
 
     def choose_rack(self, builder: JobBuilder, allowed: np.ndarray) -> int:
         vm_share = builder.vm / self._largest_server
@@ -89,6 +120,8 @@ def register_allocators(register):
         params=[
             Param("penalty", float, 0.9, "score factor for servers outside the last pick's rack", minimum=0),
             Param("scale", float, 10.0, "divisor of CPU and memory in the score", minimum=1e-9),
+            Param("fit_last", bool, False, "the tightest server that completes a request, in its racks "
+                  "(not in the paper)"),
         ],
         demands=("pool", "job"),
     )

@@ -15,7 +15,7 @@ def test_a_run_writes_three_tables_with_provenance(runner, tmp_path):
     assert pq.read_table(folder / "summary.parquet").num_rows == 1
     provenance = provenance_of(pq.read_table(folder / "timeline.parquet"))
     assert provenance["run_id"] == result.run_id and provenance["seed"] == 2
-    assert provenance["allocator"] == "tetris:penalty=0.9,scale=10"
+    assert provenance["allocator"] == "tetris:penalty=0.9,scale=10,fit_last=no"
     assert "dcbench.plugins.allocators.tetris" in provenance["plugins"]
     assert [p.name for p in tmp_path.iterdir()] == [result.run_id]  # no leftovers
 

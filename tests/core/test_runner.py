@@ -43,7 +43,7 @@ def test_summary_columns(runner):
                    "link_util_tier3", "cpu_util_last25", "acceptance_size_1", "spread_rack"):
         assert column in summary, column
     assert summary["topology"] == "tiered:channels=8,ratio=1x4,pods=2,racks=2,servers=16,cpu=16,mem=16"
-    assert summary["allocator"] == "tetris:penalty=0.9,scale=10"
+    assert summary["allocator"] == "tetris:penalty=0.9,scale=10,fit_last=no"
     assert summary["acceptance_ratio"] == summary["accepted"] / summary["offered"]
 
 

@@ -88,3 +88,16 @@ def test_tetris_scoring_once_per_request_decides_as_rescoring_every_step(runner,
     rescored = runner.run("tetris", "tiered:8,1x8", requests=200, seed=4)
     for column in ("outcome", "servers_used", "spread", "channels_tier1", "channels_tier3"):
         assert list(cached.tables.requests[column]) == list(rescored.tables.requests[column])
+
+
+def test_tetris_fit_last_completes_a_request_on_the_tightest_server_of_its_racks(small_network):
+    state = State(small_network)
+    state.free_resources[5] = [4, 4]  # rack 0
+    state.free_resources[21] = [3, 3]  # rack 1: tighter, but outside the request's racks
+    fit_last = TetrisAllocator(fit_last=True)
+    # a request that one server covers: the tightest anywhere, where plain Tetris takes a whole server
+    assert first_choice(fit_last, small_network, state, [3, 3]) == 21
+    assert first_choice(TetrisAllocator(), small_network, state, [3, 3]) not in (5, 21)
+    fit_last.builder.start(request([19, 19]), state)
+    fit_last.builder.add(0)  # rack 0; 3 of each still needed
+    assert fit_last.choose(fit_last.builder, fit_last.builder.allowed()) == 5

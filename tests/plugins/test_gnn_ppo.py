@@ -71,7 +71,7 @@ def test_every_nara2022_topology_has_a_safe_checkpoint_that_says_how_it_was_made
     assert record["topology"].startswith(f"tiered:channels={channels},ratio={ratio},")
     assert record["workload"].endswith("pairs=reference")  # the suites' workload
     assert isinstance(record["seed"], int) and record["steps"] > 0 and record["wall_time_s"] > 0
-    assert record["imitation"]["teacher"] in ("tetris", "nalb")
+    assert record["imitation"]["teacher"].split(":")[0] in ("tetris", "nalb", "bestfit")
 
 
 def test_a_missing_checkpoint_file_is_a_clear_error(runner):
@@ -176,3 +176,39 @@ def test_building_the_policy_leaves_no_generated_file_behind(tmp_path):
     code = "from dcbench.plugins.allocators.gnn_ppo.model import GraphPolicy; GraphPolicy(); GraphPolicy()"
     subprocess.run([sys.executable, "-c", code], check=True, env={**os.environ, "TMPDIR": str(tmp_path)})
     assert list(tmp_path.iterdir()) == []  # PyG's rendered propagate() is removed once loaded
+
+
+def test_the_fit_hint_ranks_the_allowed_servers_in_bestfits_order():
+    import numpy as np
+
+    from dcbench import Request, State
+    from dcbench.plugins.allocators.bestfit import BestFitAllocator
+    from dcbench.plugins.allocators.gnn_ppo.model import ServerHints
+
+    network = tiered("tiered:8,1x4")
+    state = State(network)
+    state.free_resources[:10] = 0
+    state.free_resources[12] = [4, 4]  # the tightest fit for the request below
+    bestfit = BestFitAllocator()
+    bestfit.reset(network, np.random.default_rng(0))
+    builder = bestfit.builder
+    builder.start(Request(0, 0.0, 1.0, np.array([3.0, 3.0]), "pool", "all"), state)
+    node_features = np.zeros((network.n_nodes, 5), dtype=np.float32)
+    old, new = ServerHints(network)(builder, node_features), ServerHints(network, 6)(builder, node_features)
+    assert old.shape[1] == 10 and new.shape[1] == 11
+    assert np.array_equal(old, new[:, :10])  # five-hint checkpoints see what they were trained on
+    rank = new[: network.n_servers, 10]
+    assert rank.argmax() == bestfit.choose(builder, builder.allowed()) == 12
+    assert (rank[:10] == 0).all() and len(set(rank[10:].tolist())) == network.n_servers - 10
+    with pytest.raises(ValueError, match="5 or 6 hint features"):
+        ServerHints(network, 4)
+
+
+def test_a_policy_trained_with_the_fit_hint_and_teacher_runs_as_the_allocator(runner, tmp_path):
+    settings = dict(envs=2, batch=64, minibatch=32, epochs=1, imitation_episodes=1, imitation_epochs=1,
+                    episode_requests=4, teacher="bestfit", fit_hint=True)
+    out = train("tiered:8,1x1", steps=64, seed=1, out=tmp_path / "f.pt", **settings)
+    assert load_policy(out).extra_features == 6
+    assert json.loads((tmp_path / "f.json").read_text())["imitation"]["teacher"] == "bestfit"
+    result = runner.run(f"gnn_ppo:checkpoint={out}", "tiered:8,1x1", requests=20, seed=0)
+    assert result.summary["offered"] == 20 and result.summary["invalid_allocations"] == 0

@@ -12,8 +12,8 @@ the mean server embedding and the chosen-servers embedding.
 Observations are batched as tensors of shape (batch, nodes, features) over
 one static ``edge_index``: message passing runs on ``node_dim=-2``.
 
-With ``extra_features=EXTRA_FEATURES`` (the shipped checkpoints) the node
-features also carry `ServerHints`, which the allocator and the trainer
+With ``extra_features`` 5 or 6 (the shipped checkpoints) the node features
+also carry that many `ServerHints`, which the allocator and the trainer
 append to the environment's observation; checkpoints without the key in
 their configuration read the environment's five node features only.
 """
@@ -117,24 +117,35 @@ def as_tensors(observations: dict) -> tuple[torch.Tensor, ...]:
 
 
 class ServerHints:
-    """Extra per-node features (``extra_features=EXTRA_FEATURES``), computed
+    """Extra per-node features (``extra_features`` = ``count``), computed
     from the pool builder alone and all independent of the fabric's size:
 
     - free share of the server's own link (after this request's reservations);
     - same rack as the request's first chosen server; same pod as it;
       same rack as the last chosen server (0 before the first choice);
     - the Tetris alignment score, free · demand / 100 + free channels of the
-      server's link, divided by its maximum over the allowed servers.
+      server's link, divided by its maximum over the allowed servers;
+    - with ``count=6`` (``fit_hint=yes`` in training), the server's place in
+      `bestfit`'s order of the allowed servers: 1 for its choice, falling
+      linearly to 1/allowed for its last; 0 for servers not allowed.
 
     Switches get zeros. The reference's features leave all of these to three
     layers of mean aggregation with L2 normalisation, which blurs them: a
     behaviour-cloned policy agreed with NALB's choices only ~83 % of the time.
     """
 
-    def __init__(self, network):
+    def __init__(self, network, count: int = 5):
         import numpy as np
 
+        if count not in (5, EXTRA_FEATURES):
+            raise ValueError(f"ServerHints: count={count}; checkpoints have 5 or {EXTRA_FEATURES} hint features")
         self.np = np
+        self.count = count
+        if count > 5:
+            from dcbench.plugins.allocators.bestfit import BestFitAllocator
+
+            self.bestfit = BestFitAllocator()
+            self.bestfit.reset(network, np.random.default_rng(0))
         self.network = network
         self.n_servers = network.n_servers
         self.has_link = network.server_link >= 0
@@ -146,7 +157,7 @@ class ServerHints:
     def __call__(self, builder, node_features):
         np = self.np
         n = self.n_servers
-        extra = np.zeros((node_features.shape[0], EXTRA_FEATURES), dtype=np.float32)
+        extra = np.zeros((node_features.shape[0], self.count), dtype=np.float32)
         if builder.request is None:
             return np.concatenate([node_features, extra], axis=1)
         link_free = np.where(self.has_link, builder.free_links[self.links], 0.0)
@@ -160,7 +171,11 @@ class ServerHints:
         allowed = builder.allowed()
         top = score[allowed].max() if allowed.any() else 0.0
         extra[:n, 4] = score / top if top > 0 else 0.0
+        if self.count > 5 and allowed.any():
+            candidates = np.flatnonzero(allowed)
+            order = np.argsort(-self.bestfit.preference(builder, allowed)[candidates], kind="stable")
+            extra[candidates[order], 5] = 1.0 - np.arange(len(candidates)) / len(candidates)
         return np.concatenate([node_features, extra], axis=1)
 
 
-EXTRA_FEATURES = 5
+EXTRA_FEATURES = 6

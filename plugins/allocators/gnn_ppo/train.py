@@ -76,6 +76,7 @@ class PPOConfig:
     dagger_episodes: int = 16
     dagger_epochs: int = 3
     hints: bool = True
+    fit_hint: bool = False
     validation_episodes: int = 32
     validate_every: int = 5
 
@@ -101,9 +102,9 @@ def teacher_choice(teacher: Any, builder: Any) -> int:
 class HintedEnv:
     """An `AllocationEnv` whose node features carry `ServerHints` too."""
 
-    def __init__(self, env: AllocationEnv):
+    def __init__(self, env: AllocationEnv, count: int):
         self.env = env
-        self.hints = ServerHints(env.network)
+        self.hints = ServerHints(env.network, count)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.env, name)
@@ -132,14 +133,15 @@ class Trainer:
         self.out = Path(out)
         self.state_dir = self.out.with_name(self.out.name + ".train")
         self.envs = [AllocationEnv(topology, workload, config.episode_requests) for _ in range(config.envs)]
+        hint_count = EXTRA_FEATURES if config.fit_hint else 5
         if config.hints:
-            self.envs = [HintedEnv(env) for env in self.envs]
+            self.envs = [HintedEnv(env, hint_count) for env in self.envs]
         features = self.envs[0].features
         self.edge_index = with_self_loops(features.edge_index, features.n_nodes)
         self.topology = self.envs[0].spec_text["topology"]
         self.workload = self.envs[0].spec_text["workload"]
         torch.manual_seed(seed)
-        self.model = GraphPolicy(extra_features=EXTRA_FEATURES if config.hints else 0)
+        self.model = GraphPolicy(extra_features=hint_count if config.hints else 0)
         self.optimizer = torch.optim.Adam(self.model.parameters(), lr=config.learning_rate)
         self.rng = np.random.default_rng(seed)
         self.iteration = 0
@@ -435,11 +437,12 @@ class Trainer:
         if not path.exists():
             return False
         state = torch.load(path, weights_only=True)
-        saved, wanted = json.loads(state["config"]), asdict(self.config)
+        saved, wanted, defaults = json.loads(state["config"]), asdict(self.config), asdict(PPOConfig())
         for key in RESUMABLE_CHANGES:  # training longer than before is what resuming is for
             saved.pop(key, None)
             wanted.pop(key)
-        saved = {**wanted, **saved}  # settings added since the state was saved keep their defaults
+            defaults.pop(key)
+        saved = {**defaults, **saved}  # settings added since the state was saved had their defaults
         if saved != wanted or state["seed"] != self.seed:
             raise ResultsError(f"{path} was saved with another configuration or seed; remove "
                              f"{self.state_dir} to start over")

@@ -31,6 +31,15 @@ import numpy as np
 from dcbench import Network, Param, PoolAllocator, PoolBuilder, hookimpl
 
 
+def completing_servers(builder: PoolBuilder, allowed: np.ndarray, link_free: np.ndarray) -> np.ndarray:
+    """The allowed servers that cover everything the request still needs and
+    have a free channel on their own link for each server chosen so far."""
+    remaining = builder.remaining
+    needed = remaining > 0
+    covers = (builder.free_resources[:, needed] >= remaining[needed]).all(axis=1)
+    return allowed & covers & (link_free >= len(builder.chosen))
+
+
 class BestFitAllocator(PoolAllocator):
     def __init__(self, local: bool = False):
         self.local = local
@@ -61,7 +70,6 @@ class BestFitAllocator(PoolAllocator):
         """
         remaining = builder.remaining
         free = builder.free_resources
-        needed = remaining > 0
         link_free = self._server_link_free(builder)
         n_chosen = len(builder.chosen)
         outside = (self.network.racks != self.network.racks[builder.chosen[-1]]) if n_chosen else None
@@ -78,7 +86,7 @@ class BestFitAllocator(PoolAllocator):
 
         # The last server, ranked above all others: least left over, then
         # fewest free channels (then, with local, the previous pick's rack).
-        covers = allowed & (free[:, needed] >= remaining[needed]).all(axis=1) & (link_free >= n_chosen)
+        covers = completing_servers(builder, allowed, link_free)
         if self.local and outside is not None and (covers & ~outside).any():
             covers &= ~outside
         if covers.any():

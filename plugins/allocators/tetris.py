@@ -23,6 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from dcbench import JobBuilder, Network, Param, PoolAndJobAllocator, PoolBuilder, hookimpl
+from dcbench.plugins.allocators.bestfit import completing_servers
 
 
 class TetrisAllocator(PoolAndJobAllocator):
@@ -78,20 +79,17 @@ class TetrisAllocator(PoolAndJobAllocator):
     def _tightest_last_server(self, builder: PoolBuilder, allowed: np.ndarray) -> int:
         """The tightest server that completes the request in a rack it already
         uses (anywhere for its first server); −1 if there is none."""
-        remaining = builder.remaining
-        needed = remaining > 0
-        free = builder.free_resources
         link_free = builder.free_links.take(self._links, out=self._link_free)
         if not self._all_linked:
             link_free = np.where(self._has_link, link_free, np.inf)
-        covers = allowed & (free[:, needed] >= remaining[needed]).all(axis=1) & (link_free >= len(builder.chosen))
+        covers = completing_servers(builder, allowed, link_free)
         if builder.chosen:
             racks = self.network.racks
             covers &= np.isin(racks, racks[builder.chosen])
         if not covers.any():
             return -1
         candidates = np.flatnonzero(covers)
-        leftover = (free[candidates] - remaining).clip(min=0).sum(axis=1)
+        leftover = (builder.free_resources[candidates] - builder.remaining).clip(min=0).sum(axis=1)
         tightest = candidates[leftover <= leftover.min()]
         return int(tightest[link_free[tightest].argmin()])
 

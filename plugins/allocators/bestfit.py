@@ -16,8 +16,8 @@ servers as much as by their CPU and memory. Two rules follow:
   servers with at least n − 1 free channels, take the one that gives the
   largest share of what is still needed (fewer servers, fewer pairs), then
   the fewest free channels, then the rack of the previous pick (with
-  ``local=yes`` the rack of the previous pick comes first). If no server has n − 1 free channels, take
-  the one that gives the most, then the most free channels.
+  ``local=yes`` that rack comes first). If no server has n − 1 free
+  channels, take the one that gives the most, then the most free channels.
 
 Lowest index on ties. Routing is the builder's: k = 3 shortest paths by hop
 count. ``local=yes`` helps where the upper tiers are scarce (1:8, 1:16) and

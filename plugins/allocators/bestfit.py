@@ -31,6 +31,13 @@ import numpy as np
 from dcbench import Network, Param, PoolAllocator, PoolBuilder, hookimpl
 
 
+def own_link_free(builder: PoolBuilder, links: np.ndarray, has_link: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """Free channels of every server's own link (``links``, valid where
+    ``has_link``); a server without a link of its own is never short of them."""
+    link_free = builder.free_links.take(links, out=out)
+    return link_free if has_link.all() else np.where(has_link, link_free, np.inf)
+
+
 def completing_servers(builder: PoolBuilder, allowed: np.ndarray, link_free: np.ndarray) -> np.ndarray:
     """The allowed servers that cover everything the request still needs and
     have a free channel on their own link for each server chosen so far."""
@@ -53,11 +60,6 @@ class BestFitAllocator(PoolAllocator):
         self._largest_server = self._capacity.max(axis=0)
         self._link_free = np.empty(network.n_servers)
 
-    def _server_link_free(self, builder: PoolBuilder) -> np.ndarray:
-        link_free = builder.free_links.take(self._links, out=self._link_free)
-        # A server without a link of its own is never short of channels.
-        return link_free if self._has_link.all() else np.where(self._has_link, link_free, np.inf)
-
     def choose(self, builder: PoolBuilder, allowed: np.ndarray) -> int:
         return int(self.preference(builder, allowed).argmax())
 
@@ -70,7 +72,7 @@ class BestFitAllocator(PoolAllocator):
         """
         remaining = builder.remaining
         free = builder.free_resources
-        link_free = self._server_link_free(builder)
+        link_free = own_link_free(builder, self._links, self._has_link, self._link_free)
         n_chosen = len(builder.chosen)
         outside = (self.network.racks != self.network.racks[builder.chosen[-1]]) if n_chosen else None
 

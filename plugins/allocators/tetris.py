@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from dcbench import JobBuilder, Network, Param, PoolAndJobAllocator, PoolBuilder, hookimpl
-from dcbench.plugins.allocators.bestfit import completing_servers
+from dcbench.plugins.allocators.bestfit import completing_servers, own_link_free
 
 
 class TetrisAllocator(PoolAndJobAllocator):
@@ -79,9 +79,7 @@ class TetrisAllocator(PoolAndJobAllocator):
     def _tightest_last_server(self, builder: PoolBuilder, allowed: np.ndarray) -> int:
         """The tightest server that completes the request in a rack it already
         uses (anywhere for its first server); −1 if there is none."""
-        link_free = builder.free_links.take(self._links, out=self._link_free)
-        if not self._all_linked:
-            link_free = np.where(self._has_link, link_free, np.inf)
+        link_free = own_link_free(builder, self._links, self._has_link, self._link_free)
         covers = completing_servers(builder, allowed, link_free)
         if builder.chosen:
             racks = self.network.racks

@@ -26,6 +26,19 @@ from dcbench import JobBuilder, Network, Param, PoolAndJobAllocator, PoolBuilder
 from dcbench.plugins.allocators.bestfit import completing_servers, own_link_free
 
 
+def tightest_completing(builder: PoolBuilder, allowed: np.ndarray, link_free: np.ndarray,
+                        racks: np.ndarray) -> np.ndarray:
+    """The allowed servers that complete the request in a rack it already uses
+    (anywhere for its first server), tightest first: least CPU and memory
+    left over, then fewest free channels, then lowest index."""
+    covers = completing_servers(builder, allowed, link_free)
+    if builder.chosen:
+        covers &= np.isin(racks, racks[builder.chosen])
+    candidates = np.flatnonzero(covers)
+    leftover = (builder.free_resources[candidates] - builder.remaining).clip(min=0).sum(axis=1)
+    return candidates[np.lexsort((link_free[candidates], leftover))]
+
+
 class TetrisAllocator(PoolAndJobAllocator):
     def __init__(self, penalty: float = 0.9, scale: float = 10.0, fit_last: bool = False):
         if not 0 <= penalty <= 1:
@@ -77,19 +90,9 @@ class TetrisAllocator(PoolAndJobAllocator):
         return int(np.where(allowed, scores, -np.inf).argmax())
 
     def _tightest_last_server(self, builder: PoolBuilder, allowed: np.ndarray) -> int:
-        """The tightest server that completes the request in a rack it already
-        uses (anywhere for its first server); −1 if there is none."""
         link_free = own_link_free(builder, self._links, self._has_link, self._link_free)
-        covers = completing_servers(builder, allowed, link_free)
-        if builder.chosen:
-            racks = self.network.racks
-            covers &= np.isin(racks, racks[builder.chosen])
-        if not covers.any():
-            return -1
-        candidates = np.flatnonzero(covers)
-        leftover = (builder.free_resources[candidates] - builder.remaining).clip(min=0).sum(axis=1)
-        tightest = candidates[leftover <= leftover.min()]
-        return int(tightest[link_free[tightest].argmin()])
+        candidates = tightest_completing(builder, allowed, link_free, self.network.racks)
+        return int(candidates[0]) if len(candidates) else -1
 
     def choose_rack(self, builder: JobBuilder, allowed: np.ndarray) -> int:
         vm_share = builder.vm / self._largest_server

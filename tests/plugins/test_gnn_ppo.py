@@ -168,6 +168,9 @@ def test_training_options_are_typed_and_checked(tmp_path):
         train("tiered:8,1x4", steps=1, out=tmp_path / "x.pt", options={"epoch": "3"})
     with pytest.raises(SpecError, match=r"gnn_ppo: epochs='three' is not int"):
         train("tiered:8,1x4", steps=1, out=tmp_path / "x.pt", options={"epochs": "three"})
+    with pytest.raises(SpecError, match="fit_hint and fit_last_hint are two choices of the one sixth hint"):
+        train("tiered:8,1x4", steps=1, out=tmp_path / "x.pt", options={"fit_hint": "yes", "fit_last_hint": "yes"})
+    assert not (tmp_path / "x.pt").exists() and not (tmp_path / "x.pt.train").exists()
 
 
 def test_building_the_policy_leaves_no_generated_file_behind(tmp_path):
@@ -204,11 +207,45 @@ def test_the_fit_hint_ranks_the_allowed_servers_in_bestfits_order():
         ServerHints(network, 4)
 
 
-def test_a_policy_trained_with_the_fit_hint_and_teacher_runs_as_the_allocator(runner, tmp_path):
+def test_the_fit_last_hint_ranks_the_servers_that_complete_the_request_in_its_racks():
+    import numpy as np
+
+    from dcbench import Request, State
+    from dcbench.plugins.allocators.gnn_ppo.model import GraphPolicy, ServerHints
+    from dcbench.plugins.allocators.tetris import TetrisAllocator
+
+    network = tiered("tiered:8,1x4")  # racks of 16 servers
+    state = State(network)
+    state.free_resources[3] = [5, 5]  # completes the request below in rack 0, tighter than server 4
+    state.free_resources[4] = [8, 8]
+    state.free_resources[20] = [4, 4]  # tightest of all, but in rack 1
+    tetris = TetrisAllocator(fit_last=True)
+    tetris.reset(network, np.random.default_rng(0))
+    builder = tetris.builder
+    builder.start(Request(0, 0.0, 1.0, np.array([20.0, 20.0]), "pool", "all"), state)
+    builder.add(0)  # 16 of 20 placed in rack 0; 4 of each left
+    hints = ServerHints(network, 6, "fit_last")
+    rank = hints(builder, np.zeros((network.n_nodes, 5), dtype=np.float32))[: network.n_servers, 10]
+    completing_in_rack_0 = [server for server in range(16) if server != 0]
+    assert rank.argmax() == tetris.choose(builder, builder.allowed()) == 3
+    assert rank[4] < rank[3] and (rank[completing_in_rack_0] > 0).all()
+    assert (np.delete(rank, completing_in_rack_0) == 0).all()  # rack 1's server 20 too
+    assert ServerHints(network, 6)(builder, np.zeros((network.n_nodes, 5), dtype=np.float32))[20, 10] > rank[20]
+    assert GraphPolicy(extra_features=6, sixth_hint="fit_last").config["sixth_hint"] == "fit_last"
+    assert "sixth_hint" not in GraphPolicy(extra_features=6).config  # the fourth set's configurations
+    with pytest.raises(ValueError, match="the sixth hint is one of bestfit, fit_last"):
+        ServerHints(network, 6, "nalb")
+
+
+@pytest.mark.parametrize("teacher, hint, sixth", [("bestfit", "fit_hint", "bestfit"),
+                                                  ("tetris:fit_last=yes", "fit_last_hint", "fit_last")])
+def test_a_policy_trained_with_a_sixth_hint_and_teacher_runs_as_the_allocator(runner, tmp_path, teacher, hint,
+                                                                              sixth):
     settings = dict(envs=2, batch=64, minibatch=32, epochs=1, imitation_episodes=1, imitation_epochs=1,
-                    episode_requests=4, teacher="bestfit", fit_hint=True)
+                    episode_requests=4, teacher=teacher, **{hint: True})
     out = train("tiered:8,1x1", steps=64, seed=1, out=tmp_path / "f.pt", **settings)
-    assert load_policy(out).extra_features == 6
-    assert json.loads((tmp_path / "f.json").read_text())["imitation"]["teacher"] == "bestfit"
+    policy = load_policy(out)
+    assert (policy.extra_features, policy.sixth_hint) == (6, sixth)
+    assert json.loads((tmp_path / "f.json").read_text())["imitation"]["teacher"] == teacher
     result = runner.run(f"gnn_ppo:checkpoint={out}", "tiered:8,1x1", requests=20, seed=0)
     assert result.summary["offered"] == 20 and result.summary["invalid_allocations"] == 0

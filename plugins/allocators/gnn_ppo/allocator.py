@@ -79,7 +79,8 @@ class GnnPpoAllocator(PoolAllocator):
         self.checkpoint_used = path
         self.model = load_policy(path)
         self.features = PoolFeatures(network)
-        self.hints = ServerHints(network, self.model.extra_features) if self.model.extra_features else None
+        self.hints = (ServerHints(network, self.model.extra_features, self.model.sixth_hint)
+                      if self.model.extra_features else None)
         self.edge_index = with_self_loops(self.features.edge_index, self.features.n_nodes)
         self._state: State | None = None
 

@@ -59,13 +59,16 @@ def _remove_generated_source(conv: type[MessagePassing]) -> None:
 
 class GraphPolicy(nn.Module):
     def __init__(self, node_dim: int = 5, edge_dim: int = 2, global_dim: int = 3, hidden: int = 16,
-                 layers: int = 3, global_hidden: int = 8, extra_features: int = 0):
+                 layers: int = 3, global_hidden: int = 8, extra_features: int = 0, sixth_hint: str = "bestfit"):
         super().__init__()
         self.config = {"node_dim": node_dim, "edge_dim": edge_dim, "global_dim": global_dim, "hidden": hidden,
                        "layers": layers, "global_hidden": global_hidden}
         if extra_features:  # absent from older checkpoints' configurations
             self.config["extra_features"] = extra_features
+        if extra_features > 5 and sixth_hint != "bestfit":  # likewise
+            self.config["sixth_hint"] = sixth_hint
         self.extra_features = extra_features
+        self.sixth_hint = sixth_hint
         node_dim += extra_features
         dims = [node_dim] + [hidden] * layers
         self.convs = nn.ModuleList(EdgeMeanConv(a, edge_dim, b) for a, b in zip(dims[:-1], dims[1:]))
@@ -125,27 +128,38 @@ class ServerHints:
       same rack as the last chosen server (0 before the first choice);
     - the Tetris alignment score, free · demand / 100 + free channels of the
       server's link, divided by its maximum over the allowed servers;
-    - with ``count=6`` (``fit_hint=yes`` in training), the server's place in
-      `bestfit`'s order of the allowed servers: 1 for its choice, falling
-      linearly to 1/allowed for its last; 0 for servers not allowed.
+    - with ``count=6``, one more: ``sixth="bestfit"`` (``fit_hint=yes`` in
+      training), the server's place in `bestfit`'s order of the allowed
+      servers: 1 for its choice, falling linearly to 1/allowed for its last,
+      0 for servers not allowed; ``sixth="fit_last"`` (``fit_last_hint=yes``),
+      the server's place among those that would complete the request in a
+      rack it already uses, tightest first (`tetris:fit_last=yes`'s rule):
+      1 for the tightest, falling linearly to 1/candidates, 0 for the rest.
 
     Switches get zeros. The reference's features leave all of these to three
     layers of mean aggregation with L2 normalisation, which blurs them: a
     behaviour-cloned policy agreed with NALB's choices only ~83 % of the time.
     """
 
-    def __init__(self, network, count: int = 5):
+    def __init__(self, network, count: int = 5, sixth: str = "bestfit"):
         import numpy as np
 
         if count not in (5, EXTRA_FEATURES):
             raise ValueError(f"ServerHints: count={count}; checkpoints have 5 or {EXTRA_FEATURES} hint features")
+        if sixth not in SIXTH_HINTS:
+            raise ValueError(f"ServerHints: sixth={sixth!r}; the sixth hint is one of {', '.join(SIXTH_HINTS)}")
         self.np = np
         self.count = count
-        if count > 5:
+        self.sixth = sixth
+        if count > 5 and sixth == "bestfit":
             from dcbench.plugins.allocators.bestfit import BestFitAllocator
 
             self.bestfit = BestFitAllocator()
             self.bestfit.reset(network, np.random.default_rng(0))
+        if count > 5 and sixth == "fit_last":
+            from dcbench.plugins.allocators.tetris import tightest_completing
+
+            self.tightest_completing = tightest_completing
         self.network = network
         self.n_servers = network.n_servers
         self.has_link = network.server_link >= 0
@@ -172,10 +186,15 @@ class ServerHints:
         top = score[allowed].max() if allowed.any() else 0.0
         extra[:n, 4] = score / top if top > 0 else 0.0
         if self.count > 5 and allowed.any():
-            candidates = np.flatnonzero(allowed)
-            order = np.argsort(-self.bestfit.preference(builder, allowed)[candidates], kind="stable")
-            extra[candidates[order], 5] = 1.0 - np.arange(len(candidates)) / len(candidates)
+            if self.sixth == "bestfit":
+                candidates = np.flatnonzero(allowed)
+                ranked = candidates[np.argsort(-self.bestfit.preference(builder, allowed)[candidates], kind="stable")]
+            else:
+                own_link = np.where(self.has_link, link_free, np.inf)
+                ranked = self.tightest_completing(builder, allowed, own_link, self.racks)
+            extra[ranked, 5] = 1.0 - np.arange(len(ranked)) / max(len(ranked), 1)
         return np.concatenate([node_features, extra], axis=1)
 
 
 EXTRA_FEATURES = 6
+SIXTH_HINTS = ("bestfit", "fit_last")

@@ -30,10 +30,11 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
-from dcbench import ResultsError
+from dcbench import ResultsError, SpecError
 from dcbench.envs import AllocationEnv
 from dcbench.plugins.allocators.early_stopping import BestWeights
-from dcbench.plugins.allocators.gnn_ppo.model import EXTRA_FEATURES, GraphPolicy, ServerHints, as_tensors, with_self_loops
+from dcbench.plugins.allocators.gnn_ppo.model import (EXTRA_FEATURES, GraphPolicy, ServerHints, as_tensors,
+                                                      with_self_loops)
 from dcbench.results import curve_columns, write_table_atomic
 from dcbench.spec import config_options
 
@@ -77,6 +78,7 @@ class PPOConfig:
     dagger_epochs: int = 3
     hints: bool = True
     fit_hint: bool = False
+    fit_last_hint: bool = False
     validation_episodes: int = 32
     validate_every: int = 5
 
@@ -102,9 +104,9 @@ def teacher_choice(teacher: Any, builder: Any) -> int:
 class HintedEnv:
     """An `AllocationEnv` whose node features carry `ServerHints` too."""
 
-    def __init__(self, env: AllocationEnv, count: int):
+    def __init__(self, env: AllocationEnv, count: int, sixth: str):
         self.env = env
-        self.hints = ServerHints(env.network, count)
+        self.hints = ServerHints(env.network, count, sixth)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.env, name)
@@ -133,15 +135,19 @@ class Trainer:
         self.out = Path(out)
         self.state_dir = self.out.with_name(self.out.name + ".train")
         self.envs = [AllocationEnv(topology, workload, config.episode_requests) for _ in range(config.envs)]
-        hint_count = EXTRA_FEATURES if config.fit_hint else 5
+        if config.fit_hint and config.fit_last_hint:
+            raise SpecError("gnn_ppo: fit_hint and fit_last_hint are two choices of the one sixth hint; "
+                            "set at most one")
+        hint_count = EXTRA_FEATURES if config.fit_hint or config.fit_last_hint else 5
+        sixth_hint = "fit_last" if config.fit_last_hint else "bestfit"
         if config.hints:
-            self.envs = [HintedEnv(env, hint_count) for env in self.envs]
+            self.envs = [HintedEnv(env, hint_count, sixth_hint) for env in self.envs]
         features = self.envs[0].features
         self.edge_index = with_self_loops(features.edge_index, features.n_nodes)
         self.topology = self.envs[0].spec_text["topology"]
         self.workload = self.envs[0].spec_text["workload"]
         torch.manual_seed(seed)
-        self.model = GraphPolicy(extra_features=hint_count if config.hints else 0)
+        self.model = GraphPolicy(extra_features=hint_count if config.hints else 0, sixth_hint=sixth_hint)
         self.optimizer = torch.optim.Adam(self.model.parameters(), lr=config.learning_rate)
         self.rng = np.random.default_rng(seed)
         self.iteration = 0

@@ -222,7 +222,8 @@ def read_summary(results: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
 
 @cli.command()
 @click.argument("results", type=click.Path(path_type=Path))
-@click.option("--out", type=click.Path(path_type=Path), default=None, help="Folder for the PNGs (default RESULTS/plots).")
+@click.option("--out", type=click.Path(path_type=Path), default=None,
+              help="Folder for the PNGs (default RESULTS/plots).")
 def plot(results: Path, out: Path | None) -> None:
     """Draw the papers' figures from a sweep's RESULTS folder."""
     from dcbench.plots import plot_sweep
@@ -281,7 +282,8 @@ def train(allocator: str, topology: str, workload: str | None, steps: int | None
     entry = registry.get("allocator", allocator.split(":")[0])
     if "trainer" not in entry.extra:
         learned = sorted(n for n, e in registry.entries("allocator").items() if "trainer" in e.extra)
-        raise UserError(f"allocator {entry.name!r} is not trained; trainable allocators: {', '.join(learned) or 'none'}")
+        raise UserError(f"allocator {entry.name!r} is not trained; "
+                        f"trainable allocators: {', '.join(learned) or 'none'}")
     plan = Runner(registry).resolve("random", topology, workload)  # check the scenario before training
     kind = getattr(plan["workload_obj"], "kind", "pool")
     if kind not in entry.extra.get("demands", ("pool",)):

@@ -220,7 +220,8 @@ def build(root: Path, registry: Registry) -> list[Path]:
         order = [s.label for s in suite.scenarios] if suite else sorted({r["scenario"] for r in rows})
         scenarios = [s for s in order if any(r["scenario"] == s for r in rows)]
         metrics = _metric_columns(rows, metric)
-        per_scenario = {s: rank_scenario([r for r in rows if r["scenario"] == s], metric, higher, baseline_names, metrics)
+        per_scenario = {s: rank_scenario([r for r in rows if r["scenario"] == s], metric, higher, baseline_names,
+                                         metrics)
                         for s in scenarios}
         overall = _overall(per_scenario, higher)
         plot = _plot(rows, scenarios, metric, plots_dir / f"{suite_name}.png", suite_name)

@@ -49,14 +49,18 @@ def colour(spec: str, index: int) -> str:
     return PAPER_COLOURS.get(spec.split(":")[0], f"C{8 + index % 2}")
 
 
-def _series(rows: list[dict[str, Any]], metric: str) -> tuple[list[str], list[str], dict[str, list[tuple[float, float]]]]:
+Series = dict[str, list[tuple[float, float]]]  # allocator -> (mean, CI half-width) per scenario
+
+
+def _series(rows: list[dict[str, Any]], metric: str) -> tuple[list[str], list[str], Series]:
     scenarios = list(dict.fromkeys(r["scenario"] for r in rows))
     allocators = list(dict.fromkeys(r["allocator"] for r in rows))
     values = {}
     for allocator in allocators:
         values[allocator] = []
         for scenario in scenarios:
-            mean, half, _ = mean_ci(r[metric] for r in rows if r["scenario"] == scenario and r["allocator"] == allocator)
+            of_cell = (r[metric] for r in rows if r["scenario"] == scenario and r["allocator"] == allocator)
+            mean, half, _ = mean_ci(of_cell)
             values[allocator].append((mean, 0.0 if half != half else half))
     return scenarios, allocators, values
 

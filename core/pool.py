@@ -138,7 +138,8 @@ class PoolBuilder:
         amount = self.channels_per_pair
         chosen = self.chosen
         rule = self.request.connectivity
-        for partner in chosen if rule == "all" else [chosen[j] for j, _ in partners(rule, self._gives_cpu, len(chosen))]:
+        pairs_with = chosen if rule == "all" else [chosen[j] for j, _ in partners(rule, self._gives_cpu, len(chosen))]
+        for partner in pairs_with:
             if self.router is None:
                 paths = known_paths.get(partner * n_servers + server) or catalogue.between_servers(partner, server)
             else:

@@ -6,9 +6,10 @@ VM, the one with the most free CPU cores, blind to the network. Ties — every
 rack of an empty data centre, racks of equal free CPU later — are broken at
 random (from the run's seed): with the lowest index instead, every job's
 ring would run over the same few rack pairs, and ALL2ALL-CCF would block 85%
-of the jobs at load 66 rather than about 50%, a straw man. Bandwidth is the job builder's business: direct circuits, two hops,
-and — unless ``reconfigure=no`` (ALL2ALL-CCF) — new circuits where the job's
-traffic needs them. See docs/scenarios/ocs.md.
+of the jobs at load 66 rather than about 50%, a straw man. Bandwidth is the
+job builder's business: direct circuits, two hops, and — unless
+``reconfigure=no`` (ALL2ALL-CCF) — new circuits where the job's traffic
+needs them. See docs/scenarios/ocs.md.
 """
 
 from __future__ import annotations

@@ -50,7 +50,8 @@ class UniformWorkload:
     def generate(self, network: Network, requests: int, rng: np.random.Generator) -> RequestSequence:
         missing = {"cpu", "mem"} - set(network.resources)
         if missing:
-            raise ValueError(f"uniform needs servers with cpu and mem; this topology has {', '.join(network.resources)}")
+            raise ValueError("uniform needs servers with cpu and mem; "
+                             f"this topology has {', '.join(network.resources)}")
         hold = self.hold or default_holding(network.n_servers)
         cpu = rng.integers(self.min_cpu, self.max_cpu, size=requests, endpoint=True)
         mem = rng.integers(self.min_mem, self.max_mem, size=requests, endpoint=True)

@@ -23,7 +23,8 @@ def test_run_writes_one_folder_per_seed_and_prints_a_summary(tmp_path):
 
 
 def test_run_with_one_seed(tmp_path):
-    result = invoke("run", "-a", "random", "-t", "tiered:8,1x4", "-n", "10", "--seed", "5", "--out", str(tmp_path), "-q")
+    result = invoke("run", "-a", "random", "-t", "tiered:8,1x4", "-n", "10", "--seed", "5", "--out", str(tmp_path),
+                    "-q")
     assert result.exit_code == 0, result.output
     (folder,) = tmp_path.iterdir()
     assert pq.read_table(folder / "summary.parquet").column("seed")[0].as_py() == 5

@@ -13,7 +13,8 @@ from dcbench.cli import cli
 @pytest.fixture(scope="module")
 def sweep_results(tmp_path_factory):
     out = tmp_path_factory.mktemp("sweep") / "nara2022"
-    result = CliRunner().invoke(cli, ["sweep", "-s", "nara2022", "-a", "random,tetris", "--out", str(out), "-j", "2", "-q"])
+    result = CliRunner().invoke(cli, ["sweep", "-s", "nara2022", "-a", "random,tetris", "--out", str(out), "-j", "2",
+                                      "-q"])
     assert result.exit_code == 0, result.output
     return out
 
@@ -58,7 +59,8 @@ def test_submit_then_rebuild_is_byte_for_byte_repeatable(sweep_results, tmp_path
                                                          pa.array(["tetris:penalty=0.5"] * t.num_rows))),
      "hash does not match"),
     (lambda f: rewrite_summary(f, lambda t: t.replace_schema_metadata(
-        {b"dcbench": json.dumps({"suite": "nara2099", "dcbench_version": "0.1.0"}).encode()})), "unknown suite 'nara2099'"),
+        {b"dcbench": json.dumps({"suite": "nara2099", "dcbench_version": "0.1.0"}).encode()})),
+     "unknown suite 'nara2099'"),
     (lambda f: shutil.rmtree(next(p for p in f.iterdir() if p.is_dir())), "missing or incomplete"),
 ])
 def test_bad_submissions_are_refused_and_change_nothing(sweep_results, tmp_path, damage, fragment):

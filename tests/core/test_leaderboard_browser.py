@@ -24,7 +24,8 @@ def page(tmp_path_factory):
     root = tmp_path_factory.mktemp("board")
     results = root / "results"
     runner = CliRunner()
-    assert runner.invoke(cli, ["sweep", "-s", "nara2022", "-a", "random,tetris", "--out", str(results), "-q"]).exit_code == 0
+    swept = runner.invoke(cli, ["sweep", "-s", "nara2022", "-a", "random,tetris", "--out", str(results), "-q"])
+    assert swept.exit_code == 0
     assert runner.invoke(cli, ["leaderboard", "--root", str(root / "lb"), "submit", str(results)]).exit_code == 0
     assert runner.invoke(cli, ["leaderboard", "--root", str(root / "lb")]).exit_code == 0
     return root / "lb" / "index.html"

@@ -30,7 +30,8 @@ def test_other_seed_other_requests(runner):
 
 
 def test_every_allocator_sees_the_same_request_sequence(runner):
-    runs = [runner.run(name, "tiered:8,1x4", requests=64, seed=7) for name in ("random", "tetris", "tetris:penalty=0.5")]
+    names = ("random", "tetris", "tetris:penalty=0.5")
+    runs = [runner.run(name, "tiered:8,1x4", requests=64, seed=7) for name in names]
     for column in ("demand_cpu", "demand_mem", "holding_time", "size"):
         assert all(np.array_equal(runs[0].tables.requests[column], r.tables.requests[column]) for r in runs)
     assert len({r.run_id for r in runs}) == 3

@@ -19,7 +19,8 @@ except ImportError:
 
 
 def sweep(out, *extra):
-    result = CliRunner().invoke(cli, ["sweep", "-s", "nara2022", "-a", "random,tetris", "--out", str(out), "-q", *extra])
+    result = CliRunner().invoke(cli, ["sweep", "-s", "nara2022", "-a", "random,tetris", "--out", str(out), "-q",
+                                      *extra])
     assert result.exit_code == 0, result.output
     return result.output
 

@@ -34,7 +34,8 @@ def hand_built(pods, racks, servers, cores_per_plane):
 def test_structure_matches_the_reference_counts(registry, spec, pods, racks, counts):
     topology = build(registry, spec)
     graph = topology.graph
-    kinds = {prefix: sum(1 for n in graph if n.startswith(prefix)) for prefix in ("Resource", "Rack", "Aggregate", "Core")}
+    prefixes = ("Resource", "Rack", "Aggregate", "Core")
+    kinds = {prefix: sum(1 for n in graph if n.startswith(prefix)) for prefix in prefixes}
     tiers = [sum(1 for *_, d in graph.edges(data=True) if d["tier"] == t) for t in (1, 2, 3)]
     assert (kinds["Resource"], kinds["Rack"], kinds["Aggregate"], kinds["Core"], *tiers) == counts
     assert len(topology.servers) == counts[0]

@@ -157,9 +157,12 @@ class ServerHints:
             self.bestfit = BestFitAllocator()
             self.bestfit.reset(network, np.random.default_rng(0))
         if count > 5 and sixth == "fit_last":
+            from dcbench.plugins.allocators.bestfit import own_link_free
             from dcbench.plugins.allocators.tetris import tightest_completing
 
+            self.own_link_free = own_link_free
             self.tightest_completing = tightest_completing
+            self.own_link_buffer = np.empty(network.n_servers)
         self.network = network
         self.n_servers = network.n_servers
         self.has_link = network.server_link >= 0
@@ -190,7 +193,7 @@ class ServerHints:
                 candidates = np.flatnonzero(allowed)
                 ranked = candidates[np.argsort(-self.bestfit.preference(builder, allowed)[candidates], kind="stable")]
             else:
-                own_link = np.where(self.has_link, link_free, np.inf)
+                own_link = self.own_link_free(builder, self.links, self.has_link, self.own_link_buffer)
                 ranked = self.tightest_completing(builder, allowed, own_link, self.racks)
             extra[ranked, 5] = 1.0 - np.arange(len(ranked)) / max(len(ranked), 1)
         return np.concatenate([node_features, extra], axis=1)

@@ -65,13 +65,18 @@ def test_checkpoints_are_matched_to_the_topology():
 def test_every_nara2022_topology_has_a_safe_checkpoint_that_says_how_it_was_made(channels, ratio):
     path, note = checkpoint_for(tiered(f"tiered:{channels},{ratio}"))
     assert path.name == f"tiered-{channels}-{ratio}.pt" and note == ""
-    load_policy(path)  # torch.load(weights_only=True): no pickled code
+    policy = load_policy(path)  # torch.load(weights_only=True): no pickled code
     record = json.loads(path.with_suffix(".json").read_text())
     assert record["command"].startswith("dcbench train -a gnn_ppo")
     assert record["topology"].startswith(f"tiered:channels={channels},ratio={ratio},")
     assert record["workload"].endswith("pairs=reference")  # the suites' workload
     assert isinstance(record["seed"], int) and record["steps"] > 0 and record["wall_time_s"] > 0
     assert record["imitation"]["teacher"].split(":")[0] in ("tetris", "nalb", "bestfit")
+    # The weights read the hints the recorded training options gave them.
+    trained = record["ppo"]
+    sixth = trained.get("fit_hint") or trained.get("fit_last_hint")
+    assert policy.extra_features == ((6 if sixth else 5) if trained["hints"] else 0)
+    assert policy.sixth_hint == ("fit_last" if trained.get("fit_last_hint") else "bestfit")
 
 
 def test_a_missing_checkpoint_file_is_a_clear_error(runner):

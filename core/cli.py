@@ -242,8 +242,8 @@ def plot(results: Path, out: Path | None) -> None:
                    "of the same suite, e.g. against other baselines.")
 def report(results: Path, out: Path | None, section: str | None) -> None:
     """Tables of every metric (mean ± 95% CI) from a sweep's RESULTS folder."""
+    from dcbench.report import default_specs, write_between_markers
     from dcbench.report import report as make_report
-    from dcbench.report import write_between_markers
 
     rows, provenance = read_summary(results)
     suite_name = provenance.get("suite", results.name)
@@ -253,7 +253,8 @@ def report(results: Path, out: Path | None, section: str | None) -> None:
     from dcbench.leaderboard import baselines
 
     title = f"Suite {suite_name}" + (f" ({section})" if section else "")
-    text = make_report(rows, title, primary, suite.higher_is_better if suite else True, baselines(registry))
+    text = make_report(rows, title, primary, suite.higher_is_better if suite else True, baselines(registry),
+                       default_specs(registry))
     if out is None:
         click.echo(text)
     else:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 from dcbench.errors import ResultsError
 from dcbench.stats import format_ci, mean_ci
@@ -18,10 +18,54 @@ def display_name(spec: str, specs: Sequence[str]) -> str:
     return base if sum(s.split(":")[0] == base for s in specs) == 1 else spec
 
 
-def metric_table(rows: list[dict[str, Any]], metric: str, higher_is_better: bool = True) -> str:
+def default_specs(registry: Any) -> dict[str, str]:
+    """Each allocator plugin's resolved spec with every parameter at its
+    default (plugins with a required parameter are left out)."""
+    from dcbench.errors import SpecError
+    from dcbench.spec import Spec, bind, resolved_spec
+
+    specs = {}
+    for name, entry in registry.entries("allocator").items():
+        try:
+            specs[name] = resolved_spec(name, bind(name, entry.params, Spec(name)))
+        except SpecError:
+            continue
+    return specs
+
+
+def labels(specs: Sequence[str], defaults: Mapping[str, str] | None = None) -> dict[str, str]:
+    """How a report names each allocator: the plugin's name and the options
+    that tell it apart — where several variants of a plugin compete, the
+    options on which they differ; where one does, the options that differ
+    from the plugin's defaults (``defaults``: plugin name -> the resolved
+    spec of its defaults), so ``tetris:fit_last=yes`` is never shown as
+    ``tetris``. `display_name` for a plugin whose defaults are not known."""
+    from dcbench.spec import Spec
+
+    options = {spec: dict(Spec.parse(spec).kwargs) for spec in specs}
+    shown = {}
+    for spec in specs:
+        base = spec.split(":")[0]
+        variants = [s for s in specs if s.split(":")[0] == base]
+        if len(variants) > 1:
+            keys = {k for s in variants for k in options[s] if options[s].get(k) != options[spec].get(k)}
+        elif defaults is not None and base in defaults:
+            default_options = Spec.parse(defaults[base]).kwargs
+            keys = {k for k, v in options[spec].items() if default_options.get(k) != v}
+        else:
+            shown[spec] = display_name(spec, specs)
+            continue
+        changed = [f"{k}={v}" for k, v in options[spec].items() if k in keys]
+        shown[spec] = base + (":" + ",".join(changed) if changed else "")
+    return shown
+
+
+def metric_table(rows: list[dict[str, Any]], metric: str, higher_is_better: bool = True,
+                 defaults: Mapping[str, str] | None = None) -> str:
     scenarios = list(dict.fromkeys(r["scenario"] for r in rows))
     allocators = list(dict.fromkeys(r["allocator"] for r in rows))
-    lines = ["| scenario | " + " | ".join(display_name(a, allocators) for a in allocators) + " |",
+    name = labels(allocators, defaults)
+    lines = ["| scenario | " + " | ".join(name[a] for a in allocators) + " |",
              "|---|" + "---:|" * len(allocators)]
     for scenario in scenarios:
         cells = [mean_ci(r[metric] for r in rows if r["scenario"] == scenario and r["allocator"] == a)
@@ -33,9 +77,11 @@ def metric_table(rows: list[dict[str, Any]], metric: str, higher_is_better: bool
     return "\n".join(lines)
 
 
-def ranking(rows: list[dict[str, Any]], metric: str, higher_is_better: bool = True) -> str:
+def ranking(rows: list[dict[str, Any]], metric: str, higher_is_better: bool = True,
+            defaults: Mapping[str, str] | None = None) -> str:
     scenarios = list(dict.fromkeys(r["scenario"] for r in rows))
     allocators = list(dict.fromkeys(r["allocator"] for r in rows))
+    name = labels(allocators, defaults)
     wins = {a: 0 for a in allocators}
     lines = ["| scenario | ranking (best first) |", "|---|---|"]
     for scenario in scenarios:
@@ -45,9 +91,9 @@ def ranking(rows: list[dict[str, Any]], metric: str, higher_is_better: bool = Tr
         for allocator in order:  # an exact tie at the top is a win for each
             if means[allocator] == means[order[0]]:
                 wins[allocator] += 1
-        lines.append(f"| {scenario} | " + " > ".join(display_name(a, allocators) for a in order) + " |")
+        lines.append(f"| {scenario} | " + " > ".join(name[a] for a in order) + " |")
     lines.append("")
-    lines.append("Best on: " + ", ".join(f"{display_name(a, allocators)} {n}" for a, n in wins.items()) + " scenarios.")
+    lines.append("Best on: " + ", ".join(f"{name[a]} {n}" for a, n in wins.items()) + " scenarios.")
     return "\n".join(lines)
 
 
@@ -67,7 +113,8 @@ METRICS = (
 )
 
 
-def paired_table(rows: list[dict[str, Any]], metric: str, baselines: set[str], higher_is_better: bool = True) -> str:
+def paired_table(rows: list[dict[str, Any]], metric: str, baselines: set[str], higher_is_better: bool = True,
+                 defaults: Mapping[str, str] | None = None) -> str:
     """Each non-baseline allocator against the best baseline of every scenario, seed by seed.
 
     For a metric where lower is better (blocking), the last column is the
@@ -76,6 +123,7 @@ def paired_table(rows: list[dict[str, Any]], metric: str, baselines: set[str], h
     scenarios = list(dict.fromkeys(r["scenario"] for r in rows))
     allocators = list(dict.fromkeys(r["allocator"] for r in rows))
     challengers = [a for a in allocators if a.split(":")[0] not in baselines]
+    label = labels(allocators, defaults)
     sign = 1 if higher_is_better else -1
     last = "relative" if higher_is_better else "× lower"
     lines = [f"| scenario | allocator | best baseline | Δ (paired) | {last} |", "|---|---|---|---:|---:|"]
@@ -100,13 +148,13 @@ def paired_table(rows: list[dict[str, Any]], metric: str, baselines: set[str], h
             factor = best_mean / challenger_mean if challenger_mean else float("inf")
             factors_all[challenger].append(factor)
             shown = f"{100 * relative:+.1f}%" if higher_is_better else f"{factor:.2f}×"
-            lines.append(f"| {scenario} | {display_name(challenger, allocators)} | {display_name(best, allocators)} | "
+            lines.append(f"| {scenario} | {label[challenger]} | {label[best]} | "
                          f"{format_ci(mean, half, 3) if mean < 0 else '+' + format_ci(mean, half, 3)} | {shown} |")
     lines.append("")
     for challenger, values in relative_all.items():
         if not values:
             continue
-        name = display_name(challenger, allocators)
+        name = label[challenger]
         at_least = sum(sign * v >= 0 for v in values)
         if higher_is_better:
             lines.append(f"{name}: mean relative difference {100 * sum(values) / len(values):+.1f}%, "
@@ -120,7 +168,7 @@ def paired_table(rows: list[dict[str, Any]], metric: str, baselines: set[str], h
 
 
 def report(rows: list[dict[str, Any]], title: str, primary: str, higher_is_better: bool = True,
-           baselines: set[str] | None = None) -> str:
+           baselines: set[str] | None = None, defaults: Mapping[str, str] | None = None) -> str:
     if not rows:
         raise ResultsError("the summary has no rows; run the sweep first")
     seeds = sorted({r["seed"] for r in rows})
@@ -130,8 +178,8 @@ def report(rows: list[dict[str, Any]], title: str, primary: str, higher_is_bette
     job_rows = "reconfigurations_per_job" in rows[0]
     for metric, heading, higher in METRICS:
         if metric in rows[0] and not (metric == "acceptance_ratio" and job_rows):
-            parts += [f"#### {heading}", "", metric_table(rows, metric, higher), ""]
-    parts += [f"#### Ranking by {primary}", "", ranking(rows, primary, higher_is_better), ""]
+            parts += [f"#### {heading}", "", metric_table(rows, metric, higher, defaults), ""]
+    parts += [f"#### Ranking by {primary}", "", ranking(rows, primary, higher_is_better, defaults), ""]
     if baselines and any(r["allocator"].split(":")[0] not in baselines for r in rows):
         parts += [f"#### Learned and third-party allocators against the best baseline ({primary})", "",
                   "Δ: mean over seeds of the seed-by-seed difference (every allocator saw the same requests), "
@@ -139,7 +187,7 @@ def report(rows: list[dict[str, Any]], title: str, primary: str, higher_is_bette
                   + ("relative: Δ over the best baseline's mean." if higher_is_better else
                      "× lower: the best baseline's mean over the allocator's (above 1: the allocator is better)."),
                   "",
-                  paired_table(rows, primary, baselines, higher_is_better), ""]
+                  paired_table(rows, primary, baselines, higher_is_better, defaults), ""]
     return "\n".join(parts)
 
 

@@ -31,6 +31,27 @@ def test_tables_mark_the_best_and_rank():
     assert "| s1 | x > y |" in ranking(ROWS, "acceptance_ratio", higher_is_better=False)
 
 
+def test_allocators_are_named_by_the_options_that_tell_them_apart():
+    from dcbench.registry import get_registry
+    from dcbench.report import default_specs, labels
+
+    defaults = default_specs(get_registry())
+    assert defaults["tetris"] == "tetris:penalty=0.9,scale=10,fit_last=no"
+    specs = ["tetris:penalty=0.9,scale=10,fit_last=yes", "nalb:route=reference,queue=lifo,hops=3",
+             "bestfit:local=no", "bestfit:local=yes", "random", "mine:a=1"]
+    defaults["nalb"] = "nalb:route=shortest,queue=fifo,hops=3"  # whatever the built-in's, for this test
+    assert labels(specs, defaults) == {
+        "tetris:penalty=0.9,scale=10,fit_last=yes": "tetris:fit_last=yes",  # not "tetris": not its defaults
+        "nalb:route=reference,queue=lifo,hops=3": "nalb:route=reference,queue=lifo",
+        "bestfit:local=no": "bestfit:local=no", "bestfit:local=yes": "bestfit:local=yes",
+        "random": "random", "mine:a=1": "mine",  # a plugin that is not installed: its plain name
+    }
+    rows = [{**r, "allocator": "tetris:penalty=0.9,scale=10,fit_last=yes" if r["allocator"] == "x" else "y"}
+            for r in ROWS]
+    assert "| scenario | tetris:fit_last=yes | y |" in metric_table(rows, "acceptance_ratio", defaults=defaults)
+    assert "| scenario | tetris | y |" in metric_table(rows, "acceptance_ratio")  # without defaults, as before
+
+
 def test_paired_difference_against_the_best_baseline():
     from dcbench.report import paired_table
 

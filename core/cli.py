@@ -187,22 +187,23 @@ def sweep(suite_name: str, allocator_values: tuple[str, ...], out: Path | None, 
         "runs": [job.run_id for job in planned]})
     click.echo(f"{len(planned)} runs ({len(planned) - len(todo)} already done) -> {out / sweeps.SUMMARY}")
     if not quiet:
-        print_ranking(combined.to_pylist(), suite.primary_metric, suite.higher_is_better)
+        print_ranking(combined.to_pylist(), suite.primary_metric, suite.higher_is_better, registry)
 
 
-def print_ranking(rows: list[dict[str, Any]], metric: str, higher_is_better: bool) -> None:
+def print_ranking(rows: list[dict[str, Any]], metric: str, higher_is_better: bool, registry: Any) -> None:
     """Per scenario, the allocators' mean of the suite's primary metric."""
     from rich.console import Console
     from rich.table import Table
 
-    from dcbench.report import display_name
+    from dcbench.report import default_specs, labels
 
     scenarios = list(dict.fromkeys(row["scenario"] for row in rows))
     allocators = list(dict.fromkeys(row["allocator"] for row in rows))
     table = Table(title=f"{metric}, mean over seeds")
     table.add_column("scenario")
+    shown = labels(allocators, default_specs(registry))
     for allocator in allocators:
-        table.add_column(display_name(allocator, allocators), justify="right")
+        table.add_column(shown[allocator], justify="right")
     for scenario in scenarios:
         means = []
         for allocator in allocators:
@@ -227,9 +228,11 @@ def read_summary(results: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
 def plot(results: Path, out: Path | None) -> None:
     """Draw the papers' figures from a sweep's RESULTS folder."""
     from dcbench.plots import plot_sweep
+    from dcbench.report import default_specs
 
     rows, provenance = read_summary(results)
-    for path in plot_sweep(rows, out or results / "plots", provenance.get("suite", results.name)):
+    defaults = default_specs(load_registry())
+    for path in plot_sweep(rows, out or results / "plots", provenance.get("suite", results.name), defaults):
         click.echo(path)
 
 

@@ -19,13 +19,13 @@ import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping
 
 from dcbench.errors import ResultsError
 from dcbench.registry import Registry
 from dcbench.results import is_complete, provenance_of, read_table
 from dcbench.runner import Runner, run_hash
-from dcbench.report import display_name
+from dcbench.report import default_specs, labels
 from dcbench.stats import format_ci, mean_ci
 
 SUBMISSIONS = "submissions"
@@ -203,6 +203,7 @@ def build(root: Path, registry: Registry) -> list[Path]:
     submissions = load_submissions(root)
     suites = registry.entries("suite")
     baseline_names = baselines(registry)
+    defaults = default_specs(registry)
     by_suite: dict[str, dict[str, dict[str, Any]]] = {}
     for submission in submissions:
         for row in submission.rows:
@@ -224,9 +225,10 @@ def build(root: Path, registry: Registry) -> list[Path]:
                                          metrics)
                         for s in scenarios}
         overall = _overall(per_scenario, higher)
-        plot = _plot(rows, scenarios, metric, plots_dir / f"{suite_name}.png", suite_name)
+        plot = _plot(rows, scenarios, metric, plots_dir / f"{suite_name}.png", suite_name, defaults)
         written.append(plot)
-        sections.append((suite_name, suite, metric, higher, scenarios, per_scenario, overall, metrics, plot))
+        name = labels([a for a, _, _ in overall], defaults)
+        sections.append((suite_name, suite, metric, higher, scenarios, per_scenario, overall, metrics, plot, name))
     readme = root / "README.md"
     readme.write_text(_markdown(sections, submissions, __version__, root))
     page = root / "index.html"
@@ -248,7 +250,8 @@ def _overall(per_scenario: dict[str, list[Entry]], higher: bool) -> list[tuple[s
     return sorted(((a, means[a], wins[a]) for a in allocators), key=lambda t: (-sign * t[1], t[0]))
 
 
-def _plot(rows: list[dict[str, Any]], scenarios: list[str], metric: str, path: Path, title: str) -> Path:
+def _plot(rows: list[dict[str, Any]], scenarios: list[str], metric: str, path: Path, title: str,
+          defaults: Mapping[str, str]) -> Path:
     from dcbench.plots import _panels
 
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -258,12 +261,9 @@ def _plot(rows: list[dict[str, Any]], scenarios: list[str], metric: str, path: P
               "ocs": "load in Erlangs (54..78: 16 ToRs; 300: 32 ToRs; 1,320: 64 ToRs)"}.get(
         families.pop() if len(families) == 1 else "", "scenario")
     return _panels(ordered, [(metric, metric.replace("_", " "))], path, f"{title}: {metric} (mean, 95% CI)",
-                   xlabel=xlabel)
+                   xlabel=xlabel, defaults=defaults)
 
 
-def _names(allocators: Iterable[str]) -> dict[str, str]:
-    allocators = list(allocators)
-    return {a: display_name(a, allocators) for a in allocators}
 
 
 def _delta(entry: Entry) -> str:
@@ -279,8 +279,7 @@ def _markdown(sections: Iterable, submissions: list[Submission], version: str, r
              f"in `{SUBMISSIONS}/`. Means with the half-width of the 95% confidence interval over seeds; "
              "Δ is the paired difference from the best built-in baseline of the scenario (same seeds, "
              "same request sequences).", ""]
-    for suite_name, suite, metric, higher, scenarios, per_scenario, overall, metrics, plot in sections:
-        name = _names(a for a, _, _ in overall)
+    for suite_name, suite, metric, higher, scenarios, per_scenario, overall, metrics, plot, name in sections:
         lines += [f"## {suite_name}", "", suite.description if suite else "", "",
                   f"Ranked by `{metric}` ({'higher' if higher else 'lower'} is better).", "",
                   "| rank | allocator | mean over scenarios | scenarios won |", "|---:|---|---:|---:|"]
@@ -319,8 +318,7 @@ def _html(sections: Iterable, submissions: list[Submission], version: str, root:
            "<h1>dcbench leaderboard</h1>",
            f"<p>dcbench {html.escape(version)}; {len(submissions)} submission(s). Means ± half-width of the 95% "
            "confidence interval over seeds; Δ: paired difference from the best built-in baseline.</p>"]
-    for suite_name, suite, metric, higher, scenarios, per_scenario, overall, metrics, plot in sections:
-        name = _names(a for a, _, _ in overall)
+    for suite_name, suite, metric, higher, scenarios, per_scenario, overall, metrics, plot, name in sections:
         out.append(f"<h2 id=\"{html.escape(suite_name)}\">{html.escape(suite_name)}</h2>")
         if suite:
             out.append(f"<p>{html.escape(suite.description)}</p>")

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 from dcbench.errors import DcbenchError
-from dcbench.report import display_name
+from dcbench.report import labels as allocator_labels
 from dcbench.stats import mean_ci
 
 # The papers' colours: agent blue, Tetris orange, NALB green, NULB red, random purple;
@@ -49,6 +49,15 @@ def colour(spec: str, index: int) -> str:
     return PAPER_COLOURS.get(spec.split(":")[0], f"C{8 + index % 2}")
 
 
+def shares_colour(spec: str, specs: Sequence[str]) -> bool:
+    """Whether an earlier allocator in ``specs`` has the same colour (a
+    variant of the same paper method, say): this one is drawn dashed
+    (hatched for bars)."""
+    position = specs.index(spec)
+    mine = colour(spec, position)
+    return any(colour(other, index) == mine for index, other in enumerate(specs[:position]))
+
+
 Series = dict[str, list[tuple[float, float]]]  # allocator -> (mean, CI half-width) per scenario
 
 
@@ -66,7 +75,8 @@ def _series(rows: list[dict[str, Any]], metric: str) -> tuple[list[str], list[st
 
 
 def _panels(rows: list[dict[str, Any]], metrics: Sequence[tuple[str, str]], path: Path, title: str,
-            xlabel: str = "topology (channels per server link / oversubscription)") -> Path:
+            xlabel: str = "topology (channels per server link / oversubscription)",
+            defaults: Mapping[str, str] | None = None) -> Path:
     plt = _pyplot()
     figure, grid = plt.subplots(len(metrics), 1, figsize=(9, 2.6 * len(metrics) + (0.5 if len(metrics) == 1 else 0)),
                                 sharex=True, squeeze=False)
@@ -76,11 +86,13 @@ def _panels(rows: list[dict[str, Any]], metrics: Sequence[tuple[str, str]], path
         scenarios, allocators, values = _series(rows, metric)
         labels = [topology_label(next(r for r in rows if r["scenario"] == s)) for s in scenarios]
         x = list(range(len(scenarios)))
+        shown = allocator_labels(allocators, defaults)
         for index, allocator in enumerate(allocators):
             means = [m for m, _ in values[allocator]]
             errors = [h for _, h in values[allocator]]
             axis.errorbar(x, means, yerr=errors, marker="o", markersize=4, capsize=2, linewidth=1.2,
-                          color=colour(allocator, index), label=display_name(allocator, allocators))
+                          linestyle="--" if shares_colour(allocator, allocators) else "-",
+                          color=colour(allocator, index), label=shown[allocator])
         axis.set_ylabel(ylabel)
         axis.grid(alpha=0.3)
     axes[-1].set_xticks(range(len(labels)))
@@ -88,12 +100,12 @@ def _panels(rows: list[dict[str, Any]], metrics: Sequence[tuple[str, str]], path
     axes[-1].set_xlabel(xlabel)
     handles, names = axes[0].get_legend_handles_labels()
     if len(metrics) == 1:  # the legend just above the axes
-        axes[0].legend(handles, names, ncol=len(names), fontsize=8, loc="lower center",
+        axes[0].legend(handles, names, ncol=min(len(names), 5), fontsize=8, loc="lower center",
                        bbox_to_anchor=(0.5, 1.0), frameon=False)
         figure.suptitle(title)
         figure.tight_layout()
     else:
-        figure.legend(handles, names, ncol=len(names), fontsize=8, loc="upper center",
+        figure.legend(handles, names, ncol=min(len(names), 5), fontsize=8, loc="upper center",
                       bbox_to_anchor=(0.5, 0.965), frameon=False)
         figure.suptitle(title)
         figure.tight_layout(rect=(0, 0, 1, 0.95))
@@ -102,11 +114,13 @@ def _panels(rows: list[dict[str, Any]], metrics: Sequence[tuple[str, str]], path
     return path
 
 
-def size_brackets(rows: list[dict[str, Any]], path: Path, title: str) -> Path:
+def size_brackets(rows: list[dict[str, Any]], path: Path, title: str,
+                  defaults: Mapping[str, str] | None = None) -> Path:
     """Accepted requests per size bracket, summed over seeds, one panel per topology."""
     plt = _pyplot()
     scenarios = list(dict.fromkeys(r["scenario"] for r in rows))
     allocators = list(dict.fromkeys(r["allocator"] for r in rows))
+    shown = allocator_labels(allocators, defaults)
     columns = 4 if len(scenarios) > 4 else len(scenarios)
     lines = -(-len(scenarios) // columns)
     figure, axes = plt.subplots(lines, columns, figsize=(3.2 * columns, 2.4 * lines), sharey=True, squeeze=False)
@@ -118,7 +132,8 @@ def size_brackets(rows: list[dict[str, Any]], path: Path, title: str) -> Path:
             chosen = [r for r in rows if r["scenario"] == scenario and r["allocator"] == allocator]
             counts = [sum(r.get(f"accepted_size_{k}", 0) for r in chosen) for k in brackets]
             axis.bar([k - 0.4 + width * (index + 0.5) for k in brackets], counts, width,
-                     color=colour(allocator, index), label=display_name(allocator, allocators))
+                     hatch="//" if shares_colour(allocator, allocators) else None,
+                     color=colour(allocator, index), label=shown[allocator])
         axis.set_title(topology_label(next(r for r in rows if r["scenario"] == scenario)).replace("\n", " ch, "),
                        fontsize=9)
         axis.set_xticks(list(brackets))
@@ -136,10 +151,12 @@ def size_brackets(rows: list[dict[str, Any]], path: Path, title: str) -> Path:
     return path
 
 
-def spread(rows: list[dict[str, Any]], path: Path, title: str) -> Path:
+def spread(rows: list[dict[str, Any]], path: Path, title: str, defaults: Mapping[str, str] | None = None
+           ) -> Path:
     """Share of accepted requests at each spread level, per allocator and oversubscription."""
     plt = _pyplot()
     allocators = list(dict.fromkeys(r["allocator"] for r in rows))
+    shown = allocator_labels(allocators, defaults)
     ratios = list(dict.fromkeys(topology_label(r).split("\n")[-1] for r in rows))
     levels = ["spread_server", "spread_rack", "spread_pod", "spread_cross_pod"]
     figure, axes = plt.subplots(1, len(allocators), figsize=(3.2 * len(allocators), 2.8), sharey=True, squeeze=False)
@@ -153,7 +170,7 @@ def spread(rows: list[dict[str, Any]], path: Path, title: str) -> Path:
                      color=f"C{r_index}", alpha=0.85, label=ratio)
         axis.set_xticks(range(len(levels)))
         axis.set_xticklabels(["server", "rack", "pod", "across\npods"], fontsize=8)
-        axis.set_title(display_name(allocator, allocators), color=colour(allocator, index))
+        axis.set_title(shown[allocator], color=colour(allocator, index))
     axes[0][0].set_ylabel("share of accepted requests")
     axes[0][0].legend(title="oversub.", fontsize=7)
     figure.suptitle(title)
@@ -167,7 +184,8 @@ JOB_PANELS = (("blocking_probability", "blocking prob."), ("latency_us", "latenc
               ("packet_loss", "packet loss"), ("reconfigurations_per_job", "reconf. per job"))
 
 
-def plot_jobs(rows: list[dict[str, Any]], out_dir: Path, name: str) -> list[Path]:
+def plot_jobs(rows: list[dict[str, Any]], out_dir: Path, name: str, defaults: Mapping[str, str] | None = None
+              ) -> list[Path]:
     """The OCS paper's Figs. 5-7: blocking, latency, loss and reconfigurations
     against the load, one figure per network size."""
     paths = []
@@ -178,22 +196,27 @@ def plot_jobs(rows: list[dict[str, Any]], out_dir: Path, name: str) -> list[Path
         size = f"{tors.group(1)}x{servers.group(1)}" if tors and servers else str(len(paths))
         label = f"{tors.group(1)} ToRs × {servers.group(1)} servers" if tors and servers else topology
         paths.append(_panels(chosen, JOB_PANELS, out_dir / f"jobs_{size}.png",
-                             f"{name}: {label} (mean, 95% CI)", xlabel="load (Erlangs)"))
+                             f"{name}: {label} (mean, 95% CI)", xlabel="load (Erlangs)", defaults=defaults))
     return paths
 
 
-def plot_sweep(rows: list[dict[str, Any]], out_dir: Path, name: str) -> list[Path]:
+def plot_sweep(rows: list[dict[str, Any]], out_dir: Path, name: str, defaults: Mapping[str, str] | None = None
+               ) -> list[Path]:
     """The papers' figures for a sweep: Figs. 2, 3, 5 and 8 of the tiered
-    papers, or Figs. 5-7 of the OCS paper for a sweep of jobs."""
+    papers, or Figs. 5-7 of the OCS paper for a sweep of jobs. Allocators
+    are named as in the report (`dcbench.report.labels`)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     if rows and "reconfigurations_per_job" in rows[0]:
-        return plot_jobs(rows, out_dir, name)
+        return plot_jobs(rows, out_dir, name, defaults)
     return [
         _panels(rows, [("acceptance_ratio", "acceptance"), ("cpu_util", "CPU util."), ("mem_util", "memory util.")],
-                out_dir / "fig2_acceptance_cpu_memory.png", f"{name}: acceptance and utilisation (mean, 95% CI)"),
+                out_dir / "fig2_acceptance_cpu_memory.png", f"{name}: acceptance and utilisation (mean, 95% CI)",
+                defaults=defaults),
         _panels(rows, [("link_util_tier1", "tier 1 (server-rack)"), ("link_util_tier2", "tier 2 (rack-agg.)"),
                        ("link_util_tier3", "tier 3 (agg.-core)")],
-                out_dir / "fig3_link_utilisation.png", f"{name}: link utilisation per tier (mean, 95% CI)"),
-        spread(rows, out_dir / "fig5_spread.png", f"{name}: spread of accepted requests"),
-        size_brackets(rows, out_dir / "fig8_size_brackets.png", f"{name}: accepted requests by size, all seeds"),
+                out_dir / "fig3_link_utilisation.png", f"{name}: link utilisation per tier (mean, 95% CI)",
+                defaults=defaults),
+        spread(rows, out_dir / "fig5_spread.png", f"{name}: spread of accepted requests", defaults),
+        size_brackets(rows, out_dir / "fig8_size_brackets.png", f"{name}: accepted requests by size, all seeds",
+                      defaults),
     ]

@@ -52,6 +52,13 @@ def test_allocators_are_named_by_the_options_that_tell_them_apart():
     assert "| scenario | tetris | y |" in metric_table(rows, "acceptance_ratio")  # without defaults, as before
 
 
+def test_a_second_variant_with_the_same_colour_is_drawn_dashed():
+    from dcbench.plots import shares_colour
+
+    specs = ["tetris:fit_last=no", "tetris:fit_last=yes", "nalb", "ccf:reconfigure=no", "ccf:reconfigure=yes"]
+    assert [shares_colour(s, specs) for s in specs] == [False, True, False, False, False]
+
+
 def test_paired_difference_against_the_best_baseline():
     from dcbench.report import paired_table
 

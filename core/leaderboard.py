@@ -264,8 +264,6 @@ def _plot(rows: list[dict[str, Any]], scenarios: list[str], metric: str, path: P
                    xlabel=xlabel, defaults=defaults)
 
 
-
-
 def _delta(entry: Entry) -> str:
     if entry.delta is None or entry.delta[2] == 0:
         return "–"

@@ -23,10 +23,14 @@ from __future__ import annotations
 import os
 import sys
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
 from torch_geometric.nn import MessagePassing
+
+from dcbench.plugins.allocators.bestfit import BestFitAllocator, own_link_free
+from dcbench.plugins.allocators.tetris import tightest_completing
 
 MASKED = -1e9
 
@@ -142,27 +146,16 @@ class ServerHints:
     """
 
     def __init__(self, network, count: int = 5, sixth: str = "bestfit"):
-        import numpy as np
-
         if count not in (5, EXTRA_FEATURES):
             raise ValueError(f"ServerHints: count={count}; checkpoints have 5 or {EXTRA_FEATURES} hint features")
         if sixth not in SIXTH_HINTS:
             raise ValueError(f"ServerHints: sixth={sixth!r}; the sixth hint is one of {', '.join(SIXTH_HINTS)}")
-        self.np = np
         self.count = count
         self.sixth = sixth
         if count > 5 and sixth == "bestfit":
-            from dcbench.plugins.allocators.bestfit import BestFitAllocator
-
             self.bestfit = BestFitAllocator()
             self.bestfit.reset(network, np.random.default_rng(0))
-        if count > 5 and sixth == "fit_last":
-            from dcbench.plugins.allocators.bestfit import own_link_free
-            from dcbench.plugins.allocators.tetris import tightest_completing
-
-            self.own_link_free = own_link_free
-            self.tightest_completing = tightest_completing
-            self.own_link_buffer = np.empty(network.n_servers)
+        self.own_link_buffer = np.empty(network.n_servers)
         self.network = network
         self.n_servers = network.n_servers
         self.has_link = network.server_link >= 0
@@ -172,7 +165,6 @@ class ServerHints:
         self.pods = network.pods
 
     def __call__(self, builder, node_features):
-        np = self.np
         n = self.n_servers
         extra = np.zeros((node_features.shape[0], self.count), dtype=np.float32)
         if builder.request is None:
@@ -193,8 +185,8 @@ class ServerHints:
                 candidates = np.flatnonzero(allowed)
                 ranked = candidates[np.argsort(-self.bestfit.preference(builder, allowed)[candidates], kind="stable")]
             else:
-                own_link = self.own_link_free(builder, self.links, self.has_link, self.own_link_buffer)
-                ranked = self.tightest_completing(builder, allowed, own_link, self.racks)
+                own_link = own_link_free(builder, self.links, self.has_link, self.own_link_buffer)
+                ranked = tightest_completing(builder, allowed, own_link, self.racks)
             extra[ranked, 5] = 1.0 - np.arange(len(ranked)) / max(len(ranked), 1)
         return np.concatenate([node_features, extra], axis=1)
 

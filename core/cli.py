@@ -35,6 +35,21 @@ class DcbenchGroup(click.Group):
             raise UserError(str(exc)) from None
 
 
+def progress_bar(quiet: bool, *status: str, transient: bool = True) -> Any:
+    """rich's progress bar (description, bar, count, time, then the task's
+    ``status`` fields) on stderr, so that stdout carries only results. A
+    transient bar is drawn only on a terminal: elsewhere all it would leave
+    behind is a blank line."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    console = Console(stderr=True)
+    columns = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+               *(TextColumn(f"{{task.fields[{name}]}}") for name in status)]
+    return Progress(*columns, console=console, transient=transient,
+                    disable=quiet or (transient and not console.is_terminal))
+
+
 def load_registry() -> Registry:
     """The registry, with broken third-party plugins reported as one-line warnings."""
     with warnings.catch_warnings(record=True) as caught:
@@ -106,8 +121,6 @@ def print_summary(summaries: list[dict[str, Any]], title: str) -> None:
 def run(allocator: str, topology: str, workload: str | None, requests: int | None, seed: int | None,
         seeds: int | None, out: Path, quiet: bool) -> None:
     """Run one allocator on one scenario and write its Parquet tables."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
     from dcbench.results import check_writable
     from dcbench.runner import Runner
 
@@ -118,8 +131,7 @@ def run(allocator: str, topology: str, workload: str | None, requests: int | Non
     total = plan["requests"] * len(seed_list)
     summaries = []
     notes: set[str] = set()
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  transient=True, disable=quiet) as progress:
+    with progress_bar(quiet) as progress:
         task = progress.add_task(f"{plan['allocator']} on {plan['topology']}", total=total)
         for index, run_seed in enumerate(seed_list):
             done_before = index * plan["requests"]
@@ -155,8 +167,6 @@ def sweep(suite_name: str, allocator_values: tuple[str, ...], out: Path | None, 
     """Run every scenario, allocator and seed of a suite; resumes where it stopped."""
     import os
 
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
     from dcbench import __version__
     from dcbench.results import check_writable
     from dcbench.runner import Runner
@@ -174,8 +184,7 @@ def sweep(suite_name: str, allocator_values: tuple[str, ...], out: Path | None, 
     check_writable(out)
     sweeps.remove_staging(out)
     todo = sweeps.pending(planned, out)
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  transient=True, disable=quiet) as progress:
+    with progress_bar(quiet) as progress:
         task = progress.add_task(f"{suite.name}: {len(planned)} runs", total=len(planned),
                                  completed=len(planned) - len(todo))
         if executor == "ray":
@@ -277,8 +286,6 @@ def report(results: Path, out: Path | None, section: str | None) -> None:
 def train(allocator: str, topology: str, workload: str | None, steps: int | None, seed: int,
           out: Path | None, quiet: bool) -> None:
     """Train a learned allocator's checkpoint (resumes an interrupted run)."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
     from dcbench.registry import PluginEntry
     from dcbench.runner import Runner
 
@@ -297,9 +304,7 @@ def train(allocator: str, topology: str, workload: str | None, steps: int | None
     if steps is not None and steps < 1:
         raise UserError(f"--steps must be at least 1, got {steps}")
     out = out or Path("checkpoints") / f"{entry.name}-{topology.replace(':', '-').replace(',', '-')}.pt"
-    columns = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-               TextColumn("{task.fields[status]}")]
-    with Progress(*columns, disable=quiet) as progress:
+    with progress_bar(quiet, "status", transient=False) as progress:
         task = progress.add_task(f"train {entry.name} on {topology}", total=steps, status="")
 
         def report(row: dict[str, float]) -> None:

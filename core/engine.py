@@ -16,7 +16,7 @@ from typing import Any, Callable, Protocol
 import numpy as np
 
 from dcbench.allocation import Allocation, Reject, State, check_allocation, circuit_changes
-from dcbench.errors import AllocatorError, DcbenchError
+from dcbench.errors import AllocatorError, DcbenchError, describe
 from dcbench.network import Network
 from dcbench.queueing import mm1k
 from dcbench.requests import Request, RequestSequence
@@ -335,7 +335,7 @@ def simulate(
     except DcbenchError:
         raise
     except Exception as exc:
-        raise AllocatorError(f"allocator could not start on this topology: {type(exc).__name__}: {exc}") from exc
+        raise AllocatorError(f"allocator could not start on this topology: {describe(exc)}") from exc
     view = simulation.view
     chunk = max(1, len(sequence) // 100)
     while (request := simulation.next_request()) is not None:
@@ -345,7 +345,7 @@ def simulate(
             raise
         except Exception as exc:
             raise AllocatorError(
-                f"allocator raised {type(exc).__name__}: {exc} (request {request.id}); fix the allocator"
+                f"allocator raised {describe(exc)} (request {request.id}); fix the allocator"
             ) from exc
         simulation.resolve(result)
         if progress is not None and (request.id + 1) % chunk == 0:

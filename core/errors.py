@@ -35,3 +35,16 @@ class AllocatorError(DcbenchError):
 
 class ResultsError(DcbenchError):
     """Results cannot be written, or a results file is missing or corrupt."""
+
+
+def describe(exc: BaseException, limit: int = 200) -> str:
+    """An exception in one line: its type and the first line of its message,
+    with the next line too where the first ends in a colon (torch's and
+    pyarrow's messages run to several lines), cut at ``limit`` characters."""
+    lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
+    if not lines:
+        return type(exc).__name__
+    message = f"{lines[0]} {lines[1]}" if lines[0].endswith(":") and len(lines) > 1 else lines[0]
+    if len(message) > limit:
+        message = message[: limit - 1] + "…"
+    return f"{type(exc).__name__}: {message}"

@@ -21,7 +21,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 import pluggy
 
 from dcbench import hookspecs
-from dcbench.errors import PluginError, SpecError, UnknownPluginError
+from dcbench.errors import PluginError, SpecError, UnknownPluginError, describe
 from dcbench.spec import Param, Spec, bind, resolved_spec
 
 KINDS = ("topology", "workload", "allocator", "metric", "suite")
@@ -90,7 +90,7 @@ class PluginEntry:
         except Exception as exc:  # a broken plugin must not show a traceback
             raise PluginError(
                 f"{self.kind} {self.name!r} (plugin {self.plugin}) failed to load "
-                f"{self.target!r}: {type(exc).__name__}: {exc}"
+                f"{self.target!r}: {describe(exc)}"
             ) from exc
 
     def build(self, spec: Spec | str) -> Built:
@@ -160,7 +160,7 @@ class Registry:
             try:
                 impl.function(register)
             except Exception as exc:
-                self._fail(f"plugin {impl.plugin_name!r} failed in {hook.name}: {type(exc).__name__}: {exc}")
+                self._fail(f"plugin {impl.plugin_name!r} failed in {hook.name}: {describe(exc)}")
         return entries
 
     def _register(self, kind: str, entries: dict[str, Any], plugin_name: str, name_or_suite: Any,
@@ -187,7 +187,7 @@ class Registry:
             try:
                 impl.function(**kwargs)
             except Exception as exc:
-                self._fail(f"plugin {impl.plugin_name!r} failed in {hook_name}: {type(exc).__name__}: {exc}")
+                self._fail(f"plugin {impl.plugin_name!r} failed in {hook_name}: {describe(exc)}")
 
     def _fail(self, message: str) -> None:
         _report(message, self.failures)
@@ -232,7 +232,7 @@ def create_registry(entry_points: Iterable[importlib.metadata.EntryPoint] | None
             module = entry_point.load()
             manager.register(module, name=entry_point.name)
         except Exception as exc:
-            _report(f"plugin {label} failed to load: {type(exc).__name__}: {exc}", failures)
+            _report(f"plugin {label} failed to load: {describe(exc)}", failures)
             continue
         plugins.append(PluginInfo(entry_point.name, dist_name, dist_version, builtin=False))
     return Registry(manager, plugins, failures)

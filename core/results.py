@@ -17,7 +17,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from dcbench.errors import ResultsError
+from dcbench.errors import ResultsError, describe
 
 TABLES = ("requests", "timeline", "summary")
 METADATA_KEY = b"dcbench"
@@ -128,7 +128,7 @@ def read_table(path: Path) -> Any:
     try:
         return pq.read_table(path)
     except Exception as exc:
-        raise ResultsError(f"corrupt results file '{path}' ({type(exc).__name__}: {exc}); "
+        raise ResultsError(f"corrupt results file '{path}' ({describe(exc)}); "
                            "delete it and rerun") from None
 
 

@@ -14,7 +14,7 @@ from typing import Any, Callable
 import numpy as np
 
 from dcbench.engine import RunTables, simulate
-from dcbench.errors import AllocatorError, DcbenchError, IncompatibleError, PluginError, SpecError
+from dcbench.errors import AllocatorError, DcbenchError, IncompatibleError, PluginError, SpecError, describe
 from dcbench.network import Network
 from dcbench.registry import Registry, get_registry
 from dcbench.results import write_run
@@ -167,7 +167,7 @@ class Runner:
                 raise
             except Exception as exc:
                 raise PluginError(f"metric {name!r} (plugin {entry.plugin}) failed: "
-                                  f"{type(exc).__name__}: {exc}") from exc
+                                  f"{describe(exc)}") from exc
             summary.update({k: float(v) for k, v in columns.items()})
         summary["dcbench_version"] = __version__
 

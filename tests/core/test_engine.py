@@ -83,6 +83,11 @@ class RefusesToStart(PoolAllocator):
         raise ValueError("needs resources (cpu, mem, gpu)")
 
 
+class RaisesAtLength(PoolAllocator):
+    def allocate(self, request, state):
+        raise RuntimeError("first line\nsecond line\nthird line")
+
+
 @pytest.mark.parametrize("allocator, fragment", [
     (RefusesToStart(), "allocator could not start on this topology: ValueError: needs resources"),
     (Raising(), "allocator raised ZeroDivisionError: boom (request 0)"),
@@ -93,6 +98,13 @@ def test_misbehaving_allocators_stop_the_run_with_a_clear_error(small_network, r
     with pytest.raises(AllocatorError) as info:
         simulate(small_network, sequence([[8, 8]], [1]), allocator, rng)
     assert fragment in str(info.value)
+    assert "\n" not in str(info.value)
+
+
+def test_a_many_line_exception_is_reported_by_its_first_line(small_network, rng):
+    with pytest.raises(AllocatorError) as info:
+        simulate(small_network, sequence([[8, 8]], [1]), RaisesAtLength(), rng)
+    assert str(info.value) == "allocator raised RuntimeError: first line (request 0); fix the allocator"
 
 
 def test_timeline_utilisation_matches_the_requests(small_network, rng):

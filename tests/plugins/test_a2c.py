@@ -102,6 +102,18 @@ def test_no_checkpoint_for_a_size_is_a_clear_error(tmp_path):
     assert result.exit_code == 2 and "no a2c_multistep checkpoint for 5 ToRs" in result.output
 
 
+def test_a_gnn_ppo_checkpoint_is_not_taken_for_an_a2c_one(tmp_path):
+    from dcbench.plugins.allocators.gnn_ppo.model import GraphPolicy
+
+    model = GraphPolicy()
+    path = tmp_path / "gnn.pt"
+    torch.save({"model": model.state_dict(), "config": json.dumps(model.config)}, path)
+    result = CliRunner().invoke(cli, ["run", "-a", f"a2c_multistep:checkpoint={path}", "-t", TOPOLOGY, "-n", "5",
+                                      "--out", str(tmp_path / "results")])
+    assert result.exit_code == 2, result.output
+    assert f"{path} is not a checkpoint of a2c_multistep (KeyError: 'model')" in result.output
+
+
 @pytest.mark.parametrize("tors", [16, 32, 64])
 def test_the_shipped_checkpoints_load_safely_and_say_how_they_were_made(tors):
     from types import SimpleNamespace

@@ -86,6 +86,31 @@ def test_a_missing_checkpoint_file_is_a_clear_error(runner):
         runner.run("gnn_ppo:checkpoint=/nowhere.pt", "tiered:8,1x4", requests=4)
 
 
+@pytest.mark.parametrize("contents, fragment", [
+    (b"not a checkpoint", "cannot be read by torch.load(weights_only=True) (UnpicklingError)"),
+    ({"weights": {}}, "is not a checkpoint of gnn_ppo (KeyError: 'config')"),
+    ({"model": {}, "config": json.dumps({"hidden": 16, "wings": 2})}, "unexpected keyword argument 'wings'"),
+    ({"model": {}, "config": json.dumps({})}, "Missing key(s) in state_dict"),
+])
+def test_a_file_that_is_not_a_checkpoint_is_a_one_line_error(tmp_path, contents, fragment):
+    from click.testing import CliRunner
+
+    from dcbench.cli import cli
+
+    path = tmp_path / "weights.pt"
+    if isinstance(contents, bytes):
+        path.write_bytes(contents)
+    else:
+        torch.save(contents, path)
+    result = CliRunner().invoke(cli, ["run", "-a", f"gnn_ppo:checkpoint={path}", "-t", "tiered:8,1x4",
+                                      "--requests", "4", "--out", str(tmp_path / "results")])
+    assert result.exit_code == 2, result.output
+    assert fragment in result.output and str(path) in result.output
+    assert "dcbench train --allocator gnn_ppo" in result.output
+    assert result.output.count("\n") == 1
+    assert not (tmp_path / "results").exists() or not any((tmp_path / "results").iterdir())
+
+
 def test_training_is_reproducible_and_resumable(tmp_path):
     settings = dict(envs=2, batch=64, minibatch=32, epochs=2, imitation_episodes=1, imitation_epochs=1,
                     episode_requests=4)
@@ -101,6 +126,18 @@ def test_training_is_reproducible_and_resumable(tmp_path):
     curve = pq.read_table(tmp_path / "a.pt.train" / "curve.parquet").to_pylist()
     assert [row["iteration"] for row in curve] == list(range(1, len(curve) + 1))
     assert (tmp_path / "a.png").exists()
+
+
+def test_a_corrupt_training_state_is_a_clear_error(tmp_path):
+    from dcbench import ResultsError
+
+    state = tmp_path / "c.pt.train" / "state.pt"
+    state.parent.mkdir()
+    state.write_bytes(b"half a state")
+    with pytest.raises(ResultsError, match=r"cannot resume from .*state.pt \(\w+Error.*delete .*c.pt.train"):
+        train("tiered:8,1x4", steps=64, seed=5, out=tmp_path / "c.pt", envs=2, batch=64, minibatch=32,
+              imitation_episodes=1, imitation_epochs=1, episode_requests=4)
+    assert state.read_bytes() == b"half a state"
 
 
 def test_heuristics_and_help_never_import_torch():

@@ -13,6 +13,7 @@ import torch
 from dcbench import JobAllocator, JobBuilder, Network
 from dcbench.envs import JobFeatures
 from dcbench.plugins.allocators.a2c_multistep.model import ActorCritic, NumpyActor
+from dcbench.plugins.allocators.checkpoint_files import load_checkpoint
 
 CHECKPOINTS = "dcbench.plugins.allocators.a2c_multistep"
 
@@ -37,12 +38,15 @@ def checkpoint_for(network: Network) -> Path:
 
 
 def load_model(path: Path) -> tuple[ActorCritic, dict]:
-    saved = torch.load(path, weights_only=True, map_location="cpu")
-    config = json.loads(saved["config"])
-    model = ActorCritic(**config["model"])
-    model.load_state_dict(saved["model"])
-    model.eval()
-    return model, config
+    """The actor-critic saved at ``path`` and its training configuration."""
+
+    def build(saved: dict) -> tuple[ActorCritic, dict]:
+        config = json.loads(saved["config"])
+        model = ActorCritic(**config["model"])
+        model.load_state_dict(saved["model"])
+        return model.eval(), config
+
+    return load_checkpoint(path, "a2c_multistep", build)
 
 
 class A2CAllocator(JobAllocator):

@@ -35,6 +35,7 @@ import torch
 
 from dcbench import ResultsError, SpecError
 from dcbench.envs import AllocationEnv
+from dcbench.errors import describe
 from dcbench.plugins.allocators.a2c_multistep.model import ACTORS, ActorCritic
 from dcbench.plugins.allocators.early_stopping import BestWeights
 from dcbench.plugins.metrics.jobs import offered_and_blocked
@@ -331,7 +332,8 @@ class Trainer:
             self.model.load_state_dict(state["model"])
             self.optimizer.load_state_dict(state["optimizer"])
         except Exception as exc:
-            raise ResultsError(f"cannot resume from {path}: {exc}; delete {self.state_dir} to start over") from exc
+            raise ResultsError(f"cannot resume from {path} ({describe(exc)}); delete {self.state_dir} "
+                               "to start over") from exc
         self.steps, self.episodes, self.updates, imitated = (int(x) for x in state["counters"])
         self.imitated = bool(imitated)
         self.epsilon = float(state["epsilon"])

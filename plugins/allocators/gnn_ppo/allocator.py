@@ -12,6 +12,7 @@ import torch
 
 from dcbench import Network, PoolAllocator, PoolBuilder, Request, State
 from dcbench.envs import PoolFeatures
+from dcbench.plugins.allocators.checkpoint_files import load_checkpoint
 from dcbench.plugins.allocators.gnn_ppo.model import GraphPolicy, ServerHints, as_tensors, with_self_loops
 
 CHECKPOINTS = "dcbench.plugins.allocators.gnn_ppo"
@@ -47,11 +48,14 @@ def checkpoint_for(network: Network) -> tuple[Path, str]:
 
 
 def load_policy(path: Path) -> GraphPolicy:
-    saved = torch.load(path, weights_only=True, map_location="cpu")
-    model = GraphPolicy(**json.loads(saved["config"]))
-    model.load_state_dict(saved["model"])
-    model.eval()
-    return model
+    """The policy saved at ``path`` (weights and configuration, no pickled code)."""
+
+    def build(saved: dict) -> GraphPolicy:
+        model = GraphPolicy(**json.loads(saved["config"]))
+        model.load_state_dict(saved["model"])
+        return model.eval()
+
+    return load_checkpoint(path, "gnn_ppo", build)
 
 
 class GnnPpoAllocator(PoolAllocator):

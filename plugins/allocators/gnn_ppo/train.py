@@ -31,6 +31,7 @@ import numpy as np
 import torch
 
 from dcbench import ResultsError, SpecError
+from dcbench.errors import describe
 from dcbench.envs import AllocationEnv
 from dcbench.plugins.allocators.early_stopping import BestWeights
 from dcbench.plugins.allocators.gnn_ppo.model import (EXTRA_FEATURES, GraphPolicy, ServerHints, as_tensors,
@@ -442,8 +443,13 @@ class Trainer:
         path = self.state_dir / "state.pt"
         if not path.exists():
             return False
-        state = torch.load(path, weights_only=True)
-        saved, wanted, defaults = json.loads(state["config"]), asdict(self.config), asdict(PPOConfig())
+        try:
+            state = torch.load(path, weights_only=True)
+            saved = json.loads(state["config"])
+        except Exception as exc:
+            raise ResultsError(f"cannot resume from {path} ({describe(exc)}); delete {self.state_dir} "
+                               "to start over") from exc
+        wanted, defaults = asdict(self.config), asdict(PPOConfig())
         for key in RESUMABLE_CHANGES:  # training longer than before is what resuming is for
             saved.pop(key, None)
             wanted.pop(key)

@@ -12,6 +12,7 @@ from dcbench.envs import AllocationEnv
 from dcbench.plugins.allocators.a2c_multistep.allocator import greedy_rack
 from dcbench.plugins.allocators.a2c_multistep.model import ActorCritic, NumpyActor
 from dcbench.plugins.allocators.a2c_multistep.train import train, window_returns
+from tests.conftest import strict_json
 
 TOPOLOGY, WORKLOAD = "ocs:4,servers=4", "vmjobs:load=12,warmup=5"
 
@@ -78,7 +79,7 @@ def test_training_is_reproducible_and_resumable(tmp_path):
     train(TOPOLOGY, WORKLOAD, steps=120, seed=1, out=tmp_path / "c.pt", options=options)
     resumed = train(TOPOLOGY, WORKLOAD, steps=300, seed=1, out=tmp_path / "c.pt", options=options)
     assert all(torch.equal(first[k], v) for k, v in torch.load(resumed, weights_only=True)["model"].items())
-    record = json.loads((tmp_path / "a.json").read_text())
+    record = strict_json(tmp_path / "a.json")
     assert record["steps"] >= 300 and record["config"]["window"] == 5 and record["updates"] > 0
     assert (tmp_path / "a.curve.parquet").exists()
 
@@ -123,7 +124,7 @@ def test_the_shipped_checkpoints_load_safely_and_say_how_they_were_made(tors):
     path = checkpoint_for(SimpleNamespace(n_racks=tors))  # the one `dcbench run` picks for the size
     model, config = load_model(path)  # torch.load(weights_only=True)
     assert path.name == f"ocs-{tors}.pt" and model.racks == tors
-    record = json.loads(path.with_suffix(".json").read_text())
+    record = strict_json(path.with_suffix(".json"))
     assert record["command"].startswith("dcbench train") and f"ocs:tors={tors}," in record["topology"]
     assert record["seed"] == 0 and record["steps"] > 0 and record["wall_time_s"] > 0
     assert record["config"]["state"] == config["a2c"]["state"] == "placement"

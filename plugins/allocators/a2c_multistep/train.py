@@ -37,6 +37,7 @@ from dcbench import ResultsError, SpecError
 from dcbench.envs import AllocationEnv
 from dcbench.errors import describe
 from dcbench.plugins.allocators.a2c_multistep.model import ACTORS, ActorCritic
+from dcbench.plugins.allocators.checkpoint_files import save_checkpoint, write_record
 from dcbench.plugins.allocators.early_stopping import BestWeights
 from dcbench.plugins.metrics.jobs import offered_and_blocked
 from dcbench.results import curve_columns, write_table_atomic
@@ -350,11 +351,8 @@ class Trainer:
         return True
 
     def write_checkpoint(self, command: str) -> Path:
-        self.out.parent.mkdir(parents=True, exist_ok=True)
         config = {"model": self.model.config(), "a2c": asdict(self.config)}
-        temporary = self.out.with_name(self.out.name + ".tmp")
-        torch.save({"config": json.dumps(config), "model": self.best.export(self.model)}, temporary)
-        temporary.replace(self.out)
+        save_checkpoint(self.out, {"config": json.dumps(config), "model": self.best.export(self.model)})
         last = self.curve[-1] if self.curve else {}
         record = {"allocator": "a2c_multistep", "command": command, "seed": self.seed, "steps": self.steps,
                   "episodes": self.episodes, "updates": self.updates, "wall_time_s": round(self.wall_time, 1),
@@ -363,7 +361,7 @@ class Trainer:
                   "selected": None if self.best.record is None else {
                       **self.best.record, "validation_episodes": self.config.validation_episodes,
                       "seeds": f"{VALIDATION_SEED_OFFSET}.."}}
-        self.out.with_suffix(".json").write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
+        write_record(self.out.with_suffix(".json"), record)
         write_table_atomic(self.out.with_suffix(".curve.parquet"), curve_columns(self.curve))
         short = f"{self.topology.split(',')[0]}, {self.workload.split(',')[0]}"  # ocs:tors=16, vmjobs:load=66
         _plot_curve(self.curve, self.out.with_suffix(".png"), f"a2c_multistep on {short}")

@@ -33,6 +33,7 @@ import torch
 from dcbench import ResultsError, SpecError
 from dcbench.errors import describe
 from dcbench.envs import AllocationEnv
+from dcbench.plugins.allocators.checkpoint_files import save_checkpoint, write_record
 from dcbench.plugins.allocators.early_stopping import BestWeights
 from dcbench.plugins.allocators.gnn_ppo.model import (EXTRA_FEATURES, GraphPolicy, ServerHints, as_tensors,
                                                       with_self_loops)
@@ -236,7 +237,7 @@ class Trainer:
             teacher = get_registry().build("allocator", name).obj
             teacher.reset(env.network, np.random.default_rng(self.seed))
             results = [self._episode(env, teacher, record=False)[3] for _ in range(config.teacher_trial_episodes)]
-            trials[name] = float(np.mean(results)) if len(names) > 1 else float("nan")
+            trials[name] = float(np.mean(results))
         teacher_name = max(names, key=lambda n: trials[n]) if len(names) > 1 else names[0]
         teacher = get_registry().build("allocator", teacher_name).obj
         teacher.reset(env.network, np.random.default_rng(self.seed))
@@ -501,8 +502,7 @@ class Trainer:
 
     def export(self, command: str) -> None:
         """The shipped checkpoint: weights and model configuration, plus a provenance record."""
-        self.out.parent.mkdir(parents=True, exist_ok=True)
-        torch.save({"model": self.best.export(self.model), "config": json.dumps(self.model.config)}, self.out)
+        save_checkpoint(self.out, {"model": self.best.export(self.model), "config": json.dumps(self.model.config)})
         record = {
             "allocator": "gnn_ppo", "topology": self.topology, "workload": self.workload,
             "command": command, "seed": self.seed, "steps": self.steps, "iterations": self.iteration,
@@ -513,7 +513,7 @@ class Trainer:
                 **self.best.record, "episodes": self.config.validation_episodes,
                 "seeds": f"{VALIDATION_SEED_OFFSET}..{VALIDATION_SEED_OFFSET + self.config.validation_episodes - 1}"},
         }
-        self.out.with_suffix(".json").write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
+        write_record(self.out.with_suffix(".json"), record)
         plot_curve(self.curve, self.out.with_suffix(".png"), f"gnn_ppo on {self.topology}")
 
 

@@ -35,10 +35,10 @@ class DcbenchGroup(click.Group):
             raise UserError(str(exc)) from None
 
 
-def progress_bar(quiet: bool, *status: str, transient: bool = True) -> Any:
+def progress_bar(quiet: bool, *status: str) -> Any:
     """rich's progress bar (description, bar, count, time, then the task's
-    ``status`` fields) on stderr, so that stdout carries only results. A
-    transient bar is drawn only on a terminal: elsewhere all it would leave
+    ``status`` fields) on stderr, so that stdout carries only results. It is
+    transient, and drawn only on a terminal: elsewhere all it would leave
     behind is a blank line."""
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -46,8 +46,7 @@ def progress_bar(quiet: bool, *status: str, transient: bool = True) -> Any:
     console = Console(stderr=True)
     columns = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                *(TextColumn(f"{{task.fields[{name}]}}") for name in status)]
-    return Progress(*columns, console=console, transient=transient,
-                    disable=quiet or (transient and not console.is_terminal))
+    return Progress(*columns, console=console, transient=True, disable=quiet or not console.is_terminal)
 
 
 def load_registry() -> Registry:
@@ -304,7 +303,12 @@ def train(allocator: str, topology: str, workload: str | None, steps: int | None
     if steps is not None and steps < 1:
         raise UserError(f"--steps must be at least 1, got {steps}")
     out = out or Path("checkpoints") / f"{entry.name}-{topology.replace(':', '-').replace(',', '-')}.pt"
-    with progress_bar(quiet, "status", transient=False) as progress:
+    from dcbench.spec import Spec
+
+    options = dict(Spec.parse(allocator).kwargs)
+    extra = {"options": options} if options else {}
+    last: dict[str, str] = {}
+    with progress_bar(quiet, "status") as progress:
         task = progress.add_task(f"train {entry.name} on {topology}", total=steps, status="")
 
         def report(row: dict[str, float]) -> None:
@@ -313,14 +317,13 @@ def train(allocator: str, topology: str, workload: str | None, steps: int | None
             validation = row.get("validation_acceptance", float("nan"))
             if validation == validation:  # not NaN: this iteration was validated
                 status += f"  validation {validation:.3f}"
+            last.update(steps=f"{row['steps']:.0f}", status=status)
             progress.update(task, completed=row["steps"], status=status)
 
-        from dcbench.spec import Spec
-
-        options = dict(Spec.parse(allocator).kwargs)
-        extra = {"options": options} if options else {}
         path = trainer(topology=topology, workload=workload, steps=steps, seed=seed, out=out, progress=report,
                        **extra)
+    if last and not quiet:  # the bar was transient (or not drawn): its last line stays in a log
+        click.echo(f"steps {last['steps']}  {last['status']}")
     click.echo(f"checkpoint: {path}")
 
 

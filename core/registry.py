@@ -9,7 +9,6 @@ package never takes the command line down with it.
 
 from __future__ import annotations
 
-import difflib
 import functools
 import importlib
 import importlib.metadata
@@ -22,7 +21,7 @@ import pluggy
 
 from dcbench import hookspecs
 from dcbench.errors import PluginError, SpecError, UnknownPluginError, describe
-from dcbench.spec import Param, Spec, bind, resolved_spec
+from dcbench.spec import Param, Spec, bind, resolved_spec, unknown
 
 KINDS = ("topology", "workload", "allocator", "metric", "suite")
 
@@ -138,12 +137,7 @@ class Registry:
         entries = self.entries(kind)
         if name in entries:
             return entries[name]
-        known = sorted(entries)
-        hint = difflib.get_close_matches(name, known, n=1)
-        suggestion = f"; did you mean {hint[0]!r}?" if hint else "."
-        raise UnknownPluginError(
-            f"unknown {kind} {name!r}{suggestion} Known {PLURALS.get(kind, kind + 's')}: {', '.join(known) or 'none'}"
-        )
+        raise UnknownPluginError(unknown(kind, name, sorted(entries), PLURALS.get(kind)))
 
     def build(self, kind: str, spec: Spec | str) -> Built:
         if isinstance(spec, str):

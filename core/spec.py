@@ -8,6 +8,7 @@ in, in declaration order) is what identifies a run.
 
 from __future__ import annotations
 
+import difflib
 import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
@@ -134,6 +135,14 @@ class Param:
         return text
 
 
+def unknown(what: str, name: str, known: Sequence[str], plural: str | None = None) -> str:
+    """``unknown <what> 'name'; did you mean 'x'? Known <what>s: ...``, the
+    suggestion only where a known name is close."""
+    close = difflib.get_close_matches(name, list(known), n=1)
+    suggestion = f"; did you mean {close[0]!r}?" if close else "."
+    return f"unknown {what} {name!r}{suggestion} Known {plural or what + 's'}: {', '.join(known) or 'none'}"
+
+
 def bind(owner: str, params: Sequence[Param], spec: Spec) -> dict[str, Any]:
     """Bind a spec's arguments to declared parameters, converting their types."""
     by_name = {p.name: p for p in params}
@@ -149,8 +158,7 @@ def bind(owner: str, params: Sequence[Param], spec: Spec) -> dict[str, Any]:
         values[param.name] = param.convert(owner, raw)
     for key, raw in spec.kwargs.items():
         if key not in by_name:
-            known = ", ".join(by_name) or "none"
-            raise SpecError(f"{owner}: unknown parameter {key!r}; known parameters: {known}")
+            raise SpecError(f"{owner}: {unknown('parameter', key, list(by_name))}")
         if key in values:
             raise SpecError(f"{owner}: {key!r} given both by position and by keyword")
         values[key] = by_name[key].convert(owner, raw)
@@ -180,7 +188,7 @@ def config_options(config_class: type, options: Mapping[str, str] | None, owner:
     parsed: dict[str, Any] = {}
     for key, text in (options or {}).items():
         if key not in known:
-            raise SpecError(f"{owner} has no training option {key!r}; options: {', '.join(known)}")
+            raise SpecError(f"{owner}: {unknown('training option', key, list(known))}")
         kind = {"int": int, "float": float, "bool": parse_bool, "str": str}[known[key]]
         try:
             parsed[key] = kind(text)

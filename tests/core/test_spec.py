@@ -1,3 +1,5 @@
+import re
+
 import pytest
 
 from dcbench import Param, Spec, SpecError
@@ -50,12 +52,13 @@ def test_bind_fills_defaults_and_converts_types():
     ("t:0", "must be at least 1"),
     ("t:8,1x3", "not one of 1x1, 1x4"),
     ("t:8,1x4,2", "takes 2 positional"),
-    ("t:speed=3", "unknown parameter 'speed'; known parameters: channels, ratio, pods, fast"),
+    ("t:speed=3", "unknown parameter 'speed'. Known parameters: channels, ratio, pods, fast"),
+    ("t:pod=3", "unknown parameter 'pod'; did you mean 'pods'? Known parameters: channels, ratio, pods, fast"),
     ("t:8,channels=9", "both by position and by keyword"),
     ("t:fast=maybe", "yes or no"),
 ])
 def test_bind_errors_name_the_problem(text, fragment):
-    with pytest.raises(SpecError, match=fragment):
+    with pytest.raises(SpecError, match=re.escape(fragment)):
         bind("t", PARAMS, Spec.parse(text))
 
 

@@ -85,7 +85,7 @@ def test_training_is_reproducible_and_resumable(tmp_path):
 
 
 @pytest.mark.parametrize("args, fragment", [
-    (["-a", "a2c_multistep:bogus=1", "-t", TOPOLOGY], "no training option 'bogus'"),
+    (["-a", "a2c_multistep:bogus=1", "-t", TOPOLOGY], "unknown training option 'bogus'. Known training options:"),
     (["-a", "a2c_multistep:gamma=high", "-t", TOPOLOGY], "gamma='high' is not float"),
     (["-a", "a2c_multistep", "-t", "tiered:8,1x4"], "learns job demands"),
     (["-a", "a2c_multistep:state=rich", "-t", TOPOLOGY], "state='rich' is not one of paper, placement"),
@@ -151,7 +151,7 @@ def test_phi_sweep_trains_and_tests_one_checkpoint_per_cost(tmp_path):
 @pytest.mark.parametrize("allocator, fragment", [
     ("a2c_multistep:reconfiguration_cost=3", "phi-sweep sets reconfiguration_cost itself"),
     ("gnn_ppo", "phi-sweep trains a2c_multistep, not 'gnn_ppo'"),
-    ("a2c_multistep:bogus=1", "no training option 'bogus'"),
+    ("a2c_multistep:bogus=1", "unknown training option 'bogus'. Known training options:"),
 ])
 def test_phi_sweep_refuses_a_bad_training_spec(tmp_path, allocator, fragment):
     from dcbench import get_registry

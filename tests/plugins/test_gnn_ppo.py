@@ -158,11 +158,21 @@ def test_train_command_and_its_errors(tmp_path, monkeypatch):
     import dcbench.plugins.allocators.gnn_ppo.train as training
 
     calls = []
-    monkeypatch.setattr(training, "train", lambda **kwargs: calls.append(kwargs) or kwargs["out"])
-    result = CliRunner().invoke(cli, ["train", "-a", "gnn_ppo", "-t", "tiered:8,1x4", "--steps", "10", "--seed", "3",
-                                      "--out", str(tmp_path / "x.pt"), "-q"])
+
+    def fake_train(**kwargs):
+        calls.append(kwargs)
+        kwargs["progress"]({"steps": 10, "acceptance": 0.5, "policy_loss": 0.01, "value_loss": 2.0, "entropy": 3.0})
+        return kwargs["out"]
+
+    monkeypatch.setattr(training, "train", fake_train)
+    args = ["train", "-a", "gnn_ppo", "-t", "tiered:8,1x4", "--steps", "10", "--seed", "3",
+            "--out", str(tmp_path / "x.pt")]
+    result = CliRunner().invoke(cli, [*args, "-q"])
     assert result.exit_code == 0, result.output
     assert calls[0]["topology"] == "tiered:8,1x4" and calls[0]["steps"] == 10 and calls[0]["seed"] == 3
+    assert result.output == f"checkpoint: {tmp_path / 'x.pt'}\n"
+    logged = CliRunner().invoke(cli, args)  # not a terminal: no bar, but its last line stays in the log
+    assert logged.output.splitlines()[0] == "steps 10  acceptance 0.500  policy +0.0100  value 2.000  entropy 3.000"
     refused = CliRunner().invoke(cli, ["train", "-a", "tetris", "-t", "tiered:8,1x4"])
     assert refused.exit_code == 2 and "is not trained; trainable allocators: a2c_multistep, gnn_ppo" in refused.output
     bad = CliRunner().invoke(cli, ["train", "-a", "gnn_ppo", "-t", "tiered:8,1x3"])
@@ -207,7 +217,8 @@ def test_the_exported_weights_are_the_best_validated_ones(runner, tmp_path):
 def test_training_options_are_typed_and_checked(tmp_path):
     from dcbench import SpecError
 
-    with pytest.raises(SpecError, match="gnn_ppo has no training option 'epoch'; options: .*epochs"):
+    with pytest.raises(SpecError, match=r"gnn_ppo: unknown training option 'epoch'; did you mean 'epochs'\? "
+                                        r"Known training options: .*epochs"):
         train("tiered:8,1x4", steps=1, out=tmp_path / "x.pt", options={"epoch": "3"})
     with pytest.raises(SpecError, match=r"gnn_ppo: epochs='three' is not int"):
         train("tiered:8,1x4", steps=1, out=tmp_path / "x.pt", options={"epochs": "three"})

@@ -277,7 +277,9 @@ def report(results: Path, out: Path | None, section: str | None) -> None:
 @click.option("--allocator", "-a", required=True, help="A learned allocator (see `dcbench list allocators`).")
 @click.option("--topology", "-t", required=True, help="Topology spec to train on.")
 @click.option("--workload", "-w", default=None, help="Workload spec (default: the topology's own).")
-@click.option("--steps", type=int, default=None, help="Environment steps (default: the trainer's).")
+@click.option("--steps", type=int, default=None,
+              help="Environment steps, at least: training stops at the end of the iteration or episode "
+                   "that reaches them (default: the trainer's).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Training seed.")
 @click.option("--out", type=click.Path(path_type=Path), default=None,
               help="Checkpoint file; training state goes to OUT.train/ and is resumed from there.")

@@ -17,23 +17,29 @@ from dcbench.errors import (
     ResultsError,
     SpecError,
     UnknownPluginError,
+    describe,
 )
 from dcbench.hookspecs import hookimpl
-from dcbench.jobs import JobAllocator, JobBuilder, PoolAndJobAllocator
+from dcbench.jobs import RECONFIGURE_PARAM, JobAllocator, JobBuilder, PoolAndJobAllocator
 from dcbench.network import Network, PathCatalogue, Topology
+from dcbench.plots import pyplot
 from dcbench.pool import PoolAllocator, PoolBuilder
 from dcbench.registry import get_registry
 from dcbench.requests import CONNECTIVITY_RULES, Request, RequestSequence, Workload
+from dcbench.results import curve_columns, write_table_atomic
+from dcbench.routing import WEIGHTINGS, WeightedRouter
 from dcbench.runner import Runner, RunResult
-from dcbench.spec import Param, Spec
+from dcbench.spec import Param, Spec, config_options
+from dcbench.stats import mean_ci
 from dcbench.suite import Scenario, Suite
 
 __all__ = [
     "__version__",
     "Allocation", "Allocator", "AllocatorError", "CONNECTIVITY_RULES", "DcbenchError",
     "IncompatibleError", "JobAllocator", "JobBuilder", "Network", "Param", "PathCatalogue", "PluginError",
-    "PoolAllocator", "PoolAndJobAllocator", "PoolBuilder", "Reject", "Request", "RequestSequence",
-    "ResultsError", "Route", "RunResult", "RunTables", "Runner", "SPREAD_LEVELS", "Scenario", "Spec",
-    "SpecError", "State", "Suite", "Swap", "Topology", "UnknownPluginError", "Workload", "check_allocation",
-    "get_registry", "hookimpl", "required_pairs", "simulate",
+    "PoolAllocator", "PoolAndJobAllocator", "PoolBuilder", "RECONFIGURE_PARAM", "Reject", "Request",
+    "RequestSequence", "ResultsError", "Route", "RunResult", "RunTables", "Runner", "SPREAD_LEVELS", "Scenario",
+    "Spec", "SpecError", "State", "Suite", "Swap", "Topology", "UnknownPluginError", "WEIGHTINGS",
+    "WeightedRouter", "Workload", "check_allocation", "config_options", "curve_columns", "describe",
+    "get_registry", "hookimpl", "mean_ci", "pyplot", "required_pairs", "simulate", "write_table_atomic",
 ]

@@ -19,7 +19,8 @@ PAPER_COLOURS = {"gnn_ppo": "C0", "tetris": "C1", "nalb": "C2", "nulb": "C3", "r
                  "a2c_multistep": "C0", "ccf:reconfigure=no": "C7", "ccf": "C5", "jcb": "C6"}
 
 
-def _pyplot() -> Any:
+def pyplot() -> Any:
+    """matplotlib's pyplot on the Agg backend, or a one-line error saying how to install it."""
     try:
         import matplotlib
     except ImportError:
@@ -77,7 +78,7 @@ def _series(rows: list[dict[str, Any]], metric: str) -> tuple[list[str], list[st
 def _panels(rows: list[dict[str, Any]], metrics: Sequence[tuple[str, str]], path: Path, title: str,
             xlabel: str = "topology (channels per server link / oversubscription)",
             defaults: Mapping[str, str] | None = None) -> Path:
-    plt = _pyplot()
+    plt = pyplot()
     figure, grid = plt.subplots(len(metrics), 1, figsize=(9, 2.6 * len(metrics) + (0.5 if len(metrics) == 1 else 0)),
                                 sharex=True, squeeze=False)
     axes = grid[:, 0]
@@ -117,7 +118,7 @@ def _panels(rows: list[dict[str, Any]], metrics: Sequence[tuple[str, str]], path
 def size_brackets(rows: list[dict[str, Any]], path: Path, title: str,
                   defaults: Mapping[str, str] | None = None) -> Path:
     """Accepted requests per size bracket, summed over seeds, one panel per topology."""
-    plt = _pyplot()
+    plt = pyplot()
     scenarios = list(dict.fromkeys(r["scenario"] for r in rows))
     allocators = list(dict.fromkeys(r["allocator"] for r in rows))
     shown = allocator_labels(allocators, defaults)
@@ -154,7 +155,7 @@ def size_brackets(rows: list[dict[str, Any]], path: Path, title: str,
 def spread(rows: list[dict[str, Any]], path: Path, title: str, defaults: Mapping[str, str] | None = None
            ) -> Path:
     """Share of accepted requests at each spread level, per allocator and oversubscription."""
-    plt = _pyplot()
+    plt = pyplot()
     allocators = list(dict.fromkeys(r["allocator"] for r in rows))
     shown = allocator_labels(allocators, defaults)
     ratios = list(dict.fromkeys(topology_label(r).split("\n")[-1] for r in rows))

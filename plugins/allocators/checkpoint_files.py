@@ -12,7 +12,7 @@ from typing import Any, Callable, TypeVar
 
 import torch
 
-from dcbench.errors import ResultsError, describe
+from dcbench import ResultsError, describe
 
 Loaded = TypeVar("Loaded")
 

@@ -20,8 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from dcbench import JobAllocator, JobBuilder, hookimpl
-from dcbench.jobs import RECONFIGURE_PARAM
+from dcbench import RECONFIGURE_PARAM, JobAllocator, JobBuilder, hookimpl
 
 
 class JCBAllocator(JobAllocator):

@@ -19,9 +19,8 @@ from typing import Iterator
 
 import numpy as np
 
-from dcbench import Network, Param, PoolBuilder, hookimpl
+from dcbench import WEIGHTINGS, Network, Param, PoolBuilder, WeightedRouter, hookimpl
 from dcbench.plugins.allocators.tetris import TetrisAllocator
-from dcbench.routing import WEIGHTINGS, WeightedRouter
 
 
 class WalkAllocator(TetrisAllocator):

@@ -11,16 +11,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable
 
-from dcbench import Runner, SpecError
-from dcbench.results import write_table_atomic
-from dcbench.stats import mean_ci
+from dcbench import Runner, Spec, SpecError, mean_ci, pyplot, write_table_atomic
 
 
 def phi_sweep(topology: str, workload: str, costs: list[float], steps: int, seeds: list[int],
               requests: int | None, out: Path, echo: Callable[[str], None], episode_jobs: int = 2_000,
               allocator: str = "a2c_multistep") -> Path:
     from dcbench.plugins.allocators.a2c_multistep.train import train
-    from dcbench.spec import Spec
 
     spec = Spec.parse(allocator)
     if spec.name != "a2c_multistep":
@@ -54,9 +51,7 @@ def phi_sweep(topology: str, workload: str, costs: list[float], steps: int, seed
 
 
 def plot(rows: list[dict[str, Any]], path: Path, title: str) -> None:
-    from dcbench.plots import _pyplot
-
-    plt = _pyplot()
+    plt = pyplot()
     costs = sorted({r["reconfiguration_cost"] for r in rows})
     figure, axes = plt.subplots(1, 2, figsize=(9, 3.2))
     for axis, metric, label in ((axes[0], "blocking_probability", "blocking probability"),

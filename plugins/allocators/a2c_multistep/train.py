@@ -33,15 +33,12 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
-from dcbench import ResultsError, SpecError
+from dcbench import ResultsError, SpecError, config_options, curve_columns, describe, write_table_atomic
 from dcbench.envs import AllocationEnv
-from dcbench.errors import describe
 from dcbench.plugins.allocators.a2c_multistep.model import ACTORS, ActorCritic
 from dcbench.plugins.allocators.checkpoint_files import save_checkpoint, write_record
 from dcbench.plugins.allocators.early_stopping import BestWeights
 from dcbench.plugins.metrics.jobs import offered_and_blocked
-from dcbench.results import curve_columns, write_table_atomic
-from dcbench.spec import config_options
 
 TRAINING_SEED_OFFSET = 1_000_000
 VALIDATION_SEED_OFFSET = 2_000_000  # held-out episodes for early stopping, as gnn_ppo's

@@ -30,15 +30,12 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
-from dcbench import ResultsError, SpecError
-from dcbench.errors import describe
+from dcbench import ResultsError, SpecError, config_options, curve_columns, describe, get_registry, write_table_atomic
 from dcbench.envs import AllocationEnv
 from dcbench.plugins.allocators.checkpoint_files import save_checkpoint, write_record
 from dcbench.plugins.allocators.early_stopping import BestWeights
 from dcbench.plugins.allocators.gnn_ppo.model import (EXTRA_FEATURES, GraphPolicy, ServerHints, as_tensors,
                                                       with_self_loops)
-from dcbench.results import curve_columns, write_table_atomic
-from dcbench.spec import config_options
 
 TRAINING_SEED_OFFSET = 1_000_000  # episode seeds never overlap the test seeds 0..4 of the suites
 VALIDATION_SEED_OFFSET = 2_000_000  # nor the training episodes (at most a few thousand per run)
@@ -228,8 +225,6 @@ class Trainer:
         config = self.config
         if config.imitation_episodes <= 0:
             return
-        from dcbench.registry import get_registry
-
         env = self.envs[0]
         names = ("tetris", "nalb") if config.teacher == "best" else (config.teacher,)
         trials = {}
@@ -268,8 +263,6 @@ class Trainer:
         """DAgger: episodes driven by the student's arg-max (as at inference),
         every visited state labelled with the teacher's choice in that state;
         the value head's targets are the student's discounted returns."""
-        from dcbench.registry import get_registry
-
         config = self.config
         teachers = []
         for env in self.envs:

@@ -23,7 +23,7 @@ from typing import Any, Iterable, Mapping
 
 from dcbench.errors import ResultsError
 from dcbench.registry import Registry
-from dcbench.results import is_complete, provenance_of, read_table
+from dcbench.results import is_complete, provenance_of, read_table, staging_folder, swap_in, write_text_atomic
 from dcbench.runner import Runner, run_hash
 from dcbench.report import default_specs, labels
 from dcbench.stats import format_ci, mean_ci
@@ -200,6 +200,9 @@ def build(root: Path, registry: Registry) -> list[Path]:
     """Rebuild ``root/README.md``, ``root/index.html`` and ``root/plots/`` from the submissions."""
     from dcbench import __version__
 
+    if not root.is_dir():
+        raise ResultsError(f"no leaderboard folder '{root}'; give the folder that holds {SUBMISSIONS}/ with "
+                           f"--root, or start one with `dcbench leaderboard --root {root} submit RESULTS`")
     submissions = load_submissions(root)
     suites = registry.entries("suite")
     baseline_names = baselines(registry)
@@ -208,11 +211,28 @@ def build(root: Path, registry: Registry) -> list[Path]:
     for submission in submissions:
         for row in submission.rows:
             by_suite.setdefault(submission.suite, {})[row["run_id"]] = row  # the same run submitted twice counts once
-    sections = []
+    # Everything is drawn and rendered before anything is replaced: a failure
+    # (matplotlib missing, say) leaves the previous pages and plots whole.
     plots_dir = root / "plots"
-    if plots_dir.exists():
-        shutil.rmtree(plots_dir)
-    written = []
+    staging = staging_folder(plots_dir)
+    try:
+        sections = _sections(by_suite, suites, baseline_names, defaults, staging, plots_dir)
+        markdown = _markdown(sections, submissions, __version__, root)
+        page = _html(sections, submissions, __version__, root)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    swap_in(staging, plots_dir)
+    write_text_atomic(root / "README.md", markdown)
+    write_text_atomic(root / "index.html", page)
+    return [root / "README.md", root / "index.html", *(section[8] for section in sections)]
+
+
+def _sections(by_suite: dict[str, dict[str, dict[str, Any]]], suites: Mapping[str, Any], baseline_names: set[str],
+              defaults: Mapping[str, str], plots_staging: Path, plots_dir: Path) -> list[tuple]:
+    """One section per suite: its rankings, and its plot, drawn into
+    ``plots_staging`` and named by its place once that becomes ``plots_dir``."""
+    sections = []
     for suite_name in sorted(by_suite):
         rows = sorted(by_suite[suite_name].values(), key=lambda r: (r["scenario"], r["allocator"], r["seed"]))
         suite = suites.get(suite_name)
@@ -225,15 +245,11 @@ def build(root: Path, registry: Registry) -> list[Path]:
                                          metrics)
                         for s in scenarios}
         overall = _overall(per_scenario, higher)
-        plot = _plot(rows, scenarios, metric, plots_dir / f"{suite_name}.png", suite_name, defaults)
-        written.append(plot)
+        drawn = _plot(rows, scenarios, metric, plots_staging / f"{suite_name}.png", suite_name, defaults)
+        plot = plots_dir / drawn.name
         name = labels([a for a, _, _ in overall], defaults)
         sections.append((suite_name, suite, metric, higher, scenarios, per_scenario, overall, metrics, plot, name))
-    readme = root / "README.md"
-    readme.write_text(_markdown(sections, submissions, __version__, root))
-    page = root / "index.html"
-    page.write_text(_html(sections, submissions, __version__, root))
-    return [readme, page, *written]
+    return sections
 
 
 def _overall(per_scenario: dict[str, list[Entry]], higher: bool) -> list[tuple[str, float, int]]:

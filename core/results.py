@@ -59,29 +59,52 @@ def write_run(out_dir: Path, run_id: str, tables: Mapping[str, Mapping[str, Any]
     target = out_dir / run_id
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(dir=out_dir, prefix=f".{run_id}.tmp-"))
-        staging.chmod(_FOLDER_MODE)  # mkdtemp makes it private; results are for sharing
+        staging = staging_folder(target)
     except OSError as exc:
         raise ResultsError(f"cannot write results to '{out_dir}': {exc.strerror or exc}; "
                            "choose another folder with --out") from None
     try:
         for name in TABLES:
             pq.write_table(to_arrow(tables[name], provenance), staging / f"{name}.parquet")
-        if target.exists():
-            # A rerun of the same run id replaces the old folder; the swap
-            # keeps a complete folder in place at every moment but one rename.
-            old = Path(tempfile.mkdtemp(dir=out_dir, prefix=f".{run_id}.old-"))
-            os.replace(target, old / run_id)
-            os.replace(staging, target)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.replace(staging, target)
+        swap_in(staging, target)  # a rerun of the same run id replaces the old folder
     except BaseException as exc:
         shutil.rmtree(staging, ignore_errors=True)
         if isinstance(exc, OSError):
             raise ResultsError(f"cannot write results to '{target}': {exc.strerror or exc}") from None
         raise
     return target
+
+
+def staging_folder(target: Path) -> Path:
+    """An empty folder beside ``target`` to build its new contents in."""
+    staging = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.tmp-"))
+    staging.chmod(_FOLDER_MODE)  # mkdtemp makes it private; results are for sharing
+    return staging
+
+
+def swap_in(staging: Path, target: Path) -> None:
+    """Put the complete folder ``staging`` at ``target``, replacing what is
+    there: a complete folder is in place at every moment but one rename."""
+    if not target.exists():
+        os.replace(staging, target)
+        return
+    old = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.old-"))
+    os.replace(target, old / target.name)
+    os.replace(staging, target)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """Write a text file atomically (temporary file, then rename)."""
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.tmp-")
+    os.close(handle)
+    try:
+        os.chmod(temporary, _FILE_MODE)
+        Path(temporary).write_text(text)
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
 
 
 def _umask_mode(mode: int) -> int:

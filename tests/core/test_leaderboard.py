@@ -75,3 +75,31 @@ def test_bad_submissions_are_refused_and_change_nothing(sweep_results, tmp_path,
     assert result.exit_code == 2, result.output
     assert fragment in result.output and len(result.output.strip().splitlines()) == 1
     assert snapshot(root) == before
+
+
+def test_a_leaderboard_folder_that_does_not_exist_is_a_clear_error(tmp_path):
+    result = CliRunner().invoke(cli, ["leaderboard", "--root", str(tmp_path / "leaderbord")])
+    assert result.exit_code == 2, result.output
+    assert result.output.startswith(f"Error: no leaderboard folder '{tmp_path / 'leaderbord'}'")
+    assert "submit RESULTS" in result.output and result.output.count("\n") == 1
+    assert not (tmp_path / "leaderbord").exists()
+
+
+def test_a_rebuild_that_fails_leaves_the_previous_pages_and_plots_whole(sweep_results, tmp_path, monkeypatch):
+    import dcbench.leaderboard as leaderboard
+
+    root = tmp_path / "leaderboard"
+    runner = CliRunner()
+    assert runner.invoke(cli, ["leaderboard", "--root", str(root), "submit", str(sweep_results)]).exit_code == 0
+    assert runner.invoke(cli, ["leaderboard", "--root", str(root)]).exit_code == 0
+    before = snapshot(root)
+    assert "plots/nara2022.png" in before
+
+    def fail(*args, **kwargs):  # after the plot is drawn, as matplotlib or a template might
+        raise leaderboard.ResultsError("the page could not be rendered")
+
+    monkeypatch.setattr(leaderboard, "_html", fail)
+    result = runner.invoke(cli, ["leaderboard", "--root", str(root)])
+    assert result.exit_code == 2 and "the page could not be rendered" in result.output
+    assert snapshot(root) == before
+    assert sorted(p.name for p in root.iterdir()) == ["README.md", "index.html", "plots", "submissions"]

@@ -24,6 +24,12 @@ def run_bench(registry: Registry, allocators: list[str], topologies: list[str], 
     allocator that cannot serve a topology's demand kind is left out there.
     """
     runner = Runner(registry)
+    for topology in topologies:  # every bad spec fails before the table starts
+        runner.network(topology)
+    for allocator in allocators:
+        registry.build("allocator", allocator)
+    if workload is not None:
+        registry.build("workload", workload)
     rows: list[dict[str, float | str]] = []
     echo("| topology | servers | allocator | requests | acceptance | requests/s | µs/request |")
     echo("|---|---:|---|---:|---:|---:|---:|")

@@ -87,3 +87,14 @@ def test_bench_prints_a_table():
     result = invoke("bench", "-a", "tetris", "-t", "tiered:8,1x4", "-n", "50", "--repeat", "1")
     assert result.exit_code == 0, result.output
     assert "| tiered:8,1x4 | 64 | tetris | 50 |" in result.output
+
+
+@pytest.mark.parametrize("args, fragment", [
+    (["-a", "tetris", "-a", "tetriss"], "unknown allocator 'tetriss'; did you mean 'tetris'?"),
+    (["-a", "tetris", "-t", "tiered:8,1x3"], "ratio='1x3' is not one of"),
+    (["-a", "tetris", "-w", "uniform:max_cpu=0"], "max_cpu='0' must be at least 1"),
+])
+def test_bench_checks_every_spec_before_its_table_starts(args, fragment):
+    result = invoke("bench", *args, "-n", "10", "--repeat", "1")
+    assert result.exit_code == 2 and fragment in result.output
+    assert result.output.startswith("Error:")  # no half table above the error

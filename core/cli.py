@@ -49,6 +49,23 @@ def progress_bar(quiet: bool, *status: str) -> Any:
     return Progress(*columns, console=console, transient=True, disable=quiet or not console.is_terminal)
 
 
+def with_checkpoint(registry: Registry, allocator: str, checkpoint: Path) -> str:
+    """The allocator spec with ``checkpoint=PATH`` added (``--checkpoint``)."""
+    from dcbench.spec import Spec
+
+    def takes_checkpoint(entry: Any) -> bool:
+        return any(param.name == "checkpoint" for param in entry.params)
+
+    spec = Spec.parse(allocator)
+    if not takes_checkpoint(registry.get("allocator", spec.name)):  # an unknown name fails here
+        learned = sorted(name for name, entry in registry.entries("allocator").items() if takes_checkpoint(entry))
+        raise UserError(f"allocator {spec.name!r} takes no checkpoint; --checkpoint is for "
+                        f"{', '.join(learned) or 'learned allocators'}")
+    if "checkpoint" in spec.kwargs:
+        raise UserError("the checkpoint is given twice: use --checkpoint or checkpoint= in the spec, not both")
+    return str(Spec(spec.name, spec.args, {**spec.kwargs, "checkpoint": str(checkpoint)}))
+
+
 def load_registry() -> Registry:
     """The registry, with broken third-party plugins reported as one-line warnings."""
     with warnings.catch_warnings(record=True) as caught:
@@ -116,15 +133,21 @@ def print_summary(summaries: list[dict[str, Any]], title: str) -> None:
 @click.option("--seeds", type=int, default=None, help="Run seeds 0..K-1.")
 @click.option("--out", type=click.Path(path_type=Path), default=Path("results"), show_default=True,
               help="Folder for the results; each run writes DIR/<run_id>/.")
+@click.option("--checkpoint", type=click.Path(path_type=Path), default=None,
+              help="Weights for a learned allocator instead of its shipped checkpoint "
+                   "(the same as -a NAME:checkpoint=PATH).")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar and no summary table.")
 def run(allocator: str, topology: str, workload: str | None, requests: int | None, seed: int | None,
-        seeds: int | None, out: Path, quiet: bool) -> None:
+        seeds: int | None, out: Path, checkpoint: Path | None, quiet: bool) -> None:
     """Run one allocator on one scenario and write its Parquet tables."""
     from dcbench.results import check_writable
     from dcbench.runner import Runner
 
     seed_list = _seeds(seed, seeds)
-    runner = Runner(load_registry())
+    registry = load_registry()
+    if checkpoint is not None:
+        allocator = with_checkpoint(registry, allocator, checkpoint)
+    runner = Runner(registry)
     plan = runner.resolve(allocator, topology, workload, requests)
     check_writable(out)
     total = plan["requests"] * len(seed_list)

@@ -79,6 +79,26 @@ def test_every_nara2022_topology_has_a_safe_checkpoint_that_says_how_it_was_made
     assert policy.sixth_hint == ("fit_last" if trained.get("fit_last_hint") else "bestfit")
 
 
+def test_the_checkpoint_option_of_run_is_the_allocators_parameter(random_checkpoint, tmp_path):
+    from click.testing import CliRunner
+
+    from dcbench.cli import cli
+
+    def run(*args):
+        return CliRunner().invoke(cli, ["run", "-t", "tiered:8,1x4", "-n", "6", "-q", "--out", str(tmp_path), *args])
+
+    by_option = run("-a", "gnn_ppo", "--checkpoint", str(random_checkpoint))
+    by_spec = run("-a", f"gnn_ppo:checkpoint={random_checkpoint}")
+    shipped = run("-a", "gnn_ppo")
+    assert by_option.exit_code == by_spec.exit_code == shipped.exit_code == 0, by_option.output
+    assert by_option.output == by_spec.output != shipped.output  # the same run id: the same run
+    refused = run("-a", "tetris", "--checkpoint", str(random_checkpoint))
+    assert refused.exit_code == 2
+    assert "allocator 'tetris' takes no checkpoint; --checkpoint is for a2c_multistep, gnn_ppo" in refused.output
+    twice = run("-a", f"gnn_ppo:checkpoint={random_checkpoint}", "--checkpoint", str(random_checkpoint))
+    assert twice.exit_code == 2 and "the checkpoint is given twice" in twice.output
+
+
 def test_a_missing_checkpoint_file_is_a_clear_error(runner):
     from dcbench import SpecError
 

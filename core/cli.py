@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 import click
 
@@ -107,12 +107,15 @@ def _mean_spread(values: list[float]) -> str:
     return f"{mean:.4f}" if n == 1 else f"{mean:.4f} ± {sd:.4f}"
 
 
-def print_summary(summaries: list[dict[str, Any]], title: str) -> None:
+def print_summary(summaries: list[dict[str, Any]], scenario: Mapping[str, Any]) -> None:
+    """The resolved scenario, a line per part (specs are long; wrapped they are hard to copy), then
+    the headline metrics over the seeds."""
     from rich.console import Console
     from rich.table import Table
 
+    for part, value in scenario.items():
+        click.echo(f"{part:<10} {value}")
     console = Console()
-    console.print(title, style="bold", overflow="fold")
     table = Table()
     table.add_column("metric")
     table.add_column(f"mean ± sd over {len(summaries)} seed(s)", justify="right")
@@ -169,8 +172,8 @@ def run(allocator: str, topology: str, workload: str | None, requests: int | Non
         click.echo(f"{out / summary['run_id']}  seed={summary['seed']}  "
                    f"accepted {summary['accepted']}/{summary['offered']}")
     if not quiet:
-        print_summary(summaries, f"{plan['allocator']} on {plan['topology']}, {plan['workload']}, "
-                                 f"{plan['requests']} requests")
+        print_summary(summaries, {"allocator": plan["allocator"], "topology": plan["topology"],
+                                  "workload": plan["workload"], "requests": f"{plan['requests']} per seed"})
 
 
 @cli.command()

@@ -26,7 +26,7 @@ from dcbench.plots import pyplot
 from dcbench.pool import PoolAllocator, PoolBuilder
 from dcbench.registry import get_registry
 from dcbench.requests import CONNECTIVITY_RULES, Request, RequestSequence, Workload
-from dcbench.results import curve_columns, write_table_atomic
+from dcbench.results import curve_columns, write_table_atomic, write_text_atomic
 from dcbench.routing import WEIGHTINGS, WeightedRouter
 from dcbench.runner import Runner, RunResult
 from dcbench.spec import Param, Spec, config_options
@@ -42,4 +42,5 @@ __all__ = [
     "Spec", "SpecError", "State", "Suite", "Swap", "Topology", "UnknownPluginError", "WEIGHTINGS",
     "WeightedRouter", "Workload", "check_allocation", "config_options", "curve_columns", "describe",
     "get_registry", "hookimpl", "mean_ci", "pyplot", "required_pairs", "simulate", "write_table_atomic",
+    "write_text_atomic",
 ]

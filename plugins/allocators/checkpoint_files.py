@@ -12,7 +12,7 @@ from typing import Any, Callable, TypeVar
 
 import torch
 
-from dcbench import ResultsError, describe
+from dcbench import ResultsError, describe, write_text_atomic
 
 Loaded = TypeVar("Loaded")
 
@@ -45,9 +45,7 @@ def save_checkpoint(path: Path, contents: dict[str, Any]) -> None:
 def write_record(path: Path, record: dict[str, Any]) -> None:
     """The provenance record as strict JSON (a value that was not measured,
     NaN, is written as null, which every JSON reader accepts), atomically."""
-    temporary = path.with_name(path.name + ".tmp")
-    temporary.write_text(json.dumps(_finite(record), indent=2, sort_keys=True, allow_nan=False) + "\n")
-    temporary.replace(path)
+    write_text_atomic(path, json.dumps(_finite(record), indent=2, sort_keys=True, allow_nan=False) + "\n")
 
 
 def _finite(value: Any) -> Any:

@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from dcbench.errors import ResultsError
+from dcbench.errors import ResultsError, SpecError
+from dcbench.spec import Spec, bind, resolved_spec
 from dcbench.stats import format_ci, mean_ci
 
 START = "<!-- dcbench report: start -->"
@@ -21,9 +22,6 @@ def display_name(spec: str, specs: Sequence[str]) -> str:
 def default_specs(registry: Any) -> dict[str, str]:
     """Each allocator plugin's resolved spec with every parameter at its
     default (plugins with a required parameter are left out)."""
-    from dcbench.errors import SpecError
-    from dcbench.spec import Spec, bind, resolved_spec
-
     specs = {}
     for name, entry in registry.entries("allocator").items():
         try:
@@ -40,8 +38,6 @@ def labels(specs: Sequence[str], defaults: Mapping[str, str] | None = None) -> d
     from the plugin's defaults (``defaults``: plugin name -> the resolved
     spec of its defaults), so ``tetris:fit_last=yes`` is never shown as
     ``tetris``. `display_name` for a plugin whose defaults are not known."""
-    from dcbench.spec import Spec
-
     options = {spec: dict(Spec.parse(spec).kwargs) for spec in specs}
     shown = {}
     for spec in specs:

@@ -10,10 +10,9 @@ from typing import Any, Mapping
 import click
 
 from dcbench.errors import DcbenchError
-from dcbench.registry import KINDS, Registry, get_registry
+from dcbench.registry import KINDS, PLURALS, Registry, get_registry
 
-KIND_ALIASES = {kind + "s": kind for kind in KINDS} | {kind: kind for kind in KINDS} | {
-    "topologies": "topology"}
+KIND_ALIASES = {kind: kind for kind in KINDS} | {PLURALS[kind]: kind for kind in KINDS}
 
 SUMMARY_HEADLINE = ("acceptance_ratio", "blocking_probability", "cpu_util", "mem_util", "disk_util")
 
@@ -385,13 +384,15 @@ def submit(root: Path, results: Path) -> None:
 @click.argument("kind", required=False)
 def list_(kind: str | None) -> None:
     """List topologies, workloads, allocators, metrics and suites."""
+    from dcbench.spec import unknown
+
     registry = load_registry()
     if kind is not None and kind not in KIND_ALIASES:
-        raise UserError(f"unknown kind {kind!r}; choose one of {', '.join(k + 's' for k in KINDS)}")
+        raise UserError(unknown("kind", kind, [PLURALS[k] for k in KINDS]))
     kinds = [KIND_ALIASES[kind]] if kind else list(KINDS)
     for current in kinds:
         entries = registry.entries(current)
-        click.secho(f"{current}s" if current != "topology" else "topologies", bold=True)
+        click.secho(PLURALS[current], bold=True)
         if not entries:
             click.echo("  (none)")
         for name, entry in sorted(entries.items()):

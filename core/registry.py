@@ -44,7 +44,7 @@ BUILTIN_PLUGINS = (
     "dcbench.plugins.metrics.jobs",
 )
 
-PLURALS = {"topology": "topologies"}
+PLURALS = {kind: kind + "s" for kind in KINDS} | {"topology": "topologies"}
 
 _HOOK_OF_KIND = {
     "topology": "register_topologies",
@@ -137,7 +137,7 @@ class Registry:
         entries = self.entries(kind)
         if name in entries:
             return entries[name]
-        raise UnknownPluginError(unknown(kind, name, sorted(entries), PLURALS.get(kind)))
+        raise UnknownPluginError(unknown(kind, name, sorted(entries), PLURALS[kind]))
 
     def build(self, kind: str, spec: Spec | str) -> Built:
         if isinstance(spec, str):

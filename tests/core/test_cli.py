@@ -70,6 +70,10 @@ def test_list_shows_every_kind_with_parameters():
     assert "tetris" in only.output and "tiered" not in only.output
     bad = invoke("list", "widgets")
     assert bad.exit_code == 2 and "unknown kind 'widgets'" in bad.output
+    misspelt = invoke("list", "topologys")
+    assert misspelt.exit_code == 2 and "did you mean 'topologies'?" in misspelt.output
+    assert "topologys" not in misspelt.output.split("Known kinds:")[1]
+    assert "tiered" in invoke("list", "topology").output
 
 
 def test_plugins_lists_modules_with_versions():

@@ -1,7 +1,9 @@
 """The learned allocators' checkpoints: weights and a JSON configuration
 saved with ``torch.save`` and loaded with ``weights_only=True`` (no pickled
 code), a provenance record beside them in strict JSON, both written
-atomically; and a one-line error for any file that is not a checkpoint."""
+atomically; and a one-line error for any file that is not a checkpoint.
+Also a trainer's resumable state (``OUT.train/``), saved and restored the
+same way."""
 
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ from typing import Any, Callable, TypeVar
 
 import torch
 
-from dcbench import ResultsError, describe, write_text_atomic
+from dcbench import ResultsError, curve_columns, describe, write_table_atomic, write_text_atomic
 
 Loaded = TypeVar("Loaded")
 
@@ -40,6 +42,34 @@ def save_checkpoint(path: Path, contents: dict[str, Any]) -> None:
     temporary = path.with_name(path.name + ".tmp")
     torch.save(contents, temporary)
     temporary.replace(path)
+
+
+def save_training_state(state_dir: Path, state: dict[str, Any], curve: list[dict[str, Any]]) -> None:
+    """A trainer's state (weights, optimiser, counters, random generators;
+    tensors, numbers and strings only) and its training curve so far, each
+    replaced atomically."""
+    save_checkpoint(state_dir / "state.pt", state)
+    write_table_atomic(state_dir / "curve.parquet", curve_columns(curve))
+
+
+def resume_training_state(state_dir: Path, restore: Callable[[dict[str, Any]], None]) -> list[dict[str, Any]] | None:
+    """``restore`` applied to the state saved in ``state_dir``; the curve
+    saved with it, or None when there is no state to resume. A state that
+    cannot be read or restored is a one-line `ResultsError` (``restore``'s
+    own `ResultsError`, a mismatched configuration say, passes unchanged)."""
+    path = state_dir / "state.pt"
+    if not path.exists():
+        return None
+    try:
+        restore(torch.load(path, weights_only=True, map_location="cpu"))
+        import pyarrow.parquet as pq
+
+        curve = state_dir / "curve.parquet"
+        return pq.read_table(curve).to_pylist() if curve.exists() else []
+    except ResultsError:
+        raise
+    except Exception as exc:
+        raise ResultsError(f"cannot resume from {path} ({describe(exc)}); delete {state_dir} to start over") from exc
 
 
 def write_record(path: Path, record: dict[str, Any]) -> None:

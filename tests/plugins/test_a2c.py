@@ -84,6 +84,26 @@ def test_training_is_reproducible_and_resumable(tmp_path):
     assert (tmp_path / "a.curve.parquet").exists()
 
 
+@pytest.mark.parametrize("damage", ["not a torch file", "a state without its counters"])
+def test_a_damaged_training_state_is_a_clear_error_and_is_left_alone(tmp_path, damage):
+    from dcbench import ResultsError
+
+    options = {"episode_jobs": "12", "window": "5"}
+    state = tmp_path / "c.pt.train" / "state.pt"
+    if damage == "not a torch file":
+        state.parent.mkdir()
+        state.write_bytes(b"half a state")
+    else:
+        train(TOPOLOGY, WORKLOAD, steps=60, seed=1, out=tmp_path / "c.pt", options=options)
+        saved = torch.load(state, weights_only=True)
+        del saved["counters"]
+        torch.save(saved, state)
+    before = state.read_bytes()
+    with pytest.raises(ResultsError, match=r"cannot resume from .*state.pt \(\w+Error.*delete .*c.pt.train"):
+        train(TOPOLOGY, WORKLOAD, steps=120, seed=1, out=tmp_path / "c.pt", options=options)
+    assert state.read_bytes() == before
+
+
 @pytest.mark.parametrize("args, fragment", [
     (["-a", "a2c_multistep:bogus=1", "-t", TOPOLOGY], "unknown training option 'bogus'. Known training options:"),
     (["-a", "a2c_multistep:gamma=high", "-t", TOPOLOGY], "gamma='high' is not float"),

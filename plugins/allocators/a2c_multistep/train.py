@@ -33,10 +33,11 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
-from dcbench import ResultsError, SpecError, config_options, curve_columns, describe, write_table_atomic
+from dcbench import SpecError, config_options, curve_columns, write_table_atomic
 from dcbench.envs import AllocationEnv
 from dcbench.plugins.allocators.a2c_multistep.model import ACTORS, ActorCritic
-from dcbench.plugins.allocators.checkpoint_files import save_checkpoint, write_record
+from dcbench.plugins.allocators.checkpoint_files import (resume_training_state, save_checkpoint,
+                                                          save_training_state, write_record)
 from dcbench.plugins.allocators.early_stopping import BestWeights
 from dcbench.plugins.metrics.jobs import offered_and_blocked
 
@@ -308,7 +309,6 @@ class Trainer:
 
     # ----- saving and resuming --------------------------------------------
     def save_state(self) -> None:
-        self.state_dir.mkdir(parents=True, exist_ok=True)
         state = {"model": self.model.state_dict(), "optimizer": self.optimizer.state_dict(),
                  "counters": torch.tensor([self.steps, self.episodes, self.updates, int(self.imitated)]),
                  "epsilon": torch.tensor(self.epsilon, dtype=torch.float64),
@@ -316,22 +316,18 @@ class Trainer:
                  "rng": json.dumps(self.rng.bit_generator.state), "torch_rng": torch.get_rng_state(),
                  "wall_time": torch.tensor(self.wall_time, dtype=torch.float64),
                  **self.best.state()}
-        temporary = self.state_dir / "state.pt.tmp"
-        torch.save(state, temporary)
-        temporary.replace(self.state_dir / "state.pt")
-        write_table_atomic(self.state_dir / "curve.parquet", curve_columns(self.curve))
+        save_training_state(self.state_dir, state, self.curve)
 
     def resume(self) -> bool:
-        path = self.state_dir / "state.pt"
-        if not path.exists():
+        curve = resume_training_state(self.state_dir, self.restore)
+        if curve is None:
             return False
-        try:
-            state = torch.load(path, weights_only=True)
-            self.model.load_state_dict(state["model"])
-            self.optimizer.load_state_dict(state["optimizer"])
-        except Exception as exc:
-            raise ResultsError(f"cannot resume from {path} ({describe(exc)}); delete {self.state_dir} "
-                               "to start over") from exc
+        self.curve = curve
+        return True
+
+    def restore(self, state: dict[str, Any]) -> None:
+        self.model.load_state_dict(state["model"])
+        self.optimizer.load_state_dict(state["optimizer"])
         self.steps, self.episodes, self.updates, imitated = (int(x) for x in state["counters"])
         self.imitated = bool(imitated)
         self.epsilon = float(state["epsilon"])
@@ -340,12 +336,6 @@ class Trainer:
         torch.set_rng_state(state["torch_rng"])
         self.wall_time = float(state["wall_time"])
         self.best.load(state)
-        import pyarrow.parquet as pq
-
-        curve = self.state_dir / "curve.parquet"
-        if curve.exists():
-            self.curve = pq.read_table(curve).to_pylist()
-        return True
 
     def write_checkpoint(self, command: str) -> Path:
         config = {"model": self.model.config(), "a2c": asdict(self.config)}

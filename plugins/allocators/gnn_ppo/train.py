@@ -30,9 +30,10 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
-from dcbench import ResultsError, SpecError, config_options, curve_columns, describe, get_registry, write_table_atomic
+from dcbench import ResultsError, SpecError, config_options, get_registry
 from dcbench.envs import AllocationEnv
-from dcbench.plugins.allocators.checkpoint_files import save_checkpoint, write_record
+from dcbench.plugins.allocators.checkpoint_files import (resume_training_state, save_checkpoint,
+                                                          save_training_state, write_record)
 from dcbench.plugins.allocators.early_stopping import BestWeights
 from dcbench.plugins.allocators.gnn_ppo.model import (EXTRA_FEATURES, GraphPolicy, ServerHints, as_tensors,
                                                       with_self_loops)
@@ -419,7 +420,6 @@ class Trainer:
 
     # ----- saving and resuming ------------------------------------------
     def save_state(self) -> None:
-        self.state_dir.mkdir(parents=True, exist_ok=True)
         state = {
             "model": self.model.state_dict(), "optimizer": self.optimizer.state_dict(),
             "iteration": self.iteration, "episodes": self.episodes, "steps": self.steps, "kl_coef": self.kl_coef,
@@ -428,21 +428,17 @@ class Trainer:
             "imitation": json.dumps(getattr(self, "imitation", None)),
             **self.best.state(),
         }
-        temporary = self.state_dir / "state.pt.tmp"
-        torch.save(state, temporary)
-        temporary.replace(self.state_dir / "state.pt")
-        write_table_atomic(self.state_dir / "curve.parquet", curve_columns(self.curve))
+        save_training_state(self.state_dir, state, self.curve)
 
     def resume(self) -> bool:
-        path = self.state_dir / "state.pt"
-        if not path.exists():
+        curve = resume_training_state(self.state_dir, self.restore)
+        if curve is None:
             return False
-        try:
-            state = torch.load(path, weights_only=True)
-            saved = json.loads(state["config"])
-        except Exception as exc:
-            raise ResultsError(f"cannot resume from {path} ({describe(exc)}); delete {self.state_dir} "
-                               "to start over") from exc
+        self.curve = curve
+        return True
+
+    def restore(self, state: dict[str, Any]) -> None:
+        saved = json.loads(state["config"])
         wanted, defaults = asdict(self.config), asdict(PPOConfig())
         for key in RESUMABLE_CHANGES:  # training longer than before is what resuming is for
             saved.pop(key, None)
@@ -450,8 +446,8 @@ class Trainer:
             defaults.pop(key)
         saved = {**defaults, **saved}  # settings added since the state was saved had their defaults
         if saved != wanted or state["seed"] != self.seed:
-            raise ResultsError(f"{path} was saved with another configuration or seed; remove "
-                             f"{self.state_dir} to start over")
+            raise ResultsError(f"{self.state_dir / 'state.pt'} was saved with another configuration or seed; "
+                               f"remove {self.state_dir} to start over")
         self.model.load_state_dict(state["model"])
         self.optimizer.load_state_dict(state["optimizer"])
         self.iteration, self.episodes, self.steps = state["iteration"], state["episodes"], state["steps"]
@@ -460,10 +456,6 @@ class Trainer:
         self.best.load(state)
         torch.set_rng_state(state["torch_rng"])
         self.rng.bit_generator.state = json.loads(state["numpy_rng"])
-        import pyarrow.parquet as pq
-
-        self.curve = pq.read_table(self.state_dir / "curve.parquet").to_pylist()
-        return True
 
     def run(self, progress: Callable[[dict[str, float]], None] | None = None) -> None:
         if self.iteration == 0 and not self.curve:

@@ -161,6 +161,19 @@ def test_a_corrupt_training_state_is_a_clear_error(tmp_path):
     assert state.read_bytes() == b"half a state"
 
 
+def test_resuming_with_another_seed_or_configuration_is_refused(tmp_path):
+    from dcbench import ResultsError
+
+    settings = dict(envs=2, batch=64, minibatch=32, imitation_episodes=1, imitation_epochs=1, episode_requests=4)
+    train("tiered:8,1x4", steps=64, seed=5, out=tmp_path / "c.pt", **settings)
+    state = (tmp_path / "c.pt.train" / "state.pt").read_bytes()
+    for seed, changed in ((6, {}), (5, {"gamma": 0.5})):
+        with pytest.raises(ResultsError, match=r"state.pt was saved with another configuration or seed; "
+                                               r"remove .*c.pt.train to start over"):
+            train("tiered:8,1x4", steps=128, seed=seed, out=tmp_path / "c.pt", **settings, **changed)
+    assert (tmp_path / "c.pt.train" / "state.pt").read_bytes() == state
+
+
 def test_heuristics_and_help_never_import_torch():
     code = ("import sys; from dcbench import Runner; Runner().run('tetris', 'tiered:8,1x4', requests=8); "
             "from click.testing import CliRunner; from dcbench.cli import cli; "

@@ -74,7 +74,6 @@ class A2CAllocator(JobAllocator):
         super().reset(network, rng)
         self.features = JobFeatures(network, self.job_builder)
         self.actor = NumpyActor(self.model)
-        self.checkpoint_used = path
 
     def choose_rack(self, builder: JobBuilder, allowed: np.ndarray) -> int:
         return greedy_rack(self.actor, self.features, allowed if self.masked else None, self.model.features)

@@ -80,7 +80,6 @@ class GnnPpoAllocator(PoolAllocator):
         else:
             path, note = checkpoint_for(network)
         self.notes = [note] if note else []
-        self.checkpoint_used = path
         self.model = load_policy(path)
         self.features = PoolFeatures(network)
         self.hints = (ServerHints(network, self.model.extra_features, self.model.sixth_hint)

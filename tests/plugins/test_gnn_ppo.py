@@ -1,6 +1,7 @@
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
@@ -77,6 +78,14 @@ def test_every_nara2022_topology_has_a_safe_checkpoint_that_says_how_it_was_made
     sixth = trained.get("fit_hint") or trained.get("fit_last_hint")
     assert policy.extra_features == ((6 if sixth else 5) if trained["hints"] else 0)
     assert policy.sixth_hint == ("fit_last" if trained.get("fit_last_hint") else "bestfit")
+    # docs/learned/gnn_ppo.md's table of the shipped checkpoints says what this record says.
+    docs = Path(__file__).parents[2] / "docs" / "learned" / "gnn_ppo.md"
+    rows = [[cell.strip() for cell in line.strip().strip("|").split("|")]
+            for line in docs.read_text().splitlines() if line.startswith(f"| {channels}-{ratio} |")]
+    row = next(cells for cells in rows if len(cells) == 9 and " of " in cells[5])
+    assert row[3:6] == [str(record["seed"]), f"{record['steps']:,}",
+                        f"{record['selected']['iteration']} of {record['iterations']}, "
+                        f"{record['selected']['steps']:,}"]
 
 
 def test_the_checkpoint_option_of_run_is_the_allocators_parameter(random_checkpoint, tmp_path):

@@ -88,6 +88,29 @@ def test_every_nara2022_topology_has_a_safe_checkpoint_that_says_how_it_was_made
                         f"{record['selected']['steps']:,}"]
 
 
+def _mean_acceptance(runner, allocator, topology, seeds):
+    return sum(runner.run(allocator, topology, "uniform:pairs=reference", 128, seed).summary["acceptance_ratio"]
+               for seed in seeds) / len(seeds)
+
+
+# Seeds 100.. are neither the suites' test seeds (0..4) nor training or in-training validation seeds.
+@pytest.mark.parametrize("topology", ["tiered:8,1x16", "tiered:16,1x8"])
+def test_the_shipped_agent_beats_the_paper_heuristics_where_it_gains_most(runner, topology):
+    agent = _mean_acceptance(runner, "gnn_ppo", topology, range(100, 103))
+    best = max(_mean_acceptance(runner, heuristic, topology, range(100, 103)) for heuristic in ("tetris", "nalb"))
+    assert agent > best * 1.05
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("channels", [8, 16, 32])
+@pytest.mark.parametrize("ratio", ["1x1", "1x4", "1x8", "1x16"])
+def test_every_shipped_agent_is_at_least_the_best_paper_heuristic(runner, channels, ratio):
+    topology, seeds = f"tiered:{channels},{ratio}", range(100, 110)
+    heuristics = ("tetris", "nalb", "nulb", "random")
+    best = max(_mean_acceptance(runner, heuristic, topology, seeds) for heuristic in heuristics)
+    assert _mean_acceptance(runner, "gnn_ppo", topology, seeds) >= best
+
+
 def test_the_checkpoint_option_of_run_is_the_allocators_parameter(random_checkpoint, tmp_path):
     from click.testing import CliRunner
 

@@ -84,6 +84,16 @@ def test_training_is_reproducible_and_resumable(tmp_path):
     assert (tmp_path / "a.curve.parquet").exists()
 
 
+@pytest.mark.slow
+def test_the_shipped_agent_blocks_less_than_jcb_on_held_out_seeds(runner):
+    # Seeds 100.. are neither the suite's test seeds (0..4) nor the training ones; 2,000 jobs after the warm-up.
+    def blocking(allocator):
+        return sum(runner.run(allocator, "ocs:16", "vmjobs:load=66", 2000, seed).summary["blocking_probability"]
+                   for seed in (100, 101, 102)) / 3
+
+    assert blocking("a2c_multistep") < 0.75 * blocking("jcb")
+
+
 @pytest.mark.parametrize("damage", ["not a torch file", "a state without its counters"])
 def test_a_damaged_training_state_is_a_clear_error_and_is_left_alone(tmp_path, damage):
     from dcbench import ResultsError

@@ -12,6 +12,7 @@ import math
 from pathlib import Path
 from typing import Any, Callable, TypeVar
 
+import pyarrow.parquet as pq
 import torch
 
 from dcbench import ResultsError, curve_columns, describe, write_table_atomic, write_text_atomic
@@ -62,8 +63,6 @@ def resume_training_state(state_dir: Path, restore: Callable[[dict[str, Any]], N
         return None
     try:
         restore(torch.load(path, weights_only=True, map_location="cpu"))
-        import pyarrow.parquet as pq
-
         curve = state_dir / "curve.parquet"
         return pq.read_table(curve).to_pylist() if curve.exists() else []
     except ResultsError:

@@ -22,11 +22,11 @@ from dcbench.errors import (
 from dcbench.hookspecs import hookimpl
 from dcbench.jobs import RECONFIGURE_PARAM, JobAllocator, JobBuilder, PoolAndJobAllocator
 from dcbench.network import Network, PathCatalogue, Topology
-from dcbench.plots import pyplot
+from dcbench.plots import pyplot, save_figure
 from dcbench.pool import PoolAllocator, PoolBuilder
 from dcbench.registry import get_registry
 from dcbench.requests import CONNECTIVITY_RULES, Request, RequestSequence, Workload
-from dcbench.results import curve_columns, write_table_atomic, write_text_atomic
+from dcbench.results import curve_columns, write_atomic, write_table_atomic, write_text_atomic
 from dcbench.routing import WEIGHTINGS, WeightedRouter
 from dcbench.runner import Runner, RunResult
 from dcbench.spec import Param, Spec, config_options
@@ -41,6 +41,6 @@ __all__ = [
     "RequestSequence", "ResultsError", "Route", "RunResult", "RunTables", "Runner", "SPREAD_LEVELS", "Scenario",
     "Spec", "SpecError", "State", "Suite", "Swap", "Topology", "UnknownPluginError", "WEIGHTINGS",
     "WeightedRouter", "Workload", "check_allocation", "config_options", "curve_columns", "describe",
-    "get_registry", "hookimpl", "mean_ci", "pyplot", "required_pairs", "simulate", "write_table_atomic",
-    "write_text_atomic",
+    "get_registry", "hookimpl", "mean_ci", "pyplot", "required_pairs", "save_figure", "simulate",
+    "write_atomic", "write_table_atomic", "write_text_atomic",
 ]

@@ -32,6 +32,14 @@ class DcbenchGroup(click.Group):
             return super().invoke(ctx)
         except DcbenchError as exc:
             raise UserError(str(exc)) from None
+        except OSError as exc:  # a path the commands did not check first: still one line, not a traceback
+            where = f" '{exc.filename}'" if exc.filename else ""
+            raise UserError(f"cannot use{where}: {exc.strerror or exc}; check the path and its permissions") from None
+
+
+def at_least(option: str, value: int | None, minimum: int) -> None:
+    if value is not None and value < minimum:
+        raise UserError(f"{option} must be at least {minimum}, got {value}")
 
 
 def progress_bar(quiet: bool, *status: str) -> Any:
@@ -90,9 +98,9 @@ def cli() -> None:
 def _seeds(seed: int | None, seeds: int | None) -> list[int]:
     if seed is not None and seeds is not None:
         raise UserError("give --seed S or --seeds K, not both")
+    at_least("--seed", seed, 0)
+    at_least("--seeds", seeds, 1)
     if seeds is not None:
-        if seeds < 1:
-            raise UserError(f"--seeds must be at least 1, got {seeds}")
         return list(range(seeds))
     return [seed if seed is not None else 0]
 
@@ -200,9 +208,8 @@ def sweep(suite_name: str, allocator_values: tuple[str, ...], out: Path | None, 
     suite = registry.get("suite", suite_name)
     allocators = sweeps.split_allocators(allocator_values)
     out = out or Path("results") / suite.name
+    at_least("--jobs", jobs, 1)
     workers = jobs if jobs is not None else (os.cpu_count() or 1)
-    if workers < 1:
-        raise UserError(f"--jobs must be at least 1, got {workers}")
     runner = Runner(registry)
     planned = sweeps.plan(runner, suite, allocators)
     check_writable(out)
@@ -248,9 +255,10 @@ def print_ranking(rows: list[dict[str, Any]], metric: str, higher_is_better: boo
 
 
 def read_summary(results: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    from dcbench.results import provenance_of, read_table
+    """A sweep's combined summary rows and provenance (what `plot` and `report` read)."""
+    from dcbench.results import provenance_of, read_sweep_summary
 
-    table = read_table(results / "summary.parquet")
+    table = read_sweep_summary(results)
     return table.to_pylist(), provenance_of(table)
 
 
@@ -327,9 +335,14 @@ def train(allocator: str, topology: str, workload: str | None, steps: int | None
         raise UserError(f"{entry.name} learns {'/'.join(entry.extra.get('demands', ('pool',)))} demands; "
                         f"workload {plan['workload'].split(':')[0]!r} makes {kind} demands")
     trainer = PluginEntry("trainer", entry.name, entry.extra["trainer"], plugin=entry.plugin).load()
-    if steps is not None and steps < 1:
-        raise UserError(f"--steps must be at least 1, got {steps}")
+    at_least("--steps", steps, 1)
+    at_least("--seed", seed, 0)
     out = out or Path("checkpoints") / f"{entry.name}-{topology.replace(':', '-').replace(',', '-')}.pt"
+    from dcbench.results import check_writable
+
+    check_writable(out.parent, "the checkpoint")  # before training, not after it
+    if out.is_dir():
+        raise UserError(f"--out {out} is a folder; give the checkpoint's file name, e.g. {out / 'model.pt'}")
     from dcbench.spec import Spec
 
     options = dict(Spec.parse(allocator).kwargs)
@@ -436,6 +449,8 @@ def bench(allocators: tuple[str, ...], topologies: tuple[str, ...], workload: st
     """Measure requests per second and time per request of allocators."""
     from dcbench.bench import DEFAULT_TOPOLOGIES, run_bench
 
+    at_least("--requests", requests, 1)
+    at_least("--repeat", repeat, 1)
     registry = load_registry()
     if not allocators:
         allocators = tuple(sorted(name for name, e in registry.entries("allocator").items()

@@ -23,7 +23,8 @@ from typing import Any, Iterable, Mapping
 
 from dcbench.errors import ResultsError
 from dcbench.registry import Registry
-from dcbench.results import is_complete, provenance_of, read_table, staging_folder, swap_in, write_text_atomic
+from dcbench.results import (is_complete, provenance_of, read_sweep_summary, read_table, staging_folder, swap_in,
+                             write_text_atomic)
 from dcbench.runner import Runner, run_hash
 from dcbench.report import default_specs, labels
 from dcbench.stats import format_ci, mean_ci
@@ -66,7 +67,7 @@ def validate(results: Path, registry: Registry) -> Submission:
     """Check a sweep's results folder; the accepted submission, or a one-line refusal."""
     from dcbench import __version__
 
-    table = read_table(results / "summary.parquet")
+    table = read_sweep_summary(results)
     try:
         provenance = provenance_of(table)
     except ResultsError:

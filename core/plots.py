@@ -110,7 +110,7 @@ def _panels(rows: list[dict[str, Any]], metrics: Sequence[tuple[str, str]], path
                       bbox_to_anchor=(0.5, 0.965), frameon=False)
         figure.suptitle(title)
         figure.tight_layout(rect=(0, 0, 1, 0.95))
-    figure.savefig(path, dpi=120)
+    save_figure(figure, path, dpi=120)
     plt.close(figure)
     return path
 
@@ -147,7 +147,7 @@ def size_brackets(rows: list[dict[str, Any]], path: Path, title: str,
     axes[0][0].legend(fontsize=7)
     figure.suptitle(title)
     figure.tight_layout()
-    figure.savefig(path, dpi=110)
+    save_figure(figure, path, dpi=110)
     plt.close(figure)
     return path
 
@@ -176,7 +176,7 @@ def spread(rows: list[dict[str, Any]], path: Path, title: str, defaults: Mapping
     axes[0][0].legend(title="oversub.", fontsize=7)
     figure.suptitle(title)
     figure.tight_layout()
-    figure.savefig(path, dpi=110)
+    save_figure(figure, path, dpi=110)
     plt.close(figure)
     return path
 
@@ -201,12 +201,21 @@ def plot_jobs(rows: list[dict[str, Any]], out_dir: Path, name: str, defaults: Ma
     return paths
 
 
+def save_figure(figure: Any, path: Path, dpi: int) -> None:
+    """Save as PNG atomically: an interrupted save leaves the previous figure whole."""
+    from dcbench.results import write_atomic
+
+    write_atomic(path, lambda temporary: figure.savefig(temporary, dpi=dpi, format="png"))
+
+
 def plot_sweep(rows: list[dict[str, Any]], out_dir: Path, name: str, defaults: Mapping[str, str] | None = None
                ) -> list[Path]:
     """The papers' figures for a sweep: Figs. 2, 3, 5 and 8 of the tiered
     papers, or Figs. 5-7 of the OCS paper for a sweep of jobs. Allocators
     are named as in the report (`dcbench.report.labels`)."""
-    out_dir.mkdir(parents=True, exist_ok=True)
+    from dcbench.results import check_writable
+
+    check_writable(out_dir, "plots")
     if rows and "reconfigurations_per_job" in rows[0]:
         return plot_jobs(rows, out_dir, name, defaults)
     return [

@@ -188,17 +188,23 @@ def report(rows: list[dict[str, Any]], title: str, primary: str, higher_is_bette
 
 
 def write_between_markers(path: Path, text: str, section: str = "") -> None:
-    """Replace the generated part of ``path`` (between the markers), keeping the prose around it."""
+    """Replace the generated part of ``path`` (between the markers), keeping
+    the prose around it; the file is replaced whole or not at all."""
+    from dcbench.results import write_text_atomic
+
     start, end = (START, END) if not section else (START.replace(":", f" {section}:"), END.replace(":", f" {section}:"))
     block = f"{start}\n{text}\n{end}"
-    if path.exists():
-        current = path.read_text()
-        if start in current and end in current:
-            head, rest = current.split(start, 1)
-            tail = rest.split(end, 1)[1]
-            path.write_text(head + block + tail)
-            return
-        path.write_text(current.rstrip() + "\n\n" + block + "\n")
-        return
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(block + "\n")
+    try:
+        if path.exists():
+            current = path.read_text()
+            if start in current and end in current:
+                head, rest = current.split(start, 1)
+                updated = head + block + rest.split(end, 1)[1]
+            else:
+                updated = current.rstrip() + "\n\n" + block + "\n"
+        else:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            updated = block + "\n"
+        write_text_atomic(path, updated)
+    except OSError as exc:
+        raise ResultsError(f"cannot update '{path}': {exc.strerror or exc}; choose another file with --out") from None

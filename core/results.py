@@ -13,7 +13,7 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import numpy as np
 
@@ -40,14 +40,14 @@ def to_arrow(columns: Mapping[str, Any], provenance: Mapping[str, Any]) -> Any:
     return table.replace_schema_metadata(metadata)
 
 
-def check_writable(out_dir: Path) -> None:
-    """Fail early, before any simulation, if ``out_dir`` cannot hold results."""
+def check_writable(out_dir: Path, what: str = "results") -> None:
+    """Fail early, before any work, if ``out_dir`` cannot hold ``what``."""
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile(dir=out_dir, prefix=".dcbench-probe-"):
             pass
     except OSError as exc:
-        raise ResultsError(f"cannot write results to '{out_dir}': {exc.strerror or exc}; "
+        raise ResultsError(f"cannot write {what} to '{out_dir}': {exc.strerror or exc}; "
                            "choose another folder with --out") from None
 
 
@@ -94,17 +94,23 @@ def swap_in(staging: Path, target: Path) -> None:
     shutil.rmtree(old, ignore_errors=True)
 
 
-def write_text_atomic(path: Path, text: str) -> None:
-    """Write a text file atomically (temporary file, then rename)."""
+def write_atomic(path: Path, write: Callable[[Path], None]) -> None:
+    """``write`` a temporary file beside ``path``, then rename it into place:
+    readers see the old file or the new one, never part of either."""
     handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.tmp-")
     os.close(handle)
     try:
-        os.chmod(temporary, _FILE_MODE)
-        Path(temporary).write_text(text)
+        os.chmod(temporary, _FILE_MODE)  # mkstemp makes it private, unlike any other file written
+        write(Path(temporary))
         os.replace(temporary, path)
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """Write a text file atomically (temporary file, then rename)."""
+    write_atomic(path, lambda temporary: temporary.write_text(text))
 
 
 def _umask_mode(mode: int) -> int:
@@ -131,15 +137,7 @@ def write_table_atomic(path: Path, columns: Any, provenance: Mapping[str, Any] |
 
     table = columns if isinstance(columns, pa.Table) else to_arrow(columns, provenance or {})
     path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.tmp-")
-    os.close(handle)
-    try:
-        os.chmod(temporary, _FILE_MODE)  # mkstemp makes it private, unlike any other file written
-        pq.write_table(table, temporary)
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+    write_atomic(path, lambda temporary: pq.write_table(table, temporary))
 
 
 def read_table(path: Path) -> Any:
@@ -153,6 +151,20 @@ def read_table(path: Path) -> Any:
     except Exception as exc:
         raise ResultsError(f"corrupt results file '{path}' ({describe(exc)}); "
                            "delete it and rerun") from None
+
+
+def read_sweep_summary(results: Path) -> Any:
+    """The combined ``summary.parquet`` of a sweep's folder (what `plot`,
+    `report` and the leaderboard read); a folder of single runs, or one run,
+    is a one-line error that says what to give instead."""
+    hint = "give the folder a `dcbench sweep` wrote (its --out, results/<suite> by default)"
+    if not (results / "summary.parquet").exists() and results.is_dir() \
+            and any((child / "summary.parquet").exists() for child in results.iterdir()):
+        raise ResultsError(f"'{results}' holds single runs, not a sweep; {hint}")
+    table = read_table(results / "summary.parquet")
+    if "scenario" not in table.column_names:
+        raise ResultsError(f"'{results}' is a single run, not a sweep; {hint}")
+    return table
 
 
 def provenance_of(table: Any) -> dict[str, Any]:

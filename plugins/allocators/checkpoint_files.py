@@ -15,7 +15,7 @@ from typing import Any, Callable, TypeVar
 import pyarrow.parquet as pq
 import torch
 
-from dcbench import ResultsError, curve_columns, describe, write_table_atomic, write_text_atomic
+from dcbench import ResultsError, curve_columns, describe, write_atomic, write_table_atomic, write_text_atomic
 
 Loaded = TypeVar("Loaded")
 
@@ -40,9 +40,7 @@ def save_checkpoint(path: Path, contents: dict[str, Any]) -> None:
     """``torch.save`` into a temporary file renamed into place: an interrupted
     export leaves the previous checkpoint whole."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(path.name + ".tmp")
-    torch.save(contents, temporary)
-    temporary.replace(path)
+    write_atomic(path, lambda temporary: torch.save(contents, temporary))
 
 
 def save_training_state(state_dir: Path, state: dict[str, Any], curve: list[dict[str, Any]]) -> None:

@@ -42,6 +42,8 @@ def test_run_with_one_seed(tmp_path):
     (["-a", "tetris", "-w", "uniform:hold=-3"], "must be at least 1"),
     (["-a", "tetris", "--seed", "1", "--seeds", "2"], "not both"),
     (["-a", "tetris", "-n", "0"], "at least 1"),
+    (["-a", "tetris", "--seed", "-5"], "--seed must be at least 0, got -5"),
+    (["-a", "tetris", "--seeds", "0"], "--seeds must be at least 1, got 0"),
 ])
 def test_bad_input_is_one_line_and_exit_code_2(tmp_path, args, fragment):
     result = invoke("run", *args, "--out", str(tmp_path / "out"))
@@ -101,8 +103,23 @@ def test_bench_prints_a_table():
     (["-a", "tetris", "-a", "tetriss"], "unknown allocator 'tetriss'; did you mean 'tetris'?"),
     (["-a", "tetris", "-t", "tiered:8,1x3"], "ratio='1x3' is not one of"),
     (["-a", "tetris", "-w", "uniform:max_cpu=0"], "max_cpu='0' must be at least 1"),
+    (["-a", "tetris", "--repeat", "0"], "--repeat must be at least 1, got 0"),
+    (["-a", "tetris", "-n", "0"], "--requests must be at least 1, got 0"),
 ])
 def test_bench_checks_every_spec_before_its_table_starts(args, fragment):
-    result = invoke("bench", *args, "-n", "10", "--repeat", "1")
+    result = invoke("bench", "-n", "10", "--repeat", "1", *args)
     assert result.exit_code == 2 and fragment in result.output
     assert result.output.startswith("Error:")  # no half table above the error
+
+
+def test_a_file_system_error_no_command_foresaw_is_still_one_line(tmp_path, monkeypatch):
+    import dcbench.cli
+
+    def fails(*args, **kwargs):
+        raise PermissionError(13, "Permission denied", str(tmp_path / "x"))
+
+    monkeypatch.setattr(dcbench.cli, "_seeds", fails)
+    result = invoke("run", "-a", "tetris", "--out", str(tmp_path))
+    assert result.exit_code == 2
+    assert result.output == f"Error: cannot use '{tmp_path / 'x'}': Permission denied; check the path and its " \
+                            "permissions\n"

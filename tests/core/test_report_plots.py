@@ -3,6 +3,7 @@ import math
 import pytest
 from click.testing import CliRunner
 
+from dcbench import ResultsError
 from dcbench.cli import cli
 from dcbench.report import metric_table, ranking, write_between_markers
 from dcbench.stats import mean_ci, t975
@@ -82,6 +83,51 @@ def test_write_between_markers_keeps_the_prose(tmp_path):
     page.write_text(text + "\nprose after\n")
     write_between_markers(page, "TABLE 3", "s")
     assert page.read_text().endswith("prose after\n") and "TABLE 3" in page.read_text()
+
+
+def test_a_report_that_cannot_be_written_leaves_the_page_as_it_was(tmp_path, monkeypatch):
+    import os
+
+    page = tmp_path / "report.md"
+    write_between_markers(page, "TABLE 1", "s")
+    before = page.read_text()
+
+    def interrupted(source, target):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "replace", interrupted)
+    with pytest.raises(ResultsError, match=r"cannot update '.*report.md': No space left on device; choose another"):
+        write_between_markers(page, "TABLE 2", "s")
+    assert page.read_text() == before and [p.name for p in tmp_path.iterdir()] == ["report.md"]
+
+
+@pytest.mark.parametrize("command, make_target, fragment", [
+    ("report", lambda tmp: tmp, "cannot update"),  # a folder where the page should be
+    ("plot", lambda tmp: tmp / "results" / "summary.parquet", "cannot write plots to"),  # a file where a folder
+])
+def test_report_and_plot_outputs_that_cannot_be_written_are_one_line(tmp_path, command, make_target, fragment):
+    runner = CliRunner()
+    results = tmp_path / "results"
+    assert runner.invoke(cli, ["sweep", "-s", "nara2022", "-a", "random", "--out", str(results), "-j", "1",
+                               "-q"]).exit_code == 0
+    result = runner.invoke(cli, [command, str(results), "--out", str(make_target(tmp_path))])
+    assert result.exit_code == 2 and result.output.startswith("Error: ") and fragment in result.output
+    assert len(result.output.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("command", [["report"], ["plot"], ["leaderboard", "submit"]])
+def test_single_runs_are_refused_with_a_pointer_to_sweeps(tmp_path, command):
+    runner = CliRunner()
+    results = tmp_path / "results"
+    assert runner.invoke(cli, ["run", "-a", "tetris", "-t", "tiered:8,1x4", "-n", "8", "--out", str(results),
+                               "-q"]).exit_code == 0
+    (run,) = results.iterdir()
+    if command[0] == "leaderboard":
+        command = ["leaderboard", "--root", str(tmp_path), "submit"]
+    for folder, what in ((results, "holds single runs, not a sweep"), (run, "is a single run, not a sweep")):
+        result = runner.invoke(cli, [*command, str(folder)])
+        assert result.exit_code == 2 and what in result.output and "dcbench sweep" in result.output
+        assert len(result.output.strip().splitlines()) == 1
 
 
 def test_plot_and_report_from_a_sweep(tmp_path):

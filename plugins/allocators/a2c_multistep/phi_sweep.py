@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable
 
-from dcbench import Runner, Spec, SpecError, mean_ci, pyplot, write_table_atomic
+from dcbench import Runner, Spec, SpecError, mean_ci, pyplot, save_figure, write_table_atomic
 
 
 def phi_sweep(topology: str, workload: str, costs: list[float], steps: int, seeds: list[int],
@@ -64,5 +64,5 @@ def plot(rows: list[dict[str, Any]], path: Path, title: str) -> None:
         axis.grid(alpha=0.3)
     figure.suptitle(title, fontsize=9)
     figure.tight_layout()
-    figure.savefig(path, dpi=110)
+    save_figure(figure, path, dpi=110)
     plt.close(figure)

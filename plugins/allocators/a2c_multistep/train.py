@@ -33,7 +33,7 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
-from dcbench import SpecError, config_options, curve_columns, write_table_atomic
+from dcbench import SpecError, config_options, curve_columns, save_figure, write_table_atomic
 from dcbench.envs import AllocationEnv
 from dcbench.plugins.allocators.a2c_multistep.model import ACTORS, ActorCritic
 from dcbench.plugins.allocators.checkpoint_files import (resume_training_state, save_checkpoint,
@@ -381,7 +381,7 @@ def _plot_curve(rows: list[dict[str, float]], path: Path, title: str) -> None:
     axis.legend(fontsize=8)
     axis.set_title(title, fontsize=9)
     figure.tight_layout()
-    figure.savefig(path, dpi=100)
+    save_figure(figure, path, dpi=100)
     plt.close(figure)
 
 

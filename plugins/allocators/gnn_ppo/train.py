@@ -30,7 +30,7 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
-from dcbench import ResultsError, SpecError, config_options, get_registry
+from dcbench import ResultsError, SpecError, config_options, get_registry, save_figure
 from dcbench.envs import AllocationEnv
 from dcbench.plugins.allocators.checkpoint_files import (resume_training_state, save_checkpoint,
                                                           save_training_state, write_record)
@@ -524,7 +524,7 @@ def plot_curve(curve: list[dict[str, float]], path: Path, title: str) -> None:
         axis.set_xlabel("steps")
     figure.suptitle(title)
     figure.tight_layout()
-    figure.savefig(path, dpi=100)
+    save_figure(figure, path, dpi=100)
     plt.close(figure)
 
 

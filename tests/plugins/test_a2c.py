@@ -193,6 +193,18 @@ def test_phi_sweep_refuses_a_bad_training_spec(tmp_path, allocator, fragment):
     assert not list((tmp_path / "phi").glob("*.pt"))
 
 
+def test_phi_sweep_checks_its_output_folder_before_training(tmp_path):
+    from dcbench import get_registry
+
+    get_registry().call_each("register_commands", cli=cli)
+    blocker = tmp_path / "blocker"
+    blocker.write_text("a file, not a folder")
+    result = CliRunner().invoke(cli, ["phi-sweep", "-t", TOPOLOGY, "-w", WORKLOAD, "--costs", "0", "--steps", "10",
+                                      "--out", str(blocker / "phi")])
+    assert result.exit_code == 2 and "cannot write results to" in result.output and "--out" in result.output
+    assert blocker.read_text() == "a file, not a folder"
+
+
 def _trainer(options: dict[str, str]):
     from dcbench.plugins.allocators.a2c_multistep.train import A2CConfig, Trainer, parse_options
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable
 
-from dcbench import Runner, Spec, SpecError, mean_ci, pyplot, save_figure, write_table_atomic
+from dcbench import Runner, Spec, SpecError, check_writable, mean_ci, pyplot, save_figure, write_table_atomic
 
 
 def phi_sweep(topology: str, workload: str, costs: list[float], steps: int, seeds: list[int],
@@ -28,7 +28,7 @@ def phi_sweep(topology: str, workload: str, costs: list[float], steps: int, seed
         raise SpecError("phi-sweep sets reconfiguration_cost itself: give the values with --costs")
     options.setdefault("episode_jobs", str(episode_jobs))
 
-    out.mkdir(parents=True, exist_ok=True)
+    check_writable(out)  # before the first training, not after it
     runner = Runner()
     rows: list[dict[str, Any]] = []
     for cost in costs:

@@ -90,8 +90,11 @@ def cli() -> None:
 
     \b
     Quick start:
-      dcbench list                                  what is installed
-      dcbench run --allocator tetris --topology tiered:32,1x4
+      dcbench list                                 what is installed
+      dcbench run -a gnn_ppo -t tiered:32,1x4      the trained agent on one scenario
+      dcbench sweep -s nara2022 -a tetris,gnn_ppo  a whole suite, every seed
+      dcbench report results/nara2022              its tables with 95% CIs
+      dcbench leaderboard                          rebuild the rankings
     """
 
 

@@ -216,6 +216,7 @@ def sweep(suite_name: str, allocator_values: tuple[str, ...], out: Path | None, 
     runner = Runner(registry)
     planned = sweeps.plan(runner, suite, allocators)
     check_writable(out)
+    left_out = sweeps.previous_sweep(out, suite, allocators)
     sweeps.remove_staging(out)
     todo = sweeps.pending(planned, out)
     with progress_bar(quiet) as progress:
@@ -229,6 +230,9 @@ def sweep(suite_name: str, allocator_values: tuple[str, ...], out: Path | None, 
         "suite": suite.name, "allocators": allocators, "dcbench_version": __version__,
         "runs": [job.run_id for job in planned]})
     click.echo(f"{len(planned)} runs ({len(planned) - len(todo)} already done) -> {out / sweeps.SUMMARY}")
+    if left_out:
+        click.echo(f"Note: the summary no longer lists {', '.join(left_out)} (their run folders stay); "
+                   "name them with -a to keep them in it", err=True)
     if not quiet:
         print_ranking(combined.to_pylist(), suite.primary_metric, suite.higher_is_better, registry)
 

@@ -193,6 +193,25 @@ def combine(jobs: Sequence[Job], out_dir: Path, provenance: dict[str, Any]) -> A
     return combined
 
 
+def previous_sweep(out_dir: Path, suite: Suite, allocators: Sequence[str]) -> list[str]:
+    """Check that ``out_dir`` holds no sweep of another suite (its summary
+    would be replaced by this one's); the allocators of an earlier sweep of
+    this suite that this one leaves out of the summary (their run folders stay)."""
+    from dcbench.results import provenance_of
+
+    summary = out_dir / SUMMARY
+    if not summary.exists():
+        return []
+    try:
+        earlier = provenance_of(read_table(summary))
+    except ResultsError:
+        return []  # not a sweep's summary; it is rebuilt from the plan like a stale one
+    if earlier.get("suite") not in (None, suite.name):
+        raise ResultsError(f"'{out_dir}' holds a sweep of suite {earlier['suite']!r}; give {suite.name!r} its own "
+                           f"folder with --out (default results/{suite.name})")
+    return [a for a in earlier.get("allocators", []) if a not in allocators]
+
+
 def remove_staging(out_dir: Path) -> None:
     """Remove the half-written folders a killed sweep left (``.<run_id>.tmp-*``).
 

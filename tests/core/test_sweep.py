@@ -46,6 +46,22 @@ def test_a_sweep_writes_every_run_and_one_combined_summary(tmp_path):
     assert all("pairs=reference" in row["workload"] for row in summary)
 
 
+def test_a_folder_holding_another_suites_sweep_is_refused_and_a_narrower_sweep_says_what_it_drops(tmp_path):
+    runner = CliRunner()
+    assert runner.invoke(cli, ["sweep", "-s", "nara2022", "-a", "random,tetris", "--out", str(tmp_path),
+                               "-q"]).exit_code == 0
+    summary = (tmp_path / "summary.parquet").read_bytes()
+    other = runner.invoke(cli, ["sweep", "-s", "odcn2025", "-a", "jcb", "--out", str(tmp_path), "-q"])
+    assert other.exit_code == 2
+    assert "holds a sweep of suite 'nara2022'; give 'odcn2025' its own folder with --out" in other.output
+    assert (tmp_path / "summary.parquet").read_bytes() == summary
+    assert len([p for p in tmp_path.iterdir() if p.is_dir()]) == 120  # nothing of odcn2025 was run
+    narrower = runner.invoke(cli, ["sweep", "-s", "nara2022", "-a", "random", "--out", str(tmp_path), "-q"])
+    assert narrower.exit_code == 0 and "Note: the summary no longer lists tetris" in narrower.output
+    assert {row["allocator"] for row in pq.read_table(tmp_path / "summary.parquet").to_pylist()} == {"random"}
+    assert len([p for p in tmp_path.iterdir() if p.is_dir()]) == 120  # tetris's runs are kept
+
+
 def test_unknown_suite(tmp_path):
     result = CliRunner().invoke(cli, ["sweep", "-s", "nara2021", "-a", "tetris", "--out", str(tmp_path)])
     assert result.exit_code == 2 and "did you mean 'nara2022'" in result.output

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from dcbench.errors import ResultsError
+from dcbench.errors import ResultsError, describe
 from dcbench.registry import Registry
 from dcbench.results import (is_complete, provenance_of, read_sweep_summary, read_table, staging_folder, swap_in,
                              write_text_atomic)
@@ -156,13 +156,19 @@ def submit(results: Path, root: Path, registry: Registry) -> Path:
 
 
 def load_submissions(root: Path) -> list[Submission]:
+    import pyarrow.parquet as pq
+
     folder = root / SUBMISSIONS
     submissions = []
     for path in sorted(folder.iterdir()) if folder.exists() else []:
         if not path.is_dir() or path.name.startswith("."):
             continue
-        table = read_table(path / "summary.parquet")
-        provenance = provenance_of(table)
+        try:
+            table = pq.read_table(path / "summary.parquet")
+            provenance = provenance_of(table)
+        except Exception as exc:
+            raise ResultsError(f"submission '{path}' is damaged ({describe(exc)}); remove that folder and submit "
+                               "the sweep's results folder again with `dcbench leaderboard submit`") from None
         rows = table.to_pylist()
         submissions.append(Submission(path.name, provenance.get("suite", "?"),
                                       list(dict.fromkeys(r["allocator"] for r in rows)), rows))

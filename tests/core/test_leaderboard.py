@@ -103,3 +103,19 @@ def test_a_rebuild_that_fails_leaves_the_previous_pages_and_plots_whole(sweep_re
     assert result.exit_code == 2 and "the page could not be rendered" in result.output
     assert snapshot(root) == before
     assert sorted(p.name for p in root.iterdir()) == ["README.md", "index.html", "plots", "submissions"]
+
+
+def test_a_damaged_submission_is_named_with_the_fix_and_the_pages_are_kept(sweep_results, tmp_path):
+    root = tmp_path / "leaderboard"
+    runner = CliRunner()
+    assert runner.invoke(cli, ["leaderboard", "--root", str(root), "submit", str(sweep_results)]).exit_code == 0
+    assert runner.invoke(cli, ["leaderboard", "--root", str(root)]).exit_code == 0
+    pages = snapshot(root)
+    (submission,) = (root / "submissions").iterdir()
+    (submission / "summary.parquet").write_bytes(b"half a table")
+    result = runner.invoke(cli, ["leaderboard", "--root", str(root)])
+    assert result.exit_code == 2 and len(result.output.strip().splitlines()) == 1
+    assert f"submission '{submission}' is damaged (ArrowInvalid" in result.output
+    assert "remove that folder and submit the sweep's results folder again" in result.output
+    assert {k: v for k, v in snapshot(root).items() if "submissions" not in k} == \
+        {k: v for k, v in pages.items() if "submissions" not in k}

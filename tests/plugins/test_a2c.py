@@ -203,6 +203,9 @@ def test_phi_sweep_checks_its_output_folder_before_training(tmp_path):
                                       "--out", str(blocker / "phi")])
     assert result.exit_code == 2 and "cannot write results to" in result.output and "--out" in result.output
     assert blocker.read_text() == "a file, not a folder"
+    result = CliRunner().invoke(cli, ["phi-sweep", "-t", TOPOLOGY, "--costs", "0,ten", "--out", str(tmp_path)])
+    assert result.exit_code == 2 and result.output.startswith("Error: --costs and --seeds take comma-separated")
+    assert len(result.output.strip().splitlines()) == 1
 
 
 def _trainer(options: dict[str, str]):

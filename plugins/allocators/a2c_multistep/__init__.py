@@ -41,13 +41,15 @@ def register_commands(cli):
     @click.option("--out", type=click.Path(path_type=Path), default=Path("results/phi-sweep"), show_default=True)
     def phi_sweep_command(allocator, topology, workload, costs, steps, seeds, requests, episode_jobs, out):
         """Blocking and reconfigurations of a2c_multistep against Φ_reconf (the OCS paper's Fig. 3)."""
+        from dcbench import SpecError
         from dcbench.plugins.allocators.a2c_multistep.phi_sweep import phi_sweep
 
         try:
             values = [float(c) for c in costs.split(",")]
             seed_list = [int(s) for s in seeds.split(",")]
         except ValueError:
-            raise click.BadParameter("--costs and --seeds take comma-separated numbers") from None
+            raise SpecError(f"--costs and --seeds take comma-separated numbers (--costs {costs!r}, --seeds "
+                            f"{seeds!r}), e.g. --costs 0,10,50 --seeds 0,1,2") from None
         table = phi_sweep(topology, workload, values, steps, seed_list, requests, out, click.echo, episode_jobs,
                           allocator)
         click.echo(f"table: {table}\nplot: {table.with_suffix('.png')}")

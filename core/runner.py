@@ -134,6 +134,8 @@ class Runner:
             seed: int = 0, progress: Callable[[int], None] | None = None) -> RunResult:
         from dcbench import __version__
 
+        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+            raise SpecError(f"a seed is a non-negative integer, got {seed!r}")
         plan = self.resolve(allocator, topology, workload, requests)
         network: Network = plan["network"]
         n_requests: int = plan["requests"]

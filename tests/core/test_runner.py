@@ -94,3 +94,9 @@ def test_an_allocator_that_cannot_serve_the_demand_kind_is_refused(runner, monke
     monkeypatch.setattr(runner.registry, "build", fake_build)
     with pytest.raises(IncompatibleError, match="serves pool demands but workload 'jobs' makes job demands"):
         runner.run("tetris", "tiered:8,1x4", requests=8)
+
+
+@pytest.mark.parametrize("seed", [-1, 1.5, "3", True])
+def test_a_seed_is_a_non_negative_integer(runner, seed):
+    with pytest.raises(SpecError, match="a seed is a non-negative integer, got"):
+        runner.run("tetris", "tiered:8,1x4", requests=4, seed=seed)

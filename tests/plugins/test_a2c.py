@@ -203,9 +203,13 @@ def test_phi_sweep_checks_its_output_folder_before_training(tmp_path):
                                       "--out", str(blocker / "phi")])
     assert result.exit_code == 2 and "cannot write results to" in result.output and "--out" in result.output
     assert blocker.read_text() == "a file, not a folder"
-    result = CliRunner().invoke(cli, ["phi-sweep", "-t", TOPOLOGY, "--costs", "0,ten", "--out", str(tmp_path)])
-    assert result.exit_code == 2 and result.output.startswith("Error: --costs and --seeds take comma-separated")
-    assert len(result.output.strip().splitlines()) == 1
+    for args, fragment in ((["--costs", "0,ten"], "--costs and --seeds take comma-separated numbers"),
+                           (["--steps", "0"], "--steps must be at least 1, got 0"),
+                           (["--episode-jobs", "0"], "--episode-jobs must be at least 1, got 0"),
+                           (["--seeds", "0,-1"], "--seeds must be at least 0, got -1")):
+        result = CliRunner().invoke(cli, ["phi-sweep", "-t", TOPOLOGY, *args, "--out", str(tmp_path / "phi")])
+        assert result.exit_code == 2 and result.output.startswith(f"Error: {fragment}")
+        assert len(result.output.strip().splitlines()) == 1 and not (tmp_path / "phi").exists()
 
 
 def _trainer(options: dict[str, str]):

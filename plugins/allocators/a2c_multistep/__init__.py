@@ -50,6 +50,10 @@ def register_commands(cli):
         except ValueError:
             raise SpecError(f"--costs and --seeds take comma-separated numbers (--costs {costs!r}, --seeds "
                             f"{seeds!r}), e.g. --costs 0,10,50 --seeds 0,1,2") from None
+        for option, value, least in (("--steps", steps, 1), ("--episode-jobs", episode_jobs, 1),
+                                     ("--seeds", min(seed_list), 0)):
+            if value < least:
+                raise SpecError(f"{option} must be at least {least}, got {value}")
         table = phi_sweep(topology, workload, values, steps, seed_list, requests, out, click.echo, episode_jobs,
                           allocator)
         click.echo(f"table: {table}\nplot: {table.with_suffix('.png')}")

@@ -29,7 +29,7 @@ from dcbench.requests import CONNECTIVITY_RULES, Request, RequestSequence, Workl
 from dcbench.results import check_writable, curve_columns, write_atomic, write_table_atomic, write_text_atomic
 from dcbench.routing import WEIGHTINGS, WeightedRouter
 from dcbench.runner import Runner, RunResult
-from dcbench.spec import Param, Spec, config_options
+from dcbench.spec import Param, Range, Spec, config_options
 from dcbench.stats import mean_ci
 from dcbench.suite import Scenario, Suite
 
@@ -37,7 +37,7 @@ __all__ = [
     "__version__",
     "Allocation", "Allocator", "AllocatorError", "CONNECTIVITY_RULES", "DcbenchError",
     "IncompatibleError", "JobAllocator", "JobBuilder", "Network", "Param", "PathCatalogue", "PluginError",
-    "PoolAllocator", "PoolAndJobAllocator", "PoolBuilder", "RECONFIGURE_PARAM", "Reject", "Request",
+    "PoolAllocator", "PoolAndJobAllocator", "PoolBuilder", "RECONFIGURE_PARAM", "Range", "Reject", "Request",
     "RequestSequence", "ResultsError", "Route", "RunResult", "RunTables", "Runner", "SPREAD_LEVELS", "Scenario",
     "Spec", "SpecError", "State", "Suite", "Swap", "Topology", "UnknownPluginError", "WEIGHTINGS",
     "WeightedRouter", "Workload", "check_allocation", "check_writable", "config_options", "curve_columns", "describe",

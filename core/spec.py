@@ -179,12 +179,33 @@ def resolved_spec(name: str, values: Mapping[str, Any]) -> str:
     return name + (":" + ",".join(items) if items else "")
 
 
+@dataclass(frozen=True)
+class Range:
+    """The values a numeric training option may take: from ``low`` (excluded
+    where ``above``) to ``high``, either end open when None."""
+
+    low: float | None = None
+    high: float | None = None
+    above: bool = False
+
+    def violation(self, value: float) -> str | None:
+        """What ``value`` must be instead, or None when it is in range."""
+        if self.low is not None and (value <= self.low if self.above else value < self.low):
+            low = f"greater than {format_value(self.low)}" if self.above else f"at least {format_value(self.low)}"
+            return low + (f" and at most {format_value(self.high)}" if self.high is not None else "")
+        if self.high is not None and value > self.high:
+            return f"at most {format_value(self.high)}"
+        return None
+
+
 def config_options(config_class: type, options: Mapping[str, str] | None, owner: str) -> dict[str, Any]:
     """``allocator:key=value`` training options, typed as the fields of a
-    trainer's configuration dataclass (``steps`` has its own CLI option)."""
+    trainer's configuration dataclass (``steps`` has its own CLI option)
+    and checked against its ``LIMITS`` (a `Range` per numeric field)."""
     from dataclasses import fields
 
     known = {f.name: str(f.type) for f in fields(config_class) if f.name != "steps"}
+    limits: Mapping[str, Range] = getattr(config_class, "LIMITS", {})
     parsed: dict[str, Any] = {}
     for key, text in (options or {}).items():
         if key not in known:
@@ -195,4 +216,7 @@ def config_options(config_class: type, options: Mapping[str, str] | None, owner:
         except ValueError:
             name = "yes or no" if kind is parse_bool else kind.__name__
             raise SpecError(f"{owner}: {key}={text!r} is not {name}") from None
+        problem = limits[key].violation(parsed[key]) if key in limits else None
+        if problem:
+            raise SpecError(f"{owner}: {key}={text!r} must be {problem}")
     return parsed

@@ -70,3 +70,12 @@ def test_required_parameter():
 def test_spec_round_trips_through_str():
     spec = Spec.parse("tiered:32,1x4,pods=8")
     assert Spec.parse(str(spec)) == spec
+
+
+def test_a_range_says_what_a_value_must_be():
+    from dcbench import Range
+
+    assert Range(1).violation(0) == "at least 1" and Range(1).violation(1) is None
+    assert Range(0, above=True).violation(0) == "greater than 0" and Range(0, above=True).violation(1e-9) is None
+    assert Range(0, 1).violation(-0.5) == "at least 0 and at most 1" and Range(0, 1).violation(1.5) == "at most 1"
+    assert Range(0, 1).violation(0) is None and Range(0, 1).violation(1) is None

@@ -1,4 +1,5 @@
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -289,6 +290,27 @@ def test_training_options_are_typed_and_checked(tmp_path):
         train("tiered:8,1x4", steps=1, out=tmp_path / "x.pt", options={"epochs": "three"})
     with pytest.raises(SpecError, match="fit_hint and fit_last_hint are two choices of the one sixth hint"):
         train("tiered:8,1x4", steps=1, out=tmp_path / "x.pt", options={"fit_hint": "yes", "fit_last_hint": "yes"})
+    assert not (tmp_path / "x.pt").exists() and not (tmp_path / "x.pt.train").exists()
+
+
+@pytest.mark.parametrize("options, fragment", [
+    ({"envs": "0"}, "gnn_ppo: envs='0' must be at least 1"),
+    ({"minibatch": "0"}, "gnn_ppo: minibatch='0' must be at least 1"),
+    ({"learning_rate": "-1"}, "gnn_ppo: learning_rate='-1' must be greater than 0"),
+    ({"gamma": "2"}, "gnn_ppo: gamma='2' must be at most 1"),
+    ({"clip": "0"}, "gnn_ppo: clip='0' must be greater than 0"),
+    ({"validate_every": "0"}, "gnn_ppo: validate_every='0' must be at least 1"),
+    ({"batch": "4"}, "gnn_ppo: batch=4 must be at least envs=8"),
+    ({"teacher": "ccf"}, "gnn_ppo: teacher='ccf' is not a heuristic that picks servers one at a time; "
+                         "a teacher is one of bestfit, nalb, nulb, random, tetris"),
+    ({"teacher": "gnn_ppo"}, "gnn_ppo: teacher='gnn_ppo' is not a heuristic"),
+])
+def test_training_options_out_of_range_are_refused_before_training(tmp_path, options, fragment):
+    from dcbench import SpecError
+
+    # Each of these crashed deep in training, or trained forever, before it was checked.
+    with pytest.raises(SpecError, match=re.escape(fragment)):
+        train("tiered:8,1x4", steps=1, out=tmp_path / "x.pt", options=options)
     assert not (tmp_path / "x.pt").exists() and not (tmp_path / "x.pt.train").exists()
 
 

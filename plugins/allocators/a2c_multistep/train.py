@@ -28,12 +28,12 @@ import sys
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, ClassVar
 
 import numpy as np
 import torch
 
-from dcbench import SpecError, config_options, curve_columns, save_figure, write_table_atomic
+from dcbench import Range, SpecError, config_options, curve_columns, save_figure, write_table_atomic
 from dcbench.envs import AllocationEnv
 from dcbench.plugins.allocators.a2c_multistep.model import ACTORS, ActorCritic
 from dcbench.plugins.allocators.checkpoint_files import (resume_training_state, save_checkpoint,
@@ -79,6 +79,15 @@ class A2CConfig:
                                         # episodes and export the weights with the lowest blocking (early stopping)
     validation_jobs: int = 0            # > 0: a validation episode is the workload's warm-up and then this many
                                         # jobs, scored on those alone as the suites score (0: episode_jobs, all)
+
+    LIMITS: ClassVar[dict[str, Range]] = {
+        **dict.fromkeys(("window", "hidden", "layers", "episode_jobs"), Range(1)),
+        **dict.fromkeys(("reconfiguration_cost", "entropy_coef", "epsilon_step", "imitation_jobs", "imitation_epochs",
+                         "target_entropy", "entropy_coef_step", "actor_learning_rate", "max_grad_norm",
+                         "validation_episodes", "validation_jobs"), Range(0)),
+        **dict.fromkeys(("alpha", "learning_rate", "reward_scale"), Range(0, above=True)),
+        "gamma": Range(0, 1), "epsilon_min": Range(0, 1),
+    }
 
 
 def parse_options(options: dict[str, str] | None) -> dict[str, Any]:

@@ -25,12 +25,12 @@ import sys
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, ClassVar
 
 import numpy as np
 import torch
 
-from dcbench import ResultsError, SpecError, config_options, get_registry, save_figure
+from dcbench import Range, ResultsError, SpecError, config_options, get_registry, save_figure
 from dcbench.envs import AllocationEnv
 from dcbench.plugins.allocators.checkpoint_files import (resume_training_state, save_checkpoint,
                                                           save_training_state, write_record)
@@ -81,6 +81,30 @@ class PPOConfig:
     fit_last_hint: bool = False
     validation_episodes: int = 32
     validate_every: int = 5
+
+    LIMITS: ClassVar[dict[str, Range]] = {
+        **dict.fromkeys(("envs", "batch", "minibatch", "epochs", "episode_requests", "teacher_trial_episodes",
+                         "dagger_episodes", "dagger_epochs", "validate_every"), Range(1)),
+        **dict.fromkeys(("imitation_episodes", "imitation_epochs", "dagger_rounds", "validation_episodes",
+                         "value_coef", "entropy_coef", "kl_coef"), Range(0)),
+        **dict.fromkeys(("learning_rate", "imitation_learning_rate", "clip", "reward_scale", "kl_target",
+                         "max_grad_norm"), Range(0, above=True)),
+        "gamma": Range(0, 1), "gae_lambda": Range(0, 1),
+    }
+
+
+def check_teacher(spec: str) -> None:
+    """A teacher is a pool heuristic (it picks a server per step and needs no
+    checkpoint); anything else is a `SpecError`."""
+    from dcbench import PoolAllocator
+
+    registry = get_registry()
+    teacher = registry.build("allocator", spec).obj
+    if not isinstance(teacher, PoolAllocator) or registry.get("allocator", spec.split(":")[0]).extra.get("learned"):
+        pools = sorted(name for name, entry in registry.entries("allocator").items()
+                       if "pool" in entry.extra.get("demands", ("pool",)) and not entry.extra.get("learned"))
+        raise SpecError(f"gnn_ppo: teacher={spec!r} is not a heuristic that picks servers one at a time; "
+                        f"a teacher is one of {', '.join(pools)}")
 
 
 def teacher_choice(teacher: Any, builder: Any) -> int:
@@ -138,6 +162,11 @@ class Trainer:
         if config.fit_hint and config.fit_last_hint:
             raise SpecError("gnn_ppo: fit_hint and fit_last_hint are two choices of the one sixth hint; "
                             "set at most one")
+        if config.batch < config.envs:
+            raise SpecError(f"gnn_ppo: batch={config.batch} must be at least envs={config.envs} "
+                            "(each environment takes batch / envs steps an iteration)")
+        if config.teacher != "best":
+            check_teacher(config.teacher)
         hint_count = EXTRA_FEATURES if config.fit_hint or config.fit_last_hint else 5
         sixth_hint = "fit_last" if config.fit_last_hint else "bestfit"
         if config.hints:

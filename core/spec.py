@@ -105,6 +105,7 @@ class Param:
     choices: tuple[Any, ...] | None = None
     positional: bool = False
     minimum: float | None = None
+    above: bool = False  # the minimum itself is excluded: minimum=0, above=True for "greater than 0"
 
     @property
     def required(self) -> bool:
@@ -120,8 +121,9 @@ class Param:
         if self.choices is not None and value not in self.choices:
             allowed = ", ".join(format_value(c) for c in self.choices)
             raise SpecError(f"{owner}: {self.name}={raw!r} is not one of {allowed}")
-        if self.minimum is not None and value < self.minimum:
-            raise SpecError(f"{owner}: {self.name}={raw!r} must be at least {format_value(self.minimum)}")
+        problem = Range(self.minimum, above=self.above).violation(value) if self.minimum is not None else None
+        if problem:
+            raise SpecError(f"{owner}: {self.name}={raw!r} must be {problem}")
         return value
 
     def describe(self) -> str:

@@ -118,7 +118,7 @@ def register_allocators(register):
         "(servers for pools, racks for jobs)",
         params=[
             Param("penalty", float, 0.9, "score factor for servers outside the last pick's rack", minimum=0),
-            Param("scale", float, 10.0, "divisor of CPU and memory in the score", minimum=1e-9),
+            Param("scale", float, 10.0, "divisor of CPU and memory in the score", minimum=0, above=True),
             Param("fit_last", bool, False, "the tightest server that completes a request, in its racks "
                   "(not in the paper)"),
         ],

@@ -25,11 +25,11 @@ RESOURCES = ("cpu", "mem", "disk")
 PARAMS = [
     Param("tors", int, 16, "ToR switches (racks)", positional=True, minimum=2),
     Param("servers", int, 32, "servers per ToR", minimum=1),
-    Param("cpu", float, 32.0, "CPU cores per server", minimum=1e-9),
-    Param("mem", float, 256.0, "memory per server (GB)", minimum=1e-9),
-    Param("disk", float, 3584.0, "disk per server (GB)", minimum=1e-9),
+    Param("cpu", float, 32.0, "CPU cores per server", minimum=0, above=True),
+    Param("mem", float, 256.0, "memory per server (GB)", minimum=0, above=True),
+    Param("disk", float, 3584.0, "disk per server (GB)", minimum=0, above=True),
     Param("ports", int, 15, "OCS output ports (and as many input ports) per ToR", minimum=1),
-    Param("port_gbps", float, 40.0, "capacity of a port, i.e. of one circuit (Gbps)", minimum=1e-9),
+    Param("port_gbps", float, 40.0, "capacity of a port, i.e. of one circuit (Gbps)", minimum=0, above=True),
     Param("reconfigurable", bool, True, "whether circuits may be re-pointed during the run"),
     Param("max_hops", int, 1, "circuits a flow may cross: 1 (the paper's direct rack-to-rack bandwidth) "
           "or 2 (ToRs relay)", choices=(1, 2)),

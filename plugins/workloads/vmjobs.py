@@ -25,8 +25,8 @@ VM_TYPES = np.array([[4, 15, 80], [16, 32, 320], [16, 122, 320], [16, 122, 3200]
 PATTERNS = ("ring", "all")
 
 PARAMS = [
-    Param("load", float, 66.0, "offered load in Erlangs: mean holding time × arrival rate", minimum=1e-9),
-    Param("rate", float, 1.0, "job arrivals per time unit", minimum=1e-9),
+    Param("load", float, 66.0, "offered load in Erlangs: mean holding time × arrival rate", minimum=0, above=True),
+    Param("rate", float, 1.0, "job arrivals per time unit", minimum=0, above=True),
     Param("min_vms", int, 10, "fewest VMs in a job", minimum=1),
     Param("max_vms", int, 21, "most VMs in a job", minimum=1),
     Param("min_gbps", float, 6.0, "slowest flow between two VMs (Gbps)", minimum=0),

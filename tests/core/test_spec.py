@@ -79,3 +79,12 @@ def test_a_range_says_what_a_value_must_be():
     assert Range(0, above=True).violation(0) == "greater than 0" and Range(0, above=True).violation(1e-9) is None
     assert Range(0, 1).violation(-0.5) == "at least 0 and at most 1" and Range(0, 1).violation(1.5) == "at most 1"
     assert Range(0, 1).violation(0) is None and Range(0, 1).violation(1) is None
+
+
+def test_a_parameter_that_must_be_positive_says_so():
+    from dcbench import Param
+
+    scale = Param("scale", float, 10.0, minimum=0, above=True)
+    assert scale.convert("tetris", "0.5") == 0.5
+    with pytest.raises(SpecError, match=r"tetris: scale='0' must be greater than 0$"):
+        scale.convert("tetris", "0")

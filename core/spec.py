@@ -183,8 +183,8 @@ def resolved_spec(name: str, values: Mapping[str, Any]) -> str:
 
 @dataclass(frozen=True)
 class Range:
-    """The values a numeric training option may take: from ``low`` (excluded
-    where ``above``) to ``high``, either end open when None."""
+    """The values a numeric parameter or training option may take: from
+    ``low`` (excluded where ``above``) to ``high``, either end open when None."""
 
     low: float | None = None
     high: float | None = None

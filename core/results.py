@@ -158,6 +158,8 @@ def read_sweep_summary(results: Path) -> Any:
     `report` and the leaderboard read); a folder of single runs, or one run,
     is a one-line error that says what to give instead."""
     hint = "give the folder a `dcbench sweep` wrote (its --out, results/<suite> by default)"
+    if not results.exists():
+        raise ResultsError(f"no results folder '{results}'; {hint}")
     if not (results / "summary.parquet").exists() and results.is_dir() \
             and any((child / "summary.parquet").exists() for child in results.iterdir()):
         raise ResultsError(f"'{results}' holds single runs, not a sweep; {hint}")

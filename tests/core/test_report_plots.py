@@ -155,6 +155,9 @@ def test_plot_and_report_from_a_sweep(tmp_path):
 
 
 def test_report_on_a_folder_without_results(tmp_path):
+    result = CliRunner().invoke(cli, ["report", str(tmp_path / "nara2022")])
+    assert result.exit_code == 2 and f"no results folder '{tmp_path / 'nara2022'}'; give the folder a " \
+        "`dcbench sweep` wrote" in result.output
     result = CliRunner().invoke(cli, ["report", str(tmp_path)])
     assert result.exit_code == 2 and "missing results file" in result.output
     (tmp_path / "summary.parquet").write_bytes(b"garbage")

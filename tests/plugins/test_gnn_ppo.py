@@ -94,7 +94,8 @@ def _mean_acceptance(runner, allocator, topology, seeds):
                for seed in seeds) / len(seeds)
 
 
-# Seeds 100.. are neither the suites' test seeds (0..4) nor training or in-training validation seeds.
+# Seeds 100.. are the ones the shipped checkpoints were chosen on (docs/learned/gnn_ppo.md): not the suites'
+# test seeds (0..4), not training or in-training validation seeds.
 @pytest.mark.parametrize("topology", ["tiered:8,1x16", "tiered:16,1x8"])
 def test_the_shipped_agent_beats_the_paper_heuristics_where_it_gains_most(runner, topology):
     agent = _mean_acceptance(runner, "gnn_ppo", topology, range(100, 103))

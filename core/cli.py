@@ -328,7 +328,9 @@ def train(allocator: str, topology: str, workload: str | None, steps: int | None
           out: Path | None, quiet: bool) -> None:
     """Train a learned allocator's checkpoint (resumes an interrupted run)."""
     from dcbench.registry import PluginEntry
+    from dcbench.results import check_writable
     from dcbench.runner import Runner
+    from dcbench.spec import Spec
 
     registry = load_registry()
     entry = registry.get("allocator", allocator.split(":")[0])
@@ -345,13 +347,9 @@ def train(allocator: str, topology: str, workload: str | None, steps: int | None
     at_least("--steps", steps, 1)
     at_least("--seed", seed, 0)
     out = out or Path("checkpoints") / f"{entry.name}-{topology.replace(':', '-').replace(',', '-')}.pt"
-    from dcbench.results import check_writable
-
     check_writable(out.parent, "the checkpoint")  # before training, not after it
     if out.is_dir():
         raise UserError(f"--out {out} is a folder; give the checkpoint's file name, e.g. {out / 'model.pt'}")
-    from dcbench.spec import Spec
-
     options = dict(Spec.parse(allocator).kwargs)
     extra = {"options": options} if options else {}
     last: dict[str, str] = {}

@@ -11,6 +11,7 @@ from typing import Any, Mapping, Sequence
 
 from dcbench.errors import DcbenchError
 from dcbench.report import labels as allocator_labels
+from dcbench.results import check_writable, write_atomic
 from dcbench.stats import mean_ci
 
 # The papers' colours: agent blue, Tetris orange, NALB green, NULB red, random purple;
@@ -203,8 +204,6 @@ def plot_jobs(rows: list[dict[str, Any]], out_dir: Path, name: str, defaults: Ma
 
 def save_figure(figure: Any, path: Path, dpi: int) -> None:
     """Save as PNG atomically: an interrupted save leaves the previous figure whole."""
-    from dcbench.results import write_atomic
-
     write_atomic(path, lambda temporary: figure.savefig(temporary, dpi=dpi, format="png"))
 
 
@@ -213,8 +212,6 @@ def plot_sweep(rows: list[dict[str, Any]], out_dir: Path, name: str, defaults: M
     """The papers' figures for a sweep: Figs. 2, 3, 5 and 8 of the tiered
     papers, or Figs. 5-7 of the OCS paper for a sweep of jobs. Allocators
     are named as in the report (`dcbench.report.labels`)."""
-    from dcbench.results import check_writable
-
     check_writable(out_dir, "plots")
     if rows and "reconfigurations_per_job" in rows[0]:
         return plot_jobs(rows, out_dir, name, defaults)

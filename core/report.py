@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from dcbench.errors import ResultsError, SpecError
+from dcbench.results import write_text_atomic
 from dcbench.spec import Spec, bind, resolved_spec
 from dcbench.stats import format_ci, mean_ci
 
@@ -190,8 +191,6 @@ def report(rows: list[dict[str, Any]], title: str, primary: str, higher_is_bette
 def write_between_markers(path: Path, text: str, section: str = "") -> None:
     """Replace the generated part of ``path`` (between the markers), keeping
     the prose around it; the file is replaced whole or not at all."""
-    from dcbench.results import write_text_atomic
-
     start, end = (START, END) if not section else (START.replace(":", f" {section}:"), END.replace(":", f" {section}:"))
     block = f"{start}\n{text}\n{end}"
     try:

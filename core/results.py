@@ -47,8 +47,11 @@ def check_writable(out_dir: Path, what: str = "results") -> None:
         with tempfile.NamedTemporaryFile(dir=out_dir, prefix=".dcbench-probe-"):
             pass
     except OSError as exc:
-        raise ResultsError(f"cannot write {what} to '{out_dir}': {exc.strerror or exc}; "
-                           "choose another folder with --out") from None
+        raise _cannot_write(what, out_dir, exc) from None
+
+
+def _cannot_write(what: str, out_dir: Path, exc: OSError) -> ResultsError:
+    return ResultsError(f"cannot write {what} to '{out_dir}': {exc.strerror or exc}; choose another folder with --out")
 
 
 def write_run(out_dir: Path, run_id: str, tables: Mapping[str, Mapping[str, Any]],
@@ -61,8 +64,7 @@ def write_run(out_dir: Path, run_id: str, tables: Mapping[str, Mapping[str, Any]
         out_dir.mkdir(parents=True, exist_ok=True)
         staging = staging_folder(target)
     except OSError as exc:
-        raise ResultsError(f"cannot write results to '{out_dir}': {exc.strerror or exc}; "
-                           "choose another folder with --out") from None
+        raise _cannot_write("results", out_dir, exc) from None
     try:
         for name in TABLES:
             pq.write_table(to_arrow(tables[name], provenance), staging / f"{name}.parquet")

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from dcbench.errors import DcbenchError, ResultsError, SpecError
-from dcbench.results import is_complete, read_table, write_table_atomic
+from dcbench.results import is_complete, provenance_of, read_table, write_table_atomic
 from dcbench.runner import Runner, run_hash
 from dcbench.suite import Suite
 
@@ -197,8 +197,6 @@ def previous_sweep(out_dir: Path, suite: Suite, allocators: Sequence[str]) -> li
     """Check that ``out_dir`` holds no sweep of another suite (its summary
     would be replaced by this one's); the allocators of an earlier sweep of
     this suite that this one leaves out of the summary (their run folders stay)."""
-    from dcbench.results import provenance_of
-
     summary = out_dir / SUMMARY
     if not summary.exists():
         return []

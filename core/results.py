@@ -42,6 +42,9 @@ def to_arrow(columns: Mapping[str, Any], provenance: Mapping[str, Any]) -> Any:
 
 def check_writable(out_dir: Path, what: str = "results") -> None:
     """Fail early, before any work, if ``out_dir`` cannot hold ``what``."""
+    if out_dir.exists() and not out_dir.is_dir():
+        raise ResultsError(f"cannot write {what} to '{out_dir}': it is a file, not a folder; "
+                           "choose another folder with --out")
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile(dir=out_dir, prefix=".dcbench-probe-"):
@@ -162,9 +165,12 @@ def read_sweep_summary(results: Path) -> Any:
     hint = "give the folder a `dcbench sweep` wrote (its --out, results/<suite> by default)"
     if not results.exists():
         raise ResultsError(f"no results folder '{results}'; {hint}")
-    if not (results / "summary.parquet").exists() and results.is_dir() \
-            and any((child / "summary.parquet").exists() for child in results.iterdir()):
-        raise ResultsError(f"'{results}' holds single runs, not a sweep; {hint}")
+    if not results.is_dir():
+        raise ResultsError(f"'{results}' is a file, not a results folder; {hint}")
+    if not (results / "summary.parquet").exists():
+        if any((child / "summary.parquet").exists() for child in results.iterdir()):
+            raise ResultsError(f"'{results}' holds single runs, not a sweep; {hint}")
+        raise ResultsError(f"'{results}' holds no dcbench results (no summary.parquet); {hint}")
     table = read_table(results / "summary.parquet")
     if "scenario" not in table.column_names:
         raise ResultsError(f"'{results}' is a single run, not a sweep; {hint}")

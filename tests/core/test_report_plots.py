@@ -159,7 +159,10 @@ def test_report_on_a_folder_without_results(tmp_path):
     assert result.exit_code == 2 and f"no results folder '{tmp_path / 'nara2022'}'; give the folder a " \
         "`dcbench sweep` wrote" in result.output
     result = CliRunner().invoke(cli, ["report", str(tmp_path)])
-    assert result.exit_code == 2 and "missing results file" in result.output
+    assert result.exit_code == 2 and f"'{tmp_path}' holds no dcbench results (no summary.parquet)" in result.output
+    (tmp_path / "notes.txt").write_text("not results")
+    result = CliRunner().invoke(cli, ["plot", str(tmp_path / "notes.txt")])
+    assert result.exit_code == 2 and "is a file, not a results folder; give the folder" in result.output
     (tmp_path / "summary.parquet").write_bytes(b"garbage")
     result = CliRunner().invoke(cli, ["plot", str(tmp_path)])
     assert result.exit_code == 2 and "corrupt results file" in result.output

@@ -54,6 +54,9 @@ def test_unwritable_folder(tmp_path):
     blocker.write_text("not a folder")
     with pytest.raises(ResultsError, match="cannot write results to .*choose another folder with --out"):
         check_writable(blocker / "results")
+    with pytest.raises(ResultsError, match=r"cannot write results to '.*file': it is a file, not a folder; choose"):
+        check_writable(blocker)
+    assert blocker.read_text() == "not a folder"
 
 
 def test_corrupt_and_missing_files(tmp_path):

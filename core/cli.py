@@ -313,6 +313,16 @@ def report(results: Path, out: Path | None, section: str | None) -> None:
         click.echo(f"updated {out}")
 
 
+def example_topology(registry: Any, demands: tuple[str, ...]) -> str | None:
+    """The first suite scenario's topology whose workload makes one of ``demands``."""
+    for suite in registry.entries("suite").values():
+        for scenario in suite.scenarios:
+            if scenario.workload is not None \
+                    and getattr(registry.build("workload", scenario.workload).obj, "kind", "pool") in demands:
+                return scenario.topology
+    return None
+
+
 @cli.command()
 @click.option("--allocator", "-a", required=True, help="A learned allocator (see `dcbench list allocators`).")
 @click.option("--topology", "-t", required=True, help="Topology spec to train on.")
@@ -340,9 +350,13 @@ def train(allocator: str, topology: str, workload: str | None, steps: int | None
                         f"trainable allocators: {', '.join(learned) or 'none'}")
     plan = Runner(registry).resolve("random", topology, workload)  # check the scenario before training
     kind = getattr(plan["workload_obj"], "kind", "pool")
-    if kind not in entry.extra.get("demands", ("pool",)):
-        raise UserError(f"{entry.name} learns {'/'.join(entry.extra.get('demands', ('pool',)))} demands; "
-                        f"workload {plan['workload'].split(':')[0]!r} makes {kind} demands")
+    demands = tuple(entry.extra.get("demands", ("pool",)))
+    if kind not in demands:
+        example = example_topology(registry, demands)
+        raise UserError(f"{entry.name} learns {'/'.join(demands)} demands but workload "
+                        f"{plan['workload'].split(':')[0]!r} makes {kind} demands; "
+                        + (f"train it on a topology that serves them, e.g. -t {example}" if example
+                           else "give a workload that makes them with -w"))
     trainer = PluginEntry("trainer", entry.name, entry.extra["trainer"], plugin=entry.plugin).load()
     at_least("--steps", steps, 1)
     at_least("--seed", seed, 0)

@@ -117,7 +117,9 @@ def test_a_damaged_training_state_is_a_clear_error_and_is_left_alone(tmp_path, d
 @pytest.mark.parametrize("args, fragment", [
     (["-a", "a2c_multistep:bogus=1", "-t", TOPOLOGY], "unknown training option 'bogus'. Known training options:"),
     (["-a", "a2c_multistep:gamma=high", "-t", TOPOLOGY], "gamma='high' is not float"),
-    (["-a", "a2c_multistep", "-t", "tiered:8,1x4"], "learns job demands"),
+    (["-a", "a2c_multistep", "-t", "tiered:8,1x4"],
+     "learns job demands but workload 'uniform' makes pool demands; train it on a topology that serves them, "
+     "e.g. -t ocs:16"),
     (["-a", "a2c_multistep:state=rich", "-t", TOPOLOGY], "state='rich' is not one of paper, placement"),
     (["-a", "a2c_multistep:actor=wide", "-t", TOPOLOGY], "actor='wide' is not one of dense, shared"),
     (["-a", "a2c_multistep:imitation_jobs=1,window=500", "-t", TOPOLOGY], "fewer than the window of 500"),
@@ -185,12 +187,14 @@ def test_phi_sweep_trains_and_tests_one_checkpoint_per_cost(tmp_path):
     ("a2c_multistep:reconfiguration_cost=3", "phi-sweep sets reconfiguration_cost itself"),
     ("gnn_ppo", "phi-sweep trains a2c_multistep, not 'gnn_ppo'"),
     ("a2c_multistep:bogus=1", "unknown training option 'bogus'. Known training options:"),
+    ("a2c_multistep", "topology 'tiered' serves pool demands; give an optical one, e.g. -t ocs:16"),
 ])
 def test_phi_sweep_refuses_a_bad_training_spec(tmp_path, allocator, fragment):
     from dcbench import get_registry
 
     get_registry().call_each("register_commands", cli=cli)
-    result = CliRunner().invoke(cli, ["phi-sweep", "-a", allocator, "-t", TOPOLOGY, "-w", WORKLOAD, "--costs", "0",
+    topology, workload = ("tiered:8,1x4", "uniform") if "tiered" in fragment else (TOPOLOGY, WORKLOAD)
+    result = CliRunner().invoke(cli, ["phi-sweep", "-a", allocator, "-t", topology, "-w", workload, "--costs", "0",
                                       "--steps", "10", "--out", str(tmp_path / "phi")])
     assert result.exit_code == 2 and fragment in result.output
     assert not list((tmp_path / "phi").glob("*.pt"))

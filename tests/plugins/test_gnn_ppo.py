@@ -244,6 +244,10 @@ def test_train_command_and_its_errors(tmp_path, monkeypatch):
     assert refused.exit_code == 2 and "is not trained; trainable allocators: a2c_multistep, gnn_ppo" in refused.output
     bad = CliRunner().invoke(cli, ["train", "-a", "gnn_ppo", "-t", "tiered:8,1x3"])
     assert bad.exit_code == 2 and "not one of" in bad.output
+    optical = CliRunner().invoke(cli, ["train", "-a", "gnn_ppo", "-t", "ocs:16"])
+    assert optical.exit_code == 2 and optical.output == (
+        "Error: gnn_ppo learns pool demands but workload 'vmjobs' makes job demands; "
+        "train it on a topology that serves them, e.g. -t tiered:8,1x1\n")
 
 
 def test_other_weights_make_another_run(runner, random_checkpoint, tmp_path):

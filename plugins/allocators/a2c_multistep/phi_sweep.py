@@ -11,7 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable
 
-from dcbench import Runner, Spec, SpecError, check_writable, mean_ci, pyplot, save_figure, write_table_atomic
+from dcbench import (IncompatibleError, Runner, Spec, SpecError, check_writable, mean_ci, pyplot, save_figure,
+                     write_table_atomic)
 
 
 def phi_sweep(topology: str, workload: str, costs: list[float], steps: int, seeds: list[int],
@@ -28,8 +29,13 @@ def phi_sweep(topology: str, workload: str, costs: list[float], steps: int, seed
         raise SpecError("phi-sweep sets reconfiguration_cost itself: give the values with --costs")
     options.setdefault("episode_jobs", str(episode_jobs))
 
-    check_writable(out)  # before the first training, not after it
     runner = Runner()
+    topology_spec, network = runner.network(topology)
+    if "job" not in network.demand_kinds:
+        raise IncompatibleError(f"phi-sweep trains a2c_multistep, which serves job demands, but topology "
+                                f"{topology_spec.split(':')[0]!r} serves {'/'.join(network.demand_kinds)} "
+                                "demands; give an optical one, e.g. -t ocs:16")
+    check_writable(out)  # before the first training, not after it
     rows: list[dict[str, Any]] = []
     for cost in costs:
         checkpoint = out / f"phi-{cost:g}.pt"

@@ -106,6 +106,7 @@ class Param:
     positional: bool = False
     minimum: float | None = None
     above: bool = False  # the minimum itself is excluded: minimum=0, above=True for "greater than 0"
+    maximum: float | None = None
 
     @property
     def required(self) -> bool:
@@ -121,7 +122,8 @@ class Param:
         if self.choices is not None and value not in self.choices:
             allowed = ", ".join(format_value(c) for c in self.choices)
             raise SpecError(f"{owner}: {self.name}={raw!r} is not one of {allowed}")
-        problem = Range(self.minimum, above=self.above).violation(value) if self.minimum is not None else None
+        problem = Range(self.minimum, self.maximum, self.above).violation(value) \
+            if self.type in (int, float) else None
         if problem:
             raise SpecError(f"{owner}: {self.name}={raw!r} must be {problem}")
         return value

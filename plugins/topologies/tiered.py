@@ -16,6 +16,8 @@ from dcbench import Param, Scenario, Suite, Topology, hookimpl
 # Oversubscription label -> (RA, AC) channel multipliers of the SR channels.
 RATIOS = {"1x1": (8.0, 8.0), "1x4": (4.0, 2.0), "1x8": (4.0, 1.0), "1x16": (2.0, 0.5)}
 
+MAX_SERVERS = 1 << 20
+
 PARAMS = [
     Param("channels", int, None, "channels per server-rack link (n)", positional=True, minimum=1),
     Param("ratio", str, None, "oversubscription label", choices=tuple(RATIOS), positional=True),
@@ -61,6 +63,10 @@ def build(channels=None, ratio=None, pods=2, racks=2, servers=16, cpu=16, mem=16
     import networkx as nx
 
     sr_channels, ra_channels, ac_channels = channel_counts(channels, ratio, sr, ra, ac)
+    if pods * racks * servers > MAX_SERVERS:
+        raise ValueError(f"pods × racks × servers come to {pods * racks * servers:,} servers, more than the "
+                         f"{MAX_SERVERS:,} a tiered fabric may have (about 2 GB, half a minute to compile); "
+                         "give fewer pods, racks or servers")
     cores_per_plane = max(1, racks // 2)
     graph = nx.Graph()
     server_names, rack_of, pod_of = [], [], []

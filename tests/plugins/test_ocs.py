@@ -52,7 +52,8 @@ def test_scaled_networks_and_parameters():
 
 
 @pytest.mark.parametrize("spec, fragment", [
-    ("ocs:1", "tors"), ("ocs:16,ports=0", "ports"), ("ocs:16,reconfigurable=maybe", "yes or no"),
+    ("ocs:1", "tors='1' must be at least 2 and at most 2048"), ("ocs:4096", "tors='4096' must be at most 2048"),
+    ("ocs:16,ports=0", "ports"), ("ocs:16,reconfigurable=maybe", "yes or no"),
     ("ocs:16,max_hops=3", "max_hops"),
 ])
 def test_bad_parameters_are_named(spec, fragment):

@@ -90,6 +90,7 @@ def test_server_capacity_and_labels(registry):
     ("tiered:8,1x4,sr=8,ra=16,ac=4", "not both"),
     ("tiered:1,1x16", "whole number"),
     ("tiered:8,1x4,pods=0", "at least 1"),
+    ("tiered:8,1x4,pods=1000,racks=1000", "come to 16,000,000 servers, more than the 1,048,576 a tiered fabric"),
 ])
 def test_bad_parameters(registry, spec, fragment):
     with pytest.raises(SpecError, match=fragment):

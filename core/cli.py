@@ -415,12 +415,20 @@ def submit(root: Path, results: Path) -> None:
 @cli.command(name="list")
 @click.argument("kind", required=False)
 def list_(kind: str | None) -> None:
-    """List topologies, workloads, allocators, metrics and suites."""
+    """List topologies, workloads, allocators, metrics and suites; `list KIND`
+    lists one kind, `list NAME` shows one plugin with every parameter."""
     from dcbench.spec import unknown
 
     registry = load_registry()
     if kind is not None and kind not in KIND_ALIASES:
-        raise UserError(unknown("kind", kind, [PLURALS[k] for k in KINDS]))
+        named = [(current, registry.entries(current)[kind]) for current in KINDS if kind in registry.entries(current)]
+        if not named:
+            names = sorted({name for current in KINDS for name in registry.entries(current)})
+            raise UserError(unknown("kind or plugin", kind, [PLURALS[k] for k in KINDS] + names,
+                                    plural="kinds and plugins"))
+        for current, entry in named:
+            show_entry(current, entry)
+        return
     kinds = [KIND_ALIASES[kind]] if kind else list(KINDS)
     for current in kinds:
         entries = registry.entries(current)
@@ -442,6 +450,29 @@ def list_(kind: str | None) -> None:
                 details.append(f"from: {entry.plugin}")
             for detail in details:
                 click.echo(f"  {'':<16}   {detail}")
+
+
+def show_entry(kind: str, entry: Any) -> None:
+    """One plugin in full, for `dcbench list NAME`."""
+    click.secho(f"{kind} {entry.name}", bold=True)
+    click.echo(f"  {entry.description}")
+    if kind == "suite":
+        click.echo(f"  ranked by {entry.primary_metric} ({'higher' if entry.higher_is_better else 'lower'} is better)")
+        for scenario in entry.scenarios:
+            seeds = ",".join(str(seed) for seed in scenario.seeds)
+            click.echo(f"  {scenario.label:<16} {scenario.topology}  {scenario.workload or '(its default workload)'}"
+                       f"  {scenario.requests or 'default'} requests  seeds {seeds}")
+        return
+    if kind == "allocator":
+        click.echo(f"  serves: {', '.join(entry.extra.get('demands', ('pool',)))} demands"
+                   + ("; trained with `dcbench train`" if "trainer" in entry.extra else ""))
+    click.echo(f"  from: {entry.plugin}")
+    if entry.params:
+        click.echo(f"  parameters ({entry.name}:KEY=VALUE,...; a positional one also without its KEY=):")
+        for param in entry.params:
+            click.echo(f"    {param.explain()}")
+    else:
+        click.echo("  no parameters")
 
 
 @cli.command()

@@ -139,6 +139,30 @@ class Param:
         return text
 
 
+    def explain(self) -> str:
+        """One line for `dcbench list NAME`: name, default, allowed values, help."""
+        if self.required:
+            default = "required"
+        elif self.default is None:
+            default = "default: the plugin decides"
+        else:
+            default = f"default {format_value(self.default)}"
+        if self.choices is not None:
+            allowed = "one of " + ", ".join(format_value(c) for c in self.choices)
+        elif self.type in (int, float):
+            allowed = {int: "integer", float: "number"}[self.type]
+            if self.minimum is not None and self.maximum is not None and not self.above:
+                allowed += f" from {format_value(self.minimum)} to {format_value(self.maximum)}"
+            elif self.minimum is not None:
+                allowed += (" > " if self.above else " ≥ ") + format_value(self.minimum)
+            elif self.maximum is not None:
+                allowed += f" ≤ {format_value(self.maximum)}"
+        else:
+            allowed = {bool: "yes or no"}.get(self.type, "text")
+        place = ", positional" if self.positional else ""
+        return f"{self.name:<16} {allowed}; {default}{place}" + (f" — {self.help}" if self.help else "")
+
+
 def unknown(what: str, name: str, known: Sequence[str], plural: str | None = None) -> str:
     """``unknown <what> 'name'; did you mean 'x'? Known <what>s: ...``, the
     suggestion only where a known name is close."""

@@ -71,11 +71,27 @@ def test_list_shows_every_kind_with_parameters():
     only = invoke("list", "allocators")
     assert "tetris" in only.output and "tiered" not in only.output
     bad = invoke("list", "widgets")
-    assert bad.exit_code == 2 and "unknown kind 'widgets'" in bad.output
+    assert bad.exit_code == 2 and "unknown kind or plugin 'widgets'." in bad.output
     misspelt = invoke("list", "topologys")
     assert misspelt.exit_code == 2 and "did you mean 'topologies'?" in misspelt.output
-    assert "topologys" not in misspelt.output.split("Known kinds:")[1]
+    assert "topologys" not in misspelt.output.split("Known kinds and plugins:")[1]
     assert "tiered" in invoke("list", "topology").output
+    assert "did you mean 'tiered'?" in invoke("list", "tireed").output
+
+
+def test_list_of_one_plugin_explains_every_parameter():
+    ocs = invoke("list", "ocs")
+    assert ocs.exit_code == 0 and ocs.output.startswith("topology ocs\n")
+    assert "    tors             integer from 2 to 2048; default 16, positional — ToR switches (racks)\n" in ocs.output
+    assert "    max_hops         one of 1, 2; default 1 — " in ocs.output
+    tetris = invoke("list", "tetris").output
+    assert "serves: pool, job demands\n" in tetris and "fit_last         yes or no; default no" in tetris
+    assert "    scale            number > 0; default 10 — " in tetris
+    assert "trained with `dcbench train`" in invoke("list", "gnn_ppo").output
+    suite = invoke("list", "nara2022").output
+    assert "ranked by acceptance_ratio (higher is better)" in suite
+    assert "  16-1x4           tiered:16,1x4  uniform:pairs=reference  128 requests  seeds 0,1,2,3,4\n" in suite
+    assert "no parameters" in invoke("list", "acceptance").output
 
 
 def test_plugins_lists_modules_with_versions():

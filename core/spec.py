@@ -138,7 +138,6 @@ class Param:
             text += " (required)"
         return text
 
-
     def explain(self) -> str:
         """One line for `dcbench list NAME`: name, default, allowed values, help."""
         if self.required:

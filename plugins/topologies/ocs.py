@@ -23,7 +23,7 @@ from dcbench import Param, Scenario, Suite, Topology, hookimpl
 RESOURCES = ("cpu", "mem", "disk")
 
 PARAMS = [
-    # Every ToR pair is a link: 2,048 ToRs are 4 million links, about 4 GB and a minute to compile.
+    # Every ToR pair is a link: 2,048 ToRs are 4 million links, 4 GB and over a minute to compile.
     Param("tors", int, 16, "ToR switches (racks)", positional=True, minimum=2, maximum=2048),
     Param("servers", int, 32, "servers per ToR", minimum=1),
     Param("cpu", float, 32.0, "CPU cores per server", minimum=0, above=True),

@@ -1,4 +1,8 @@
 import json
+import os
+import platform
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -52,6 +56,32 @@ def test_the_numpy_actor_matches_the_torch_one(features, actor):
     got = NumpyActor(model)(states.numpy(), mask.numpy())
     assert np.allclose(got, expected, atol=1e-5)
     assert np.allclose(NumpyActor(model)(states[0].numpy(), mask[0].numpy()), expected[0], atol=1e-5)
+
+
+ACTOR_LOGITS = """
+import hashlib
+import numpy as np
+from dcbench.plugins.allocators.a2c_multistep.allocator import load_model, shipped_checkpoints
+from dcbench.plugins.allocators.a2c_multistep.model import NumpyActor
+
+digest = hashlib.sha256()
+for name, path in sorted(shipped_checkpoints().items()):
+    model, _ = load_model(path)
+    actor = NumpyActor(model)
+    for state in np.random.default_rng(0).uniform(-1, 1, (64, model.features * model.racks)).astype(np.float32):
+        digest.update(actor(state).tobytes())
+print(digest.hexdigest())
+"""
+
+
+@pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64"), reason="OPENBLAS_CORETYPE names x86 kernels")
+def test_the_shipped_actors_give_the_same_logits_whichever_blas_kernel_the_cpu_selects():
+    # OpenBLAS picks its matrix kernels by CPU family; forcing three of them here
+    # stands in for three machines. In float32 the three gave three different digests.
+    digests = {core: subprocess.run([sys.executable, "-c", ACTOR_LOGITS], capture_output=True, text=True, check=True,
+                                    env=dict(os.environ, OPENBLAS_CORETYPE=core)).stdout
+               for core in ("Haswell", "Sandybridge", "Prescott")}
+    assert len(set(digests.values())) == 1, digests
 
 
 def test_the_shared_actor_scores_a_rack_from_its_own_values_whatever_its_position():

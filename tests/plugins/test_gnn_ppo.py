@@ -1,4 +1,6 @@
 import json
+import os
+import platform
 import re
 import subprocess
 import sys
@@ -248,6 +250,38 @@ def test_train_command_and_its_errors(tmp_path, monkeypatch):
     assert optical.exit_code == 2 and optical.output == (
         "Error: gnn_ppo learns pool demands but workload 'vmjobs' makes job demands; "
         "train it on a topology that serves them, e.g. -t tiered:8,1x1\n")
+
+
+POLICY_OUTPUTS = """
+import hashlib
+from dcbench import Runner
+from dcbench.plugins.allocators.gnn_ppo.model import GraphPolicy
+
+digest = hashlib.sha256()
+forward = GraphPolicy.forward
+
+
+def recording(self, *args):
+    logits, value = forward(self, *args)
+    digest.update(logits.numpy().tobytes() + value.numpy().tobytes())
+    return logits, value
+
+
+GraphPolicy.forward = recording
+for topology in ("tiered:8,1x1", "tiered:32,1x16", "tiered:16,1x8,pods=8,racks=8"):
+    Runner().run("gnn_ppo", topology, "uniform:pairs=reference", 16, 0)
+print(digest.hexdigest())
+"""
+
+
+@pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64"), reason="the kernel switches are x86 ones")
+def test_the_shipped_policies_give_the_same_outputs_whichever_cpu_kernels_run_them():
+    # torch and MKL pick vector kernels by CPU; forcing others stands in for other
+    # machines (a2c_multistep's float32 numpy actor failed the same check).
+    settings = ({}, {"ATEN_CPU_CAPABILITY": "default"}, {"MKL_ENABLE_INSTRUCTIONS": "SSE4_2"})
+    digests = [subprocess.run([sys.executable, "-c", POLICY_OUTPUTS], capture_output=True, text=True, check=True,
+                              env=dict(os.environ, **setting)).stdout for setting in settings]
+    assert len(set(digests)) == 1, digests
 
 
 def test_other_weights_make_another_run(runner, random_checkpoint, tmp_path):

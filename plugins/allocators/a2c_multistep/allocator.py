@@ -16,6 +16,9 @@ from dcbench.plugins.allocators.a2c_multistep.model import ActorCritic, NumpyAct
 from dcbench.plugins.allocators.checkpoint_files import load_checkpoint
 
 CHECKPOINTS = "dcbench.plugins.allocators.a2c_multistep"
+# How the weights are evaluated is part of a run's identity too: runs of the
+# earlier float32 actor, whose decisions depended on the CPU, are not reused.
+ACTOR_NUMERICS = b"NumpyActor: float64, logits rounded to float32\n"
 
 
 def shipped_checkpoints() -> dict[str, Path]:
@@ -59,8 +62,8 @@ class A2CAllocator(JobAllocator):
         return Path(self.checkpoint) if self.checkpoint is not None else checkpoint_for(network)
 
     def fingerprint(self, network: Network) -> str:
-        """The checkpoint's content: retrained weights make new runs."""
-        return hashlib.sha256(self._path(network).read_bytes()).hexdigest()[:16]
+        """The checkpoint's content (retrained weights make new runs) and `ACTOR_NUMERICS`."""
+        return hashlib.sha256(ACTOR_NUMERICS + self._path(network).read_bytes()).hexdigest()[:16]
 
     def reset(self, network: Network, rng: np.random.Generator) -> None:
         torch.set_num_threads(1)

@@ -74,18 +74,25 @@ class ActorCritic(nn.Module):
 class NumpyActor:
     """The actor's forward pass in numpy, for one state at a time: a decision
     is six small matrix products, which torch's per-call overhead would
-    dominate (about 20 times slower). Rebuild it after the weights change."""
+    dominate (about 20 times slower). Rebuild it after the weights change.
+
+    It computes in float64 and rounds the logits to float32. In float32 the
+    last bits of a matrix product depend on the BLAS kernel the CPU selects
+    (OpenBLAS picks one per CPU family), and near-equal logits then make
+    other arg-max decisions on another machine: the same seed gave other
+    tables. The float64 differences between kernels are far below float32's
+    resolution, so the rounded logits, and the decisions, are the same."""
 
     def __init__(self, model: ActorCritic):
         self.shared = model.actor_kind == "shared"
         self.racks, self.features = model.racks, model.features
         network = model.actor.net if self.shared else model.actor
         layers = [m for m in network if isinstance(m, nn.Linear)]
-        self.weights = [layer.weight.detach().numpy().T.copy() for layer in layers]
-        self.biases = [layer.bias.detach().numpy().copy() for layer in layers]
+        self.weights = [layer.weight.detach().double().numpy().T.copy() for layer in layers]
+        self.biases = [layer.bias.detach().double().numpy().copy() for layer in layers]
 
     def __call__(self, state: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray:
-        x = np.asarray(state, dtype=np.float32)
+        x = np.asarray(state, dtype=np.float32).astype(np.float64)
         if self.shared:  # as SharedRackActor.forward
             per_rack = np.swapaxes(x.reshape(*x.shape[:-1], self.features, self.racks), -1, -2)
             context = np.broadcast_to(per_rack.mean(axis=-2, keepdims=True), per_rack.shape)
@@ -97,6 +104,7 @@ class NumpyActor:
                 x = np.where(x > 0, x, np.expm1(np.minimum(x, 0)))  # ELU
         if self.shared:
             x = x[..., 0]
+        x = x.astype(np.float32)
         if mask is not None:
             x = np.where(mask, x, np.float32(MASKED))
         return x

@@ -216,7 +216,7 @@ def sweep(suite_name: str, allocator_values: tuple[str, ...], out: Path | None, 
     runner = Runner(registry)
     planned = sweeps.plan(runner, suite, allocators)
     check_writable(out)
-    left_out = sweeps.previous_sweep(out, suite, allocators)
+    left_out = sweeps.previous_sweep(out, suite, allocators, registry)
     sweeps.remove_staging(out)
     todo = sweeps.pending(planned, out)
     with progress_bar(quiet) as progress:

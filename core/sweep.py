@@ -21,6 +21,7 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 from dcbench.errors import DcbenchError, ResultsError, SpecError
 from dcbench.results import is_complete, provenance_of, read_table, write_table_atomic
 from dcbench.runner import Runner, run_hash
+from dcbench.spec import Spec, bind, resolved_spec
 from dcbench.suite import Suite
 
 SUMMARY = "summary.parquet"
@@ -193,10 +194,12 @@ def combine(jobs: Sequence[Job], out_dir: Path, provenance: dict[str, Any]) -> A
     return combined
 
 
-def previous_sweep(out_dir: Path, suite: Suite, allocators: Sequence[str]) -> list[str]:
+def previous_sweep(out_dir: Path, suite: Suite, allocators: Sequence[str], registry: Any) -> list[str]:
     """Check that ``out_dir`` holds no sweep of another suite (its summary
     would be replaced by this one's); the allocators of an earlier sweep of
-    this suite that this one leaves out of the summary (their run folders stay)."""
+    this suite that this one leaves out of the summary (their run folders
+    stay), compared as resolved specs: ``tetris`` and ``tetris:penalty=0.9``
+    are one allocator."""
     summary = out_dir / SUMMARY
     if not summary.exists():
         return []
@@ -207,7 +210,18 @@ def previous_sweep(out_dir: Path, suite: Suite, allocators: Sequence[str]) -> li
     if earlier.get("suite") not in (None, suite.name):
         raise ResultsError(f"'{out_dir}' holds a sweep of suite {earlier['suite']!r}; give {suite.name!r} its own "
                            f"folder with --out (default results/{suite.name})")
-    return [a for a in earlier.get("allocators", []) if a not in allocators]
+    kept = {resolved_allocator(registry, a) for a in allocators}
+    return [a for a in earlier.get("allocators", []) if resolved_allocator(registry, a) not in kept]
+
+
+def resolved_allocator(registry: Any, allocator: str) -> str:
+    """An allocator spec with every parameter, as in the summary's rows; as
+    given where it no longer resolves (its plugin is gone, say)."""
+    try:
+        spec = Spec.parse(allocator)
+        return resolved_spec(spec.name, bind(spec.name, registry.get("allocator", spec.name).params, spec))
+    except DcbenchError:
+        return allocator
 
 
 def remove_staging(out_dir: Path) -> None:

@@ -56,8 +56,12 @@ def test_a_folder_holding_another_suites_sweep_is_refused_and_a_narrower_sweep_s
     assert "holds a sweep of suite 'nara2022'; give 'odcn2025' its own folder with --out" in other.output
     assert (tmp_path / "summary.parquet").read_bytes() == summary
     assert len([p for p in tmp_path.iterdir() if p.is_dir()]) == 120  # nothing of odcn2025 was run
+    spelt_out = runner.invoke(cli, ["sweep", "-s", "nara2022", "-a", "random", "-a", "tetris:scale=10,penalty=0.9",
+                                    "--out", str(tmp_path), "-q"])  # the same two allocators, written otherwise
+    assert spelt_out.exit_code == 0 and "no longer lists" not in spelt_out.output
     narrower = runner.invoke(cli, ["sweep", "-s", "nara2022", "-a", "random", "--out", str(tmp_path), "-q"])
-    assert narrower.exit_code == 0 and "Note: the summary no longer lists tetris" in narrower.output
+    assert narrower.exit_code == 0 and "Note: the summary no longer lists tetris:scale=10,penalty=0.9 " \
+        in narrower.output
     assert {row["allocator"] for row in pq.read_table(tmp_path / "summary.parquet").to_pylist()} == {"random"}
     assert len([p for p in tmp_path.iterdir() if p.is_dir()]) == 120  # tetris's runs are kept
 

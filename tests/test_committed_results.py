@@ -1,0 +1,55 @@
+"""The committed leaderboard reproduces on this machine: runs drawn from its
+submissions, run again, give the same run ids and every metric bit for bit.
+
+This is how a change that moves results without regenerating them, or a CPU
+whose kernels decide differently (as the float32 `a2c_multistep` actor's
+did), shows up in CI rather than in a user's re-run."""
+
+import math
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from dcbench import Runner
+
+SUBMISSIONS = Path(__file__).resolve().parent.parent / "leaderboard" / "submissions"
+
+# (suite, scenario, allocator name or None for all, seeds): quick runs of every
+# allocator on two fabrics, the agent on the large one, and the optical runs
+# whose float32 actor decided differently on another CPU.
+CHOSEN = [
+    ("nara2022", "8-1x4", None, (0, 1, 2, 3, 4)),
+    ("nara2022", "32-1x16", None, (0, 1, 2, 3, 4)),
+    ("nara2022-large", "16-1x8", "gnn_ppo", (0,)),
+    ("odcn2025", "16x32-load66", "a2c_multistep", (4,)),
+    ("odcn2025", "16x32-load78", "a2c_multistep", (4,)),
+    ("odcn2025", "16x32-load66", "jcb", (4,)),
+]
+
+
+def committed_rows():
+    if not SUBMISSIONS.is_dir():
+        pytest.skip("no leaderboard/ here (an installed wheel)")
+    rows = []
+    for summary in sorted(SUBMISSIONS.glob("*/summary.parquet")):
+        suite = summary.parent.name.split("--")[0]
+        for row in pq.read_table(summary).to_pylist():
+            for chosen_suite, scenario, allocator, seeds in CHOSEN:
+                if suite == chosen_suite and row["scenario"] == scenario and row["seed"] in seeds \
+                        and allocator in (None, row["allocator"].split(":")[0]):
+                    rows.append(row)
+    return rows
+
+
+@pytest.mark.slow
+def test_runs_from_the_committed_leaderboard_reproduce_bit_for_bit():
+    rows = committed_rows()
+    assert len(rows) >= 50  # the choice above still finds its runs
+    runner = Runner()
+    for row in rows:
+        again = runner.run(row["allocator"], row["topology"], row["workload"], row["requests"], row["seed"])
+        assert again.run_id == row["run_id"], row["allocator"]
+        for column, value in again.summary.items():
+            both_nan = isinstance(value, float) and math.isnan(value) and math.isnan(row[column])
+            assert value == row[column] or both_nan, (row["scenario"], row["allocator"], row["seed"], column)

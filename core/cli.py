@@ -413,7 +413,7 @@ def submit(root: Path, results: Path) -> None:
 
 
 @cli.command(name="list")
-@click.argument("kind", required=False)
+@click.argument("kind", required=False, metavar="[KIND|NAME]")
 def list_(kind: str | None) -> None:
     """List topologies, workloads, allocators, metrics and suites; `list KIND`
     lists one kind, `list NAME` shows one plugin with every parameter."""
@@ -468,7 +468,8 @@ def show_entry(kind: str, entry: Any) -> None:
                    + ("; trained with `dcbench train`" if "trainer" in entry.extra else ""))
     click.echo(f"  from: {entry.plugin}")
     if entry.params:
-        click.echo(f"  parameters ({entry.name}:KEY=VALUE,...; a positional one also without its KEY=):")
+        positional = "; a positional one also without its KEY=" if any(p.positional for p in entry.params) else ""
+        click.echo(f"  parameters ({entry.name}:KEY=VALUE,...{positional}):")
         for param in entry.params:
             click.echo(f"    {param.explain()}")
     else:

@@ -95,6 +95,7 @@ def cli() -> None:
       dcbench sweep -s nara2022 -a tetris,gnn_ppo  a whole suite, every seed
       dcbench report results/nara2022              its tables with 95% CIs
       dcbench leaderboard                          rebuild the rankings
+      dcbench leaderboard verify                   re-run submitted runs: same numbers?
     """
 
 
@@ -391,7 +392,7 @@ def train(allocator: str, topology: str, workload: str | None, steps: int | None
               help="The leaderboard folder.")
 @click.pass_context
 def leaderboard(ctx: click.Context, root: Path) -> None:
-    """Rebuild the leaderboard pages from its submissions (or `submit` one)."""
+    """Rebuild the leaderboard pages from its submissions (or `submit` one, or `verify` them)."""
     ctx.obj = root
     if ctx.invoked_subcommand is None:
         from dcbench.leaderboard import build
@@ -410,6 +411,49 @@ def submit(root: Path, results: Path) -> None:
     folder = submit_results(results, root, load_registry())
     click.echo(f"accepted: {folder}")
     click.echo("rebuild the pages with `dcbench leaderboard`")
+
+
+@leaderboard.command()
+@click.option("--runs", "-n", "count", type=int, default=20, show_default=True,
+              help="How many of the submitted runs to run again, drawn at random (0: all of them).")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the draw.")
+@click.pass_obj
+def verify(root: Path, count: int, seed: int) -> None:
+    """Re-run submitted runs and compare, bit for bit.
+
+    Each re-run must give its submitted summary exactly; exit code 1 names those
+    that do not."""
+    from dcbench.leaderboard import load_submissions, rerun, sample_runs
+    from dcbench.runner import Runner
+
+    at_least("--runs", count, 0)
+    at_least("--seed", seed, 0)
+    registry = load_registry()
+    submissions = load_submissions(root) if root.is_dir() else []
+    if not submissions:
+        raise UserError(f"no submissions under '{root / 'submissions'}'; give the leaderboard folder with --root")
+    pairs = sample_runs(submissions, count or sys.maxsize, seed)
+    runner = Runner(registry)
+    installed = set(registry.entries("allocator"))
+    differences, skipped = [], 0
+    with progress_bar(False) as progress:
+        task = progress.add_task(f"verify {len(pairs)} runs", total=len(pairs))
+        for name, row in pairs:
+            if row["allocator"].split(":")[0] not in installed:
+                skipped += 1
+            elif columns := rerun(row, runner):
+                what = ("another run id: this installation's dcbench version, specs or checkpoint are not the "
+                        "submission's") if columns == ["run_id"] else "other " + ", ".join(columns)
+                differences.append(f"{name}: {row['scenario']} {row['allocator']} seed {row['seed']}: {what}")
+            progress.advance(task)
+    for line in differences:
+        click.echo(line)
+    checked = len(pairs) - skipped
+    note = f" ({skipped} skipped: their allocator is not installed)" if skipped else ""
+    if differences:
+        click.echo(f"{len(differences)} of {checked} runs came out otherwise{note}")
+        sys.exit(1)
+    click.echo(f"{checked} runs re-run: every one gave the submitted summary bit for bit{note}")
 
 
 @cli.command(name="list")

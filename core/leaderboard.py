@@ -7,6 +7,7 @@ for every allocator in it, provenance, and run ids that match the resolved
 specs. Submissions are data only: Parquet tables, never executed or
 unpickled. `build` turns all submissions into ``README.md``, ``index.html``
 and PNG plots, deterministically (the same submissions give the same bytes).
+`rerun` runs a submitted run again and says which columns came out otherwise.
 """
 
 from __future__ import annotations
@@ -173,6 +174,35 @@ def load_submissions(root: Path) -> list[Submission]:
         submissions.append(Submission(path.name, provenance.get("suite", "?"),
                                       list(dict.fromkeys(r["allocator"] for r in rows)), rows))
     return submissions
+
+
+# ----- re-running ------------------------------------------------------------
+
+def rerun(row: Mapping[str, Any], runner: Runner) -> list[str]:
+    """Run a submitted run again; the summary columns that came out
+    otherwise (``run_id`` first, where the run's identity itself changed)."""
+    again = runner.run(row["allocator"], row["topology"], row["workload"], int(row["requests"]), int(row["seed"]))
+    if again.run_id != row["run_id"]:
+        return ["run_id"]
+    differ = []
+    for column, value in again.summary.items():
+        both_nan = isinstance(value, float) and isinstance(row.get(column), float) \
+            and math.isnan(value) and math.isnan(row[column])
+        if column not in row or not (value == row[column] or both_nan):
+            differ.append(column)
+    return differ
+
+
+def sample_runs(submissions: list[Submission], count: int, seed: int) -> list[tuple[str, dict[str, Any]]]:
+    """``count`` (submission name, row) pairs drawn without replacement, the
+    same ones for the same seed; every run where ``count`` covers them all."""
+    import numpy as np
+
+    pairs = [(submission.name, row) for submission in submissions for row in submission.rows]
+    if count >= len(pairs):
+        return pairs
+    chosen = np.random.default_rng(seed).choice(len(pairs), size=count, replace=False)
+    return [pairs[i] for i in sorted(chosen)]
 
 
 # ----- ranking ---------------------------------------------------------------

@@ -119,3 +119,38 @@ def test_a_damaged_submission_is_named_with_the_fix_and_the_pages_are_kept(sweep
     assert "remove that folder and submit the sweep's results folder again" in result.output
     assert {k: v for k, v in snapshot(root).items() if "submissions" not in k} == \
         {k: v for k, v in pages.items() if "submissions" not in k}
+
+
+def test_verify_runs_submitted_runs_again_and_names_what_came_out_otherwise(sweep_results, tmp_path):
+    root = tmp_path / "leaderboard"
+    runner = CliRunner()
+    assert runner.invoke(cli, ["leaderboard", "--root", str(root), "submit", str(sweep_results)]).exit_code == 0
+    result = runner.invoke(cli, ["leaderboard", "--root", str(root), "verify", "--runs", "4", "--seed", "3"])
+    assert result.exit_code == 0, result.output
+    assert result.output == "4 runs re-run: every one gave the submitted summary bit for bit\n"
+    (submission,) = (root / "submissions").iterdir()
+    rewrite_summary(submission, lambda table: table.set_column(
+        table.schema.get_field_index("acceptance_ratio"), "acceptance_ratio",
+        pa.array([v / 2 for v in table.column("acceptance_ratio").to_pylist()])))
+    tampered = runner.invoke(cli, ["leaderboard", "--root", str(root), "verify", "--runs", "2", "--seed", "3"])
+    assert tampered.exit_code == 1
+    lines = tampered.output.splitlines()
+    assert len(lines) == 3 and lines[-1] == "2 of 2 runs came out otherwise"
+    assert all(line.startswith(f"{submission.name}: ") and line.endswith(": other acceptance_ratio")
+               for line in lines[:2])
+
+
+def test_verify_draws_the_same_runs_for_the_same_seed_and_refuses_bad_input(tmp_path):
+    from dcbench.leaderboard import Submission, sample_runs
+
+    submissions = [Submission("a", "nara2022", ["x"], [{"run_id": str(i)} for i in range(30)]),
+                   Submission("b", "nara2022", ["y"], [{"run_id": str(i)} for i in range(30, 40)])]
+    first = sample_runs(submissions, 5, seed=1)
+    assert first == sample_runs(submissions, 5, seed=1) and len({row["run_id"] for _, row in first}) == 5
+    assert first != sample_runs(submissions, 5, seed=2)
+    assert len(sample_runs(submissions, 100, seed=1)) == 40
+    runner = CliRunner()
+    empty = runner.invoke(cli, ["leaderboard", "--root", str(tmp_path), "verify"])
+    assert empty.exit_code == 2 and "no submissions under" in empty.output and "--root" in empty.output
+    negative = runner.invoke(cli, ["leaderboard", "--root", str(tmp_path), "verify", "--runs", "-1"])
+    assert negative.exit_code == 2 and "--runs must be at least 0, got -1" in negative.output

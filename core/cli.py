@@ -435,6 +435,10 @@ def verify(root: Path, count: int, seed: int) -> None:
     pairs = sample_runs(submissions, count or sys.maxsize, seed)
     runner = Runner(registry)
     installed = set(registry.entries("allocator"))
+    missing = sorted({row["allocator"].split(":")[0] for _, row in pairs} - installed)
+    if missing and all(row["allocator"].split(":")[0] in missing for _, row in pairs):
+        raise UserError(f"none of the {len(pairs)} runs drawn can be re-run here: allocator(s) "
+                        f"{', '.join(missing)} are not installed; install their plugins, or draw others with --seed")
     differences, skipped = [], 0
     with progress_bar(False) as progress:
         task = progress.add_task(f"verify {len(pairs)} runs", total=len(pairs))

@@ -1,5 +1,6 @@
 import hashlib
 import json
+import re
 import shutil
 
 import pyarrow as pa
@@ -138,6 +139,23 @@ def test_verify_runs_submitted_runs_again_and_names_what_came_out_otherwise(swee
     assert len(lines) == 3 and lines[-1] == "2 of 2 runs came out otherwise"
     assert all(line.startswith(f"{submission.name}: ") and line.endswith(": other acceptance_ratio")
                for line in lines[:2])
+    rewrite_summary(submission, lambda table: table.set_column(  # the tampered column back as it was
+        table.schema.get_field_index("acceptance_ratio"), "acceptance_ratio",
+        pa.array([v * 2 for v in table.column("acceptance_ratio").to_pylist()])))
+    rewrite_summary(submission, lambda table: table.set_column(  # a third party's allocator, not installed here
+        table.schema.get_field_index("allocator"), "allocator",
+        pa.array(["firstfit" if a == "random" else a for a in table.column("allocator").to_pylist()])))
+    some = runner.invoke(cli, ["leaderboard", "--root", str(root), "verify", "--runs", "6", "--seed", "1"])
+    assert some.exit_code == 0, some.output
+    counts = re.fullmatch(r"(\d) runs re-run: every one gave the submitted summary bit for bit "
+                          r"\((\d) skipped: their allocator is not installed\)\n", some.output)
+    assert counts and int(counts[1]) > 0 and int(counts[1]) + int(counts[2]) == 6
+    rewrite_summary(submission, lambda table: table.set_column(
+        table.schema.get_field_index("allocator"), "allocator", pa.array(["firstfit"] * table.num_rows)))
+    skipped = runner.invoke(cli, ["leaderboard", "--root", str(root), "verify", "--runs", "2"])
+    assert skipped.exit_code == 2 and skipped.output == (
+        "Error: none of the 2 runs drawn can be re-run here: allocator(s) firstfit are not installed; "
+        "install their plugins, or draw others with --seed\n")
 
 
 def test_verify_draws_the_same_runs_for_the_same_seed_and_refuses_bad_input(tmp_path):

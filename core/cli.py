@@ -425,6 +425,7 @@ def verify(root: Path, count: int, seed: int) -> None:
     that do not."""
     from dcbench.leaderboard import load_submissions, rerun, sample_runs
     from dcbench.runner import Runner
+    from dcbench.spec import Spec
 
     at_least("--runs", count, 0)
     at_least("--seed", seed, 0)
@@ -435,15 +436,16 @@ def verify(root: Path, count: int, seed: int) -> None:
     pairs = sample_runs(submissions, count or sys.maxsize, seed)
     runner = Runner(registry)
     installed = set(registry.entries("allocator"))
-    missing = sorted({row["allocator"].split(":")[0] for _, row in pairs} - installed)
-    if missing and all(row["allocator"].split(":")[0] in missing for _, row in pairs):
+    drawn = {Spec.parse(row["allocator"]).name for _, row in pairs}
+    if not installed & drawn:
         raise UserError(f"none of the {len(pairs)} runs drawn can be re-run here: allocator(s) "
-                        f"{', '.join(missing)} are not installed; install their plugins, or draw others with --seed")
+                        f"{', '.join(sorted(drawn))} are not installed; install their plugins, "
+                        "or draw others with --seed")
     differences, skipped = [], 0
     with progress_bar(False) as progress:
         task = progress.add_task(f"verify {len(pairs)} runs", total=len(pairs))
         for name, row in pairs:
-            if row["allocator"].split(":")[0] not in installed:
+            if Spec.parse(row["allocator"]).name not in installed:
                 skipped += 1
             elif columns := rerun(row, runner):
                 what = ("another run id: this installation's dcbench version, specs or checkpoint are not the "

@@ -37,7 +37,7 @@ def run_bench(registry: Registry, allocators: list[str], topologies: list[str], 
         _, network = runner.network(topology)
         n = requests or 4096
         for allocator in allocators:
-            serves = registry.get("allocator", allocator.split(":")[0]).extra.get("demands", ("pool",))
+            serves = registry.get("allocator", allocator.split(":")[0]).demands
             if not set(serves) & set(network.demand_kinds):
                 continue
             best = float("inf")

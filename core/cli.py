@@ -351,10 +351,9 @@ def train(allocator: str, topology: str, workload: str | None, steps: int | None
                         f"trainable allocators: {', '.join(learned) or 'none'}")
     plan = Runner(registry).resolve("random", topology, workload)  # check the scenario before training
     kind = getattr(plan["workload_obj"], "kind", "pool")
-    demands = tuple(entry.extra.get("demands", ("pool",)))
-    if kind not in demands:
-        example = example_topology(registry, demands)
-        raise UserError(f"{entry.name} learns {'/'.join(demands)} demands but workload "
+    if kind not in entry.demands:
+        example = example_topology(registry, entry.demands)
+        raise UserError(f"{entry.name} learns {'/'.join(entry.demands)} demands but workload "
                         f"{plan['workload'].split(':')[0]!r} makes {kind} demands; "
                         + (f"train it on a topology that serves them, e.g. -t {example}" if example
                            else "give a workload that makes them with -w"))
@@ -436,16 +435,16 @@ def verify(root: Path, count: int, seed: int) -> None:
     pairs = sample_runs(submissions, count or sys.maxsize, seed)
     runner = Runner(registry)
     installed = set(registry.entries("allocator"))
-    drawn = {Spec.parse(row["allocator"]).name for _, row in pairs}
-    if not installed & drawn:
+    plugins = [Spec.parse(row["allocator"]).name for _, row in pairs]
+    if not installed.intersection(plugins):
         raise UserError(f"none of the {len(pairs)} runs drawn can be re-run here: allocator(s) "
-                        f"{', '.join(sorted(drawn))} are not installed; install their plugins, "
+                        f"{', '.join(sorted(set(plugins)))} are not installed; install their plugins, "
                         "or draw others with --seed")
     differences, skipped = [], 0
     with progress_bar(False) as progress:
         task = progress.add_task(f"verify {len(pairs)} runs", total=len(pairs))
-        for name, row in pairs:
-            if Spec.parse(row["allocator"]).name not in installed:
+        for (name, row), plugin in zip(pairs, plugins):
+            if plugin not in installed:
                 skipped += 1
             elif columns := rerun(row, runner):
                 what = ("another run id: this installation's dcbench version, specs or checkpoint are not the "
@@ -495,7 +494,7 @@ def list_(kind: str | None) -> None:
             if entry.params:
                 details.append("params: " + ", ".join(p.describe() for p in entry.params))
             if current == "allocator":
-                details.append("serves: " + ", ".join(entry.extra.get("demands", ("pool",))))
+                details.append("serves: " + ", ".join(entry.demands))
             if not entry.plugin.startswith("dcbench.plugins."):
                 details.append(f"from: {entry.plugin}")
             for detail in details:
@@ -514,7 +513,7 @@ def show_entry(kind: str, entry: Any) -> None:
                        f"  {scenario.requests or 'default'} requests  seeds {seeds}")
         return
     if kind == "allocator":
-        click.echo(f"  serves: {', '.join(entry.extra.get('demands', ('pool',)))} demands"
+        click.echo(f"  serves: {', '.join(entry.demands)} demands"
                    + ("; trained with `dcbench train`" if "trainer" in entry.extra else ""))
     click.echo(f"  from: {entry.plugin}")
     if entry.params:

@@ -80,6 +80,11 @@ class PluginEntry:
     plugin: str = ""
     extra: Mapping[str, Any] = field(default_factory=dict)
 
+    @property
+    def demands(self) -> tuple[str, ...]:
+        """The demand kinds an allocator serves (``pool`` unless it registered others)."""
+        return tuple(self.extra.get("demands", ("pool",)))
+
     def load(self) -> Callable[..., Any]:
         if not isinstance(self.target, str):
             return self.target

@@ -97,12 +97,11 @@ class Runner:
                 f"{workload_built.spec.split(':')[0]!r} makes {kind} demands; "
                 f"use its default workload {network.default_workload!r}"
             )
-        demands = tuple(entry.extra.get("demands", ("pool",)))
-        if kind not in demands:
+        if kind not in entry.demands:
             serving = sorted(name for name, e in self.registry.entries("allocator").items()
-                             if kind in e.extra.get("demands", ("pool",)))
+                             if kind in e.demands)
             raise IncompatibleError(
-                f"allocator {entry.name!r} serves {'/'.join(demands)} demands but workload "
+                f"allocator {entry.name!r} serves {'/'.join(entry.demands)} demands but workload "
                 f"{workload_built.spec.split(':')[0]!r} makes {kind} demands; "
                 f"allocators for {kind} demands: {', '.join(serving) or 'none'}"
             )

@@ -8,13 +8,12 @@ did), shows up in CI rather than in a user's re-run."""
 
 from pathlib import Path
 
-import pyarrow.parquet as pq
 import pytest
 
 from dcbench import Runner
-from dcbench.leaderboard import rerun
+from dcbench.leaderboard import load_submissions, rerun
 
-SUBMISSIONS = Path(__file__).resolve().parent.parent / "leaderboard" / "submissions"
+LEADERBOARD = Path(__file__).resolve().parent.parent / "leaderboard"
 
 # (suite, scenario, allocator name or None for all, seeds): quick runs of every
 # allocator on two fabrics, the agent on the large one, and the optical runs
@@ -30,17 +29,12 @@ CHOSEN = [
 
 
 def committed_rows():
-    if not SUBMISSIONS.is_dir():
+    if not LEADERBOARD.is_dir():
         pytest.skip("no leaderboard/ here (an installed wheel)")
-    rows = []
-    for summary in sorted(SUBMISSIONS.glob("*/summary.parquet")):
-        suite = summary.parent.name.split("--")[0]
-        for row in pq.read_table(summary).to_pylist():
-            for chosen_suite, scenario, allocator, seeds in CHOSEN:
-                if suite == chosen_suite and row["scenario"] == scenario and row["seed"] in seeds \
-                        and allocator in (None, row["allocator"].split(":")[0]):
-                    rows.append(row)
-    return rows
+    return [row for submission in load_submissions(LEADERBOARD) for row in submission.rows
+            for suite, scenario, allocator, seeds in CHOSEN
+            if submission.suite == suite and row["scenario"] == scenario and row["seed"] in seeds
+            and allocator in (None, row["allocator"].split(":")[0])]
 
 
 @pytest.mark.slow

@@ -102,7 +102,7 @@ def check_teacher(spec: str) -> None:
     teacher = registry.build("allocator", spec).obj
     if not isinstance(teacher, PoolAllocator) or registry.get("allocator", spec.split(":")[0]).extra.get("learned"):
         pools = sorted(name for name, entry in registry.entries("allocator").items()
-                       if "pool" in entry.extra.get("demands", ("pool",)) and not entry.extra.get("learned"))
+                       if "pool" in entry.demands and not entry.extra.get("learned"))
         raise SpecError(f"gnn_ppo: teacher={spec!r} is not a heuristic that picks servers one at a time; "
                         f"a teacher is one of {', '.join(pools)}")
 

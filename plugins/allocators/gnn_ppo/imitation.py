@@ -1,0 +1,202 @@
+"""The behaviour-cloning warm start of gnn_ppo's training.
+
+PPO from scratch does not move the GNN policy off uniform on these
+topologies (docs/learned/gnn_ppo.md, items 1 and 2 of what was tried), so a
+run first clones a heuristic: cross-entropy on its choices and the value
+head on its discounted returns, over training episodes it drives.
+``dagger_rounds`` > 0 adds DAgger rounds (tried, not shipped).
+`ImitationWarmStart` is a mixin of the trainer: it uses the trainer's
+environments, model, configuration and random generator, so the warm start
+draws from the run's one seeded stream.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+import torch
+
+from dcbench import SpecError, get_registry
+from dcbench.envs import AllocationEnv
+from dcbench.plugins.allocators.gnn_ppo.model import as_tensors
+
+
+def stack_observations(observations: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
+    return {key: np.stack([o[key] for o in observations]) for key in observations[0]}
+
+
+def check_teacher(spec: str) -> None:
+    """A teacher is a pool heuristic (it picks a server per step and needs no
+    checkpoint); anything else is a `SpecError`."""
+    from dcbench import PoolAllocator
+
+    registry = get_registry()
+    teacher = registry.build("allocator", spec).obj
+    if not isinstance(teacher, PoolAllocator) or registry.get("allocator", spec.split(":")[0]).extra.get("learned"):
+        pools = sorted(name for name, entry in registry.entries("allocator").items()
+                       if "pool" in entry.demands and not entry.extra.get("learned"))
+        raise SpecError(f"gnn_ppo: teacher={spec!r} is not a heuristic that picks servers one at a time; "
+                        f"a teacher is one of {', '.join(pools)}")
+
+
+def teacher_choice(teacher: Any, builder: Any) -> int:
+    """The teacher heuristic's choice in the builder's current state, also
+    when the servers chosen so far were not its own: a walk (NALB / NULB)
+    restarts from the request's first server."""
+    from dcbench.plugins.allocators.tetris import TetrisAllocator
+    from dcbench.plugins.allocators.walk import WalkAllocator
+
+    allowed = builder.allowed()
+    if isinstance(teacher, WalkAllocator) and builder.chosen:
+        for server in teacher._servers_from(builder.chosen[0], builder):
+            if allowed[server]:
+                return server
+        return int(np.flatnonzero(allowed)[0])
+    if isinstance(teacher, WalkAllocator):
+        return TetrisAllocator.choose(teacher, builder, allowed)
+    return int(teacher.choose(builder, allowed))
+
+
+class ImitationWarmStart:
+    """Behaviour cloning (and optionally DAgger) before PPO; mixed into `Trainer`,
+    whose attributes below it reads."""
+
+    config: Any  # the trainer's PPOConfig
+    seed: int
+    envs: list[AllocationEnv]
+    model: torch.nn.Module
+    edge_index: torch.Tensor
+    rng: np.random.Generator
+    _reset: Callable[[AllocationEnv], dict[str, np.ndarray]]
+
+    def imitate(self, progress: Callable[[dict[str, float]], None] | None = None) -> None:
+        """Behaviour cloning of a heuristic (cross-entropy on its choices, and
+        the value head on its returns) before PPO; see docs/learned/gnn_ppo.md."""
+        config = self.config
+        if config.imitation_episodes <= 0:
+            return
+        env = self.envs[0]
+        names = ("tetris", "nalb") if config.teacher == "best" else (config.teacher,)
+        trials = {}
+        for name in names:  # on training episodes, never on the test seeds
+            teacher = get_registry().build("allocator", name).obj
+            teacher.reset(env.network, np.random.default_rng(self.seed))
+            results = [self._episode(env, teacher, record=False)[3] for _ in range(config.teacher_trial_episodes)]
+            trials[name] = float(np.mean(results))
+        teacher_name = max(names, key=lambda n: trials[n]) if len(names) > 1 else names[0]
+        teacher = get_registry().build("allocator", teacher_name).obj
+        teacher.reset(env.network, np.random.default_rng(self.seed))
+        observations, actions, returns = [], [], []
+        accepted = []
+        for _ in range(config.imitation_episodes):
+            episode_observations, episode_actions, episode_returns, acceptance = self._episode(env, teacher)
+            observations += episode_observations
+            actions += episode_actions
+            returns += episode_returns
+            accepted.append(acceptance)
+        self._fit(observations, actions, returns, accepted, progress)
+        teacher_acceptance = float(np.mean(accepted))
+        dagger = []
+        for round_ in range(config.dagger_rounds):
+            new_observations, new_actions, new_returns, student = self._dagger_episodes(teacher_name)
+            observations += new_observations
+            actions += new_actions
+            returns += new_returns
+            self._fit(observations, actions, returns, student, progress, epochs=config.dagger_epochs)
+            dagger.append({"round": round_ + 1, "student_acceptance": float(np.mean(student)),
+                           "samples": len(actions), "agreement": self._agreement})
+        self.imitation = {"teacher": teacher_name, "teacher_trials": trials, "episodes": config.imitation_episodes,
+                          "samples": len(actions), "teacher_acceptance": teacher_acceptance,
+                          "agreement": self._agreement, "dagger": dagger}
+
+    def _dagger_episodes(self, teacher_name: str) -> tuple[list, list, list, list]:
+        """DAgger: episodes driven by the student's arg-max (as at inference),
+        every visited state labelled with the teacher's choice in that state;
+        the value head's targets are the student's discounted returns."""
+        config = self.config
+        teachers = []
+        for env in self.envs:
+            teacher = get_registry().build("allocator", teacher_name).obj
+            teacher.reset(env.network, np.random.default_rng(self.seed))
+            teachers.append(teacher)
+        observations, actions, returns, acceptance = [], [], [], []
+        remaining = config.dagger_episodes
+        while remaining > 0:
+            running = list(range(min(len(self.envs), remaining)))
+            remaining -= len(running)
+            current = {i: self._reset(self.envs[i]) for i in running}
+            trace: dict[int, list] = {i: [] for i in running}
+            while running:
+                batch = stack_observations([current[i] for i in running])
+                with torch.no_grad():
+                    logits, _ = self.model(*as_tensors(batch), self.edge_index)
+                choices = logits.argmax(-1).tolist()
+                still = []
+                for row, i in enumerate(running):
+                    env = self.envs[i]
+                    label = teacher_choice(teachers[i], env.builder)
+                    trace[i].append(({k: v[row] for k, v in batch.items()}, label))
+                    current[i], reward, done, _, info = env.step(choices[row])
+                    trace[i][-1] += (reward * config.reward_scale,)
+                    if done:
+                        acceptance.append(info["acceptance_ratio"])
+                    else:
+                        still.append(i)
+                running = still
+            for i in sorted(trace):
+                running_return, episode_returns = 0.0, []
+                for _, _, reward in reversed(trace[i]):
+                    running_return = reward + config.gamma * running_return
+                    episode_returns.append(running_return)
+                observations += [t[0] for t in trace[i]]
+                actions += [t[1] for t in trace[i]]
+                returns += episode_returns[::-1]
+        return observations, actions, returns, acceptance
+
+    def _episode(self, env: AllocationEnv, teacher: Any, record: bool = True) -> tuple[list, list, list, float]:
+        """One training episode driven by a heuristic's choices."""
+        config = self.config
+        observations, actions, rewards = [], [], []
+        observation = self._reset(env)
+        done = False
+        while not done:
+            action = teacher.choose(env.builder, env.builder.allowed())
+            if record:
+                observations.append(observation)
+                actions.append(action)
+            observation, reward, done, _, info = env.step(action)
+            rewards.append(reward * config.reward_scale)
+        running, returns = 0.0, []
+        for reward in reversed(rewards):
+            running = reward + config.gamma * running
+            returns.append(running)
+        return observations, actions, returns[::-1], info["acceptance_ratio"]
+
+    def _fit(self, observations: list, actions: list, returns: list, accepted: list,
+             progress: Callable[[dict[str, float]], None] | None, epochs: int | None = None) -> None:
+        config = self.config
+        nodes, edges, globals_, masks = as_tensors(stack_observations(observations))
+        targets = torch.tensor(actions)
+        value_targets = torch.tensor(returns, dtype=torch.float32)
+        optimizer = torch.optim.Adam(self.model.parameters(), lr=config.imitation_learning_rate)
+        n = len(actions)
+        for epoch in range(config.imitation_epochs if epochs is None else epochs):
+            total, agree = 0.0, 0
+            for chunk in np.array_split(self.rng.permutation(n), max(1, round(n / config.minibatch))):
+                index = torch.as_tensor(chunk)
+                logits, values = self.model(nodes[index], edges[index], globals_[index], masks[index],
+                                            self.edge_index)
+                loss = torch.nn.functional.cross_entropy(logits, targets[index]) + \
+                    config.value_coef * ((values - value_targets[index]) ** 2).mean()
+                optimizer.zero_grad()
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_(self.model.parameters(), config.max_grad_norm)
+                optimizer.step()
+                total += loss.item() * len(chunk)
+                agree += int((logits.argmax(-1) == targets[index]).sum())
+            self._agreement = agree / n
+            if progress is not None:
+                progress({"iteration": 0, "steps": 0, "acceptance": float(np.mean(accepted)),
+                          "policy_loss": total / n, "value_loss": 0.0, "entropy": 0.0,
+                          "imitation_epoch": epoch + 1, "agreement": agree / n})

@@ -2,7 +2,7 @@
 
 A plugin is a module (or any object) with functions decorated by
 `dcbench.hookimpl` and named after these specs. Built-in plugins are modules
-listed in `dcbench.plugins_manager.BUILTIN_PLUGINS`; third-party plugins are
+listed in `dcbench.registry.BUILTIN_PLUGINS`; third-party plugins are
 found through the ``dcbench`` entry-point group::
 
     [project.entry-points.dcbench]
@@ -47,6 +47,16 @@ def register_allocators(register):
     Call ``register(name, factory, description=..., params=[...],
     demands=("pool",))``. ``factory(**params)`` returns a `dcbench.Allocator`;
     ``demands`` lists the demand kinds it serves (``"pool"``, ``"job"``).
+
+    A learned allocator also passes ``learned=True`` (it is left out of
+    ``dcbench bench`` and is never a leaderboard baseline) and, to be
+    trainable with ``dcbench train``, ``trainer="module:function"``, called
+    as ``function(topology=, workload=, steps=, seed=, out=, progress=)``
+    (plus ``options=``, the ``KEY=VALUE`` texts of ``-a name:KEY=VALUE``)
+    and returning the checkpoint's path. An allocator whose behaviour
+    depends on more than its spec (a checkpoint file) gives itself a
+    ``fingerprint(network) -> str`` method: it is hashed into the run id,
+    so new weights make new runs instead of reusing cached ones.
     """
 
 

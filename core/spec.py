@@ -235,6 +235,8 @@ def config_options(config_class: type, options: Mapping[str, str] | None, owner:
     limits: Mapping[str, Range] = getattr(config_class, "LIMITS", {})
     parsed: dict[str, Any] = {}
     for key, text in (options or {}).items():
+        if key == "steps" and any(f.name == "steps" for f in fields(config_class)):
+            raise SpecError(f"{owner}: steps={text} is not a training option; give it as --steps {text}")
         if key not in known:
             raise SpecError(f"{owner}: {unknown('training option', key, list(known))}")
         kind = {"int": int, "float": float, "bool": parse_bool, "str": str}[known[key]]

@@ -327,6 +327,8 @@ def test_training_options_are_typed_and_checked(tmp_path):
         train("tiered:8,1x4", steps=1, out=tmp_path / "x.pt", options={"epoch": "3"})
     with pytest.raises(SpecError, match=r"gnn_ppo: epochs='three' is not int"):
         train("tiered:8,1x4", steps=1, out=tmp_path / "x.pt", options={"epochs": "three"})
+    with pytest.raises(SpecError, match=r"gnn_ppo: steps=10 is not a training option; give it as --steps 10"):
+        train("tiered:8,1x4", out=tmp_path / "x.pt", options={"steps": "10"})
     with pytest.raises(SpecError, match="fit_hint and fit_last_hint are two choices of the one sixth hint"):
         train("tiered:8,1x4", steps=1, out=tmp_path / "x.pt", options={"fit_hint": "yes", "fit_last_hint": "yes"})
     assert not (tmp_path / "x.pt").exists() and not (tmp_path / "x.pt.train").exists()

@@ -9,6 +9,7 @@ in, in declaration order) is what identifies a run.
 from __future__ import annotations
 
 import difflib
+import math
 import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
@@ -76,8 +77,19 @@ def parse_bool(text: str) -> bool:
     raise ValueError("expected yes or no")
 
 
-_PARSERS: dict[type, Callable[[str], Any]] = {int: int, float: float, str: str, bool: parse_bool}
-_TYPE_NAMES = {int: "an integer", float: "a number", str: "a string", bool: "yes or no"}
+def parse_finite_float(text: str) -> float:
+    """``float`` without nan and ±inf, which no parameter means and every range check lets through."""
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError("not a finite number")
+    return value
+
+
+# Integers beyond this are never meant and overflow numpy's int64 draws; it is still exact as a float.
+LARGEST_INTEGER = 2**53
+
+_PARSERS: dict[type, Callable[[str], Any]] = {int: int, float: parse_finite_float, str: str, bool: parse_bool}
+_TYPE_NAMES = {int: "an integer", float: "a finite number", str: "a string", bool: "yes or no"}
 
 
 def format_value(value: Any) -> str:
@@ -124,6 +136,8 @@ class Param:
             raise SpecError(f"{owner}: {self.name}={raw!r} is not one of {allowed}")
         problem = Range(self.minimum, self.maximum, self.above).violation(value) \
             if self.type in (int, float) else None
+        if not problem and self.type is int and abs(value) > LARGEST_INTEGER:
+            problem = f"at most {LARGEST_INTEGER:,} in size"
         if problem:
             raise SpecError(f"{owner}: {self.name}={raw!r} must be {problem}")
         return value
@@ -231,7 +245,8 @@ def config_options(config_class: type, options: Mapping[str, str] | None, owner:
     and checked against its ``LIMITS`` (a `Range` per numeric field)."""
     from dataclasses import fields
 
-    known = {f.name: str(f.type) for f in fields(config_class) if f.name != "steps"}
+    # A field's type is its annotation's text under `from __future__ import annotations`, else the class.
+    known = {f.name: getattr(f.type, "__name__", str(f.type)) for f in fields(config_class) if f.name != "steps"}
     limits: Mapping[str, Range] = getattr(config_class, "LIMITS", {})
     parsed: dict[str, Any] = {}
     for key, text in (options or {}).items():
@@ -239,13 +254,15 @@ def config_options(config_class: type, options: Mapping[str, str] | None, owner:
             raise SpecError(f"{owner}: steps={text} is not a training option; give it as --steps {text}")
         if key not in known:
             raise SpecError(f"{owner}: {unknown('training option', key, list(known))}")
-        kind = {"int": int, "float": float, "bool": parse_bool, "str": str}[known[key]]
+        kind = {"int": int, "float": parse_finite_float, "bool": parse_bool, "str": str}[known[key]]
         try:
             parsed[key] = kind(text)
         except ValueError:
-            name = "yes or no" if kind is parse_bool else kind.__name__
+            name = {parse_bool: "yes or no", parse_finite_float: "a finite number"}.get(kind, kind.__name__)
             raise SpecError(f"{owner}: {key}={text!r} is not {name}") from None
         problem = limits[key].violation(parsed[key]) if key in limits else None
+        if not problem and kind is int and abs(parsed[key]) > LARGEST_INTEGER:
+            problem = f"at most {LARGEST_INTEGER:,} in size"
         if problem:
             raise SpecError(f"{owner}: {key}={text!r} must be {problem}")
     return parsed

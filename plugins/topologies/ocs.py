@@ -21,6 +21,7 @@ import numpy as np
 from dcbench import Param, Scenario, Suite, Topology, hookimpl
 
 RESOURCES = ("cpu", "mem", "disk")
+MAX_SERVERS = 1 << 20  # as for the tiered fabric: the per-server state is what grows
 
 PARAMS = [
     # Every ToR pair is a link: 2,048 ToRs are 4 million links, 4 GB and over a minute to compile.
@@ -29,7 +30,7 @@ PARAMS = [
     Param("cpu", float, 32.0, "CPU cores per server", minimum=0, above=True),
     Param("mem", float, 256.0, "memory per server (GB)", minimum=0, above=True),
     Param("disk", float, 3584.0, "disk per server (GB)", minimum=0, above=True),
-    Param("ports", int, 15, "OCS output ports (and as many input ports) per ToR", minimum=1),
+    Param("ports", int, 15, "OCS output ports (and as many input ports) per ToR", minimum=1, maximum=4096),
     Param("port_gbps", float, 40.0, "capacity of a port, i.e. of one circuit (Gbps)", minimum=0, above=True),
     Param("reconfigurable", bool, True, "whether circuits may be re-pointed during the run"),
     Param("max_hops", int, 1, "circuits a flow may cross: 1 (the paper's direct rack-to-rack bandwidth) "
@@ -51,6 +52,9 @@ def build(tors=16, servers=32, cpu=32.0, mem=256.0, disk=3584.0, ports=15, port_
           reconfigurable=True, max_hops=1) -> Topology:
     import networkx as nx
 
+    if tors * servers > MAX_SERVERS:
+        raise ValueError(f"tors × servers come to {tors * servers:,} servers, more than the {MAX_SERVERS:,} "
+                         "an ocs network may have; give fewer ToRs or servers per ToR")
     circuits = initial_circuits(tors, ports)
     graph = nx.DiGraph()
     server_names = [f"Server_{i}" for i in range(tors * servers)]

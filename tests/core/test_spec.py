@@ -88,3 +88,37 @@ def test_a_parameter_that_must_be_positive_says_so():
     assert scale.convert("tetris", "0.5") == 0.5
     with pytest.raises(SpecError, match=r"tetris: scale='0' must be greater than 0$"):
         scale.convert("tetris", "0")
+
+
+@pytest.mark.parametrize("raw", ["nan", "inf", "-inf", "NaN", "1e400"])
+def test_a_number_must_be_finite(raw):
+    # nan compares false with every bound, so without this it slips past the range check.
+    load = Param("load", float, 66.0, minimum=0)
+    with pytest.raises(SpecError, match=rf"vmjobs: load='{raw}' is not a finite number$"):
+        load.convert("vmjobs", raw)
+
+
+def test_an_integer_beyond_2_to_the_53_is_refused():
+    pods = Param("pods", int, 2, minimum=1)
+    assert pods.convert("tiered", str(2**53)) == 2**53
+    with pytest.raises(SpecError, match=r"tiered: pods='1000000000000000000000' must be at most "
+                                        r"9,007,199,254,740,992 in size$"):
+        pods.convert("tiered", "1000000000000000000000")
+
+
+def test_training_options_are_finite_too():
+    from dataclasses import dataclass
+
+    from dcbench import config_options
+
+    @dataclass
+    class Config:
+        steps: int = 1
+        gamma: float = 0.9
+        envs: int = 8
+
+    assert config_options(Config, {"gamma": "0.5"}, "x") == {"gamma": 0.5}
+    with pytest.raises(SpecError, match=r"x: gamma='nan' is not a finite number$"):
+        config_options(Config, {"gamma": "nan"}, "x")
+    with pytest.raises(SpecError, match=r"x: envs='100000000000000000000' must be at most"):
+        config_options(Config, {"envs": str(10**20)}, "x")

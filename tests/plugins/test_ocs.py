@@ -55,10 +55,19 @@ def test_scaled_networks_and_parameters():
     ("ocs:1", "tors='1' must be at least 2 and at most 2048"), ("ocs:4096", "tors='4096' must be at most 2048"),
     ("ocs:16,ports=0", "ports"), ("ocs:16,reconfigurable=maybe", "yes or no"),
     ("ocs:16,max_hops=3", "max_hops"),
+    ("ocs:16,ports=5000", "ports='5000' must be at most 4096"),
+    ("ocs:16,port_gbps=inf", "port_gbps='inf' is not a finite number"),
 ])
 def test_bad_parameters_are_named(spec, fragment):
     with pytest.raises(SpecError, match=fragment):
         get_registry().build("topology", spec)
+
+
+def test_a_network_too_large_to_build_is_refused_before_building():
+    # A billion servers would hang in the graph construction; the bound names what to change.
+    with pytest.raises(SpecError, match=r"tors × servers come to 2,048,000,000,000 servers, more than the "
+                                        r"1,048,576 an ocs network may have; give fewer ToRs or servers per ToR"):
+        get_registry().build("topology", "ocs:2048,servers=1000000000")
 
 
 def test_jobs_only(runner):

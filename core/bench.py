@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from typing import Callable
 
+from dcbench.errors import IncompatibleError
 from dcbench.registry import Registry
 from dcbench.runner import Runner
 
@@ -16,18 +17,27 @@ DEFAULT_TOPOLOGIES = (
 
 
 def run_bench(registry: Registry, allocators: list[str], topologies: list[str], requests: int | None,
-              repeat: int, echo: Callable[[str], None], workload: str | None = None) -> list[dict[str, float | str]]:
+              repeat: int, echo: Callable[[str], None], workload: str | None = None,
+              every_allocator_runs: bool = False) -> list[dict[str, float | str]]:
     """Time whole runs (engine, allocator, checks; not the writing) and print a Markdown table.
 
     Each cell is the best of ``repeat`` runs of seed 0; the first run also
     fills the path catalogue, which later runs reuse as a sweep would. An
-    allocator that cannot serve a topology's demand kind is left out there.
+    allocator that cannot serve a topology's demand kind is left out there;
+    with ``every_allocator_runs`` (allocators the user named) one that serves
+    none of the topologies is an error.
     """
     runner = Runner(registry)
+    kinds: dict[str, set[str]] = {}
     for topology in topologies:  # every bad spec fails before the table starts
-        runner.network(topology)
+        kinds[topology] = set(runner.network(topology)[1].demand_kinds)
     for allocator in allocators:
         registry.build("allocator", allocator)
+        serves = set(registry.get("allocator", allocator.split(":")[0]).demands)
+        if every_allocator_runs and not any(serves & topology_kinds for topology_kinds in kinds.values()):
+            raise IncompatibleError(f"allocator {allocator!r} serves {'/'.join(sorted(serves))} demands and "
+                                    f"none of the topologies {', '.join(topologies)} does; give a topology "
+                                    "for it with -t")
     if workload is not None:
         registry.build("workload", workload)
     rows: list[dict[str, float | str]] = []

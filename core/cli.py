@@ -11,6 +11,7 @@ import click
 
 from dcbench.errors import DcbenchError
 from dcbench.registry import KINDS, PLURALS, Registry, get_registry
+from dcbench.spec import LARGEST_INTEGER
 
 KIND_ALIASES = {kind: kind for kind in KINDS} | {PLURALS[kind]: kind for kind in KINDS}
 
@@ -32,14 +33,28 @@ class DcbenchGroup(click.Group):
             return super().invoke(ctx)
         except DcbenchError as exc:
             raise UserError(str(exc)) from None
+        except click.UsageError as exc:  # click would print the usage and a hint too: one line instead
+            command = exc.ctx.command_path if exc.ctx is not None else ctx.command_path
+            raise UserError(f"{exc.format_message().rstrip('.')}; see `{command} --help`") from None
+        except MemoryError:
+            raise UserError("ran out of memory; ask for fewer requests or seeds, or a smaller topology") from None
+        except BrokenPipeError:  # `dcbench list | head`: click quiets the closed pipe
+            raise
         except OSError as exc:  # a path the commands did not check first: still one line, not a traceback
             where = f" '{exc.filename}'" if exc.filename else ""
             raise UserError(f"cannot use{where}: {exc.strerror or exc}; check the path and its permissions") from None
 
 
-def at_least(option: str, value: int | None, minimum: int) -> None:
+# Bounds that keep a typo from becoming a MemoryError: far above any suite, far below what fits in memory.
+MAX_REQUESTS = 100_000_000
+MAX_SEEDS = 1_000_000
+
+
+def at_least(option: str, value: int | None, minimum: int, at_most: int = LARGEST_INTEGER) -> None:
     if value is not None and value < minimum:
         raise UserError(f"{option} must be at least {minimum}, got {value}")
+    if value is not None and value > at_most:
+        raise UserError(f"{option} must be at most {at_most:,}, got {value:,}")
 
 
 def progress_bar(quiet: bool, *status: str) -> Any:
@@ -103,7 +118,7 @@ def _seeds(seed: int | None, seeds: int | None) -> list[int]:
     if seed is not None and seeds is not None:
         raise UserError("give --seed S or --seeds K, not both")
     at_least("--seed", seed, 0)
-    at_least("--seeds", seeds, 1)
+    at_least("--seeds", seeds, 1, at_most=MAX_SEEDS)
     if seeds is not None:
         return list(range(seeds))
     return [seed if seed is not None else 0]
@@ -158,6 +173,7 @@ def run(allocator: str, topology: str, workload: str | None, requests: int | Non
     from dcbench.runner import Runner
 
     seed_list = _seeds(seed, seeds)
+    at_least("--requests", requests, 1, at_most=MAX_REQUESTS)
     registry = load_registry()
     if checkpoint is not None:
         allocator = with_checkpoint(registry, allocator, checkpoint)
@@ -549,14 +565,15 @@ def bench(allocators: tuple[str, ...], topologies: tuple[str, ...], workload: st
     """Measure requests per second and time per request of allocators."""
     from dcbench.bench import DEFAULT_TOPOLOGIES, run_bench
 
-    at_least("--requests", requests, 1)
+    at_least("--requests", requests, 1, at_most=MAX_REQUESTS)
     at_least("--repeat", repeat, 1)
     registry = load_registry()
+    named = bool(allocators)
     if not allocators:
         allocators = tuple(sorted(name for name, e in registry.entries("allocator").items()
                                   if not e.extra.get("learned", False)))
     run_bench(registry, list(allocators), list(topologies or DEFAULT_TOPOLOGIES), requests, repeat, click.echo,
-              workload)
+              workload, every_allocator_runs=named)
 
 
 def main() -> None:

@@ -44,6 +44,16 @@ def test_run_with_one_seed(tmp_path):
     (["-a", "tetris", "-n", "0"], "at least 1"),
     (["-a", "tetris", "--seed", "-5"], "--seed must be at least 0, got -5"),
     (["-a", "tetris", "--seeds", "0"], "--seeds must be at least 1, got 0"),
+    (["-a", "tetris", "-n", "9999999999"], "--requests must be at most 100,000,000, got 9,999,999,999"),
+    (["-a", "tetris", "--seeds", "99999999999"], "--seeds must be at most 1,000,000"),
+    (["-a", "tetris", "--seed", str(10**23)], "--seed must be at most 9,007,199,254,740,992"),
+    (["-a", "tetris", "-w", "uniform:max_cpu=nan"], "max_cpu='nan' is not an integer"),
+    (["-a", "tetris:scale=inf"], "tetris: scale='inf' is not a finite number"),
+    # click's own usage errors, one line too, with where to look
+    (["-a", "tetris", "-n", "abc"], "Invalid value for '--requests' / '-n': 'abc' is not a valid integer; "
+                                    "see `cli run --help`"),
+    (["-a", "tetris", "--bogus"], "No such option '--bogus'"),
+    ([], "Missing option '--allocator' / '-a'; see `cli run --help`"),
 ])
 def test_bad_input_is_one_line_and_exit_code_2(tmp_path, args, fragment):
     result = invoke("run", *args, "--out", str(tmp_path / "out"))
@@ -121,6 +131,8 @@ def test_bench_prints_a_table():
     (["-a", "tetris", "-w", "uniform:max_cpu=0"], "max_cpu='0' must be at least 1"),
     (["-a", "tetris", "--repeat", "0"], "--repeat must be at least 1, got 0"),
     (["-a", "tetris", "-n", "0"], "--requests must be at least 1, got 0"),
+    (["-a", "ccf", "-t", "tiered:8,1x4"], "allocator 'ccf' serves job demands and none of the topologies "
+                                          "tiered:8,1x4 does; give a topology for it with -t"),
 ])
 def test_bench_checks_every_spec_before_its_table_starts(args, fragment):
     result = invoke("bench", "-n", "10", "--repeat", "1", *args)
@@ -139,3 +151,33 @@ def test_a_file_system_error_no_command_foresaw_is_still_one_line(tmp_path, monk
     assert result.exit_code == 2
     assert result.output == f"Error: cannot use '{tmp_path / 'x'}': Permission denied; check the path and its " \
                             "permissions\n"
+
+
+def test_an_unknown_command_is_one_line():
+    result = invoke("bogus")
+    assert result.exit_code == 2 and result.output == "Error: No such command 'bogus'; see `cli --help`\n"
+
+
+def test_running_out_of_memory_is_one_line(tmp_path, monkeypatch):
+    import dcbench.cli
+
+    def too_big(*args, **kwargs):
+        raise MemoryError()
+
+    monkeypatch.setattr(dcbench.cli, "_seeds", too_big)
+    result = invoke("run", "-a", "tetris", "--out", str(tmp_path))
+    assert result.exit_code == 2
+    assert result.output == "Error: ran out of memory; ask for fewer requests or seeds, or a smaller topology\n"
+
+
+def test_a_closed_pipe_is_not_an_error_message():
+    # `dcbench list | head -1`: the rest of the output has nowhere to go, which is no problem of the user's.
+    import os
+
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # every write fails with EPIPE, as once `head` has exited
+    script = [sys.executable, "-c", "from dcbench.cli import main; main()", "list"]
+    done = subprocess.run(script, stdout=write_end, stderr=subprocess.PIPE, text=True)
+    os.close(write_end)
+    assert done.returncode == 1  # click's exit for a closed pipe
+    assert done.stderr == "", done.stderr

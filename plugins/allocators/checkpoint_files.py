@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import warnings
 from pathlib import Path
 from typing import Any, Callable, TypeVar
 
@@ -26,7 +27,7 @@ def load_checkpoint(path: Path, allocator: str, build: Callable[[dict[str, Any]]
     `ResultsError` naming the file and the allocator it was meant for."""
     fix = f"pass one written by `dcbench train --allocator {allocator}`"
     try:
-        saved = torch.load(path, weights_only=True, map_location="cpu")
+        saved = _load(path)
     except Exception as exc:  # torch's own message suggests weights_only=False, which we never do
         raise ResultsError(f"{path} cannot be read by torch.load(weights_only=True) "
                            f"({type(exc).__name__}); {fix}") from exc
@@ -43,30 +44,54 @@ def save_checkpoint(path: Path, contents: dict[str, Any]) -> None:
     write_atomic(path, lambda temporary: torch.save(contents, temporary))
 
 
-def save_training_state(state_dir: Path, state: dict[str, Any], curve: list[dict[str, Any]]) -> None:
+def _load(path: Path) -> Any:
+    # A file that is not a weights-only checkpoint makes torch warn before it raises; the error says it all.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return torch.load(path, weights_only=True, map_location="cpu")
+
+
+def save_training_state(state_dir: Path, state: dict[str, Any], curve: list[dict[str, Any]],
+                        identity: dict[str, Any]) -> None:
     """A trainer's state (weights, optimiser, counters, random generators;
     tensors, numbers and strings only) and its training curve so far, each
-    replaced atomically."""
-    save_checkpoint(state_dir / "state.pt", state)
+    replaced atomically. ``identity`` is what a resumed run must share with
+    this one (the resolved topology and workload, the seed, ...)."""
+    save_checkpoint(state_dir / "state.pt", {**state, "identity": json.dumps(identity, sort_keys=True)})
     write_table_atomic(state_dir / "curve.parquet", curve_columns(curve))
 
 
-def resume_training_state(state_dir: Path, restore: Callable[[dict[str, Any]], None]) -> list[dict[str, Any]] | None:
+def resume_training_state(state_dir: Path, restore: Callable[[dict[str, Any]], None],
+                          identity: dict[str, Any]) -> list[dict[str, Any]] | None:
     """``restore`` applied to the state saved in ``state_dir``; the curve
-    saved with it, or None when there is no state to resume. A state that
-    cannot be read or restored is a one-line `ResultsError` (``restore``'s
-    own `ResultsError`, a mismatched configuration say, passes unchanged)."""
+    saved with it, or None when there is no state to resume. A state saved
+    with another ``identity`` (another topology, say), or one that cannot be
+    read or restored, is a one-line `ResultsError` (``restore``'s own
+    `ResultsError`, a mismatched configuration say, passes unchanged).
+    States saved before identities were recorded are not checked."""
     path = state_dir / "state.pt"
     if not path.exists():
         return None
     try:
-        restore(torch.load(path, weights_only=True, map_location="cpu"))
+        state = _load(path)
+        saved = json.loads(state.pop("identity", "null"))
+        if saved is not None:
+            _check_identity(path, state_dir, saved, identity)
+        restore(state)
         curve = state_dir / "curve.parquet"
         return pq.read_table(curve).to_pylist() if curve.exists() else []
     except ResultsError:
         raise
     except Exception as exc:
         raise ResultsError(f"cannot resume from {path} ({describe(exc)}); delete {state_dir} to start over") from exc
+
+
+def _check_identity(path: Path, state_dir: Path, saved: dict[str, Any], wanted: dict[str, Any]) -> None:
+    differing = [key for key in sorted(wanted.keys() | saved.keys()) if saved.get(key) != wanted.get(key)]
+    if differing:
+        key = differing[0]
+        raise ResultsError(f"{path} was saved training with {key} {saved.get(key)!r}, not {wanted.get(key)!r}; "
+                           f"give another --out, or remove {state_dir} to start over")
 
 
 def write_record(path: Path, record: dict[str, Any]) -> None:

@@ -114,6 +114,23 @@ def test_training_is_reproducible_and_resumable(tmp_path):
     assert (tmp_path / "a.curve.parquet").exists()
 
 
+def test_resuming_another_scenario_seed_or_setting_is_refused(tmp_path):
+    from dcbench import ResultsError
+
+    options = {"episode_jobs": "12", "window": "5"}
+    train(TOPOLOGY, WORKLOAD, steps=60, seed=1, out=tmp_path / "c.pt", options=options)
+    state = (tmp_path / "c.pt.train" / "state.pt").read_bytes()
+    for topology, workload, seed, changed, what in (
+            ("ocs:4,servers=8", WORKLOAD, 1, {}, "topology"), (TOPOLOGY, "vmjobs:load=30", 1, {}, "workload"),
+            (TOPOLOGY, WORKLOAD, 2, {}, "seed"), (TOPOLOGY, WORKLOAD, 1, {"gamma": "0.5"}, "gamma")):
+        with pytest.raises(ResultsError, match=rf"state.pt was saved training with {what} .*, not .*; give another "
+                                               rf"--out, or remove .*c.pt.train to start over"):
+            train(topology, workload, steps=120, seed=seed, out=tmp_path / "c.pt", options={**options, **changed})
+    assert (tmp_path / "c.pt.train" / "state.pt").read_bytes() == state
+    # Training longer, or validating differently, is what resuming is for.
+    train(TOPOLOGY, WORKLOAD, steps=120, seed=1, out=tmp_path / "c.pt", options={**options, "validation_episodes": "1"})
+
+
 @pytest.mark.slow
 def test_the_shipped_agent_blocks_less_than_jcb_on_held_out_seeds(runner):
     # Seeds 100.. are neither the suite's test seeds (0..4) nor the training ones; 2,000 jobs after the warm-up.
@@ -146,7 +163,7 @@ def test_a_damaged_training_state_is_a_clear_error_and_is_left_alone(tmp_path, d
 
 @pytest.mark.parametrize("args, fragment", [
     (["-a", "a2c_multistep:bogus=1", "-t", TOPOLOGY], "unknown training option 'bogus'. Known training options:"),
-    (["-a", "a2c_multistep:gamma=high", "-t", TOPOLOGY], "gamma='high' is not float"),
+    (["-a", "a2c_multistep:gamma=high", "-t", TOPOLOGY], "gamma='high' is not a finite number"),
     (["-a", "a2c_multistep", "-t", "tiered:8,1x4"],
      "learns job demands but workload 'uniform' makes pool demands; train it on a topology that serves them, "
      "e.g. -t ocs:16"),

@@ -167,6 +167,21 @@ def test_a_file_that_is_not_a_checkpoint_is_a_one_line_error(tmp_path, contents,
     assert not (tmp_path / "results").exists() or not any((tmp_path / "results").iterdir())
 
 
+def test_a_plain_pickle_is_refused_without_torchs_warning(tmp_path, runner):
+    import pickle
+    import warnings
+
+    from dcbench import AllocatorError, ResultsError
+
+    path = tmp_path / "weights.pkl"
+    path.write_bytes(pickle.dumps({"model": {}, "config": "{}"}, protocol=4))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with pytest.raises((ResultsError, AllocatorError), match="cannot be read by torch.load"):
+            runner.run(f"gnn_ppo:checkpoint={path}", "tiered:8,1x4", requests=4)
+    assert [str(w.message) for w in caught] == []
+
+
 def test_training_is_reproducible_and_resumable(tmp_path):
     settings = dict(envs=2, batch=64, minibatch=32, epochs=2, imitation_episodes=1, imitation_epochs=1,
                     episode_requests=4)
@@ -207,6 +222,12 @@ def test_resuming_with_another_seed_or_configuration_is_refused(tmp_path):
         with pytest.raises(ResultsError, match=r"state.pt was saved with another configuration or seed; "
                                                r"remove .*c.pt.train to start over"):
             train("tiered:8,1x4", steps=128, seed=seed, out=tmp_path / "c.pt", **settings, **changed)
+    # Another scenario with the same settings would resume weights trained elsewhere under its name.
+    for topology, workload, what in (("tiered:16,1x1", None, "topology"),
+                                     ("tiered:8,1x4", "uniform:pairs=reference", "workload")):
+        with pytest.raises(ResultsError, match=rf"state.pt was saved training with {what} 'tiered:channels=8|"
+                                               rf"state.pt was saved training with {what} 'uniform:"):
+            train(topology, workload, steps=128, seed=5, out=tmp_path / "c.pt", **settings)
     assert (tmp_path / "c.pt.train" / "state.pt").read_bytes() == state
 
 

@@ -41,6 +41,9 @@ from dcbench.plugins.allocators.checkpoint_files import (resume_training_state, 
 from dcbench.plugins.allocators.early_stopping import BestWeights
 from dcbench.plugins.metrics.jobs import offered_and_blocked
 
+# Settings that may differ when a run is resumed: how long to train and how the exported weights are chosen.
+RESUMABLE_CHANGES = ("steps", "validation_episodes", "validation_jobs")
+
 TRAINING_SEED_OFFSET = 1_000_000
 VALIDATION_SEED_OFFSET = 2_000_000  # held-out episodes for early stopping, as gnn_ppo's
 MAX_ENTROPY_COEF = 100.0  # the adaptive β's bound
@@ -325,10 +328,17 @@ class Trainer:
                  "rng": json.dumps(self.rng.bit_generator.state), "torch_rng": torch.get_rng_state(),
                  "wall_time": torch.tensor(self.wall_time, dtype=torch.float64),
                  **self.best.state()}
-        save_training_state(self.state_dir, state, self.curve)
+        save_training_state(self.state_dir, state, self.curve, self.identity())
+
+    def identity(self) -> dict[str, Any]:
+        """What a resumed run must share with the saved one: the scenario,
+        the seed and every setting but those that only say how long to
+        train or how to pick the exported weights."""
+        settings = {key: value for key, value in asdict(self.config).items() if key not in RESUMABLE_CHANGES}
+        return {"topology": self.topology, "workload": self.workload, "seed": self.seed, **settings}
 
     def resume(self) -> bool:
-        curve = resume_training_state(self.state_dir, self.restore)
+        curve = resume_training_state(self.state_dir, self.restore, self.identity())
         if curve is None:
             return False
         self.curve = curve

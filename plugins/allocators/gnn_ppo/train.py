@@ -296,10 +296,15 @@ class Trainer(ImitationWarmStart):
             "imitation": json.dumps(getattr(self, "imitation", None)),
             **self.best.state(),
         }
-        save_training_state(self.state_dir, state, self.curve)
+        save_training_state(self.state_dir, state, self.curve, self.identity())
+
+    def identity(self) -> dict[str, Any]:
+        """What a resumed run must share with the saved one besides the
+        configuration and seed, which `restore` checks."""
+        return {"topology": self.topology, "workload": self.workload}
 
     def resume(self) -> bool:
-        curve = resume_training_state(self.state_dir, self.restore)
+        curve = resume_training_state(self.state_dir, self.restore, self.identity())
         if curve is None:
             return False
         self.curve = curve

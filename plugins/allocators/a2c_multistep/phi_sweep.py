@@ -8,6 +8,7 @@ against Φ with 95% intervals over the seeds.
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any, Callable
 
@@ -29,13 +30,22 @@ def phi_sweep(topology: str, workload: str, costs: list[float], steps: int, seed
         raise SpecError("phi-sweep sets reconfiguration_cost itself: give the values with --costs")
     options.setdefault("episode_jobs", str(episode_jobs))
 
+    not_finite = [cost for cost in costs if not math.isfinite(cost)]
+    if not_finite:
+        raise SpecError(f"--costs takes finite numbers, got {not_finite[0]}")
     runner = Runner()
     topology_spec, network = runner.network(topology)
     if "job" not in network.demand_kinds:
         raise IncompatibleError(f"phi-sweep trains a2c_multistep, which serves job demands, but topology "
                                 f"{topology_spec.split(':')[0]!r} serves {'/'.join(network.demand_kinds)} "
                                 "demands; give an optical one, e.g. -t ocs:16")
-    check_writable(out)  # before the first training, not after it
+    # The test runs' scenario is checked before the first training, not after it.
+    plan = runner.resolve("random", topology, workload, requests)
+    warmup = getattr(plan["workload_obj"], "warmup_jobs", 0)
+    if plan["requests"] <= warmup:
+        raise SpecError(f"--requests {plan['requests']} leaves no job to measure after the workload's warm-up "
+                        f"of {warmup}; give more than {warmup}")
+    check_writable(out)
     rows: list[dict[str, Any]] = []
     for cost in costs:
         checkpoint = out / f"phi-{cost:g}.pt"

@@ -85,6 +85,9 @@ def with_checkpoint(registry: Registry, allocator: str, checkpoint: Path) -> str
                         f"{', '.join(learned) or 'learned allocators'}")
     if "checkpoint" in spec.kwargs:
         raise UserError("the checkpoint is given twice: use --checkpoint or checkpoint= in the spec, not both")
+    if "," in str(checkpoint):  # a spec has no quoting: the comma would split the path into two arguments
+        raise UserError(f"--checkpoint {checkpoint}: a checkpoint's path may not contain ','; rename the file "
+                        "or link it from a path without one")
     return str(Spec(spec.name, spec.args, {**spec.kwargs, "checkpoint": str(checkpoint)}))
 
 

@@ -54,6 +54,7 @@ def test_run_with_one_seed(tmp_path):
                                     "see `cli run --help`"),
     (["-a", "tetris", "--bogus"], "No such option '--bogus'"),
     ([], "Missing option '--allocator' / '-a'; see `cli run --help`"),
+    (["-a", "gnn_ppo", "--checkpoint", "my,weights.pt"], "a checkpoint's path may not contain ','"),
 ])
 def test_bad_input_is_one_line_and_exit_code_2(tmp_path, args, fragment):
     result = invoke("run", *args, "--out", str(tmp_path / "out"))

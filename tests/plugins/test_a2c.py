@@ -213,16 +213,21 @@ def test_the_shipped_checkpoints_load_safely_and_say_how_they_were_made(tors):
     assert record["selected"] is not None  # early stopping chose the shipped weights
 
 
-def test_phi_sweep_trains_and_tests_one_checkpoint_per_cost(tmp_path):
+def test_phi_sweep_trains_and_tests_one_checkpoint_per_cost(tmp_path, monkeypatch):
+    import sys
+
     import pyarrow.parquet as pq
 
     from dcbench import get_registry
 
     get_registry().call_each("register_commands", cli=cli)  # as `dcbench` does at start-up
-    result = CliRunner().invoke(cli, ["phi-sweep", "-a", "a2c_multistep:state=placement", "-t", TOPOLOGY,
-                                      "-w", WORKLOAD, "--costs", "0,40", "--steps", "60",
-                                      "--seeds", "0,1", "-n", "30", "--episode-jobs", "8", "--out", str(tmp_path)])
+    args = ["phi-sweep", "-a", "a2c_multistep:state=placement", "-t", TOPOLOGY, "-w", WORKLOAD, "--costs", "0,40",
+            "--steps", "60", "--seeds", "0,1", "-n", "30", "--episode-jobs", "8", "--out", str(tmp_path)]
+    monkeypatch.setattr(sys, "argv", ["dcbench", *args])  # what the console script would see
+    result = CliRunner().invoke(cli, args)
     assert result.exit_code == 0, result.output
+    # Each checkpoint's record names the command that made it: the sweep, not a `dcbench train` never run.
+    assert json.loads((tmp_path / "phi-0.json").read_text())["command"].startswith("dcbench phi-sweep -a ")
     table = pq.read_table(tmp_path / "phi_sweep.parquet").to_pylist()
     assert [(r["reconfiguration_cost"], r["seed"]) for r in table] == [(0.0, 0), (0.0, 1), (40.0, 0), (40.0, 1)]
     assert (tmp_path / "phi-40.pt").exists() and (tmp_path / "phi_sweep.png").exists()

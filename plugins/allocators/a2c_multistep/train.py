@@ -429,5 +429,6 @@ def train(topology: str, workload: str | None = None, steps: int | None = None, 
         trainer.save_state()
         if progress is not None:
             progress(row)
-    command = "dcbench train " + " ".join(shlex.quote(a) for a in sys.argv[2:]) if len(sys.argv) > 1 else ""
+    # The command that ran: `dcbench train ...`, or `dcbench phi-sweep ...` for the sweep's checkpoints.
+    command = " ".join(shlex.quote(a) for a in ["dcbench", *sys.argv[1:]]) if len(sys.argv) > 1 else ""
     return trainer.write_checkpoint(command)

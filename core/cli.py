@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import warnings
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Iterator, Mapping
 
 import click
 
@@ -91,14 +92,21 @@ def with_checkpoint(registry: Registry, allocator: str, checkpoint: Path) -> str
     return str(Spec(spec.name, spec.args, {**spec.kwargs, "checkpoint": str(checkpoint)}))
 
 
-def load_registry() -> Registry:
-    """The registry, with broken third-party plugins reported as one-line warnings."""
+@contextlib.contextmanager
+def warnings_as_lines() -> Iterator[None]:
+    """Warnings raised inside (a broken third-party plugin, say) printed as
+    one ``Warning:`` line each, not Python's two lines with a source line."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        registry = get_registry()
+        yield
     for warning in caught:
         click.echo(f"Warning: {warning.message}", err=True)
-    return registry
+
+
+def load_registry() -> Registry:
+    """The registry, with broken third-party plugins reported as one-line warnings."""
+    with warnings_as_lines():
+        return get_registry()
 
 
 @click.group(cls=DcbenchGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -582,7 +590,8 @@ def bench(allocators: tuple[str, ...], topologies: tuple[str, ...], workload: st
 def main() -> None:
     try:
         registry = load_registry()
-        registry.call_each("register_commands", cli=cli)
+        with warnings_as_lines():
+            registry.call_each("register_commands", cli=cli)
     except DcbenchError as exc:
         click.echo(f"Error: {exc}", err=True)
         sys.exit(2)

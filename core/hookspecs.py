@@ -66,7 +66,8 @@ def register_metrics(register):
 
     Call ``register(name, function, description=...)``.
     ``function(tables, network)`` receives the recorded `dcbench.RunTables`
-    and the compiled `dcbench.Network` and returns a dict of summary columns.
+    and the compiled `dcbench.Network` and returns a dict of summary columns:
+    new names only (not the core's, not another metric's), a number each.
     """
 
 

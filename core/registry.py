@@ -9,19 +9,23 @@ package never takes the command line down with it.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib
 import importlib.metadata
+import multiprocessing
 import os
 import warnings
+import weakref
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 import pluggy
 
 from dcbench import hookspecs
-from dcbench.errors import PluginError, SpecError, UnknownPluginError, describe
+from dcbench.errors import DcbenchError, PluginError, SpecError, UnknownPluginError, describe
 from dcbench.spec import Param, Spec, bind, resolved_spec, unknown
+from dcbench.suite import Suite
 
 KINDS = ("topology", "workload", "allocator", "metric", "suite")
 
@@ -45,6 +49,8 @@ BUILTIN_PLUGINS = (
 )
 
 PLURALS = {kind: kind + "s" for kind in KINDS} | {"topology": "topologies"}
+
+DEMAND_KINDS = ("pool", "job")
 
 _HOOK_OF_KIND = {
     "topology": "register_topologies",
@@ -79,11 +85,25 @@ class PluginEntry:
     params: tuple[Param, ...] = ()
     plugin: str = ""
     extra: Mapping[str, Any] = field(default_factory=dict)
+    distribution: str = ""  # "NAME VERSION" of a third-party plugin's distribution, where known
 
     @property
     def demands(self) -> tuple[str, ...]:
         """The demand kinds an allocator serves (``pool`` unless it registered others)."""
         return tuple(self.extra.get("demands", ("pool",)))
+
+    @property
+    def builtin(self) -> bool:
+        return self.plugin in BUILTIN_PLUGINS
+
+    @property
+    def origin(self) -> str:
+        """``plugin NAME`` and, where known, its distribution: who to tell about a failure."""
+        return f"plugin {self.plugin}" + (f", {self.distribution}" if self.distribution else "")
+
+    def error(self, problem: str) -> PluginError:
+        """A one-line error saying what this entry's plugin did wrong."""
+        return PluginError(f"{self.kind} {self.name!r} ({self.origin}) {problem}; report it to the plugin's authors")
 
     def load(self) -> Callable[..., Any]:
         if not isinstance(self.target, str):
@@ -93,7 +113,7 @@ class PluginEntry:
             return getattr(importlib.import_module(module_name), attr)
         except Exception as exc:  # a broken plugin must not show a traceback
             raise PluginError(
-                f"{self.kind} {self.name!r} (plugin {self.plugin}) failed to load "
+                f"{self.kind} {self.name!r} ({self.origin}) failed to load "
                 f"{self.target!r}: {describe(exc)}"
             ) from exc
 
@@ -103,13 +123,30 @@ class PluginEntry:
             spec = Spec.parse(spec)
         values = bind(self.name, self.params, spec)
         factory = self.load()
-        try:
-            obj = factory(**values)
-        except SpecError:
-            raise
-        except (ValueError, TypeError) as exc:
-            raise SpecError(f"{self.name}: {exc}") from exc
+        with blamed_on(self, "failed when built"):
+            try:
+                obj = factory(**values)
+            except SpecError:
+                raise
+            except (ValueError, TypeError) as exc:  # the factory refuses a parameter value
+                raise SpecError(f"{self.name}: {exc}") from exc
         return Built(obj, resolved_spec(self.name, values), values)
+
+
+@contextlib.contextmanager
+def blamed_on(entry: PluginEntry, failure: str) -> Iterator[None]:
+    """Report an exception of a third-party plugin's code as a one-line
+    `PluginError` (``failure`` says where it happened), keeping the exception
+    as its cause. A built-in plugin's exception is a bug of dcbench itself,
+    so it keeps its traceback."""
+    try:
+        yield
+    except DcbenchError:
+        raise
+    except Exception as exc:
+        if entry.builtin:
+            raise
+        raise entry.error(f"{failure}: {describe(exc)}") from exc
 
 
 @dataclass
@@ -159,7 +196,7 @@ class Registry:
             try:
                 impl.function(register)
             except Exception as exc:
-                self._fail(f"plugin {impl.plugin_name!r} failed in {hook.name}: {describe(exc)}")
+                self._fail(f"plugin {self._label(impl.plugin_name)} failed in {hook.name}: {describe(exc)}")
         return entries
 
     def _register(self, kind: str, entries: dict[str, Any], plugin_name: str, name_or_suite: Any,
@@ -167,12 +204,19 @@ class Registry:
         """What a plugin's ``register`` calls: ``register(name, target, ...)``, or ``register(suite)``."""
         if kind == "suite":
             entry = name_or_suite
-            name = entry.name
+            name = getattr(entry, "name", None)
+            problem = None if isinstance(entry, Suite) else f"it is a {type(entry).__name__}, not a dcbench.Suite"
         else:
             name = name_or_suite
-            entry = PluginEntry(kind, name, target, description, tuple(params), plugin_name, extra)
+            problem = registration_problem(kind, name, target, params, extra)
+        if problem is not None:
+            self._fail(f"plugin {self._label(plugin_name)} registers {kind} {name!r}: {problem}; ignored")
+            return
+        if kind != "suite":
+            entry = PluginEntry(kind, name, target, description, tuple(params), plugin_name, extra,
+                                self._distribution(plugin_name))
         if name in entries:
-            self._fail(f"plugin {plugin_name!r} registers {kind} {name!r}, "
+            self._fail(f"plugin {self._label(plugin_name)} registers {kind} {name!r}, "
                        f"already registered by {_owner(entries[name])!r}; ignored")
             return
         if kind == "suite":
@@ -180,16 +224,72 @@ class Registry:
         entries[name] = entry
 
     def call_each(self, hook_name: str, **kwargs: Any) -> None:
-        """Call every implementation of a hook on its own, reporting a broken one by name."""
+        """Call every implementation of a hook on its own, reporting a broken one by name;
+        for ``register_commands``, a plugin cannot replace a command that is already there."""
         hook = getattr(self.manager.hook, hook_name)
+        cli = kwargs["cli"] if hook_name == "register_commands" else None
         for impl in hook.get_hookimpls():  # registration order: built-ins first
+            commands = dict(cli.commands) if cli is not None else {}
             try:
                 impl.function(**kwargs)
             except Exception as exc:
-                self._fail(f"plugin {impl.plugin_name!r} failed in {hook_name}: {describe(exc)}")
+                self._fail(f"plugin {self._label(impl.plugin_name)} failed in {hook_name}: {describe(exc)}")
+            if cli is not None:
+                self._keep_commands(cli, commands, impl.plugin_name)
+
+    def _keep_commands(self, cli: Any, before: Mapping[str, Any], plugin_name: str) -> None:
+        """Put back the commands of ``before`` that ``plugin_name`` replaced or
+        removed, and record it as the owner of those it added. Re-registering
+        its own commands (``call_each`` run again on the same group) is fine."""
+        for name, command in before.items():
+            if cli.commands.get(name) is not command and _COMMAND_OWNERS.get(command) != plugin_name:
+                cli.commands[name] = command
+                self._fail(f"plugin {self._label(plugin_name)} registers command {name!r}, "
+                           f"already registered by {_COMMAND_OWNERS.get(command, 'dcbench')!r}; ignored")
+        for name, command in cli.commands.items():
+            if before.get(name) is not command:
+                _COMMAND_OWNERS[command] = plugin_name
+
+    def _distribution(self, plugin_name: str) -> str:
+        """``NAME VERSION`` of a third-party plugin's distribution; empty where unknown."""
+        info = next((p for p in self.plugins if p.name == plugin_name and not p.builtin), None)
+        return f"{info.distribution} {info.version}" if info is not None and info.distribution != "?" else ""
+
+    def _label(self, plugin_name: str) -> str:
+        distribution = self._distribution(plugin_name)
+        return f"{plugin_name!r}" + (f" ({distribution})" if distribution else "")
 
     def _fail(self, message: str) -> None:
         _report(message, self.failures)
+
+
+# Which plugin added each command, so that a plugin's commands can be told from the built-in ones.
+_COMMAND_OWNERS: "weakref.WeakKeyDictionary[Any, str]" = weakref.WeakKeyDictionary()
+
+
+def registration_problem(kind: str, name: Any, target: Any, params: Any, extra: Mapping[str, Any]) -> str | None:
+    """What makes ``register(name, target, params=..., **extra)`` unusable, or None."""
+    if not isinstance(name, str) or not _is_spec_name(name):
+        return "no spec can give that name; use letters, digits, '_', '.' and '-', starting with a letter or '_'"
+    if not (callable(target) or isinstance(target, str) and ":" in target):
+        return f"its target {target!r} is neither a callable nor a 'module:attr' string"
+    if not isinstance(params, (list, tuple)):
+        return f"params={params!r} is not a list of dcbench.Param"
+    strays = [param for param in params if not isinstance(param, Param)]
+    if strays:
+        return f"params holds {strays[0]!r}, not a dcbench.Param"
+    demands = extra.get("demands", ("pool",))
+    if kind == "allocator" and (not isinstance(demands, (list, tuple)) or not demands
+                                or not set(demands) <= set(DEMAND_KINDS)):
+        return f"demands={demands!r} is not a tuple of {' and/or '.join(map(repr, DEMAND_KINDS))}"
+    return None
+
+
+def _is_spec_name(name: str) -> bool:
+    try:
+        return Spec.parse(name) == Spec(name)
+    except SpecError:
+        return False
 
 
 def _owner(entry: Any) -> str:
@@ -200,8 +300,11 @@ def _report(message: str, failures: list[str]) -> None:
     if os.environ.get("DCBENCH_STRICT_PLUGINS") == "1":
         raise PluginError(message)
     failures.append(message)
-    warnings.warn(message + " (set DCBENCH_STRICT_PLUGINS=1 to make this an error)",
-                  PluginLoadWarning, stacklevel=3)
+    # A sweep's worker processes load the plugins of the command that started
+    # them, which has warned already: once per command, not once per worker.
+    if multiprocessing.parent_process() is None:
+        warnings.warn(message + " (set DCBENCH_STRICT_PLUGINS=1 to make this an error)",
+                      PluginLoadWarning, stacklevel=3)
 
 
 def _dcbench_version() -> str:
@@ -234,7 +337,10 @@ def create_registry(entry_points: Iterable[importlib.metadata.EntryPoint] | None
             _report(f"plugin {label} failed to load: {describe(exc)}", failures)
             continue
         plugins.append(PluginInfo(entry_point.name, dist_name, dist_version, builtin=False))
-    return Registry(manager, plugins, failures)
+    registry = Registry(manager, plugins, failures)
+    for kind in KINDS:  # now, so that a broken registration is reported with the broken imports
+        registry.entries(kind)
+    return registry
 
 
 _REGISTRY: Registry | None = None

@@ -9,16 +9,20 @@ import subprocess
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 import numpy as np
 
 from dcbench.engine import RunTables, simulate
-from dcbench.errors import AllocatorError, DcbenchError, IncompatibleError, PluginError, SpecError, describe
-from dcbench.network import Network
-from dcbench.registry import Registry, get_registry
+from dcbench.errors import AllocatorError, IncompatibleError, SpecError
+from dcbench.network import Network, Topology
+from dcbench.registry import PluginEntry, Registry, blamed_on, get_registry
+from dcbench.requests import RequestSequence
 from dcbench.results import write_run
 from dcbench.spec import Spec
+
+# Summary columns the core adds after the metrics' (``scenario`` in a sweep's combined summary).
+LATER_COLUMNS = ("dcbench_version", "scenario")
 
 
 @dataclass
@@ -64,6 +68,49 @@ def default_requests(network: Network) -> int:
     return 2 * network.n_servers
 
 
+def compiled(entry: PluginEntry, topology: Any) -> Network:
+    """The network of what a topology plugin built."""
+    if not isinstance(topology, Topology):
+        raise entry.error(f"returned {type(topology).__name__} when built, not a dcbench.Topology")
+    with blamed_on(entry, "built a topology that does not compile"):
+        return Network.compile(topology)
+
+
+def metric_columns(entry: PluginEntry, columns: Any, written_by: dict[str, str]) -> dict[str, float]:
+    """A metric's summary columns as numbers, checked: new names only (recorded in
+    ``written_by``, column -> who wrote it) and a number in each."""
+    if not isinstance(columns, Mapping):
+        raise entry.error(f"returned {type(columns).__name__}, not a dict of summary columns")
+    values: dict[str, float] = {}
+    for column, value in columns.items():
+        if not isinstance(column, str):
+            raise entry.error(f"returned a column named {column!r}; column names are strings")
+        if column in written_by:
+            raise entry.error(f"returned column {column!r}, which {written_by[column]} writes; "
+                              "a metric may only add columns of its own")
+        number = _number(value)
+        if number is None:
+            raise entry.error(f"returned {column}={_short(value)}, not a number")
+        values[column] = number
+        written_by[column] = f"metric {entry.name!r}"
+    return values
+
+
+def _number(value: Any) -> float | None:
+    """``value`` as the summary stores it; None for text (``float`` would parse it) and non-numbers."""
+    if isinstance(value, (str, bytes)):
+        return None
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _short(value: Any, limit: int = 60) -> str:
+    text = " ".join(repr(value).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 @dataclass
 class Runner:
     """Builds scenarios from specs and runs them; compiled topologies are cached."""
@@ -74,10 +121,12 @@ class Runner:
     def network(self, topology: str) -> tuple[str, Network]:
         """The resolved spec and compiled network of a topology spec."""
         if topology not in self._networks:
-            built = self.registry.build("topology", topology)
+            spec = Spec.parse(topology)
+            entry = self.registry.get("topology", spec.name)
+            built = entry.build(spec)
             resolved = built.spec
             cached = next((v for v in self._networks.values() if v[0] == resolved), None)
-            self._networks[topology] = cached or (resolved, Network.compile(built.obj))
+            self._networks[topology] = cached or (resolved, compiled(entry, built.obj))
         return self._networks[topology]
 
     def resolve(self, allocator: str, topology: str, workload: str | None = None,
@@ -107,27 +156,35 @@ class Runner:
             )
         if requests is not None and requests < 1:
             raise SpecError(f"--requests must be at least 1, got {requests}")
+        workload_entry = self.registry.get("workload", Spec.parse(workload_built.spec).name)
         return {
             "topology": topology_spec, "network": network,
-            "workload": workload_built.spec, "workload_obj": workload_built.obj,
+            "workload": workload_built.spec, "workload_obj": workload_built.obj, "workload_entry": workload_entry,
             "allocator": allocator_built.spec, "allocator_entry": entry,
-            "fingerprint": self._fingerprint(entry.name, fingerprint, network),
-            "requests": requests or self._default_requests(workload_built.obj, network),
+            "fingerprint": self._fingerprint(entry, fingerprint, network),
+            "requests": requests or self._default_requests(workload_entry, workload_built.obj, network),
         }
 
     @staticmethod
-    def _fingerprint(name: str, fingerprint: Callable[[Network], str] | None, network: Network) -> str:
+    def _fingerprint(entry: PluginEntry, fingerprint: Callable[[Network], str] | None, network: Network) -> str:
         if fingerprint is None:
             return ""
-        try:
-            return fingerprint(network)
-        except (OSError, ValueError) as exc:  # no checkpoint for this topology, an unreadable one
-            raise AllocatorError(f"{name}: {exc}") from exc
+        with blamed_on(entry, "failed in fingerprint(network)"):
+            try:
+                value = fingerprint(network)
+            except (OSError, ValueError) as exc:  # no checkpoint for this topology, an unreadable one
+                raise AllocatorError(f"{entry.name}: {exc}") from exc
+        if not isinstance(value, str):
+            raise entry.error(f"returned {type(value).__name__} from fingerprint(network), not a str")
+        return value
 
     @staticmethod
-    def _default_requests(workload: Any, network: Network) -> int:
+    def _default_requests(entry: PluginEntry, workload: Any, network: Network) -> int:
         chooser = getattr(workload, "default_requests", None)
-        return int(chooser(network)) if chooser is not None else default_requests(network)
+        if chooser is None:
+            return default_requests(network)
+        with blamed_on(entry, "failed in default_requests(network)"):
+            return int(chooser(network))
 
     def run(self, allocator: str, topology: str, workload: str | None = None, requests: int | None = None,
             seed: int = 0, progress: Callable[[int], None] | None = None) -> RunResult:
@@ -143,10 +200,14 @@ class Runner:
 
         rng = np.random.default_rng(seed)
         workload_rng, allocator_rng = rng.spawn(2)
-        try:
-            sequence = plan["workload_obj"].generate(network, n_requests, workload_rng)
-        except ValueError as exc:
-            raise SpecError(f"{plan['workload']}: {exc}") from exc
+        with blamed_on(plan["workload_entry"], "failed in generate()"):
+            try:
+                sequence = plan["workload_obj"].generate(network, n_requests, workload_rng)
+            except ValueError as exc:
+                raise SpecError(f"{plan['workload']}: {exc}") from exc
+        if not isinstance(sequence, RequestSequence):
+            raise plan["workload_entry"].error(f"returned {type(sequence).__name__} from generate(), "
+                                               "not a dcbench.RequestSequence")
         allocator_obj = plan["allocator_entry"].build(plan["allocator"]).obj
         tables = simulate(network, sequence, allocator_obj, allocator_rng, progress)
 
@@ -161,15 +222,11 @@ class Runner:
             "offered": int((tables.requests["outcome"] != "skipped").sum()),
             "accepted": int((tables.requests["outcome"] == "accepted").sum()),
         }
-        for name, entry in self.registry.entries("metric").items():
-            try:
+        written_by = dict.fromkeys([*summary, *LATER_COLUMNS], "the core")
+        for entry in self.registry.entries("metric").values():
+            with blamed_on(entry, "failed"):
                 columns = entry.load()(tables, network)
-            except DcbenchError:
-                raise
-            except Exception as exc:
-                raise PluginError(f"metric {name!r} (plugin {entry.plugin}) failed: "
-                                  f"{describe(exc)}") from exc
-            summary.update({k: float(v) for k, v in columns.items()})
+            summary.update(metric_columns(entry, columns, written_by))
         summary["dcbench_version"] = __version__
 
         provenance = {

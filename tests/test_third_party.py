@@ -92,3 +92,83 @@ def test_the_example_runs_a_suite_and_enters_the_leaderboard(site, tmp_path):
     page = (board / "README.md").read_text()
     ranking = page.split("| rank | allocator | mean over scenarios |")[1].split("\n\n")[0]
     assert "`firstfit`" in ranking and "`tetris`" in ranking
+
+
+PROBE = """
+from dcbench import Scenario, Suite, hookimpl
+from dcbench.plugins.allocators.tetris import TetrisAllocator
+
+
+def explode():
+    raise RuntimeError("boom in init")
+
+
+@hookimpl
+def register_allocators(register):
+    register("probe_explodes", explode)
+    register("probe_stray", TetrisAllocator, params=["penalty"])
+
+
+@hookimpl
+def register_workloads(register):
+    raise RuntimeError("register boom")
+
+
+@hookimpl
+def register_suites(register):
+    register(Suite("probe", (Scenario("tiered:8,1x4", requests=8, seeds=(0, 1, 2, 3)),)))
+
+
+@hookimpl
+def register_commands(cli):
+    @cli.command(name="run")
+    def run():
+        '''A run that takes no -a.'''
+"""
+
+PROBE_WARNINGS = [  # registration goes kind by kind: topologies, workloads, allocators, ...
+    "Warning: plugin 'probeplug' (dcbench-probe 0.1.0) failed in register_workloads: RuntimeError: register boom "
+    "(set DCBENCH_STRICT_PLUGINS=1 to make this an error)",
+    "Warning: plugin 'probeplug' (dcbench-probe 0.1.0) registers allocator 'probe_stray': params holds 'penalty', "
+    "not a dcbench.Param; ignored (set DCBENCH_STRICT_PLUGINS=1 to make this an error)",
+]
+
+
+def probe_warnings(stderr):
+    return [line for line in stderr.splitlines() if "probe_stray" in line or "register boom" in line]
+
+
+@pytest.fixture(scope="module")
+def probe_site(tmp_path_factory):
+    """A misbehaving distribution as pip would install it (its metadata and its module), written directly: fast."""
+    site = tmp_path_factory.mktemp("probe_site")
+    info = site / "dcbench_probe-0.1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: dcbench-probe\nVersion: 0.1.0\n")
+    (info / "entry_points.txt").write_text("[dcbench]\nprobeplug = dcbench_probe\n")
+    (site / "dcbench_probe.py").write_text(PROBE)
+    return site
+
+
+@pytest.mark.parametrize("command", [["run", "-t", "tiered:8,1x4", "-n", "8"], ["sweep", "-s", "probe"]])
+def test_a_broken_plugin_is_one_line_of_error_and_one_of_warning(probe_site, tmp_path, command):
+    done = dcbench(probe_site, *command, "-a", "probe_explodes", "--out", str(tmp_path), "-q")
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    lines = done.stderr.splitlines()
+    assert lines[-1] == ("Error: allocator 'probe_explodes' (plugin probeplug, dcbench-probe 0.1.0) failed when "
+                         "built: RuntimeError: boom in init; report it to the plugin's authors")
+    assert probe_warnings(done.stderr) == PROBE_WARNINGS
+
+
+def test_a_plugin_cannot_replace_a_builtin_command(probe_site, tmp_path):
+    done = dcbench(probe_site, "run", "-a", "tetris", "-t", "tiered:8,1x4", "-n", "8", "--out", str(tmp_path), "-q")
+    assert done.returncode == 0, done.stderr
+    assert ("Warning: plugin 'probeplug' (dcbench-probe 0.1.0) registers command 'run', already registered by "
+            "'dcbench'; ignored (set DCBENCH_STRICT_PLUGINS=1 to make this an error)\n") in done.stderr
+    assert "registry.py" not in done.stderr  # one line, not Python's warning with its source line
+
+
+def test_a_sweep_warns_once_not_once_per_worker(probe_site, tmp_path):
+    done = dcbench(probe_site, "sweep", "-s", "probe", "-a", "tetris", "-j", "2", "--out", str(tmp_path), "-q")
+    assert done.returncode == 0, done.stderr
+    assert probe_warnings(done.stderr) == PROBE_WARNINGS

@@ -1,10 +1,14 @@
 import importlib.metadata
+import multiprocessing
 import warnings
 
+import click
 import pytest
 
 from dcbench import PluginError, UnknownPluginError
-from dcbench.registry import PluginLoadWarning, create_registry
+from dcbench.registry import PluginEntry, PluginLoadWarning, create_registry
+
+STRICT_HINT = " (set DCBENCH_STRICT_PLUGINS=1 to make this an error)"
 
 GOOD = '''
 from dcbench import hookimpl
@@ -86,3 +90,139 @@ def test_unknown_names_list_the_known_ones():
     with pytest.raises(UnknownPluginError, match="unknown allocator 'randm'; did you mean 'random'\\? "
                                                  "Known allocators: .*random, tetris"):
         registry.get("allocator", "randm")
+
+
+UNUSABLE = '''
+from dcbench import Param, hookimpl
+from dcbench.plugins.allocators.tetris import TetrisAllocator
+
+@hookimpl
+def register_allocators(register):
+    register("stray_param", TetrisAllocator, params=["penalty"])
+    register("demand_text", TetrisAllocator, demands="pool")
+    register("demand_unknown", TetrisAllocator, demands=("pool", "gpu"))
+    register("colon:name", TetrisAllocator)
+    register("comma,name", TetrisAllocator)
+    register("no_target", None)
+    register("fine", TetrisAllocator, params=[Param("penalty", float, 0.9)], demands=["pool"])
+'''
+
+BUILD_FAILS = '''
+from dcbench import Param, hookimpl
+
+def explode(how):
+    raise {"runtime": RuntimeError("boom in init"), "key": KeyError("weights")}[how]
+
+@hookimpl
+def register_allocators(register):
+    register("explodes", explode, params=[Param("how", str)])
+'''
+
+COMMANDS = '''
+from dcbench import hookimpl
+
+@hookimpl
+def register_commands(cli):
+    @cli.command(name="run")
+    def run():
+        """A run that takes no -a."""
+
+    @cli.command(name="extra")
+    def extra():
+        """A command of its own."""
+'''
+
+SAME_COMMAND = COMMANDS.replace('name="run"', 'name="other"')
+
+
+@pytest.fixture
+def more_plugin_modules(tmp_path, monkeypatch):
+    for name, text in {"tp_unusable": UNUSABLE, "tp_build": BUILD_FAILS, "tp_commands": COMMANDS,
+                       "tp_same_command": SAME_COMMAND}.items():
+        (tmp_path / f"{name}.py").write_text(text)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delenv("DCBENCH_STRICT_PLUGINS", raising=False)
+
+
+def plugin_warnings(caught):
+    return [str(w.message) for w in caught if issubclass(w.category, PluginLoadWarning)]
+
+
+def test_a_failed_registration_is_reported_when_the_registry_is_created(plugin_modules):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        registry = create_registry(entry_points(("hook", "tp_hook")))
+    # reported with the import failures, which the command line prints as one-line warnings
+    assert any("'hook' failed in register_allocators: RuntimeError: misconfigured" in m
+               for m in plugin_warnings(caught))
+    assert "tetris" in registry.entries("allocator")
+
+
+@pytest.mark.parametrize("name, fragment", [
+    ("stray_param", "registers allocator 'stray_param': params holds 'penalty', not a dcbench.Param; ignored"),
+    ("demand_text", "registers allocator 'demand_text': demands='pool' is not a tuple of 'pool' and/or 'job'"),
+    ("demand_unknown", "registers allocator 'demand_unknown': demands=('pool', 'gpu') is not a tuple of"),
+    ("colon:name", "registers allocator 'colon:name': no spec can give that name"),
+    ("comma,name", "registers allocator 'comma,name': no spec can give that name"),
+    ("no_target", "registers allocator 'no_target': its target None is neither a callable nor a 'module:attr'"),
+])
+def test_an_unusable_registration_is_skipped_with_a_warning(more_plugin_modules, name, fragment):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        registry = create_registry(entry_points(("unusable", "tp_unusable")))
+    allocators = registry.entries("allocator")
+    assert name not in allocators and allocators["fine"].demands == ("pool",)
+    assert sum(f"plugin 'unusable' {fragment}" in m for m in plugin_warnings(caught)) == 1
+    assert len(registry.failures) == 6
+
+
+@pytest.mark.parametrize("how, error", [("runtime", "RuntimeError: boom in init"), ("key", "KeyError: 'weights'")])
+def test_a_third_party_factory_that_raises_is_a_plugin_error(more_plugin_modules, how, error):
+    registry = create_registry(entry_points(("build", "tp_build")))
+    with pytest.raises(PluginError) as raised:
+        registry.build("allocator", f"explodes:how={how}")
+    assert str(raised.value) == (f"allocator 'explodes' (plugin build) failed when built: {error}; "
+                                 "report it to the plugin's authors")
+    assert raised.value.__cause__ is not None  # the plugin's own traceback, for its authors
+
+
+def test_a_builtin_plugins_bug_keeps_its_traceback():
+    def broken(**values):
+        raise RuntimeError("a bug in dcbench")
+
+    entry = PluginEntry("allocator", "broken", broken, plugin="dcbench.plugins.allocators.tetris")
+    with pytest.raises(RuntimeError, match="a bug in dcbench"):
+        entry.build("broken")
+
+
+def test_a_plugin_cannot_replace_a_command(more_plugin_modules):
+    @click.group()
+    def cli():
+        pass
+
+    @cli.command()
+    def run():
+        pass
+
+    builtin_run = cli.commands["run"]
+    registry = create_registry(entry_points(("commands", "tp_commands"), ("same", "tp_same_command")))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        registry.call_each("register_commands", cli=cli)
+        extra = cli.commands["extra"]
+        registry.call_each("register_commands", cli=cli)  # again, as tests do: a plugin may renew its own
+    assert cli.commands["run"] is builtin_run and "other" in cli.commands
+    assert cli.commands["extra"] is not extra and cli.commands["extra"].callback.__module__ == "tp_commands"
+    assert plugin_warnings(caught) == 2 * [
+        f"plugin 'commands' registers command 'run', already registered by 'dcbench'; ignored{STRICT_HINT}",
+        f"plugin 'same' registers command 'extra', already registered by 'commands'; ignored{STRICT_HINT}",
+    ]
+
+
+def test_a_worker_process_does_not_repeat_the_warnings(plugin_modules, monkeypatch):
+    monkeypatch.setattr(multiprocessing, "parent_process", lambda: object())  # as in a sweep's worker
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        registry = create_registry(entry_points(("missing", "tp_does_not_exist"), ("hook", "tp_hook")))
+    assert plugin_warnings(caught) == []
+    assert len(registry.failures) == 2  # still known, for `dcbench plugins`

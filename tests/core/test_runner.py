@@ -1,7 +1,12 @@
+import importlib
+import importlib.metadata
+import re
+
 import numpy as np
 import pytest
 
-from dcbench import IncompatibleError, SpecError, UnknownPluginError
+from dcbench import IncompatibleError, PluginError, Runner, SpecError, UnknownPluginError
+from dcbench.registry import create_registry
 from dcbench.runner import run_hash
 
 
@@ -100,3 +105,125 @@ def test_an_allocator_that_cannot_serve_the_demand_kind_is_refused(runner, monke
 def test_a_seed_is_a_non_negative_integer(runner, seed):
     with pytest.raises(SpecError, match="a seed is a non-negative integer, got"):
         runner.run("tetris", "tiered:8,1x4", requests=4, seed=seed)
+
+
+PROBE = '''
+from dcbench import Param, hookimpl
+from dcbench.plugins.allocators.tetris import TetrisAllocator
+from dcbench.plugins.topologies.tiered import build as tiered
+
+HOW = [Param("how", str, "ok")]
+METRIC_COLUMNS = {}  # what the metric returns; a test sets it
+
+
+class Fingerprinted(TetrisAllocator):
+    def __init__(self, how):
+        super().__init__()
+        self.how = how
+
+    def fingerprint(self, network):
+        if self.how == "raise":
+            raise RuntimeError("no weights")
+        return 7
+
+
+def topology(how):
+    if how == "raise":
+        raise RuntimeError("no fabric")
+    if how == "int":
+        return 7
+    built = tiered(channels=8, ratio="1x4")
+    del next(iter(built.graph.edges(data=True)))[2]["capacity"]
+    return built
+
+
+class Workload:
+    kind = "pool"
+
+    def __init__(self, how):
+        self.how = how
+
+    def generate(self, network, requests, rng):
+        if self.how == "raise":
+            raise RuntimeError("no requests")
+        return 7
+
+
+@hookimpl
+def register_allocators(register):
+    register("probe_alloc", Fingerprinted, params=HOW)
+
+
+@hookimpl
+def register_topologies(register):
+    register("probe_topo", topology, params=HOW)
+
+
+@hookimpl
+def register_workloads(register):
+    register("probe_work", Workload, params=HOW)
+
+
+@hookimpl
+def register_metrics(register):
+    register("probe_metric", lambda tables, network: METRIC_COLUMNS)
+'''
+
+
+@pytest.fixture
+def probe(tmp_path, monkeypatch):
+    """A runner whose registry has a third-party plugin ``probe`` that misbehaves as told."""
+    (tmp_path / "tp_runner_probe.py").write_text(PROBE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delenv("DCBENCH_STRICT_PLUGINS", raising=False)
+    registry = create_registry([importlib.metadata.EntryPoint("probe", "tp_runner_probe", "dcbench")])
+    return Runner(registry), importlib.import_module("tp_runner_probe")
+
+
+def probe_error(what, problem):
+    return re.escape(f"{what} (plugin probe) {problem}; report it to the plugin's authors")
+
+
+@pytest.mark.parametrize("columns, problem", [
+    ({"seed": 99}, "returned column 'seed', which the core writes; a metric may only add columns of its own"),
+    ({"dcbench_version": 1}, "returned column 'dcbench_version', which the core writes; a metric may only add "
+                             "columns of its own"),
+    ({"acceptance_ratio": 2.0}, "returned column 'acceptance_ratio', which metric 'acceptance' writes; a metric "
+                                "may only add columns of its own"),
+    ({"mine": "high"}, "returned mine='high', not a number"),
+    ({"mine": "0.5"}, "returned mine='0.5', not a number"),
+    ({"mine": np.ones(3)}, "returned mine=array([1., 1., 1.]), not a number"),
+    ({1: 0.5}, "returned a column named 1; column names are strings"),
+    ([("mine", 0.5)], "returned list, not a dict of summary columns"),
+])
+def test_a_metric_returns_new_columns_of_numbers_only(probe, monkeypatch, columns, problem):
+    runner, module = probe
+    monkeypatch.setattr(module, "METRIC_COLUMNS", columns)
+    with pytest.raises(PluginError, match=probe_error("metric 'probe_metric'", problem)):
+        runner.run("tetris", "tiered:8,1x4", requests=8)
+
+
+def test_a_metric_adds_its_own_columns(probe, monkeypatch):
+    runner, module = probe
+    monkeypatch.setattr(module, "METRIC_COLUMNS", {"mine": np.int64(3), "also_mine": 0.5})
+    summary = runner.run("tetris", "tiered:8,1x4", requests=8).summary
+    assert summary["mine"] == 3.0 and summary["also_mine"] == 0.5 and summary["seed"] == 0
+
+
+@pytest.mark.parametrize("kwargs, what, problem", [
+    ({"allocator": "probe_alloc:how=raise"}, "allocator 'probe_alloc'",
+     "failed in fingerprint(network): RuntimeError: no weights"),
+    ({"allocator": "probe_alloc"}, "allocator 'probe_alloc'", "returned int from fingerprint(network), not a str"),
+    ({"topology": "probe_topo:how=raise"}, "topology 'probe_topo'", "failed when built: RuntimeError: no fabric"),
+    ({"topology": "probe_topo:how=int"}, "topology 'probe_topo'", "returned int when built, not a dcbench.Topology"),
+    ({"topology": "probe_topo"}, "topology 'probe_topo'",
+     "built a topology that does not compile: KeyError: 'capacity'"),
+    ({"workload": "probe_work:how=raise"}, "workload 'probe_work'", "failed in generate(): RuntimeError: no requests"),
+    ({"workload": "probe_work"}, "workload 'probe_work'",
+     "returned int from generate(), not a dcbench.RequestSequence"),
+])
+def test_a_misbehaving_third_party_plugin_is_a_plugin_error(probe, kwargs, what, problem):
+    runner, _ = probe
+    args = {"allocator": "tetris", "topology": "tiered:8,1x4", "requests": 8} | kwargs
+    with pytest.raises(PluginError, match=probe_error(what, problem)):
+        runner.run(**args)

@@ -32,7 +32,7 @@ from dcbench.engine import Simulation
 from dcbench.jobs import PLACED, JobBuilder
 from dcbench.network import Network
 from dcbench.pool import PoolBuilder
-from dcbench.runner import Runner
+from dcbench.runner import Runner, draw_requests
 
 SUCCESS_REWARD = 10.0
 FAILURE_REWARD = -10.0
@@ -252,6 +252,7 @@ class AllocationEnv(gym.Env):
                  reconfigure: bool = True):
         runner = runner or Runner()
         plan = runner.resolve("random", topology, workload, requests)
+        self.plan = plan
         self.network: Network = plan["network"]
         self.workload = plan["workload_obj"]
         self.kind = self.workload.kind
@@ -280,7 +281,7 @@ class AllocationEnv(gym.Env):
         if seed is None:
             seed = int(self.np_random.integers(2**62))
         workload_rng, _ = np.random.default_rng(seed).spawn(2)
-        sequence = self.workload.generate(self.network, self.requests, workload_rng)
+        sequence = draw_requests(self.plan, self.requests, workload_rng)
         self.simulation = Simulation(self.network, sequence)
         self.accepted = 0
         self.offered = 0

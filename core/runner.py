@@ -111,6 +111,20 @@ def _short(value: Any, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def draw_requests(plan: Mapping[str, Any], requests: int, rng: np.random.Generator) -> RequestSequence:
+    """The request sequence of a resolved scenario (`Runner.resolve`), drawn
+    from ``rng``; what the workload plugin got wrong is a one-line error."""
+    with blamed_on(plan["workload_entry"], "failed in generate()"):
+        try:
+            sequence = plan["workload_obj"].generate(plan["network"], requests, rng)
+        except ValueError as exc:
+            raise SpecError(f"{plan['workload']}: {exc}") from exc
+    if not isinstance(sequence, RequestSequence):
+        raise plan["workload_entry"].error(f"returned {type(sequence).__name__} from generate(), "
+                                           "not a dcbench.RequestSequence")
+    return sequence
+
+
 @dataclass
 class Runner:
     """Builds scenarios from specs and runs them; compiled topologies are cached."""
@@ -200,14 +214,7 @@ class Runner:
 
         rng = np.random.default_rng(seed)
         workload_rng, allocator_rng = rng.spawn(2)
-        with blamed_on(plan["workload_entry"], "failed in generate()"):
-            try:
-                sequence = plan["workload_obj"].generate(network, n_requests, workload_rng)
-            except ValueError as exc:
-                raise SpecError(f"{plan['workload']}: {exc}") from exc
-        if not isinstance(sequence, RequestSequence):
-            raise plan["workload_entry"].error(f"returned {type(sequence).__name__} from generate(), "
-                                               "not a dcbench.RequestSequence")
+        sequence = draw_requests(plan, n_requests, workload_rng)
         allocator_obj = plan["allocator_entry"].build(plan["allocator"]).obj
         tables = simulate(network, sequence, allocator_obj, allocator_rng, progress)
 

@@ -24,16 +24,13 @@ from typing import Any, Iterable, Mapping
 
 from dcbench.errors import ResultsError, describe
 from dcbench.registry import Registry
-from dcbench.results import (is_complete, provenance_of, read_sweep_summary, read_table, staging_folder, swap_in,
-                             write_text_atomic)
+from dcbench.results import (provenance_of, read_sweep_summary, read_table, run_problem, staging_folder,
+                             swap_in, sweep_summary_problem, write_text_atomic)
 from dcbench.runner import Runner, run_hash
 from dcbench.report import default_specs, labels
 from dcbench.stats import format_ci, mean_ci
 
 SUBMISSIONS = "submissions"
-REQUIRED_COLUMNS = {"run_id": "string", "scenario": "string", "allocator": "string", "topology": "string",
-                    "workload": "string", "seed": "int64", "requests": "int64", "dcbench_version": "string",
-                    "allocator_fingerprint": "string"}
 HIDDEN_METRICS = ("acceptance_size_", "accepted_size_", "_last25", "invalid_allocations")
 
 
@@ -68,28 +65,18 @@ def validate(results: Path, registry: Registry) -> Submission:
     """Check a sweep's results folder; the accepted submission, or a one-line refusal."""
     from dcbench import __version__
 
-    table = read_sweep_summary(results)
-    try:
-        provenance = provenance_of(table)
-    except ResultsError:
-        raise _refuse(f"{results / 'summary.parquet'} has no dcbench provenance") from None
-    suite_name = provenance.get("suite")
+    table = read_sweep_summary(results, registry)  # checks its provenance, columns and primary metric
+    provenance = provenance_of(table)
+    suite_name = provenance["suite"]
     suites = registry.entries("suite")
     if suite_name not in suites:
         raise _refuse(f"unknown suite {suite_name!r}; known suites: {', '.join(sorted(suites))}")
     suite = suites[suite_name]
-    schema = {field.name: str(field.type) for field in table.schema}
-    for column, kind in REQUIRED_COLUMNS.items():
-        if column not in schema:
-            raise _refuse(f"column {column!r} is missing (a foreign schema?)")
-        if schema[column] != kind:
-            raise _refuse(f"column {column!r} is {schema[column]}, expected {kind}")
-    if suite.primary_metric not in schema:
-        raise _refuse(f"the suite's primary metric {suite.primary_metric!r} is missing")
     rows = table.to_pylist()
-    versions = {row["dcbench_version"] for row in rows}
-    if versions != {__version__} or provenance.get("dcbench_version") != __version__:
-        raise _refuse(f"made with dcbench {', '.join(sorted(versions))}; this leaderboard takes {__version__} "
+    versions = {row["dcbench_version"] for row in rows} | {provenance.get("dcbench_version")}
+    if versions != {__version__}:  # the rows' and the provenance's: either may be the other one
+        others = ", ".join(sorted(str(v) for v in versions - {__version__, None})) or "no recorded version"
+        raise _refuse(f"made with dcbench {others}; this leaderboard takes {__version__} "
                       "(rerun the sweep with this version)")
 
     runner = Runner(registry)
@@ -119,10 +106,9 @@ def validate(results: Path, registry: Registry) -> Submission:
         if value is None or not math.isfinite(float(value)):
             raise _refuse(f"run {row['run_id']} has no finite {suite.primary_metric}")
         run_dir = results / row["run_id"]
-        if not is_complete(run_dir):
-            raise _refuse(f"run folder {run_dir} is missing or incomplete")
-        if provenance_of(read_table(run_dir / "summary.parquet")).get("run_id") != row["run_id"]:
-            raise _refuse(f"run folder {run_dir} holds another run")
+        problem = run_problem(run_dir)
+        if problem is not None:
+            raise _refuse(f"run folder {run_dir} {problem}; run the sweep again to redo it")
     for allocator in allocators:
         for scenario, seed in expected:
             if (allocator, scenario, seed) not in seen:
@@ -156,7 +142,9 @@ def submit(results: Path, root: Path, registry: Registry) -> Path:
     return folder
 
 
-def load_submissions(root: Path) -> list[Submission]:
+def load_submissions(root: Path, registry: Registry | None = None) -> list[Submission]:
+    """The submissions under ``root``, each checked as `validate` checked its
+    summary (``registry`` names the suites' primary metrics)."""
     import pyarrow.parquet as pq
 
     folder = root / SUBMISSIONS
@@ -166,14 +154,20 @@ def load_submissions(root: Path) -> list[Submission]:
             continue
         try:
             table = pq.read_table(path / "summary.parquet")
-            provenance = provenance_of(table)
         except Exception as exc:
-            raise ResultsError(f"submission '{path}' is damaged ({describe(exc)}); remove that folder and submit "
-                               "the sweep's results folder again with `dcbench leaderboard submit`") from None
+            raise _damaged(path, describe(exc)) from None
+        problem = sweep_summary_problem(table, registry)
+        if problem is not None:
+            raise _damaged(path, problem)
         rows = table.to_pylist()
-        submissions.append(Submission(path.name, provenance.get("suite", "?"),
+        submissions.append(Submission(path.name, provenance_of(table)["suite"],
                                       list(dict.fromkeys(r["allocator"] for r in rows)), rows))
     return submissions
+
+
+def _damaged(submission: Path, problem: str) -> ResultsError:
+    return ResultsError(f"submission '{submission}' is damaged ({problem}); remove that folder and submit "
+                        "the sweep's results folder again with `dcbench leaderboard submit`")
 
 
 # ----- re-running ------------------------------------------------------------
@@ -255,7 +249,7 @@ def build(root: Path, registry: Registry) -> list[Path]:
     if not root.is_dir():
         raise ResultsError(f"no leaderboard folder '{root}'; give the folder that holds {SUBMISSIONS}/ with "
                            f"--root, or start one with `dcbench leaderboard --root {root} submit RESULTS`")
-    submissions = load_submissions(root)
+    submissions = load_submissions(root, registry)
     suites = registry.entries("suite")
     baseline_names = baselines(registry)
     defaults = default_specs(registry)

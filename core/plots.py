@@ -6,10 +6,11 @@ matplotlib is imported only here (``pip install 'dcbench[plot]'``).
 from __future__ import annotations
 
 import re
+import shutil
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from dcbench.errors import DcbenchError
+from dcbench.errors import DcbenchError, ResultsError
 from dcbench.report import labels as allocator_labels
 from dcbench.results import check_writable, write_atomic
 from dcbench.stats import mean_ci
@@ -153,6 +154,9 @@ def size_brackets(rows: list[dict[str, Any]], path: Path, title: str,
     return path
 
 
+SPREAD_COLUMNS = ("spread_server", "spread_rack", "spread_pod", "spread_cross_pod")
+
+
 def spread(rows: list[dict[str, Any]], path: Path, title: str, defaults: Mapping[str, str] | None = None
            ) -> Path:
     """Share of accepted requests at each spread level, per allocator and oversubscription."""
@@ -160,17 +164,16 @@ def spread(rows: list[dict[str, Any]], path: Path, title: str, defaults: Mapping
     allocators = list(dict.fromkeys(r["allocator"] for r in rows))
     shown = allocator_labels(allocators, defaults)
     ratios = list(dict.fromkeys(topology_label(r).split("\n")[-1] for r in rows))
-    levels = ["spread_server", "spread_rack", "spread_pod", "spread_cross_pod"]
     figure, axes = plt.subplots(1, len(allocators), figsize=(3.2 * len(allocators), 2.8), sharey=True, squeeze=False)
     width = 0.8 / len(ratios)
     for index, allocator in enumerate(allocators):
         axis = axes[0][index]
         for r_index, ratio in enumerate(ratios):
             chosen = [r for r in rows if r["allocator"] == allocator and topology_label(r).split("\n")[-1] == ratio]
-            shares = [mean_ci(r[level] for r in chosen)[0] for level in levels]
-            axis.bar([i - 0.4 + width * (r_index + 0.5) for i in range(len(levels))], shares, width,
+            shares = [mean_ci(r[level] for r in chosen)[0] for level in SPREAD_COLUMNS]
+            axis.bar([i - 0.4 + width * (r_index + 0.5) for i in range(len(SPREAD_COLUMNS))], shares, width,
                      color=f"C{r_index}", alpha=0.85, label=ratio)
-        axis.set_xticks(range(len(levels)))
+        axis.set_xticks(range(len(SPREAD_COLUMNS)))
         axis.set_xticklabels(["server", "rack", "pod", "across\npods"], fontsize=8)
         axis.set_title(shown[allocator], color=colour(allocator, index))
     axes[0][0].set_ylabel("share of accepted requests")
@@ -207,23 +210,61 @@ def save_figure(figure: Any, path: Path, dpi: int) -> None:
     write_atomic(path, lambda temporary: figure.savefig(temporary, dpi=dpi, format="png"))
 
 
+FIG2_PANELS = (("acceptance_ratio", "acceptance"), ("cpu_util", "CPU util."), ("mem_util", "memory util."))
+FIG3_PANELS = (("link_util_tier1", "tier 1 (server-rack)"), ("link_util_tier2", "tier 2 (rack-agg.)"),
+               ("link_util_tier3", "tier 3 (agg.-core)"))
+
+
+def is_job_sweep(rows: list[dict[str, Any]]) -> bool:
+    return "reconfigurations_per_job" in rows[0]
+
+
+def check_rows(rows: list[dict[str, Any]]) -> None:
+    """Fail before anything is drawn or made if the figures cannot be drawn from ``rows``."""
+    if not rows:
+        raise ResultsError("the summary has no rows; run the sweep first")
+    metrics = JOB_PANELS if is_job_sweep(rows) else FIG2_PANELS + FIG3_PANELS
+    needed = ("scenario", "allocator", "topology", *(column for column, _ in metrics),
+              *(() if is_job_sweep(rows) else SPREAD_COLUMNS))
+    missing = [column for column in needed if column not in rows[0]]
+    if missing:
+        raise ResultsError(f"the summary has no column {missing[0]!r}, which the figures need; "
+                           "run the sweep again to rebuild it")
+
+
 def plot_sweep(rows: list[dict[str, Any]], out_dir: Path, name: str, defaults: Mapping[str, str] | None = None
                ) -> list[Path]:
     """The papers' figures for a sweep: Figs. 2, 3, 5 and 8 of the tiered
     papers, or Figs. 5-7 of the OCS paper for a sweep of jobs. Allocators
-    are named as in the report (`dcbench.report.labels`)."""
+    are named as in the report (`dcbench.report.labels`). A folder this
+    makes is removed again if drawing fails."""
+    check_rows(rows)
+    made = outermost_missing(out_dir)
     check_writable(out_dir, "plots")
-    if rows and "reconfigurations_per_job" in rows[0]:
-        return plot_jobs(rows, out_dir, name, defaults)
-    return [
-        _panels(rows, [("acceptance_ratio", "acceptance"), ("cpu_util", "CPU util."), ("mem_util", "memory util.")],
-                out_dir / "fig2_acceptance_cpu_memory.png", f"{name}: acceptance and utilisation (mean, 95% CI)",
-                defaults=defaults),
-        _panels(rows, [("link_util_tier1", "tier 1 (server-rack)"), ("link_util_tier2", "tier 2 (rack-agg.)"),
-                       ("link_util_tier3", "tier 3 (agg.-core)")],
-                out_dir / "fig3_link_utilisation.png", f"{name}: link utilisation per tier (mean, 95% CI)",
-                defaults=defaults),
-        spread(rows, out_dir / "fig5_spread.png", f"{name}: spread of accepted requests", defaults),
-        size_brackets(rows, out_dir / "fig8_size_brackets.png", f"{name}: accepted requests by size, all seeds",
-                      defaults),
-    ]
+    try:
+        if is_job_sweep(rows):
+            return plot_jobs(rows, out_dir, name, defaults)
+        return [
+            _panels(rows, FIG2_PANELS, out_dir / "fig2_acceptance_cpu_memory.png",
+                    f"{name}: acceptance and utilisation (mean, 95% CI)", defaults=defaults),
+            _panels(rows, FIG3_PANELS, out_dir / "fig3_link_utilisation.png",
+                    f"{name}: link utilisation per tier (mean, 95% CI)", defaults=defaults),
+            spread(rows, out_dir / "fig5_spread.png", f"{name}: spread of accepted requests", defaults),
+            size_brackets(rows, out_dir / "fig8_size_brackets.png", f"{name}: accepted requests by size, all seeds",
+                          defaults),
+        ]
+    except BaseException:
+        if made is not None:
+            shutil.rmtree(made, ignore_errors=True)
+        raise
+
+
+def outermost_missing(folder: Path) -> Path | None:
+    """The outermost of ``folder`` and its parents that does not exist (what
+    making ``folder`` creates), or None where ``folder`` exists."""
+    missing = None
+    for path in (folder, *folder.parents):
+        if path.exists():
+            break
+        missing = path
+    return missing

@@ -195,15 +195,31 @@ def write_between_markers(path: Path, text: str, section: str = "") -> None:
     block = f"{start}\n{text}\n{end}"
     try:
         if path.exists():
-            current = path.read_text()
-            if start in current and end in current:
-                head, rest = current.split(start, 1)
-                updated = head + block + rest.split(end, 1)[1]
-            else:
-                updated = current.rstrip() + "\n\n" + block + "\n"
+            updated = with_block(page_text(path), start, end, block, path)
         else:
             path.parent.mkdir(parents=True, exist_ok=True)
             updated = block + "\n"
         write_text_atomic(path, updated)
     except OSError as exc:
         raise ResultsError(f"cannot update '{path}': {exc.strerror or exc}; choose another file with --out") from None
+
+
+def page_text(path: Path) -> str:
+    """The text of a page `report` updates; a one-line error if it is not UTF-8."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise ResultsError(f"cannot update '{path}': it is not UTF-8 text (byte {exc.start}); "
+                           "give a Markdown file with --out") from None
+
+
+def with_block(current: str, start: str, end: str, block: str, path: Path) -> str:
+    """``current`` with its marked block replaced by ``block``, or with
+    ``block`` appended where it has no start marker."""
+    head, found, rest = current.partition(start)
+    if not found:
+        return current.rstrip() + "\n\n" + block + "\n"
+    if end not in rest:
+        raise ResultsError(f"cannot update '{path}': its marker {start!r} has no {end!r} after it; "
+                           "put the end marker after the start marker, or remove both")
+    return head + block + rest.split(end, 1)[1]

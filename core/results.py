@@ -158,31 +158,146 @@ def read_table(path: Path) -> Any:
                            "delete it and rerun") from None
 
 
-def read_sweep_summary(results: Path) -> Any:
+# The columns of a sweep's combined summary other than its metrics, with their
+# Arrow types; every other column is a metric, and the runner writes metrics as numbers.
+SUMMARY_COLUMNS = {"run_id": "string", "scenario": "string", "allocator": "string", "topology": "string",
+                   "workload": "string", "seed": "int64", "requests": "int64", "dcbench_version": "string",
+                   "allocator_fingerprint": "string"}
+REBUILD_SUMMARY = "remove it and run the sweep again to rebuild it"
+
+
+def read_sweep_summary(results: Path, registry: Any = None) -> Any:
     """The combined ``summary.parquet`` of a sweep's folder (what `plot`,
-    `report` and the leaderboard read); a folder of single runs, or one run,
-    is a one-line error that says what to give instead."""
+    `report` and the leaderboard read), checked by `sweep_summary_problem`;
+    a folder of single runs, or one run, is a one-line error that says what
+    to give instead."""
     hint = "give the folder a `dcbench sweep` wrote (its --out, results/<suite> by default)"
     if not results.exists():
         raise ResultsError(f"no results folder '{results}'; {hint}")
     if not results.is_dir():
         raise ResultsError(f"'{results}' is a file, not a results folder; {hint}")
-    if not (results / "summary.parquet").exists():
+    path = results / "summary.parquet"
+    if not path.exists():
         if any((child / "summary.parquet").exists() for child in results.iterdir()):
             raise ResultsError(f"'{results}' holds single runs, not a sweep; {hint}")
         raise ResultsError(f"'{results}' holds no dcbench results (no summary.parquet); {hint}")
-    table = read_table(results / "summary.parquet")
+    table = read_table(path)
+    if METADATA_KEY not in (table.schema.metadata or {}):
+        raise ResultsError(f"'{path}' is not a dcbench sweep's summary (it has no dcbench provenance); {hint}")
     if "scenario" not in table.column_names:
         raise ResultsError(f"'{results}' is a single run, not a sweep; {hint}")
+    problem = sweep_summary_problem(table, registry)
+    if problem is not None:
+        raise ResultsError(f"'{path}' is damaged ({problem}); {REBUILD_SUMMARY}")
     return table
 
 
-def provenance_of(table: Any) -> dict[str, Any]:
+def primary_metric(suite_name: str, registry: Any = None) -> str:
+    """The column a suite is ranked by; acceptance_ratio, which every run
+    has, for a suite that is no longer registered (as `report` ranks it)."""
+    if registry is None:
+        from dcbench.registry import get_registry
+
+        registry = get_registry()
+    suite = registry.entries("suite").get(suite_name)
+    return suite.primary_metric if suite else "acceptance_ratio"
+
+
+def provenance_problem(table: Any) -> str | None:
+    """Why ``table`` carries no usable dcbench provenance (a JSON object
+    under ``METADATA_KEY``), or None."""
     metadata = table.schema.metadata or {}
     if METADATA_KEY not in metadata:
-        raise ResultsError("results file has no dcbench provenance; was it written by dcbench?")
-    return json.loads(metadata[METADATA_KEY])
+        return "it has no dcbench provenance"
+    try:
+        provenance = json.loads(metadata[METADATA_KEY])
+    except ValueError:  # not UTF-8 or not JSON
+        return "its dcbench provenance is not JSON"
+    if not isinstance(provenance, dict):
+        return f"its dcbench provenance is a JSON {type(provenance).__name__}, not an object"
+    return None
+
+
+def provenance_of(table: Any, path: Path | None = None) -> dict[str, Any]:
+    """The provenance dcbench wrote into ``table``; a one-line error, naming
+    ``path`` where given, if it has none or it is damaged."""
+    problem = provenance_problem(table)
+    if problem is not None:
+        where = f"'{path}'" if path is not None else "results file"
+        if METADATA_KEY not in (table.schema.metadata or {}):
+            raise ResultsError(f"{where} has no dcbench provenance; was it written by dcbench?")
+        raise ResultsError(f"{where} is damaged ({problem}); delete it and rerun")
+    return json.loads(table.schema.metadata[METADATA_KEY])
+
+
+def sweep_problem(table: Any) -> str | None:
+    """Why ``table`` is not the combined summary of a dcbench sweep (its
+    provenance names the suite, and it has a scenario column), or None."""
+    problem = provenance_problem(table)
+    if problem is not None:
+        return problem
+    if "scenario" not in table.column_names:
+        return "it is a single run's"
+    provenance = provenance_of(table)
+    if not isinstance(provenance.get("suite"), str):
+        return "its dcbench provenance names no suite"
+    allocators = provenance.get("allocators", [])
+    if not isinstance(allocators, list) or not all(isinstance(a, str) for a in allocators):
+        return "its dcbench provenance's allocators are not a list of specs"
+    return None
+
+
+def sweep_summary_problem(table: Any, registry: Any = None) -> str | None:
+    """What is wrong with ``table`` as a sweep's combined summary
+    (`sweep_problem`, then `summary_problem`), or None."""
+    problem = sweep_problem(table)
+    if problem is not None:
+        return problem
+    return summary_problem(table, primary_metric(provenance_of(table)["suite"], registry))
+
+
+def summary_problem(table: Any, primary: str) -> str | None:
+    """What is wrong with the contents of a sweep's combined summary, or
+    None: it has rows, `SUMMARY_COLUMNS` with their types, the suite's
+    ``primary`` metric, and numbers in every metric column."""
+    import pyarrow as pa
+
+    if table.num_rows == 0:
+        return "it is empty, with no runs"
+    types = {field.name: field.type for field in table.schema}
+    for column, kind in SUMMARY_COLUMNS.items():
+        if column not in types:
+            return f"column {column!r} is missing"
+        if str(types[column]) != kind:
+            return f"column {column!r} is {types[column]}, expected {kind}"
+    if primary not in types:
+        return f"column {primary!r}, the suite's primary metric, is missing"
+    for column, kind in types.items():
+        if column not in SUMMARY_COLUMNS and not (pa.types.is_floating(kind) or pa.types.is_integer(kind)
+                                                  or pa.types.is_boolean(kind)):
+            return f"metric column {column!r} is {kind}, expected numbers"
+    return None
+
+
+def run_problem(run_dir: Path) -> str | None:
+    """Why ``run_dir`` does not hold a finished run, or None: each of its
+    three tables must read (its footer: a cheap check that catches a
+    truncated file) and its summary must name the run the folder is named after."""
+    import pyarrow.parquet as pq
+
+    if not all((run_dir / f"{name}.parquet").is_file() for name in TABLES):
+        return "is missing or incomplete"
+    schemas = {}
+    for name in TABLES:
+        try:
+            schemas[name] = pq.read_schema(run_dir / f"{name}.parquet")
+        except Exception as exc:
+            return f"has a damaged {name}.parquet ({describe(exc)})"
+    summary = schemas["summary"].empty_table()  # the provenance functions read a table's schema
+    if provenance_problem(summary) is not None or provenance_of(summary).get("run_id") != run_dir.name:
+        return "holds another run"
+    return None
 
 
 def is_complete(run_dir: Path) -> bool:
-    return all((run_dir / f"{name}.parquet").is_file() for name in TABLES)
+    return run_problem(run_dir) is None

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from dcbench.errors import DcbenchError, ResultsError, SpecError
-from dcbench.results import is_complete, provenance_of, read_table, write_table_atomic
+from dcbench.results import is_complete, provenance_of, read_table, sweep_problem, write_table_atomic
 from dcbench.runner import Runner, run_hash
 from dcbench.spec import Spec, bind, resolved_spec
 from dcbench.suite import Suite
@@ -195,19 +195,24 @@ def combine(jobs: Sequence[Job], out_dir: Path, provenance: dict[str, Any]) -> A
 
 
 def previous_sweep(out_dir: Path, suite: Suite, allocators: Sequence[str], registry: Any) -> list[str]:
-    """Check that ``out_dir`` holds no sweep of another suite (its summary
-    would be replaced by this one's); the allocators of an earlier sweep of
-    this suite that this one leaves out of the summary (their run folders
-    stay), compared as resolved specs: ``tetris`` and ``tetris:penalty=0.9``
-    are one allocator."""
+    """Check that ``out_dir`` holds no summary this sweep must not replace:
+    a table dcbench did not write, a single run's, another suite's sweep;
+    the allocators of an earlier sweep of this suite that this one leaves
+    out of the summary (their run folders stay), compared as resolved specs:
+    ``tetris`` and ``tetris:penalty=0.9`` are one allocator."""
     summary = out_dir / SUMMARY
     if not summary.exists():
         return []
     try:
-        earlier = provenance_of(read_table(summary))
+        table = read_table(summary)
     except ResultsError:
-        return []  # not a sweep's summary; it is rebuilt from the plan like a stale one
-    if earlier.get("suite") not in (None, suite.name):
+        return []  # damaged past reading (a truncated copy, say): rebuilt from the run folders, as `report` advises
+    problem = sweep_problem(table)
+    if problem is not None:
+        raise ResultsError(f"'{summary}' is not a dcbench sweep's summary ({problem}); give this sweep another "
+                           "--out, or remove that file")
+    earlier = provenance_of(table)
+    if earlier["suite"] != suite.name:
         raise ResultsError(f"'{out_dir}' holds a sweep of suite {earlier['suite']!r}; give {suite.name!r} its own "
                            f"folder with --out (default results/{suite.name})")
     kept = {resolved_allocator(registry, a) for a in allocators}

@@ -19,6 +19,19 @@ def runner(registry):
     return Runner(registry)
 
 
+@pytest.fixture(scope="session")
+def random_sweep(tmp_path_factory):
+    """A whole `nara2022` sweep of the random allocator (a few seconds); copy it before changing it."""
+    from click.testing import CliRunner
+
+    from dcbench.cli import cli
+
+    out = tmp_path_factory.mktemp("sweep") / "nara2022"
+    result = CliRunner().invoke(cli, ["sweep", "-s", "nara2022", "-a", "random", "--out", str(out), "-j", "1", "-q"])
+    assert result.exit_code == 0, result.output
+    return out
+
+
 @pytest.fixture
 def fresh_registry():
     """A registry rebuilt for this test (and forgotten after it)."""

@@ -8,6 +8,7 @@ import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 
+from dcbench import __version__
 from dcbench.cli import cli
 
 
@@ -31,6 +32,30 @@ def rewrite_summary(folder, change):
     table = change(table)
     pq.write_table(table.replace_schema_metadata(metadata if table.schema.metadata is None else table.schema.metadata),
                    folder / "summary.parquet")
+
+
+def with_provenance(stored):
+    return lambda table: table.replace_schema_metadata({b"dcbench": stored(table.schema.metadata[b"dcbench"])})
+
+
+def made_with(version):
+    return with_provenance(lambda stored: json.dumps({**json.loads(stored), "dcbench_version": version}).encode())
+
+
+def metric_as_strings(table):
+    index = table.schema.get_field_index("acceptance_ratio")
+    return table.set_column(index, "acceptance_ratio", pa.array([f"{v:.3f}" for v in table[index].to_pylist()]))
+
+
+# A summary that reads as Parquet but whose contents are wrong, and what the one-line error says of it.
+BAD_CONTENTS = [
+    (lambda t: t.drop_columns(["acceptance_ratio"]),
+     "column 'acceptance_ratio', the suite's primary metric, is missing"),
+    (with_provenance(lambda stored: b"{not json"), "its dcbench provenance is not JSON"),
+    (with_provenance(lambda stored: b"[1, 2]"), "its dcbench provenance is a JSON list, not an object"),
+    (metric_as_strings, "metric column 'acceptance_ratio' is string, expected numbers"),
+    (lambda t: t.slice(0, 0), "it is empty, with no runs"),
+]
 
 
 def test_submit_then_rebuild_is_byte_for_byte_repeatable(sweep_results, tmp_path):
@@ -63,6 +88,10 @@ def test_submit_then_rebuild_is_byte_for_byte_repeatable(sweep_results, tmp_path
         {b"dcbench": json.dumps({"suite": "nara2099", "dcbench_version": "0.1.0"}).encode()})),
      "unknown suite 'nara2099'"),
     (lambda f: shutil.rmtree(next(p for p in f.iterdir() if p.is_dir())), "missing or incomplete"),
+    (lambda f: rewrite_summary(f, made_with("0.0.1")),
+     f"submission refused: made with dcbench 0.0.1; this leaderboard takes {__version__} (rerun the sweep"),
+    *((lambda f, change=change: rewrite_summary(f, change), f"summary.parquet' is damaged ({problem}); remove it and "
+       "run the sweep again to rebuild it") for change, problem in BAD_CONTENTS),
 ])
 def test_bad_submissions_are_refused_and_change_nothing(sweep_results, tmp_path, damage, fragment):
     copy = tmp_path / "results"
@@ -104,22 +133,6 @@ def test_a_rebuild_that_fails_leaves_the_previous_pages_and_plots_whole(sweep_re
     assert result.exit_code == 2 and "the page could not be rendered" in result.output
     assert snapshot(root) == before
     assert sorted(p.name for p in root.iterdir()) == ["README.md", "index.html", "plots", "submissions"]
-
-
-def test_a_damaged_submission_is_named_with_the_fix_and_the_pages_are_kept(sweep_results, tmp_path):
-    root = tmp_path / "leaderboard"
-    runner = CliRunner()
-    assert runner.invoke(cli, ["leaderboard", "--root", str(root), "submit", str(sweep_results)]).exit_code == 0
-    assert runner.invoke(cli, ["leaderboard", "--root", str(root)]).exit_code == 0
-    pages = snapshot(root)
-    (submission,) = (root / "submissions").iterdir()
-    (submission / "summary.parquet").write_bytes(b"half a table")
-    result = runner.invoke(cli, ["leaderboard", "--root", str(root)])
-    assert result.exit_code == 2 and len(result.output.strip().splitlines()) == 1
-    assert f"submission '{submission}' is damaged (ArrowInvalid" in result.output
-    assert "remove that folder and submit the sweep's results folder again" in result.output
-    assert {k: v for k, v in snapshot(root).items() if "submissions" not in k} == \
-        {k: v for k, v in pages.items() if "submissions" not in k}
 
 
 def test_verify_runs_submitted_runs_again_and_names_what_came_out_otherwise(sweep_results, tmp_path):
@@ -172,3 +185,39 @@ def test_verify_draws_the_same_runs_for_the_same_seed_and_refuses_bad_input(tmp_
     assert empty.exit_code == 2 and "no submissions under" in empty.output and "--root" in empty.output
     negative = runner.invoke(cli, ["leaderboard", "--root", str(tmp_path), "verify", "--runs", "-1"])
     assert negative.exit_code == 2 and "--runs must be at least 0, got -1" in negative.output
+
+
+def test_a_run_folder_whose_files_do_not_read_is_refused_with_the_fix(sweep_results, tmp_path):
+    copy = tmp_path / "results"
+    shutil.copytree(sweep_results, copy)
+    run = sorted(p for p in copy.iterdir() if p.is_dir())[0]
+    (run / "requests.parquet").write_bytes((run / "requests.parquet").read_bytes()[:300])
+    root = tmp_path / "leaderboard"
+    result = CliRunner().invoke(cli, ["leaderboard", "--root", str(root), "submit", str(copy)])
+    assert result.exit_code == 2 and len(result.output.strip().splitlines()) == 1
+    assert result.output.startswith(f"Error: submission refused: run folder {run} has a damaged requests.parquet (")
+    assert result.output.endswith("; run the sweep again to redo it\n")
+    assert not root.exists()
+
+
+def truncated(folder):
+    (folder / "summary.parquet").write_bytes(b"half a table")
+
+
+@pytest.mark.parametrize("damage, problem", [(truncated, "ArrowInvalid: ")] + [
+    (lambda folder, change=change: rewrite_summary(folder, change), problem) for change, problem in BAD_CONTENTS])
+def test_a_damaged_submission_is_named_with_the_fix_and_the_pages_are_kept(sweep_results, tmp_path, damage, problem):
+    root = tmp_path / "leaderboard"
+    runner = CliRunner()
+    assert runner.invoke(cli, ["leaderboard", "--root", str(root), "submit", str(sweep_results)]).exit_code == 0
+    assert runner.invoke(cli, ["leaderboard", "--root", str(root)]).exit_code == 0
+    pages = snapshot(root)
+    (submission,) = (root / "submissions").iterdir()
+    damage(submission)
+    result = runner.invoke(cli, ["leaderboard", "--root", str(root)])
+    assert result.exit_code == 2, result.output
+    assert result.output.startswith(f"Error: submission '{submission}' is damaged ({problem}")
+    assert result.output.endswith("); remove that folder and submit the sweep's results folder again with "
+                                  "`dcbench leaderboard submit`\n") and result.output.count("\n") == 1
+    assert {k: v for k, v in snapshot(root).items() if "submissions" not in k} == \
+        {k: v for k, v in pages.items() if "submissions" not in k}

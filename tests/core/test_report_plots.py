@@ -1,5 +1,8 @@
 import math
+import shutil
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 
@@ -191,3 +194,83 @@ def test_job_sweeps_get_the_ocs_figures(tmp_path):
             for load in (54, 66) for a in ("ccf:reconfigure=no", "jcb:reconfigure=yes") for seed in (0, 1)]
     paths = plot_sweep(rows, tmp_path, "odcn2025")
     assert [p.name for p in paths] == ["jobs_16x32.png"] and paths[0].stat().st_size > 10_000
+
+
+def rewritten(change):
+    def rewrite(path):
+        table = pq.read_table(path)
+        changed = change(table)
+        pq.write_table(changed if changed.schema.metadata else changed.replace_schema_metadata(table.schema.metadata),
+                       path)
+    return rewrite
+
+
+@pytest.mark.parametrize("command", ["report", "plot"])
+@pytest.mark.parametrize("damage, problem", [
+    (rewritten(lambda t: t.drop_columns(["acceptance_ratio"])),
+     "column 'acceptance_ratio', the suite's primary metric, is missing"),
+    (rewritten(lambda t: t.replace_schema_metadata({b"dcbench": b"{not json"})), "its dcbench provenance is not JSON"),
+    (rewritten(lambda t: t.replace_schema_metadata({b"dcbench": b"[1, 2]"})),
+     "its dcbench provenance is a JSON list, not an object"),
+    (rewritten(lambda t: t.set_column(t.schema.get_field_index("cpu_util"), "cpu_util",
+                                      pa.array(["high"] * t.num_rows))),
+     "metric column 'cpu_util' is string, expected numbers"),
+    (rewritten(lambda t: t.slice(0, 0)), "it is empty, with no runs"),
+])
+def test_a_summary_with_bad_contents_is_one_line_and_nothing_is_written(random_sweep, tmp_path, command, damage,
+                                                                        problem):
+    results = tmp_path / "nara2022"
+    shutil.copytree(random_sweep, results)
+    damage(results / "summary.parquet")
+    page = tmp_path / "report.md"
+    page.write_text("# prose\n")
+    out = page if command == "report" else tmp_path / "figures" / "nara2022"
+    result = CliRunner().invoke(cli, [command, str(results), "--out", str(out)])
+    assert result.exit_code == 2
+    assert result.output == (f"Error: '{results / 'summary.parquet'}' is damaged ({problem}); remove it and run the "
+                             "sweep again to rebuild it\n")
+    assert page.read_text() == "# prose\n" and not (tmp_path / "figures").exists()
+
+
+@pytest.mark.parametrize("page, problem", [
+    (b"<!-- dcbench report s: end -->\nprose\n<!-- dcbench report s: start -->\nold\n",
+     "its marker '<!-- dcbench report s: start -->' has no '<!-- dcbench report s: end -->' after it; put the end "
+     "marker after the start marker, or remove both"),
+    ("# Überblick\n".encode("latin-1"), "it is not UTF-8 text (byte 2); give a Markdown file with --out"),
+])
+def test_a_page_whose_markers_or_encoding_are_wrong_is_left_as_it_was(tmp_path, page, problem):
+    path = tmp_path / "report.md"
+    path.write_bytes(page)
+    with pytest.raises(ResultsError) as caught:
+        write_between_markers(path, "TABLE", "s")
+    assert str(caught.value) == f"cannot update '{path}': {problem}"
+    assert path.read_bytes() == page and [p.name for p in tmp_path.iterdir()] == ["report.md"]
+
+
+def test_plot_checks_its_rows_before_it_makes_a_folder_and_removes_one_it_made_if_drawing_fails(tmp_path,
+                                                                                               monkeypatch):
+    import dcbench.plots as plots
+
+    out = tmp_path / "figures" / "nara2022"
+    with pytest.raises(ResultsError, match="the summary has no rows; run the sweep first"):
+        plots.plot_sweep([], out, "nara2022")
+    rows = [{"scenario": "8-1x4", "allocator": "random", "seed": 0, "topology": "tiered:8,1x4",
+             "acceptance_ratio": 0.5}]
+    with pytest.raises(ResultsError, match="the summary has no column 'cpu_util', which the figures need; run the"):
+        plots.plot_sweep(rows, out, "nara2022")
+    assert list(tmp_path.iterdir()) == []
+
+    def full_disk(figure, path, dpi):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(plots, "save_figure", full_disk)
+    job_rows = [{"scenario": "16x32-load54", "allocator": "jcb", "seed": 0, "topology": "ocs:tors=16,servers=32",
+                 "workload": "vmjobs:load=54", "blocking_probability": 0.1, "latency_us": 0.1, "packet_loss": 0.01,
+                 "reconfigurations_per_job": 0.5}]
+    with pytest.raises(OSError):
+        plots.plot_sweep(job_rows, out, "odcn2025")
+    assert list(tmp_path.iterdir()) == []  # figures/ as well as figures/nara2022: both were made for the plot
+    (tmp_path / "mine").mkdir()
+    with pytest.raises(OSError):
+        plots.plot_sweep(job_rows, tmp_path / "mine", "odcn2025")
+    assert (tmp_path / "mine").is_dir()  # a folder that was there stays

@@ -3,7 +3,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from dcbench import ResultsError
-from dcbench.results import check_writable, is_complete, provenance_of, read_table
+from dcbench.results import check_writable, is_complete, provenance_of, read_table, run_problem
 
 
 def test_a_run_writes_three_tables_with_provenance(runner, tmp_path):
@@ -74,6 +74,35 @@ def test_foreign_parquet_has_no_provenance(tmp_path):
     pq.write_table(pa.table({"x": [1]}), tmp_path / "x.parquet")
     with pytest.raises(ResultsError, match="no dcbench provenance"):
         provenance_of(read_table(tmp_path / "x.parquet"))
+
+
+@pytest.mark.parametrize("stored, problem", [
+    (b"{not json", "its dcbench provenance is not JSON"),
+    (b"[1, 2]", "its dcbench provenance is a JSON list, not an object"),
+])
+def test_damaged_provenance_is_a_one_line_error_that_names_the_file(tmp_path, stored, problem):
+    import pyarrow as pa
+
+    path = tmp_path / "x.parquet"
+    pq.write_table(pa.table({"x": [1]}).replace_schema_metadata({b"dcbench": stored}), path)
+    with pytest.raises(ResultsError) as caught:
+        provenance_of(read_table(path), path)
+    assert str(caught.value) == f"'{path}' is damaged ({problem}); delete it and rerun"
+
+
+def test_a_run_folder_is_complete_only_if_its_tables_read_and_hold_its_run(runner, tmp_path):
+    import shutil
+
+    folder = runner.run("tetris", "tiered:8,1x4", requests=16).write(tmp_path)
+    assert run_problem(folder) is None and is_complete(folder)
+    impostor = tmp_path / "0123456789abcdef"
+    shutil.copytree(folder, impostor)
+    assert run_problem(impostor) == "holds another run"
+    requests = folder / "requests.parquet"
+    requests.write_bytes(requests.read_bytes()[:300])  # a truncated copy: its footer is gone
+    assert not is_complete(folder)
+    assert run_problem(folder).startswith("has a damaged requests.parquet (ArrowInvalid: ")
+    assert run_problem(tmp_path / "nope") == "is missing or incomplete"
 
 
 def test_results_are_as_readable_as_any_other_file(tmp_path):

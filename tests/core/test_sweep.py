@@ -1,10 +1,12 @@
 import os
+import shutil
 import signal
 import subprocess
 import sys
 import time
 
 import numpy as np
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
@@ -110,3 +112,76 @@ def test_parallel_workers_start_with_one_math_thread_and_the_caller_keeps_its_se
         assert os.environ["OPENBLAS_NUM_THREADS"] == "3"  # the user's choice
     assert "OMP_NUM_THREADS" not in os.environ and "MKL_NUM_THREADS" not in os.environ
     assert os.environ["OPENBLAS_NUM_THREADS"] == "3"
+
+
+def contents(folder):
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def a_users_table(out):
+    out.mkdir()
+    pq.write_table(pa.table({"x": [1.0]}), out / "summary.parquet")
+    return out
+
+
+def a_single_run(out):
+    assert CliRunner().invoke(cli, ["run", "-a", "random", "-t", "tiered:8,1x4", "-n", "8", "--out", str(out),
+                                    "-q"]).exit_code == 0
+    (run,) = out.iterdir()
+    return run
+
+
+def a_table_with_provenance(stored):
+    def make(out):
+        out.mkdir()
+        table = pa.table({"scenario": ["8-1x4"], "acceptance_ratio": [0.5]})
+        pq.write_table(table.replace_schema_metadata({b"dcbench": stored}), out / "summary.parquet")
+        return out
+    return make
+
+
+@pytest.mark.parametrize("make, problem", [
+    (a_users_table, "it has no dcbench provenance"),
+    (a_single_run, "it is a single run's"),
+    (a_table_with_provenance(b"{not json"), "its dcbench provenance is not JSON"),
+    (a_table_with_provenance(b"[1, 2]"), "its dcbench provenance is a JSON list, not an object"),
+])
+def test_a_sweep_refuses_to_replace_a_summary_that_is_not_a_sweeps(tmp_path, make, problem):
+    out = make(tmp_path / "out")
+    before = contents(out)
+    result = CliRunner().invoke(cli, ["sweep", "-s", "nara2022", "-a", "random", "--out", str(out), "-j", "1", "-q"])
+    assert result.exit_code == 2
+    assert result.output == (f"Error: '{out / 'summary.parquet'}' is not a dcbench sweep's summary ({problem}); "
+                             "give this sweep another --out, or remove that file\n")
+    assert contents(out) == before  # nothing run, nothing replaced
+
+
+def test_a_run_whose_files_do_not_read_is_run_again_and_the_rest_are_kept(random_sweep, tmp_path):
+    out = tmp_path / "nara2022"
+    shutil.copytree(random_sweep, out)
+    summary = (out / "summary.parquet").read_bytes()
+    damaged, *others = sorted(p for p in out.iterdir() if p.is_dir())
+    rows = pq.read_table(damaged / "requests.parquet").num_rows
+    (damaged / "requests.parquet").write_bytes((damaged / "requests.parquet").read_bytes()[:300])
+    kept = {p.name: (p / "requests.parquet").stat().st_mtime_ns for p in others}
+    result = CliRunner().invoke(cli, ["sweep", "-s", "nara2022", "-a", "random", "--out", str(out), "-j", "1", "-q"])
+    assert result.exit_code == 0, result.output
+    assert "(59 already done)" in result.output
+    assert pq.read_table(damaged / "requests.parquet").num_rows == rows
+    assert {p.name: (p / "requests.parquet").stat().st_mtime_ns for p in others} == kept
+    assert (out / "summary.parquet").read_bytes() == summary  # the same run again: the same table
+    assert not [p for p in out.iterdir() if p.name.startswith(".")]
+
+
+@pytest.mark.parametrize("damage", [
+    lambda path: path.write_bytes(path.read_bytes()[:500]),  # unreadable
+    lambda path: pq.write_table(pq.read_table(path).drop_columns(["acceptance_ratio"]), path),  # provenance kept
+])
+def test_a_damaged_summary_of_the_same_suite_is_rebuilt_from_the_run_folders(random_sweep, tmp_path, damage):
+    out = tmp_path / "nara2022"
+    shutil.copytree(random_sweep, out)
+    summary = (out / "summary.parquet").read_bytes()
+    damage(out / "summary.parquet")
+    result = CliRunner().invoke(cli, ["sweep", "-s", "nara2022", "-a", "random", "--out", str(out), "-j", "1", "-q"])
+    assert result.exit_code == 0 and "(60 already done)" in result.output, result.output
+    assert (out / "summary.parquet").read_bytes() == summary

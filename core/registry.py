@@ -13,7 +13,6 @@ import contextlib
 import functools
 import importlib
 import importlib.metadata
-import multiprocessing
 import os
 import warnings
 import weakref
@@ -300,11 +299,7 @@ def _report(message: str, failures: list[str]) -> None:
     if os.environ.get("DCBENCH_STRICT_PLUGINS") == "1":
         raise PluginError(message)
     failures.append(message)
-    # A sweep's worker processes load the plugins of the command that started
-    # them, which has warned already: once per command, not once per worker.
-    if multiprocessing.parent_process() is None:
-        warnings.warn(message + " (set DCBENCH_STRICT_PLUGINS=1 to make this an error)",
-                      PluginLoadWarning, stacklevel=3)
+    warnings.warn(message + " (set DCBENCH_STRICT_PLUGINS=1 to make this an error)", PluginLoadWarning, stacklevel=3)
 
 
 def _dcbench_version() -> str:

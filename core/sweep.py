@@ -14,6 +14,7 @@ import contextlib
 import json
 import multiprocessing
 import os
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Sequence
@@ -98,6 +99,14 @@ def execute(job: Job, out_dir: Path) -> str:
     return job.run_id
 
 
+def quiet_plugin_warnings() -> None:
+    """A worker loads the plugins again; the command that started it has
+    already warned about the broken ones: once per command, not per worker."""
+    from dcbench.registry import PluginLoadWarning
+
+    warnings.filterwarnings("ignore", category=PluginLoadWarning)
+
+
 def run_local(jobs: Sequence[Job], out_dir: Path, workers: int, advance: Callable[[Job], None]) -> None:
     if workers <= 1:
         for job in jobs:
@@ -106,7 +115,8 @@ def run_local(jobs: Sequence[Job], out_dir: Path, workers: int, advance: Callabl
         return
     context = multiprocessing.get_context("spawn")
     with one_math_thread_per_worker(), \
-            concurrent.futures.ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+            concurrent.futures.ProcessPoolExecutor(max_workers=workers, mp_context=context,
+                                                   initializer=quiet_plugin_warnings) as pool:
         futures = {pool.submit(execute, job, out_dir): job for job in jobs}
         try:
             for future in concurrent.futures.as_completed(futures):

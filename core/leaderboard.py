@@ -17,7 +17,6 @@ import json
 import math
 import os
 import shutil
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping
@@ -82,10 +81,11 @@ def validate(results: Path, registry: Registry) -> Submission:
     runner = Runner(registry)
     expected: dict[tuple[str, int], tuple[str, str, int]] = {}
     for scenario in suite.scenarios:
-        topology, network = runner.network(scenario.topology)
-        workload = registry.build("workload", scenario.workload or network.default_workload).spec
+        # The scenario as a run resolves it (random serves every demand kind), the workload's own
+        # default number of requests included.
+        resolved = runner.resolve("random", scenario.topology, scenario.workload, scenario.requests)
         for seed in scenario.seeds:
-            expected[(scenario.label, seed)] = (topology, workload, scenario.requests or 2 * network.n_servers)
+            expected[(scenario.label, seed)] = (resolved["topology"], resolved["workload"], resolved["requests"])
     allocators = list(dict.fromkeys(row["allocator"] for row in rows))
     seen: set[tuple[str, str, int]] = set()
     for row in rows:
@@ -129,7 +129,7 @@ def submit(results: Path, root: Path, registry: Registry) -> Path:
     import pyarrow.parquet as pq
 
     (root / SUBMISSIONS).mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(dir=root / SUBMISSIONS, prefix=".staging-"))
+    staging = staging_folder(folder)  # readable by all, as results are for sharing (mkdtemp's is private)
     try:
         pq.write_table(table, staging / "summary.parquet")
         (staging / "submission.json").write_text(json.dumps(

@@ -52,6 +52,15 @@ def run_hash(topology: str, workload: str, allocator: str, requests: int, seed: 
     return hashlib.sha256(key.encode()).hexdigest()[:16]
 
 
+def run_id_of(plan: Mapping[str, Any], seed: int) -> str:
+    """The run id of a resolved scenario (`Runner.resolve`) with ``seed``: what
+    `Runner.run` writes and what a sweep plans and resumes by."""
+    from dcbench import __version__
+
+    return run_hash(plan["topology"], plan["workload"], plan["allocator"], plan["requests"], seed, __version__,
+                    plan["fingerprint"])
+
+
 @lru_cache(maxsize=1)
 def git_commit() -> str | None:
     """The commit of the dcbench source tree, when it is a git checkout."""
@@ -209,8 +218,7 @@ class Runner:
         plan = self.resolve(allocator, topology, workload, requests)
         network: Network = plan["network"]
         n_requests: int = plan["requests"]
-        run_id = run_hash(plan["topology"], plan["workload"], plan["allocator"], n_requests, seed, __version__,
-                          plan["fingerprint"])
+        run_id = run_id_of(plan, seed)
 
         rng = np.random.default_rng(seed)
         workload_rng, allocator_rng = rng.spawn(2)

@@ -21,7 +21,7 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from dcbench.errors import DcbenchError, ResultsError, SpecError
 from dcbench.results import is_complete, provenance_of, read_table, sweep_problem, write_table_atomic
-from dcbench.runner import Runner, run_hash
+from dcbench.runner import Runner, run_id_of
 from dcbench.spec import Spec, bind, resolved_spec
 from dcbench.suite import Suite
 
@@ -64,17 +64,13 @@ def split_allocators(values: Iterable[str]) -> list[str]:
 
 def plan(runner: Runner, suite: Suite, allocators: Sequence[str]) -> list[Job]:
     """Every run of the sweep, checked and identified before anything runs."""
-    from dcbench import __version__
-
     jobs = []
     for scenario in suite.scenarios:
         for allocator in allocators:
             resolved = runner.resolve(allocator, scenario.topology, scenario.workload, scenario.requests)
             for seed in scenario.seeds:
-                run_id = run_hash(resolved["topology"], resolved["workload"], resolved["allocator"],
-                                  resolved["requests"], seed, __version__, resolved["fingerprint"])
                 jobs.append(Job(scenario.label, allocator, scenario.topology, scenario.workload,
-                                scenario.requests, seed, run_id))
+                                scenario.requests, seed, run_id_of(resolved, seed)))
     return jobs
 
 

@@ -117,6 +117,8 @@ def register_workloads(register):
 @hookimpl
 def register_suites(register):
     register(Suite("probe", (Scenario("tiered:8,1x4", requests=8, seeds=(0, 1, 2, 3)),)))
+    # No requests=: each run takes the workload's own default (its warm-up and 5,000 jobs).
+    register(Suite("probe-jobs", (Scenario("ocs:4,servers=4", "vmjobs:load=12,warmup=5", seeds=(0,)),)))
 
 
 @hookimpl
@@ -172,3 +174,12 @@ def test_a_sweep_warns_once_not_once_per_worker(probe_site, tmp_path):
     done = dcbench(probe_site, "sweep", "-s", "probe", "-a", "tetris", "-j", "2", "--out", str(tmp_path), "-q")
     assert done.returncode == 0, done.stderr
     assert probe_warnings(done.stderr) == PROBE_WARNINGS
+
+
+def test_a_suite_that_leaves_the_episode_length_to_its_workload_can_be_submitted(probe_site, tmp_path):
+    done = dcbench(probe_site, "sweep", "-s", "probe-jobs", "-a", "jcb", "--out", str(tmp_path / "r"), "-q")
+    assert done.returncode == 0, done.stderr
+    done = dcbench(probe_site, "leaderboard", "--root", str(tmp_path / "board"), "submit", str(tmp_path / "r"))
+    assert done.returncode == 0, done.stderr  # it was refused: the check assumed 2 requests per server
+    (folder,) = (tmp_path / "board" / "submissions").iterdir()
+    assert folder.stat().st_mode & 0o055 == 0o055  # readable by all, like every folder of results

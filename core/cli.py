@@ -365,7 +365,7 @@ def example_topology(registry: Any, demands: tuple[str, ...]) -> str | None:
 def train(allocator: str, topology: str, workload: str | None, steps: int | None, seed: int,
           out: Path | None, quiet: bool) -> None:
     """Train a learned allocator's checkpoint (resumes an interrupted run)."""
-    from dcbench.registry import PluginEntry
+    from dcbench.registry import PluginEntry, blamed_on
     from dcbench.results import check_writable
     from dcbench.runner import Runner
     from dcbench.spec import Spec
@@ -406,8 +406,9 @@ def train(allocator: str, topology: str, workload: str | None, steps: int | None
             last.update(steps=f"{row['steps']:.0f}", status=status)
             progress.update(task, completed=row["steps"], status=status)
 
-        path = trainer(topology=topology, workload=workload, steps=steps, seed=seed, out=out, progress=report,
-                       **extra)
+        with blamed_on(entry, "failed in its trainer"):  # a third-party trainer's exception: one line
+            path = trainer(topology=topology, workload=workload, steps=steps, seed=seed, out=out, progress=report,
+                           **extra)
     if last and not quiet:  # the bar was transient (or not drawn): its last line stays in a log
         click.echo(f"steps {last['steps']}  {last['status']}")
     click.echo(f"checkpoint: {path}")

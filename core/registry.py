@@ -111,6 +111,8 @@ class PluginEntry:
         try:
             return getattr(importlib.import_module(module_name), attr)
         except Exception as exc:  # a broken plugin must not show a traceback
+            if self.builtin and not isinstance(exc, ImportError):  # a missing dependency is the user's to fix
+                raise
             raise PluginError(
                 f"{self.kind} {self.name!r} ({self.origin}) failed to load "
                 f"{self.target!r}: {describe(exc)}"
@@ -128,6 +130,8 @@ class PluginEntry:
             except SpecError:
                 raise
             except (ValueError, TypeError) as exc:  # the factory refuses a parameter value
+                if isinstance(exc, TypeError) and self.builtin:  # dcbench's own factories refuse with ValueError
+                    raise
                 raise SpecError(f"{self.name}: {exc}") from exc
         return Built(obj, resolved_spec(self.name, values), values)
 
@@ -195,6 +199,8 @@ class Registry:
             try:
                 impl.function(register)
             except Exception as exc:
+                if impl.plugin_name in BUILTIN_PLUGINS:  # dcbench's own bug: its traceback, not a warning
+                    raise
                 self._fail(f"plugin {self._label(impl.plugin_name)} failed in {hook.name}: {describe(exc)}")
         return entries
 
@@ -232,6 +238,8 @@ class Registry:
             try:
                 impl.function(**kwargs)
             except Exception as exc:
+                if impl.plugin_name in BUILTIN_PLUGINS:
+                    raise
                 self._fail(f"plugin {self._label(impl.plugin_name)} failed in {hook_name}: {describe(exc)}")
             if cli is not None:
                 self._keep_commands(cli, commands, impl.plugin_name)

@@ -4,7 +4,7 @@ import warnings
 import click
 import pytest
 
-from dcbench import PluginError, UnknownPluginError
+from dcbench import Param, PluginError, UnknownPluginError
 from dcbench.registry import PluginEntry, PluginLoadWarning, create_registry
 
 STRICT_HINT = " (set DCBENCH_STRICT_PLUGINS=1 to make this an error)"
@@ -183,6 +183,26 @@ def test_a_third_party_factory_that_raises_is_a_plugin_error(more_plugin_modules
     assert str(raised.value) == (f"allocator 'explodes' (plugin build) failed when built: {error}; "
                                  "report it to the plugin's authors")
     assert raised.value.__cause__ is not None  # the plugin's own traceback, for its authors
+
+
+def test_a_builtin_plugin_missing_a_dependency_is_one_line_but_its_bugs_keep_their_traceback(tmp_path, monkeypatch):
+    (tmp_path / "tp_buggy_module.py").write_text("undefined_name + 1\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    builtin = "dcbench.plugins.allocators.tetris"
+    missing = PluginEntry("allocator", "needs_torch", "a_module_not_installed:Thing", plugin=builtin)
+    with pytest.raises(PluginError, match=r"failed to load 'a_module_not_installed:Thing': ModuleNotFoundError"):
+        missing.load()
+    with pytest.raises(NameError):
+        PluginEntry("allocator", "buggy", "tp_buggy_module:Thing", plugin=builtin).load()
+    with pytest.raises(PluginError, match="failed to load 'tp_buggy_module:Thing': NameError"):
+        PluginEntry("allocator", "buggy", "tp_buggy_module:Thing", plugin="someone").load()
+
+    def takes_nothing():
+        return object()
+
+    with pytest.raises(TypeError):  # a signature bug of dcbench's own, not the user's spec
+        PluginEntry("allocator", "mine", lambda how: takes_nothing(how), params=(Param("how", str),),
+                    plugin=builtin).build("mine:how=x")
 
 
 def test_a_builtin_plugins_bug_keeps_its_traceback():

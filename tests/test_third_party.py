@@ -103,10 +103,15 @@ def explode():
     raise RuntimeError("boom in init")
 
 
+def train_without_a_gpu(**settings):
+    raise ValueError("no GPU found")
+
+
 @hookimpl
 def register_allocators(register):
     register("probe_explodes", explode)
     register("probe_stray", TetrisAllocator, params=["penalty"])
+    register("probe_learned", TetrisAllocator, learned=True, trainer="dcbench_probe:train_without_a_gpu")
 
 
 @hookimpl
@@ -183,3 +188,11 @@ def test_a_suite_that_leaves_the_episode_length_to_its_workload_can_be_submitted
     assert done.returncode == 0, done.stderr  # it was refused: the check assumed 2 requests per server
     (folder,) = (tmp_path / "board" / "submissions").iterdir()
     assert folder.stat().st_mode & 0o055 == 0o055  # readable by all, like every folder of results
+
+
+def test_a_third_party_trainer_that_raises_is_one_line(probe_site, tmp_path):
+    done = dcbench(probe_site, "train", "-a", "probe_learned", "-t", "tiered:8,1x4", "--out", str(tmp_path / "x.pt"))
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert done.stderr.splitlines()[-1] == ("Error: allocator 'probe_learned' (plugin probeplug, dcbench-probe 0.1.0) "
+                                            "failed in its trainer: ValueError: no GPU found; report it to the "
+                                            "plugin's authors")

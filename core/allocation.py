@@ -74,11 +74,6 @@ class State:
         self.free_links = network.link_capacity.copy()
         self.link_capacity = network.link_capacity.copy()
 
-    def reset(self) -> None:
-        np.copyto(self.free_resources, self.network.server_capacity)
-        np.copyto(self.free_links, self.network.link_capacity)
-        np.copyto(self.link_capacity, self.network.link_capacity)
-
     def read_only(self) -> "State":
         view = State.__new__(State)
         view.network = self.network

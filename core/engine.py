@@ -26,9 +26,8 @@ SPREAD_LEVELS = ("server", "rack", "pod", "cross_pod")
 
 
 class Allocator(Protocol):
-    """What an allocator plugin's factory returns."""
-
-    demands: frozenset[str]
+    """What an allocator plugin's factory returns (the demand kinds it serves
+    are declared when it is registered, ``register(..., demands=...)``)."""
 
     def reset(self, network: Network, rng: np.random.Generator) -> None:
         """Prepare for a new run on ``network``; draw any randomness from ``rng``."""
@@ -131,11 +130,6 @@ class Simulation:
         self.clock = 0.0
         self.index = -1
         self.request: Request | None = None
-
-    @property
-    def active(self) -> int:
-        """Requests holding resources now."""
-        return len(self._holdings)
 
     def _record(self, time: float, kind: str, request_id: int) -> None:
         row = self._row

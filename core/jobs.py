@@ -19,7 +19,6 @@ its own copies of the state; the engine checks the result and commits it.
 
 from __future__ import annotations
 
-from typing import ClassVar
 
 import numpy as np
 
@@ -142,13 +141,11 @@ class JobBuilder:
             return fits.reshape(self._rack_shape).any(axis=1)
         return np.bincount(self.racks, weights=fits, minlength=self.n_racks) > 0
 
-    def partners(self, step: int | None = None) -> list[tuple[int, float, bool]]:
-        """The flows between VM ``step`` (the next one by default) and the
-        VMs already placed: (the partner's rack, Gbps, whether the flow
-        leaves ``step``)."""
-        step = self.step if step is None else step
+    def partners(self) -> list[tuple[int, float, bool]]:
+        """The flows between the next VM and the VMs already placed: (the
+        partner's rack, Gbps, whether the flow leaves the next VM)."""
         racks = self.host_racks
-        return [(racks[partner], rate, out) for partner, rate, out in self._partners[step]]
+        return [(racks[partner], rate, out) for partner, rate, out in self._partners[self.step]]
 
     def share_left(self) -> np.ndarray:
         """Per rack, the smallest free share over its resources if the next
@@ -310,7 +307,6 @@ class JobAllocator:
     ``reconfigure`` is set and the topology allows it).
     """
 
-    demands: ClassVar[frozenset[str]] = frozenset({"job"})
     reconfigure: bool = True
 
     def reset(self, network: Network, rng: np.random.Generator) -> None:
@@ -344,8 +340,6 @@ class JobAllocator:
 class PoolAndJobAllocator(PoolAllocator, JobAllocator):
     """A policy with a rule for both demand kinds: `choose` picks servers
     for pools, `choose_rack` racks for jobs."""
-
-    demands: ClassVar[frozenset[str]] = frozenset({"pool", "job"})
 
     def reset(self, network: Network, rng: np.random.Generator) -> None:
         PoolAllocator.reset(self, network, rng)

@@ -16,7 +16,7 @@ and commits it.
 
 from __future__ import annotations
 
-from typing import ClassVar, Protocol, Sequence
+from typing import Protocol, Sequence
 
 import numpy as np
 
@@ -26,6 +26,7 @@ from dcbench.network import Network, Path
 from dcbench.requests import Request
 
 OPEN, DONE, FAILED = "open", "done", "failed"
+CHANNELS_PER_PAIR = 1.0  # the papers: one channel on every link of a connected pair's path
 
 
 class Router(Protocol):
@@ -42,9 +43,8 @@ class Router(Protocol):
 class PoolBuilder:
     """Builds one pool allocation a server at a time. Reuse it across requests."""
 
-    def __init__(self, network: Network, channels_per_pair: float = 1.0, router: Router | None = None):
+    def __init__(self, network: Network, router: Router | None = None):
         self.network = network
-        self.channels_per_pair = channels_per_pair
         self.router = router
         self.free_resources = network.server_capacity.copy()
         self._free_links_array = network.link_capacity.copy()
@@ -135,7 +135,7 @@ class PoolBuilder:
         free_links = self._free_links
         stale = self._stale_links
         routes = self.routes
-        amount = self.channels_per_pair
+        amount = CHANNELS_PER_PAIR
         chosen = self.chosen
         rule = self.request.connectivity
         pairs_with = chosen if rule == "all" else [chosen[j] for j, _ in partners(rule, self._gives_cpu, len(chosen))]
@@ -185,8 +185,6 @@ class PoolAllocator:
     Subclasses implement `choose`; `allocate` runs the builder until the
     request is met or fails. Override `reset` to prepare per-run state.
     """
-
-    demands: ClassVar[frozenset[str]] = frozenset({"pool"})
 
     def reset(self, network: Network, rng: np.random.Generator) -> None:
         self.network = network

@@ -69,7 +69,6 @@ class UniformWorkload:
             connectivity=self.pairs,
             wait_until_fits=self.wait,
             time_step=1.0,
-            extra={"hold": hold},
         )
 
 

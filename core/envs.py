@@ -27,7 +27,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from dcbench.allocation import Reject, State
+from dcbench.allocation import State
 from dcbench.engine import Simulation
 from dcbench.jobs import PLACED, JobBuilder
 from dcbench.network import Network
@@ -336,7 +336,7 @@ class AllocationEnv(gym.Env):
         actions = builder.step + bool(info.get("invalid_action"))  # decisions taken for this job
         if builder.status == PLACED:
             builder.route()
-        accepted = self.simulation.resolve(builder.result() if builder.status == "done" else Reject(builder.reason))
+        accepted = self.simulation.resolve(builder.result())  # the allocation, or the builder's Reject
         self.offered += 1
         self.accepted += accepted
         latency_ns = max(self.simulation.network_qos()[0] * 1e3, self.floor_latency_ns) if accepted else 0.0
@@ -354,11 +354,15 @@ class AllocationEnv(gym.Env):
             if not self._open or not self.builder.is_open:
                 more, done = self._advance()
                 reward += more
-            info.update(accepted=self.accepted, offered=self.offered)
-            if done:
-                info["acceptance_ratio"] = self.accepted / max(1, self.offered)
-            return self._observation(), reward, done, False, info
+            return self._observation(), reward, done, False, self._counts(info, done)
         return self._step_pool(action)
+
+    def _counts(self, info: dict[str, Any], done: bool) -> dict[str, Any]:
+        """``info`` with the episode's counts so far, and its acceptance ratio at the end."""
+        info.update(accepted=self.accepted, offered=self.offered)
+        if done:
+            info["acceptance_ratio"] = self.accepted / max(1, self.offered)
+        return info
 
     def _step_pool(self, action):
         builder = self.builder
@@ -373,15 +377,12 @@ class AllocationEnv(gym.Env):
                 builder.fail("no_server")
         reward = 0.0
         if not builder.is_open:
-            reward = self._resolve(builder.result() if builder.status == "done" else Reject(builder.reason))
+            reward = self._resolve(builder.result())
             more, done = self._advance()
             reward += more
         else:
             done = False
-        info.update(accepted=self.accepted, offered=self.offered)
-        if done:
-            info["acceptance_ratio"] = self.accepted / max(1, self.offered)
-        return self._observation(), reward, done, False, info
+        return self._observation(), reward, done, False, self._counts(info, done)
 
 
 gym.register("dcbench/Allocation-v0", entry_point="dcbench.envs:AllocationEnv")

@@ -326,14 +326,13 @@ def report(results: Path, out: Path | None, section: str | None) -> None:
 
     rows, provenance = read_summary(results)
     suite_name = provenance.get("suite", results.name)
-    registry = load_registry()
-    suite = registry.entries("suite").get(suite_name)
-    primary = suite.primary_metric if suite else "acceptance_ratio"
     from dcbench.leaderboard import baselines
+    from dcbench.results import ranking_of
 
+    registry = load_registry()
+    primary, higher_is_better = ranking_of(registry.entries("suite").get(suite_name))
     title = f"Suite {suite_name}" + (f" ({section})" if section else "")
-    text = make_report(rows, title, primary, suite.higher_is_better if suite else True, baselines(registry),
-                       default_specs(registry))
+    text = make_report(rows, title, primary, higher_is_better, baselines(registry), default_specs(registry))
     if out is None:
         click.echo(text)
     else:

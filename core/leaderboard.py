@@ -23,8 +23,8 @@ from typing import Any, Iterable, Mapping
 
 from dcbench.errors import ResultsError, describe
 from dcbench.registry import Registry
-from dcbench.results import (provenance_of, read_sweep_summary, read_table, run_problem, staging_folder,
-                             swap_in, sweep_summary_problem, write_text_atomic)
+from dcbench.results import (provenance_of, ranking_of, read_sweep_summary, read_table, run_problem,
+                             staging_folder, swap_in, sweep_summary_problem, write_text_atomic)
 from dcbench.runner import Runner, run_hash
 from dcbench.report import default_specs, labels
 from dcbench.stats import format_ci, mean_ci
@@ -282,8 +282,7 @@ def _sections(by_suite: dict[str, dict[str, dict[str, Any]]], suites: Mapping[st
     for suite_name in sorted(by_suite):
         rows = sorted(by_suite[suite_name].values(), key=lambda r: (r["scenario"], r["allocator"], r["seed"]))
         suite = suites.get(suite_name)
-        metric = suite.primary_metric if suite else "acceptance_ratio"
-        higher = suite.higher_is_better if suite else True
+        metric, higher = ranking_of(suite)
         order = [s.label for s in suite.scenarios] if suite else sorted({r["scenario"] for r in rows})
         scenarios = [s for s in order if any(r["scenario"] == s for r in rows)]
         metrics = _metric_columns(rows, metric)

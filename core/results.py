@@ -192,15 +192,11 @@ def read_sweep_summary(results: Path, registry: Any = None) -> Any:
     return table
 
 
-def primary_metric(suite_name: str, registry: Any = None) -> str:
-    """The column a suite is ranked by; acceptance_ratio, which every run
-    has, for a suite that is no longer registered (as `report` ranks it)."""
-    if registry is None:
-        from dcbench.registry import get_registry
-
-        registry = get_registry()
-    suite = registry.entries("suite").get(suite_name)
-    return suite.primary_metric if suite else "acceptance_ratio"
+def ranking_of(suite: Any) -> tuple[str, bool]:
+    """The column a suite is ranked by and whether higher is better;
+    acceptance_ratio, which every run has, for None (a suite that is not
+    registered, or no longer)."""
+    return (suite.primary_metric, suite.higher_is_better) if suite is not None else ("acceptance_ratio", True)
 
 
 def provenance_problem(table: Any) -> str | None:
@@ -253,7 +249,12 @@ def sweep_summary_problem(table: Any, registry: Any = None) -> str | None:
     problem = sweep_problem(table)
     if problem is not None:
         return problem
-    return summary_problem(table, primary_metric(provenance_of(table)["suite"], registry))
+    if registry is None:
+        from dcbench.registry import get_registry
+
+        registry = get_registry()
+    suite = registry.entries("suite").get(provenance_of(table)["suite"])
+    return summary_problem(table, ranking_of(suite)[0])
 
 
 def summary_problem(table: Any, primary: str) -> str | None:

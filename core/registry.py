@@ -10,6 +10,7 @@ package never takes the command line down with it.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import importlib
 import importlib.metadata
@@ -225,7 +226,7 @@ class Registry:
                        f"already registered by {_owner(entries[name])!r}; ignored")
             return
         if kind == "suite":
-            object.__setattr__(entry, "plugin", plugin_name)
+            entry = dataclasses.replace(entry, plugin=plugin_name)  # the plugin's own Suite stays as it made it
         entries[name] = entry
 
     def call_each(self, hook_name: str, **kwargs: Any) -> None:

@@ -51,8 +51,9 @@ RESUMABLE_CHANGES = ("steps", "validation_episodes", "validate_every")
 class PPOConfig:
     """Training settings; every field but ``steps`` is a ``gnn_ppo:KEY=VALUE``
     option of ``dcbench train``. The defaults are the first two sets'
-    recipe; the shipped checkpoints add γ 0.9, λ 0.95, a chosen teacher and
-    a sixth hint (each one's ``.json`` records its settings). The
+    recipe; the shipped checkpoints add γ 0.9, λ 0.95, a chosen teacher and,
+    for seven of the twelve, a sixth hint (each one's ``.json`` records its
+    settings). The
     reference's RLlib run differs in: steps 204,800, epochs 30, learning
     rate 5e-3, value loss clipped at 10, rewards unscaled, 32-request
     episodes, no imitation warm start, no `ServerHints` node features (see

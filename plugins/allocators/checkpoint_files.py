@@ -7,9 +7,11 @@ same way."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import warnings
+from importlib import resources
 from pathlib import Path
 from typing import Any, Callable, TypeVar
 
@@ -19,6 +21,26 @@ import torch
 from dcbench import ResultsError, curve_columns, describe, write_atomic, write_table_atomic, write_text_atomic
 
 Loaded = TypeVar("Loaded")
+
+
+def shipped_checkpoints(package: str) -> dict[str, Path]:
+    """The ``.pt`` files in ``package``'s ``checkpoints/`` folder, by name without the suffix."""
+    folder = resources.files(package) / "checkpoints"
+    return {p.name[: -len(".pt")]: Path(str(p)) for p in folder.iterdir() if p.name.endswith(".pt")}
+
+
+def checked_checkpoint(checkpoint: str | None) -> str | None:
+    """A ``checkpoint=PATH`` allocator parameter, refused (as a spec error) if it names no file."""
+    if checkpoint is not None and not Path(checkpoint).is_file():
+        raise ValueError(f"checkpoint={checkpoint!r} is not a file")
+    return checkpoint
+
+
+def content_fingerprint(path: Path, salt: bytes = b"") -> str:
+    """A learned allocator's `fingerprint`: its checkpoint's bytes (after
+    ``salt``, whatever else decides its decisions), so retrained weights make
+    new runs, never a stale cache hit."""
+    return hashlib.sha256(salt + path.read_bytes()).hexdigest()[:16]
 
 
 def load_checkpoint(path: Path, allocator: str, build: Callable[[dict[str, Any]], Loaded]) -> Loaded:

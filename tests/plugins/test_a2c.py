@@ -61,11 +61,12 @@ def test_the_numpy_actor_matches_the_torch_one(features, actor):
 ACTOR_LOGITS = """
 import hashlib
 import numpy as np
-from dcbench.plugins.allocators.a2c_multistep.allocator import load_model, shipped_checkpoints
+from dcbench.plugins.allocators.a2c_multistep.allocator import CHECKPOINTS, load_model
+from dcbench.plugins.allocators.checkpoint_files import shipped_checkpoints
 from dcbench.plugins.allocators.a2c_multistep.model import NumpyActor
 
 digest = hashlib.sha256()
-for name, path in sorted(shipped_checkpoints().items()):
+for name, path in sorted(shipped_checkpoints(CHECKPOINTS).items()):
     model, _ = load_model(path)
     actor = NumpyActor(model)
     for state in np.random.default_rng(0).uniform(-1, 1, (64, model.features * model.racks)).astype(np.float32):

@@ -51,9 +51,10 @@ def test_the_env_and_the_allocator_make_the_same_decisions(runner, random_checkp
 
 
 def test_checkpoints_are_matched_to_the_topology():
-    from dcbench.plugins.allocators.gnn_ppo.allocator import shipped_checkpoints
+    from dcbench.plugins.allocators.checkpoint_files import shipped_checkpoints
+    from dcbench.plugins.allocators.gnn_ppo.allocator import CHECKPOINTS
 
-    shipped = shipped_checkpoints()
+    shipped = shipped_checkpoints(CHECKPOINTS)
     if not shipped:
         pytest.skip("no shipped checkpoints in this checkout")
     path, note = checkpoint_for(tiered("tiered:16,1x8"))

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
-from importlib import resources
 from pathlib import Path
 
 import numpy as np
@@ -13,7 +11,8 @@ import torch
 from dcbench import JobAllocator, JobBuilder, Network
 from dcbench.envs import JobFeatures
 from dcbench.plugins.allocators.a2c_multistep.model import ActorCritic, NumpyActor
-from dcbench.plugins.allocators.checkpoint_files import load_checkpoint
+from dcbench.plugins.allocators.checkpoint_files import (checked_checkpoint, content_fingerprint, load_checkpoint,
+                                                          shipped_checkpoints)
 
 CHECKPOINTS = "dcbench.plugins.allocators.a2c_multistep"
 # How the weights are evaluated is part of a run's identity too: runs of the
@@ -21,16 +20,11 @@ CHECKPOINTS = "dcbench.plugins.allocators.a2c_multistep"
 ACTOR_NUMERICS = b"NumpyActor: float64, logits rounded to float32\n"
 
 
-def shipped_checkpoints() -> dict[str, Path]:
-    folder = resources.files(CHECKPOINTS) / "checkpoints"
-    return {p.name[: -len(".pt")]: Path(str(p)) for p in folder.iterdir() if p.name.endswith(".pt")}
-
-
 def checkpoint_for(network: Network) -> Path:
     """The shipped checkpoint for the topology's number of ToRs (the state
     and the action space are per rack, so the size must match)."""
     wanted = f"ocs-{network.n_racks}"
-    available = shipped_checkpoints()
+    available = shipped_checkpoints(CHECKPOINTS)
     if wanted not in available:
         shipped = ", ".join(sorted(available)) or "none"
         raise FileNotFoundError(
@@ -54,16 +48,14 @@ def load_model(path: Path) -> tuple[ActorCritic, dict]:
 
 class A2CAllocator(JobAllocator):
     def __init__(self, checkpoint: str | None = None):
-        self.checkpoint = checkpoint
-        if checkpoint is not None and not Path(checkpoint).is_file():
-            raise ValueError(f"checkpoint={checkpoint!r} is not a file")
+        self.checkpoint = checked_checkpoint(checkpoint)
 
     def _path(self, network: Network) -> Path:
         return Path(self.checkpoint) if self.checkpoint is not None else checkpoint_for(network)
 
     def fingerprint(self, network: Network) -> str:
         """The checkpoint's content (retrained weights make new runs) and `ACTOR_NUMERICS`."""
-        return hashlib.sha256(ACTOR_NUMERICS + self._path(network).read_bytes()).hexdigest()[:16]
+        return content_fingerprint(self._path(network), salt=ACTOR_NUMERICS)
 
     def reset(self, network: Network, rng: np.random.Generator) -> None:
         torch.set_num_threads(1)

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
-from importlib import resources
 from pathlib import Path
 
 import numpy as np
@@ -12,21 +10,17 @@ import torch
 
 from dcbench import Network, PoolAllocator, PoolBuilder, Request, State
 from dcbench.envs import PoolFeatures
-from dcbench.plugins.allocators.checkpoint_files import load_checkpoint
+from dcbench.plugins.allocators.checkpoint_files import (checked_checkpoint, content_fingerprint, load_checkpoint,
+                                                          shipped_checkpoints)
 from dcbench.plugins.allocators.gnn_ppo.model import GraphPolicy, ServerHints, as_tensors, with_self_loops
 
 CHECKPOINTS = "dcbench.plugins.allocators.gnn_ppo"
 
 
-def shipped_checkpoints() -> dict[str, Path]:
-    folder = resources.files(CHECKPOINTS) / "checkpoints"
-    return {p.name[: -len(".pt")]: Path(str(p)) for p in folder.iterdir() if p.name.endswith(".pt")}
-
-
 def checkpoint_for(network: Network) -> tuple[Path, str]:
     """The shipped checkpoint that matches the topology's channels and
     oversubscription, or the nearest one (with a note saying so)."""
-    available = shipped_checkpoints()
+    available = shipped_checkpoints(CHECKPOINTS)
     if not available:
         raise FileNotFoundError("no gnn_ppo checkpoint is shipped with this installation; "
                                 "train one with `dcbench train --allocator gnn_ppo` and pass checkpoint=PATH")
@@ -60,15 +54,12 @@ def load_policy(path: Path) -> GraphPolicy:
 
 class GnnPpoAllocator(PoolAllocator):
     def __init__(self, checkpoint: str | None = None):
-        self.checkpoint = checkpoint
-        if checkpoint is not None and not Path(checkpoint).is_file():
-            raise ValueError(f"checkpoint={checkpoint!r} is not a file")
+        self.checkpoint = checked_checkpoint(checkpoint)
 
     def fingerprint(self, network: Network) -> str:
-        """The checkpoint this allocator would use on ``network``, by content:
-        retrained weights make new runs, never a stale cache hit."""
-        path = Path(self.checkpoint) if self.checkpoint is not None else checkpoint_for(network)[0]
-        return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+        """The checkpoint this allocator would use on ``network``, by content."""
+        return content_fingerprint(Path(self.checkpoint) if self.checkpoint is not None
+                                   else checkpoint_for(network)[0])
 
     def reset(self, network: Network, rng: np.random.Generator) -> None:
         super().reset(network, rng)

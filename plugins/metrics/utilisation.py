@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from dcbench import Network, RunTables, hookimpl
+from dcbench.plugins.metrics.jobs import measured_window
 
 LAST = 25
 
@@ -30,12 +31,11 @@ def time_average(time: np.ndarray, values: np.ndarray, start: float, end: float)
 
 def utilisation(tables: RunTables, network: Network) -> dict[str, float]:
     timeline = tables.timeline
-    offers = tables.requests["offer_time"]
-    offers = offers[tables.requests["measured"] & ~np.isnan(offers)]
     columns: dict[str, float] = {}
-    if len(offers) == 0:
+    window = measured_window(tables)
+    if window is None:
         return columns
-    start, end = float(offers.min()), float(offers.max())
+    start, end = window
     arrivals = timeline["event"] == "arrival"
     names = [f"{r}_util" for r in network.resources] + [f"link_util_tier{t}" for t in network.tiers]
     for name in names:

@@ -10,6 +10,8 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import shlex
+import sys
 import warnings
 from importlib import resources
 from pathlib import Path
@@ -114,6 +116,12 @@ def _check_identity(path: Path, state_dir: Path, saved: dict[str, Any], wanted: 
         key = differing[0]
         raise ResultsError(f"{path} was saved training with {key} {saved.get(key)!r}, not {wanted.get(key)!r}; "
                            f"give another --out, or remove {state_dir} to start over")
+
+
+def command_line() -> str:
+    """The ``dcbench ...`` command that is running, for a checkpoint's record
+    (`dcbench train`, or `dcbench phi-sweep` for the sweep's checkpoints)."""
+    return " ".join(shlex.quote(a) for a in ["dcbench", *sys.argv[1:]]) if len(sys.argv) > 1 else ""
 
 
 def write_record(path: Path, record: dict[str, Any]) -> None:

@@ -23,8 +23,6 @@ docs/learned/a2c_multistep.md).
 from __future__ import annotations
 
 import json
-import shlex
-import sys
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -36,7 +34,7 @@ import torch
 from dcbench import Range, SpecError, config_options, curve_columns, save_figure, write_table_atomic
 from dcbench.envs import AllocationEnv
 from dcbench.plugins.allocators.a2c_multistep.model import ACTORS, ActorCritic
-from dcbench.plugins.allocators.checkpoint_files import (resume_training_state, save_checkpoint,
+from dcbench.plugins.allocators.checkpoint_files import (command_line, resume_training_state, save_checkpoint,
                                                           save_training_state, write_record)
 from dcbench.plugins.allocators.early_stopping import BestWeights
 from dcbench.plugins.metrics.jobs import offered_and_blocked
@@ -429,6 +427,4 @@ def train(topology: str, workload: str | None = None, steps: int | None = None, 
         trainer.save_state()
         if progress is not None:
             progress(row)
-    # The command that ran: `dcbench train ...`, or `dcbench phi-sweep ...` for the sweep's checkpoints.
-    command = " ".join(shlex.quote(a) for a in ["dcbench", *sys.argv[1:]]) if len(sys.argv) > 1 else ""
-    return trainer.write_checkpoint(command)
+    return trainer.write_checkpoint(command_line())

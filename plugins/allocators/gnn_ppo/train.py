@@ -22,8 +22,6 @@ change the training trajectory.
 from __future__ import annotations
 
 import json
-import shlex
-import sys
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -34,7 +32,7 @@ import torch
 
 from dcbench import Range, ResultsError, SpecError, config_options, save_figure
 from dcbench.envs import AllocationEnv
-from dcbench.plugins.allocators.checkpoint_files import (resume_training_state, save_checkpoint,
+from dcbench.plugins.allocators.checkpoint_files import (command_line, resume_training_state, save_checkpoint,
                                                           save_training_state, write_record)
 from dcbench.plugins.allocators.early_stopping import BestWeights
 from dcbench.plugins.allocators.gnn_ppo.imitation import ImitationWarmStart, check_teacher, stack_observations
@@ -416,5 +414,5 @@ def train(topology: str, workload: str | None = None, steps: int | None = None, 
     trainer = Trainer(topology, workload, config, seed, out)
     trainer.resume()
     trainer.run(progress)
-    trainer.export(" ".join(shlex.quote(a) for a in ["dcbench", *sys.argv[1:]]) if sys.argv else "")
+    trainer.export(command_line())
     return out

@@ -28,7 +28,7 @@ from dcbench.registry import get_registry
 from dcbench.requests import CONNECTIVITY_RULES, Request, RequestSequence, Workload
 from dcbench.results import check_writable, curve_columns, write_atomic, write_table_atomic, write_text_atomic
 from dcbench.routing import WEIGHTINGS, WeightedRouter
-from dcbench.runner import Runner, RunResult
+from dcbench.runner import ResolvedRun, Runner, RunResult
 from dcbench.spec import Param, Range, Spec, config_options
 from dcbench.stats import mean_ci
 from dcbench.suite import Scenario, Suite
@@ -38,8 +38,8 @@ __all__ = [
     "Allocation", "Allocator", "AllocatorError", "CONNECTIVITY_RULES", "DcbenchError",
     "IncompatibleError", "JobAllocator", "JobBuilder", "Network", "Param", "PathCatalogue", "PluginError",
     "PoolAllocator", "PoolAndJobAllocator", "PoolBuilder", "RECONFIGURE_PARAM", "Range", "Reject", "Request",
-    "RequestSequence", "ResultsError", "Route", "RunResult", "RunTables", "Runner", "SPREAD_LEVELS", "Scenario",
-    "Spec", "SpecError", "State", "Suite", "Swap", "Topology", "UnknownPluginError", "WEIGHTINGS",
+    "RequestSequence", "ResolvedRun", "ResultsError", "Route", "RunResult", "RunTables", "Runner", "SPREAD_LEVELS",
+    "Scenario", "Spec", "SpecError", "State", "Suite", "Swap", "Topology", "UnknownPluginError", "WEIGHTINGS",
     "WeightedRouter", "Workload", "check_allocation", "check_writable", "config_options", "curve_columns", "describe",
     "get_registry", "hookimpl", "mean_ci", "pyplot", "required_pairs", "save_figure", "simulate",
     "write_atomic", "write_table_atomic", "write_text_atomic",

@@ -191,27 +191,27 @@ def run(allocator: str, topology: str, workload: str | None, requests: int | Non
     runner = Runner(registry)
     plan = runner.resolve(allocator, topology, workload, requests)
     check_writable(out)
-    total = plan["requests"] * len(seed_list)
+    total = plan.requests * len(seed_list)
     summaries = []
     notes: set[str] = set()
     with progress_bar(quiet) as progress:
-        task = progress.add_task(f"{plan['allocator']} on {plan['topology']}", total=total)
+        task = progress.add_task(f"{plan.allocator} on {plan.topology}", total=total)
         for index, run_seed in enumerate(seed_list):
-            done_before = index * plan["requests"]
+            done_before = index * plan.requests
             result = runner.run(allocator, topology, workload, requests, run_seed,
                                 progress=lambda k, base=done_before: progress.update(task, completed=base + k))
             result.write(out)
             summaries.append(result.summary)
             notes.update(result.notes)
-            progress.update(task, completed=done_before + plan["requests"])
+            progress.update(task, completed=done_before + plan.requests)
     for note in sorted(notes):
         click.echo(f"Note: {note}", err=True)
     for summary in summaries:
         click.echo(f"{out / summary['run_id']}  seed={summary['seed']}  "
                    f"accepted {summary['accepted']}/{summary['offered']}")
     if not quiet:
-        print_summary(summaries, {"allocator": plan["allocator"], "topology": plan["topology"],
-                                  "workload": plan["workload"], "requests": f"{plan['requests']} per seed"})
+        print_summary(summaries, {"allocator": plan.allocator, "topology": plan.topology,
+                                  "workload": plan.workload, "requests": f"{plan.requests} per seed"})
 
 
 @cli.command()
@@ -376,11 +376,11 @@ def train(allocator: str, topology: str, workload: str | None, steps: int | None
         raise UserError(f"allocator {entry.name!r} is not trained; "
                         f"trainable allocators: {', '.join(learned) or 'none'}")
     plan = Runner(registry).resolve("random", topology, workload)  # check the scenario before training
-    kind = getattr(plan["workload_obj"], "kind", "pool")
+    kind = getattr(plan.workload_model, "kind", "pool")
     if kind not in entry.demands:
         example = example_topology(registry, entry.demands)
         raise UserError(f"{entry.name} learns {'/'.join(entry.demands)} demands but workload "
-                        f"{plan['workload'].split(':')[0]!r} makes {kind} demands; "
+                        f"{plan.workload.split(':')[0]!r} makes {kind} demands; "
                         + (f"train it on a topology that serves them, e.g. -t {example}" if example
                            else "give a workload that makes them with -w"))
     trainer = PluginEntry("trainer", entry.name, entry.extra["trainer"], plugin=entry.plugin).load()

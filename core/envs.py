@@ -253,11 +253,11 @@ class AllocationEnv(gym.Env):
         runner = runner or Runner()
         plan = runner.resolve("random", topology, workload, requests)
         self.plan = plan
-        self.network: Network = plan["network"]
-        self.workload = plan["workload_obj"]
+        self.network: Network = plan.network
+        self.workload = plan.workload_model
         self.kind = self.workload.kind
-        self.requests = plan["requests"]
-        self.spec_text = {"topology": plan["topology"], "workload": plan["workload"]}
+        self.requests = plan.requests
+        self.spec_text = {"topology": plan.topology, "workload": plan.workload}
         self.alpha = alpha
         self.reconfiguration_cost = reconfiguration_cost
         if self.kind == "job":

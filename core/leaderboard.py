@@ -85,7 +85,7 @@ def validate(results: Path, registry: Registry) -> Submission:
         # default number of requests included.
         resolved = runner.resolve("random", scenario.topology, scenario.workload, scenario.requests)
         for seed in scenario.seeds:
-            expected[(scenario.label, seed)] = (resolved["topology"], resolved["workload"], resolved["requests"])
+            expected[(scenario.label, seed)] = (resolved.topology, resolved.workload, resolved.requests)
     allocators = list(dict.fromkeys(row["allocator"] for row in rows))
     seen: set[tuple[str, str, int]] = set()
     for row in rows:

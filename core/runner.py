@@ -52,13 +52,29 @@ def run_hash(topology: str, workload: str, allocator: str, requests: int, seed: 
     return hashlib.sha256(key.encode()).hexdigest()[:16]
 
 
-def run_id_of(plan: Mapping[str, Any], seed: int) -> str:
+@dataclass(frozen=True)
+class ResolvedRun:
+    """A combination `Runner.resolve` checked: the resolved specs (what
+    identifies a run, with the seed), the number of requests, and what a run
+    of it is made of."""
+
+    topology: str
+    workload: str
+    allocator: str
+    requests: int
+    fingerprint: str  # of what besides its spec decides the allocator (a checkpoint's bytes); "" if nothing
+    network: Network
+    workload_model: Any  # what the workload plugin built: its generate() draws the requests
+    workload_entry: PluginEntry
+    allocator_entry: PluginEntry
+
+
+def run_id_of(plan: ResolvedRun, seed: int) -> str:
     """The run id of a resolved scenario (`Runner.resolve`) with ``seed``: what
     `Runner.run` writes and what a sweep plans and resumes by."""
     from dcbench import __version__
 
-    return run_hash(plan["topology"], plan["workload"], plan["allocator"], plan["requests"], seed, __version__,
-                    plan["fingerprint"])
+    return run_hash(plan.topology, plan.workload, plan.allocator, plan.requests, seed, __version__, plan.fingerprint)
 
 
 @lru_cache(maxsize=1)
@@ -120,16 +136,16 @@ def _short(value: Any, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def draw_requests(plan: Mapping[str, Any], requests: int, rng: np.random.Generator) -> RequestSequence:
+def draw_requests(plan: ResolvedRun, requests: int, rng: np.random.Generator) -> RequestSequence:
     """The request sequence of a resolved scenario (`Runner.resolve`), drawn
     from ``rng``; what the workload plugin got wrong is a one-line error."""
-    with blamed_on(plan["workload_entry"], "failed in generate()"):
+    with blamed_on(plan.workload_entry, "failed in generate()"):
         try:
-            sequence = plan["workload_obj"].generate(plan["network"], requests, rng)
+            sequence = plan.workload_model.generate(plan.network, requests, rng)
         except ValueError as exc:
-            raise SpecError(f"{plan['workload']}: {exc}") from exc
+            raise SpecError(f"{plan.workload}: {exc}") from exc
     if not isinstance(sequence, RequestSequence):
-        raise plan["workload_entry"].error(f"returned {type(sequence).__name__} from generate(), "
+        raise plan.workload_entry.error(f"returned {type(sequence).__name__} from generate(), "
                                            "not a dcbench.RequestSequence")
     return sequence
 
@@ -153,7 +169,7 @@ class Runner:
         return self._networks[topology]
 
     def resolve(self, allocator: str, topology: str, workload: str | None = None,
-                requests: int | None = None) -> dict[str, Any]:
+                requests: int | None = None) -> ResolvedRun:
         """Check a combination before anything runs; what `run` would use."""
         topology_spec, network = self.network(topology)
         workload_built = self.registry.build("workload", workload or network.default_workload)
@@ -180,13 +196,12 @@ class Runner:
         if requests is not None and requests < 1:
             raise SpecError(f"--requests must be at least 1, got {requests}")
         workload_entry = self.registry.get("workload", Spec.parse(workload_built.spec).name)
-        return {
-            "topology": topology_spec, "network": network,
-            "workload": workload_built.spec, "workload_obj": workload_built.obj, "workload_entry": workload_entry,
-            "allocator": allocator_built.spec, "allocator_entry": entry,
-            "fingerprint": self._fingerprint(entry, fingerprint, network),
-            "requests": requests or self._default_requests(workload_entry, workload_built.obj, network),
-        }
+        return ResolvedRun(
+            topology=topology_spec, workload=workload_built.spec, allocator=allocator_built.spec,
+            requests=requests or self._default_requests(workload_entry, workload_built.obj, network),
+            fingerprint=self._fingerprint(entry, fingerprint, network), network=network,
+            workload_model=workload_built.obj, workload_entry=workload_entry, allocator_entry=entry,
+        )
 
     @staticmethod
     def _fingerprint(entry: PluginEntry, fingerprint: Callable[[Network], str] | None, network: Network) -> str:
@@ -216,22 +231,22 @@ class Runner:
         if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
             raise SpecError(f"a seed is a non-negative integer, got {seed!r}")
         plan = self.resolve(allocator, topology, workload, requests)
-        network: Network = plan["network"]
-        n_requests: int = plan["requests"]
+        network = plan.network
+        n_requests = plan.requests
         run_id = run_id_of(plan, seed)
 
         rng = np.random.default_rng(seed)
         workload_rng, allocator_rng = rng.spawn(2)
         sequence = draw_requests(plan, n_requests, workload_rng)
-        allocator_obj = plan["allocator_entry"].build(plan["allocator"]).obj
+        allocator_obj = plan.allocator_entry.build(plan.allocator).obj
         tables = simulate(network, sequence, allocator_obj, allocator_rng, progress)
 
         summary: dict[str, Any] = {
             "run_id": run_id,
-            "allocator": plan["allocator"],
-            "allocator_fingerprint": plan["fingerprint"],
-            "topology": plan["topology"],
-            "workload": plan["workload"],
+            "allocator": plan.allocator,
+            "allocator_fingerprint": plan.fingerprint,
+            "topology": plan.topology,
+            "workload": plan.workload,
             "seed": seed,
             "requests": n_requests,
             "offered": int((tables.requests["outcome"] != "skipped").sum()),
@@ -247,10 +262,10 @@ class Runner:
         provenance = {
             "dcbench_version": __version__,
             "run_id": run_id,
-            "allocator": plan["allocator"],
-            "allocator_fingerprint": plan["fingerprint"],
-            "topology": plan["topology"],
-            "workload": plan["workload"],
+            "allocator": plan.allocator,
+            "allocator_fingerprint": plan.fingerprint,
+            "topology": plan.topology,
+            "workload": plan.workload,
             "requests": n_requests,
             "seed": seed,
             "plugins": {p.name: f"{p.distribution} {p.version}" for p in self.registry.plugins},

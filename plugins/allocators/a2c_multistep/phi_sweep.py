@@ -41,9 +41,9 @@ def phi_sweep(topology: str, workload: str, costs: list[float], steps: int, seed
                                 "demands; give an optical one, e.g. -t ocs:16")
     # The test runs' scenario is checked before the first training, not after it.
     plan = runner.resolve("random", topology, workload, requests)
-    warmup = getattr(plan["workload_obj"], "warmup_jobs", 0)
-    if plan["requests"] <= warmup:
-        raise SpecError(f"--requests {plan['requests']} leaves no job to measure after the workload's warm-up "
+    warmup = getattr(plan.workload_model, "warmup_jobs", 0)
+    if plan.requests <= warmup:
+        raise SpecError(f"--requests {plan.requests} leaves no job to measure after the workload's warm-up "
                         f"of {warmup}; give more than {warmup}")
     check_writable(out)
     rows: list[dict[str, Any]] = []

@@ -51,7 +51,7 @@ MAX_REQUESTS = 100_000_000
 MAX_SEEDS = 1_000_000
 
 
-def at_least(option: str, value: int | None, minimum: int, at_most: int = LARGEST_INTEGER) -> None:
+def check_bounds(option: str, value: int | None, minimum: int, at_most: int = LARGEST_INTEGER) -> None:
     if value is not None and value < minimum:
         raise UserError(f"{option} must be at least {minimum}, got {value}")
     if value is not None and value > at_most:
@@ -128,8 +128,8 @@ def cli() -> None:
 def _seeds(seed: int | None, seeds: int | None) -> list[int]:
     if seed is not None and seeds is not None:
         raise UserError("give --seed S or --seeds K, not both")
-    at_least("--seed", seed, 0)
-    at_least("--seeds", seeds, 1, at_most=MAX_SEEDS)
+    check_bounds("--seed", seed, 0)
+    check_bounds("--seeds", seeds, 1, at_most=MAX_SEEDS)
     if seeds is not None:
         return list(range(seeds))
     return [seed if seed is not None else 0]
@@ -184,7 +184,7 @@ def run(allocator: str, topology: str, workload: str | None, requests: int | Non
     from dcbench.runner import Runner
 
     seed_list = _seeds(seed, seeds)
-    at_least("--requests", requests, 1, at_most=MAX_REQUESTS)
+    check_bounds("--requests", requests, 1, at_most=MAX_REQUESTS)
     registry = load_registry()
     if checkpoint is not None:
         allocator = with_checkpoint(registry, allocator, checkpoint)
@@ -239,7 +239,7 @@ def sweep(suite_name: str, allocator_values: tuple[str, ...], out: Path | None, 
     suite = registry.get("suite", suite_name)
     allocators = sweeps.split_allocators(allocator_values)
     out = out or Path("results") / suite.name
-    at_least("--jobs", jobs, 1)
+    check_bounds("--jobs", jobs, 1)
     workers = jobs if jobs is not None else (os.cpu_count() or 1)
     runner = Runner(registry)
     planned = sweeps.plan(runner, suite, allocators)
@@ -384,8 +384,8 @@ def train(allocator: str, topology: str, workload: str | None, steps: int | None
                         + (f"train it on a topology that serves them, e.g. -t {example}" if example
                            else "give a workload that makes them with -w"))
     trainer = PluginEntry("trainer", entry.name, entry.extra["trainer"], plugin=entry.plugin).load()
-    at_least("--steps", steps, 1)
-    at_least("--seed", seed, 0)
+    check_bounds("--steps", steps, 1)
+    check_bounds("--seed", seed, 0)
     out = out or Path("checkpoints") / f"{entry.name}-{topology.replace(':', '-').replace(',', '-')}.pt"
     check_writable(out.parent, "the checkpoint")  # before training, not after it
     if out.is_dir():
@@ -453,8 +453,8 @@ def verify(root: Path, count: int, seed: int) -> None:
     from dcbench.runner import Runner
     from dcbench.spec import Spec
 
-    at_least("--runs", count, 0)
-    at_least("--seed", seed, 0)
+    check_bounds("--runs", count, 0)
+    check_bounds("--seed", seed, 0)
     registry = load_registry()
     submissions = load_submissions(root) if root.is_dir() else []
     if not submissions:
@@ -576,8 +576,8 @@ def bench(allocators: tuple[str, ...], topologies: tuple[str, ...], workload: st
     """Measure requests per second and time per request of allocators."""
     from dcbench.bench import DEFAULT_TOPOLOGIES, run_bench
 
-    at_least("--requests", requests, 1, at_most=MAX_REQUESTS)
-    at_least("--repeat", repeat, 1)
+    check_bounds("--requests", requests, 1, at_most=MAX_REQUESTS)
+    check_bounds("--repeat", repeat, 1)
     registry = load_registry()
     named = bool(allocators)
     if not allocators:

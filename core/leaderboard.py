@@ -314,7 +314,7 @@ def _overall(per_scenario: dict[str, list[Entry]], higher: bool) -> list[tuple[s
 
 def _plot(rows: list[dict[str, Any]], scenarios: list[str], metric: str, path: Path, title: str,
           defaults: Mapping[str, str]) -> Path:
-    from dcbench.plots import _panels
+    from dcbench.plots import metric_panels
 
     path.parent.mkdir(parents=True, exist_ok=True)
     ordered = sorted(rows, key=lambda r: (scenarios.index(r["scenario"]), r["allocator"], r["seed"]))
@@ -322,7 +322,7 @@ def _plot(rows: list[dict[str, Any]], scenarios: list[str], metric: str, path: P
     xlabel = {"tiered": "topology (channels per server link / oversubscription)",
               "ocs": "load in Erlangs (54..78: 16 ToRs; 300: 32 ToRs; 1,320: 64 ToRs)"}.get(
         families.pop() if len(families) == 1 else "", "scenario")
-    return _panels(ordered, [(metric, metric.replace("_", " "))], path, f"{title}: {metric} (mean, 95% CI)",
+    return metric_panels(ordered, [(metric, metric.replace("_", " "))], path, f"{title}: {metric} (mean, 95% CI)",
                    xlabel=xlabel, defaults=defaults)
 
 

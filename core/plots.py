@@ -77,7 +77,7 @@ def _series(rows: list[dict[str, Any]], metric: str) -> tuple[list[str], list[st
     return scenarios, allocators, values
 
 
-def _panels(rows: list[dict[str, Any]], metrics: Sequence[tuple[str, str]], path: Path, title: str,
+def metric_panels(rows: list[dict[str, Any]], metrics: Sequence[tuple[str, str]], path: Path, title: str,
             xlabel: str = "topology (channels per server link / oversubscription)",
             defaults: Mapping[str, str] | None = None) -> Path:
     plt = pyplot()
@@ -200,7 +200,7 @@ def plot_jobs(rows: list[dict[str, Any]], out_dir: Path, name: str, defaults: Ma
         servers = re.search(r"servers=(\d+)", topology)
         size = f"{tors.group(1)}x{servers.group(1)}" if tors and servers else str(len(paths))
         label = f"{tors.group(1)} ToRs × {servers.group(1)} servers" if tors and servers else topology
-        paths.append(_panels(chosen, JOB_PANELS, out_dir / f"jobs_{size}.png",
+        paths.append(metric_panels(chosen, JOB_PANELS, out_dir / f"jobs_{size}.png",
                              f"{name}: {label} (mean, 95% CI)", xlabel="load (Erlangs)", defaults=defaults))
     return paths
 
@@ -245,9 +245,9 @@ def plot_sweep(rows: list[dict[str, Any]], out_dir: Path, name: str, defaults: M
         if is_job_sweep(rows):
             return plot_jobs(rows, out_dir, name, defaults)
         return [
-            _panels(rows, FIG2_PANELS, out_dir / "fig2_acceptance_cpu_memory.png",
+            metric_panels(rows, FIG2_PANELS, out_dir / "fig2_acceptance_cpu_memory.png",
                     f"{name}: acceptance and utilisation (mean, 95% CI)", defaults=defaults),
-            _panels(rows, FIG3_PANELS, out_dir / "fig3_link_utilisation.png",
+            metric_panels(rows, FIG3_PANELS, out_dir / "fig3_link_utilisation.png",
                     f"{name}: link utilisation per tier (mean, 95% CI)", defaults=defaults),
             spread(rows, out_dir / "fig5_spread.png", f"{name}: spread of accepted requests", defaults),
             size_brackets(rows, out_dir / "fig8_size_brackets.png", f"{name}: accepted requests by size, all seeds",

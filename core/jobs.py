@@ -242,15 +242,16 @@ class JobBuilder:
                 return True
         return False
 
-    def route(self, reconfigure: bool = True) -> bool:
+    def route(self) -> bool:
         """Route every inter-rack flow of the placed job: direct, else two
-        hops, else (when allowed) a new direct circuit. False if it fails."""
+        hops, else (when the builder may reconfigure) a new direct circuit.
+        False if it fails."""
         if self.status != PLACED:
             raise AllocatorError(f"builder: route() on a job that is {self.status}, not placed")
         flows = self._inter_rack_flows()
         saved = self.free_links.copy(), self.link_capacity.copy()
         for attempt in (False, True):
-            if attempt and not (reconfigure and self.reconfigure_allowed):
+            if attempt and not self.reconfigure_allowed:
                 break
             self.routes, self.swaps = [], []
             np.copyto(self.free_links, saved[0])
@@ -333,7 +334,7 @@ class JobAllocator:
                 break
             builder.place(self.choose_rack(builder, allowed))
         if builder.status == PLACED:
-            builder.route(self.reconfigure)
+            builder.route()  # the builder was made with this allocator's reconfigure
         return builder.result()
 
 

@@ -65,8 +65,7 @@ class A2CAllocator(JobAllocator):
             raise ValueError(f"checkpoint {path.name} is for {self.model.racks} ToRs, the topology has "
                              f"{network.n_racks}")
         self.masked = bool(config.get("a2c", {}).get("mask", True))
-        self.reconfigure = True
-        super().reset(network, rng)
+        super().reset(network, rng)  # JobAllocator's builder reconfigures where the topology allows (the paper's)
         self.features = JobFeatures(network, self.job_builder)
         self.actor = NumpyActor(self.model)
 

@@ -271,6 +271,8 @@ def summary_problem(table: Any, primary: str) -> str | None:
             return f"column {column!r} is missing"
         if str(types[column]) != kind:
             return f"column {column!r} is {types[column]}, expected {kind}"
+        if table.column(column).null_count:
+            return f"column {column!r} has empty values"
     if primary not in types:
         return f"column {primary!r}, the suite's primary metric, is missing"
     for column, kind in types.items():

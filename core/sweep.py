@@ -63,7 +63,17 @@ def split_allocators(values: Iterable[str]) -> list[str]:
 
 
 def plan(runner: Runner, suite: Suite, allocators: Sequence[str]) -> list[Job]:
-    """Every run of the sweep, checked and identified before anything runs."""
+    """Every run of the sweep, checked and identified before anything runs.
+    An allocator given twice (``random,random``, or ``tetris`` and
+    ``tetris:penalty=0.9``, its default) is refused: its runs would count
+    twice in every mean and interval."""
+    given: dict[str, str] = {}
+    for allocator in allocators:
+        resolved = resolved_allocator(runner.registry, allocator)
+        if resolved in given:
+            raise SpecError(f"allocator {allocator!r} is given twice (also as {given[resolved]!r}, the same "
+                            f"{resolved}); give each allocator once")
+        given[resolved] = allocator
     jobs = []
     for scenario in suite.scenarios:
         for allocator in allocators:
@@ -118,6 +128,11 @@ def run_local(jobs: Sequence[Job], out_dir: Path, workers: int, advance: Callabl
             for future in concurrent.futures.as_completed(futures):
                 future.result()
                 advance(futures[future])
+        except concurrent.futures.process.BrokenProcessPool:
+            for future in futures:
+                future.cancel()
+            raise ResultsError("a worker process died (killed for want of memory?); the runs it finished are kept: "
+                               "run the same sweep again to resume it, with fewer workers (-j)") from None
         except BaseException:
             for future in futures:
                 future.cancel()

@@ -55,6 +55,8 @@ BAD_CONTENTS = [
     (with_provenance(lambda stored: b"[1, 2]"), "its dcbench provenance is a JSON list, not an object"),
     (metric_as_strings, "metric column 'acceptance_ratio' is string, expected numbers"),
     (lambda t: t.slice(0, 0), "it is empty, with no runs"),
+    (lambda t: t.set_column(t.column_names.index("allocator"), "allocator", pa.nulls(t.num_rows, pa.string())),
+     "column 'allocator' has empty values"),
 ]
 
 

@@ -185,3 +185,30 @@ def test_a_damaged_summary_of_the_same_suite_is_rebuilt_from_the_run_folders(ran
     result = CliRunner().invoke(cli, ["sweep", "-s", "nara2022", "-a", "random", "--out", str(out), "-j", "1", "-q"])
     assert result.exit_code == 0 and "(60 already done)" in result.output, result.output
     assert (out / "summary.parquet").read_bytes() == summary
+
+
+@pytest.mark.parametrize("allocators, fragment", [
+    (["-a", "random,random"], "allocator 'random' is given twice (also as 'random', the same random)"),
+    (["-a", "tetris", "-a", "tetris:penalty=0.9"], "allocator 'tetris:penalty=0.9' is given twice (also as 'tetris'"),
+])
+def test_an_allocator_given_twice_is_refused_before_anything_runs(tmp_path, allocators, fragment):
+    # Its runs would count twice in every mean and interval of the report.
+    result = CliRunner().invoke(cli, ["sweep", "-s", "nara2022", *allocators, "--out", str(tmp_path / "out")])
+    assert result.exit_code == 2 and fragment in result.output and result.output.count("\n") == 1
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_worker_that_dies_is_one_line_and_the_finished_runs_stay(tmp_path, monkeypatch):
+    import concurrent.futures
+
+    import dcbench.sweep
+
+    def dies(futures):
+        raise concurrent.futures.process.BrokenProcessPool("A process in the process pool was terminated abruptly")
+
+    monkeypatch.setattr(dcbench.sweep.concurrent.futures, "as_completed", dies)
+    result = CliRunner().invoke(cli, ["sweep", "-s", "nara2022", "-a", "random", "-j", "2", "--out",
+                                      str(tmp_path / "out"), "-q"])
+    assert result.exit_code == 2, result.output
+    assert result.output == ("Error: a worker process died (killed for want of memory?); the runs it finished are "
+                             "kept: run the same sweep again to resume it, with fewer workers (-j)\n")

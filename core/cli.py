@@ -12,7 +12,7 @@ import click
 
 from dcbench.errors import DcbenchError
 from dcbench.registry import KINDS, PLURALS, Registry, get_registry
-from dcbench.spec import LARGEST_INTEGER
+from dcbench.spec import LARGEST_INTEGER, MAX_REQUESTS
 
 KIND_ALIASES = {kind: kind for kind in KINDS} | {PLURALS[kind]: kind for kind in KINDS}
 
@@ -36,7 +36,8 @@ class DcbenchGroup(click.Group):
             raise UserError(str(exc)) from None
         except click.UsageError as exc:  # click would print the usage and a hint too: one line instead
             command = exc.ctx.command_path if exc.ctx is not None else ctx.command_path
-            raise UserError(f"{exc.format_message().rstrip('.')}; see `{command} --help`") from None
+            message = exc.format_message().rstrip(".")
+            raise UserError(f"{message}{'' if message.endswith('?') else ';'} see `{command} --help`") from None
         except MemoryError:
             raise UserError("ran out of memory; ask for fewer requests or seeds, or a smaller topology") from None
         except BrokenPipeError:  # `dcbench list | head`: click quiets the closed pipe
@@ -47,7 +48,6 @@ class DcbenchGroup(click.Group):
 
 
 # Bounds that keep a typo from becoming a MemoryError: far above any suite, far below what fits in memory.
-MAX_REQUESTS = 100_000_000
 MAX_SEEDS = 1_000_000
 
 

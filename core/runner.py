@@ -19,7 +19,7 @@ from dcbench.network import Network, Topology
 from dcbench.registry import PluginEntry, Registry, blamed_on, get_registry
 from dcbench.requests import RequestSequence
 from dcbench.results import write_run
-from dcbench.spec import Spec
+from dcbench.spec import MAX_REQUESTS, Spec
 
 # Summary columns the core adds after the metrics' (``scenario`` in a sweep's combined summary).
 LATER_COLUMNS = ("dcbench_version", "scenario")
@@ -195,6 +195,8 @@ class Runner:
             )
         if requests is not None and requests < 1:
             raise SpecError(f"--requests must be at least 1, got {requests}")
+        if requests is not None and requests > MAX_REQUESTS:
+            raise SpecError(f"--requests must be at most {MAX_REQUESTS:,}, got {requests:,}")
         workload_entry = self.registry.get("workload", Spec.parse(workload_built.spec).name)
         return ResolvedRun(
             topology=topology_spec, workload=workload_built.spec, allocator=allocator_built.spec,

@@ -87,6 +87,8 @@ def parse_finite_float(text: str) -> float:
 
 # Integers beyond this are never meant and overflow numpy's int64 draws; it is still exact as a float.
 LARGEST_INTEGER = 2**53
+# Requests in a run: far above any suite and far below what fits in memory, so a typo is refused, not a MemoryError.
+MAX_REQUESTS = 100_000_000
 
 _PARSERS: dict[type, Callable[[str], Any]] = {int: int, float: parse_finite_float, str: str, bool: parse_bool}
 _TYPE_NAMES = {int: "an integer", float: "a finite number", str: "a string", bool: "yes or no"}
@@ -168,6 +170,8 @@ class Param:
                 allowed += f" from {format_value(self.minimum)} to {format_value(self.maximum)}"
             elif self.minimum is not None:
                 allowed += (" > " if self.above else " ≥ ") + format_value(self.minimum)
+                if self.maximum is not None:
+                    allowed += f" and ≤ {format_value(self.maximum)}"
             elif self.maximum is not None:
                 allowed += f" ≤ {format_value(self.maximum)}"
         else:

@@ -19,7 +19,7 @@ PARAMS = [
     Param("max_mem", int, 128, "largest memory demand", minimum=1),
     Param("min_cpu", int, 1, "smallest CPU demand", minimum=0),
     Param("min_mem", int, 1, "smallest memory demand", minimum=0),
-    Param("hold", int, None, "longest holding time H (default 30 per 64 servers)", minimum=1),
+    Param("hold", int, None, "longest holding time H (default 30 per 64 servers)", minimum=1, maximum=1_000_000),
     Param("wait", bool, True, "offer a request only once total free CPU and memory cover it"),
     Param("pairs", str, "all", "which of a request's server pairs need a path", choices=CONNECTIVITY_RULES),
 ]

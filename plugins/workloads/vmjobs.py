@@ -25,10 +25,11 @@ VM_TYPES = np.array([[4, 15, 80], [16, 32, 320], [16, 122, 320], [16, 122, 3200]
 PATTERNS = ("ring", "all")
 
 PARAMS = [
-    Param("load", float, 66.0, "offered load in Erlangs: mean holding time × arrival rate", minimum=0, above=True),
+    Param("load", float, 66.0, "offered load in Erlangs: mean holding time × arrival rate", minimum=0, above=True,
+          maximum=1e6),
     Param("rate", float, 1.0, "job arrivals per time unit", minimum=0, above=True),
-    Param("min_vms", int, 10, "fewest VMs in a job", minimum=1),
-    Param("max_vms", int, 21, "most VMs in a job", minimum=1),
+    Param("min_vms", int, 10, "fewest VMs in a job", minimum=1, maximum=10_000),
+    Param("max_vms", int, 21, "most VMs in a job", minimum=1, maximum=10_000),
     Param("min_gbps", float, 6.0, "slowest flow between two VMs (Gbps)", minimum=0),
     Param("max_gbps", float, 8.0, "fastest flow between two VMs (Gbps)", minimum=0),
     Param("pattern", str, "ring", "which VM pairs communicate", choices=PATTERNS),

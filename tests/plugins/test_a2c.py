@@ -267,15 +267,18 @@ def test_phi_sweep_checks_its_output_folder_before_training(tmp_path):
                            (["--steps", "0"], "--steps must be at least 1, got 0"),
                            (["--episode-jobs", "0"], "--episode-jobs must be at least 1, got 0"),
                            (["--seeds", "0,-1"], "--seeds must be at least 0, got -1"),
-                           (["--costs", "0,nan"], "--costs takes finite numbers, got nan"),
+                           (["--costs", "0,nan"], "--costs takes finite numbers of at least 0, got nan"),
+                           (["--costs", "0,-5"], "--costs takes finite numbers of at least 0, got -5"),
+                           (["--out", str(tmp_path / "phi,2")], "--out"),  # checkpoint specs cannot hold a comma
+                           (["-n", "100000000000"], "--requests must be at most 100,000,000"),
                            # the test runs' settings are checked before a checkpoint is trained, too
                            (["-w", WORKLOAD, "-n", "0"], "--requests must be at least 1, got 0"),
                            (["-w", WORKLOAD, "-n", "5"], "--requests 5 leaves no job to measure after the "
                                                          "workload's warm-up of 5; give more than 5")):
-        result = CliRunner().invoke(cli, ["phi-sweep", "-t", TOPOLOGY, "--costs", "0", "--steps", "10", *args,
-                                          "--out", str(tmp_path / "phi")])
+        result = CliRunner().invoke(cli, ["phi-sweep", "-t", TOPOLOGY, "--costs", "0", "--steps", "10",
+                                          "--out", str(tmp_path / "phi"), *args])
         assert result.exit_code == 2 and result.output.startswith(f"Error: {fragment}"), result.output
-        assert not (tmp_path / "phi").exists()
+        assert not (tmp_path / "phi").exists() and not (tmp_path / "phi,2").exists()
         assert len(result.output.strip().splitlines()) == 1 and not (tmp_path / "phi").exists()
 
 

@@ -30,9 +30,11 @@ def phi_sweep(topology: str, workload: str, costs: list[float], steps: int, seed
         raise SpecError("phi-sweep sets reconfiguration_cost itself: give the values with --costs")
     options.setdefault("episode_jobs", str(episode_jobs))
 
-    not_finite = [cost for cost in costs if not math.isfinite(cost)]
-    if not_finite:
-        raise SpecError(f"--costs takes finite numbers, got {not_finite[0]}")
+    wrong = [cost for cost in costs if not math.isfinite(cost) or cost < 0]
+    if wrong:
+        raise SpecError(f"--costs takes finite numbers of at least 0, got {wrong[0]:g}")
+    if "," in str(out):  # the checkpoints are run as a2c_multistep:checkpoint=OUT/phi-C.pt, and specs have no quoting
+        raise SpecError(f"--out {out}: the sweep's folder may not contain ','; give another")
     runner = Runner()
     topology_spec, network = runner.network(topology)
     if "job" not in network.demand_kinds:

@@ -172,6 +172,8 @@ def test_a_damaged_training_state_is_a_clear_error_and_is_left_alone(tmp_path, d
     (["-a", "a2c_multistep:actor=wide", "-t", TOPOLOGY], "actor='wide' is not one of dense, shared"),
     (["-a", "a2c_multistep:imitation_jobs=1,window=500", "-t", TOPOLOGY], "fewer than the window of 500"),
     (["-a", "a2c_multistep:window=0", "-t", TOPOLOGY], "a2c_multistep: window='0' must be at least 1"),
+    (["-a", "a2c_multistep:hidden=100000000", "-t", TOPOLOGY],
+     "hidden='100000000' must be at most 4096"),
     (["-a", "a2c_multistep:learning_rate=0", "-t", TOPOLOGY], "learning_rate='0' must be greater than 0"),
     (["-a", "a2c_multistep:epsilon_min=2", "-t", TOPOLOGY], "epsilon_min='2' must be at most 1"),
 ])

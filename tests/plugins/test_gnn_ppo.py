@@ -358,6 +358,9 @@ def test_training_options_are_typed_and_checked(tmp_path):
 
 @pytest.mark.parametrize("options, fragment", [
     ({"envs": "0"}, "gnn_ppo: envs='0' must be at least 1"),
+    # bounded above too: a typo would hang for hours or fill the memory, or make the logits NaN
+    ({"envs": "100000000"}, "gnn_ppo: envs='100000000' must be at most 256"),
+    ({"reward_scale": "1e308"}, "gnn_ppo: reward_scale='1e308' must be at most 1000000"),
     ({"minibatch": "0"}, "gnn_ppo: minibatch='0' must be at least 1"),
     ({"learning_rate": "-1"}, "gnn_ppo: learning_rate='-1' must be greater than 0"),
     ({"gamma": "2"}, "gnn_ppo: gamma='2' must be at most 1"),

@@ -81,12 +81,17 @@ class A2CConfig:
     validation_jobs: int = 0            # > 0: a validation episode is the workload's warm-up and then this many
                                         # jobs, scored on those alone as the suites score (0: episode_jobs, all)
 
+    # Upper bounds far beyond any useful run: a typo is refused, not hours of work or all the memory.
     LIMITS: ClassVar[dict[str, Range]] = {
-        **dict.fromkeys(("window", "hidden", "layers", "episode_jobs"), Range(1)),
-        **dict.fromkeys(("reconfiguration_cost", "entropy_coef", "epsilon_step", "imitation_jobs", "imitation_epochs",
-                         "target_entropy", "entropy_coef_step", "actor_learning_rate", "max_grad_norm",
-                         "validation_episodes", "validation_jobs"), Range(0)),
-        **dict.fromkeys(("alpha", "learning_rate", "reward_scale"), Range(0, above=True)),
+        "window": Range(1, 1_000_000), "hidden": Range(1, 4096), "layers": Range(1, 64),
+        **dict.fromkeys(("episode_jobs",), Range(1, 10_000_000)),
+        **dict.fromkeys(("imitation_jobs", "validation_jobs"), Range(0, 10_000_000)),
+        "imitation_epochs": Range(0, 1000), "validation_episodes": Range(0, 100_000),
+        **dict.fromkeys(("reconfiguration_cost", "entropy_coef", "target_entropy", "entropy_coef_step"),
+                        Range(0, 1e6)),
+        "epsilon_step": Range(0, 1), "actor_learning_rate": Range(0, 10), "max_grad_norm": Range(0, 1e9),
+        "alpha": Range(0, 1e9, above=True), "learning_rate": Range(0, 10, above=True),
+        "reward_scale": Range(0, 1e6, above=True),
         "gamma": Range(0, 1), "epsilon_min": Range(0, 1),
     }
 

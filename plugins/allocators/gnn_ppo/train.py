@@ -88,13 +88,18 @@ class PPOConfig:
     validation_episodes: int = 32
     validate_every: int = 5
 
+    # Upper bounds far beyond any useful run: a typo is refused, not hours of work or all the memory.
     LIMITS: ClassVar[dict[str, Range]] = {
-        **dict.fromkeys(("envs", "batch", "minibatch", "epochs", "episode_requests", "teacher_trial_episodes",
-                         "dagger_episodes", "dagger_epochs", "validate_every"), Range(1)),
-        **dict.fromkeys(("imitation_episodes", "imitation_epochs", "dagger_rounds", "validation_episodes",
-                         "value_coef", "entropy_coef", "kl_coef"), Range(0)),
-        **dict.fromkeys(("learning_rate", "imitation_learning_rate", "clip", "reward_scale", "kl_target",
-                         "max_grad_norm"), Range(0, above=True)),
+        "envs": Range(1, 256), "batch": Range(1, 1_000_000), "minibatch": Range(1, 1_000_000),
+        "episode_requests": Range(1, 100_000), "validate_every": Range(1, 1_000_000),
+        **dict.fromkeys(("epochs", "dagger_epochs"), Range(1, 1000)),
+        **dict.fromkeys(("teacher_trial_episodes", "dagger_episodes"), Range(1, 10_000)),
+        **dict.fromkeys(("imitation_episodes", "validation_episodes"), Range(0, 100_000)),
+        **dict.fromkeys(("imitation_epochs", "dagger_rounds"), Range(0, 1000)),
+        **dict.fromkeys(("value_coef", "entropy_coef", "kl_coef"), Range(0, 1e6)),
+        **dict.fromkeys(("learning_rate", "imitation_learning_rate", "clip"), Range(0, 10, above=True)),
+        **dict.fromkeys(("reward_scale", "kl_target"), Range(0, 1e6, above=True)),
+        "max_grad_norm": Range(0, 1e9, above=True),
         "gamma": Range(0, 1), "gae_lambda": Range(0, 1),
     }
 

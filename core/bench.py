@@ -31,11 +31,12 @@ def run_bench(registry: Registry, allocators: list[str], topologies: list[str], 
     kinds: dict[str, set[str]] = {}
     for topology in topologies:  # every bad spec fails before the table starts
         kinds[topology] = set(runner.network(topology)[1].demand_kinds)
+    serves: dict[str, set[str]] = {}
     for allocator in allocators:
         registry.build("allocator", allocator)
-        serves = set(registry.get("allocator", allocator.split(":")[0]).demands)
-        if every_allocator_runs and not any(serves & topology_kinds for topology_kinds in kinds.values()):
-            raise IncompatibleError(f"allocator {allocator!r} serves {'/'.join(sorted(serves))} demands and "
+        serves[allocator] = set(registry.get("allocator", allocator.split(":")[0]).demands)
+        if every_allocator_runs and not any(serves[allocator] & topology_kinds for topology_kinds in kinds.values()):
+            raise IncompatibleError(f"allocator {allocator!r} serves {'/'.join(sorted(serves[allocator]))} demands and "
                                     f"none of the topologies {', '.join(topologies)} does; give a topology "
                                     "for it with -t")
     if workload is not None:
@@ -47,8 +48,7 @@ def run_bench(registry: Registry, allocators: list[str], topologies: list[str], 
         _, network = runner.network(topology)
         n = requests or 4096
         for allocator in allocators:
-            serves = registry.get("allocator", allocator.split(":")[0]).demands
-            if not set(serves) & set(network.demand_kinds):
+            if not serves[allocator] & kinds[topology]:
                 continue
             best = float("inf")
             result = None

@@ -184,7 +184,6 @@ def run(allocator: str, topology: str, workload: str | None, requests: int | Non
     from dcbench.runner import Runner
 
     seed_list = _seeds(seed, seeds)
-    check_bounds("--requests", requests, 1, at_most=MAX_REQUESTS)
     registry = load_registry()
     if checkpoint is not None:
         allocator = with_checkpoint(registry, allocator, checkpoint)
@@ -456,7 +455,7 @@ def verify(root: Path, count: int, seed: int) -> None:
     check_bounds("--runs", count, 0)
     check_bounds("--seed", seed, 0)
     registry = load_registry()
-    submissions = load_submissions(root) if root.is_dir() else []
+    submissions = load_submissions(root, registry) if root.is_dir() else []
     if not submissions:
         raise UserError(f"no submissions under '{root / 'submissions'}'; give the leaderboard folder with --root")
     pairs = sample_runs(submissions, count or sys.maxsize, seed)

@@ -199,42 +199,50 @@ def ranking_of(suite: Any) -> tuple[str, bool]:
     return (suite.primary_metric, suite.higher_is_better) if suite is not None else ("acceptance_ratio", True)
 
 
-def provenance_problem(table: Any) -> str | None:
-    """Why ``table`` carries no usable dcbench provenance (a JSON object
-    under ``METADATA_KEY``), or None."""
+NO_PROVENANCE = "it has no dcbench provenance"
+
+
+def _read_provenance(table: Any) -> tuple[dict[str, Any] | None, str | None]:
+    """The provenance dcbench wrote into ``table``, parsed once, or None and
+    why it is not usable (absent, not JSON, not a JSON object)."""
     metadata = table.schema.metadata or {}
     if METADATA_KEY not in metadata:
-        return "it has no dcbench provenance"
+        return None, NO_PROVENANCE
     try:
         provenance = json.loads(metadata[METADATA_KEY])
     except ValueError:  # not UTF-8 or not JSON
-        return "its dcbench provenance is not JSON"
+        return None, "its dcbench provenance is not JSON"
     if not isinstance(provenance, dict):
-        return f"its dcbench provenance is a JSON {type(provenance).__name__}, not an object"
-    return None
+        return None, f"its dcbench provenance is a JSON {type(provenance).__name__}, not an object"
+    return provenance, None
+
+
+def provenance_problem(table: Any) -> str | None:
+    """Why ``table`` carries no usable dcbench provenance (a JSON object
+    under ``METADATA_KEY``), or None."""
+    return _read_provenance(table)[1]
 
 
 def provenance_of(table: Any, path: Path | None = None) -> dict[str, Any]:
     """The provenance dcbench wrote into ``table``; a one-line error, naming
     ``path`` where given, if it has none or it is damaged."""
-    problem = provenance_problem(table)
-    if problem is not None:
+    provenance, problem = _read_provenance(table)
+    if provenance is None:
         where = f"'{path}'" if path is not None else "results file"
-        if METADATA_KEY not in (table.schema.metadata or {}):
+        if problem == NO_PROVENANCE:
             raise ResultsError(f"{where} has no dcbench provenance; was it written by dcbench?")
         raise ResultsError(f"{where} is damaged ({problem}); delete it and rerun")
-    return json.loads(table.schema.metadata[METADATA_KEY])
+    return provenance
 
 
 def sweep_problem(table: Any) -> str | None:
     """Why ``table`` is not the combined summary of a dcbench sweep (its
     provenance names the suite, and it has a scenario column), or None."""
-    problem = provenance_problem(table)
-    if problem is not None:
+    provenance, problem = _read_provenance(table)
+    if provenance is None:
         return problem
     if "scenario" not in table.column_names:
         return "it is a single run's"
-    provenance = provenance_of(table)
     if not isinstance(provenance.get("suite"), str):
         return "its dcbench provenance names no suite"
     allocators = provenance.get("allocators", [])
@@ -296,8 +304,8 @@ def run_problem(run_dir: Path) -> str | None:
             schemas[name] = pq.read_schema(run_dir / f"{name}.parquet")
         except Exception as exc:
             return f"has a damaged {name}.parquet ({describe(exc)})"
-    summary = schemas["summary"].empty_table()  # the provenance functions read a table's schema
-    if provenance_problem(summary) is not None or provenance_of(summary).get("run_id") != run_dir.name:
+    provenance, _ = _read_provenance(schemas["summary"].empty_table())  # it reads a table's schema
+    if provenance is None or provenance.get("run_id") != run_dir.name:
         return "holds another run"
     return None
 

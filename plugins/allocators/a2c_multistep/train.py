@@ -84,7 +84,7 @@ class A2CConfig:
     # Upper bounds far beyond any useful run: a typo is refused, not hours of work or all the memory.
     LIMITS: ClassVar[dict[str, Range]] = {
         "window": Range(1, 1_000_000), "hidden": Range(1, 4096), "layers": Range(1, 64),
-        **dict.fromkeys(("episode_jobs",), Range(1, 10_000_000)),
+        "episode_jobs": Range(1, 10_000_000),
         **dict.fromkeys(("imitation_jobs", "validation_jobs"), Range(0, 10_000_000)),
         "imitation_epochs": Range(0, 1000), "validation_episodes": Range(0, 100_000),
         **dict.fromkeys(("reconfiguration_cost", "entropy_coef", "target_entropy", "entropy_coef_step"),

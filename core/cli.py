@@ -256,6 +256,7 @@ def sweep(suite_name: str, allocator_values: tuple[str, ...], out: Path | None, 
     combined = sweeps.combine(planned, out, {
         "suite": suite.name, "allocators": allocators, "dcbench_version": __version__,
         "runs": [job.run_id for job in planned]})
+    sweeps.check_ranked_by(suite, combined, out)
     click.echo(f"{len(planned)} runs ({len(planned) - len(todo)} already done) -> {out / sweeps.SUMMARY}")
     if left_out:
         click.echo(f"Note: the summary no longer lists {', '.join(left_out)} (their run folders stay); "

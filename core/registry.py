@@ -25,7 +25,7 @@ import pluggy
 from dcbench import hookspecs
 from dcbench.errors import DcbenchError, PluginError, SpecError, UnknownPluginError, describe
 from dcbench.spec import Param, Spec, bind, resolved_spec, unknown
-from dcbench.suite import Suite
+from dcbench.suite import Scenario, Suite
 
 KINDS = ("topology", "workload", "allocator", "metric", "suite")
 
@@ -211,7 +211,7 @@ class Registry:
         if kind == "suite":
             entry = name_or_suite
             name = getattr(entry, "name", None)
-            problem = None if isinstance(entry, Suite) else f"it is a {type(entry).__name__}, not a dcbench.Suite"
+            problem = suite_problem(entry)
         else:
             name = name_or_suite
             problem = registration_problem(kind, name, target, params, extra)
@@ -290,6 +290,48 @@ def registration_problem(kind: str, name: Any, target: Any, params: Any, extra: 
     if kind == "allocator" and (not isinstance(demands, (list, tuple)) or not demands
                                 or not set(demands) <= set(DEMAND_KINDS)):
         return f"demands={demands!r} is not a tuple of {' and/or '.join(map(repr, DEMAND_KINDS))}"
+    return None
+
+
+def suite_problem(suite: Any) -> str | None:
+    """What makes ``register(suite)`` unusable, or None: a sweep of it must
+    have runs, and each (scenario, seed) one row of its own."""
+    if not isinstance(suite, Suite):
+        return f"it is a {type(suite).__name__}, not a dcbench.Suite"
+    if not isinstance(suite.name, str) or not _is_spec_name(suite.name):
+        return "its name is no name --suite can give; use letters, digits, '_', '.' and '-'"
+    if not isinstance(suite.primary_metric, str) or not suite.primary_metric:
+        return f"primary_metric={suite.primary_metric!r} is not a summary column's name"
+    if not isinstance(suite.higher_is_better, bool):
+        return f"higher_is_better={suite.higher_is_better!r} is not True or False"
+    if not isinstance(suite.scenarios, (list, tuple)) or not suite.scenarios:
+        return "it has no scenarios; give scenarios=[dcbench.Scenario(...), ...]"
+    labels: set[Any] = set()
+    for scenario in suite.scenarios:
+        if not isinstance(scenario, Scenario):
+            return f"scenarios holds {scenario!r}, not a dcbench.Scenario"
+        problem = _scenario_problem(scenario)
+        if problem is not None:
+            return f"scenario {scenario.label!r} {problem}"
+        if scenario.label in labels:
+            return f"two scenarios are labelled {scenario.label!r}; give each its own name="
+        labels.add(scenario.label)
+    return None
+
+
+def _scenario_problem(scenario: Scenario) -> str | None:
+    if not isinstance(scenario.topology, str) or not isinstance(scenario.workload, (str, type(None))):
+        return "has a topology or workload that is not a spec string"
+    if not isinstance(scenario.name, str):
+        return f"has name={scenario.name!r}, not a string"
+    if scenario.requests is not None and (type(scenario.requests) is not int or scenario.requests < 1):
+        return f"has requests={scenario.requests!r}, not a positive integer or None"
+    seeds = scenario.seeds
+    if (not isinstance(seeds, (list, tuple)) or not seeds
+            or any(type(seed) is not int or seed < 0 for seed in seeds)):
+        return f"has seeds={seeds!r}, not a non-empty list of integers >= 0"
+    if len(set(seeds)) < len(seeds):
+        return f"lists a seed twice in seeds={seeds!r}; its runs would count twice"
     return None
 
 

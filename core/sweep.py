@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
+import difflib
 import json
 import multiprocessing
 import os
@@ -19,8 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
-from dcbench.errors import DcbenchError, ResultsError, SpecError
-from dcbench.results import is_complete, provenance_of, read_table, sweep_problem, write_table_atomic
+from dcbench.errors import DcbenchError, PluginError, ResultsError, SpecError
+from dcbench.results import SUMMARY_COLUMNS, is_complete, provenance_of, read_table, sweep_problem, write_table_atomic
 from dcbench.runner import Runner, run_id_of
 from dcbench.spec import Spec, bind, resolved_spec
 from dcbench.suite import Suite
@@ -213,6 +214,19 @@ def combine(jobs: Sequence[Job], out_dir: Path, provenance: dict[str, Any]) -> A
     combined = combined.replace_schema_metadata({b"dcbench": json.dumps(provenance, sort_keys=True).encode()})
     write_table_atomic(out_dir / SUMMARY, combined)
     return combined
+
+
+def check_ranked_by(suite: Suite, combined: Any, out_dir: Path) -> None:
+    """The suite's primary metric must be a column of its runs' summary; what
+    ranks it is only known once they ran (the metrics add their columns)."""
+    if suite.primary_metric in combined.column_names:
+        return
+    metrics = [c for c in combined.column_names if c not in SUMMARY_COLUMNS]
+    close = difflib.get_close_matches(suite.primary_metric, metrics, n=1)
+    guess = f" (did you mean {close[0]!r}?)" if close else ""
+    raise PluginError(f"suite {suite.name!r} (plugin {suite.plugin or '?'}) is ranked by {suite.primary_metric!r}, "
+                      f"a column its runs do not have{guess}; fix its primary_metric to one of the metric columns "
+                      f"of '{out_dir / SUMMARY}' (the runs are kept)")
 
 
 def previous_sweep(out_dir: Path, suite: Suite, allocators: Sequence[str], registry: Any) -> list[str]:

@@ -247,3 +247,45 @@ def test_a_sweep_worker_does_not_repeat_the_warnings(plugin_modules):
         registry = create_registry(entry_points(("missing", "tp_does_not_exist"), ("hook", "tp_hook")))
     assert plugin_warnings(caught) == []
     assert len(registry.failures) == 2  # still known, for `dcbench plugins`
+
+
+SUITES = '''
+from dcbench import Scenario, Suite, hookimpl
+
+TIERED = "tiered:8,1x4"
+
+@hookimpl
+def register_suites(register):
+    register(Suite("empty", ()))
+    register(Suite("bad name", (Scenario(TIERED),)))
+    register(Suite("not_scenarios", ("tiered:8,1x4",)))
+    register(Suite("no_seeds", (Scenario(TIERED, seeds=()),)))
+    register(Suite("seed_twice", (Scenario(TIERED, seeds=(0, 1, 0)),)))
+    register(Suite("zero_requests", (Scenario(TIERED, requests=0),)))
+    register(Suite("same_label", (Scenario(TIERED), Scenario(TIERED, "uniform:pairs=reference"))))
+    register(Suite("metric_none", (Scenario(TIERED),), primary_metric=None))
+    register(Suite("fine", [Scenario(TIERED, seeds=[0, 1]), Scenario(TIERED, name="again")]))
+'''
+
+
+@pytest.mark.parametrize("name, fragment", [
+    ("empty", "it has no scenarios; give scenarios=[dcbench.Scenario(...), ...]"),
+    ("bad name", "its name is no name --suite can give"),
+    ("not_scenarios", "scenarios holds 'tiered:8,1x4', not a dcbench.Scenario"),
+    ("no_seeds", "scenario 'tiered:8,1x4' has seeds=(), not a non-empty list of integers >= 0"),
+    ("seed_twice", "scenario 'tiered:8,1x4' lists a seed twice in seeds=(0, 1, 0)"),
+    ("zero_requests", "scenario 'tiered:8,1x4' has requests=0, not a positive integer or None"),
+    ("same_label", "two scenarios are labelled 'tiered:8,1x4'; give each its own name="),
+    ("metric_none", "primary_metric=None is not a summary column's name"),
+])
+def test_an_unusable_suite_is_skipped_with_a_warning(tmp_path, monkeypatch, name, fragment):
+    (tmp_path / "tp_suites.py").write_text(SUITES)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delenv("DCBENCH_STRICT_PLUGINS", raising=False)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        registry = create_registry(entry_points(("suites", "tp_suites")))
+    suites = registry.entries("suite")
+    assert name not in suites and "fine" in suites and "nara2022" in suites
+    assert sum(f"plugin 'suites' registers suite {name!r}: {fragment}" in m for m in plugin_warnings(caught)) == 1
+    assert len(registry.failures) == 8

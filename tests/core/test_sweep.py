@@ -212,3 +212,32 @@ def test_a_worker_that_dies_is_one_line_and_the_finished_runs_stay(tmp_path, mon
     assert result.exit_code == 2, result.output
     assert result.output == ("Error: a worker process died (killed for want of memory?); the runs it finished are "
                              "kept: run the same sweep again to resume it, with fewer workers (-j)\n")
+
+
+TYPO_SUITE = '''
+from dcbench import Scenario, Suite, hookimpl
+
+@hookimpl
+def register_suites(register):
+    register(Suite("typo", (Scenario("tiered:8,1x4", requests=8, seeds=(0, 1)),), primary_metric="acceptance_ration"))
+'''
+
+
+def test_a_suite_ranked_by_a_column_its_runs_lack_is_one_line_and_keeps_the_runs(tmp_path, monkeypatch,
+                                                                                  fresh_registry):
+    import importlib.metadata
+
+    import dcbench.registry
+
+    (tmp_path / "tp_typo.py").write_text(TYPO_SUITE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(dcbench.registry, "_REGISTRY", dcbench.registry.create_registry(
+        [importlib.metadata.EntryPoint("typo", "tp_typo", "dcbench")]))
+    out = tmp_path / "out"
+    result = CliRunner().invoke(cli, ["sweep", "-s", "typo", "-a", "random", "--out", str(out), "-j", "1"])
+    assert result.exit_code == 2
+    assert result.output.strip().splitlines()[-1] == (
+        "Error: suite 'typo' (plugin typo) is ranked by 'acceptance_ration', a column its runs do not have "
+        "(did you mean 'acceptance_ratio'?); fix its primary_metric to one of the metric columns "
+        f"of '{out / 'summary.parquet'}' (the runs are kept)")
+    assert len([p for p in out.iterdir() if p.is_dir()]) == 2

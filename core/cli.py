@@ -10,7 +10,7 @@ from typing import Any, Iterator, Mapping
 
 import click
 
-from dcbench.errors import DcbenchError
+from dcbench.errors import DcbenchError, describe
 from dcbench.registry import KINDS, PLURALS, Registry, get_registry
 from dcbench.spec import LARGEST_INTEGER, MAX_REQUESTS
 
@@ -45,6 +45,15 @@ class DcbenchGroup(click.Group):
         except OSError as exc:  # a path the commands did not check first: still one line, not a traceback
             where = f" '{exc.filename}'" if exc.filename else ""
             raise UserError(f"cannot use{where}: {exc.strerror or exc}; check the path and its permissions") from None
+        except (click.ClickException, click.exceptions.Exit, click.Abort):
+            raise
+        except Exception as exc:  # a third-party command's bug is one line; dcbench's own keeps its traceback
+            command = self.commands.get(ctx.invoked_subcommand or "")
+            owner = get_registry().command_owner(command) if command is not None else None
+            if owner is None:
+                raise
+            raise UserError(f"command {ctx.invoked_subcommand!r} of plugin {owner} failed: {describe(exc)}; "
+                            "report it to the plugin's authors") from None
 
 
 # Bounds that keep a typo from becoming a MemoryError: far above any suite, far below what fits in memory.

@@ -84,5 +84,7 @@ def register_commands(cli):
     """Add commands to the ``dcbench`` command line.
 
     ``cli`` is the top-level `click.Group`; decorate new commands with
-    ``@cli.command()``.
+    ``@cli.command()``. A command that replaces or changes one already
+    there is put back with a warning; one that raises is reported as a
+    one-line error naming the plugin.
     """

@@ -235,7 +235,7 @@ class Registry:
         hook = getattr(self.manager.hook, hook_name)
         cli = kwargs["cli"] if hook_name == "register_commands" else None
         for impl in hook.get_hookimpls():  # registration order: built-ins first
-            commands = dict(cli.commands) if cli is not None else {}
+            commands = {} if cli is None else {name: _CommandState.of(c) for name, c in cli.commands.items()}
             try:
                 impl.function(**kwargs)
             except Exception as exc:
@@ -245,18 +245,32 @@ class Registry:
             if cli is not None:
                 self._keep_commands(cli, commands, impl.plugin_name)
 
-    def _keep_commands(self, cli: Any, before: Mapping[str, Any], plugin_name: str) -> None:
-        """Put back the commands of ``before`` that ``plugin_name`` replaced or
-        removed, and record it as the owner of those it added. Re-registering
-        its own commands (``call_each`` run again on the same group) is fine."""
-        for name, command in before.items():
-            if cli.commands.get(name) is not command and _COMMAND_OWNERS.get(command) != plugin_name:
-                cli.commands[name] = command
-                self._fail(f"plugin {self._label(plugin_name)} registers command {name!r}, "
-                           f"already registered by {_COMMAND_OWNERS.get(command, 'dcbench')!r}; ignored")
+    def _keep_commands(self, cli: Any, before: Mapping[str, _CommandState], plugin_name: str) -> None:
+        """Put back the commands of ``before`` that ``plugin_name`` replaced,
+        removed or changed (their callback or options), and record it as the
+        owner of those it added. Re-registering its own commands (``call_each``
+        run again on the same group) is fine."""
+        for name, state in before.items():
+            if _COMMAND_OWNERS.get(state.command) == plugin_name:
+                continue
+            if cli.commands.get(name) is not state.command:
+                problem = "registers command {name!r}, already registered by {owner!r}"
+            elif not state.unchanged():
+                problem = "changes command {name!r} of {owner!r}"
+            else:
+                continue
+            state.restore()
+            cli.commands[name] = state.command
+            owner = _COMMAND_OWNERS.get(state.command, "dcbench")
+            self._fail(f"plugin {self._label(plugin_name)} {problem.format(name=name, owner=owner)}; ignored")
         for name, command in cli.commands.items():
-            if before.get(name) is not command:
+            if name not in before or before[name].command is not command:
                 _COMMAND_OWNERS[command] = plugin_name
+
+    def command_owner(self, command: Any) -> str | None:
+        """The third-party plugin that added ``command`` (with its distribution), or None for dcbench's own."""
+        owner = _COMMAND_OWNERS.get(command)
+        return None if owner is None or owner in BUILTIN_PLUGINS else self._label(owner)
 
     def _distribution(self, plugin_name: str) -> str:
         """``NAME VERSION`` of a third-party plugin's distribution; empty where unknown."""
@@ -273,6 +287,26 @@ class Registry:
 
 # Which plugin added each command, so that a plugin's commands can be told from the built-in ones.
 _COMMAND_OWNERS: "weakref.WeakKeyDictionary[Any, str]" = weakref.WeakKeyDictionary()
+
+
+@dataclass(frozen=True)
+class _CommandState:
+    """A command as it was before a plugin's ``register_commands`` ran."""
+
+    command: Any
+    callback: Any
+    params: tuple[Any, ...]
+
+    @classmethod
+    def of(cls, command: Any) -> _CommandState:
+        return cls(command, command.callback, tuple(command.params))
+
+    def unchanged(self) -> bool:
+        return self.command.callback is self.callback and tuple(self.command.params) == self.params
+
+    def restore(self) -> None:
+        self.command.callback = self.callback
+        self.command.params[:] = self.params
 
 
 def registration_problem(kind: str, name: Any, target: Any, params: Any, extra: Mapping[str, Any]) -> str | None:

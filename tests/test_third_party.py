@@ -131,6 +131,15 @@ def register_commands(cli):
     @cli.command(name="run")
     def run():
         '''A run that takes no -a.'''
+
+    @cli.command(name="probe-crash")
+    def crash():
+        '''A command with a bug.'''
+        {}["missing"]
+
+    import click
+
+    cli.commands["list"].params.append(click.Option(["--probe"], is_flag=True))  # in place: put back
 """
 
 PROBE_WARNINGS = [  # registration goes kind by kind: topologies, workloads, allocators, ...
@@ -196,3 +205,18 @@ def test_a_third_party_trainer_that_raises_is_one_line(probe_site, tmp_path):
     assert done.stderr.splitlines()[-1] == ("Error: allocator 'probe_learned' (plugin probeplug, dcbench-probe 0.1.0) "
                                             "failed in its trainer: ValueError: no GPU found; report it to the "
                                             "plugin's authors")
+
+
+def test_a_third_party_command_that_raises_is_one_line(probe_site):
+    done = dcbench(probe_site, "probe-crash")
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert done.stderr.splitlines()[-1] == ("Error: command 'probe-crash' of plugin 'probeplug' (dcbench-probe 0.1.0) "
+                                            "failed: KeyError: 'missing'; report it to the plugin's authors")
+
+
+def test_a_plugin_cannot_change_a_builtin_command_in_place(probe_site):
+    done = dcbench(probe_site, "list", "suites", "--probe")
+    assert done.returncode == 2
+    assert done.stderr.splitlines()[-1] == "Error: No such option '--probe'; see `dcbench list --help`"
+    assert ("Warning: plugin 'probeplug' (dcbench-probe 0.1.0) changes command 'list' of 'dcbench'; ignored "
+            "(set DCBENCH_STRICT_PLUGINS=1 to make this an error)") in done.stderr.splitlines()

@@ -241,6 +241,9 @@ def previous_sweep(out_dir: Path, suite: Suite, allocators: Sequence[str], regis
     try:
         table = read_table(summary)
     except ResultsError:
+        if not is_parquet(summary):
+            raise ResultsError(f"'{summary}' is not a dcbench sweep's summary (it is not a Parquet file); give "
+                               "this sweep another --out, or remove that file") from None
         return []  # damaged past reading (a truncated copy, say): rebuilt from the run folders, as `report` advises
     problem = sweep_problem(table)
     if problem is not None:
@@ -252,6 +255,12 @@ def previous_sweep(out_dir: Path, suite: Suite, allocators: Sequence[str], regis
                            f"folder with --out (default results/{suite.name})")
     kept = {resolved_allocator(registry, a) for a in allocators}
     return [a for a in earlier.get("allocators", []) if resolved_allocator(registry, a) not in kept]
+
+
+def is_parquet(path: Path) -> bool:
+    """Whether ``path`` starts as every Parquet file does (a truncated one too)."""
+    with open(path, "rb") as file:
+        return file.read(4) == b"PAR1"
 
 
 def resolved_allocator(registry: Any, allocator: str) -> str:

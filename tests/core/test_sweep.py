@@ -140,8 +140,15 @@ def a_table_with_provenance(stored):
     return make
 
 
+def a_csv_named_like_a_summary(out):
+    out.mkdir()
+    (out / "summary.parquet").write_text("scenario,acceptance_ratio\n8-1x4,0.5\n")
+    return out
+
+
 @pytest.mark.parametrize("make, problem", [
     (a_users_table, "it has no dcbench provenance"),
+    (a_csv_named_like_a_summary, "it is not a Parquet file"),  # a truncated Parquet file is rebuilt (below)
     (a_single_run, "it is a single run's"),
     (a_table_with_provenance(b"{not json"), "its dcbench provenance is not JSON"),
     (a_table_with_provenance(b"[1, 2]"), "its dcbench provenance is a JSON list, not an object"),

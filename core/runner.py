@@ -13,7 +13,7 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from dcbench.engine import RunTables, simulate
+from dcbench.engine import SKIPPED, RunTables, simulate
 from dcbench.errors import AllocatorError, IncompatibleError, SpecError
 from dcbench.network import Network, Topology
 from dcbench.registry import PluginEntry, Registry, blamed_on, get_registry
@@ -50,6 +50,22 @@ def run_hash(topology: str, workload: str, allocator: str, requests: int, seed: 
     key = json.dumps({"topology": topology, "workload": workload, "allocator": allocator,
                       "requests": requests, "seed": seed, "dcbench": version}, sort_keys=True)
     return hashlib.sha256(key.encode()).hexdigest()[:16]
+
+
+def run_notes(requests: Mapping[str, np.ndarray]) -> list[str]:
+    """What makes a run's figures n/a or thinner than asked for: requests
+    never offered (bigger than the whole topology), none measured (all in the
+    workload's warm-up)."""
+    notes = []
+    total = len(requests["outcome"])
+    skipped = int((requests["outcome"] == SKIPPED).sum())
+    if skipped:
+        notes.append(f"{skipped} of {total} requests were never offered: each needs more than the topology's "
+                     "whole capacity; give a larger topology or a workload with smaller demands")
+    if total and not requests["measured"].any():
+        notes.append(f"none of the {total} requests is measured, all are in the workload's warm-up, so the "
+                     "metrics of the measured window are n/a; ask for more requests or a shorter warm-up")
+    return notes
 
 
 @dataclass(frozen=True)
@@ -275,7 +291,7 @@ class Runner:
             "python": platform.python_version(),
             "numpy": np.__version__,
         }
-        notes = list(getattr(allocator_obj, "notes", []))
+        notes = [*run_notes(tables.requests), *getattr(allocator_obj, "notes", [])]
         if notes:
             provenance["notes"] = notes
         return RunResult(run_id, summary, tables, provenance, notes)

@@ -53,6 +53,22 @@ def test_summary_columns(runner):
     assert summary["acceptance_ratio"] == summary["accepted"] / summary["offered"]
 
 
+def test_a_run_says_why_its_figures_are_thin_or_missing(runner):
+    # four servers of 16 CPUs: a uniform request (up to 128 CPUs) that needs more is never offered
+    thin = runner.run("tetris", "tiered:8,1x4,pods=1,racks=1,servers=4", requests=40)
+    skipped = int((thin.tables.requests["outcome"] == "skipped").sum())
+    assert 0 < skipped < 40 and thin.summary["offered"] == 40 - skipped
+    assert thin.notes == [f"{skipped} of 40 requests were never offered: each needs more than the topology's "
+                          "whole capacity; give a larger topology or a workload with smaller demands"]
+    assert thin.provenance["notes"] == thin.notes
+    warm = runner.run("jcb", "ocs:4,servers=4", "vmjobs:load=12,warmup=20", requests=20)
+    assert warm.notes == ["none of the 20 requests is measured, all are in the workload's warm-up, so the metrics "
+                          "of the measured window are n/a; ask for more requests or a shorter warm-up"]
+    assert np.isnan(warm.summary["blocking_probability"])
+    assert runner.run("jcb", "ocs:4,servers=4", "vmjobs:load=12,warmup=19", requests=20).notes == []
+    assert runner.run("tetris", "tiered:8,1x4", requests=40).notes == []
+
+
 def test_equivalent_specs_share_a_run_id(runner):
     a = runner.run("tetris", "tiered:8,1x4", requests=16)
     b = runner.run("tetris:penalty=0.9", "tiered:channels=8,ratio=1x4,pods=2", requests=16)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import stat
 import tempfile
 from pathlib import Path
 from typing import Any, Callable, Mapping
@@ -101,11 +102,19 @@ def swap_in(staging: Path, target: Path) -> None:
 
 def write_atomic(path: Path, write: Callable[[Path], None]) -> None:
     """``write`` a temporary file beside ``path``, then rename it into place:
-    readers see the old file or the new one, never part of either."""
+    readers see the old file or the new one, never part of either. A link
+    is written through (the file it names is replaced, the link stays) and
+    a file replaced keeps its permissions."""
+    if path.is_symlink():
+        path = path.resolve()
+    try:
+        mode = stat.S_IMODE(path.stat().st_mode)
+    except FileNotFoundError:
+        mode = _FILE_MODE
     handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.tmp-")
     os.close(handle)
     try:
-        os.chmod(temporary, _FILE_MODE)  # mkstemp makes it private, unlike any other file written
+        os.chmod(temporary, mode)  # mkstemp makes it private, unlike any other file written
         write(Path(temporary))
         os.replace(temporary, path)
     except BaseException:

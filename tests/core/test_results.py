@@ -116,3 +116,18 @@ def test_results_are_as_readable_as_any_other_file(tmp_path):
         assert (tmp_path / "t.parquet").stat().st_mode & 0o777 == 0o644
     finally:
         os.umask(mask)
+
+
+def test_rewriting_a_file_keeps_its_permissions_and_writes_through_a_link(tmp_path):
+    from dcbench.results import write_text_atomic
+
+    page = tmp_path / "shared" / "page.md"
+    page.parent.mkdir()
+    page.write_text("old")
+    page.chmod(0o600)
+    link = tmp_path / "page.md"
+    link.symlink_to(page)
+    write_text_atomic(link, "new")
+    assert link.is_symlink() and page.read_text() == "new"
+    assert page.stat().st_mode & 0o777 == 0o600
+    assert sorted(p.name for p in page.parent.iterdir()) == ["page.md"]  # its temporary file beside the target

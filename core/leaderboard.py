@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from dcbench.errors import ResultsError, describe
-from dcbench.registry import Registry
+from dcbench.registry import Registry, get_registry
 from dcbench.results import (provenance_of, ranking_of, read_sweep_summary, read_table, run_problem,
                              staging_folder, swap_in, sweep_summary_problem, write_text_atomic)
 from dcbench.runner import Runner, run_hash
@@ -160,8 +160,12 @@ def load_submissions(root: Path, registry: Registry | None = None) -> list[Submi
         if problem is not None:
             raise _damaged(path, problem)
         rows = table.to_pylist()
-        submissions.append(Submission(path.name, provenance_of(table)["suite"],
-                                      list(dict.fromkeys(r["allocator"] for r in rows)), rows))
+        suite = provenance_of(table)["suite"]
+        primary = ranking_of((registry or get_registry()).entries("suite").get(suite))[0]
+        unranked = next((r for r in rows if r[primary] is None or not math.isfinite(r[primary])), None)
+        if unranked is not None:  # what `submit` refuses, edited in later
+            raise _damaged(path, f"run {unranked['run_id']} has no finite {primary}")
+        submissions.append(Submission(path.name, suite, list(dict.fromkeys(r["allocator"] for r in rows)), rows))
     return submissions
 
 

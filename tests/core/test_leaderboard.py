@@ -206,8 +206,15 @@ def truncated(folder):
     (folder / "summary.parquet").write_bytes(b"half a table")
 
 
+def nan_in_first_row(table):
+    values = table.column("acceptance_ratio").to_pylist()
+    column = pa.array([float("nan"), *values[1:]], type=pa.float64())
+    return table.set_column(table.column_names.index("acceptance_ratio"), "acceptance_ratio", column)
+
+
 @pytest.mark.parametrize("damage, problem", [(truncated, "ArrowInvalid: ")] + [
-    (lambda folder, change=change: rewrite_summary(folder, change), problem) for change, problem in BAD_CONTENTS])
+    (lambda folder, change=change: rewrite_summary(folder, change), problem) for change, problem in [
+        *BAD_CONTENTS, (nan_in_first_row, "run {first_run} has no finite acceptance_ratio")]])
 def test_a_damaged_submission_is_named_with_the_fix_and_the_pages_are_kept(sweep_results, tmp_path, damage, problem):
     root = tmp_path / "leaderboard"
     runner = CliRunner()
@@ -215,6 +222,7 @@ def test_a_damaged_submission_is_named_with_the_fix_and_the_pages_are_kept(sweep
     assert runner.invoke(cli, ["leaderboard", "--root", str(root)]).exit_code == 0
     pages = snapshot(root)
     (submission,) = (root / "submissions").iterdir()
+    problem = problem.format(first_run=pq.read_table(submission / "summary.parquet").column("run_id")[0])
     damage(submission)
     result = runner.invoke(cli, ["leaderboard", "--root", str(root)])
     assert result.exit_code == 2, result.output

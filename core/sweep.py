@@ -15,12 +15,13 @@ import difflib
 import json
 import multiprocessing
 import os
+import socket
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
-from dcbench.errors import DcbenchError, PluginError, ResultsError, SpecError
+from dcbench.errors import DcbenchError, PluginError, ResultsError, SpecError, describe
 from dcbench.results import SUMMARY_COLUMNS, is_complete, provenance_of, read_table, sweep_problem, write_table_atomic
 from dcbench.runner import Runner, run_id_of
 from dcbench.spec import Spec, bind, resolved_spec
@@ -162,6 +163,8 @@ def one_math_thread_per_worker() -> Iterator[None]:
 
 def _run_remote(job: Job) -> tuple[str, dict[str, Any], dict[str, Any]]:
     """A Ray task: run one job where Ray places it and send the tables back."""
+    if _WORKER_RUNNER is None:
+        quiet_plugin_warnings()  # into the worker's log, once per worker: the driver has warned already
     result = _run(job)
     tables = {"requests": result.tables.requests, "timeline": result.tables.timeline,
               "summary": {k: [v] for k, v in result.summary.items()}}
@@ -179,6 +182,7 @@ def run_ray(jobs: Sequence[Job], out_dir: Path, address: str | None, advance: Ca
 
     started_here = not ray.is_initialized()
     if started_here:
+        check_reachable(address)
         ray.init(address=address, include_dashboard=False, log_to_driver=False, configure_logging=False)
     try:
         task = ray.remote(_run_remote)
@@ -201,6 +205,23 @@ def run_ray(jobs: Sequence[Job], out_dir: Path, address: str | None, advance: Ca
     finally:
         if started_here:
             ray.shutdown()
+
+
+def check_reachable(address: str | None, timeout: float = 5.0) -> None:
+    """Refuse a ``host:port`` (or ``ray://host:port``) where nothing listens:
+    Ray itself would retry for minutes before giving up."""
+    if address is None or address in ("auto", "local"):
+        return
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    host = host.strip("[]")  # an IPv6 address in brackets
+    if not host or not port.isdigit():
+        raise DcbenchError(f"--address {address!r} is not HOST:PORT (or ray://HOST:PORT); give the address "
+                           "`ray start --head` printed")
+    try:
+        socket.create_connection((host, int(port)), timeout=timeout).close()
+    except OSError as exc:
+        raise DcbenchError(f"no Ray cluster answers at {address} ({exc.strerror or describe(exc)}); start one "
+                           "with `ray start --head`, or leave out --address to start a local one") from None
 
 
 def combine(jobs: Sequence[Job], out_dir: Path, provenance: dict[str, Any]) -> Any:

@@ -43,3 +43,21 @@ def test_ray_sweep_matches_the_local_one_and_resumes(tmp_path):
     output = sweep(distributed, "--executor", "ray")
     assert "(115 already done)" in output
     assert pq.read_table(distributed / "summary.parquet").to_pylist() == rows_local
+
+
+@pytest.mark.parametrize("address, fragment", [
+    ("127.0.0.1:{port}", "no Ray cluster answers at 127.0.0.1:{port} ("),
+    ("ray://127.0.0.1:{port}", "no Ray cluster answers at ray://127.0.0.1:{port} ("),
+    ("a-head-node", "--address 'a-head-node' is not HOST:PORT (or ray://HOST:PORT)"),
+])
+def test_an_address_where_no_cluster_answers_is_refused_at_once(tmp_path, address, fragment):
+    import socket
+
+    with socket.socket() as probe:  # a port that was free a moment ago: nothing listens there
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    result = CliRunner().invoke(cli, ["sweep", "-s", "nara2022", "-a", "random", "--executor", "ray",
+                                      "--address", address.format(port=port), "--out", str(tmp_path / "out")])
+    assert result.exit_code == 2 and result.output.count("\n") == 1
+    assert result.output.startswith(f"Error: {fragment.format(port=port)}")
+    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())

@@ -574,7 +574,8 @@ def plugins() -> None:
 
 @cli.command()
 @click.option("--allocator", "-a", "allocators", multiple=True,
-              help="Allocators to time (default: every heuristic that serves the topology).")
+              help="Allocators to time, repeated or listed with commas as for sweep "
+                   "(default: every heuristic that serves the topology).")
 @click.option("--topology", "-t", "topologies", multiple=True,
               help="Topologies (default: tiered:32,1x4 at 64, 1,024 and 8,192 servers).")
 @click.option("--workload", "-w", default=None, help="Workload spec (default: each topology's own).")
@@ -584,12 +585,15 @@ def bench(allocators: tuple[str, ...], topologies: tuple[str, ...], workload: st
           repeat: int) -> None:
     """Measure requests per second and time per request of allocators."""
     from dcbench.bench import DEFAULT_TOPOLOGIES, run_bench
+    from dcbench.sweep import split_allocators
 
     check_bounds("--requests", requests, 1, at_most=MAX_REQUESTS)
     check_bounds("--repeat", repeat, 1)
     registry = load_registry()
     named = bool(allocators)
-    if not allocators:
+    if allocators:
+        allocators = tuple(split_allocators(allocators))
+    else:
         allocators = tuple(sorted(name for name, e in registry.entries("allocator").items()
                                   if not e.extra.get("learned", False)))
     run_bench(registry, list(allocators), list(topologies or DEFAULT_TOPOLOGIES), requests, repeat, click.echo,

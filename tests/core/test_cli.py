@@ -126,6 +126,14 @@ def test_bench_prints_a_table():
     assert "| tiered:8,1x4 | 64 | tetris | 50 |" in result.output
 
 
+def test_bench_takes_allocators_listed_with_commas_as_sweep_does():
+    result = invoke("bench", "-a", "random,nalb:route=reference,queue=lifo", "-t", "tiered:8,1x4", "-n", "20",
+                    "--repeat", "1")
+    assert result.exit_code == 0, result.output
+    assert [line.split(" | ")[2] for line in result.output.splitlines() if line.startswith("| tiered")] == [
+        "random", "nalb:route=reference,queue=lifo"]
+
+
 @pytest.mark.parametrize("args, fragment", [
     (["-a", "tetris", "-a", "tetriss"], "unknown allocator 'tetriss'; did you mean 'tetris'?"),
     (["-a", "tetris", "-t", "tiered:8,1x3"], "ratio='1x3' is not one of"),

@@ -100,7 +100,7 @@ def resume_training_state(state_dir: Path, restore: Callable[[dict[str, Any]], N
         state = _load(path)
         saved = json.loads(state.pop("identity", "null"))
         if saved is not None:
-            _check_identity(path, state_dir, saved, identity)
+            check_identity(path, state_dir, saved, identity)
         restore(state)
         curve = state_dir / "curve.parquet"
         return pq.read_table(curve).to_pylist() if curve.exists() else []
@@ -110,7 +110,8 @@ def resume_training_state(state_dir: Path, restore: Callable[[dict[str, Any]], N
         raise ResultsError(f"cannot resume from {path} ({describe(exc)}); delete {state_dir} to start over") from exc
 
 
-def _check_identity(path: Path, state_dir: Path, saved: dict[str, Any], wanted: dict[str, Any]) -> None:
+def check_identity(path: Path, state_dir: Path, saved: dict[str, Any], wanted: dict[str, Any]) -> None:
+    """Refuse to resume the state at ``path`` for a run that differs from the saved one; name the first difference."""
     differing = [key for key in sorted(wanted.keys() | saved.keys()) if saved.get(key) != wanted.get(key)]
     if differing:
         key = differing[0]

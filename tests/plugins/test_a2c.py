@@ -188,6 +188,18 @@ def test_no_checkpoint_for_a_size_is_a_clear_error(tmp_path):
     assert result.exit_code == 2 and "no a2c_multistep checkpoint for 5 ToRs" in result.output
 
 
+def test_a_checkpoint_for_another_number_of_tors_is_a_clear_error(tmp_path):
+    from dcbench.plugins.allocators.a2c_multistep.allocator import CHECKPOINTS
+    from dcbench.plugins.allocators.checkpoint_files import shipped_checkpoints
+
+    shipped = shipped_checkpoints(CHECKPOINTS)["ocs-16"]
+    result = CliRunner().invoke(cli, ["run", "-a", "a2c_multistep", "--checkpoint", str(shipped),
+                                      "-t", "ocs:32", "-n", "5", "--out", str(tmp_path)])
+    assert result.exit_code == 2 and result.output.count("\n") == 1
+    assert result.output.endswith("checkpoint ocs-16.pt is for 16 ToRs, the topology has 32; give one trained for "
+                                  "it (`dcbench train --allocator a2c_multistep --topology ocs:32`)\n")
+
+
 def test_a_gnn_ppo_checkpoint_is_not_taken_for_an_a2c_one(tmp_path):
     from dcbench.plugins.allocators.gnn_ppo.model import GraphPolicy
 

@@ -219,9 +219,9 @@ def test_resuming_with_another_seed_or_configuration_is_refused(tmp_path):
     settings = dict(envs=2, batch=64, minibatch=32, imitation_episodes=1, imitation_epochs=1, episode_requests=4)
     train("tiered:8,1x4", steps=64, seed=5, out=tmp_path / "c.pt", **settings)
     state = (tmp_path / "c.pt.train" / "state.pt").read_bytes()
-    for seed, changed in ((6, {}), (5, {"gamma": 0.5})):
-        with pytest.raises(ResultsError, match=r"state.pt was saved with another configuration or seed; "
-                                               r"remove .*c.pt.train to start over"):
+    for seed, changed, difference in ((6, {}, "seed 5, not 6"), (5, {"gamma": 0.5}, "gamma 0.99, not 0.5")):
+        with pytest.raises(ResultsError, match=rf"state.pt was saved training with {difference}; give another "
+                                               r"--out, or remove .*c.pt.train to start over"):
             train("tiered:8,1x4", steps=128, seed=seed, out=tmp_path / "c.pt", **settings, **changed)
     # Another scenario with the same settings would resume weights trained elsewhere under its name.
     for topology, workload, what in (("tiered:16,1x1", None, "topology"),

@@ -63,7 +63,8 @@ class A2CAllocator(JobAllocator):
         self.model, config = load_model(path)
         if self.model.racks != network.n_racks:
             raise ValueError(f"checkpoint {path.name} is for {self.model.racks} ToRs, the topology has "
-                             f"{network.n_racks}")
+                             f"{network.n_racks}; give one trained for it (`dcbench train --allocator "
+                             f"a2c_multistep --topology ocs:{network.n_racks}`)")
         self.masked = bool(config.get("a2c", {}).get("mask", True))
         super().reset(network, rng)  # JobAllocator's builder reconfigures where the topology allows (the paper's)
         self.features = JobFeatures(network, self.job_builder)

@@ -30,10 +30,10 @@ from typing import Any, Callable, ClassVar
 import numpy as np
 import torch
 
-from dcbench import Range, ResultsError, SpecError, config_options, save_figure
+from dcbench import Range, SpecError, config_options, save_figure
 from dcbench.envs import AllocationEnv
-from dcbench.plugins.allocators.checkpoint_files import (command_line, resume_training_state, save_checkpoint,
-                                                          save_training_state, write_record)
+from dcbench.plugins.allocators.checkpoint_files import (check_identity, command_line, resume_training_state,
+                                                          save_checkpoint, save_training_state, write_record)
 from dcbench.plugins.allocators.early_stopping import BestWeights
 from dcbench.plugins.allocators.gnn_ppo.imitation import ImitationWarmStart, check_teacher, stack_observations
 from dcbench.plugins.allocators.gnn_ppo.model import (EXTRA_FEATURES, GraphPolicy, ServerHints, as_tensors,
@@ -322,9 +322,8 @@ class Trainer(ImitationWarmStart):
             wanted.pop(key)
             defaults.pop(key)
         saved = {**defaults, **saved}  # settings added since the state was saved had their defaults
-        if saved != wanted or state["seed"] != self.seed:
-            raise ResultsError(f"{self.state_dir / 'state.pt'} was saved with another configuration or seed; "
-                               f"remove {self.state_dir} to start over")
+        check_identity(self.state_dir / "state.pt", self.state_dir, {**saved, "seed": state["seed"]},
+                       {**wanted, "seed": self.seed})
         self.model.load_state_dict(state["model"])
         self.optimizer.load_state_dict(state["optimizer"])
         self.iteration, self.episodes, self.steps = state["iteration"], state["episodes"], state["steps"]

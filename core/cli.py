@@ -28,16 +28,33 @@ class UserError(click.ClickException):
         click.echo(f"Error: {self.format_message()}", err=True)
 
 
+def usage_line(exc: click.UsageError, command: str) -> UserError:
+    """click's usage error as one line that says where to look (click would print the usage and a hint too)."""
+    message = exc.format_message().rstrip(".")
+    return UserError(f"{message}{'' if message.endswith('?') else ';'} see `{command} --help`")
+
+
 class DcbenchGroup(click.Group):
+    def make_context(self, info_name: str | None, args: list[str], parent: click.Context | None = None,
+                     **extra: Any) -> click.Context:
+        try:
+            return super().make_context(info_name, args, parent, **extra)
+        except click.exceptions.NoArgsIsHelpError:  # a bare `dcbench`: its help
+            raise
+        except click.UsageError as exc:  # `dcbench --bogus`
+            raise usage_line(exc, info_name or "dcbench") from None
+
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
         except DcbenchError as exc:
             raise UserError(str(exc)) from None
-        except click.UsageError as exc:  # click would print the usage and a hint too: one line instead
-            command = exc.ctx.command_path if exc.ctx is not None else ctx.command_path
-            message = exc.format_message().rstrip(".")
-            raise UserError(f"{message}{'' if message.endswith('?') else ';'} see `{command} --help`") from None
+        except click.UsageError as exc:
+            if exc.ctx is not None:
+                command = exc.ctx.command_path
+            else:  # click's parser gives no context for some errors (an option missing its value)
+                command = " ".join(filter(None, (ctx.command_path, ctx.invoked_subcommand)))
+            raise usage_line(exc, command) from None
         except MemoryError:
             raise UserError("ran out of memory; ask for fewer requests or seeds, or a smaller topology") from None
         except BrokenPipeError:  # `dcbench list | head`: click quiets the closed pipe

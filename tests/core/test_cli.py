@@ -64,6 +64,17 @@ def test_bad_input_is_one_line_and_exit_code_2(tmp_path, args, fragment):
     assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
 
 
+@pytest.mark.parametrize("args, line", [
+    (["--bogus"], "Error: No such option '--bogus'; see `cli --help`"),
+    (["run", "-a"], "Error: Option '-a' requires an argument; see `cli run --help`"),
+    (["leaderboard", "--root"], "Error: Option '--root' requires an argument; see `cli leaderboard --help`"),
+    (["leaderboard", "submit"], "Error: Missing argument 'RESULTS'; see `cli leaderboard submit --help`"),
+])
+def test_a_usage_error_at_any_level_is_one_line_that_names_the_help_to_read(args, line):
+    result = invoke(*args)
+    assert result.exit_code == 2 and result.output == line + "\n"
+
+
 def test_unwritable_output_folder(tmp_path):
     blocker = tmp_path / "blocker"
     blocker.write_text("a file, not a folder")

@@ -78,10 +78,14 @@ class State:
         view = State.__new__(State)
         view.network = self.network
         for name in ("free_resources", "free_links", "link_capacity"):
-            array = getattr(self, name).view()
-            array.flags.writeable = False
-            setattr(view, name, array)
+            setattr(view, name, locked_view(getattr(self, name)))
         return view
+
+
+def locked_view(array: np.ndarray) -> np.ndarray:
+    """A live view of a contiguous ``array`` that cannot be written through,
+    not even by setting its ``writeable`` flag back (a plain view's can be)."""
+    return np.frombuffer(memoryview(array).toreadonly(), dtype=array.dtype).reshape(array.shape)
 
 
 def required_pairs(rule: str, cpu_given: np.ndarray) -> list[tuple[int, int]]:
@@ -250,9 +254,10 @@ def check_job_allocation(allocation: Allocation, request: Request, state: State)
     np.add.at(summed, hosts, vms)
     given_servers = np.asarray(allocation.servers)
     given_amounts = np.asarray(allocation.amounts, dtype=np.float64)
-    if (given_servers.shape != servers.shape or set(given_servers.tolist()) != set(servers.tolist())
+    if (given_servers.shape != servers.shape or given_servers.dtype.kind not in "iu"
+            or set(given_servers.tolist()) != set(servers.tolist())
             or given_amounts.shape != (len(servers), vms.shape[1])
-            or np.abs(given_amounts - summed[given_servers]).max() > 1e-6):
+            or not np.abs(given_amounts - summed[given_servers]).max() <= 1e-6):  # (NaN fails it)
         return "servers and amounts must be the servers of the VMs and the sum of each one's VMs", usage
     over = summed[servers] > state.free_resources[servers] + _TOLERANCE
     if over.any():

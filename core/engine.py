@@ -211,7 +211,11 @@ class Simulation:
         i = request.id
         accepted = False
         if isinstance(result, Allocation):
-            problem, usage = check_allocation(result, request, self.state)
+            try:
+                problem, usage = check_allocation(result, request, self.state)
+            except Exception as exc:  # fields of the wrong kind: routes=None, amounts of text, ...
+                raise AllocatorError(f"allocator returned a malformed Allocation for request {i} "
+                                     f"({describe(exc)}); fix the allocator") from exc
             if problem is None:
                 self._commit(request, result, usage)
                 accepted = True
@@ -232,8 +236,9 @@ class Simulation:
     def _commit(self, request: Request, allocation: Allocation, usage: np.ndarray) -> None:
         i = request.id
         state = self.state
-        servers = np.asarray(allocation.servers, dtype=np.int64)
-        amounts = np.asarray(allocation.amounts, dtype=np.float64)
+        # Copies: the allocator may reuse its arrays for the next request.
+        servers = np.array(allocation.servers, dtype=np.int64)
+        amounts = np.array(allocation.amounts, dtype=np.float64)
         links = np.flatnonzero(usage)
         link_amounts = usage[links]
         if allocation.reconfigure:
@@ -249,7 +254,7 @@ class Simulation:
         self._tier_used += self.channels_per_tier[i]
         traffic = 0.0
         if self.is_job:
-            traffic = float(sum(route.amount for route in allocation.routes))
+            traffic = float(sum(amount for _, _, _, amount in allocation.routes))
             self.inter_rack_gbps[i] = traffic
             self._traffic += traffic
         self._holdings[i] = (servers, amounts, links, link_amounts, traffic)
@@ -328,7 +333,7 @@ def simulate(
         allocator.reset(network, rng)
     except DcbenchError:
         raise
-    except Exception as exc:
+    except (Exception, SystemExit) as exc:  # sys.exit() in an allocator must not end the run as a success
         raise AllocatorError(f"allocator could not start on this topology: {describe(exc)}") from exc
     view = simulation.view
     chunk = max(1, len(sequence) // 100)
@@ -337,7 +342,7 @@ def simulate(
             result = allocator.allocate(request, view)
         except DcbenchError:
             raise
-        except Exception as exc:
+        except (Exception, SystemExit) as exc:
             raise AllocatorError(
                 f"allocator raised {describe(exc)} (request {request.id}); fix the allocator"
             ) from exc

@@ -58,9 +58,9 @@ class Network:
         servers = list(topology.servers)
         n_servers = len(servers)
         capacity = np.asarray(topology.capacity, dtype=np.float64)
-        if capacity.shape != (n_servers, len(topology.resources)):
-            raise SpecError(f"topology capacity has shape {capacity.shape}, "
-                            f"expected (servers, resources) = ({n_servers}, {len(topology.resources)})")
+        problem = _servers_problem(topology, servers, capacity)
+        if problem is not None:
+            raise SpecError(f"topology {problem}")
         server_set = set(servers)
         switches = [node for node in graph.nodes if node not in server_set]
         self.nodes: list[Hashable] = servers + switches
@@ -90,6 +90,8 @@ class Network:
         self.n_links = len(ends)
         self.link_ends = np.asarray(ends, dtype=np.int64).reshape(-1, 2)
         self.link_capacity = np.asarray(link_capacity, dtype=np.float64)
+        if not (self.link_capacity >= 0).all() or not np.isfinite(self.link_capacity).all():
+            raise SpecError("topology has a link whose capacity is negative or not finite")
         self.link_tier = np.asarray(tiers, dtype=np.int64)
         self.tiers = tuple(int(t) for t in np.unique(self.link_tier))
         self.link_of_pair = {(a, b): i for i, (a, b) in enumerate(ends)}
@@ -128,6 +130,11 @@ class Network:
         # cheap. Each entry keeps its path alive, so an id is never reused
         # while it is here.
         self.path_ends_by_id: dict[int, tuple[Path, tuple[int, int] | None]] = {}
+        # Shared by every run on this network (a runner caches it): nobody may change it.
+        for array in (self.server_capacity, self.racks, self.pods, self.link_ends, self.link_capacity,
+                      self.link_tier, self.rack_node, self.server_link, self.server_attachment):
+            if array is not None:
+                array.flags.writeable = False
 
     def link_between(self, a: int, b: int) -> int:
         """The link from node ``a`` to node ``b`` (either way on an undirected graph); KeyError if none."""
@@ -184,6 +191,31 @@ class Network:
             if ok:
                 return start, node
         return None
+
+
+def _servers_problem(topology: Topology, servers: list[Hashable], capacity: np.ndarray) -> str | None:
+    """What makes a topology's servers unusable, or None."""
+    n_servers = len(servers)
+    if n_servers == 0:
+        return "has no servers"
+    if len(set(servers)) != n_servers:
+        return "lists a server twice"
+    missing = next((server for server in servers if server not in topology.graph), None)
+    if missing is not None:
+        return f"server {missing!r} is not a node of its graph"
+    if capacity.shape != (n_servers, len(topology.resources)):
+        return (f"capacity has shape {capacity.shape}, expected (servers, resources) = "
+                f"({n_servers}, {len(topology.resources)})")
+    if not (capacity >= 0).all() or not np.isfinite(capacity).all():
+        return "has a server capacity that is negative or not finite"
+    for name in ("racks", "pods"):
+        labels = np.asarray(getattr(topology, name))
+        if labels.shape != (n_servers,) or labels.dtype.kind not in "iu" or (labels < 0).any():
+            return f"{name} must give each of the {n_servers} servers an integer label >= 0"
+    rack_nodes = topology.rack_nodes
+    if rack_nodes is not None and any(node not in topology.graph for node in rack_nodes):
+        return "has a rack node that is not a node of its graph"
+    return None
 
 
 def _pair(a: int, b: int) -> tuple[int, int]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -89,3 +90,88 @@ class Workload(Protocol):
 
     # Optional: ``default_requests(network) -> int``, the episode length when
     # none is given (two requests per server otherwise).
+
+
+class SequenceProblem(ValueError):
+    """What makes a workload's `RequestSequence` unusable."""
+
+
+def checked_sequence(sequence: RequestSequence, network: Network, requests: int, kind: str) -> RequestSequence:
+    """``sequence`` as the engine runs it: every array converted to its
+    dtype, checked (lengths, finite non-negative numbers, job offsets and
+    flows within bounds) and locked, so that no allocator or metric can
+    change what the next one sees. A `SequenceProblem` says what is wrong."""
+    n = len(sequence.gaps) if hasattr(sequence.gaps, "__len__") else -1
+    if n != requests:
+        raise SequenceProblem(f"it has {n} requests, {requests} were asked for")
+    if sequence.kind != kind:
+        raise SequenceProblem(f"it is of kind {sequence.kind!r}, the workload declares {kind!r}")
+    if sequence.connectivity not in CONNECTIVITY_RULES:
+        raise SequenceProblem(f"it has connectivity={sequence.connectivity!r}, "
+                              f"not one of {', '.join(CONNECTIVITY_RULES)}")
+    resources = len(network.resources)
+    arrays = {
+        "gaps": _numbers("gaps", sequence.gaps, (n,)),
+        "holding": _numbers("holding", sequence.holding, (n,)),
+        "demand": _numbers("demand", sequence.demand, (n, resources)),
+    }
+    if sequence.wait_until_fits and not (isinstance(sequence.time_step, (int, float, np.number))
+                                         and 0 < sequence.time_step < np.inf):
+        raise SequenceProblem(f"it waits until requests fit with time_step={sequence.time_step!r}; "
+                              "it must be a positive finite number")
+    if sequence.measured is not None:
+        measured = np.asarray(sequence.measured)
+        if measured.shape != (n,) or measured.dtype != np.bool_:
+            raise SequenceProblem(f"measured must be {n} booleans")
+        arrays["measured"] = measured.copy()
+    if kind == "job":
+        arrays.update(_job_arrays(sequence, n, resources, arrays["demand"]))
+        packet_bytes = sequence.extra.get("packet_bytes")
+        if packet_bytes is not None and not (isinstance(packet_bytes, (int, float, np.number))
+                                             and 0 < packet_bytes < np.inf):
+            raise SequenceProblem(f"its packet_bytes={packet_bytes!r} is not a positive finite number")
+        buffer = sequence.extra.get("buffer_packets", 1)
+        if not isinstance(buffer, (int, np.integer)) or buffer < 1:
+            raise SequenceProblem(f"its buffer_packets={buffer!r} is not an integer >= 1")
+    for array in arrays.values():
+        array.flags.writeable = False
+    return dataclasses.replace(sequence, **arrays)
+
+
+def _numbers(name: str, values: Any, shape: tuple[int, ...]) -> np.ndarray:
+    try:
+        array = np.array(values, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise SequenceProblem(f"{name} is not an array of numbers") from None
+    if array.shape != shape:
+        raise SequenceProblem(f"{name} has shape {array.shape}, expected {shape}")
+    if not (array >= 0).all() or not np.isfinite(array).all():
+        raise SequenceProblem(f"{name} holds a negative, NaN or infinite value")
+    return array
+
+
+def _offsets(name: str, values: Any, n: int, total: int) -> np.ndarray:
+    offsets = np.asarray(values) if values is not None else np.zeros(0)
+    if (offsets.shape != (n + 1,) or offsets.dtype.kind not in "iu" or offsets[0] != 0
+            or offsets[-1] != total or (np.diff(offsets) < 0).any()):
+        raise SequenceProblem(f"{name} must be {n + 1} rising integers from 0 to {total}")
+    return offsets.astype(np.int64)
+
+
+def _job_arrays(sequence: RequestSequence, n: int, resources: int, demand: np.ndarray) -> dict[str, np.ndarray]:
+    if sequence.vm_demand is None or sequence.flows is None:
+        raise SequenceProblem("it is of kind 'job' but has no VMs or no flows")
+    vm_demand = _numbers("vm_demand", sequence.vm_demand, (len(sequence.vm_demand), resources))
+    vm_offsets = _offsets("vm_offsets", sequence.vm_offsets, n, len(vm_demand))
+    if (np.diff(vm_offsets) == 0).any():
+        raise SequenceProblem("it has a job with no VMs")
+    per_job = np.add.reduceat(vm_demand, vm_offsets[:-1], axis=0) if len(vm_demand) else demand
+    if not np.allclose(per_job, demand, rtol=1e-9, atol=1e-6):
+        raise SequenceProblem("it has a job whose demand is not the sum of its VMs'")
+    flows = _numbers("flows", sequence.flows, (len(sequence.flows), 3))
+    flow_offsets = _offsets("flow_offsets", sequence.flow_offsets, n, len(flows))
+    vms_of_flow = np.repeat(np.diff(vm_offsets), np.diff(flow_offsets))
+    ends = flows[:, :2]
+    if (ends != np.floor(ends)).any() or (ends >= vms_of_flow[:, None]).any():
+        raise SequenceProblem("it has a flow between VMs its job does not have")
+    return {"vm_demand": vm_demand, "vm_offsets": vm_offsets, "flows": flows, "flow_offsets": flow_offsets}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import platform
@@ -9,7 +10,7 @@ import subprocess
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
 import numpy as np
 
@@ -17,7 +18,7 @@ from dcbench.engine import SKIPPED, RunTables, simulate
 from dcbench.errors import AllocatorError, IncompatibleError, SpecError
 from dcbench.network import Network, Topology
 from dcbench.registry import PluginEntry, Registry, blamed_on, get_registry
-from dcbench.requests import RequestSequence
+from dcbench.requests import RequestSequence, SequenceProblem, checked_sequence
 from dcbench.results import write_run
 from dcbench.spec import MAX_REQUESTS, Spec
 
@@ -114,7 +115,10 @@ def compiled(entry: PluginEntry, topology: Any) -> Network:
     if not isinstance(topology, Topology):
         raise entry.error(f"returned {type(topology).__name__} when built, not a dcbench.Topology")
     with blamed_on(entry, "built a topology that does not compile"):
-        return Network.compile(topology)
+        try:
+            return Network.compile(topology)
+        except SpecError as exc:  # what the topology's own parameters should have ruled out
+            raise entry.error(f"built a topology that does not compile: {exc}") from exc
 
 
 def metric_columns(entry: PluginEntry, columns: Any, written_by: dict[str, str]) -> dict[str, float]:
@@ -152,6 +156,20 @@ def _short(value: Any, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+@contextlib.contextmanager
+def named_in_errors(entry: PluginEntry) -> Iterator[None]:
+    """The engine's `AllocatorError` (an allocator that raised, or returned
+    something malformed) names a third-party allocator's plugin."""
+    try:
+        yield
+    except AllocatorError as exc:
+        if entry.builtin:
+            raise
+        message = str(exc).removesuffix("; fix the allocator")
+        what = message.removeprefix("allocator ") if message.startswith("allocator ") else f"failed: {message}"
+        raise entry.error(what) from exc
+
+
 def draw_requests(plan: ResolvedRun, requests: int, rng: np.random.Generator) -> RequestSequence:
     """The request sequence of a resolved scenario (`Runner.resolve`), drawn
     from ``rng``; what the workload plugin got wrong is a one-line error."""
@@ -163,7 +181,10 @@ def draw_requests(plan: ResolvedRun, requests: int, rng: np.random.Generator) ->
     if not isinstance(sequence, RequestSequence):
         raise plan.workload_entry.error(f"returned {type(sequence).__name__} from generate(), "
                                            "not a dcbench.RequestSequence")
-    return sequence
+    try:
+        return checked_sequence(sequence, plan.network, requests, getattr(plan.workload_model, "kind", "pool"))
+    except SequenceProblem as exc:
+        raise plan.workload_entry.error(f"returned an unusable request sequence from generate(): {exc}") from None
 
 
 @dataclass
@@ -240,7 +261,11 @@ class Runner:
         if chooser is None:
             return default_requests(network)
         with blamed_on(entry, "failed in default_requests(network)"):
-            return int(chooser(network))
+            value = chooser(network)
+        if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or not 1 <= value <= MAX_REQUESTS:
+            raise entry.error(f"returned {_short(value)} from default_requests(network), "
+                              f"not an integer from 1 to {MAX_REQUESTS:,}")
+        return int(value)
 
     def run(self, allocator: str, topology: str, workload: str | None = None, requests: int | None = None,
             seed: int = 0, progress: Callable[[int], None] | None = None) -> RunResult:
@@ -257,7 +282,8 @@ class Runner:
         workload_rng, allocator_rng = rng.spawn(2)
         sequence = draw_requests(plan, n_requests, workload_rng)
         allocator_obj = plan.allocator_entry.build(plan.allocator).obj
-        tables = simulate(network, sequence, allocator_obj, allocator_rng, progress)
+        with named_in_errors(plan.allocator_entry):
+            tables = simulate(network, sequence, allocator_obj, allocator_rng, progress)
 
         summary: dict[str, Any] = {
             "run_id": run_id,
@@ -271,9 +297,11 @@ class Runner:
             "accepted": int((tables.requests["outcome"] == "accepted").sum()),
         }
         written_by = dict.fromkeys([*summary, *LATER_COLUMNS], "the core")
+        for array in (*tables.requests.values(), *tables.timeline.values()):
+            array.flags.writeable = False  # a metric reads the tables that are written, and may not change them
         for entry in self.registry.entries("metric").values():
             with blamed_on(entry, "failed"):
-                columns = entry.load()(tables, network)
+                columns = entry.load()(RunTables(dict(tables.requests), dict(tables.timeline)), network)
             summary.update(metric_columns(entry, columns, written_by))
         summary["dcbench_version"] = __version__
 

@@ -88,17 +88,61 @@ class RaisesAtLength(PoolAllocator):
         raise RuntimeError("first line\nsecond line\nthird line")
 
 
+class Unlocker(PoolAllocator):
+    def allocate(self, request, state):
+        state.free_resources.flags.writeable = True  # a plain read-only view would let it
+
+
+class RoutesOfNone(FirstFit):
+    def allocate(self, request, state):
+        allocation = super().allocate(request, state)
+        return Allocation(allocation.servers, allocation.amounts, None)
+
+
+class Exits(PoolAllocator):
+    def allocate(self, request, state):
+        raise SystemExit(0)  # would end the process as a success, with nothing written
+
+
 @pytest.mark.parametrize("allocator, fragment", [
     (RefusesToStart(), "allocator could not start on this topology: ValueError: needs resources"),
     (Raising(), "allocator raised ZeroDivisionError: boom (request 0)"),
     (Garbage(), "allocator returned str for request 0; expected an Allocation, a Reject or None"),
     (Writer(), "allocator raised ValueError: assignment destination is read-only"),
+    (Unlocker(), "allocator raised ValueError: cannot set WRITEABLE flag to True of this array"),
+    (RoutesOfNone(), "allocator returned a malformed Allocation for request 0 (TypeError: 'NoneType' object is "
+                     "not iterable)"),
+    (Exits(), "allocator raised SystemExit: 0 (request 0)"),
 ])
 def test_misbehaving_allocators_stop_the_run_with_a_clear_error(small_network, rng, allocator, fragment):
     with pytest.raises(AllocatorError) as info:
         simulate(small_network, sequence([[8, 8]], [1]), allocator, rng)
     assert fragment in str(info.value)
     assert "\n" not in str(info.value)
+
+
+class ReusesOneBuffer(FirstFit):
+    """Hands the engine the same amounts array every time, refilled for each request."""
+
+    def reset(self, network, rng):
+        super().reset(network, rng)
+        self.buffer = np.zeros((network.n_servers, len(network.resources)))
+
+    def allocate(self, request, state):
+        allocation = super().allocate(request, state)
+        if not isinstance(allocation, Allocation):
+            return allocation
+        given = self.buffer[:len(allocation.servers)]
+        self.buffer[:] = 0
+        given[:] = allocation.amounts
+        return Allocation(allocation.servers, given, allocation.routes)
+
+
+def test_the_engine_keeps_its_own_copy_of_what_it_commits(small_network, rng):
+    demands = [[4, 4], [20, 20], [4, 4], [20, 20]]
+    state = State(small_network)
+    simulate(small_network, sequence(demands, [10, 10, 10, 10]), ReusesOneBuffer(), rng, state=state, drain=True)
+    assert np.array_equal(state.free_resources, small_network.server_capacity)  # all of it came back
 
 
 def test_a_many_line_exception_is_reported_by_its_first_line(small_network, rng):

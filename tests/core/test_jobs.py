@@ -123,6 +123,8 @@ def test_a_circuit_in_use_is_never_moved():
     (lambda a: dataclasses.replace(a, vm_servers=None), "vm_servers"),
     (lambda a: dataclasses.replace(a, vm_servers=np.array([0, 99])), "out of range"),
     (lambda a: dataclasses.replace(a, amounts=a.amounts * 2), "sum of each one's VMs"),
+    (lambda a: dataclasses.replace(a, amounts=a.amounts * np.nan), "sum of each one's VMs"),
+    (lambda a: dataclasses.replace(a, servers=a.servers.astype(float)), "sum of each one's VMs"),
     (lambda a: dataclasses.replace(a, routes=()), "exchange 7 Gbps"),
     (lambda a: dataclasses.replace(a, routes=(a.routes[0]._replace(amount=3.0),)), "exchange 7 Gbps"),
     (lambda a: dataclasses.replace(a, routes=(a.routes[0]._replace(links=(a.routes[0].links[0] + 1,)),)), "not a path"),

@@ -1,11 +1,14 @@
 import itertools
 
+import dataclasses
+
 import networkx as nx
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dcbench import Network, Topology
+from dcbench import Network, SpecError, Topology
 from tests.conftest import tiered
 
 
@@ -75,3 +78,31 @@ def test_path_ends(small_network):
     assert small_network.path_ends((links[0], links[-1])) is None
     assert small_network.path_ends((10**6,)) is None
     assert small_network.path_ends(()) is None
+
+
+def broken(change):
+    from dcbench.plugins.topologies.tiered import build
+
+    topology = build(channels=8, ratio="1x4")
+    return change(topology) or topology
+
+
+@pytest.mark.parametrize("change, problem", [
+    (lambda t: dataclasses.replace(t, servers=[], capacity=np.zeros((0, 2)), racks=[], pods=[]), "has no servers"),
+    (lambda t: dataclasses.replace(t, servers=[t.servers[0], *t.servers[:-1]]), "lists a server twice"),
+    (lambda t: dataclasses.replace(t, servers=["nowhere", *t.servers[1:]]), "server 'nowhere' is not a node"),
+    (lambda t: t.capacity.__setitem__((3, 0), np.nan), "has a server capacity that is negative or not finite"),
+    (lambda t: t.capacity.__setitem__((3, 1), -1.0), "has a server capacity that is negative or not finite"),
+    (lambda t: dataclasses.replace(t, racks=np.asarray(t.racks, float)), "racks must give each of the 64 servers"),
+    (lambda t: dataclasses.replace(t, pods=t.pods[:-1]), "pods must give each of the 64 servers"),
+    (lambda t: next(iter(t.graph.edges(data=True)))[2].__setitem__("capacity", -8), "has a link whose capacity"),
+])
+def test_a_topology_that_cannot_be_simulated_is_refused_when_compiled(change, problem):
+    with pytest.raises(SpecError, match=f"topology {problem}"):
+        Network.compile(broken(change))
+
+
+def test_a_compiled_network_cannot_be_changed_by_those_that_share_it(small_network):
+    for array in (small_network.server_capacity, small_network.link_capacity, small_network.racks):
+        with pytest.raises(ValueError, match="read-only"):
+            array[0] = 0

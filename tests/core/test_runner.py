@@ -160,14 +160,33 @@ class Workload:
         self.how = how
 
     def generate(self, network, requests, rng):
+        import numpy as np
+        from dcbench import RequestSequence
+
         if self.how == "raise":
             raise RuntimeError("no requests")
-        return 7
+        if self.how == "int":
+            return 7
+        n = 2 * requests if self.how == "long" else requests
+        holding = np.full(n, -1.0 if self.how == "negative_holding" else 3.0)
+        demand = np.tile([[20.0, 20.0]], (n, 1))
+        return RequestSequence("job" if self.how == "job" else "pool", np.ones(n), holding, demand,
+                               "nobody" if self.how == "connectivity" else "all", wait_until_fits=True,
+                               time_step=0.0 if self.how == "no_time_step" else 1.0)
+
+    def default_requests(self, network):
+        return {"zero": 0, "half": 0.5, "huge": 10**10}.get(self.how, 8)
+
+
+class Raises(TetrisAllocator):
+    def allocate(self, request, state):
+        raise RuntimeError("boom in allocate")
 
 
 @hookimpl
 def register_allocators(register):
     register("probe_alloc", Fingerprinted, params=HOW)
+    register("probe_raises", Raises)
 
 
 @hookimpl
@@ -182,7 +201,16 @@ def register_workloads(register):
 
 @hookimpl
 def register_metrics(register):
-    register("probe_metric", lambda tables, network: METRIC_COLUMNS)
+    register("probe_metric", metric)
+
+
+TAMPER = None  # what the metric also does to the tables and network; a test sets it
+
+
+def metric(tables, network):
+    if TAMPER is not None:
+        TAMPER(tables, network)
+    return METRIC_COLUMNS
 '''
 
 
@@ -235,11 +263,56 @@ def test_a_metric_adds_its_own_columns(probe, monkeypatch):
     ({"topology": "probe_topo"}, "topology 'probe_topo'",
      "built a topology that does not compile: KeyError: 'capacity'"),
     ({"workload": "probe_work:how=raise"}, "workload 'probe_work'", "failed in generate(): RuntimeError: no requests"),
-    ({"workload": "probe_work"}, "workload 'probe_work'",
+    ({"workload": "probe_work:how=int"}, "workload 'probe_work'",
      "returned int from generate(), not a dcbench.RequestSequence"),
+    ({"allocator": "probe_raises"}, "allocator 'probe_raises'", "raised RuntimeError: boom in allocate (request 0)"),
+    *(({"workload": f"probe_work:how={how}"}, "workload 'probe_work'",
+       f"returned an unusable request sequence from generate(): {problem}") for how, problem in [
+        ("long", "it has 16 requests, 8 were asked for"),
+        ("negative_holding", "holding holds a negative, NaN or infinite value"),
+        ("job", "it is of kind 'job', the workload declares 'pool'"),
+        ("connectivity", "it has connectivity='nobody', not one of all, cpu, reference"),
+        ("no_time_step", "it waits until requests fit with time_step=0.0; it must be a positive finite number"),
+    ]),
+    *(({"workload": f"probe_work:how={how}", "requests": None}, "workload 'probe_work'",
+       f"returned {value} from default_requests(network), not an integer from 1 to 100,000,000")
+      for how, value in [("zero", "0"), ("half", "0.5"), ("huge", "10000000000")]),
 ])
 def test_a_misbehaving_third_party_plugin_is_a_plugin_error(probe, kwargs, what, problem):
     runner, _ = probe
     args = {"allocator": "tetris", "topology": "tiered:8,1x4", "requests": 8} | kwargs
     with pytest.raises(PluginError, match=probe_error(what, problem)):
         runner.run(**args)
+
+
+class Tampering:
+    """A metric that changes the tables it reads, and the network."""
+
+    def __init__(self, target):
+        self.target = target
+
+    def __call__(self, tables, network):
+        if self.target == "tables":
+            tables.requests["outcome"][:] = "accepted"
+        elif self.target == "columns":
+            del tables.requests["outcome"]
+        else:
+            network.server_capacity[:] *= 100
+
+
+@pytest.mark.parametrize("target, error", [("tables", "ValueError: assignment destination is read-only"),
+                                           ("network", "ValueError: output array is read-only"),
+                                           ("columns", None)])
+def test_a_metric_cannot_change_the_tables_that_are_written_or_the_network(probe, monkeypatch, tmp_path,
+                                                                          target, error):
+    runner, module = probe
+    monkeypatch.setattr(module, "TAMPER", Tampering(target))
+    if error is not None:
+        with pytest.raises(PluginError, match=probe_error("metric 'probe_metric'", f"failed: {error}")):
+            runner.run("tetris", "tiered:8,1x4", requests=16)
+    else:
+        result = runner.run("tetris", "tiered:8,1x4", requests=16)
+        assert "outcome" in result.tables.requests and result.summary["accepted"] < 16
+    monkeypatch.setattr(module, "TAMPER", None)
+    clean = runner.run("tetris", "tiered:8,1x4", requests=16, seed=1)  # on the runner's cached network
+    assert clean.summary["accepted"] == Runner().run("tetris", "tiered:8,1x4", requests=16, seed=1).summary["accepted"]

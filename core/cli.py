@@ -47,8 +47,8 @@ class DcbenchGroup(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
-        except DcbenchError as exc:
-            raise UserError(str(exc)) from None
+        except DcbenchError as exc:  # (one line even where a plugin raised one with several)
+            raise UserError(" ".join(line.strip() for line in str(exc).splitlines() if line.strip())) from None
         except click.UsageError as exc:
             if exc.ctx is not None:
                 command = exc.ctx.command_path
@@ -434,6 +434,8 @@ def train(allocator: str, topology: str, workload: str | None, steps: int | None
         with blamed_on(entry, "failed in its trainer"):  # a third-party trainer's exception: one line
             path = trainer(topology=topology, workload=workload, steps=steps, seed=seed, out=out, progress=report,
                            **extra)
+    if not isinstance(path, (str, Path)) or not Path(path).is_file():
+        raise entry.error(f"trainer returned {path!r}, not the path of the checkpoint it wrote")
     if last and not quiet:  # the bar was transient (or not drawn): its last line stays in a log
         click.echo(f"steps {last['steps']}  {last['status']}")
     click.echo(f"checkpoint: {path}")

@@ -41,7 +41,11 @@ def describe(exc: BaseException, limit: int = 200) -> str:
     """An exception in one line: its type and the first line of its message,
     with the next line too where the first ends in a colon (torch's and
     pyarrow's messages run to several lines), cut at ``limit`` characters."""
-    lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
+    try:
+        text = str(exc)
+    except Exception:  # a plugin's exception whose __str__ fails
+        text = ""
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
     if not lines:
         return type(exc).__name__
     message = f"{lines[0]} {lines[1]}" if lines[0].endswith(":") and len(lines) > 1 else lines[0]

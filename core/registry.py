@@ -24,7 +24,7 @@ import pluggy
 
 from dcbench import hookspecs
 from dcbench.errors import DcbenchError, PluginError, SpecError, UnknownPluginError, describe
-from dcbench.spec import Param, Spec, bind, resolved_spec, unknown
+from dcbench.spec import PARAM_TYPES, Param, Spec, bind, resolved_spec, unknown
 from dcbench.suite import Scenario, Suite
 
 KINDS = ("topology", "workload", "allocator", "metric", "suite")
@@ -111,7 +111,7 @@ class PluginEntry:
         module_name, _, attr = self.target.partition(":")
         try:
             return getattr(importlib.import_module(module_name), attr)
-        except Exception as exc:  # a broken plugin must not show a traceback
+        except (Exception, SystemExit) as exc:  # a broken plugin must not show a traceback
             if self.builtin and not isinstance(exc, ImportError):  # a missing dependency is the user's to fix
                 raise
             raise PluginError(
@@ -130,10 +130,9 @@ class PluginEntry:
                 obj = factory(**values)
             except SpecError:
                 raise
-            except (ValueError, TypeError) as exc:  # the factory refuses a parameter value
-                if isinstance(exc, TypeError) and self.builtin:  # dcbench's own factories refuse with ValueError
-                    raise
+            except ValueError as exc:  # the factory refuses a parameter value: the spec's to fix
                 raise SpecError(f"{self.name}: {exc}") from exc
+            # anything else (a TypeError: a signature that does not match its params, say) is the plugin's
         return Built(obj, resolved_spec(self.name, values), values)
 
 
@@ -147,7 +146,7 @@ def blamed_on(entry: PluginEntry, failure: str) -> Iterator[None]:
         yield
     except DcbenchError:
         raise
-    except Exception as exc:
+    except (Exception, SystemExit) as exc:
         if entry.builtin:
             raise
         raise entry.error(f"{failure}: {describe(exc)}") from exc
@@ -199,7 +198,7 @@ class Registry:
             register = functools.partial(self._register, kind, entries, impl.plugin_name)
             try:
                 impl.function(register)
-            except Exception as exc:
+            except (Exception, SystemExit) as exc:
                 if impl.plugin_name in BUILTIN_PLUGINS:  # dcbench's own bug: its traceback, not a warning
                     raise
                 self._fail(f"plugin {self._label(impl.plugin_name)} failed in {hook.name}: {describe(exc)}")
@@ -238,7 +237,7 @@ class Registry:
             commands = {} if cli is None else {name: _CommandState.of(c) for name, c in cli.commands.items()}
             try:
                 impl.function(**kwargs)
-            except Exception as exc:
+            except (Exception, SystemExit) as exc:
                 if impl.plugin_name in BUILTIN_PLUGINS:
                     raise
                 self._fail(f"plugin {self._label(impl.plugin_name)} failed in {hook_name}: {describe(exc)}")
@@ -320,10 +319,39 @@ def registration_problem(kind: str, name: Any, target: Any, params: Any, extra: 
     strays = [param for param in params if not isinstance(param, Param)]
     if strays:
         return f"params holds {strays[0]!r}, not a dcbench.Param"
+    names = [param.name for param in params]
+    if len(set(names)) != len(names):
+        return "two of its params have one name"
+    for param in params:
+        problem = param_problem(param)
+        if problem is not None:
+            return f"param {param.name!r} {problem}"
+    trainer = extra.get("trainer")
+    if trainer is not None and not (callable(trainer) or isinstance(trainer, str) and ":" in trainer):
+        return f"its trainer {trainer!r} is neither a callable nor a 'module:attr'"
     demands = extra.get("demands", ("pool",))
     if kind == "allocator" and (not isinstance(demands, (list, tuple)) or not demands
                                 or not set(demands) <= set(DEMAND_KINDS)):
         return f"demands={demands!r} is not a tuple of {' and/or '.join(map(repr, DEMAND_KINDS))}"
+    return None
+
+
+def param_problem(param: Param) -> str | None:
+    """What makes a declared `Param` unusable, or None: a spec must be able
+    to give its name, and its default must be a value it accepts (a run's
+    resolved spec writes the default out, and it is parsed again)."""
+    if not isinstance(param.name, str) or not param.name.isidentifier():
+        return "needs a name of letters, digits and '_'"
+    if param.type not in PARAM_TYPES:
+        return f"has type {getattr(param.type, '__name__', param.type)}; use str, int, float or bool"
+    if param.required or param.default is None:
+        return None
+    try:
+        written = resolved_spec("probe", {param.name: param.default})
+        if bind("probe", [param], Spec.parse(written))[param.name] != param.default:
+            raise SpecError(written)
+    except SpecError:
+        return f"has default {param.default!r}, which is not a value it accepts"
     return None
 
 
@@ -356,8 +384,8 @@ def suite_problem(suite: Any) -> str | None:
 def _scenario_problem(scenario: Scenario) -> str | None:
     if not isinstance(scenario.topology, str) or not isinstance(scenario.workload, (str, type(None))):
         return "has a topology or workload that is not a spec string"
-    if not isinstance(scenario.name, str):
-        return f"has name={scenario.name!r}, not a string"
+    if not isinstance(scenario.name, str) or not scenario.label.isprintable():
+        return f"has name={scenario.name!r}, not a string of one line"
     if scenario.requests is not None and (type(scenario.requests) is not int or scenario.requests < 1):
         return f"has requests={scenario.requests!r}, not a positive integer or None"
     seeds = scenario.seeds
@@ -413,7 +441,7 @@ def create_registry(entry_points: Iterable[importlib.metadata.EntryPoint] | None
         try:
             module = entry_point.load()
             manager.register(module, name=entry_point.name)
-        except Exception as exc:
+        except (Exception, SystemExit) as exc:
             _report(f"plugin {label} failed to load: {describe(exc)}", failures)
             continue
         plugins.append(PluginInfo(entry_point.name, dist_name, dist_version, builtin=False))

@@ -91,6 +91,7 @@ LARGEST_INTEGER = 2**53
 MAX_REQUESTS = 100_000_000
 
 _PARSERS: dict[type, Callable[[str], Any]] = {int: int, float: parse_finite_float, str: str, bool: parse_bool}
+PARAM_TYPES = tuple(_PARSERS)
 _TYPE_NAMES = {int: "an integer", float: "a finite number", str: "a string", bool: "yes or no"}
 
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
-from dcbench.errors import DcbenchError, PluginError, ResultsError, SpecError, describe
+from dcbench.errors import DcbenchError, IncompatibleError, PluginError, ResultsError, SpecError, describe
 from dcbench.results import SUMMARY_COLUMNS, is_complete, provenance_of, read_table, sweep_problem, write_table_atomic
 from dcbench.runner import Runner, run_id_of
 from dcbench.spec import Spec, bind, resolved_spec
@@ -77,12 +77,21 @@ def plan(runner: Runner, suite: Suite, allocators: Sequence[str]) -> list[Job]:
                             f"{resolved}); give each allocator once")
         given[resolved] = allocator
     jobs = []
+    scenario_of: dict[str, str] = {}
     for scenario in suite.scenarios:
         for allocator in allocators:
-            resolved = runner.resolve(allocator, scenario.topology, scenario.workload, scenario.requests)
+            try:
+                resolved = runner.resolve(allocator, scenario.topology, scenario.workload, scenario.requests)
+            except (SpecError, IncompatibleError) as exc:  # say where in the suite (a third-party one's specs)
+                raise type(exc)(f"suite {suite.name!r}, scenario {scenario.label!r}: {exc}") from exc
             for seed in scenario.seeds:
+                run_id = run_id_of(resolved, seed)
+                if scenario_of.setdefault(run_id, scenario.label) != scenario.label:
+                    raise PluginError(f"suite {suite.name!r} (plugin {suite.plugin or '?'}) has scenarios "
+                                      f"{scenario_of[run_id]!r} and {scenario.label!r}, which resolve to the same "
+                                      "runs; they would count twice in every mean: report it to the plugin's authors")
                 jobs.append(Job(scenario.label, allocator, scenario.topology, scenario.workload,
-                                scenario.requests, seed, run_id_of(resolved, seed)))
+                                scenario.requests, seed, run_id))
     return jobs
 
 

@@ -107,11 +107,17 @@ def train_without_a_gpu(**settings):
     raise ValueError("no GPU found")
 
 
+def train_nothing(**settings):
+    return None
+
+
 @hookimpl
 def register_allocators(register):
     register("probe_explodes", explode)
     register("probe_stray", TetrisAllocator, params=["penalty"])
     register("probe_learned", TetrisAllocator, learned=True, trainer="dcbench_probe:train_without_a_gpu")
+    register("probe_lazy", TetrisAllocator, learned=True, trainer="dcbench_probe:train_nothing")
+    register("probe_no_trainer", TetrisAllocator, learned=True, trainer=42)
 
 
 @hookimpl
@@ -220,3 +226,15 @@ def test_a_plugin_cannot_change_a_builtin_command_in_place(probe_site):
     assert done.stderr.splitlines()[-1] == "Error: No such option '--probe'; see `dcbench list --help`"
     assert ("Warning: plugin 'probeplug' (dcbench-probe 0.1.0) changes command 'list' of 'dcbench'; ignored "
             "(set DCBENCH_STRICT_PLUGINS=1 to make this an error)") in done.stderr.splitlines()
+
+
+def test_a_trainer_that_writes_no_checkpoint_is_one_line_and_a_trainer_that_is_none_is_not_registered(probe_site,
+                                                                                                     tmp_path):
+    done = dcbench(probe_site, "train", "-a", "probe_lazy", "-t", "tiered:8,1x4", "--out", str(tmp_path / "x.pt"))
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert done.stderr.splitlines()[-1] == ("Error: allocator 'probe_lazy' (plugin probeplug, dcbench-probe 0.1.0) "
+                                            "trainer returned None, not the path of the checkpoint it wrote; "
+                                            "report it to the plugin's authors")
+    assert ("Warning: plugin 'probeplug' (dcbench-probe 0.1.0) registers allocator 'probe_no_trainer': its trainer "
+            "42 is neither a callable nor a 'module:attr'; ignored (set DCBENCH_STRICT_PLUGINS=1 to make this an "
+            "error)") in done.stderr.splitlines()

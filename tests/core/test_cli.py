@@ -173,6 +173,18 @@ def test_a_file_system_error_no_command_foresaw_is_still_one_line(tmp_path, monk
                             "permissions\n"
 
 
+def test_an_error_of_several_lines_from_a_plugin_is_printed_on_one(tmp_path, monkeypatch):
+    import dcbench.cli
+    from dcbench import SpecError
+
+    def fails(*args, **kwargs):
+        raise SpecError("malformed spec 'x': something\n  and more\n")
+
+    monkeypatch.setattr(dcbench.cli, "_seeds", fails)
+    result = invoke("run", "-a", "tetris", "--out", str(tmp_path))
+    assert result.exit_code == 2 and result.output == "Error: malformed spec 'x': something and more\n"
+
+
 def test_an_unknown_command_is_one_line():
     result = invoke("bogus")
     assert result.exit_code == 2 and result.output == "Error: No such command 'bogus'; see `cli --help`\n"

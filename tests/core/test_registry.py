@@ -103,6 +103,13 @@ def register_allocators(register):
     register("colon:name", TetrisAllocator)
     register("comma,name", TetrisAllocator)
     register("no_target", None)
+    register("nan_default", TetrisAllocator, params=[Param("penalty", float, float("nan"))])
+    register("text_default", TetrisAllocator, params=[Param("scale", int, "ten")])
+    register("comma_default", TetrisAllocator, params=[Param("names", str, "a,b")])
+    register("off_range_default", TetrisAllocator, params=[Param("scale", int, 0, minimum=1)])
+    register("list_type", TetrisAllocator, params=[Param("scale", list, None)])
+    register("spaced_name", TetrisAllocator, params=[Param("my scale", int, 1)])
+    register("twice", TetrisAllocator, params=[Param("scale", int, 1), Param("scale", float, 1.0)])
     register("fine", TetrisAllocator, params=[Param("penalty", float, 0.9)], demands=["pool"])
 '''
 
@@ -110,7 +117,8 @@ BUILD_FAILS = '''
 from dcbench import Param, hookimpl
 
 def explode(how):
-    raise {"runtime": RuntimeError("boom in init"), "key": KeyError("weights")}[how]
+    raise {"runtime": RuntimeError("boom in init"), "key": KeyError("weights"),
+           "type": TypeError("unsupported operand type(s) for +: 'NoneType' and 'int'")}[how]
 
 @hookimpl
 def register_allocators(register):
@@ -164,6 +172,14 @@ def test_a_failed_registration_is_reported_when_the_registry_is_created(plugin_m
     ("colon:name", "registers allocator 'colon:name': no spec can give that name"),
     ("comma,name", "registers allocator 'comma,name': no spec can give that name"),
     ("no_target", "registers allocator 'no_target': its target None is neither a callable nor a 'module:attr'"),
+    ("nan_default", "registers allocator 'nan_default': param 'penalty' has default nan, which is not a value it "
+                    "accepts"),
+    *((name, f"registers allocator {name!r}: param {param!r} has default {default}, which is not a value it accepts")
+      for name, param, default in [("text_default", "scale", "'ten'"), ("comma_default", "names", "'a,b'"),
+                                   ("off_range_default", "scale", "0")]),
+    ("list_type", "registers allocator 'list_type': param 'scale' has type list; use str, int, float or bool"),
+    ("spaced_name", "registers allocator 'spaced_name': param 'my scale' needs a name of letters, digits and '_'"),
+    ("twice", "registers allocator 'twice': two of its params have one name"),
 ])
 def test_an_unusable_registration_is_skipped_with_a_warning(more_plugin_modules, name, fragment):
     with warnings.catch_warnings(record=True) as caught:
@@ -172,10 +188,12 @@ def test_an_unusable_registration_is_skipped_with_a_warning(more_plugin_modules,
     allocators = registry.entries("allocator")
     assert name not in allocators and allocators["fine"].demands == ("pool",)
     assert sum(f"plugin 'unusable' {fragment}" in m for m in plugin_warnings(caught)) == 1
-    assert len(registry.failures) == 6
+    assert len(registry.failures) == 13
 
 
-@pytest.mark.parametrize("how, error", [("runtime", "RuntimeError: boom in init"), ("key", "KeyError: 'weights'")])
+@pytest.mark.parametrize("how, error", [("runtime", "RuntimeError: boom in init"), ("key", "KeyError: 'weights'"),
+                                        # a bug in the plugin, not the user's spec: only ValueError is that
+                                        ("type", "TypeError: unsupported operand type(s) for +: 'NoneType' and 'int'")])
 def test_a_third_party_factory_that_raises_is_a_plugin_error(more_plugin_modules, how, error):
     registry = create_registry(entry_points(("build", "tp_build")))
     with pytest.raises(PluginError) as raised:
@@ -289,3 +307,29 @@ def test_an_unusable_suite_is_skipped_with_a_warning(tmp_path, monkeypatch, name
     assert name not in suites and "fine" in suites and "nara2022" in suites
     assert sum(f"plugin 'suites' registers suite {name!r}: {fragment}" in m for m in plugin_warnings(caught)) == 1
     assert len(registry.failures) == 8
+
+
+def test_a_plugin_that_exits_while_loading_is_reported_not_obeyed(tmp_path, monkeypatch):
+    (tmp_path / "tp_exits.py").write_text("import sys\nsys.exit(0)\n")
+    (tmp_path / "tp_exits_later.py").write_text(
+        "import sys\nfrom dcbench import hookimpl\n\n@hookimpl\ndef register_allocators(register):\n"
+        "    sys.exit(3)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delenv("DCBENCH_STRICT_PLUGINS", raising=False)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        registry = create_registry(entry_points(("exits", "tp_exits"), ("later", "tp_exits_later")))
+    assert "tetris" in registry.entries("allocator")
+    assert [m.split(STRICT_HINT)[0] for m in plugin_warnings(caught)] == [
+        "plugin exits (? ?) failed to load: SystemExit: 0",
+        "plugin 'later' failed in register_allocators: SystemExit: 3"]
+
+
+def test_an_exception_that_cannot_say_what_it_is_is_still_described():
+    from dcbench.errors import describe
+
+    class Mute(Exception):
+        def __str__(self):
+            raise RuntimeError("no words")
+
+    assert describe(Mute()) == "Mute"

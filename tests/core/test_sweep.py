@@ -221,6 +221,18 @@ def test_a_worker_that_dies_is_one_line_and_the_finished_runs_stay(tmp_path, mon
                              "kept: run the same sweep again to resume it, with fewer workers (-j)\n")
 
 
+def with_plugin(tmp_path, monkeypatch, name, source):
+    """Make the registry the command line uses hold the plugin ``name`` (module ``tp_<name>``, its ``source``)."""
+    import importlib.metadata
+
+    import dcbench.registry
+
+    (tmp_path / f"tp_{name}.py").write_text(source)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(dcbench.registry, "_REGISTRY", dcbench.registry.create_registry(
+        [importlib.metadata.EntryPoint(name, f"tp_{name}", "dcbench")]))
+
+
 TYPO_SUITE = '''
 from dcbench import Scenario, Suite, hookimpl
 
@@ -232,14 +244,7 @@ def register_suites(register):
 
 def test_a_suite_ranked_by_a_column_its_runs_lack_is_one_line_and_keeps_the_runs(tmp_path, monkeypatch,
                                                                                   fresh_registry):
-    import importlib.metadata
-
-    import dcbench.registry
-
-    (tmp_path / "tp_typo.py").write_text(TYPO_SUITE)
-    monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setattr(dcbench.registry, "_REGISTRY", dcbench.registry.create_registry(
-        [importlib.metadata.EntryPoint("typo", "tp_typo", "dcbench")]))
+    with_plugin(tmp_path, monkeypatch, "typo", TYPO_SUITE)
     out = tmp_path / "out"
     result = CliRunner().invoke(cli, ["sweep", "-s", "typo", "-a", "random", "--out", str(out), "-j", "1"])
     assert result.exit_code == 2
@@ -248,3 +253,32 @@ def test_a_suite_ranked_by_a_column_its_runs_lack_is_one_line_and_keeps_the_runs
         "(did you mean 'acceptance_ratio'?); fix its primary_metric to one of the metric columns "
         f"of '{out / 'summary.parquet'}' (the runs are kept)")
     assert len([p for p in out.iterdir() if p.is_dir()]) == 2
+
+
+TWIN_SUITE = """
+from dcbench import Scenario, Suite, hookimpl
+
+@hookimpl
+def register_suites(register):
+    register(Suite("twins", (Scenario("tiered:8,1x4", requests=8), Scenario("tiered:8,1x4,pods=2", requests=8))))
+    register(Suite("typos", (Scenario("tiered:8,1x4", requests=8), Scenario("tiered:8,1x5", requests=8))))
+"""
+
+
+def test_two_scenarios_that_are_the_same_runs_are_refused_before_anything_runs(tmp_path, monkeypatch,
+                                                                               fresh_registry):
+    with_plugin(tmp_path, monkeypatch, "twins", TWIN_SUITE)
+    result = CliRunner().invoke(cli, ["sweep", "-s", "twins", "-a", "random", "--out", str(tmp_path / "out")])
+    assert result.exit_code == 2
+    assert result.output == ("Error: suite 'twins' (plugin twins) has scenarios 'tiered:8,1x4' and "
+                             "'tiered:8,1x4,pods=2', which resolve to the same runs; they would count twice in "
+                             "every mean: report it to the plugin's authors\n")
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_suite_whose_scenario_does_not_resolve_says_which(tmp_path, monkeypatch, fresh_registry):
+    with_plugin(tmp_path, monkeypatch, "twins", TWIN_SUITE)
+    result = CliRunner().invoke(cli, ["sweep", "-s", "typos", "-a", "random", "--out", str(tmp_path / "out")])
+    assert result.exit_code == 2 and result.output.count("\n") == 1
+    assert result.output.startswith("Error: suite 'typos', scenario 'tiered:8,1x5': tiered: ratio='1x5' is not one of")
+    assert not (tmp_path / "out").exists()

@@ -253,6 +253,7 @@ def test_train_command_and_its_errors(tmp_path, monkeypatch):
     def fake_train(**kwargs):
         calls.append(kwargs)
         kwargs["progress"]({"steps": 10, "acceptance": 0.5, "policy_loss": 0.01, "value_loss": 2.0, "entropy": 3.0})
+        kwargs["out"].write_bytes(b"weights")
         return kwargs["out"]
 
     monkeypatch.setattr(training, "train", fake_train)

@@ -355,6 +355,8 @@ def report(results: Path, out: Path | None, section: str | None) -> None:
     from dcbench.leaderboard import baselines
     from dcbench.results import ranking_of
 
+    if section is not None and (not section.strip() or not section.isprintable() or "--" in section):
+        raise UserError(f"--section {section!r}: give a name of one line, without '--' (it goes in an HTML comment)")
     registry = load_registry()
     primary, higher_is_better = ranking_of(registry.entries("suite").get(suite_name))
     title = f"Suite {suite_name}" + (f" ({section})" if section else "")
@@ -385,7 +387,9 @@ def example_topology(registry: Any, demands: tuple[str, ...]) -> str | None:
                    "that reaches them (default: the trainer's).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Training seed.")
 @click.option("--out", type=click.Path(path_type=Path), default=None,
-              help="Checkpoint file; training state goes to OUT.train/ and is resumed from there.")
+              help="Checkpoint file (.pt, default checkpoints/<allocator>-<topology>.pt); its record, curve and "
+                   "plot go beside it (.json, .curve.parquet, .png), the training state to OUT.train/, "
+                   "resumed from there.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
 def train(allocator: str, topology: str, workload: str | None, steps: int | None, seed: int,
           out: Path | None, quiet: bool) -> None:
@@ -414,9 +418,12 @@ def train(allocator: str, topology: str, workload: str | None, steps: int | None
     check_bounds("--seed", seed, 0)
     out = out or Path("checkpoints") / f"{entry.name}-{topology.replace(':', '-').replace(',', '-')}.pt"
     check_writable(out.parent, "the checkpoint")  # before training, not after it
-    if out.is_dir():
-        raise UserError(f"--out {out} is a folder; give the checkpoint's file name, e.g. {out / 'model.pt'}")
-    options = dict(Spec.parse(allocator).kwargs)
+    check_training_outputs(out)
+    parsed = Spec.parse(allocator)
+    if parsed.args:
+        raise UserError(f"{parsed.name} takes its training options as KEY=VALUE, got {', '.join(parsed.args)!r}; "
+                        f"see `dcbench list {parsed.name}`")
+    options = dict(parsed.kwargs)
     extra = {"options": options} if options else {}
     last: dict[str, str] = {}
     with progress_bar(quiet, "status") as progress:
@@ -439,6 +446,29 @@ def train(allocator: str, topology: str, workload: str | None, steps: int | None
     if last and not quiet:  # the bar was transient (or not drawn): its last line stays in a log
         click.echo(f"steps {last['steps']}  {last['status']}")
     click.echo(f"checkpoint: {path}")
+
+
+def _starts_with(path: Path, magic: bytes) -> bool:
+    with open(path, "rb") as file:
+        return file.read(len(magic)) == magic
+
+
+def check_training_outputs(out: Path) -> None:
+    """Before training (minutes to hours): nothing but an earlier checkpoint
+    may be replaced where it and the files beside it go."""
+    if out.is_dir():
+        raise UserError(f"--out {out} is a folder; give the checkpoint's file name, e.g. {out / 'model.pt'}")
+    if out.suffix != ".pt":
+        raise UserError(f"--out {out}: give a .pt file name (its .json record and .png plot are written beside it)")
+    if out.exists() and not (out.is_file() and _starts_with(out, b"PK\x03\x04")):  # torch.save writes a zip
+        raise UserError(f"--out {out} exists and is not a checkpoint; give another path, or remove it")
+    for beside in (out.with_suffix(".json"), out.with_suffix(".png"), out.with_suffix(".curve.parquet")):
+        if beside.exists() and not beside.is_file():
+            raise UserError(f"{beside}, where training writes its {beside.suffix[1:]} file, is not a file; "
+                            "remove it or give another --out")
+    state = out.with_name(out.name + ".train")
+    if state.exists() and not state.is_dir():
+        raise UserError(f"{state}, where training keeps its state, is not a folder; remove it or give another --out")
 
 
 @cli.group(invoke_without_command=True)

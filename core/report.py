@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from dcbench.errors import ResultsError, SpecError
-from dcbench.results import write_text_atomic
+from dcbench.results import check_regular_file, write_text_atomic
 from dcbench.spec import Spec, bind, resolved_spec
 from dcbench.stats import format_ci, mean_ci
 
@@ -193,6 +193,7 @@ def write_between_markers(path: Path, text: str, section: str = "") -> None:
     the prose around it; the file is replaced whole or not at all."""
     start, end = (START, END) if not section else (START.replace(":", f" {section}:"), END.replace(":", f" {section}:"))
     block = f"{start}\n{text}\n{end}"
+    check_regular_file(path, "a Markdown file with --out")
     try:
         if path.exists():
             updated = with_block(page_text(path), start, end, block, path)
@@ -216,8 +217,14 @@ def page_text(path: Path) -> str:
 def with_block(current: str, start: str, end: str, block: str, path: Path) -> str:
     """``current`` with its marked block replaced by ``block``, or with
     ``block`` appended where it has no start marker."""
+    if current.count(start) > 1 or current.count(end) > 1:
+        raise ResultsError(f"cannot update '{path}': its marker {start!r} or {end!r} is there twice; "
+                           "keep one block between them")
     head, found, rest = current.partition(start)
     if not found:
+        if end in current:
+            raise ResultsError(f"cannot update '{path}': it has the marker {end!r} but no {start!r} before it; "
+                               "put the start marker back, or remove the end marker")
         return current.rstrip() + "\n\n" + block + "\n"
     if end not in rest:
         raise ResultsError(f"cannot update '{path}': its marker {start!r} has no {end!r} after it; "

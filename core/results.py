@@ -107,6 +107,7 @@ def write_atomic(path: Path, write: Callable[[Path], None]) -> None:
     a file replaced keeps its permissions."""
     if path.is_symlink():
         path = path.resolve()
+    check_regular_file(path)
     try:
         mode = stat.S_IMODE(path.stat().st_mode)
     except FileNotFoundError:
@@ -120,6 +121,14 @@ def write_atomic(path: Path, write: Callable[[Path], None]) -> None:
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise
+
+
+def check_regular_file(path: Path, give: str = "the path of a file to write") -> None:
+    """Refuse to read or replace what is at ``path`` unless it is a regular
+    file (or nothing yet): a folder, a device such as /dev/null, a FIFO."""
+    if path.exists() and not path.is_file():
+        kind = "a folder" if path.is_dir() else "not a regular file (a device or a pipe)"
+        raise ResultsError(f"'{path}' is {kind}; give {give}")
 
 
 def write_text_atomic(path: Path, text: str) -> None:

@@ -1,4 +1,5 @@
 import math
+import os
 import shutil
 
 import pyarrow as pa
@@ -104,8 +105,14 @@ def test_a_report_that_cannot_be_written_leaves_the_page_as_it_was(tmp_path, mon
     assert page.read_text() == before and [p.name for p in tmp_path.iterdir()] == ["report.md"]
 
 
+def make_fifo(path):
+    os.mkfifo(path)
+    return path
+
+
 @pytest.mark.parametrize("command, make_target, fragment", [
-    ("report", lambda tmp: tmp, "cannot update"),  # a folder where the page should be
+    ("report", lambda tmp: tmp, "is a folder; give a Markdown file with --out"),  # a folder where the page should be
+    ("report", lambda tmp: make_fifo(tmp / "pipe"), "is not a regular file (a device or a pipe)"),  # would hang
     ("plot", lambda tmp: tmp / "results" / "summary.parquet", "cannot write plots to"),  # a file where a folder
 ])
 def test_report_and_plot_outputs_that_cannot_be_written_are_one_line(tmp_path, command, make_target, fragment):
@@ -237,6 +244,12 @@ def test_a_summary_with_bad_contents_is_one_line_and_nothing_is_written(random_s
      "its marker '<!-- dcbench report s: start -->' has no '<!-- dcbench report s: end -->' after it; put the end "
      "marker after the start marker, or remove both"),
     ("# Überblick\n".encode("latin-1"), "it is not UTF-8 text (byte 2); give a Markdown file with --out"),
+    (b"<!-- dcbench report s: start -->\na\n<!-- dcbench report s: end -->\n<!-- dcbench report s: start -->\nb\n"
+     b"<!-- dcbench report s: end -->\n", "its marker '<!-- dcbench report s: start -->' or '<!-- dcbench report s: "
+                                        "end -->' is there twice; keep one block between them"),
+    (b"prose\n<!-- dcbench report s: end -->\n", "it has the marker '<!-- dcbench report s: end -->' but no "
+                                                 "'<!-- dcbench report s: start -->' before it; put the start marker "
+                                                 "back, or remove the end marker"),
 ])
 def test_a_page_whose_markers_or_encoding_are_wrong_is_left_as_it_was(tmp_path, page, problem):
     path = tmp_path / "report.md"

@@ -255,6 +255,7 @@ def test_phi_sweep_trains_and_tests_one_checkpoint_per_cost(tmp_path, monkeypatc
     ("gnn_ppo", "phi-sweep trains a2c_multistep, not 'gnn_ppo'"),
     ("a2c_multistep:bogus=1", "unknown training option 'bogus'. Known training options:"),
     ("a2c_multistep", "topology 'tiered' serves pool demands; give an optical one, e.g. -t ocs:16"),
+    ("a2c_multistep:1", "a2c_multistep takes its training options as KEY=VALUE, got '1'"),
 ])
 def test_phi_sweep_refuses_a_bad_training_spec(tmp_path, allocator, fragment):
     from dcbench import get_registry
@@ -281,6 +282,9 @@ def test_phi_sweep_checks_its_output_folder_before_training(tmp_path):
                            (["--steps", "0"], "--steps must be at least 1, got 0"),
                            (["--episode-jobs", "0"], "--episode-jobs must be at least 1, got 0"),
                            (["--seeds", "0,-1"], "--seeds must be at least 0, got -1"),
+                           (["--seeds", "0,0"], "--seeds lists a value twice; give each once"),
+                           (["--costs", "5,5"], "--costs lists a value twice; give each once"),
+                           (["--seeds", str(10**20)], "--seeds must be at most 9,007,199,254,740,992"),
                            (["--costs", "0,nan"], "--costs takes finite numbers of at least 0, got nan"),
                            (["--costs", "0,-5"], "--costs takes finite numbers of at least 0, got -5"),
                            (["--out", str(tmp_path / "phi,2")], "--out"),  # checkpoint specs cannot hold a comma

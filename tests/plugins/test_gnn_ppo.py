@@ -253,7 +253,7 @@ def test_train_command_and_its_errors(tmp_path, monkeypatch):
     def fake_train(**kwargs):
         calls.append(kwargs)
         kwargs["progress"]({"steps": 10, "acceptance": 0.5, "policy_loss": 0.01, "value_loss": 2.0, "entropy": 3.0})
-        kwargs["out"].write_bytes(b"weights")
+        kwargs["out"].write_bytes(b"PK\x03\x04 a zip archive, as torch.save writes")
         return kwargs["out"]
 
     monkeypatch.setattr(training, "train", fake_train)
@@ -273,6 +273,52 @@ def test_train_command_and_its_errors(tmp_path, monkeypatch):
     assert optical.exit_code == 2 and optical.output == (
         "Error: gnn_ppo learns pool demands but workload 'vmjobs' makes job demands; "
         "train it on a topology that serves them, e.g. -t tiered:8,1x1\n")
+
+
+
+def not_a_checkpoint(folder):
+    (folder / "m.pt").write_text("my notes")
+
+
+def png_is_a_folder(folder):
+    (folder / "m.png").mkdir()
+
+
+def state_is_a_file(folder):
+    (folder / "m.pt.train").write_text("x")
+
+
+@pytest.mark.parametrize("out, prepare, fragment", [
+    ("m.png", None, "--out {folder}/m.png: give a .pt file name"),
+    ("m.pt", not_a_checkpoint, "--out {folder}/m.pt exists and is not a checkpoint; give another path, or remove it"),
+    ("m.pt", png_is_a_folder, "{folder}/m.png, where training writes its png file, is not a file"),
+    ("m.pt", state_is_a_file, "{folder}/m.pt.train, where training keeps its state, is not a folder"),
+])
+def test_train_refuses_to_replace_what_is_not_its_own_before_training(tmp_path, monkeypatch, out, prepare, fragment):
+    from click.testing import CliRunner
+
+    from dcbench.cli import cli
+
+    import dcbench.plugins.allocators.gnn_ppo.train as training
+
+    monkeypatch.setattr(training, "train", lambda **kwargs: pytest.fail("trained"))
+    if prepare is not None:
+        prepare(tmp_path)
+    before = sorted(p.name for p in tmp_path.iterdir())
+    result = CliRunner().invoke(cli, ["train", "-a", "gnn_ppo", "-t", "tiered:8,1x4", "--out", str(tmp_path / out)])
+    assert result.exit_code == 2 and result.output.startswith("Error: " + fragment.format(folder=tmp_path))
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
+
+
+def test_train_takes_no_positional_option():
+    from click.testing import CliRunner
+
+    from dcbench.cli import cli
+
+    result = CliRunner().invoke(cli, ["train", "-a", "gnn_ppo:1", "-t", "tiered:8,1x4"])
+    assert result.exit_code == 2
+    assert result.output == ("Error: gnn_ppo takes its training options as KEY=VALUE, got '1'; "
+                             "see `dcbench list gnn_ppo`\n")
 
 
 POLICY_OUTPUTS = """

@@ -54,6 +54,8 @@ def register_commands(cli):
                                      ("--seeds", min(seed_list), 0)):
             if value < least:
                 raise SpecError(f"{option} must be at least {least}, got {value}")
+        if max(seed_list) > 2**53:
+            raise SpecError(f"--seeds must be at most {2**53:,}, got {max(seed_list):,}")
         table = phi_sweep(topology, workload, values, steps, seed_list, requests, out, click.echo, episode_jobs,
                           allocator)
         click.echo(f"table: {table}\nplot: {table.with_suffix('.png')}")

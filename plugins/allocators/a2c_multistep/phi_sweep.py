@@ -25,6 +25,8 @@ def phi_sweep(topology: str, workload: str, costs: list[float], steps: int, seed
     if spec.name != "a2c_multistep":
         raise SpecError(f"phi-sweep trains a2c_multistep, not {spec.name!r}: "
                         "give --allocator a2c_multistep[:KEY=VALUE]")
+    if spec.args:
+        raise SpecError(f"a2c_multistep takes its training options as KEY=VALUE, got {', '.join(spec.args)!r}")
     options = {key: str(value) for key, value in spec.kwargs.items()}
     if "reconfiguration_cost" in options:
         raise SpecError("phi-sweep sets reconfiguration_cost itself: give the values with --costs")
@@ -33,6 +35,9 @@ def phi_sweep(topology: str, workload: str, costs: list[float], steps: int, seed
     wrong = [cost for cost in costs if not math.isfinite(cost) or cost < 0]
     if wrong:
         raise SpecError(f"--costs takes finite numbers of at least 0, got {wrong[0]:g}")
+    for option, values in (("--costs", costs), ("--seeds", seeds)):
+        if len(set(values)) < len(values):  # a seed twice would count twice in the interval
+            raise SpecError(f"{option} lists a value twice; give each once")
     if "," in str(out):  # the checkpoints are run as a2c_multistep:checkpoint=OUT/phi-C.pt, and specs have no quoting
         raise SpecError(f"--out {out}: the sweep's folder may not contain ','; give another")
     runner = Runner()

@@ -60,24 +60,52 @@ def _refuse(reason: str) -> ResultsError:
     return ResultsError(f"submission refused: {reason}")
 
 
+class _RowsProblem(Exception):
+    """What is wrong with a submission's rows (a refusal at submit, damage later)."""
+
+
 def validate(results: Path, registry: Registry) -> Submission:
     """Check a sweep's results folder; the accepted submission, or a one-line refusal."""
     from dcbench import __version__
 
     table = read_sweep_summary(results, registry)  # checks its provenance, columns and primary metric
     provenance = provenance_of(table)
-    suite_name = provenance["suite"]
     suites = registry.entries("suite")
-    if suite_name not in suites:
-        raise _refuse(f"unknown suite {suite_name!r}; known suites: {', '.join(sorted(suites))}")
-    suite = suites[suite_name]
+    if provenance["suite"] not in suites:
+        raise _refuse(f"unknown suite {provenance['suite']!r}; known suites: {', '.join(sorted(suites))}")
     rows = table.to_pylist()
     versions = {row["dcbench_version"] for row in rows} | {provenance.get("dcbench_version")}
     if versions != {__version__}:  # the rows' and the provenance's: either may be the other one
         others = ", ".join(sorted(str(v) for v in versions - {__version__, None})) or "no recorded version"
         raise _refuse(f"made with dcbench {others}; this leaderboard takes {__version__} "
                       "(rerun the sweep with this version)")
+    try:
+        allocators = _check_rows(provenance["suite"], rows, registry)
+    except _RowsProblem as exc:
+        raise _refuse(str(exc)) from None
+    for row in rows:
+        run_dir = results / row["run_id"]
+        problem = run_problem(run_dir)
+        if problem is not None:
+            raise _refuse(f"run folder {run_dir} {problem}; run the sweep again to redo it")
+        problem = _differs_from_its_run(row, run_dir)
+        if problem is not None:
+            raise _refuse(f"run folder {run_dir} {problem}")
+    suite_name = provenance["suite"]
+    short = "-".join(sorted({a.split(":")[0] for a in allocators}))
+    digest = run_hash(suite_name, short, json.dumps(sorted(r["run_id"] for r in rows)), 0, 0, __version__)[:8]
+    return Submission(f"{suite_name}--{short}--{digest}", suite_name, allocators, rows)
 
+
+def _check_rows(suite_name: str, rows: list[dict[str, Any]], registry: Registry) -> list[str]:
+    """The allocators of a submission's rows, once checked: a known suite,
+    every run one of its scenarios and seeds with a hash that matches its
+    specs, each once, a finite primary metric, every scenario and seed for
+    every allocator."""
+    suites = registry.entries("suite")
+    if suite_name not in suites:
+        raise _RowsProblem(f"unknown suite {suite_name!r}; known suites: {', '.join(sorted(suites))}")
+    suite = suites[suite_name]
     runner = Runner(registry)
     expected: dict[tuple[str, int], tuple[str, str, int]] = {}
     for scenario in suite.scenarios:
@@ -91,36 +119,49 @@ def validate(results: Path, registry: Registry) -> Submission:
     for row in rows:
         key = (row["scenario"], row["seed"])
         if key not in expected:
-            raise _refuse(f"scenario {row['scenario']!r} seed {row['seed']} is not in suite {suite_name}")
+            raise _RowsProblem(f"scenario {row['scenario']!r} seed {row['seed']} is not in suite {suite_name}")
         topology, workload, requests = expected[key]
         if (row["topology"], row["workload"], row["requests"]) != (topology, workload, requests):
-            raise _refuse(f"run {row['run_id']} does not use the suite's scenario {row['scenario']!r}")
+            raise _RowsProblem(f"run {row['run_id']} does not use the suite's scenario {row['scenario']!r}")
         if run_hash(row["topology"], row["workload"], row["allocator"], row["requests"], row["seed"],
                     row["dcbench_version"], row["allocator_fingerprint"]) != row["run_id"]:
-            raise _refuse(f"run {row['run_id']}: the hash does not match its specs")
+            raise _RowsProblem(f"run {row['run_id']}: the hash does not match its specs")
         identity = (row["allocator"], row["scenario"], row["seed"])
         if identity in seen:
-            raise _refuse(f"run {row['run_id']} appears twice")
+            raise _RowsProblem(f"run {row['run_id']} appears twice")
         seen.add(identity)
         value = row.get(suite.primary_metric)
         if value is None or not math.isfinite(float(value)):
-            raise _refuse(f"run {row['run_id']} has no finite {suite.primary_metric}")
-        run_dir = results / row["run_id"]
-        problem = run_problem(run_dir)
-        if problem is not None:
-            raise _refuse(f"run folder {run_dir} {problem}; run the sweep again to redo it")
+            raise _RowsProblem(f"run {row['run_id']} has no finite {suite.primary_metric}")
     for allocator in allocators:
         for scenario, seed in expected:
             if (allocator, scenario, seed) not in seen:
-                raise _refuse(f"{allocator} lacks scenario {scenario!r} seed {seed}; "
-                              "submit the whole suite (dcbench sweep resumes a partial one)")
-    short = "-".join(sorted({a.split(":")[0] for a in allocators}))
-    digest = run_hash(suite_name, short, json.dumps(sorted(r["run_id"] for r in rows)), 0, 0, __version__)[:8]
-    return Submission(f"{suite_name}--{short}--{digest}", suite_name, allocators, rows)
+                raise _RowsProblem(f"{allocator} lacks scenario {scenario!r} seed {seed}; "
+                                   "submit the whole suite (dcbench sweep resumes a partial one)")
+    return allocators
+
+
+def _differs_from_its_run(row: Mapping[str, Any], run_dir: Path) -> str | None:
+    """Where a row of the combined summary is not what its run folder's own
+    summary says (an edited table); None if they agree."""
+    (own,) = read_table(run_dir / "summary.parquet").to_pylist()
+    for column, value in own.items():
+        given = row.get(column)
+        if given != value and not (_is_nan(given) and _is_nan(value)):
+            return (f"says {column}={value!r}, the summary {given!r}; rebuild the summary with `dcbench sweep` "
+                    "(it resumes: nothing runs again)")
+    return None
+
+
+def _is_nan(value: Any) -> bool:
+    return isinstance(value, float) and math.isnan(value)
 
 
 def submit(results: Path, root: Path, registry: Registry) -> Path:
     """Validate and copy a submission into ``root/submissions`` (atomically)."""
+    if root.is_dir() and not (root / SUBMISSIONS).is_dir() and any(root.iterdir()):
+        raise ResultsError(f"'{root}' holds other things and no {SUBMISSIONS}/ folder, so it is no leaderboard; "
+                           "give a leaderboard folder, or a new or empty one, with --root")
     submission = validate(results, registry)
     folder = root / SUBMISSIONS / submission.name
     if folder.exists():
@@ -161,12 +202,25 @@ def load_submissions(root: Path, registry: Registry | None = None) -> list[Submi
             raise _damaged(path, problem)
         rows = table.to_pylist()
         suite = provenance_of(table)["suite"]
-        primary = ranking_of((registry or get_registry()).entries("suite").get(suite))[0]
-        unranked = next((r for r in rows if r[primary] is None or not math.isfinite(r[primary])), None)
-        if unranked is not None:  # what `submit` refuses, edited in later
-            raise _damaged(path, f"run {unranked['run_id']} has no finite {primary}")
-        submissions.append(Submission(path.name, suite, list(dict.fromkeys(r["allocator"] for r in rows)), rows))
+        registry = registry or get_registry()
+        allocators = list(dict.fromkeys(r["allocator"] for r in rows))
+        try:  # what `submit` refuses, edited in later; a suite no longer registered cannot be checked
+            if suite in registry.entries("suite"):
+                _check_rows(suite, rows, registry)
+        except _RowsProblem as exc:
+            raise _damaged(path, str(exc)) from None
+        record = _submission_record(path)
+        if record != {"name": path.name, "suite": suite, "allocators": allocators, "runs": len(rows)}:
+            raise _damaged(path, "its submission.json does not describe its summary")
+        submissions.append(Submission(path.name, suite, allocators, rows))
     return submissions
+
+
+def _submission_record(path: Path) -> Any:
+    try:
+        return json.loads((path / "submission.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise _damaged(path, f"its submission.json does not read: {describe(exc)}") from None
 
 
 def _damaged(submission: Path, problem: str) -> ResultsError:
@@ -253,6 +307,7 @@ def build(root: Path, registry: Registry) -> list[Path]:
     if not root.is_dir():
         raise ResultsError(f"no leaderboard folder '{root}'; give the folder that holds {SUBMISSIONS}/ with "
                            f"--root, or start one with `dcbench leaderboard --root {root} submit RESULTS`")
+    check_own_folder(root)
     submissions = load_submissions(root, registry)
     suites = registry.entries("suite")
     baseline_names = baselines(registry)
@@ -276,6 +331,31 @@ def build(root: Path, registry: Registry) -> list[Path]:
     write_text_atomic(root / "README.md", markdown)
     write_text_atomic(root / "index.html", page)
     return [root / "README.md", root / "index.html", *(section.plot for section in sections)]
+
+
+# What marks the pages `build` writes as its own (the first lines of each).
+OWN_PAGES = {"README.md": "# dcbench leaderboard\n", "index.html": "<!DOCTYPE html>\n<html lang=\"en\"><head>"}
+
+
+def check_own_folder(root: Path) -> None:
+    """Refuse to rebuild in a folder that is not a leaderboard's: it must
+    hold submissions/, its pages must be ones `build` wrote, and its plots/
+    only the PNG files `build` draws (the folder is replaced whole)."""
+    fix = "give a leaderboard folder of its own with --root"
+    if not (root / SUBMISSIONS).is_dir():
+        raise ResultsError(f"'{root}' holds no {SUBMISSIONS}/ folder, so it is no leaderboard; {fix}, or start one "
+                           f"with `dcbench leaderboard --root NEW_FOLDER submit RESULTS`")
+    for name, start in OWN_PAGES.items():
+        page = root / name
+        if page.exists() and not (page.is_file() and page.read_bytes().startswith(start.encode())):
+            raise ResultsError(f"'{page}' was not written by `dcbench leaderboard`, which would replace it; {fix}")
+    plots = root / "plots"
+    if plots.exists():
+        foreign = [p for p in plots.iterdir() if not (p.is_file() and p.suffix == ".png")] if plots.is_dir() \
+            else [plots]
+        if foreign:
+            raise ResultsError(f"'{foreign[0]}' was not drawn by `dcbench leaderboard`, which rebuilds "
+                               f"'{plots}' whole; move it elsewhere, or {fix}")
 
 
 def _sections(by_suite: dict[str, dict[str, dict[str, Any]]], suites: Mapping[str, Any], baseline_names: set[str],

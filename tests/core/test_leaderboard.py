@@ -137,6 +137,24 @@ def test_a_rebuild_that_fails_leaves_the_previous_pages_and_plots_whole(sweep_re
     assert sorted(p.name for p in root.iterdir()) == ["README.md", "index.html", "plots", "submissions"]
 
 
+def as_if_made_by(submission, renamed):
+    """The submission as if the allocators named in ``renamed`` had been others (run ids and record too)."""
+    from dcbench.runner import run_hash
+
+    def rename(table):
+        rows = table.to_pylist()
+        for row in rows:
+            row["allocator"] = renamed.get(row["allocator"], row["allocator"])
+            row["run_id"] = run_hash(row["topology"], row["workload"], row["allocator"], row["requests"],
+                                     row["seed"], row["dcbench_version"], row["allocator_fingerprint"])
+        return pa.Table.from_pylist(rows, schema=table.schema)
+
+    rewrite_summary(submission, rename)
+    record = json.loads((submission / "submission.json").read_text())
+    record["allocators"] = list(dict.fromkeys(renamed.get(a, a) for a in record["allocators"]))
+    (submission / "submission.json").write_text(json.dumps(record))
+
+
 def test_verify_runs_submitted_runs_again_and_names_what_came_out_otherwise(sweep_results, tmp_path):
     root = tmp_path / "leaderboard"
     runner = CliRunner()
@@ -157,16 +175,13 @@ def test_verify_runs_submitted_runs_again_and_names_what_came_out_otherwise(swee
     rewrite_summary(submission, lambda table: table.set_column(  # the tampered column back as it was
         table.schema.get_field_index("acceptance_ratio"), "acceptance_ratio",
         pa.array([v * 2 for v in table.column("acceptance_ratio").to_pylist()])))
-    rewrite_summary(submission, lambda table: table.set_column(  # a third party's allocator, not installed here
-        table.schema.get_field_index("allocator"), "allocator",
-        pa.array(["firstfit" if a == "random" else a for a in table.column("allocator").to_pylist()])))
+    as_if_made_by(submission, {"random": "firstfit"})  # a third party's allocator, not installed here
     some = runner.invoke(cli, ["leaderboard", "--root", str(root), "verify", "--runs", "6", "--seed", "1"])
     assert some.exit_code == 0, some.output
     counts = re.fullmatch(r"(\d) runs re-run: every one gave the submitted summary bit for bit "
                           r"\((\d) skipped: their allocator is not installed\)\n", some.output)
     assert counts and int(counts[1]) > 0 and int(counts[1]) + int(counts[2]) == 6
-    rewrite_summary(submission, lambda table: table.set_column(
-        table.schema.get_field_index("allocator"), "allocator", pa.array(["firstfit"] * table.num_rows)))
+    as_if_made_by(submission, {"tetris:penalty=0.9,scale=10,fit_last=no": "firstfit:fast=yes"})
     skipped = runner.invoke(cli, ["leaderboard", "--root", str(root), "verify", "--runs", "2"])
     assert skipped.exit_code == 2 and skipped.output == (
         "Error: none of the 2 runs drawn can be re-run here: allocator(s) firstfit are not installed; "
@@ -231,3 +246,60 @@ def test_a_damaged_submission_is_named_with_the_fix_and_the_pages_are_kept(sweep
                                   "`dcbench leaderboard submit`\n") and result.output.count("\n") == 1
     assert {k: v for k, v in snapshot(root).items() if "submissions" not in k} == \
         {k: v for k, v in pages.items() if "submissions" not in k}
+
+
+@pytest.mark.parametrize("make, fragment", [
+    (lambda root: (root / "README.md").write_text("# my project\n"),
+     "holds no submissions/ folder, so it is no leaderboard"),
+    (lambda root: ((root / "submissions").mkdir(), (root / "README.md").write_text("# my project\n")),
+     "README.md' was not written by `dcbench leaderboard`, which would replace it"),
+    (lambda root: ((root / "submissions").mkdir(), (root / "plots").mkdir(), (root / "plots" / "notes.txt").touch()),
+     "notes.txt' was not drawn by `dcbench leaderboard`, which rebuilds"),
+])
+def test_the_pages_are_rebuilt_only_in_a_folder_that_is_a_leaderboards(tmp_path, make, fragment):
+    root = tmp_path / "folder"
+    root.mkdir()
+    make(root)
+    before = snapshot(root)
+    result = CliRunner().invoke(cli, ["leaderboard", "--root", str(root)])
+    assert result.exit_code == 2 and fragment in result.output and result.output.count("\n") == 1
+    assert snapshot(root) == before
+
+
+def test_submit_refuses_a_folder_that_is_not_a_leaderboard(sweep_results, tmp_path):
+    result = CliRunner().invoke(cli, ["leaderboard", "--root", str(sweep_results), "submit", str(sweep_results)])
+    assert result.exit_code == 2 and "holds other things and no submissions/ folder" in result.output
+    assert not (sweep_results / "submissions").exists()
+
+
+def test_submit_refuses_a_summary_whose_rows_are_not_what_its_runs_say(sweep_results, tmp_path):
+    copy = tmp_path / "results"
+    shutil.copytree(sweep_results, copy)
+    rewrite_summary(copy, lambda table: table.set_column(
+        table.schema.get_field_index("acceptance_ratio"), "acceptance_ratio",
+        pa.array([1.0, *table.column("acceptance_ratio").to_pylist()[1:]])))
+    first = pq.read_table(copy / "summary.parquet").to_pylist()[0]
+    own = pq.read_table(copy / first["run_id"] / "summary.parquet").to_pylist()[0]["acceptance_ratio"]
+    result = CliRunner().invoke(cli, ["leaderboard", "--root", str(tmp_path / "board"), "submit", str(copy)])
+    assert result.exit_code == 2
+    assert result.output == (f"Error: submission refused: run folder {copy / first['run_id']} says "
+                             f"acceptance_ratio={own!r}, the summary 1.0; rebuild the summary with `dcbench sweep` "
+                             "(it resumes: nothing runs again)\n")
+
+
+@pytest.mark.parametrize("damage, problem", [
+    (lambda folder: rewrite_summary(folder, lambda t: pa.concat_tables([t, t.slice(0, 1)])), "appears twice"),
+    (lambda folder: rewrite_summary(folder, lambda t: t.slice(0, 30)), "lacks scenario"),
+    (lambda folder: (folder / "submission.json").unlink(), "its submission.json does not read: FileNotFoundError"),
+    (lambda folder: (folder / "submission.json").write_text("[]"), "its submission.json does not describe"),
+])
+def test_a_submission_edited_after_it_was_accepted_is_named_as_damaged(sweep_results, tmp_path, damage, problem):
+    root = tmp_path / "leaderboard"
+    runner = CliRunner()
+    assert runner.invoke(cli, ["leaderboard", "--root", str(root), "submit", str(sweep_results)]).exit_code == 0
+    (submission,) = (root / "submissions").iterdir()
+    damage(submission)
+    for command in ([], ["verify", "--runs", "1"]):
+        result = runner.invoke(cli, ["leaderboard", "--root", str(root), *command])
+        assert result.exit_code == 2 and "is damaged (" in result.output and problem in result.output
+        assert result.output.count("\n") == 1

@@ -64,6 +64,8 @@ def write_run(out_dir: Path, run_id: str, tables: Mapping[str, Mapping[str, Any]
     import pyarrow.parquet as pq
 
     target = out_dir / run_id
+    if (target.exists() or target.is_symlink()) and not (target.is_dir() and not target.is_symlink()):
+        raise ResultsError(f"'{target}' is there and is no run folder; move it, or give another --out")
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
         staging = staging_folder(target)
@@ -291,6 +293,10 @@ def summary_problem(table: Any, primary: str) -> str | None:
 
     if table.num_rows == 0:
         return "it is empty, with no runs"
+    if "run_id" in table.column_names:  # a row copied would count twice in every mean and interval
+        run_ids = table.column("run_id").to_pylist()
+        if len(set(run_ids)) < len(run_ids):
+            return f"run {next(r for r in run_ids if run_ids.count(r) > 1)} appears twice"
     types = {field.name: field.type for field in table.schema}
     for column, kind in SUMMARY_COLUMNS.items():
         if column not in types:

@@ -133,7 +133,7 @@ def test_single_runs_are_refused_with_a_pointer_to_sweeps(tmp_path, command):
                                "-q"]).exit_code == 0
     (run,) = results.iterdir()
     if command[0] == "leaderboard":
-        command = ["leaderboard", "--root", str(tmp_path), "submit"]
+        command = ["leaderboard", "--root", str(tmp_path / "board"), "submit"]
     for folder, what in ((results, "holds single runs, not a sweep"), (run, "is a single run, not a sweep")):
         result = runner.invoke(cli, [*command, str(folder)])
         assert result.exit_code == 2 and what in result.output and "dcbench sweep" in result.output
@@ -287,3 +287,14 @@ def test_plot_checks_its_rows_before_it_makes_a_folder_and_removes_one_it_made_i
     with pytest.raises(OSError):
         plots.plot_sweep(job_rows, tmp_path / "mine", "odcn2025")
     assert (tmp_path / "mine").is_dir()  # a folder that was there stays
+
+
+def test_a_summary_with_a_run_twice_is_refused_not_counted_twice(random_sweep, tmp_path):
+    results = tmp_path / "results"
+    shutil.copytree(random_sweep, results)
+    table = pq.read_table(results / "summary.parquet")
+    pq.write_table(pa.concat_tables([table, table.slice(3, 1)]), results / "summary.parquet")
+    for command in ("report", "plot"):
+        result = CliRunner().invoke(cli, [command, str(results), "--out", str(tmp_path / "out")])
+        assert result.exit_code == 2
+        assert f"is damaged (run {table.column('run_id')[3]} appears twice)" in result.output

@@ -131,3 +131,12 @@ def test_rewriting_a_file_keeps_its_permissions_and_writes_through_a_link(tmp_pa
     assert link.is_symlink() and page.read_text() == "new"
     assert page.stat().st_mode & 0o777 == 0o600
     assert sorted(p.name for p in page.parent.iterdir()) == ["page.md"]  # its temporary file beside the target
+
+
+def test_a_run_is_not_written_over_what_is_no_run_folder(runner, tmp_path):
+    result = runner.run("tetris", "tiered:8,1x4", requests=8)
+    (tmp_path / result.run_id).write_text("my notes")
+    with pytest.raises(ResultsError, match="is there and is no run folder; move it, or give another --out"):
+        result.write(tmp_path)
+    assert (tmp_path / result.run_id).read_text() == "my notes"
+    assert [p.name for p in tmp_path.iterdir()] == [result.run_id]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from typing import Callable
 
-from dcbench.errors import IncompatibleError
+from dcbench.errors import IncompatibleError, SpecError
 from dcbench.registry import Registry
 from dcbench.runner import Runner
 
@@ -32,8 +32,11 @@ def run_bench(registry: Registry, allocators: list[str], topologies: list[str], 
     for topology in topologies:  # every bad spec fails before the table starts
         kinds[topology] = set(runner.network(topology)[1].demand_kinds)
     serves: dict[str, set[str]] = {}
+    given: dict[str, str] = {}
     for allocator in allocators:
-        registry.build("allocator", allocator)
+        resolved = registry.build("allocator", allocator).spec
+        if given.setdefault(resolved, allocator) != allocator or allocators.count(allocator) > 1:
+            raise SpecError(f"allocator {allocator!r} is given twice (also as {given[resolved]!r}); give each once")
         serves[allocator] = set(registry.get("allocator", allocator.split(":")[0]).demands)
         if every_allocator_runs and not any(serves[allocator] & topology_kinds for topology_kinds in kinds.values()):
             raise IncompatibleError(f"allocator {allocator!r} serves {'/'.join(sorted(serves[allocator]))} demands and "

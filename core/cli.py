@@ -45,6 +45,10 @@ class DcbenchGroup(click.Group):
             raise usage_line(exc, info_name or "dcbench") from None
 
     def invoke(self, ctx: click.Context) -> Any:
+        with warnings_as_lines(show_all=False):  # numpy's, matplotlib's, torch's: one line each, not two
+            return self._invoke(ctx)
+
+    def _invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
         except DcbenchError as exc:  # (one line even where a plugin raised one with several)
@@ -119,14 +123,18 @@ def with_checkpoint(registry: Registry, allocator: str, checkpoint: Path) -> str
 
 
 @contextlib.contextmanager
-def warnings_as_lines() -> Iterator[None]:
+def warnings_as_lines(show_all: bool = True) -> Iterator[None]:
     """Warnings raised inside (a broken third-party plugin, say) printed as
-    one ``Warning:`` line each, not Python's two lines with a source line."""
+    one ``Warning:`` line each, not Python's two lines with a source line;
+    every one where ``show_all``, else those Python's filters let through."""
     with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        yield
-    for warning in caught:
-        click.echo(f"Warning: {warning.message}", err=True)
+        if show_all:
+            warnings.simplefilter("always")
+        try:
+            yield
+        finally:
+            for message in dict.fromkeys(" ".join(str(w.message).split()) for w in caught):
+                click.echo(f"Warning: {message}", err=True)
 
 
 def load_registry() -> Registry:
@@ -265,6 +273,8 @@ def sweep(suite_name: str, allocator_values: tuple[str, ...], out: Path | None, 
     allocators = sweeps.split_allocators(allocator_values)
     out = out or Path("results") / suite.name
     check_bounds("--jobs", jobs, 1)
+    if address is not None and executor != "ray":
+        raise UserError("--address is the Ray cluster's, for --executor ray; give both, or neither")
     workers = jobs if jobs is not None else (os.cpu_count() or 1)
     runner = Runner(registry)
     planned = sweeps.plan(runner, suite, allocators)
@@ -650,6 +660,9 @@ def bench(allocators: tuple[str, ...], topologies: tuple[str, ...], workload: st
 
 
 def main() -> None:
+    for stream in (sys.stdout, sys.stderr):  # a terminal that cannot show "±" or "Φ" gets an escape, not a crash
+        if hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="backslashreplace")
     try:
         registry = load_registry()
         with warnings_as_lines():

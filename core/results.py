@@ -171,6 +171,8 @@ def read_table(path: Path) -> Any:
 
     if not path.exists():
         raise ResultsError(f"missing results file '{path}'; rerun the run that writes it")
+    if not path.is_file():  # pyarrow would read a folder as a dataset
+        raise ResultsError(f"'{path}' is not a file but a folder or a device; remove it and rerun")
     try:
         return pq.read_table(path)
     except Exception as exc:

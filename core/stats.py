@@ -27,7 +27,11 @@ def mean_sd(values: Iterable[float]) -> tuple[float, float, int]:
     mean = sum(finite) / n
     if n == 1:
         return mean, float("nan"), 1
-    return mean, math.sqrt(sum((v - mean) ** 2 for v in finite) / (n - 1)), n
+    try:
+        variance = sum((v - mean) ** 2 for v in finite) / (n - 1)
+    except OverflowError:  # values near the largest float: a spread past it
+        variance = math.inf
+    return mean, math.sqrt(variance), n
 
 
 def mean_ci(values: Iterable[float]) -> tuple[float, float, int]:

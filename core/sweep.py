@@ -59,8 +59,11 @@ def split_allocators(values: Iterable[str]) -> list[str]:
                 allocators[-1] += "," + part
             else:
                 allocators.append(part)
-    if not allocators or any(not a for a in allocators):
+    if not allocators:
         raise SpecError("give at least one allocator, e.g. --allocator tetris,nalb,nulb,random")
+    if any(not a for a in allocators):
+        raise SpecError(f"--allocator {', '.join(repr(v) for v in values)} has an empty spec between commas; "
+                        "remove the extra comma")
     return allocators
 
 

@@ -55,6 +55,10 @@ def load_checkpoint(path: Path, allocator: str, build: Callable[[dict[str, Any]]
     except Exception as exc:  # torch's own message suggests weights_only=False, which we never do
         raise ResultsError(f"{path} cannot be read by torch.load(weights_only=True) "
                            f"({type(exc).__name__}); {fix}") from exc
+    weights = saved.get("model") if isinstance(saved, dict) else None
+    if isinstance(weights, dict) and not all(torch.isfinite(tensor).all() for tensor in weights.values()
+                                             if isinstance(tensor, torch.Tensor) and tensor.is_floating_point()):
+        raise ResultsError(f"{path} holds NaN or infinite weights (a training run that diverged); {fix}")
     try:
         return build(saved)
     except Exception as exc:

@@ -30,8 +30,9 @@ PARAMS = [
     Param("rate", float, 1.0, "job arrivals per time unit", minimum=0, above=True),
     Param("min_vms", int, 10, "fewest VMs in a job", minimum=1, maximum=10_000),
     Param("max_vms", int, 21, "most VMs in a job", minimum=1, maximum=10_000),
-    Param("min_gbps", float, 6.0, "slowest flow between two VMs (Gbps)", minimum=0),
-    Param("max_gbps", float, 8.0, "fastest flow between two VMs (Gbps)", minimum=0),
+    # A flow of 0 Gbps would need a route that reserves nothing, which no allocation may have.
+    Param("min_gbps", float, 6.0, "slowest flow between two VMs (Gbps)", minimum=0, above=True, maximum=1e6),
+    Param("max_gbps", float, 8.0, "fastest flow between two VMs (Gbps)", minimum=0, above=True, maximum=1e6),
     Param("pattern", str, "ring", "which VM pairs communicate", choices=PATTERNS),
     Param("warmup", int, None, "jobs left out of the metrics at the start (default: 5 × load)", minimum=0),
     Param("packet_bytes", int, 296, "packet size of the M/M/1/K latency and loss model", minimum=1),

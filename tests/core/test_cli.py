@@ -49,6 +49,8 @@ def test_run_with_one_seed(tmp_path):
     (["-a", "tetris", "--seed", str(10**23)], "--seed must be at most 9,007,199,254,740,992"),
     (["-a", "tetris", "-w", "uniform:max_cpu=nan"], "max_cpu='nan' is not an integer"),
     (["-a", "tetris:scale=inf"], "tetris: scale='inf' is not a finite number"),
+    (["-a", "jcb", "-t", "ocs:4", "-w", "vmjobs:min_gbps=0"], "min_gbps='0' must be greater than 0 and at most"),
+    (["-a", "jcb", "-t", "ocs:4,port_gbps=1e308"], "port_gbps='1e308' must be at most 1000000"),
     # click's own usage errors, one line too, with where to look
     (["-a", "tetris", "-n", "abc"], "Invalid value for '--requests' / '-n': 'abc' is not a valid integer; "
                                     "see `cli run --help`"),
@@ -150,6 +152,8 @@ def test_bench_takes_allocators_listed_with_commas_as_sweep_does():
     (["-a", "tetris", "-t", "tiered:8,1x3"], "ratio='1x3' is not one of"),
     (["-a", "tetris", "-w", "uniform:max_cpu=0"], "max_cpu='0' must be at least 1"),
     (["-a", "tetris", "--repeat", "0"], "--repeat must be at least 1, got 0"),
+    (["-a", "random,random"], "allocator 'random' is given twice (also as 'random'); give each once"),
+    (["-a", "tetris", "-a", "tetris:penalty=0.9"], "allocator 'tetris:penalty=0.9' is given twice (also as 'tetris')"),
     (["-a", "tetris", "-n", "0"], "--requests must be at least 1, got 0"),
     (["-a", "ccf", "-t", "tiered:8,1x4"], "allocator 'ccf' serves job demands and none of the topologies "
                                           "tiered:8,1x4 does; give a topology for it with -t"),
@@ -185,6 +189,24 @@ def test_an_error_of_several_lines_from_a_plugin_is_printed_on_one(tmp_path, mon
     assert result.exit_code == 2 and result.output == "Error: malformed spec 'x': something and more\n"
 
 
+def test_a_library_warning_is_one_line_and_said_once(tmp_path, monkeypatch):
+    import warnings
+
+    import dcbench.cli
+
+    seeds = dcbench.cli._seeds
+
+    def warns(*args, **kwargs):
+        for _ in range(3):
+            warnings.warn("overflow encountered in multiply\n  x = y * z", RuntimeWarning)
+        return seeds(*args, **kwargs)
+
+    monkeypatch.setattr(dcbench.cli, "_seeds", warns)
+    result = invoke("run", "-a", "tetris", "-t", "tiered:8,1x4", "-n", "8", "--out", str(tmp_path), "-q")
+    assert result.exit_code == 0
+    assert result.stderr == "Warning: overflow encountered in multiply x = y * z\n"
+
+
 def test_an_unknown_command_is_one_line():
     result = invoke("bogus")
     assert result.exit_code == 2 and result.output == "Error: No such command 'bogus'; see `cli --help`\n"
@@ -213,3 +235,13 @@ def test_a_closed_pipe_is_not_an_error_message():
     os.close(write_end)
     assert done.returncode == 1  # click's exit for a closed pipe
     assert done.stderr == "", done.stderr
+
+
+def test_a_terminal_that_cannot_show_every_character_gets_the_summary_anyway(tmp_path):
+    import os
+
+    script = [sys.executable, "-c", "from dcbench.cli import main; main()"]
+    done = subprocess.run(script + ["run", "-a", "random", "-t", "tiered:8,1x4", "-n", "16", "--out", str(tmp_path)],
+                          capture_output=True, env=dict(os.environ, PYTHONIOENCODING="ascii"))
+    assert done.returncode == 0, done.stderr
+    assert b"acceptance_ratio" in done.stdout and b"\\xb1" in done.stdout  # "mean \xb1 sd": the escape of "±"

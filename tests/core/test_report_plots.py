@@ -298,3 +298,8 @@ def test_a_summary_with_a_run_twice_is_refused_not_counted_twice(random_sweep, t
         result = CliRunner().invoke(cli, [command, str(results), "--out", str(tmp_path / "out")])
         assert result.exit_code == 2
         assert f"is damaged (run {table.column('run_id')[3]} appears twice)" in result.output
+
+
+def test_the_interval_of_values_near_the_largest_float_is_infinite_not_an_error():
+    mean, half, n = mean_ci([1e308, -1e308, 1e308])
+    assert n == 3 and math.isfinite(mean) and half == math.inf

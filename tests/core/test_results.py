@@ -140,3 +140,9 @@ def test_a_run_is_not_written_over_what_is_no_run_folder(runner, tmp_path):
         result.write(tmp_path)
     assert (tmp_path / result.run_id).read_text() == "my notes"
     assert [p.name for p in tmp_path.iterdir()] == [result.run_id]
+
+
+def test_a_folder_named_like_a_table_is_not_read_as_a_dataset(tmp_path):
+    (tmp_path / "summary.parquet").mkdir()
+    with pytest.raises(ResultsError, match="summary.parquet' is not a file but a folder or a device; remove it"):
+        read_table(tmp_path / "summary.parquet")

@@ -21,7 +21,7 @@ def test_split_allocators():
         "tetris", "nalb", "tetris:penalty=0.5,scale=5"]
     assert split_allocators(["ccf:reconfigure=no,ccf,jcb", "nalb:route=reference,queue=lifo,tetris"]) == [
         "ccf:reconfigure=no", "ccf", "jcb", "nalb:route=reference,queue=lifo", "tetris"]
-    with pytest.raises(SpecError):
+    with pytest.raises(SpecError, match="'tetris,,nalb' has an empty spec between commas; remove the extra comma"):
         split_allocators(["tetris,,nalb"])
     with pytest.raises(SpecError):
         split_allocators(["penalty=0.5,tetris"])  # a keyword with no spec before it
@@ -66,6 +66,13 @@ def test_a_folder_holding_another_suites_sweep_is_refused_and_a_narrower_sweep_s
         in narrower.output
     assert {row["allocator"] for row in pq.read_table(tmp_path / "summary.parquet").to_pylist()} == {"random"}
     assert len([p for p in tmp_path.iterdir() if p.is_dir()]) == 120  # tetris's runs are kept
+
+
+def test_an_address_without_ray_is_refused(tmp_path):
+    result = CliRunner().invoke(cli, ["sweep", "-s", "nara2022", "-a", "random", "--address", "head:6379",
+                                      "--out", str(tmp_path / "out")])
+    assert result.exit_code == 2 and result.output == (
+        "Error: --address is the Ray cluster's, for --executor ray; give both, or neither\n")
 
 
 def test_unknown_suite(tmp_path):

@@ -505,3 +505,22 @@ def test_a_policy_trained_with_a_sixth_hint_and_teacher_runs_as_the_allocator(ru
     assert 0 <= imitation["teacher_trials"][teacher] <= 1  # measured, though there was no choice to make
     result = runner.run(f"gnn_ppo:checkpoint={out}", "tiered:8,1x1", requests=20, seed=0)
     assert result.summary["offered"] == 20 and result.summary["invalid_allocations"] == 0
+
+
+def test_a_checkpoint_with_nan_weights_is_refused(tmp_path):
+    from click.testing import CliRunner
+
+    from dcbench.cli import cli
+    from dcbench.plugins.allocators.checkpoint_files import shipped_checkpoints
+    from dcbench.plugins.allocators.gnn_ppo.allocator import CHECKPOINTS
+
+    saved = torch.load(shipped_checkpoints(CHECKPOINTS)["tiered-8-1x4"], weights_only=True)
+    first = next(iter(saved["model"]))
+    saved["model"][first] = torch.full_like(saved["model"][first], float("nan"))
+    diverged = tmp_path / "diverged.pt"
+    torch.save(saved, diverged)
+    result = CliRunner().invoke(cli, ["run", "-a", "gnn_ppo", "--checkpoint", str(diverged), "-t", "tiered:8,1x4",
+                                      "-n", "8", "--out", str(tmp_path / "out")])
+    assert result.exit_code == 2
+    assert result.output.endswith(f"{diverged} holds NaN or infinite weights (a training run that diverged); "
+                                  "pass one written by `dcbench train --allocator gnn_ppo`\n")

@@ -147,8 +147,16 @@ def _number(value: Any) -> float | None:
         return None
     try:
         return float(value)
-    except (TypeError, ValueError):
+    except Exception:  # TypeError, ValueError, OverflowError (10**400), or a __float__ that fails
         return None
+
+
+def allocator_notes(entry: PluginEntry, allocator: Any) -> list[str]:
+    """The allocator's ``notes`` (what a run prints and records), each one line."""
+    notes = getattr(allocator, "notes", [])
+    if not isinstance(notes, (list, tuple)) or not all(isinstance(note, str) for note in notes):
+        raise entry.error(f"has notes={_short(notes)}, not a list of strings")
+    return [" ".join(note.split()) for note in notes]
 
 
 def _short(value: Any, limit: int = 60) -> str:
@@ -300,9 +308,9 @@ class Runner:
         for array in (*tables.requests.values(), *tables.timeline.values()):
             array.flags.writeable = False  # a metric reads the tables that are written, and may not change them
         for entry in self.registry.entries("metric").values():
-            with blamed_on(entry, "failed"):
+            with blamed_on(entry, "failed"):  # (its columns too: a mapping may fail as it is read)
                 columns = entry.load()(RunTables(dict(tables.requests), dict(tables.timeline)), network)
-            summary.update(metric_columns(entry, columns, written_by))
+                summary.update(metric_columns(entry, columns, written_by))
         summary["dcbench_version"] = __version__
 
         provenance = {
@@ -319,7 +327,7 @@ class Runner:
             "python": platform.python_version(),
             "numpy": np.__version__,
         }
-        notes = [*run_notes(tables.requests), *getattr(allocator_obj, "notes", [])]
+        notes = [*run_notes(tables.requests), *allocator_notes(plan.allocator_entry, allocator_obj)]
         if notes:
             provenance["notes"] = notes
         return RunResult(run_id, summary, tables, provenance, notes)

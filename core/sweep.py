@@ -252,14 +252,14 @@ def combine(jobs: Sequence[Job], out_dir: Path, provenance: dict[str, Any]) -> A
 def check_ranked_by(suite: Suite, combined: Any, out_dir: Path) -> None:
     """The suite's primary metric must be a column of its runs' summary; what
     ranks it is only known once they ran (the metrics add their columns)."""
-    if suite.primary_metric in combined.column_names:
-        return
     metrics = [c for c in combined.column_names if c not in SUMMARY_COLUMNS]
+    if suite.primary_metric in metrics:
+        return
     close = difflib.get_close_matches(suite.primary_metric, metrics, n=1)
     guess = f" (did you mean {close[0]!r}?)" if close else ""
     raise PluginError(f"suite {suite.name!r} (plugin {suite.plugin or '?'}) is ranked by {suite.primary_metric!r}, "
-                      f"a column its runs do not have{guess}; fix its primary_metric to one of the metric columns "
-                      f"of '{out_dir / SUMMARY}' (the runs are kept)")
+                      f"which is no metric column of its runs{guess}; fix its primary_metric to one of the metric "
+                      f"columns of '{out_dir / SUMMARY}' (the runs are kept)")
 
 
 def previous_sweep(out_dir: Path, suite: Suite, allocators: Sequence[str], registry: Any) -> list[str]:

@@ -183,10 +183,17 @@ class Raises(TetrisAllocator):
         raise RuntimeError("boom in allocate")
 
 
+class Notes(TetrisAllocator):
+    def __init__(self, how):
+        super().__init__()
+        self.notes = {"int": 5, "dicts": [{"note": 1}], "lines": ["first line\\n  second line"]}[how]
+
+
 @hookimpl
 def register_allocators(register):
     register("probe_alloc", Fingerprinted, params=HOW)
     register("probe_raises", Raises)
+    register("probe_notes", Notes, params=[Param("how", str, "lines")])
 
 
 @hookimpl
@@ -214,6 +221,13 @@ def metric(tables, network):
 '''
 
 
+class Unreadable(dict):
+    """A metric's columns that fail as they are read."""
+
+    def items(self):
+        raise RuntimeError("cannot be read")
+
+
 @pytest.fixture
 def probe(tmp_path, monkeypatch):
     """A runner whose registry has a third-party plugin ``probe`` that misbehaves as told."""
@@ -238,6 +252,8 @@ def probe_error(what, problem):
     ({"mine": "0.5"}, "returned mine='0.5', not a number"),
     ({"mine": np.ones(3)}, "returned mine=array([1., 1., 1.]), not a number"),
     ({1: 0.5}, "returned a column named 1; column names are strings"),
+    ({"mine": 10**400}, "returned mine=1" + "0" * 58 + "…, not a number"),  # too big for a float
+    (Unreadable(), "failed: RuntimeError: cannot be read"),
     ([("mine", 0.5)], "returned list, not a dict of summary columns"),
 ])
 def test_a_metric_returns_new_columns_of_numbers_only(probe, monkeypatch, columns, problem):
@@ -266,6 +282,9 @@ def test_a_metric_adds_its_own_columns(probe, monkeypatch):
     ({"workload": "probe_work:how=int"}, "workload 'probe_work'",
      "returned int from generate(), not a dcbench.RequestSequence"),
     ({"allocator": "probe_raises"}, "allocator 'probe_raises'", "raised RuntimeError: boom in allocate (request 0)"),
+    ({"allocator": "probe_notes:how=int"}, "allocator 'probe_notes'", "has notes=5, not a list of strings"),
+    ({"allocator": "probe_notes:how=dicts"}, "allocator 'probe_notes'",
+     "has notes=[{'note': 1}], not a list of strings"),
     *(({"workload": f"probe_work:how={how}"}, "workload 'probe_work'",
        f"returned an unusable request sequence from generate(): {problem}") for how, problem in [
         ("long", "it has 16 requests, 8 were asked for"),
@@ -316,3 +335,8 @@ def test_a_metric_cannot_change_the_tables_that_are_written_or_the_network(probe
     monkeypatch.setattr(module, "TAMPER", None)
     clean = runner.run("tetris", "tiered:8,1x4", requests=16, seed=1)  # on the runner's cached network
     assert clean.summary["accepted"] == Runner().run("tetris", "tiered:8,1x4", requests=16, seed=1).summary["accepted"]
+
+
+def test_an_allocators_note_is_one_line(probe):
+    runner, _ = probe
+    assert runner.run("probe_notes", "tiered:8,1x4", requests=8).notes == ["first line second line"]

@@ -246,19 +246,21 @@ from dcbench import Scenario, Suite, hookimpl
 @hookimpl
 def register_suites(register):
     register(Suite("typo", (Scenario("tiered:8,1x4", requests=8, seeds=(0, 1)),), primary_metric="acceptance_ration"))
+    register(Suite("text", (Scenario("tiered:8,1x4", requests=8, seeds=(0, 1)),), primary_metric="topology"))
 '''
 
 
+@pytest.mark.parametrize("suite, column, guess", [("typo", "acceptance_ration", " (did you mean 'acceptance_ratio'?)"),
+                                                  ("text", "topology", "")])  # a column, but of text
 def test_a_suite_ranked_by_a_column_its_runs_lack_is_one_line_and_keeps_the_runs(tmp_path, monkeypatch,
-                                                                                  fresh_registry):
+                                                                                  fresh_registry, suite, column, guess):
     with_plugin(tmp_path, monkeypatch, "typo", TYPO_SUITE)
     out = tmp_path / "out"
-    result = CliRunner().invoke(cli, ["sweep", "-s", "typo", "-a", "random", "--out", str(out), "-j", "1"])
+    result = CliRunner().invoke(cli, ["sweep", "-s", suite, "-a", "random", "--out", str(out), "-j", "1"])
     assert result.exit_code == 2
     assert result.output.strip().splitlines()[-1] == (
-        "Error: suite 'typo' (plugin typo) is ranked by 'acceptance_ration', a column its runs do not have "
-        "(did you mean 'acceptance_ratio'?); fix its primary_metric to one of the metric columns "
-        f"of '{out / 'summary.parquet'}' (the runs are kept)")
+        f"Error: suite {suite!r} (plugin typo) is ranked by {column!r}, which is no metric column of its runs{guess}; "
+        f"fix its primary_metric to one of the metric columns of '{out / 'summary.parquet'}' (the runs are kept)")
     assert len([p for p in out.iterdir() if p.is_dir()]) == 2
 
 

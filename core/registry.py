@@ -262,9 +262,17 @@ class Registry:
             cli.commands[name] = state.command
             owner = _COMMAND_OWNERS.get(state.command, "dcbench")
             self._fail(f"plugin {self._label(plugin_name)} {problem.format(name=name, owner=owner)}; ignored")
-        for name, command in cli.commands.items():
-            if name not in before or before[name].command is not command:
-                _COMMAND_OWNERS[command] = plugin_name
+        import click
+
+        for name, command in list(cli.commands.items()):
+            if name in before and before[name].command is command:
+                continue
+            if not isinstance(command, click.Command):
+                del cli.commands[name]
+                self._fail(f"plugin {self._label(plugin_name)} registers command {name!r} as "
+                           f"{type(command).__name__}, not a click command; ignored")
+                continue
+            _COMMAND_OWNERS[command] = plugin_name
 
     def command_owner(self, command: Any) -> str | None:
         """The third-party plugin that added ``command`` (with its distribution), or None for dcbench's own."""
@@ -421,6 +429,15 @@ def _dcbench_version() -> str:
     return __version__
 
 
+HOOK_NAMES = sorted(name for name in dir(hookspecs) if name.startswith("register_"))
+
+
+def unknown_hooks(module: Any) -> list[str]:
+    """The functions ``module`` marks as hook implementations that dcbench has no hook for (a typo)."""
+    return sorted(name for name, value in vars(module).items()
+                  if hasattr(value, "dcbench_impl") and name not in HOOK_NAMES)
+
+
 def create_registry(entry_points: Iterable[importlib.metadata.EntryPoint] | None = None) -> Registry:
     """Load the built-in and the installed third-party plugins."""
     manager = pluggy.PluginManager("dcbench")
@@ -441,9 +458,15 @@ def create_registry(entry_points: Iterable[importlib.metadata.EntryPoint] | None
         try:
             module = entry_point.load()
             manager.register(module, name=entry_point.name)
+        except pluggy.PluginValidationError as exc:  # its first line names the hook, its last the reason
+            lines = str(exc).splitlines()
+            _report(f"plugin {label} failed to load: {lines[0]}: {lines[-1]}", failures)
+            continue
         except (Exception, SystemExit) as exc:
             _report(f"plugin {label} failed to load: {describe(exc)}", failures)
             continue
+        for name in unknown_hooks(module):
+            _report(f"plugin {label} implements {unknown('hook', name, HOOK_NAMES)}", failures)
         plugins.append(PluginInfo(entry_point.name, dist_name, dist_version, builtin=False))
     registry = Registry(manager, plugins, failures)
     for kind in KINDS:  # now, so that a broken registration is reported with the broken imports

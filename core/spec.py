@@ -77,8 +77,18 @@ def parse_bool(text: str) -> bool:
     raise ValueError("expected yes or no")
 
 
+def parse_int(text: str) -> int:
+    """``int`` without the digit separators Python allows (``1_0`` is ten): a typo in a spec."""
+    if "_" in text:
+        raise ValueError("not an integer")
+    return int(text)
+
+
 def parse_finite_float(text: str) -> float:
-    """``float`` without nan and ±inf, which no parameter means and every range check lets through."""
+    """``float`` without nan and ±inf, which no parameter means and every range check lets through,
+    and without digit separators."""
+    if "_" in text:
+        raise ValueError("not a number")
     value = float(text)
     if not math.isfinite(value):
         raise ValueError("not a finite number")
@@ -90,7 +100,7 @@ LARGEST_INTEGER = 2**53
 # Requests in a run: far above any suite and far below what fits in memory, so a typo is refused, not a MemoryError.
 MAX_REQUESTS = 100_000_000
 
-_PARSERS: dict[type, Callable[[str], Any]] = {int: int, float: parse_finite_float, str: str, bool: parse_bool}
+_PARSERS: dict[type, Callable[[str], Any]] = {int: parse_int, float: parse_finite_float, str: str, bool: parse_bool}
 PARAM_TYPES = tuple(_PARSERS)
 _TYPE_NAMES = {int: "an integer", float: "a finite number", str: "a string", bool: "yes or no"}
 
@@ -259,14 +269,14 @@ def config_options(config_class: type, options: Mapping[str, str] | None, owner:
             raise SpecError(f"{owner}: steps={text} is not a training option; give it as --steps {text}")
         if key not in known:
             raise SpecError(f"{owner}: {unknown('training option', key, list(known))}")
-        kind = {"int": int, "float": parse_finite_float, "bool": parse_bool, "str": str}[known[key]]
+        kind = {"int": parse_int, "float": parse_finite_float, "bool": parse_bool, "str": str}[known[key]]
         try:
             parsed[key] = kind(text)
         except ValueError:
-            name = {parse_bool: "yes or no", parse_finite_float: "a finite number"}.get(kind, kind.__name__)
+            name = {parse_bool: "yes or no", parse_finite_float: "a finite number", parse_int: "an integer"}[kind]
             raise SpecError(f"{owner}: {key}={text!r} is not {name}") from None
         problem = limits[key].violation(parsed[key]) if key in limits else None
-        if not problem and kind is int and abs(parsed[key]) > LARGEST_INTEGER:
+        if not problem and kind is parse_int and abs(parsed[key]) > LARGEST_INTEGER:
             problem = f"at most {LARGEST_INTEGER:,} in size"
         if problem:
             raise SpecError(f"{owner}: {key}={text!r} must be {problem}")

@@ -333,3 +333,34 @@ def test_an_exception_that_cannot_say_what_it_is_is_still_described():
             raise RuntimeError("no words")
 
     assert describe(Mute()) == "Mute"
+
+
+def test_a_misspelt_hook_a_wrong_signature_and_a_command_that_is_none_are_warned_about(tmp_path, monkeypatch):
+    modules = {
+        "tp_typo": "from dcbench import hookimpl\n\n@hookimpl\ndef register_allocator(register):\n    pass\n",
+        "tp_signature": "from dcbench import hookimpl\n\n@hookimpl\ndef register_allocators(register, extra):\n"
+                        "    pass\n",
+        "tp_not_a_command": "from dcbench import hookimpl\n\n@hookimpl\ndef register_commands(cli):\n"
+                            "    cli.commands['weird'] = 'not a command'\n",
+    }
+    for name, text in modules.items():
+        (tmp_path / f"{name}.py").write_text(text)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delenv("DCBENCH_STRICT_PLUGINS", raising=False)
+
+    @click.group()
+    def cli():
+        pass
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        registry = create_registry(entry_points(("typo", "tp_typo"), ("signature", "tp_signature"),
+                                                ("commands", "tp_not_a_command")))
+        registry.call_each("register_commands", cli=cli)
+    messages = [m.split(STRICT_HINT)[0] for m in plugin_warnings(caught)]
+    assert messages[0].startswith("plugin typo (? ?) implements unknown hook 'register_allocator'; did you mean "
+                                  "'register_allocators'?")
+    assert messages[1] == ("plugin signature (? ?) failed to load: Plugin 'signature' for hook 'register_allocators': "
+                           "Argument(s) {'extra'} are declared in the hookimpl but can not be found in the hookspec")
+    assert messages[2] == "plugin 'commands' registers command 'weird' as str, not a click command; ignored"
+    assert "weird" not in cli.commands

@@ -98,6 +98,15 @@ def test_a_number_must_be_finite(raw):
         load.convert("vmjobs", raw)
 
 
+def test_digit_separators_are_a_typo_not_a_number():
+    # Python's int("1_0") and float("0_5") are 10 and 5.0: in a spec that is a typo of 1,0 or 0.5.
+    assert Param("pods", int, 2).convert("tiered", "10") == 10
+    with pytest.raises(SpecError, match=r"tiered: pods='1_0' is not an integer$"):
+        Param("pods", int, 2).convert("tiered", "1_0")
+    with pytest.raises(SpecError, match=r"tetris: penalty='0_5' is not a finite number$"):
+        Param("penalty", float, 0.9).convert("tetris", "0_5")
+
+
 def test_an_integer_beyond_2_to_the_53_is_refused():
     pods = Param("pods", int, 2, minimum=1)
     assert pods.convert("tiered", str(2**53)) == 2**53
@@ -122,3 +131,5 @@ def test_training_options_are_finite_too():
         config_options(Config, {"gamma": "nan"}, "x")
     with pytest.raises(SpecError, match=r"x: envs='100000000000000000000' must be at most"):
         config_options(Config, {"envs": str(10**20)}, "x")
+    with pytest.raises(SpecError, match=r"x: envs='1_6' is not an integer$"):
+        config_options(Config, {"envs": "1_6"}, "x")

@@ -394,7 +394,7 @@ def test_training_options_are_typed_and_checked(tmp_path):
     with pytest.raises(SpecError, match=r"gnn_ppo: unknown training option 'epoch'; did you mean 'epochs'\? "
                                         r"Known training options: .*epochs"):
         train("tiered:8,1x4", steps=1, out=tmp_path / "x.pt", options={"epoch": "3"})
-    with pytest.raises(SpecError, match=r"gnn_ppo: epochs='three' is not int"):
+    with pytest.raises(SpecError, match=r"gnn_ppo: epochs='three' is not an integer"):
         train("tiered:8,1x4", steps=1, out=tmp_path / "x.pt", options={"epochs": "three"})
     with pytest.raises(SpecError, match=r"gnn_ppo: steps=10 is not a training option; give it as --steps 10"):
         train("tiered:8,1x4", out=tmp_path / "x.pt", options={"steps": "10"})

@@ -235,6 +235,7 @@ class Registry:
         cli = kwargs["cli"] if hook_name == "register_commands" else None
         for impl in hook.get_hookimpls():  # registration order: built-ins first
             commands = {} if cli is None else {name: _CommandState.of(c) for name, c in cli.commands.items()}
+            group = None if cli is None else _CommandState.of(cli)  # its own options and callback, too
             try:
                 impl.function(**kwargs)
             except (Exception, SystemExit) as exc:
@@ -242,6 +243,10 @@ class Registry:
                     raise
                 self._fail(f"plugin {self._label(impl.plugin_name)} failed in {hook_name}: {describe(exc)}")
             if cli is not None:
+                if not group.unchanged():
+                    group.restore()
+                    self._fail(f"plugin {self._label(impl.plugin_name)} changes the options or callback of "
+                               "dcbench itself; ignored")
                 self._keep_commands(cli, commands, impl.plugin_name)
 
     def _keep_commands(self, cli: Any, before: Mapping[str, _CommandState], plugin_name: str) -> None:
@@ -303,17 +308,23 @@ class _CommandState:
     command: Any
     callback: Any
     params: tuple[Any, ...]
+    settings: tuple[dict[str, Any], ...]  # each option's attributes (its default, say)
 
     @classmethod
     def of(cls, command: Any) -> _CommandState:
-        return cls(command, command.callback, tuple(command.params))
+        return cls(command, command.callback, tuple(command.params), tuple(dict(vars(p)) for p in command.params))
 
     def unchanged(self) -> bool:
-        return self.command.callback is self.callback and tuple(self.command.params) == self.params
+        return (self.command.callback is self.callback and tuple(self.command.params) == self.params
+                and all(vars(param).keys() == saved.keys() and all(vars(param)[k] is v for k, v in saved.items())
+                        for param, saved in zip(self.params, self.settings)))
 
     def restore(self) -> None:
         self.command.callback = self.callback
         self.command.params[:] = self.params
+        for param, saved in zip(self.params, self.settings):
+            vars(param).clear()
+            vars(param).update(saved)
 
 
 def registration_problem(kind: str, name: Any, target: Any, params: Any, extra: Mapping[str, Any]) -> str | None:

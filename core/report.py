@@ -208,7 +208,8 @@ def write_between_markers(path: Path, text: str, section: str = "") -> None:
 def page_text(path: Path) -> str:
     """The text of a page `report` updates; a one-line error if it is not UTF-8."""
     try:
-        return path.read_text(encoding="utf-8")
+        with open(path, encoding="utf-8", newline="") as file:  # its line endings as they are (CRLF stays CRLF)
+            return file.read()
     except UnicodeDecodeError as exc:
         raise ResultsError(f"cannot update '{path}': it is not UTF-8 text (byte {exc.start}); "
                            "give a Markdown file with --out") from None
@@ -220,12 +221,14 @@ def with_block(current: str, start: str, end: str, block: str, path: Path) -> st
     if current.count(start) > 1 or current.count(end) > 1:
         raise ResultsError(f"cannot update '{path}': its marker {start!r} or {end!r} is there twice; "
                            "keep one block between them")
+    newline = "\r\n" if "\r\n" in current else "\n"  # the page's own line endings
+    block = block.replace("\n", newline)
     head, found, rest = current.partition(start)
     if not found:
         if end in current:
             raise ResultsError(f"cannot update '{path}': it has the marker {end!r} but no {start!r} before it; "
                                "put the start marker back, or remove the end marker")
-        return current.rstrip() + "\n\n" + block + "\n"
+        return current.rstrip() + 2 * newline + block + newline
     if end not in rest:
         raise ResultsError(f"cannot update '{path}': its marker {start!r} has no {end!r} after it; "
                            "put the end marker after the start marker, or remove both")

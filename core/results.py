@@ -135,7 +135,7 @@ def check_regular_file(path: Path, give: str = "the path of a file to write") ->
 
 def write_text_atomic(path: Path, text: str) -> None:
     """Write a text file atomically (temporary file, then rename)."""
-    write_atomic(path, lambda temporary: temporary.write_text(text))
+    write_atomic(path, lambda temporary: temporary.write_text(text, encoding="utf-8", newline=""))
 
 
 def _umask_mode(mode: int) -> int:

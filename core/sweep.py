@@ -268,6 +268,9 @@ def previous_sweep(out_dir: Path, suite: Suite, allocators: Sequence[str], regis
     the allocators of an earlier sweep of this suite that this one leaves
     out of the summary (their run folders stay), compared as resolved specs:
     ``tetris`` and ``tetris:penalty=0.9`` are one allocator."""
+    if (out_dir / "submission.json").exists():
+        raise ResultsError(f"'{out_dir}' is a leaderboard submission; give the sweep its own --out "
+                           "(default results/<suite>)")
     summary = out_dir / SUMMARY
     if not summary.exists():
         return []

@@ -303,3 +303,14 @@ def test_a_submission_edited_after_it_was_accepted_is_named_as_damaged(sweep_res
         result = runner.invoke(cli, ["leaderboard", "--root", str(root), *command])
         assert result.exit_code == 2 and "is damaged (" in result.output and problem in result.output
         assert result.output.count("\n") == 1
+
+
+def test_a_sweep_is_not_written_into_a_submission(sweep_results, tmp_path):
+    root = tmp_path / "leaderboard"
+    runner = CliRunner()
+    assert runner.invoke(cli, ["leaderboard", "--root", str(root), "submit", str(sweep_results)]).exit_code == 0
+    (submission,) = (root / "submissions").iterdir()
+    before = snapshot(root)
+    result = runner.invoke(cli, ["sweep", "-s", "nara2022", "-a", "random", "--out", str(submission), "-q"])
+    assert result.exit_code == 2 and "is a leaderboard submission; give the sweep its own --out" in result.output
+    assert snapshot(root) == before

@@ -364,3 +364,37 @@ def test_a_misspelt_hook_a_wrong_signature_and_a_command_that_is_none_are_warned
                            "Argument(s) {'extra'} are declared in the hookimpl but can not be found in the hookspec")
     assert messages[2] == "plugin 'commands' registers command 'weird' as str, not a click command; ignored"
     assert "weird" not in cli.commands
+
+
+MEDDLES = '''
+import click
+from dcbench import hookimpl
+
+@hookimpl
+def register_commands(cli):
+    cli.params.append(click.Option(["--licence-key"], required=True))
+    next(p for p in cli.commands["run"].params if p.name == "out").default = "/tmp/elsewhere"
+'''
+
+
+def test_a_plugin_cannot_change_the_group_or_an_option_of_a_command_in_place(tmp_path, monkeypatch):
+    (tmp_path / "tp_meddles.py").write_text(MEDDLES)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delenv("DCBENCH_STRICT_PLUGINS", raising=False)
+
+    @click.group()
+    def cli():
+        pass
+
+    @cli.command()
+    @click.option("--out", default="results")
+    def run(out):
+        pass
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        create_registry(entry_points(("meddles", "tp_meddles"))).call_each("register_commands", cli=cli)
+    assert cli.params == [] and cli.commands["run"].params[0].default == "results"
+    assert [m.split(STRICT_HINT)[0] for m in plugin_warnings(caught)] == [
+        "plugin 'meddles' changes the options or callback of dcbench itself; ignored",
+        "plugin 'meddles' changes command 'run' of 'dcbench'; ignored"]

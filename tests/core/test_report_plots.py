@@ -303,3 +303,12 @@ def test_a_summary_with_a_run_twice_is_refused_not_counted_twice(random_sweep, t
 def test_the_interval_of_values_near_the_largest_float_is_infinite_not_an_error():
     mean, half, n = mean_ci([1e308, -1e308, 1e308])
     assert n == 3 and math.isfinite(mean) and half == math.inf
+
+
+def test_a_page_with_windows_line_endings_keeps_them(tmp_path):
+    page = tmp_path / "report.md"
+    page.write_bytes(b"# prose\r\n\r\n<!-- dcbench report s: start -->\r\nold\r\n"
+                     b"<!-- dcbench report s: end -->\r\nmore\r\n")
+    write_between_markers(page, "line 1\nline 2", "s")
+    assert page.read_bytes() == (b"# prose\r\n\r\n<!-- dcbench report s: start -->\r\nline 1\r\nline 2\r\n"
+                                 b"<!-- dcbench report s: end -->\r\nmore\r\n")

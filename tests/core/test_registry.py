@@ -337,7 +337,7 @@ def test_an_exception_that_cannot_say_what_it_is_is_still_described():
 
 def test_a_misspelt_hook_a_wrong_signature_and_a_command_that_is_none_are_warned_about(tmp_path, monkeypatch):
     modules = {
-        "tp_typo": "from dcbench import hookimpl\n\n@hookimpl\ndef register_allocator(register):\n    pass\n",
+        "tp_misspelt": "from dcbench import hookimpl\n\n@hookimpl\ndef register_allocator(register):\n    pass\n",
         "tp_signature": "from dcbench import hookimpl\n\n@hookimpl\ndef register_allocators(register, extra):\n"
                         "    pass\n",
         "tp_not_a_command": "from dcbench import hookimpl\n\n@hookimpl\ndef register_commands(cli):\n"
@@ -354,7 +354,7 @@ def test_a_misspelt_hook_a_wrong_signature_and_a_command_that_is_none_are_warned
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        registry = create_registry(entry_points(("typo", "tp_typo"), ("signature", "tp_signature"),
+        registry = create_registry(entry_points(("typo", "tp_misspelt"), ("signature", "tp_signature"),
                                                 ("commands", "tp_not_a_command")))
         registry.call_each("register_commands", cli=cli)
     messages = [m.split(STRICT_HINT)[0] for m in plugin_warnings(caught)]

@@ -236,6 +236,7 @@ def with_plugin(tmp_path, monkeypatch, name, source):
 
     (tmp_path / f"tp_{name}.py").write_text(source)
     monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, f"tp_{name}", raising=False)  # another test's module of that name
     monkeypatch.setattr(dcbench.registry, "_REGISTRY", dcbench.registry.create_registry(
         [importlib.metadata.EntryPoint(name, f"tp_{name}", "dcbench")]))
 

@@ -213,11 +213,12 @@ class Registry:
             problem = suite_problem(entry)
         else:
             name = name_or_suite
-            problem = registration_problem(kind, name, target, params, extra)
+            problem = registration_problem(kind, name, target, params, extra, description)
         if problem is not None:
             self._fail(f"plugin {self._label(plugin_name)} registers {kind} {name!r}: {problem}; ignored")
             return
         if kind != "suite":
+            description = " ".join(description.split())  # one line in `dcbench list`, whatever was given
             entry = PluginEntry(kind, name, target, description, tuple(params), plugin_name, extra,
                                 self._distribution(plugin_name))
         if name in entries:
@@ -327,10 +328,13 @@ class _CommandState:
             vars(param).update(saved)
 
 
-def registration_problem(kind: str, name: Any, target: Any, params: Any, extra: Mapping[str, Any]) -> str | None:
+def registration_problem(kind: str, name: Any, target: Any, params: Any, extra: Mapping[str, Any],
+                         description: Any = "") -> str | None:
     """What makes ``register(name, target, params=..., **extra)`` unusable, or None."""
     if not isinstance(name, str) or not _is_spec_name(name):
         return "no spec can give that name; use letters, digits, '_', '.' and '-', starting with a letter or '_'"
+    if not isinstance(description, str):
+        return f"its description {description!r} is not a string"
     if not (callable(target) or isinstance(target, str) and ":" in target):
         return f"its target {target!r} is neither a callable nor a 'module:attr' string"
     if not isinstance(params, (list, tuple)):

@@ -217,7 +217,14 @@ class Runner:
                 requests: int | None = None) -> ResolvedRun:
         """Check a combination before anything runs; what `run` would use."""
         topology_spec, network = self.network(topology)
-        workload_built = self.registry.build("workload", workload or network.default_workload)
+        try:
+            workload_built = self.registry.build("workload", workload or network.default_workload)
+        except SpecError as exc:
+            if workload is not None:
+                raise
+            entry = self.registry.get("topology", Spec.parse(topology).name)  # its default workload is wrong
+            raise entry.error(f"has the default workload {network.default_workload!r}, which does not build "
+                              f"({exc}); give a workload with -w") from exc
         allocator_spec = Spec.parse(allocator)
         entry = self.registry.get("allocator", allocator_spec.name)
         allocator_built = entry.build(allocator_spec)

@@ -110,7 +110,9 @@ def register_allocators(register):
     register("list_type", TetrisAllocator, params=[Param("scale", list, None)])
     register("spaced_name", TetrisAllocator, params=[Param("my scale", int, 1)])
     register("twice", TetrisAllocator, params=[Param("scale", int, 1), Param("scale", float, 1.0)])
-    register("fine", TetrisAllocator, params=[Param("penalty", float, 0.9)], demands=["pool"])
+    register("listed_description", TetrisAllocator, description=["first-fit"])
+    register("fine", TetrisAllocator, params=[Param("penalty", float, 0.9)], demands=["pool"],
+             description="A fine one,\\n    over two lines")
 '''
 
 BUILD_FAILS = '''
@@ -180,6 +182,7 @@ def test_a_failed_registration_is_reported_when_the_registry_is_created(plugin_m
     ("list_type", "registers allocator 'list_type': param 'scale' has type list; use str, int, float or bool"),
     ("spaced_name", "registers allocator 'spaced_name': param 'my scale' needs a name of letters, digits and '_'"),
     ("twice", "registers allocator 'twice': two of its params have one name"),
+    ("listed_description", "registers allocator 'listed_description': its description ['first-fit'] is not a string"),
 ])
 def test_an_unusable_registration_is_skipped_with_a_warning(more_plugin_modules, name, fragment):
     with warnings.catch_warnings(record=True) as caught:
@@ -188,7 +191,8 @@ def test_an_unusable_registration_is_skipped_with_a_warning(more_plugin_modules,
     allocators = registry.entries("allocator")
     assert name not in allocators and allocators["fine"].demands == ("pool",)
     assert sum(f"plugin 'unusable' {fragment}" in m for m in plugin_warnings(caught)) == 1
-    assert len(registry.failures) == 13
+    assert len(registry.failures) == 14
+    assert allocators["fine"].description == "A fine one, over two lines"  # one line in `dcbench list`
 
 
 @pytest.mark.parametrize("how, error", [("runtime", "RuntimeError: boom in init"), ("key", "KeyError: 'weights'"),

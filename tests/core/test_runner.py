@@ -149,6 +149,9 @@ def topology(how):
     if how == "int":
         return 7
     built = tiered(channels=8, ratio="1x4")
+    if how == "default":
+        built.default_workload = "nosuch"
+        return built
     del next(iter(built.graph.edges(data=True)))[2]["capacity"]
     return built
 
@@ -279,6 +282,9 @@ def test_a_metric_adds_its_own_columns(probe, monkeypatch):
     ({"topology": "probe_topo"}, "topology 'probe_topo'",
      "built a topology that does not compile: KeyError: 'capacity'"),
     ({"workload": "probe_work:how=raise"}, "workload 'probe_work'", "failed in generate(): RuntimeError: no requests"),
+    ({"topology": "probe_topo:how=default"}, "topology 'probe_topo'",
+     "has the default workload 'nosuch', which does not build (unknown workload 'nosuch'. Known workloads: "
+     "probe_work, uniform, vmjobs); give a workload with -w"),
     ({"workload": "probe_work:how=int"}, "workload 'probe_work'",
      "returned int from generate(), not a dcbench.RequestSequence"),
     ({"allocator": "probe_raises"}, "allocator 'probe_raises'", "raised RuntimeError: boom in allocate (request 0)"),

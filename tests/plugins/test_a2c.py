@@ -278,6 +278,11 @@ def test_phi_sweep_checks_its_output_folder_before_training(tmp_path):
                                       "--out", str(blocker / "phi")])
     assert result.exit_code == 2 and "cannot write results to" in result.output and "--out" in result.output
     assert blocker.read_text() == "a file, not a folder"
+    (tmp_path / "taken" / "phi_sweep.png").mkdir(parents=True)
+    result = CliRunner().invoke(cli, ["phi-sweep", "-t", TOPOLOGY, "-w", WORKLOAD, "--costs", "0", "--steps", "10",
+                                      "--out", str(tmp_path / "taken")])
+    assert result.exit_code == 2 and "phi_sweep.png, where phi-sweep writes its results, is not a file" in result.output
+    assert not list((tmp_path / "taken").glob("*.pt"))  # refused before any training
     for args, fragment in ((["--costs", "0,ten"], "--costs and --seeds take comma-separated numbers"),
                            (["--steps", "0"], "--steps must be at least 1, got 0"),
                            (["--episode-jobs", "0"], "--episode-jobs must be at least 1, got 0"),

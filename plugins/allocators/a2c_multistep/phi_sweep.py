@@ -53,6 +53,10 @@ def phi_sweep(topology: str, workload: str, costs: list[float], steps: int, seed
         raise SpecError(f"--requests {plan.requests} leaves no job to measure after the workload's warm-up "
                         f"of {warmup}; give more than {warmup}")
     check_writable(out)
+    for written in (out / "phi_sweep.parquet", out / "phi_sweep.png"):  # checked now, not after the training
+        if written.exists() and not written.is_file():
+            raise SpecError(f"{written}, where phi-sweep writes its results, is not a file; remove it or give "
+                            "another --out")
     rows: list[dict[str, Any]] = []
     for cost in costs:
         checkpoint = out / f"phi-{cost:g}.pt"

@@ -77,6 +77,18 @@ class DcbenchGroup(click.Group):
                             "report it to the plugin's authors") from None
 
 
+class NonEmptyPath(click.Path):
+    """A path option or argument that refuses "": an unset shell variable
+    (``--out $OUT``) would otherwise mean the current folder."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, str) and not value.strip():
+            self.fail("is empty (an unset shell variable?); give a path", param, ctx)
+        return super().convert(value, param, ctx)
+
+
+PATH = NonEmptyPath(path_type=Path)
+
 # Bounds that keep a typo from becoming a MemoryError: far above any suite, far below what fits in memory.
 MAX_SEEDS = 1_000_000
 
@@ -205,9 +217,9 @@ def print_summary(summaries: list[dict[str, Any]], scenario: Mapping[str, Any]) 
 @click.option("--requests", "-n", type=int, default=None, help="Requests per run (default: 2 per server).")
 @click.option("--seed", type=int, default=None, help="Run this one seed (default 0).")
 @click.option("--seeds", type=int, default=None, help="Run seeds 0..K-1.")
-@click.option("--out", type=click.Path(path_type=Path), default=Path("results"), show_default=True,
+@click.option("--out", type=PATH, default=Path("results"), show_default=True,
               help="Folder for the results; each run writes DIR/<run_id>/.")
-@click.option("--checkpoint", type=click.Path(path_type=Path), default=None,
+@click.option("--checkpoint", type=PATH, default=None,
               help="Weights for a learned allocator instead of its shipped checkpoint "
                    "(the same as -a NAME:checkpoint=PATH).")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar and no summary table.")
@@ -251,7 +263,7 @@ def run(allocator: str, topology: str, workload: str | None, requests: int | Non
 @click.option("--suite", "-s", "suite_name", required=True, help="Suite to run (see `dcbench list suites`).")
 @click.option("--allocator", "-a", "allocator_values", multiple=True, required=True,
               help="Allocator spec; repeat it, or list specs with commas: tetris,nalb or ccf:reconfigure=no,jcb.")
-@click.option("--out", type=click.Path(path_type=Path), default=None,
+@click.option("--out", type=PATH, default=None,
               help="Results folder (default: results/<suite>).")
 @click.option("--jobs", "-j", type=int, default=None, help="Worker processes (default: all cores).")
 @click.option("--executor", type=click.Choice(["local", "ray"]), default="local", show_default=True,
@@ -334,8 +346,8 @@ def read_summary(results: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
 
 
 @cli.command()
-@click.argument("results", type=click.Path(path_type=Path))
-@click.option("--out", type=click.Path(path_type=Path), default=None,
+@click.argument("results", type=PATH)
+@click.option("--out", type=PATH, default=None,
               help="Folder for the PNGs (default RESULTS/plots).")
 def plot(results: Path, out: Path | None) -> None:
     """Draw the papers' figures from a sweep's RESULTS folder."""
@@ -349,8 +361,8 @@ def plot(results: Path, out: Path | None) -> None:
 
 
 @cli.command()
-@click.argument("results", type=click.Path(path_type=Path))
-@click.option("--out", type=click.Path(path_type=Path), default=None,
+@click.argument("results", type=PATH)
+@click.option("--out", type=PATH, default=None,
               help="Markdown file to update between its report markers (default: print).")
 @click.option("--section", default=None,
               help="Name of the marked block to update (default: the suite's name), for a second sweep "
@@ -396,7 +408,7 @@ def example_topology(registry: Any, demands: tuple[str, ...]) -> str | None:
               help="Environment steps, at least: training stops at the end of the iteration or episode "
                    "that reaches them (default: the trainer's).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Training seed.")
-@click.option("--out", type=click.Path(path_type=Path), default=None,
+@click.option("--out", type=PATH, default=None,
               help="Checkpoint file (.pt, default checkpoints/<allocator>-<topology>.pt); its record, curve and "
                    "plot go beside it (.json, .curve.parquet, .png), the training state to OUT.train/, "
                    "resumed from there.")
@@ -482,7 +494,7 @@ def check_training_outputs(out: Path) -> None:
 
 
 @cli.group(invoke_without_command=True)
-@click.option("--root", type=click.Path(path_type=Path), default=Path("leaderboard"), show_default=True,
+@click.option("--root", type=PATH, default=Path("leaderboard"), show_default=True,
               help="The leaderboard folder.")
 @click.pass_context
 def leaderboard(ctx: click.Context, root: Path) -> None:
@@ -496,7 +508,7 @@ def leaderboard(ctx: click.Context, root: Path) -> None:
 
 
 @leaderboard.command()
-@click.argument("results", type=click.Path(path_type=Path))
+@click.argument("results", type=PATH)
 @click.pass_obj
 def submit(root: Path, results: Path) -> None:
     """Validate a sweep's RESULTS folder and add it to the leaderboard."""

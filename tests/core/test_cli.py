@@ -245,3 +245,14 @@ def test_a_terminal_that_cannot_show_every_character_gets_the_summary_anyway(tmp
                           capture_output=True, env=dict(os.environ, PYTHONIOENCODING="ascii"))
     assert done.returncode == 0, done.stderr
     assert b"acceptance_ratio" in done.stdout and b"\\xb1" in done.stdout  # "mean \xb1 sd": the escape of "±"
+
+
+
+@pytest.mark.parametrize("args", [["run", "-a", "tetris", "--out", ""], ["sweep", "-s", "nara2022", "-a", "random",
+                                  "--out", ""], ["report", ""], ["leaderboard", "--root", " "],
+                                  ["train", "-a", "gnn_ppo", "-t", "tiered:8,1x4", "--out", ""]])
+def test_an_empty_path_is_refused_not_taken_for_the_current_folder(tmp_path, monkeypatch, args):
+    monkeypatch.chdir(tmp_path)
+    result = invoke(*args)
+    assert result.exit_code == 2 and "is empty (an unset shell variable?); give a path" in result.output
+    assert list(tmp_path.iterdir()) == []

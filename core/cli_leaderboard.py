@@ -1,0 +1,85 @@
+"""`dcbench leaderboard`: rebuild the pages, `submit` a sweep, `verify` submitted runs."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from dcbench.cli import PATH, UserError, check_bounds, cli, load_registry, progress_bar
+
+
+@cli.group(invoke_without_command=True)
+@click.option("--root", type=PATH, default=Path("leaderboard"), show_default=True,
+              help="The leaderboard folder.")
+@click.pass_context
+def leaderboard(ctx: click.Context, root: Path) -> None:
+    """Rebuild the leaderboard pages from its submissions (or `submit` one, or `verify` them)."""
+    ctx.obj = root
+    if ctx.invoked_subcommand is None:
+        from dcbench.leaderboard import build
+
+        for path in build(root, load_registry()):
+            click.echo(path)
+
+
+@leaderboard.command()
+@click.argument("results", type=PATH)
+@click.pass_obj
+def submit(root: Path, results: Path) -> None:
+    """Validate a sweep's RESULTS folder and add it to the leaderboard."""
+    from dcbench.leaderboard import submit as submit_results
+
+    folder = submit_results(results, root, load_registry())
+    click.echo(f"accepted: {folder}")
+    click.echo("rebuild the pages with `dcbench leaderboard`")
+
+
+@leaderboard.command()
+@click.option("--runs", "-n", "count", type=int, default=20, show_default=True,
+              help="How many of the submitted runs to run again, drawn at random (0: all of them).")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the draw.")
+@click.pass_obj
+def verify(root: Path, count: int, seed: int) -> None:
+    """Re-run submitted runs and compare, bit for bit.
+
+    Each re-run must give its submitted summary exactly; exit code 1 names those
+    that do not."""
+    from dcbench.leaderboard import load_submissions, rerun, sample_runs
+    from dcbench.runner import Runner
+    from dcbench.spec import Spec
+
+    check_bounds("--runs", count, 0)
+    check_bounds("--seed", seed, 0)
+    registry = load_registry()
+    submissions = load_submissions(root, registry) if root.is_dir() else []
+    if not submissions:
+        raise UserError(f"no submissions under '{root / 'submissions'}'; give the leaderboard folder with --root")
+    pairs = sample_runs(submissions, count or sys.maxsize, seed)
+    runner = Runner(registry)
+    installed = set(registry.entries("allocator"))
+    plugins = [Spec.parse(row["allocator"]).name for _, row in pairs]
+    if not installed.intersection(plugins):
+        raise UserError(f"none of the {len(pairs)} runs drawn can be re-run here: allocator(s) "
+                        f"{', '.join(sorted(set(plugins)))} are not installed; install their plugins, "
+                        "or draw others with --seed")
+    differences, skipped = [], 0
+    with progress_bar(False) as progress:
+        task = progress.add_task(f"verify {len(pairs)} runs", total=len(pairs))
+        for (name, row), plugin in zip(pairs, plugins):
+            if plugin not in installed:
+                skipped += 1
+            elif columns := rerun(row, runner):
+                what = ("another run id: this installation's dcbench version, specs or checkpoint are not the "
+                        "submission's") if columns == ["run_id"] else "other " + ", ".join(columns)
+                differences.append(f"{name}: {row['scenario']} {row['allocator']} seed {row['seed']}: {what}")
+            progress.advance(task)
+    for line in differences:
+        click.echo(line)
+    checked = len(pairs) - skipped
+    note = f" ({skipped} skipped: their allocator is not installed)" if skipped else ""
+    if differences:
+        click.echo(f"{len(differences)} of {checked} runs came out otherwise{note}")
+        sys.exit(1)
+    click.echo(f"{checked} runs re-run: every one gave the submitted summary bit for bit{note}")

@@ -35,8 +35,9 @@ def run_bench(registry: Registry, allocators: list[str], topologies: list[str], 
     given: dict[str, str] = {}
     for allocator in allocators:
         resolved = registry.build("allocator", allocator).spec
-        if given.setdefault(resolved, allocator) != allocator or allocators.count(allocator) > 1:
+        if resolved in given:
             raise SpecError(f"allocator {allocator!r} is given twice (also as {given[resolved]!r}); give each once")
+        given[resolved] = allocator
         serves[allocator] = set(registry.get("allocator", allocator.split(":")[0]).demands)
         if every_allocator_runs and not any(serves[allocator] & topology_kinds for topology_kinds in kinds.values()):
             raise IncompatibleError(f"allocator {allocator!r} serves {'/'.join(sorted(serves[allocator]))} demands and "

@@ -8,6 +8,7 @@ from typing import Any
 import click
 
 from dcbench.cli import PATH, UserError, check_bounds, cli, load_registry, progress_bar
+from dcbench.results import starts_with
 
 
 def example_topology(registry: Any, demands: tuple[str, ...]) -> str | None:
@@ -90,11 +91,6 @@ def train(allocator: str, topology: str, workload: str | None, steps: int | None
     click.echo(f"checkpoint: {path}")
 
 
-def _starts_with(path: Path, magic: bytes) -> bool:
-    with open(path, "rb") as file:
-        return file.read(len(magic)) == magic
-
-
 def check_training_outputs(out: Path) -> None:
     """Before training (minutes to hours): nothing but an earlier checkpoint
     may be replaced where it and the files beside it go."""
@@ -102,7 +98,7 @@ def check_training_outputs(out: Path) -> None:
         raise UserError(f"--out {out} is a folder; give the checkpoint's file name, e.g. {out / 'model.pt'}")
     if out.suffix != ".pt":
         raise UserError(f"--out {out}: give a .pt file name (its .json record and .png plot are written beside it)")
-    if out.exists() and not (out.is_file() and _starts_with(out, b"PK\x03\x04")):  # torch.save writes a zip
+    if out.exists() and not (out.is_file() and starts_with(out, b"PK\x03\x04")):  # torch.save writes a zip
         raise UserError(f"--out {out} exists and is not a checkpoint; give another path, or remove it")
     for beside in (out.with_suffix(".json"), out.with_suffix(".png"), out.with_suffix(".curve.parquet")):
         if beside.exists() and not beside.is_file():

@@ -80,9 +80,10 @@ def validate(results: Path, registry: Registry) -> Submission:
         raise _refuse(f"made with dcbench {others}; this leaderboard takes {__version__} "
                       "(rerun the sweep with this version)")
     try:
-        allocators = _check_rows(provenance["suite"], rows, registry)
+        _check_rows(suites[provenance["suite"]], rows, Runner(registry))
     except _RowsProblem as exc:
         raise _refuse(str(exc)) from None
+    allocators = _allocators(rows)
     for row in rows:
         run_dir = results / row["run_id"]
         problem = run_problem(run_dir)
@@ -97,16 +98,17 @@ def validate(results: Path, registry: Registry) -> Submission:
     return Submission(f"{suite_name}--{short}--{digest}", suite_name, allocators, rows)
 
 
-def _check_rows(suite_name: str, rows: list[dict[str, Any]], registry: Registry) -> list[str]:
-    """The allocators of a submission's rows, once checked: a known suite,
-    every run one of its scenarios and seeds with a hash that matches its
-    specs, each once, a finite primary metric, every scenario and seed for
-    every allocator."""
-    suites = registry.entries("suite")
-    if suite_name not in suites:
-        raise _RowsProblem(f"unknown suite {suite_name!r}; known suites: {', '.join(sorted(suites))}")
-    suite = suites[suite_name]
-    runner = Runner(registry)
+def _allocators(rows: list[dict[str, Any]]) -> list[str]:
+    return list(dict.fromkeys(row["allocator"] for row in rows))
+
+
+def _check_rows(suite: Any, rows: list[dict[str, Any]], runner: Runner) -> None:
+    """Check a submission's rows against its registered ``suite``: every run
+    one of its scenarios and seeds with a hash that matches its specs, each
+    once, a finite primary metric, every scenario and seed for every
+    allocator. ``runner`` resolves the scenarios (and keeps their networks
+    for the next submission)."""
+    suite_name = suite.name
     expected: dict[tuple[str, int], tuple[str, str, int]] = {}
     for scenario in suite.scenarios:
         # The scenario as a run resolves it (random serves every demand kind), the workload's own
@@ -114,7 +116,7 @@ def _check_rows(suite_name: str, rows: list[dict[str, Any]], registry: Registry)
         resolved = runner.resolve("random", scenario.topology, scenario.workload, scenario.requests)
         for seed in scenario.seeds:
             expected[(scenario.label, seed)] = (resolved.topology, resolved.workload, resolved.requests)
-    allocators = list(dict.fromkeys(row["allocator"] for row in rows))
+    allocators = _allocators(rows)
     seen: set[tuple[str, str, int]] = set()
     for row in rows:
         key = (row["scenario"], row["seed"])
@@ -138,7 +140,6 @@ def _check_rows(suite_name: str, rows: list[dict[str, Any]], registry: Registry)
             if (allocator, scenario, seed) not in seen:
                 raise _RowsProblem(f"{allocator} lacks scenario {scenario!r} seed {seed}; "
                                    "submit the whole suite (dcbench sweep resumes a partial one)")
-    return allocators
 
 
 def _differs_from_its_run(row: Mapping[str, Any], run_dir: Path) -> str | None:
@@ -189,6 +190,9 @@ def load_submissions(root: Path, registry: Registry | None = None) -> list[Submi
     import pyarrow.parquet as pq
 
     folder = root / SUBMISSIONS
+    registry = registry or get_registry()
+    suites = registry.entries("suite")
+    runner = Runner(registry)  # one for all submissions: a suite's topologies are compiled once
     submissions = []
     for path in sorted(folder.iterdir()) if folder.exists() else []:
         if not path.is_dir() or path.name.startswith("."):
@@ -202,11 +206,10 @@ def load_submissions(root: Path, registry: Registry | None = None) -> list[Submi
             raise _damaged(path, problem)
         rows = table.to_pylist()
         suite = provenance_of(table)["suite"]
-        registry = registry or get_registry()
-        allocators = list(dict.fromkeys(r["allocator"] for r in rows))
+        allocators = _allocators(rows)
         try:  # what `submit` refuses, edited in later; a suite no longer registered cannot be checked
-            if suite in registry.entries("suite"):
-                _check_rows(suite, rows, registry)
+            if suite in suites:
+                _check_rows(suites[suite], rows, runner)
         except _RowsProblem as exc:
             raise _damaged(path, str(exc)) from None
         record = _submission_record(path)

@@ -195,14 +195,17 @@ class Registry:
         # Call each plugin's implementation on its own so that one broken
         # plugin is reported by name and the others still register.
         for impl in hook.get_hookimpls():  # registration order: built-ins first
-            register = functools.partial(self._register, kind, entries, impl.plugin_name)
-            try:
-                impl.function(register)
-            except (Exception, SystemExit) as exc:
-                if impl.plugin_name in BUILTIN_PLUGINS:  # dcbench's own bug: its traceback, not a warning
-                    raise
-                self._fail(f"plugin {self._label(impl.plugin_name)} failed in {hook.name}: {describe(exc)}")
+            self._call(impl, hook.name, functools.partial(self._register, kind, entries, impl.plugin_name))
         return entries
+
+    def _call(self, impl: Any, hook_name: str, *args: Any, **kwargs: Any) -> None:
+        """One plugin's implementation of a hook; a third-party one that raises (or exits) is a warning."""
+        try:
+            impl.function(*args, **kwargs)
+        except (Exception, SystemExit) as exc:
+            if impl.plugin_name in BUILTIN_PLUGINS:  # dcbench's own bug: its traceback, not a warning
+                raise
+            self._fail(f"plugin {self._label(impl.plugin_name)} failed in {hook_name}: {describe(exc)}")
 
     def _register(self, kind: str, entries: dict[str, Any], plugin_name: str, name_or_suite: Any,
                   target: Any = None, *, description: str = "", params: Sequence[Param] = (), **extra: Any) -> None:
@@ -237,12 +240,7 @@ class Registry:
         for impl in hook.get_hookimpls():  # registration order: built-ins first
             commands = {} if cli is None else {name: _CommandState.of(c) for name, c in cli.commands.items()}
             group = None if cli is None else _CommandState.of(cli)  # its own options and callback, too
-            try:
-                impl.function(**kwargs)
-            except (Exception, SystemExit) as exc:
-                if impl.plugin_name in BUILTIN_PLUGINS:
-                    raise
-                self._fail(f"plugin {self._label(impl.plugin_name)} failed in {hook_name}: {describe(exc)}")
+            self._call(impl, hook_name, **kwargs)
             if cli is not None:
                 if not group.unchanged():
                     group.restore()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections import Counter
 import shutil
 import stat
 import tempfile
@@ -64,7 +65,7 @@ def write_run(out_dir: Path, run_id: str, tables: Mapping[str, Mapping[str, Any]
     import pyarrow.parquet as pq
 
     target = out_dir / run_id
-    if (target.exists() or target.is_symlink()) and not (target.is_dir() and not target.is_symlink()):
+    if target.is_symlink() or (target.exists() and not target.is_dir()):
         raise ResultsError(f"'{target}' is there and is no run folder; move it, or give another --out")
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
@@ -131,6 +132,12 @@ def check_regular_file(path: Path, give: str = "the path of a file to write") ->
     if path.exists() and not path.is_file():
         kind = "a folder" if path.is_dir() else "not a regular file (a device or a pipe)"
         raise ResultsError(f"'{path}' is {kind}; give {give}")
+
+
+def starts_with(path: Path, magic: bytes) -> bool:
+    """Whether the file at ``path`` begins with ``magic`` (a format's first bytes)."""
+    with open(path, "rb") as file:
+        return file.read(len(magic)) == magic
 
 
 def write_text_atomic(path: Path, text: str) -> None:
@@ -296,9 +303,9 @@ def summary_problem(table: Any, primary: str) -> str | None:
     if table.num_rows == 0:
         return "it is empty, with no runs"
     if "run_id" in table.column_names:  # a row copied would count twice in every mean and interval
-        run_ids = table.column("run_id").to_pylist()
-        if len(set(run_ids)) < len(run_ids):
-            return f"run {next(r for r in run_ids if run_ids.count(r) > 1)} appears twice"
+        twice = [run_id for run_id, count in Counter(table.column("run_id").to_pylist()).items() if count > 1]
+        if twice:
+            return f"run {twice[0]} appears twice"
     types = {field.name: field.type for field in table.schema}
     for column, kind in SUMMARY_COLUMNS.items():
         if column not in types:

@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from dcbench.errors import DcbenchError, IncompatibleError, PluginError, ResultsError, SpecError, describe
-from dcbench.results import SUMMARY_COLUMNS, is_complete, provenance_of, read_table, sweep_problem, write_table_atomic
+from dcbench.results import (SUMMARY_COLUMNS, is_complete, provenance_of, read_table, starts_with, sweep_problem,
+                             write_table_atomic)
 from dcbench.runner import Runner, run_id_of
 from dcbench.spec import Spec, bind, resolved_spec
 from dcbench.suite import Suite
@@ -277,7 +278,7 @@ def previous_sweep(out_dir: Path, suite: Suite, allocators: Sequence[str], regis
     try:
         table = read_table(summary)
     except ResultsError:
-        if not is_parquet(summary):
+        if not starts_with(summary, b"PAR1"):  # a truncated Parquet file still starts as one
             raise ResultsError(f"'{summary}' is not a dcbench sweep's summary (it is not a Parquet file); give "
                                "this sweep another --out, or remove that file") from None
         return []  # damaged past reading (a truncated copy, say): rebuilt from the run folders, as `report` advises
@@ -291,12 +292,6 @@ def previous_sweep(out_dir: Path, suite: Suite, allocators: Sequence[str], regis
                            f"folder with --out (default results/{suite.name})")
     kept = {resolved_allocator(registry, a) for a in allocators}
     return [a for a in earlier.get("allocators", []) if resolved_allocator(registry, a) not in kept]
-
-
-def is_parquet(path: Path) -> bool:
-    """Whether ``path`` starts as every Parquet file does (a truncated one too)."""
-    with open(path, "rb") as file:
-        return file.read(4) == b"PAR1"
 
 
 def resolved_allocator(registry: Any, allocator: str) -> str:

@@ -8,12 +8,13 @@ folder either is complete or does not exist.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
-from collections import Counter
 import shutil
 import stat
 import tempfile
+from collections import Counter
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
@@ -43,16 +44,25 @@ def to_arrow(columns: Mapping[str, Any], provenance: Mapping[str, Any]) -> Any:
 
 
 def check_writable(out_dir: Path, what: str = "results") -> None:
-    """Fail early, before any work, if ``out_dir`` cannot hold ``what``."""
+    """Fail early, before any work, if ``out_dir`` cannot hold ``what``.
+
+    The folders made to find out are removed again (the writers make them
+    when they write), so a command that fails later, or is killed, leaves
+    no empty folders behind."""
     if out_dir.exists() and not out_dir.is_dir():
         raise ResultsError(f"cannot write {what} to '{out_dir}': it is a file, not a folder; "
                            "choose another folder with --out")
+    made = [folder for folder in (out_dir, *out_dir.parents) if not folder.exists()]  # deepest first
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile(dir=out_dir, prefix=".dcbench-probe-"):
             pass
     except OSError as exc:
         raise _cannot_write(what, out_dir, exc) from None
+    finally:
+        for folder in made:
+            with contextlib.suppress(OSError):  # not empty: another process wrote there meanwhile
+                folder.rmdir()
 
 
 def _cannot_write(what: str, out_dir: Path, exc: OSError) -> ResultsError:
@@ -111,6 +121,7 @@ def write_atomic(path: Path, write: Callable[[Path], None]) -> None:
     if path.is_symlink():
         path = path.resolve()
     check_regular_file(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
     try:
         mode = stat.S_IMODE(path.stat().st_mode)
     except FileNotFoundError:
@@ -168,7 +179,6 @@ def write_table_atomic(path: Path, columns: Any, provenance: Mapping[str, Any] |
     import pyarrow.parquet as pq
 
     table = columns if isinstance(columns, pa.Table) else to_arrow(columns, provenance or {})
-    path.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(path, lambda temporary: pq.write_table(table, temporary))
 
 

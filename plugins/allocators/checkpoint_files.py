@@ -68,7 +68,6 @@ def load_checkpoint(path: Path, allocator: str, build: Callable[[dict[str, Any]]
 def save_checkpoint(path: Path, contents: dict[str, Any]) -> None:
     """``torch.save`` into a temporary file renamed into place: an interrupted
     export leaves the previous checkpoint whole."""
-    path.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(path, lambda temporary: torch.save(contents, temporary))
 
 

@@ -3,7 +3,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from dcbench import ResultsError
-from dcbench.results import check_writable, is_complete, provenance_of, read_table, run_problem
+from dcbench.results import check_writable, is_complete, provenance_of, read_table, run_problem, write_text_atomic
 
 
 def test_a_run_writes_three_tables_with_provenance(runner, tmp_path):
@@ -57,6 +57,17 @@ def test_unwritable_folder(tmp_path):
     with pytest.raises(ResultsError, match=r"cannot write results to '.*file': it is a file, not a folder; choose"):
         check_writable(blocker)
     assert blocker.read_text() == "not a folder"
+
+
+def test_the_writability_check_leaves_no_folders_behind(tmp_path):
+    out = tmp_path / "a" / "b" / "results"
+    check_writable(out)
+    assert list(tmp_path.iterdir()) == []  # a command that fails after the check leaves nothing
+    (tmp_path / "kept").mkdir()
+    check_writable(tmp_path / "kept")
+    assert (tmp_path / "kept").is_dir() and list((tmp_path / "kept").iterdir()) == []
+    write_text_atomic(out / "note.txt", "made by the writer")  # the writers make the folders
+    assert (out / "note.txt").read_text() == "made by the writer"
 
 
 def test_corrupt_and_missing_files(tmp_path):

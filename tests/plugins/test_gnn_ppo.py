@@ -310,15 +310,17 @@ def test_train_refuses_to_replace_what_is_not_its_own_before_training(tmp_path, 
     assert sorted(p.name for p in tmp_path.iterdir()) == before
 
 
-def test_train_takes_no_positional_option():
+def test_train_takes_no_positional_option(tmp_path, monkeypatch):
     from click.testing import CliRunner
 
     from dcbench.cli import cli
 
+    monkeypatch.chdir(tmp_path)
     result = CliRunner().invoke(cli, ["train", "-a", "gnn_ppo:1", "-t", "tiered:8,1x4"])
     assert result.exit_code == 2
     assert result.output == ("Error: gnn_ppo takes its training options as KEY=VALUE, got '1'; "
                              "see `dcbench list gnn_ppo`\n")
+    assert list(tmp_path.iterdir()) == []  # not even the default checkpoints/ folder
 
 
 POLICY_OUTPUTS = """

@@ -18,7 +18,9 @@ def test_mean_ci_uses_students_t():
     assert (mean, n) == (3.0, 5)
     assert half == pytest.approx(2.776 * math.sqrt(2.5) / math.sqrt(5))
     assert math.isnan(mean_ci([7.0])[1]) and mean_ci([float("nan"), 1.0])[2] == 1
-    assert t975(1000) == 1.96
+    # exact quantiles (scipy.stats.t.ppf(0.975, dof)) between and beyond the tabulated ones
+    exact = {21: 2.079614, 26: 2.055529, 31: 2.039513, 35: 2.030108, 60: 2.000298, 130: 1.978380, 1000: 1.962339}
+    assert all(abs(t975(dof) - quantile) < 5e-4 for dof, quantile in exact.items())
 
 
 ROWS = [

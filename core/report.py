@@ -97,7 +97,7 @@ def ranking(rows: list[dict[str, Any]], metric: str, higher_is_better: bool = Tr
 # (column, heading, higher is better); a report shows those its rows have.
 METRICS = (
     ("acceptance_ratio", "Acceptance ratio", True),
-    ("blocking_probability", "Blocking probability (measured jobs)", False),
+    ("blocking_probability", "Blocking probability (measured requests)", False),
     ("reconfigurations_per_job", "Reconfigurations (circuit swaps) per job", False),
     ("latency_us", "End-to-end latency, µs (M/M/1/K per link)", False),
     ("packet_loss", "Packet loss (M/M/1/K per link)", False),

@@ -1,4 +1,6 @@
-"""Acceptance ratio, overall and by request size (1..8 servers' worth)."""
+"""Acceptance ratio, overall and by request size (1..8 servers' worth), over
+the measured requests offered (a workload's warm-up is left out, as in
+every metric); the number of invalid allocations over the whole run."""
 
 from __future__ import annotations
 
@@ -11,11 +13,12 @@ SIZE_BRACKETS = 8
 
 def acceptance(tables: RunTables, network: Network) -> dict[str, float]:
     outcome = tables.requests["outcome"]
-    offered = outcome != "skipped"
-    accepted = outcome == "accepted"
+    offered = tables.requests["measured"] & (outcome != "skipped")
+    accepted = offered & (outcome == "accepted")
     n_offered = int(offered.sum())
     columns: dict[str, float] = {
         "acceptance_ratio": accepted.sum() / n_offered if n_offered else float("nan"),
+        # a count of the allocator's faults, not a figure of merit: the warm-up's count too
         "invalid_allocations": float((tables.requests["reason"] == "invalid_allocation").sum()),
     }
     size = np.minimum(tables.requests["size"], SIZE_BRACKETS)
@@ -34,5 +37,5 @@ def register_metrics(register):
         "acceptance",
         acceptance,
         description="acceptance_ratio; acceptance_size_1..8 and accepted_size_1..8 by the servers' worth "
-        "a request needs (8 includes larger); invalid_allocations",
+        "a request needs (8 includes larger), over the measured requests; invalid_allocations (the whole run)",
     )

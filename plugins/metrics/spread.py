@@ -1,4 +1,5 @@
-"""How spread accepted requests are: one server, one rack, one pod, or across pods."""
+"""How spread accepted requests are: one server, one rack, one pod, or across
+pods (the measured ones: a workload's warm-up is left out)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ from dcbench import SPREAD_LEVELS, Network, RunTables, hookimpl
 
 
 def spread(tables: RunTables, network: Network) -> dict[str, float]:
-    accepted = tables.requests["outcome"] == "accepted"
+    accepted = tables.requests["measured"] & (tables.requests["outcome"] == "accepted")
     n_accepted = int(accepted.sum())
     levels = tables.requests["spread"][accepted]
     columns = {f"spread_{level}": float((levels == level).sum() / n_accepted) if n_accepted else float("nan")

@@ -3,8 +3,10 @@
 ``<resource>_util`` and ``link_util_tier<t>`` are time-averaged over the
 measured part of the episode (from the first offer of a measured request —
 after the workload's warm-up, if it has one — to the last offer, each state
-weighted by how long it lasted); the ``_last25`` columns are the reference code's statistic, the mean
-of the values after the last 25 offers.
+weighted by how long it lasted). The ``_last25`` columns are the reference
+code's table statistic: the mean of the last 25 values it logs, one per
+request, taken once the next request's departures are done (the state the
+next request finds; after the last request, the state it leaves).
 """
 
 from __future__ import annotations
@@ -36,13 +38,23 @@ def utilisation(tables: RunTables, network: Network) -> dict[str, float]:
     if window is None:
         return columns
     start, end = window
-    arrivals = timeline["event"] == "arrival"
+    logged = reference_log_rows(timeline["event"])
     names = [f"{r}_util" for r in network.resources] + [f"link_util_tier{t}" for t in network.tiers]
     for name in names:
         values = timeline[name]
         columns[name] = time_average(timeline["time"], values, start, end)
-        columns[f"{name}_last{LAST}"] = float(values[arrivals][-LAST:].mean()) if arrivals.any() else float("nan")
+        columns[f"{name}_last{LAST}"] = float(values[logged].mean()) if len(logged) else float("nan")
     return columns
+
+
+def reference_log_rows(event: np.ndarray) -> np.ndarray:
+    """The timeline rows of the reference's last ``LAST`` logged values: for
+    each request, the row just before the next arrival (after the departures
+    due by then); for the last request, its own row."""
+    arrivals = np.flatnonzero(event == "arrival")
+    if len(arrivals) == 0:
+        return arrivals
+    return np.append(arrivals[1:] - 1, arrivals[-1])[-LAST:]
 
 
 @hookimpl
@@ -51,5 +63,5 @@ def register_metrics(register):
         "utilisation",
         utilisation,
         description="time-averaged <resource>_util and link_util_tier<t>, and their _last25 "
-        "(mean after the last 25 offers)",
+        "(the reference's mean of its last 25 per-request values)",
     )

@@ -5,7 +5,7 @@ from dcbench import RunTables
 from dcbench.plugins.metrics.acceptance import acceptance
 from dcbench.plugins.metrics.jobs import job_metrics
 from dcbench.plugins.metrics.spread import spread
-from dcbench.plugins.metrics.utilisation import time_average, utilisation
+from dcbench.plugins.metrics.utilisation import reference_log_rows, time_average, utilisation
 
 
 def test_time_average_weights_each_state_by_its_duration():
@@ -16,10 +16,11 @@ def test_time_average_weights_each_state_by_its_duration():
     assert time_average(time, values, 2.0, 2.0) == 0.0
 
 
-def tables(outcomes, sizes, spreads=None):
+def tables(outcomes, sizes, spreads=None, measured=None):
     n = len(outcomes)
     return RunTables(
         requests={"outcome": np.array(outcomes, dtype=object), "size": np.array(sizes),
+                  "measured": np.array(measured if measured is not None else [True] * n),
                   "reason": np.array(["" if o == "accepted" else "no_path" for o in outcomes], dtype=object),
                   "spread": np.array(spreads or [""] * n, dtype=object),
                   "servers_used": np.array([2 if o == "accepted" else 0 for o in outcomes])},
@@ -44,11 +45,37 @@ def test_spread_shares(small_network):
                        "servers_per_request": 2.0}
 
 
+def test_acceptance_and_spread_leave_out_the_warm_up(small_network):
+    run = tables(["accepted", "accepted", "rejected", "accepted", "rejected"], [1, 2, 1, 2, 2],
+                 ["rack", "pod", "", "rack", ""], measured=[False, False, True, True, False])
+    run.requests["reason"][4] = "invalid_allocation"
+    columns = acceptance(run, small_network)
+    assert columns["acceptance_ratio"] == 0.5
+    assert (columns["acceptance_size_1"], columns["acceptance_size_2"]) == (0.0, 1.0)
+    assert (columns["accepted_size_1"], columns["accepted_size_2"]) == (0.0, 1.0)
+    assert columns["invalid_allocations"] == 1.0  # a fault is counted wherever it happens
+    assert spread(run, small_network) == {"spread_server": 0.0, "spread_rack": 1.0, "spread_pod": 0.0,
+                                          "spread_cross_pod": 0.0, "servers_per_request": 2.0}
+
+
+def test_last25_takes_each_value_the_reference_logs():
+    # request 0 arrives, one departure, request 1 arrives, request 2 arrives, two departures, request 3 arrives
+    event = np.array(["arrival", "departure", "arrival", "arrival", "departure", "departure", "arrival"])
+    # logged: the state request 1 finds (row 1), then request 2 (row 2), request 3 (row 5); the last one's own
+    assert reference_log_rows(event).tolist() == [1, 2, 5, 6]
+    assert reference_log_rows(np.array(["arrival"] * 30)).tolist() == list(range(5, 30))
+    assert reference_log_rows(np.array(["departure"])).tolist() == []
+
+
 def test_utilisation_matches_a_run(runner):
     result = runner.run("tetris", "tiered:8,1x4", requests=80)
     columns = utilisation(result.tables, runner.network("tiered:8,1x4")[1])
-    arrivals = result.tables.timeline["event"] == "arrival"
-    assert columns["cpu_util_last25"] == pytest.approx(result.tables.timeline["cpu_util"][arrivals][-25:].mean())
+    timeline = result.tables.timeline
+    arrival_times = timeline["time"][timeline["event"] == "arrival"]
+    # the state each of the last 25 requests leaves once the departures due before the next arrival are done
+    found = [np.flatnonzero(timeline["time"] < next_arrival)[-1] for next_arrival in arrival_times[-24:]]
+    logged = timeline["cpu_util"][[*found, np.flatnonzero(timeline["event"] == "arrival")[-1]]]
+    assert columns["cpu_util_last25"] == pytest.approx(logged.mean())
     assert 0 < columns["cpu_util"] < 1 and 0 < columns["link_util_tier3"] < 1
 
 

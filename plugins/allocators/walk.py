@@ -24,9 +24,8 @@ from dcbench.plugins.allocators.tetris import TetrisAllocator
 
 
 class WalkAllocator(TetrisAllocator):
-    def __init__(self, by_free_channels: bool, route: str = "balance", queue: str = "fifo",
-                 candidates: int = 16, penalty: float = 0.9):
-        super().__init__(penalty=penalty)
+    def __init__(self, by_free_channels: bool, route: str = "balance", queue: str = "fifo", candidates: int = 16):
+        super().__init__()  # (Tetris's penalty would only weigh later picks: the walk makes those)
         self.by_free_channels = by_free_channels
         self.route = route
         self.queue = queue
@@ -72,7 +71,6 @@ PARAMS = [
           choices=WEIGHTINGS),
     Param("queue", str, "fifo", "walk order: fifo (breadth-first) or lifo (the reference's)", choices=("fifo", "lifo")),
     Param("candidates", int, 16, "shortest paths by hop count the router ranks", minimum=3),
-    Param("penalty", float, 0.9, "Tetris locality penalty of the first pick's scoring", minimum=0),
 ]
 
 

@@ -198,6 +198,9 @@ def test_training_is_reproducible_and_resumable(tmp_path):
     assert record["seed"] == 5 and record["steps"] >= 128 and record["iterations"] >= 2
     curve = pq.read_table(tmp_path / "a.pt.train" / "curve.parquet").to_pylist()
     assert [row["iteration"] for row in curve] == list(range(1, len(curve) + 1))
+    beside = pq.read_table(tmp_path / "a.curve.parquet")  # beside the checkpoint too, as the help says
+    assert beside.column_names == list(curve[0]) and beside.column("acceptance").to_pylist() == [
+        row["acceptance"] for row in curve]
     assert (tmp_path / "a.png").exists()
 
 

@@ -30,7 +30,7 @@ from typing import Any, Callable, ClassVar
 import numpy as np
 import torch
 
-from dcbench import Range, SpecError, config_options, save_figure
+from dcbench import Range, SpecError, config_options, curve_columns, save_figure, write_table_atomic
 from dcbench.envs import AllocationEnv
 from dcbench.plugins.allocators.checkpoint_files import (check_identity, command_line, resume_training_state,
                                                           save_checkpoint, save_training_state, write_record)
@@ -362,7 +362,8 @@ class Trainer(ImitationWarmStart):
                 progress(row)
 
     def export(self, command: str) -> None:
-        """The shipped checkpoint: weights and model configuration, plus a provenance record."""
+        """The checkpoint (weights and model configuration) and, beside it, its
+        provenance record, its training curve as Parquet and plotted."""
         save_checkpoint(self.out, {"model": self.best.export(self.model), "config": json.dumps(self.model.config)})
         record = {
             "allocator": "gnn_ppo", "topology": self.topology, "workload": self.workload,
@@ -375,6 +376,7 @@ class Trainer(ImitationWarmStart):
                 "seeds": f"{VALIDATION_SEED_OFFSET}..{VALIDATION_SEED_OFFSET + self.config.validation_episodes - 1}"},
         }
         write_record(self.out.with_suffix(".json"), record)
+        write_table_atomic(self.out.with_suffix(".curve.parquet"), curve_columns(self.curve))
         plot_curve(self.curve, self.out.with_suffix(".png"), f"gnn_ppo on {self.topology}")
 
 

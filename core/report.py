@@ -65,11 +65,14 @@ def metric_table(rows: list[dict[str, Any]], metric: str, higher_is_better: bool
     lines = ["| scenario | " + " | ".join(name[a] for a in allocators) + " |",
              "|---|" + "---:|" * len(allocators)]
     for scenario in scenarios:
-        cells = [mean_ci(r[metric] for r in rows if r["scenario"] == scenario and r["allocator"] == a)
-                 for a in allocators]
+        runs = [[r.get(metric) for r in rows if r["scenario"] == scenario and r["allocator"] == a] for a in allocators]
+        cells = [mean_ci(values) for values in runs]
         means = [c[0] for c in cells]
         best = max(means) if higher_is_better else min(means)
         texts = [("**" + format_ci(m, h) + "**") if m == best else format_ci(m, h) for m, h, _ in cells]
+        # a run with nothing to measure (every request in the warm-up, say) has no value: say on how many it rests
+        texts = [text + (f" ({n} of {len(values)} runs)" if 0 < n < len(values) else "")
+                 for text, (_, _, n), values in zip(texts, cells, runs)]
         lines.append(f"| {scenario} | " + " | ".join(texts) + " |")
     return "\n".join(lines)
 

@@ -38,6 +38,16 @@ def test_tables_mark_the_best_and_rank():
     assert "| s1 | x > y |" in ranking(ROWS, "acceptance_ratio", higher_is_better=False)
 
 
+def test_a_cell_says_on_how_many_runs_it_rests_when_some_have_no_value():
+    rows = [dict(r) for r in ROWS]
+    rows[0]["acceptance_ratio"] = None  # s1, x, seed 0: nothing measured (a null in the combined summary)
+    del rows[1]["acceptance_ratio"]  # s1, x, seed 1: a metric that left its column out
+    rows[3]["acceptance_ratio"] = float("nan")  # s1, y, seed 0
+    table = metric_table(rows, "acceptance_ratio")
+    assert "| s1 | 0.520 (1 of 3 runs) | **0.715 ± 0.064** (2 of 3 runs) |" in table
+    assert "| s2 | **0.910 ± 0.025** | 0.610 ± 0.025 |" in table
+
+
 def test_allocators_are_named_by_the_options_that_tell_them_apart():
     from dcbench.registry import get_registry
     from dcbench.report import default_specs, labels

@@ -214,7 +214,8 @@ def print_summary(summaries: list[dict[str, Any]], scenario: Mapping[str, Any]) 
 @click.option("--allocator", "-a", required=True, help="Allocator spec, e.g. tetris or tetris:penalty=0.8.")
 @click.option("--topology", "-t", default="tiered:32,1x4", show_default=True, help="Topology spec.")
 @click.option("--workload", "-w", default=None, help="Workload spec (default: the topology's own).")
-@click.option("--requests", "-n", type=int, default=None, help="Requests per run (default: the workload's; 2 per server for uniform).")
+@click.option("--requests", "-n", type=int, default=None,
+              help="Requests per run (default: the workload's; 2 per server for uniform).")
 @click.option("--seed", type=int, default=None, help="Run this one seed (default 0).")
 @click.option("--seeds", type=int, default=None, help="Run seeds 0..K-1.")
 @click.option("--out", type=PATH, default=Path("results"), show_default=True,

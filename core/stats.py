@@ -15,7 +15,7 @@ _Z975 = 1.959963984540054
 def t975(dof: int) -> float:
     """The 97.5% quantile of Student's t: tabulated up to 30 degrees of
     freedom, past that the Cornish-Fisher expansion about the normal
-    quantile (within 1e-5 of the exact value from 30 on)."""
+    quantile (within 2e-5 of the exact value from 31 on)."""
     if dof <= len(_T975):
         return _T975[dof - 1]
     z = _Z975

@@ -47,7 +47,7 @@ def test_runs_from_the_committed_leaderboard_reproduce_bit_for_bit():
 
 
 def mean_acceptance(suite):
-    """Mean acceptance over seeds by (scenario, allocator name) in the committed submissions of ``suite``."""
+    """Mean acceptance over seeds by (scenario, resolved allocator spec) in the committed submissions of ``suite``."""
     values = {}
     for submission in load_submissions(LEADERBOARD) if LEADERBOARD.is_dir() else []:
         if submission.suite == suite:

@@ -29,7 +29,17 @@ def measured_window(tables: RunTables) -> tuple[float, float] | None:
 
 
 def traffic_weighted_mean(timeline: dict[str, np.ndarray], column: str, start: float, end: float) -> float:
+    """Mean of ``column`` over ``[start, end]``, each state weighted by how
+    long it held and by the inter-rack traffic; NaN where nothing flowed. A
+    window of one instant (a single measured job) takes the state at that
+    instant, as the utilisation's time average does."""
     time = timeline["time"]
+    if end <= start:
+        at = np.flatnonzero(time <= end)
+        last = at[-1] if len(at) else None
+        if last is None or not timeline["inter_rack_gbps"][last] > 0 or np.isnan(timeline[column][last]):
+            return float("nan")
+        return float(timeline[column][last])
     following = np.append(time[1:], end)
     duration = np.clip(following, start, end) - np.clip(time, start, end)
     values = timeline[column]

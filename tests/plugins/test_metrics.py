@@ -58,6 +58,28 @@ def test_acceptance_and_spread_leave_out_the_warm_up(small_network):
                                           "spread_cross_pod": 0.0, "servers_per_request": 2.0}
 
 
+def test_a_single_measured_job_has_the_latency_of_its_instant_as_it_has_a_utilisation():
+    requests = {
+        "measured": np.array([False, True]),
+        "outcome": np.array(["accepted", "accepted"], dtype=object),
+        "offer_time": np.array([0.0, 2.0]),
+        "reconfigurations": np.array([0, 0]),
+        "vms": np.array([3, 3]),
+        "inter_rack_gbps": np.array([10.0, 20.0]),
+    }
+    timeline = {
+        "time": np.array([0.0, 1.0, 2.0, 5.0]),
+        "inter_rack_gbps": np.array([10.0, 0.0, 20.0, 0.0]),
+        "latency_us": np.array([4.0, np.nan, 3.0, np.nan]),
+        "packet_loss": np.array([0.1, np.nan, 0.2, np.nan]),
+    }
+    columns = job_metrics(RunTables(requests, timeline), None)
+    assert (columns["latency_us"], columns["packet_loss"]) == (3.0, 0.2)  # the state the measured job left
+    assert time_average(timeline["time"], np.array([0.5, 0.0, 0.7, 0.0]), 2.0, 2.0) == 0.7  # likewise
+    timeline["inter_rack_gbps"][2] = 0.0  # nothing flowing at that instant: no latency to speak of
+    assert np.isnan(job_metrics(RunTables(requests, timeline), None)["latency_us"])
+
+
 def test_last25_takes_each_value_the_reference_logs():
     # request 0 arrives, one departure, request 1 arrives, request 2 arrives, two departures, request 3 arrives
     event = np.array(["arrival", "departure", "arrival", "arrival", "departure", "departure", "arrival"])

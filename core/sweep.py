@@ -24,6 +24,7 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 from dcbench.errors import DcbenchError, IncompatibleError, PluginError, ResultsError, SpecError, describe
 from dcbench.results import (SUMMARY_COLUMNS, is_complete, provenance_of, read_table, starts_with, sweep_problem,
                              write_table_atomic)
+from dcbench.registry import get_registry
 from dcbench.runner import Runner, run_id_of
 from dcbench.spec import Spec, bind, resolved_spec
 from dcbench.suite import Suite
@@ -103,9 +104,10 @@ _WORKER_RUNNER: Runner | None = None
 
 
 def _run(job: Job) -> Any:
-    """Run one job with this process's runner (which keeps compiled topologies across jobs)."""
+    """Run one job with this process's runner (which keeps compiled topologies
+    across jobs), made again when the plugins were loaded again (`reset_registry`)."""
     global _WORKER_RUNNER
-    if _WORKER_RUNNER is None:
+    if _WORKER_RUNNER is None or _WORKER_RUNNER.registry is not get_registry():
         _WORKER_RUNNER = Runner()
     return _WORKER_RUNNER.run(job.allocator, job.topology, job.workload, job.requests, job.seed)
 

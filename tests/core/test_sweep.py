@@ -292,3 +292,23 @@ def test_a_suite_whose_scenario_does_not_resolve_says_which(tmp_path, monkeypatc
     assert result.exit_code == 2 and result.output.count("\n") == 1
     assert result.output.startswith("Error: suite 'typos', scenario 'tiered:8,1x5': tiered: ratio='1x5' is not one of")
     assert not (tmp_path / "out").exists()
+
+
+COUNTING_METRIC = '''
+from dcbench import hookimpl
+
+@hookimpl
+def register_metrics(register):
+    register("counting", lambda tables, network: {"counted": float(len(tables.requests["outcome"]))})
+'''
+
+
+def test_runs_in_this_process_use_the_plugins_loaded_now(tmp_path, monkeypatch, fresh_registry):
+    from dcbench import sweep as sweeps
+    from dcbench.registry import reset_registry
+
+    with_plugin(tmp_path, monkeypatch, "counting", COUNTING_METRIC)
+    job = sweeps.Job("small", "random", "tiered:8,1x4", None, 8, 0, "")
+    assert sweeps._run(job).summary["counted"] == 8.0
+    reset_registry()  # the plugin uninstalled, say: a sweep with -j 1 must not run with it still
+    assert "counted" not in sweeps._run(job).summary

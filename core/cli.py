@@ -6,7 +6,7 @@ import contextlib
 import sys
 import warnings
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
 import click
 
@@ -149,9 +149,21 @@ def warnings_as_lines(show_all: bool = True) -> Iterator[None]:
                 click.echo(f"Warning: {message}", err=True)
 
 
+@contextlib.contextmanager
+def plugin_prints_to_stderr() -> Iterator[Callable[[str], None]]:
+    """Run plugins' code with its prints on stderr: stdout carries only
+    results, which a plugin's stray debug print would otherwise get into
+    (`dcbench run ... > table.txt`). Yields an echo to the real stdout, for
+    results printed meanwhile."""
+    results = sys.stdout
+    with contextlib.redirect_stdout(sys.stderr):
+        yield lambda text: click.echo(text, file=results)
+
+
 def load_registry() -> Registry:
-    """The registry, with broken third-party plugins reported as one-line warnings."""
-    with warnings_as_lines():
+    """The registry, with broken third-party plugins reported as one-line
+    warnings (and what they print on loading on stderr)."""
+    with warnings_as_lines(), plugin_prints_to_stderr():
         return get_registry()
 
 
@@ -235,12 +247,13 @@ def run(allocator: str, topology: str, workload: str | None, requests: int | Non
     if checkpoint is not None:
         allocator = with_checkpoint(registry, allocator, checkpoint)
     runner = Runner(registry)
-    plan = runner.resolve(allocator, topology, workload, requests)
+    with plugin_prints_to_stderr():
+        plan = runner.resolve(allocator, topology, workload, requests)
     check_writable(out)
     total = plan.requests * len(seed_list)
     summaries = []
     notes: set[str] = set()
-    with progress_bar(quiet) as progress:
+    with plugin_prints_to_stderr(), progress_bar(quiet) as progress:
         task = progress.add_task(f"{plan.allocator} on {plan.topology}", total=total)
         for index, run_seed in enumerate(seed_list):
             done_before = index * plan.requests
@@ -290,12 +303,13 @@ def sweep(suite_name: str, allocator_values: tuple[str, ...], out: Path | None, 
         raise UserError("--address is the Ray cluster's, for --executor ray; give both, or neither")
     workers = jobs if jobs is not None else (os.cpu_count() or 1)
     runner = Runner(registry)
-    planned = sweeps.plan(runner, suite, allocators)
+    with plugin_prints_to_stderr():
+        planned = sweeps.plan(runner, suite, allocators)
     check_writable(out)
     left_out = sweeps.previous_sweep(out, suite, allocators, registry)
     sweeps.remove_staging(out)
     todo = sweeps.pending(planned, out)
-    with progress_bar(quiet) as progress:
+    with plugin_prints_to_stderr(), progress_bar(quiet) as progress:
         task = progress.add_task(f"{suite.name}: {len(planned)} runs", total=len(planned),
                                  completed=len(planned) - len(todo))
         if executor == "ray":
@@ -490,8 +504,9 @@ def bench(allocators: tuple[str, ...], topologies: tuple[str, ...], workload: st
     else:
         allocators = tuple(sorted(name for name, e in registry.entries("allocator").items()
                                   if not e.extra.get("learned", False)))
-    run_bench(registry, list(allocators), list(topologies or DEFAULT_TOPOLOGIES), requests, repeat, click.echo,
-              workload, every_allocator_runs=named)
+    with plugin_prints_to_stderr() as echo:
+        run_bench(registry, list(allocators), list(topologies or DEFAULT_TOPOLOGIES), requests, repeat, echo,
+                  workload, every_allocator_runs=named)
 
 
 # These modules add their commands to `cli` when imported.
@@ -504,7 +519,7 @@ def main() -> None:
             stream.reconfigure(errors="backslashreplace")
     try:
         registry = load_registry()
-        with warnings_as_lines():
+        with warnings_as_lines(), plugin_prints_to_stderr():
             registry.call_each("register_commands", cli=cli)
     except DcbenchError as exc:
         click.echo(f"Error: {exc}", err=True)

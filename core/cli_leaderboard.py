@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from dcbench.cli import PATH, UserError, check_bounds, cli, load_registry, progress_bar
+from dcbench.cli import PATH, UserError, check_bounds, cli, load_registry, plugin_prints_to_stderr, progress_bar
 
 
 @cli.group(invoke_without_command=True)
@@ -65,7 +65,7 @@ def verify(root: Path, count: int, seed: int) -> None:
                         f"{', '.join(sorted(set(plugins)))} are not installed; install their plugins, "
                         "or draw others with --seed")
     differences, skipped = [], 0
-    with progress_bar(False) as progress:
+    with plugin_prints_to_stderr(), progress_bar(False) as progress:
         task = progress.add_task(f"verify {len(pairs)} runs", total=len(pairs))
         for (name, row), plugin in zip(pairs, plugins):
             if plugin not in installed:

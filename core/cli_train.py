@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from dcbench.cli import PATH, UserError, check_bounds, cli, load_registry, progress_bar
+from dcbench.cli import PATH, UserError, check_bounds, cli, load_registry, plugin_prints_to_stderr, progress_bar
 from dcbench.results import starts_with
 
 
@@ -69,7 +69,7 @@ def train(allocator: str, topology: str, workload: str | None, steps: int | None
     options = dict(parsed.kwargs)
     extra = {"options": options} if options else {}
     last: dict[str, str] = {}
-    with progress_bar(quiet, "status") as progress:
+    with plugin_prints_to_stderr(), progress_bar(quiet, "status") as progress:
         task = progress.add_task(f"train {entry.name} on {topology}", total=steps, status="")
 
         def report(row: dict[str, float]) -> None:

@@ -16,6 +16,7 @@ import json
 import multiprocessing
 import os
 import socket
+import sys
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -130,6 +131,13 @@ def quiet_plugin_warnings() -> None:
     warnings.filterwarnings("ignore", category=PluginLoadWarning)
 
 
+def start_worker() -> None:
+    """What a worker process does first: no second round of plugin warnings,
+    and what plugins print on stderr, as in the command's own process."""
+    quiet_plugin_warnings()
+    sys.stdout = sys.stderr
+
+
 def run_local(jobs: Sequence[Job], out_dir: Path, workers: int, advance: Callable[[Job], None]) -> None:
     if workers <= 1:
         for job in jobs:
@@ -139,7 +147,7 @@ def run_local(jobs: Sequence[Job], out_dir: Path, workers: int, advance: Callabl
     context = multiprocessing.get_context("spawn")
     with one_math_thread_per_worker(), \
             concurrent.futures.ProcessPoolExecutor(max_workers=workers, mp_context=context,
-                                                   initializer=quiet_plugin_warnings) as pool:
+                                                   initializer=start_worker) as pool:
         futures = {pool.submit(execute, job, out_dir): job for job in jobs}
         try:
             for future in concurrent.futures.as_completed(futures):
@@ -179,7 +187,7 @@ def one_math_thread_per_worker() -> Iterator[None]:
 def _run_remote(job: Job) -> tuple[str, dict[str, Any], dict[str, Any]]:
     """A Ray task: run one job where Ray places it and send the tables back."""
     if _WORKER_RUNNER is None:
-        quiet_plugin_warnings()  # into the worker's log, once per worker: the driver has warned already
+        start_worker()  # into the worker's log, once per worker: the driver has warned already
     result = _run(job)
     tables = {"requests": result.tables.requests, "timeline": result.tables.timeline,
               "summary": {k: [v] for k, v in result.summary.items()}}

@@ -256,3 +256,56 @@ def test_an_empty_path_is_refused_not_taken_for_the_current_folder(tmp_path, mon
     result = invoke(*args)
     assert result.exit_code == 2 and "is empty (an unset shell variable?); give a path" in result.output
     assert list(tmp_path.iterdir()) == []
+
+
+CHATTY = '''
+from dcbench import hookimpl
+from dcbench.plugins.allocators.tetris import TetrisAllocator
+
+print("chatty: imported")
+
+
+class Chatty(TetrisAllocator):
+    def allocate(self, request, state):
+        print("chatty: allocating")
+        return super().allocate(request, state)
+
+
+def talk(tables, network):
+    print("chatty: measuring")
+    return {"chatty_words": 1.0}
+
+
+@hookimpl
+def register_allocators(register):
+    print("chatty: registering")
+    register("chatty", Chatty, demands=("pool", "job"), description="Tetris that prints")
+
+
+@hookimpl
+def register_metrics(register):
+    register("chatty_metric", talk, description="a metric that prints")
+'''
+
+
+@pytest.mark.parametrize("command", [
+    ["run", "-a", "chatty", "-t", "tiered:8,1x4", "-n", "6", "-q"],
+    ["sweep", "-s", "nara2022", "-a", "chatty", "-j", "1", "-q"],
+    ["bench", "-a", "chatty", "-t", "tiered:8,1x4", "-n", "6", "--repeat", "1"],
+])
+def test_what_a_plugin_prints_goes_to_stderr_not_into_the_results(tmp_path, monkeypatch, fresh_registry, command):
+    import importlib.metadata
+
+    (tmp_path / "tp_chatty.py").write_text(CHATTY)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "tp_chatty", raising=False)
+    monkeypatch.setattr(importlib.metadata, "entry_points",
+                        lambda group: [importlib.metadata.EntryPoint("chatty", "tp_chatty", group)])
+    out = [] if command[0] == "bench" else ["--out", str(tmp_path / "out")]
+    result = CliRunner().invoke(cli, [*command, *out])
+    assert result.exit_code == 0, result.output
+    assert "chatty:" not in result.stdout  # stdout: the results only
+    assert result.stdout.strip()  # ... which are there
+    for said in ("imported", "registering", "allocating", "measuring"):
+        if command[0] != "bench" or said != "measuring":  # (bench computes no metrics)
+            assert f"chatty: {said}" in result.stderr

@@ -256,12 +256,6 @@ def _read_provenance(table: Any) -> tuple[dict[str, Any] | None, str | None]:
     return provenance, None
 
 
-def provenance_problem(table: Any) -> str | None:
-    """Why ``table`` carries no usable dcbench provenance (a JSON object
-    under ``METADATA_KEY``), or None."""
-    return _read_provenance(table)[1]
-
-
 def provenance_of(table: Any, path: Path | None = None) -> dict[str, Any]:
     """The provenance dcbench wrote into ``table``; a one-line error, naming
     ``path`` where given, if it has none or it is damaged."""

@@ -26,7 +26,7 @@ from dcbench.registry import Registry, get_registry
 from dcbench.results import (provenance_of, ranking_of, read_sweep_summary, read_table, run_problem,
                              staging_folder, swap_in, sweep_summary_problem, write_text_atomic)
 from dcbench.runner import Runner, run_hash
-from dcbench.report import default_specs, labels
+from dcbench.report import cell, default_specs, labels
 from dcbench.stats import format_ci, mean_ci
 
 SUBMISSIONS = "submissions"
@@ -432,16 +432,16 @@ def _markdown(sections: Iterable[Section], submissions: list[Submission], versio
                   f"Ranked by `{section.metric}` ({'higher' if section.higher else 'lower'} is better).", "",
                   "| rank | allocator | mean over scenarios | scenarios won |", "|---:|---|---:|---:|"]
         for rank, (allocator, mean, wins) in enumerate(section.overall, 1):
-            lines.append(f"| {rank} | `{name[allocator]}` | {mean:.3f} | {wins} |")
+            lines.append(f"| {rank} | `{cell(name[allocator])}` | {mean:.3f} | {wins} |")
         lines += ["", f"![{section.suite_name}]({section.plot.relative_to(root).as_posix()})", ""]
         for scenario in section.scenarios:
             lines += [f"### {section.suite_name} / {scenario}", "",
                       f"| rank | allocator | {section.metric} | Δ vs best baseline | "
-                      + " | ".join(section.metrics) + " |",
+                      + " | ".join(cell(m) for m in section.metrics) + " |",
                       "|---:|---|---:|---:|" + "---:|" * len(section.metrics)]
             for rank, entry in enumerate(section.per_scenario[scenario], 1):
                 cells = [format_ci(entry.metrics[m][0], entry.metrics[m][1]) for m in section.metrics]
-                lines.append(f"| {rank} | `{name[entry.allocator]}` | {format_ci(*entry.primary[:2])} | "
+                lines.append(f"| {rank} | `{cell(name[entry.allocator])}` | {format_ci(*entry.primary[:2])} | "
                              f"{_delta(entry)} | " + " | ".join(cells) + " |")
             lines.append("")
     lines += ["## Submissions", ""] + [f"- `{s.name}`: {s.suite}, {len(s.rows)} runs, "

@@ -14,6 +14,12 @@ START = "<!-- dcbench report: start -->"
 END = "<!-- dcbench report: end -->"
 
 
+def cell(text: str) -> str:
+    """``text`` for a Markdown table cell, where a '|' would end the cell
+    (a third-party suite's scenario label, say)."""
+    return text.replace("|", "\\|")
+
+
 def display_name(spec: str, specs: Sequence[str]) -> str:
     """An allocator's plain name, or its full spec where two variants of it compete."""
     base = spec.split(":")[0]
@@ -62,7 +68,7 @@ def metric_table(rows: list[dict[str, Any]], metric: str, higher_is_better: bool
     scenarios = list(dict.fromkeys(r["scenario"] for r in rows))
     allocators = list(dict.fromkeys(r["allocator"] for r in rows))
     name = labels(allocators, defaults)
-    lines = ["| scenario | " + " | ".join(name[a] for a in allocators) + " |",
+    lines = ["| scenario | " + " | ".join(cell(name[a]) for a in allocators) + " |",
              "|---|" + "---:|" * len(allocators)]
     for scenario in scenarios:
         runs = [[r.get(metric) for r in rows if r["scenario"] == scenario and r["allocator"] == a] for a in allocators]
@@ -73,7 +79,7 @@ def metric_table(rows: list[dict[str, Any]], metric: str, higher_is_better: bool
         # a run with nothing to measure (every request in the warm-up, say) has no value: say on how many it rests
         texts = [text + (f" ({n} of {len(values)} runs)" if 0 < n < len(values) else "")
                  for text, (_, _, n), values in zip(texts, cells, runs)]
-        lines.append(f"| {scenario} | " + " | ".join(texts) + " |")
+        lines.append(f"| {cell(scenario)} | " + " | ".join(texts) + " |")
     return "\n".join(lines)
 
 
@@ -91,7 +97,7 @@ def ranking(rows: list[dict[str, Any]], metric: str, higher_is_better: bool = Tr
         for allocator in order:  # an exact tie at the top is a win for each
             if means[allocator] == means[order[0]]:
                 wins[allocator] += 1
-        lines.append(f"| {scenario} | " + " > ".join(name[a] for a in order) + " |")
+        lines.append(f"| {cell(scenario)} | " + " > ".join(cell(name[a]) for a in order) + " |")
     lines.append("")
     lines.append("Best on: " + ", ".join(f"{name[a]} {n}" for a, n in wins.items()) + " scenarios.")
     return "\n".join(lines)
@@ -148,7 +154,7 @@ def paired_table(rows: list[dict[str, Any]], metric: str, baselines: set[str], h
             factor = best_mean / challenger_mean if challenger_mean else float("inf")
             factors_all[challenger].append(factor)
             shown = f"{100 * relative:+.1f}%" if higher_is_better else f"{factor:.2f}×"
-            lines.append(f"| {scenario} | {label[challenger]} | {label[best]} | "
+            lines.append(f"| {cell(scenario)} | {cell(label[challenger])} | {cell(label[best])} | "
                          f"{format_ci(mean, half, 3) if mean < 0 else '+' + format_ci(mean, half, 3)} | {shown} |")
     lines.append("")
     for challenger, values in relative_all.items():

@@ -48,6 +48,14 @@ def test_a_cell_says_on_how_many_runs_it_rests_when_some_have_no_value():
     assert "| s2 | **0.910 ± 0.025** | 0.610 ± 0.025 |" in table
 
 
+def test_a_pipe_in_a_name_does_not_split_a_table_cell():
+    rows = [{**r, "scenario": r["scenario"] + "|x"} for r in ROWS]  # a third-party suite's label, say
+    for table in (metric_table(rows, "acceptance_ratio"), ranking(rows, "acceptance_ratio")):
+        row = next(line for line in table.splitlines() if line.startswith("| s1"))
+        assert row.startswith("| s1\\|x |")
+        assert row.replace("\\|", "").count("|") == table.splitlines()[0].count("|")  # as many cells as the header
+
+
 def test_allocators_are_named_by_the_options_that_tell_them_apart():
     from dcbench.registry import get_registry
     from dcbench.report import default_specs, labels

@@ -23,9 +23,9 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from dcbench.errors import DcbenchError, IncompatibleError, PluginError, ResultsError, SpecError, describe
+from dcbench.registry import get_registry
 from dcbench.results import (SUMMARY_COLUMNS, is_complete, provenance_of, read_table, starts_with, sweep_problem,
                              write_table_atomic)
-from dcbench.registry import get_registry
 from dcbench.runner import Runner, run_id_of
 from dcbench.spec import Spec, bind, resolved_spec
 from dcbench.suite import Suite

@@ -1,14 +1,17 @@
 """PPO for the GNN policy, in one file in the manner of CleanRL.
 
 Clipped surrogate objective, GAE, a value head (squared error), an entropy
-bonus and RLlib's adaptive KL penalty; batches, minibatches, clip, γ, λ and
-the KL coefficient default to the reference's RLlib settings (2,048 steps a
-batch, minibatches of 256, clip 0.3, γ 0.99, λ 1.0, KL coefficient 0.2), the
-rest differs (`PPOConfig`). A behaviour-cloning warm start comes first
-(`imitation.py`). Each iteration collects whole episodes from ``envs``
-environments stepped in lockstep, so an iteration boundary is a clean point
-to save and resume:
-resuming from the last saved iteration gives exactly the weights an
+bonus (``entropy_coef``, 0 by default as in RLlib) and RLlib's adaptive KL
+penalty (on the KL estimated from the sampled actions); gradients clipped
+to norm 10. Minibatches, clip, γ, λ and the KL coefficient default to the
+reference's RLlib settings (minibatches of 256, clip 0.3, γ 0.99, λ 1.0,
+KL coefficient 0.2), the rest differs (`PPOConfig`). A behaviour-cloning
+warm start comes first (`imitation.py`). Each iteration collects whole
+episodes from ``envs`` environments stepped in lockstep: every environment
+finishes the episode in which it reaches its share of ``batch`` steps, so
+with 128-request episodes (550 to 950 decisions) a batch is 5,500 to 8,000
+steps, not 2,048. An iteration boundary is thus a clean point to save and
+resume: resuming from the last saved iteration gives exactly the weights an
 uninterrupted run would have.
 
 With ``validation_episodes`` > 0 the policy is scored greedily (arg-max, as
@@ -48,13 +51,13 @@ RESUMABLE_CHANGES = ("steps", "validation_episodes", "validate_every")
 @dataclass
 class PPOConfig:
     """Training settings; every field but ``steps`` is a ``gnn_ppo:KEY=VALUE``
-    option of ``dcbench train``. The defaults are the first two sets'
-    recipe; the shipped checkpoints add γ 0.9, λ 0.95, a chosen teacher and,
-    for seven of the twelve, a sixth hint (each one's ``.json`` records its
-    settings). The
-    reference's RLlib run differs in: steps 204,800, epochs 30, learning
-    rate 5e-3, value loss clipped at 10, rewards unscaled, 32-request
-    episodes, no imitation warm start, no `ServerHints` node features (see
+    option of ``dcbench train``. The defaults are the second set's recipe;
+    the shipped checkpoints add γ 0.9, λ 0.95, a chosen teacher and, for
+    seven of the twelve, a sixth hint (each one's ``.json`` records its
+    settings). The reference's RLlib run differs in: steps 204,800, epochs
+    30, learning rate 5e-3, a clipped value loss (the prediction moves at
+    most 10 from its rollout value), rewards unscaled, 32-request episodes,
+    no imitation warm start, no `ServerHints` node features (see
     docs/learned/gnn_ppo.md). ``dagger_rounds`` > 0 adds DAgger rounds after
     the behaviour cloning (tried, not shipped)."""
 

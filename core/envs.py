@@ -276,6 +276,13 @@ class AllocationEnv(gym.Env):
         packet_bits = 8.0 * getattr(self.workload, "packet_bytes", 296)
         self.floor_latency_ns = packet_bits / float(self.network.info.get("port_gbps", 40.0))
 
+    def served_latency_ns(self) -> float:
+        """l of Eq. 1 once a job is committed: the network-wide mean packet
+        latency, at least one packet's transmission time (the latency when
+        no traffic crosses racks, where the engine reports none: NaN)."""
+        latency_us = self.simulation.network_qos()[0]
+        return self.floor_latency_ns if np.isnan(latency_us) else max(latency_us * 1e3, self.floor_latency_ns)
+
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         super().reset(seed=seed)
         if seed is None:
@@ -339,7 +346,7 @@ class AllocationEnv(gym.Env):
         accepted = self.simulation.resolve(builder.result())  # the allocation, or the builder's Reject
         self.offered += 1
         self.accepted += accepted
-        latency_ns = max(self.simulation.network_qos()[0] * 1e3, self.floor_latency_ns) if accepted else 0.0
+        latency_ns = self.served_latency_ns() if accepted else 0.0
         rewards = job_step_rewards(actions, None if accepted else actions - 1, latency_ns,
                                    accepted and bool(builder.swaps), self.alpha, self.reconfiguration_cost,
                                    vms=len(builder.vms))

@@ -93,6 +93,18 @@ def test_the_papers_rewards():
     assert job_step_rewards(2, None, 100.0, True, reconfiguration_cost=25) == [-23.0, -23.0]
 
 
+def test_a_served_job_whose_traffic_stays_in_one_rack_gets_the_floor_latencys_reward():
+    # seed 1: the first job, each VM to the first allowed rack, fits in rack 0, so no traffic crosses racks
+    env = AllocationEnv(**JOBS)
+    observation, _ = env.reset(seed=1)
+    info = {}
+    while "step_rewards" not in info:
+        observation, _, _, _, info = env.step(int(np.flatnonzero(observation["action_mask"])[0]))
+    assert info["job_accepted"] and info["reconfigurations"] == 0
+    assert np.isnan(env.simulation.network_qos()[0])  # the engine reports no latency: no inter-rack packets
+    assert info["step_rewards"] == pytest.approx([1 + 100 / env.floor_latency_ns] * len(info["step_rewards"]))
+
+
 def test_a_state_value_is_minus_one_where_the_vm_or_its_flows_do_not_fit():
     env = AllocationEnv(**JOBS)
     observation, _ = env.reset(seed=1)

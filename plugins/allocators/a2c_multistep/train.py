@@ -16,7 +16,9 @@ saved after every episode resumes exactly.
 
 Options against the policy's entropy collapse (advantage normalisation, an
 entropy floor, the actor's own learning rate, gradient clipping, reward
-scaling) are ours and off by default; none helped on validation seeds (see
+scaling) are ours and off by default: from scratch on the paper's state
+none helped on validation seeds, and the shipped checkpoints, warm-started
+from `jcb`, use the actor's own learning rate (see
 docs/learned/a2c_multistep.md).
 """
 

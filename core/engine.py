@@ -214,8 +214,8 @@ class Simulation:
             try:
                 problem, usage = check_allocation(result, request, self.state)
             except Exception as exc:  # fields of the wrong kind: routes=None, amounts of text, ...
-                raise AllocatorError(f"allocator returned a malformed Allocation for request {i} "
-                                     f"({describe(exc)}); fix the allocator") from exc
+                raise AllocatorError.of_allocator(
+                    f"returned a malformed Allocation for request {i} ({describe(exc)})") from exc
             if problem is None:
                 self._commit(request, result, usage)
                 accepted = True
@@ -225,10 +225,9 @@ class Simulation:
             self.outcome[i] = REJECTED
             self.reason[i] = result.reason if result is not None else "rejected"
         else:
-            raise AllocatorError(
-                f"allocator returned {type(result).__name__} for request {i}; "
-                "expected an Allocation, a Reject or None"
-            )
+            raise AllocatorError.of_allocator(
+                f"returned {type(result).__name__} for request {i}; expected an Allocation, a Reject or None",
+                fix=False)
         self._record(self.clock, "arrival", i)
         self.request = None
         return accepted
@@ -334,7 +333,7 @@ def simulate(
     except DcbenchError:
         raise
     except (Exception, SystemExit) as exc:  # sys.exit() in an allocator must not end the run as a success
-        raise AllocatorError(f"allocator could not start on this topology: {describe(exc)}") from exc
+        raise AllocatorError.of_allocator(f"could not start on this topology: {describe(exc)}", fix=False) from exc
     view = simulation.view
     chunk = max(1, len(sequence) // 100)
     while (request := simulation.next_request()) is not None:
@@ -343,9 +342,7 @@ def simulate(
         except DcbenchError:
             raise
         except (Exception, SystemExit) as exc:
-            raise AllocatorError(
-                f"allocator raised {describe(exc)} (request {request.id}); fix the allocator"
-            ) from exc
+            raise AllocatorError.of_allocator(f"raised {describe(exc)} (request {request.id})") from exc
         simulation.resolve(result)
         if progress is not None and (request.id + 1) % chunk == 0:
             progress(request.id + 1)

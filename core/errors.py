@@ -8,6 +8,8 @@ fix; the CLI prints it and exits with code 2, without a traceback.
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class DcbenchError(Exception):
     """Base class of every error dcbench reports to a user."""
@@ -30,7 +32,22 @@ class IncompatibleError(DcbenchError):
 
 
 class AllocatorError(DcbenchError):
-    """An allocator raised, or returned something that is not an allocation."""
+    """An allocator raised, or returned something that is not an allocation.
+
+    ``did`` is what the allocator did ("raised ..."), for a message that
+    names a third-party allocator's plugin; None where a builder refused a
+    step (the message says it all)."""
+
+    def __init__(self, message: str, did: str | None = None) -> None:
+        super().__init__(message)
+        self.did = did
+
+    @classmethod
+    def of_allocator(cls, did: str, fix: bool = True) -> AllocatorError:
+        return cls(f"allocator {did}" + ("; fix the allocator" if fix else ""), did)
+
+    def __reduce__(self) -> Any:  # pickled whole across processes
+        return type(self), (str(self), self.did)
 
 
 class ResultsError(DcbenchError):

@@ -70,9 +70,10 @@ def validate(results: Path, registry: Registry) -> Submission:
 
     table = read_sweep_summary(results, registry)  # checks its provenance, columns and primary metric
     provenance = provenance_of(table)
+    suite_name = provenance["suite"]
     suites = registry.entries("suite")
-    if provenance["suite"] not in suites:
-        raise _refuse(f"unknown suite {provenance['suite']!r}; known suites: {', '.join(sorted(suites))}")
+    if suite_name not in suites:
+        raise _refuse(f"unknown suite {suite_name!r}; known suites: {', '.join(sorted(suites))}")
     rows = table.to_pylist()
     versions = {row["dcbench_version"] for row in rows} | {provenance.get("dcbench_version")}
     if versions != {__version__}:  # the rows' and the provenance's: either may be the other one
@@ -80,7 +81,7 @@ def validate(results: Path, registry: Registry) -> Submission:
         raise _refuse(f"made with dcbench {others}; this leaderboard takes {__version__} "
                       "(rerun the sweep with this version)")
     try:
-        _check_rows(suites[provenance["suite"]], rows, Runner(registry))
+        _check_rows(suites[suite_name], rows, Runner(registry))
     except _RowsProblem as exc:
         raise _refuse(str(exc)) from None
     allocators = _allocators(rows)
@@ -92,7 +93,6 @@ def validate(results: Path, registry: Registry) -> Submission:
         problem = _differs_from_its_run(row, run_dir)
         if problem is not None:
             raise _refuse(f"run folder {run_dir} {problem}")
-    suite_name = provenance["suite"]
     short = "-".join(sorted({a.split(":")[0] for a in allocators}))
     digest = run_hash(suite_name, short, json.dumps(sorted(r["run_id"] for r in rows)), 0, 0, __version__)[:8]
     return Submission(f"{suite_name}--{short}--{digest}", suite_name, allocators, rows)

@@ -333,7 +333,7 @@ def registration_problem(kind: str, name: Any, target: Any, params: Any, extra: 
         return "no spec can give that name; use letters, digits, '_', '.' and '-', starting with a letter or '_'"
     if not isinstance(description, str):
         return f"its description {description!r} is not a string"
-    if not (callable(target) or isinstance(target, str) and ":" in target):
+    if not _loadable(target):
         return f"its target {target!r} is neither a callable nor a 'module:attr' string"
     if not isinstance(params, (list, tuple)):
         return f"params={params!r} is not a list of dcbench.Param"
@@ -348,13 +348,18 @@ def registration_problem(kind: str, name: Any, target: Any, params: Any, extra: 
         if problem is not None:
             return f"param {param.name!r} {problem}"
     trainer = extra.get("trainer")
-    if trainer is not None and not (callable(trainer) or isinstance(trainer, str) and ":" in trainer):
+    if trainer is not None and not _loadable(trainer):
         return f"its trainer {trainer!r} is neither a callable nor a 'module:attr'"
     demands = extra.get("demands", ("pool",))
     if kind == "allocator" and (not isinstance(demands, (list, tuple)) or not demands
                                 or not set(demands) <= set(DEMAND_KINDS)):
         return f"demands={demands!r} is not a tuple of {' and/or '.join(map(repr, DEMAND_KINDS))}"
     return None
+
+
+def _loadable(target: Any) -> bool:
+    """A callable, or a 'module:attr' string that `PluginEntry.load` imports."""
+    return callable(target) or isinstance(target, str) and ":" in target
 
 
 def param_problem(param: Param) -> str | None:

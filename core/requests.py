@@ -115,8 +115,7 @@ def checked_sequence(sequence: RequestSequence, network: Network, requests: int,
         "holding": _numbers("holding", sequence.holding, (n,)),
         "demand": _numbers("demand", sequence.demand, (n, resources)),
     }
-    if sequence.wait_until_fits and not (isinstance(sequence.time_step, (int, float, np.number))
-                                         and 0 < sequence.time_step < np.inf):
+    if sequence.wait_until_fits and not _positive_finite(sequence.time_step):
         raise SequenceProblem(f"it waits until requests fit with time_step={sequence.time_step!r}; "
                               "it must be a positive finite number")
     if sequence.measured is not None:
@@ -127,8 +126,7 @@ def checked_sequence(sequence: RequestSequence, network: Network, requests: int,
     if kind == "job":
         arrays.update(_job_arrays(sequence, n, resources, arrays["demand"]))
         packet_bytes = sequence.extra.get("packet_bytes")
-        if packet_bytes is not None and not (isinstance(packet_bytes, (int, float, np.number))
-                                             and 0 < packet_bytes < np.inf):
+        if packet_bytes is not None and not _positive_finite(packet_bytes):
             raise SequenceProblem(f"its packet_bytes={packet_bytes!r} is not a positive finite number")
         buffer = sequence.extra.get("buffer_packets", 1)
         if not isinstance(buffer, (int, np.integer)) or buffer < 1:
@@ -136,6 +134,10 @@ def checked_sequence(sequence: RequestSequence, network: Network, requests: int,
     for array in arrays.values():
         array.flags.writeable = False
     return dataclasses.replace(sequence, **arrays)
+
+
+def _positive_finite(value: Any) -> bool:
+    return isinstance(value, (int, float, np.number)) and 0 < value < np.inf
 
 
 def _numbers(name: str, values: Any, shape: tuple[int, ...]) -> np.ndarray:

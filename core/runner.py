@@ -114,11 +114,12 @@ def compiled(entry: PluginEntry, topology: Any) -> Network:
     """The network of what a topology plugin built."""
     if not isinstance(topology, Topology):
         raise entry.error(f"returned {type(topology).__name__} when built, not a dcbench.Topology")
-    with blamed_on(entry, "built a topology that does not compile"):
+    failure = "built a topology that does not compile"
+    with blamed_on(entry, failure):
         try:
             return Network.compile(topology)
         except SpecError as exc:  # what the topology's own parameters should have ruled out
-            raise entry.error(f"built a topology that does not compile: {exc}") from exc
+            raise entry.error(f"{failure}: {exc}") from exc
 
 
 def metric_columns(entry: PluginEntry, columns: Any, written_by: dict[str, str]) -> dict[str, float]:
@@ -173,9 +174,7 @@ def named_in_errors(entry: PluginEntry) -> Iterator[None]:
     except AllocatorError as exc:
         if entry.builtin:
             raise
-        message = str(exc).removesuffix("; fix the allocator")
-        what = message.removeprefix("allocator ") if message.startswith("allocator ") else f"failed: {message}"
-        raise entry.error(what) from exc
+        raise entry.error(exc.did if exc.did is not None else f"failed: {exc}") from exc
 
 
 def draw_requests(plan: ResolvedRun, requests: int, rng: np.random.Generator) -> RequestSequence:

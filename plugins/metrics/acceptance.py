@@ -7,14 +7,14 @@ from __future__ import annotations
 import numpy as np
 
 from dcbench import Network, RunTables, hookimpl
+from dcbench.plugins.metrics.jobs import offered_and_blocked
 
 SIZE_BRACKETS = 8
 
 
 def acceptance(tables: RunTables, network: Network) -> dict[str, float]:
-    outcome = tables.requests["outcome"]
-    offered = tables.requests["measured"] & (outcome != "skipped")
-    accepted = offered & (outcome == "accepted")
+    offered, blocked = offered_and_blocked(tables.requests)
+    accepted = offered & ~blocked
     n_offered = int(offered.sum())
     columns: dict[str, float] = {
         "acceptance_ratio": accepted.sum() / n_offered if n_offered else float("nan"),

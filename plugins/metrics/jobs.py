@@ -28,6 +28,13 @@ def measured_window(tables: RunTables) -> tuple[float, float] | None:
     return float(offers.min()), float(offers.max())
 
 
+def row_at(time: np.ndarray, instant: float) -> int | None:
+    """The timeline row that holds at ``instant`` (the last one recorded by
+    then), or None before the first."""
+    rows = np.flatnonzero(time <= instant)
+    return int(rows[-1]) if len(rows) else None
+
+
 def traffic_weighted_mean(timeline: dict[str, np.ndarray], column: str, start: float, end: float) -> float:
     """Mean of ``column`` over ``[start, end]``, each state weighted by how
     long it held and by the inter-rack traffic; NaN where nothing flowed. A
@@ -35,11 +42,10 @@ def traffic_weighted_mean(timeline: dict[str, np.ndarray], column: str, start: f
     instant, as the utilisation's time average does."""
     time = timeline["time"]
     if end <= start:
-        at = np.flatnonzero(time <= end)
-        last = at[-1] if len(at) else None
-        if last is None or not timeline["inter_rack_gbps"][last] > 0 or np.isnan(timeline[column][last]):
+        row = row_at(time, end)
+        if row is None or not timeline["inter_rack_gbps"][row] > 0 or np.isnan(timeline[column][row]):
             return float("nan")
-        return float(timeline[column][last])
+        return float(timeline[column][row])
     following = np.append(time[1:], end)
     duration = np.clip(following, start, end) - np.clip(time, start, end)
     values = timeline[column]

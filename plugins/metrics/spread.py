@@ -4,10 +4,12 @@ pods (the measured ones: a workload's warm-up is left out)."""
 from __future__ import annotations
 
 from dcbench import SPREAD_LEVELS, Network, RunTables, hookimpl
+from dcbench.plugins.metrics.jobs import offered_and_blocked
 
 
 def spread(tables: RunTables, network: Network) -> dict[str, float]:
-    accepted = tables.requests["measured"] & (tables.requests["outcome"] == "accepted")
+    offered, blocked = offered_and_blocked(tables.requests)
+    accepted = offered & ~blocked
     n_accepted = int(accepted.sum())
     levels = tables.requests["spread"][accepted]
     columns = {f"spread_{level}": float((levels == level).sum() / n_accepted) if n_accepted else float("nan")

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from dcbench import Network, RunTables, hookimpl
-from dcbench.plugins.metrics.jobs import measured_window
+from dcbench.plugins.metrics.jobs import measured_window, row_at
 
 LAST = 25
 
@@ -25,7 +25,8 @@ def time_average(time: np.ndarray, values: np.ndarray, start: float, end: float)
     if len(time) == 0:
         return float("nan")
     if end <= start:
-        return float(values[time <= end][-1]) if (time <= end).any() else float(values[0])
+        row = row_at(time, end)
+        return float(values[row if row is not None else 0])
     following = np.append(time[1:], end)
     weight = np.clip(following, start, end) - np.clip(time, start, end)
     return float((weight * values).sum() / weight.sum())

@@ -82,6 +82,33 @@ class State:
         return view
 
 
+def owned(allocation: Allocation) -> Allocation:
+    """``allocation`` read once into the engine's own arrays and tuples, so
+    that what is checked is what is committed (an allocator may reuse its
+    arrays for the next request, or hand over iterators). Raises TypeError
+    or ValueError for a field of the wrong kind."""
+    amounts = np.array(allocation.amounts)
+    if amounts.dtype.kind not in "iuf":
+        raise TypeError(f"amounts are of type {amounts.dtype}, not real numbers")
+    vm_servers = allocation.vm_servers
+    return Allocation(
+        servers=np.array(allocation.servers),
+        amounts=amounts.astype(np.float64, copy=False),
+        routes=tuple(_owned_route(route) for route in allocation.routes),
+        vm_servers=None if vm_servers is None else np.array(vm_servers),
+        reconfigure=tuple(tuple(swap) for swap in allocation.reconfigure),
+    )
+
+
+def _owned_route(route: Route) -> Route:
+    a, b, links, amount = route
+    if not isinstance(amount, (int, float, np.integer, np.floating)):
+        raise TypeError(f"route {a}->{b} reserves {amount!r}, not a number")
+    if type(links) is tuple:
+        return route if type(route) is Route else Route(a, b, links, amount)
+    return Route(a, b, tuple(links), amount)
+
+
 def locked_view(array: np.ndarray) -> np.ndarray:
     """A live view of a contiguous ``array`` that cannot be written through,
     not even by setting its ``writeable`` flag back (a plain view's can be)."""
@@ -119,15 +146,22 @@ def partners(rule: str, gives_cpu: Sequence[bool], i: int) -> list[tuple[int, in
 
 def check_allocation(allocation: Allocation, request: Request, state: State) -> tuple[str | None, np.ndarray]:
     """Why ``allocation`` is invalid for ``request`` in ``state`` (None if it
-    is valid), and the amount it reserves on every link."""
+    is valid), and the amount it reserves on every link. Raises TypeError or
+    ValueError for a field of the wrong kind (`owned`)."""
+    return check_owned(owned(allocation), request, state)
+
+
+def check_owned(allocation: Allocation, request: Request, state: State) -> tuple[str | None, np.ndarray]:
+    """`check_allocation` of what `owned` made of an allocation (the engine
+    commits the very allocation it checked)."""
     if request.kind == "job":
         return check_job_allocation(allocation, request, state)
     network = state.network
     usage = np.zeros(network.n_links)
     if allocation.reconfigure or allocation.vm_servers is not None:
         return "a pool allocation has no VMs and reconfigures nothing", usage
-    servers = np.asarray(allocation.servers)
-    amounts = np.asarray(allocation.amounts, dtype=np.float64)
+    servers = allocation.servers
+    amounts = allocation.amounts
     n_resources = len(network.resources)
     if servers.ndim != 1 or len(servers) == 0 or servers.dtype.kind not in "iu":
         return "servers must be a non-empty 1-d array of server indices", usage
@@ -163,8 +197,6 @@ def check_allocation(allocation: Allocation, request: Request, state: State) -> 
             return f"route {a}->{b} does not join two servers of the allocation", usage
         if not amount > 0:
             return f"route {a}->{b} reserves a non-positive amount", usage
-        if type(links) is not tuple:
-            links = tuple(links)
         known = by_id.get(id(links))
         ends = known[1] if known is not None and known[0] is links else network.path_ends(links)
         if ends is None or not ((ends[0] == a and ends[1] == b) or (ends[0] == b and ends[1] == a)):
@@ -210,7 +242,7 @@ def circuit_changes(network: Network, swaps: Sequence[Swap], free_links: np.ndar
         if len(swap) != 4 or not all(isinstance(r, (int, np.integer)) and 0 <= r < n_racks for r in swap):
             return f"swap {tuple(swap)} must name four racks", change
         a, b, c, d = (int(r) for r in swap)
-        if a == b or c == d or a == d or c == b or a == c:
+        if a == b or c == d or a == d or c == b or a == c or b == d:
             return f"swap {(a, b, c, d)} must re-point two circuits between distinct racks", change
         try:
             ab, cd = network.link_between(network.rack_node[a], network.rack_node[b]), \
@@ -243,7 +275,6 @@ def check_job_allocation(allocation: Allocation, request: Request, state: State)
     hosts = allocation.vm_servers
     if hosts is None:
         return "a job allocation needs vm_servers (the server of every VM)", usage
-    hosts = np.asarray(hosts)
     if hosts.shape != (len(vms),) or hosts.dtype.kind not in "iu":
         return f"vm_servers must give a server index for each of the {len(vms)} VMs", usage
     if hosts.min() < 0 or hosts.max() >= network.n_servers:
@@ -252,8 +283,8 @@ def check_job_allocation(allocation: Allocation, request: Request, state: State)
     servers = servers[np.argsort(first)]
     summed = np.zeros((network.n_servers, vms.shape[1]))
     np.add.at(summed, hosts, vms)
-    given_servers = np.asarray(allocation.servers)
-    given_amounts = np.asarray(allocation.amounts, dtype=np.float64)
+    given_servers = allocation.servers
+    given_amounts = allocation.amounts
     if (given_servers.shape != servers.shape or given_servers.dtype.kind not in "iu"
             or set(given_servers.tolist()) != set(servers.tolist())
             or given_amounts.shape != (len(servers), vms.shape[1])
@@ -272,6 +303,7 @@ def check_job_allocation(allocation: Allocation, request: Request, state: State)
     free = state.free_links + change
 
     rack_of_node = {int(node): rack for rack, node in enumerate(network.rack_node.tolist())}
+    max_hops = network.info.get("max_hops", np.inf)
     racks = network.racks[hosts]
     needed: dict[tuple[int, int], float] = {}
     for source, target, gbps in np.asarray(request.flows).tolist():
@@ -285,9 +317,10 @@ def check_job_allocation(allocation: Allocation, request: Request, state: State)
             return f"route {a}->{b} does not join two racks that exchange traffic in this job", usage
         if not amount > 0:
             return f"route {a}->{b} reserves a non-positive amount", usage
-        links = tuple(links)
         if network.path_ends(links) != (a, b):
             return f"route {a}->{b} is not a path from one to the other", usage
+        if len(links) > max_hops:
+            return f"route {a}->{b} crosses {len(links)} circuits; this topology allows {max_hops}", usage
         np.add.at(usage, list(links), amount)
         carried[pair] = carried.get(pair, 0.0) + amount
     for pair, gbps in needed.items():

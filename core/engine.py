@@ -15,7 +15,7 @@ from typing import Any, Callable, Protocol
 
 import numpy as np
 
-from dcbench.allocation import Allocation, Reject, State, check_allocation, circuit_changes
+from dcbench.allocation import Allocation, Reject, State, check_owned, circuit_changes, owned
 from dcbench.errors import AllocatorError, DcbenchError, describe
 from dcbench.network import Network
 from dcbench.queueing import mm1k
@@ -212,18 +212,24 @@ class Simulation:
         accepted = False
         if isinstance(result, Allocation):
             try:
-                problem, usage = check_allocation(result, request, self.state)
+                allocation = owned(result)
+                problem, usage = check_owned(allocation, request, self.state)
             except Exception as exc:  # fields of the wrong kind: routes=None, amounts of text, ...
                 raise AllocatorError.of_allocator(
                     f"returned a malformed Allocation for request {i} ({describe(exc)})") from exc
             if problem is None:
-                self._commit(request, result, usage)
+                self._commit(request, allocation, usage)
                 accepted = True
             else:
                 self.outcome[i], self.reason[i], self.detail[i] = REJECTED, "invalid_allocation", problem
         elif result is None or isinstance(result, Reject):
+            reason = result.reason if result is not None else "rejected"
+            if not isinstance(reason, str) or not reason or not reason.isprintable():
+                raise AllocatorError.of_allocator(
+                    f"rejected request {i} with the reason {reason!r}; a reason is a short line of text "
+                    "such as 'no_path'")
             self.outcome[i] = REJECTED
-            self.reason[i] = result.reason if result is not None else "rejected"
+            self.reason[i] = reason
         else:
             raise AllocatorError.of_allocator(
                 f"returned {type(result).__name__} for request {i}; expected an Allocation, a Reject or None",
@@ -235,9 +241,8 @@ class Simulation:
     def _commit(self, request: Request, allocation: Allocation, usage: np.ndarray) -> None:
         i = request.id
         state = self.state
-        # Copies: the allocator may reuse its arrays for the next request.
-        servers = np.array(allocation.servers, dtype=np.int64)
-        amounts = np.array(allocation.amounts, dtype=np.float64)
+        servers = allocation.servers.astype(np.int64, copy=False)  # (owned: the allocator cannot change them)
+        amounts = allocation.amounts
         links = np.flatnonzero(usage)
         link_amounts = usage[links]
         if allocation.reconfigure:

@@ -131,10 +131,10 @@ class Network:
         # while it is here.
         self.path_ends_by_id: dict[int, tuple[Path, tuple[int, int] | None]] = {}
         # Shared by every run on this network (a runner caches it): nobody may change it.
-        for array in (self.server_capacity, self.racks, self.pods, self.link_ends, self.link_capacity,
-                      self.link_tier, self.rack_node, self.server_link, self.server_attachment):
-            if array is not None:
-                array.flags.writeable = False
+        for name in ("server_capacity", "racks", "pods", "link_ends", "link_capacity", "link_tier",
+                     "rack_node", "server_link", "server_attachment"):
+            if getattr(self, name) is not None:
+                setattr(self, name, frozen(getattr(self, name)))
 
     def link_between(self, a: int, b: int) -> int:
         """The link from node ``a`` to node ``b`` (either way on an undirected graph); KeyError if none."""
@@ -156,6 +156,8 @@ class Network:
         known = self.path_ends_by_id.get(id(links))
         if known is not None and known[0] is links:
             return known[1]
+        if not all(type(link) is int or isinstance(link, np.integer) for link in links):
+            return None  # and never cached: (8.0, 17.0) == (8, 17), so it would stand for the real path
         if links in self.path_ends_cache:
             ends = self.path_ends_cache[links]
         else:
@@ -169,8 +171,7 @@ class Network:
         return ends
 
     def _walk(self, links: Path) -> tuple[int, int] | None:
-        if not links or not all(isinstance(link, (int, np.integer)) and 0 <= link < self.n_links
-                                for link in links):
+        if not links or not all(0 <= link < self.n_links for link in links):  # (integers: path_ends)
             return None
         first = self.link_ends[links[0]]
         for start in (int(first[0]),) if self.directed else (int(first[0]), int(first[1])):
@@ -216,6 +217,14 @@ def _servers_problem(topology: Topology, servers: list[Hashable], capacity: np.n
     if rack_nodes is not None and any(node not in topology.graph for node in rack_nodes):
         return "has a rack node that is not a node of its graph"
     return None
+
+
+def frozen(array: np.ndarray) -> np.ndarray:
+    """A read-only copy of ``array`` that cannot be made writeable again:
+    its memory is an immutable ``bytes`` (a read-only array that owns its
+    memory, or a view of one, can simply be switched back)."""
+    array = np.ascontiguousarray(array)
+    return np.frombuffer(array.tobytes(), dtype=array.dtype).reshape(array.shape)
 
 
 def _pair(a: int, b: int) -> tuple[int, int]:

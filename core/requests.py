@@ -8,7 +8,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from dcbench.network import Network
+from dcbench.network import Network, frozen
 
 # Which pairs of a pool's servers need a network path (see docs/scenarios/tiered.md):
 #   all        every pair (the papers' text);
@@ -131,9 +131,9 @@ def checked_sequence(sequence: RequestSequence, network: Network, requests: int,
         buffer = sequence.extra.get("buffer_packets", 1)
         if not isinstance(buffer, (int, np.integer)) or buffer < 1:
             raise SequenceProblem(f"its buffer_packets={buffer!r} is not an integer >= 1")
-    for array in arrays.values():
-        array.flags.writeable = False
-    return dataclasses.replace(sequence, **arrays)
+    # An allocator gets views of these (a request's demand is a row of
+    # them): frozen, so that it cannot change the requests still to come.
+    return dataclasses.replace(sequence, **{name: frozen(array) for name, array in arrays.items()})
 
 
 def _positive_finite(value: Any) -> bool:

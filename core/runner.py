@@ -311,11 +311,10 @@ class Runner:
             "accepted": int((tables.requests["outcome"] == "accepted").sum()),
         }
         written_by = dict.fromkeys([*summary, *LATER_COLUMNS], "the core")
-        for array in (*tables.requests.values(), *tables.timeline.values()):
-            array.flags.writeable = False  # a metric reads the tables that are written, and may not change them
         for entry in self.registry.entries("metric").values():
             with blamed_on(entry, "failed"):  # (its columns too: a mapping may fail as it is read)
-                columns = entry.load()(RunTables(dict(tables.requests), dict(tables.timeline)), network)
+                columns = entry.load()(RunTables(read_only_copy(tables.requests), read_only_copy(tables.timeline)),
+                                       network)
                 summary.update(metric_columns(entry, columns, written_by))
         summary["dcbench_version"] = __version__
 
@@ -337,3 +336,12 @@ class Runner:
         if notes:
             provenance["notes"] = notes
         return RunResult(run_id, summary, tables, provenance, notes)
+
+
+def read_only_copy(columns: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Each metric reads its own read-only copy of the tables: whatever it
+    does to it, neither the tables written nor the next metric see it."""
+    copies = {name: array.copy() for name, array in columns.items()}
+    for array in copies.values():
+        array.flags.writeable = False
+    return copies

@@ -45,6 +45,16 @@ def test_invalid_allocations_are_named(small_network, mutate, fragment):
     assert problem is not None and fragment in problem
 
 
+@pytest.mark.parametrize("mutate, error", [
+    (lambda a: Allocation(a.servers, a.amounts.astype(complex), a.routes), "amounts are of type complex128"),
+    (lambda a: Allocation(a.servers, a.amounts.astype(str), a.routes), "not real numbers"),
+    (lambda a: Allocation(a.servers, a.amounts, (a.routes[0]._replace(amount="1"),)), "reserves '1', not a number"),
+])
+def test_fields_of_the_wrong_kind_are_refused_not_converted(small_network, mutate, error):
+    with pytest.raises(TypeError, match=error):
+        check_allocation(mutate(valid(small_network)), request([36, 26]), State(small_network))
+
+
 def test_link_over_capacity(small_network):
     state = State(small_network)
     state.free_links[small_network.server_link[40]] = 1  # both routes to server 40 need its link

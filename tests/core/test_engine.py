@@ -6,6 +6,7 @@ from hypothesis import strategies as st
 from dcbench import (Allocation, AllocatorError, PoolAllocator, Reject, RequestSequence, Route, State,
                      simulate)
 from dcbench.plugins.allocators.random_server import RandomAllocator
+from dcbench.requests import checked_sequence
 from dcbench.plugins.allocators.tetris import TetrisAllocator
 from tests.conftest import tiered
 
@@ -99,6 +100,21 @@ class RoutesOfNone(FirstFit):
         return Allocation(allocation.servers, allocation.amounts, None)
 
 
+class RejectsWith(PoolAllocator):
+    def __init__(self, reason):
+        self.reason = reason
+
+    def allocate(self, request, state):
+        return Reject(self.reason)
+
+
+class ChangesTheFuture(PoolAllocator):
+    """Tries to make the requests still to come smaller."""
+
+    def allocate(self, request, state):
+        request.demand.base.flags.writeable = True
+
+
 class Exits(PoolAllocator):
     def allocate(self, request, state):
         raise SystemExit(0)  # would end the process as a success, with nothing written
@@ -113,6 +129,9 @@ class Exits(PoolAllocator):
     (RoutesOfNone(), "allocator returned a malformed Allocation for request 0 (TypeError: 'NoneType' object is "
                      "not iterable)"),
     (Exits(), "allocator raised SystemExit: 0 (request 0)"),
+    (RejectsWith(5), "allocator rejected request 0 with the reason 5; a reason is a short line of text"),
+    (RejectsWith(""), "allocator rejected request 0 with the reason ''; a reason"),
+    (RejectsWith("no\npath"), "allocator rejected request 0 with the reason 'no\\npath'; a reason"),
 ])
 def test_misbehaving_allocators_stop_the_run_with_a_clear_error(small_network, rng, allocator, fragment):
     with pytest.raises(AllocatorError) as info:
@@ -143,6 +162,38 @@ def test_the_engine_keeps_its_own_copy_of_what_it_commits(small_network, rng):
     state = State(small_network)
     simulate(small_network, sequence(demands, [10, 10, 10, 10]), ReusesOneBuffer(), rng, state=state, drain=True)
     assert np.array_equal(state.free_resources, small_network.server_capacity)  # all of it came back
+
+
+def test_an_allocator_cannot_change_the_requests_still_to_come(small_network, rng):
+    checked = checked_sequence(sequence([[8, 8], [4, 4]], [1, 1]), small_network, 2, "pool")  # as a run draws them
+    with pytest.raises(AllocatorError, match="raised ValueError: cannot set WRITEABLE flag to True of this array"):
+        simulate(small_network, checked, ChangesTheFuture(), rng)
+    assert checked.demand.tolist() == [[8, 8], [4, 4]]
+
+
+class ReadsDifferentlyTheSecondTime:
+    """Amounts that are what was asked the first time they are read, and far more after that."""
+
+    def __init__(self, amounts):
+        self.amounts = np.asarray(amounts)
+        self.reads = 0
+
+    def __array__(self, dtype=None, copy=None):
+        self.reads += 1
+        return self.amounts if self.reads == 1 else self.amounts * 1000
+
+
+class Shifty(FirstFit):
+    def allocate(self, request, state):
+        allocation = super().allocate(request, state)
+        return Allocation(allocation.servers, ReadsDifferentlyTheSecondTime(allocation.amounts), allocation.routes)
+
+
+def test_what_is_committed_is_what_was_checked(small_network, rng):
+    state = State(small_network)
+    tables = simulate(small_network, sequence([[8, 8]], [10]), Shifty(), rng, state=state)
+    assert tables.requests["outcome"].tolist() == ["accepted"]
+    assert (small_network.server_capacity - state.free_resources).sum(axis=0).tolist() == [8, 8]
 
 
 def test_a_many_line_exception_is_reported_by_its_first_line(small_network, rng):

@@ -119,6 +119,14 @@ def test_a_circuit_in_use_is_never_moved():
     assert "not idle" in problem
 
 
+def two_hops(first, via, last):
+    """A 7 Gbps route from rack ``first`` to rack ``last`` relayed by rack ``via``."""
+    network = ocs()
+    node = network.rack_node
+    return Route(int(node[first]), int(node[last]),
+                 (network.link_between(node[first], node[via]), network.link_between(node[via], node[last])), 7.0)
+
+
 @pytest.mark.parametrize("mutate, fragment", [
     (lambda a: dataclasses.replace(a, vm_servers=None), "vm_servers"),
     (lambda a: dataclasses.replace(a, vm_servers=np.array([0, 99])), "out of range"),
@@ -131,6 +139,8 @@ def test_a_circuit_in_use_is_never_moved():
     (lambda a: dataclasses.replace(a, routes=(Route(a.routes[0].b, a.routes[0].a, a.routes[0].links, 7.0),)),
      "does not join"),
     (lambda a: dataclasses.replace(a, reconfigure=(Swap(0, 1, 1, 0),)), "distinct racks"),
+    (lambda a: dataclasses.replace(a, reconfigure=(Swap(0, 1, 2, 1),)), "distinct racks"),  # changes nothing
+    (lambda a: dataclasses.replace(a, routes=(two_hops(0, 2, 1),)), "crosses 2 circuits; this topology allows 1"),
     (lambda a: dataclasses.replace(a, reconfigure=(Swap(0, 1, 2, 3),)), "cannot be reconfigured"),
 ])
 def test_invalid_job_allocations_are_named(mutate, fragment):
@@ -162,6 +172,25 @@ def test_the_engine_commits_circuit_swaps_and_releases_only_the_traffic():
     assert state.link_capacity.sum() == network.link_capacity.sum()
     assert np.array_equal(state.free_resources, network.server_capacity)
     assert np.isfinite(tables.timeline["latency_us"][0]) and tables.timeline["latency_us"][0] > 0
+
+
+class HandsOverIterators(Fixed):
+    """`Fixed`, with its routes and swaps handed over as iterators, which can be read only once."""
+
+    def allocate(self, request, state):
+        allocation = super().allocate(request, state)
+        return dataclasses.replace(allocation, routes=iter(allocation.routes),
+                                   reconfigure=iter(allocation.reconfigure))
+
+
+def test_routes_and_swaps_handed_over_as_iterators_are_checked_and_committed_alike():
+    network = ocs("ocs:4,servers=2,ports=3")
+    sequence = job_sequence([([SMALL_VM, SMALL_VM], [[0, 1, 50.0]])], [5.0])
+    tables = {type(allocator): simulate(network, sequence, allocator, np.random.default_rng(0))
+              for allocator in (Fixed([0, 1]), HandsOverIterators([0, 1]))}
+    for name in ("outcome", "reconfigurations", "inter_rack_gbps", "channels_tier1"):
+        assert tables[Fixed].requests[name].tolist() == tables[HandsOverIterators].requests[name].tolist(), name
+    assert tables[HandsOverIterators].requests["inter_rack_gbps"].tolist() == [50.0]
 
 
 def circuits_per_port(network, capacity):

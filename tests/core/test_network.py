@@ -103,6 +103,22 @@ def test_a_topology_that_cannot_be_simulated_is_refused_when_compiled(change, pr
 
 
 def test_a_compiled_network_cannot_be_changed_by_those_that_share_it(small_network):
-    for array in (small_network.server_capacity, small_network.link_capacity, small_network.racks):
+    for name in ("server_capacity", "racks", "pods", "link_ends", "link_capacity", "link_tier", "server_link",
+                 "server_attachment"):
+        array = getattr(small_network, name)
         with pytest.raises(ValueError, match="read-only"):
             array[0] = 0
+        with pytest.raises(ValueError, match="cannot set WRITEABLE flag"):
+            array.flags.writeable = True  # as a read-only array that owns its memory would allow
+
+
+def test_a_path_of_non_integer_links_is_none_and_does_not_stand_for_the_real_one(small_network):
+    real = small_network.paths.between_servers(0, 20)[0]
+    as_floats = tuple(float(link) for link in real)
+    assert as_floats == real  # what a cache keyed on the tuple's value would confuse
+    for first, second in ((as_floats, real), (real, as_floats)):
+        small_network.path_ends_cache.clear()
+        small_network.path_ends_by_id.clear()
+        ends = {id(links): small_network.path_ends(links) for links in (first, second)}
+        assert ends[id(real)] in ((0, 20), (20, 0)) and ends[id(as_floats)] is None
+    assert small_network.path_ends((True, real[1])) is None

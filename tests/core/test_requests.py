@@ -48,5 +48,8 @@ def test_the_checked_sequence_is_the_same_numbers_and_cannot_be_changed():
     for array in (checked.gaps, checked.holding, checked.demand, checked.vm_demand, checked.flows):
         with pytest.raises(ValueError, match="read-only"):
             array[0] = 0
+        for unlocked in (array, array[:1].base):  # an allocator gets rows (views) of these
+            with pytest.raises(ValueError, match="cannot set WRITEABLE flag"):
+                unlocked.flags.writeable = True
     given.vm_demand[0] = 0  # the workload's own arrays stay its own
     assert checked.vm_demand[0, 0] == 2.0

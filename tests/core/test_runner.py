@@ -319,6 +319,10 @@ class Tampering:
     def __call__(self, tables, network):
         if self.target == "tables":
             tables.requests["outcome"][:] = "accepted"
+        elif self.target == "unlocked tables":
+            for column in (tables.requests["outcome"], tables.timeline["cpu_util"]):
+                column.flags.writeable = True  # its own copy: allowed, and seen by no one else
+                column[:] = column[0]
         elif self.target == "columns":
             del tables.requests["outcome"]
         else:
@@ -327,7 +331,7 @@ class Tampering:
 
 @pytest.mark.parametrize("target, error", [("tables", "ValueError: assignment destination is read-only"),
                                            ("network", "ValueError: output array is read-only"),
-                                           ("columns", None)])
+                                           ("columns", None), ("unlocked tables", None)])
 def test_a_metric_cannot_change_the_tables_that_are_written_or_the_network(probe, monkeypatch, tmp_path,
                                                                           target, error):
     runner, module = probe
@@ -338,6 +342,13 @@ def test_a_metric_cannot_change_the_tables_that_are_written_or_the_network(probe
     else:
         result = runner.run("tetris", "tiered:8,1x4", requests=16)
         assert "outcome" in result.tables.requests and result.summary["accepted"] < 16
+        untouched = Runner().run("tetris", "tiered:8,1x4", requests=16)
+        for table in ("requests", "timeline"):
+            for name, column in getattr(untouched.tables, table).items():
+                written = getattr(result.tables, table)[name]
+                assert np.array_equal(written, column, equal_nan=column.dtype.kind == "f"), name
+        for name in ("acceptance_ratio", "cpu_util"):  # what metrics run after it read
+            assert result.summary[name] == untouched.summary[name]
     monkeypatch.setattr(module, "TAMPER", None)
     clean = runner.run("tetris", "tiered:8,1x4", requests=16, seed=1)  # on the runner's cached network
     assert clean.summary["accepted"] == Runner().run("tetris", "tiered:8,1x4", requests=16, seed=1).summary["accepted"]

@@ -24,7 +24,7 @@ from dcbench.jobs import RECONFIGURE_PARAM, JobAllocator, JobBuilder, PoolAndJob
 from dcbench.network import Network, PathCatalogue, Topology
 from dcbench.plots import pyplot, save_figure
 from dcbench.pool import PoolAllocator, PoolBuilder
-from dcbench.registry import get_registry
+from dcbench.registry import blamed_on, get_registry
 from dcbench.requests import CONNECTIVITY_RULES, Request, RequestSequence, Workload
 from dcbench.results import check_writable, curve_columns, write_atomic, write_table_atomic, write_text_atomic
 from dcbench.routing import WEIGHTINGS, WeightedRouter
@@ -40,7 +40,7 @@ __all__ = [
     "PoolAllocator", "PoolAndJobAllocator", "PoolBuilder", "RECONFIGURE_PARAM", "Range", "Reject", "Request",
     "RequestSequence", "ResolvedRun", "ResultsError", "Route", "RunResult", "RunTables", "Runner", "SPREAD_LEVELS",
     "Scenario", "Spec", "SpecError", "State", "Suite", "Swap", "Topology", "UnknownPluginError", "WEIGHTINGS",
-    "WeightedRouter", "Workload", "check_allocation", "check_writable", "config_options", "curve_columns", "describe",
-    "get_registry", "hookimpl", "mean_ci", "pyplot", "required_pairs", "save_figure", "simulate",
-    "write_atomic", "write_table_atomic", "write_text_atomic",
+    "WeightedRouter", "Workload", "blamed_on", "check_allocation", "check_writable", "config_options",
+    "curve_columns", "describe", "get_registry", "hookimpl", "mean_ci", "pyplot", "required_pairs", "save_figure",
+    "simulate", "write_atomic", "write_table_atomic", "write_text_atomic",
 ]

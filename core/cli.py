@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import sys
 import warnings
 from pathlib import Path
@@ -65,6 +66,10 @@ class DcbenchGroup(click.Group):
             raise
         except OSError as exc:  # a path the commands did not check first: still one line, not a traceback
             where = f" '{exc.filename}'" if exc.filename else ""
+            if exc.errno in (errno.ENOSPC, errno.EDQUOT):  # pyarrow's and matplotlib's name no file
+                raise UserError(f"no space left to write{where or ' the output'}: {exc.strerror or exc}; free some "
+                                "space (or give another --out / --root) and run it again; what was there is "
+                                "kept") from None
             raise UserError(f"cannot use{where}: {exc.strerror or exc}; check the path and its permissions") from None
         except (click.ClickException, click.exceptions.Exit, click.Abort):
             raise
@@ -312,10 +317,14 @@ def sweep(suite_name: str, allocator_values: tuple[str, ...], out: Path | None, 
     with plugin_prints_to_stderr(), progress_bar(quiet) as progress:
         task = progress.add_task(f"{suite.name}: {len(planned)} runs", total=len(planned),
                                  completed=len(planned) - len(todo))
-        if executor == "ray":
-            sweeps.run_ray(todo, out, address, lambda job: progress.advance(task))
-        else:
-            sweeps.run_local(todo, out, workers, lambda job: progress.advance(task))
+        try:
+            if executor == "ray":
+                sweeps.run_ray(todo, out, address, lambda job: progress.advance(task))
+            else:
+                sweeps.run_local(todo, out, workers, lambda job: progress.advance(task))
+        except BaseException:  # Ctrl-C, too: the runs under way were stopped mid-write
+            sweeps.remove_staging(out)
+            raise
     combined = sweeps.combine(planned, out, {
         "suite": suite.name, "allocators": allocators, "dcbench_version": __version__,
         "runs": [job.run_id for job in planned]})

@@ -197,8 +197,11 @@ def load_submissions(root: Path, registry: Registry | None = None) -> list[Submi
     for path in sorted(folder.iterdir()) if folder.exists() else []:
         if not path.is_dir() or path.name.startswith("."):
             continue
+        summary = path / "summary.parquet"
+        if summary.exists() and not summary.is_file():  # pyarrow would read a folder as a dataset
+            raise _damaged(path, "its summary.parquet is not a file")
         try:
-            table = pq.read_table(path / "summary.parquet")
+            table = pq.read_table(summary)
         except Exception as exc:
             raise _damaged(path, describe(exc)) from None
         problem = sweep_summary_problem(table, registry)

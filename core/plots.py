@@ -12,7 +12,7 @@ from typing import Any, Mapping, Sequence
 
 from dcbench.errors import DcbenchError, ResultsError
 from dcbench.report import labels as allocator_labels
-from dcbench.results import check_writable, write_atomic
+from dcbench.results import check_regular_file, check_writable, write_atomic
 from dcbench.stats import mean_ci
 
 # The papers' colours: agent blue, Tetris orange, NALB green, NULB red, random purple;
@@ -194,15 +194,32 @@ def plot_jobs(rows: list[dict[str, Any]], out_dir: Path, name: str, defaults: Ma
     """The OCS paper's Figs. 5-7: blocking, latency, loss and reconfigurations
     against the load, one figure per network size."""
     paths = []
-    for topology in dict.fromkeys(r["topology"] for r in rows):
+    for index, topology in enumerate(dict.fromkeys(r["topology"] for r in rows)):
         chosen = [r for r in rows if r["topology"] == topology]
-        tors = re.search(r"tors=(\d+)", topology)
-        servers = re.search(r"servers=(\d+)", topology)
-        size = f"{tors.group(1)}x{servers.group(1)}" if tors and servers else str(len(paths))
-        label = f"{tors.group(1)} ToRs × {servers.group(1)} servers" if tors and servers else topology
-        paths.append(metric_panels(chosen, JOB_PANELS, out_dir / f"jobs_{size}.png",
+        file_name, label = job_figure(topology, index)
+        paths.append(metric_panels(chosen, JOB_PANELS, out_dir / file_name,
                              f"{name}: {label} (mean, 95% CI)", xlabel="load (Erlangs)", defaults=defaults))
     return paths
+
+
+def job_figure(topology: str, index: int) -> tuple[str, str]:
+    """The file name and title of the ``index``-th network size's figure."""
+    tors = re.search(r"tors=(\d+)", topology)
+    servers = re.search(r"servers=(\d+)", topology)
+    if tors and servers:
+        return f"jobs_{tors.group(1)}x{servers.group(1)}.png", f"{tors.group(1)} ToRs × {servers.group(1)} servers"
+    return f"jobs_{index}.png", topology
+
+
+TIERED_FIGURES = ("fig2_acceptance_cpu_memory.png", "fig3_link_utilisation.png", "fig5_spread.png",
+                  "fig8_size_brackets.png")
+
+
+def figure_names(rows: list[dict[str, Any]]) -> list[str]:
+    if is_job_sweep(rows):
+        topologies = dict.fromkeys(r["topology"] for r in rows)
+        return [job_figure(topology, index)[0] for index, topology in enumerate(topologies)]
+    return list(TIERED_FIGURES)
 
 
 def save_figure(figure: Any, path: Path, dpi: int) -> None:
@@ -239,19 +256,21 @@ def plot_sweep(rows: list[dict[str, Any]], out_dir: Path, name: str, defaults: M
     are named as in the report (`dcbench.report.labels`). A folder this
     makes is removed again if drawing fails."""
     check_rows(rows)
+    for file_name in figure_names(rows):  # before any is replaced: all of them, or none
+        check_regular_file(out_dir / file_name, "another --out, or move it")
     made = outermost_missing(out_dir)
     check_writable(out_dir, "plots")
     try:
         if is_job_sweep(rows):
             return plot_jobs(rows, out_dir, name, defaults)
+        fig2, fig3, fig5, fig8 = (out_dir / file_name for file_name in TIERED_FIGURES)
         return [
-            metric_panels(rows, FIG2_PANELS, out_dir / "fig2_acceptance_cpu_memory.png",
-                    f"{name}: acceptance and utilisation (mean, 95% CI)", defaults=defaults),
-            metric_panels(rows, FIG3_PANELS, out_dir / "fig3_link_utilisation.png",
-                    f"{name}: link utilisation per tier (mean, 95% CI)", defaults=defaults),
-            spread(rows, out_dir / "fig5_spread.png", f"{name}: spread of accepted requests", defaults),
-            size_brackets(rows, out_dir / "fig8_size_brackets.png", f"{name}: accepted requests by size, all seeds",
-                          defaults),
+            metric_panels(rows, FIG2_PANELS, fig2, f"{name}: acceptance and utilisation (mean, 95% CI)",
+                          defaults=defaults),
+            metric_panels(rows, FIG3_PANELS, fig3, f"{name}: link utilisation per tier (mean, 95% CI)",
+                          defaults=defaults),
+            spread(rows, fig5, f"{name}: spread of accepted requests", defaults),
+            size_brackets(rows, fig8, f"{name}: accepted requests by size, all seeds", defaults),
         ]
     except BaseException:
         if made is not None:

@@ -202,6 +202,8 @@ class Registry:
         """One plugin's implementation of a hook; a third-party one that raises (or exits) is a warning."""
         try:
             impl.function(*args, **kwargs)
+        except StrictRefusal:  # what it registered, refused in strict mode: the message names it already
+            raise
         except (Exception, SystemExit) as exc:
             if impl.plugin_name in BUILTIN_PLUGINS:  # dcbench's own bug: its traceback, not a warning
                 raise
@@ -434,9 +436,13 @@ def _owner(entry: Any) -> str:
     return getattr(entry, "plugin", "?")
 
 
+class StrictRefusal(PluginError):
+    """A plugin's failure that ``DCBENCH_STRICT_PLUGINS=1`` makes an error."""
+
+
 def _report(message: str, failures: list[str]) -> None:
     if os.environ.get("DCBENCH_STRICT_PLUGINS") == "1":
-        raise PluginError(message)
+        raise StrictRefusal(message.removesuffix("; ignored"))
     failures.append(message)
     warnings.warn(message + " (set DCBENCH_STRICT_PLUGINS=1 to make this an error)", PluginLoadWarning, stacklevel=3)
 

@@ -79,6 +79,9 @@ def write_run(out_dir: Path, run_id: str, tables: Mapping[str, Mapping[str, Any]
         raise ResultsError(f"'{target}' is there and is no run folder; move it, or give another --out")
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
+        for kind in ("tmp", "old"):  # what a killed write of this run left
+            for leftover in out_dir.glob(f".{run_id}.{kind}-*"):
+                shutil.rmtree(leftover, ignore_errors=True)
         staging = staging_folder(target)
     except OSError as exc:
         raise _cannot_write("results", out_dir, exc) from None

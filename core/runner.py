@@ -66,6 +66,11 @@ def run_notes(requests: Mapping[str, np.ndarray]) -> list[str]:
     if total and not requests["measured"].any():
         notes.append(f"none of the {total} requests is measured, all are in the workload's warm-up, so the "
                      "metrics of the measured window are n/a; ask for more requests or a shorter warm-up")
+    invalid = np.flatnonzero(requests["reason"] == "invalid_allocation")
+    if len(invalid):
+        notes.append(f"{len(invalid)} of the allocator's answers were impossible allocations, counted as "
+                     f"rejections (the first, request {invalid[0]}: {requests['detail'][invalid[0]]}); the "
+                     "requests table's detail column says what was wrong with each")
     return notes
 
 

@@ -15,6 +15,7 @@ import difflib
 import json
 import multiprocessing
 import os
+import signal
 import socket
 import sys
 import warnings
@@ -133,9 +134,12 @@ def quiet_plugin_warnings() -> None:
 
 def start_worker() -> None:
     """What a worker process does first: no second round of plugin warnings,
-    and what plugins print on stderr, as in the command's own process."""
+    what plugins print on stderr, as in the command's own process, and
+    Ctrl-C left to the command, which stops the workers (a worker that
+    caught it would count it as its run's error and start the next run)."""
     quiet_plugin_warnings()
     sys.stdout = sys.stderr
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def run_local(jobs: Sequence[Job], out_dir: Path, workers: int, advance: Callable[[Job], None]) -> None:
@@ -145,23 +149,33 @@ def run_local(jobs: Sequence[Job], out_dir: Path, workers: int, advance: Callabl
             advance(job)
         return
     context = multiprocessing.get_context("spawn")
-    with one_math_thread_per_worker(), \
-            concurrent.futures.ProcessPoolExecutor(max_workers=workers, mp_context=context,
-                                                   initializer=start_worker) as pool:
-        futures = {pool.submit(execute, job, out_dir): job for job in jobs}
-        try:
-            for future in concurrent.futures.as_completed(futures):
-                future.result()
-                advance(futures[future])
-        except concurrent.futures.process.BrokenProcessPool:
-            for future in futures:
-                future.cancel()
-            raise ResultsError("a worker process died (killed for want of memory?); the runs it finished are kept: "
-                               "run the same sweep again to resume it, with fewer workers (-j)") from None
-        except BaseException:
-            for future in futures:
-                future.cancel()
-            raise
+    with one_math_thread_per_worker():
+        pool = concurrent.futures.ProcessPoolExecutor(max_workers=workers, mp_context=context,
+                                                      initializer=start_worker)
+    futures = {pool.submit(execute, job, out_dir): job for job in jobs}
+    try:
+        for future in concurrent.futures.as_completed(futures):
+            future.result()
+            advance(futures[future])
+    except concurrent.futures.process.BrokenProcessPool:
+        stop(pool)
+        raise ResultsError("a worker process died (killed for want of memory?); the runs it finished are kept: "
+                           "run the same sweep again to resume it, with fewer workers (-j)") from None
+    except BaseException:  # a run's error, or Ctrl-C: the runs under way are not waited for
+        stop(pool)
+        raise
+    pool.shutdown()
+
+
+def stop(pool: concurrent.futures.ProcessPoolExecutor) -> None:
+    """Cancel what has not started and end the workers now (their half-written
+    run folders are staging folders, which the next sweep removes)."""
+    workers = list((pool._processes or {}).values())  # (no public way before Python 3.14's terminate_workers)
+    pool.shutdown(wait=False, cancel_futures=True)
+    for worker in workers:
+        worker.terminate()
+    for worker in workers:
+        worker.join()
 
 
 @contextlib.contextmanager

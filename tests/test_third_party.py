@@ -2,9 +2,11 @@
 pip, shows up, runs, and reaches the leaderboard; a broken one is reported."""
 
 import os
+import signal
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -95,7 +97,10 @@ def test_the_example_runs_a_suite_and_enters_the_leaderboard(site, tmp_path):
 
 
 PROBE = """
-from dcbench import Scenario, Suite, hookimpl
+import os
+import time
+
+from dcbench import PoolAllocator, Scenario, Suite, hookimpl
 from dcbench.plugins.allocators.tetris import TetrisAllocator
 
 
@@ -111,9 +116,18 @@ def train_nothing(**settings):
     return None
 
 
+class Sleeps(PoolAllocator):
+    '''Says it started (a file PROBE_MARKER.<pid>), then sleeps for an hour.'''
+
+    def allocate(self, request, state):
+        open(f"{os.environ['PROBE_MARKER']}.{os.getpid()}", "w").close()
+        time.sleep(3600)
+
+
 @hookimpl
 def register_allocators(register):
     register("probe_explodes", explode)
+    register("probe_sleeps", Sleeps)
     register("probe_stray", TetrisAllocator, params=["penalty"])
     register("probe_learned", TetrisAllocator, learned=True, trainer="dcbench_probe:train_without_a_gpu")
     register("probe_lazy", TetrisAllocator, learned=True, trainer="dcbench_probe:train_nothing")
@@ -238,3 +252,25 @@ def test_a_trainer_that_writes_no_checkpoint_is_one_line_and_a_trainer_that_is_n
     assert ("Warning: plugin 'probeplug' (dcbench-probe 0.1.0) registers allocator 'probe_no_trainer': its trainer "
             "42 is neither a callable nor a 'module:attr'; ignored (set DCBENCH_STRICT_PLUGINS=1 to make this an "
             "error)") in done.stderr.splitlines()
+
+
+def test_ctrl_c_stops_a_parallel_sweep_at_once_and_leaves_nothing_behind(probe_site, tmp_path):
+    env = dict(os.environ, PYTHONPATH=str(probe_site), PROBE_MARKER=str(tmp_path / "started"))
+    env.pop("DCBENCH_STRICT_PLUGINS", None)
+    out = tmp_path / "out"
+    sweep = subprocess.Popen([sys.executable, "-m", "dcbench", "sweep", "-s", "probe", "-a", "probe_sleeps",
+                              "-j", "2", "--out", str(out), "-q"],
+                             env=env, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    deadline = time.time() + 120
+    while len(list(tmp_path.glob("started.*"))) < 2 and time.time() < deadline:
+        time.sleep(0.1)
+    workers = [int(path.suffix[1:]) for path in tmp_path.glob("started.*")]
+    assert len(workers) == 2, "both workers should be in a run"
+    os.killpg(sweep.pid, signal.SIGINT)  # what Ctrl-C in a terminal does: to the command and its workers
+    _, stderr = sweep.communicate(timeout=60)  # not the hour the runs would take
+    assert sweep.returncode == 1 and stderr.splitlines()[-1] == "Aborted!"
+    assert "Traceback" not in stderr and "leaked" not in stderr
+    assert not out.exists() or list(out.iterdir()) == []  # no run finished, and no half-written one left
+    for pid in workers:
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)

@@ -101,6 +101,10 @@ def resume_training_state(state_dir: Path, restore: Callable[[dict[str, Any]], N
         return None
     try:
         state = _load(path)
+    except Exception as exc:  # (not torch's message: it suggests weights_only=False)
+        raise ResultsError(f"cannot resume from {path}: torch.load(weights_only=True) cannot read it "
+                           f"({type(exc).__name__}); delete {state_dir} to start over") from exc
+    try:
         saved = json.loads(state.pop("identity", "null"))
         if saved is not None:
             check_identity(path, state_dir, saved, identity)

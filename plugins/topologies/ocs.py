@@ -31,8 +31,8 @@ PARAMS = [
     Param("mem", float, 256.0, "memory per server (GB)", minimum=0, above=True),
     Param("disk", float, 3584.0, "disk per server (GB)", minimum=0, above=True),
     Param("ports", int, 15, "OCS output ports (and as many input ports) per ToR", minimum=1, maximum=4096),
-    Param("port_gbps", float, 40.0, "capacity of a port, i.e. of one circuit (Gbps)", minimum=0, above=True,
-          maximum=1e6),
+    # At least 1 Mbps: the engine compares capacities to within 1e-9 Gbps, so below that every port looks idle.
+    Param("port_gbps", float, 40.0, "capacity of a port, i.e. of one circuit (Gbps)", minimum=0.001, maximum=1e6),
     Param("reconfigurable", bool, True, "whether circuits may be re-pointed during the run"),
     Param("max_hops", int, 1, "circuits a flow may cross: 1 (the paper's direct rack-to-rack bandwidth) "
           "or 2 (ToRs relay)", choices=(1, 2)),

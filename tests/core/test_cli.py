@@ -177,6 +177,21 @@ def test_a_file_system_error_no_command_foresaw_is_still_one_line(tmp_path, monk
                             "permissions\n"
 
 
+def test_a_full_disk_is_named_as_such_not_as_a_permission_problem(tmp_path, monkeypatch):
+    import errno
+
+    import dcbench.cli
+
+    def fails(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")  # as pyarrow and matplotlib raise it: no file
+
+    monkeypatch.setattr(dcbench.cli, "_seeds", fails)
+    result = invoke("run", "-a", "tetris", "--out", str(tmp_path))
+    assert result.exit_code == 2
+    assert result.output == ("Error: no space left to write the output: No space left on device; free some space "
+                             "(or give another --out / --root) and run it again; what was there is kept\n")
+
+
 def test_an_error_of_several_lines_from_a_plugin_is_printed_on_one(tmp_path, monkeypatch):
     import dcbench.cli
     from dcbench import SpecError

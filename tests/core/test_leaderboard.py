@@ -221,13 +221,22 @@ def truncated(folder):
     (folder / "summary.parquet").write_bytes(b"half a table")
 
 
+def summary_in_a_folder(folder):
+    """As pyarrow would read it whole: a folder of that name with the file in it."""
+    (folder / "part.parquet").write_bytes((folder / "summary.parquet").read_bytes())
+    (folder / "summary.parquet").unlink()
+    (folder / "summary.parquet").mkdir()
+    (folder / "part.parquet").rename(folder / "summary.parquet" / "part.parquet")
+
+
 def nan_in_first_row(table):
     values = table.column("acceptance_ratio").to_pylist()
     column = pa.array([float("nan"), *values[1:]], type=pa.float64())
     return table.set_column(table.column_names.index("acceptance_ratio"), "acceptance_ratio", column)
 
 
-@pytest.mark.parametrize("damage, problem", [(truncated, "ArrowInvalid: ")] + [
+@pytest.mark.parametrize("damage, problem", [(truncated, "ArrowInvalid: "),
+                                             (summary_in_a_folder, "its summary.parquet is not a file")] + [
     (lambda folder, change=change: rewrite_summary(folder, change), problem) for change, problem in [
         *BAD_CONTENTS, (nan_in_first_row, "run {first_run} has no finite acceptance_ratio")]])
 def test_a_damaged_submission_is_named_with_the_fix_and_the_pages_are_kept(sweep_results, tmp_path, damage, problem):

@@ -75,6 +75,10 @@ def test_strict_mode_turns_a_broken_plugin_into_an_error(plugin_modules, monkeyp
     monkeypatch.setenv("DCBENCH_STRICT_PLUGINS", "1")
     with pytest.raises(PluginError, match="plugin missing .* failed to load"):
         create_registry(entry_points(("missing", "tp_does_not_exist")))
+    with pytest.raises(PluginError) as refused:  # refused as it registers: said once, and not "ignored"
+        create_registry(entry_points(("dup", "tp_dup")))
+    assert str(refused.value) == ("plugin 'dup' registers allocator 'tetris', already registered by "
+                                  "'dcbench.plugins.allocators.tetris'")
 
 
 def test_a_lazy_target_that_cannot_be_imported_fails_when_built(plugin_modules):

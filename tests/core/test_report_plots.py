@@ -134,6 +134,8 @@ def make_fifo(path):
     ("report", lambda tmp: tmp, "is a folder; give a Markdown file with --out"),  # a folder where the page should be
     ("report", lambda tmp: make_fifo(tmp / "pipe"), "is not a regular file (a device or a pipe)"),  # would hang
     ("plot", lambda tmp: tmp / "results" / "summary.parquet", "cannot write plots to"),  # a file where a folder
+    ("plot", lambda tmp: folder_where_a_figure_goes(tmp / "figures"),
+     "fig3_link_utilisation.png' is a folder; give another --out, or move it"),  # found before fig2 is replaced
 ])
 def test_report_and_plot_outputs_that_cannot_be_written_are_one_line(tmp_path, command, make_target, fragment):
     runner = CliRunner()
@@ -143,6 +145,12 @@ def test_report_and_plot_outputs_that_cannot_be_written_are_one_line(tmp_path, c
     result = runner.invoke(cli, [command, str(results), "--out", str(make_target(tmp_path))])
     assert result.exit_code == 2 and result.output.startswith("Error: ") and fragment in result.output
     assert len(result.output.strip().splitlines()) == 1
+    assert [p for p in tmp_path.rglob("*.png") if p.is_file()] == []  # no figure of the set was written
+
+
+def folder_where_a_figure_goes(out):
+    (out / "fig3_link_utilisation.png").mkdir(parents=True)
+    return out
 
 
 @pytest.mark.parametrize("command", [["report"], ["plot"], ["leaderboard", "submit"]])

@@ -186,6 +186,14 @@ class Raises(TetrisAllocator):
         raise RuntimeError("boom in allocate")
 
 
+class Overbooks(TetrisAllocator):
+    def allocate(self, request, state):
+        import dataclasses
+
+        allocation = super().allocate(request, state)
+        return dataclasses.replace(allocation, amounts=allocation.amounts * 2) if request.id % 2 else allocation
+
+
 class Notes(TetrisAllocator):
     def __init__(self, how):
         super().__init__()
@@ -196,6 +204,7 @@ class Notes(TetrisAllocator):
 def register_allocators(register):
     register("probe_alloc", Fingerprinted, params=HOW)
     register("probe_raises", Raises)
+    register("probe_overbooks", Overbooks)
     register("probe_notes", Notes, params=[Param("how", str, "lines")])
 
 
@@ -352,6 +361,17 @@ def test_a_metric_cannot_change_the_tables_that_are_written_or_the_network(probe
     monkeypatch.setattr(module, "TAMPER", None)
     clean = runner.run("tetris", "tiered:8,1x4", requests=16, seed=1)  # on the runner's cached network
     assert clean.summary["accepted"] == Runner().run("tetris", "tiered:8,1x4", requests=16, seed=1).summary["accepted"]
+
+
+def test_a_run_says_when_allocations_were_impossible(probe):
+    runner, _ = probe
+    result = runner.run("probe_overbooks", "tiered:8,1x4", requests=8)
+    invalid = result.tables.requests["reason"] == "invalid_allocation"
+    assert invalid.tolist() == [False, True] * 4 and result.summary["invalid_allocations"] == 4
+    (note,) = result.notes
+    assert note.startswith("4 of the allocator's answers were impossible allocations, counted as rejections (the "
+                           f"first, request 1: {result.tables.requests['detail'][1]}); the requests table's detail")
+    assert "demand is" in note
 
 
 def test_an_allocators_note_is_one_line(probe):

@@ -204,16 +204,25 @@ def test_training_is_reproducible_and_resumable(tmp_path):
     assert (tmp_path / "a.png").exists()
 
 
-def test_a_corrupt_training_state_is_a_clear_error(tmp_path):
+@pytest.mark.parametrize("damage", ["cut short", "pickles more than weights"])
+def test_a_corrupt_training_state_is_a_clear_error(tmp_path, damage):
+    import datetime
+
     from dcbench import ResultsError
 
     state = tmp_path / "c.pt.train" / "state.pt"
     state.parent.mkdir()
-    state.write_bytes(b"half a state")
-    with pytest.raises(ResultsError, match=r"cannot resume from .*state.pt \(\w+Error.*delete .*c.pt.train"):
+    if damage == "cut short":
+        state.write_bytes(b"half a state")
+    else:
+        torch.save({"saved": datetime.date(2026, 11, 23)}, state)  # torch's refusal says to load it unsafely
+    before = state.read_bytes()
+    with pytest.raises(ResultsError) as refused:
         train("tiered:8,1x4", steps=64, seed=5, out=tmp_path / "c.pt", envs=2, batch=64, minibatch=32,
               imitation_episodes=1, imitation_epochs=1, episode_requests=4)
-    assert state.read_bytes() == b"half a state"
+    assert re.fullmatch(rf"cannot resume from {re.escape(str(state))}: torch.load\(weights_only=True\) cannot read "
+                        rf"it \(\w+Error\); delete {re.escape(str(state.parent))} to start over", str(refused.value))
+    assert state.read_bytes() == before
 
 
 def test_resuming_with_another_seed_or_configuration_is_refused(tmp_path):
@@ -430,6 +439,54 @@ def test_training_options_out_of_range_are_refused_before_training(tmp_path, opt
     with pytest.raises(SpecError, match=re.escape(fragment)):
         train("tiered:8,1x4", steps=1, out=tmp_path / "x.pt", options=options)
     assert not (tmp_path / "x.pt").exists() and not (tmp_path / "x.pt.train").exists()
+
+
+TEACHERS = """
+from dcbench import Allocator, PoolAllocator, hookimpl
+
+
+class Raises(PoolAllocator):
+    def choose(self, builder, allowed):
+        raise RuntimeError("choose broke")
+
+
+class Wanders(PoolAllocator):
+    def choose(self, builder, allowed):
+        return 10 ** 6
+
+
+class Whole(Allocator):  # allocates whole requests: it picks no server at a time
+    def allocate(self, request, state):
+        return None
+
+
+@hookimpl
+def register_allocators(register):
+    register("tp_raises", Raises)
+    register("tp_wanders", Wanders)
+    register("tp_whole", Whole)
+"""
+
+
+@pytest.mark.parametrize("teacher, problem", [
+    ("tp_raises", "failed as gnn_ppo's teacher: RuntimeError: choose broke"),
+    ("tp_wanders", "chose 1000000 as gnn_ppo's teacher, which is no allowed server"),
+])
+def test_a_third_party_teacher_that_fails_is_named_in_one_line(tmp_path, monkeypatch, fresh_registry, teacher,
+                                                               problem):
+    from dcbench import PluginError, SpecError
+    from tests.core.test_sweep import with_plugin
+
+    with_plugin(tmp_path, monkeypatch, "teachers", TEACHERS)
+    settings = dict(envs=1, batch=16, minibatch=16, imitation_episodes=1, teacher_trial_episodes=1,
+                    episode_requests=4, validation_episodes=0)
+    with pytest.raises(PluginError) as info:
+        train("tiered:8,1x1", steps=16, out=tmp_path / "x.pt", teacher=teacher, **settings)
+    assert str(info.value) == (f"allocator {teacher!r} (plugin teachers) {problem}; "
+                               "report it to the plugin's authors")
+    with pytest.raises(SpecError) as refused:
+        train("tiered:8,1x1", steps=16, out=tmp_path / "x.pt", teacher="tp_whole", **settings)
+    assert str(refused.value).endswith("a teacher is one of bestfit, nalb, nulb, random, tetris, tp_raises, tp_wanders")
 
 
 def test_building_the_policy_leaves_no_generated_file_behind(tmp_path):

@@ -57,6 +57,7 @@ def test_scaled_networks_and_parameters():
     ("ocs:16,max_hops=3", "max_hops"),
     ("ocs:16,ports=5000", "ports='5000' must be at most 4096"),
     ("ocs:16,port_gbps=inf", "port_gbps='inf' is not a finite number"),
+    ("ocs:16,port_gbps=1e-20", "port_gbps='1e-20' must be at least 0.001"),  # every port looked idle: a hang
 ])
 def test_bad_parameters_are_named(spec, fragment):
     with pytest.raises(SpecError, match=fragment):

@@ -17,7 +17,7 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
-from dcbench import SpecError, get_registry
+from dcbench import DcbenchError, Spec, SpecError, blamed_on, get_registry
 from dcbench.envs import AllocationEnv
 from dcbench.plugins.allocators.gnn_ppo.model import as_tensors
 
@@ -29,15 +29,45 @@ def stack_observations(observations: list[dict[str, np.ndarray]]) -> dict[str, n
 def check_teacher(spec: str) -> None:
     """A teacher is a pool heuristic (it picks a server per step and needs no
     checkpoint); anything else is a `SpecError`."""
+    if not is_pool_heuristic(spec):
+        pools = sorted(name for name in get_registry().entries("allocator") if is_pool_heuristic(name))
+        raise SpecError(f"gnn_ppo: teacher={spec!r} is not a heuristic that picks servers one at a time; "
+                        f"a teacher is one of {', '.join(pools)}")
+
+
+def is_pool_heuristic(spec: str) -> bool:
     from dcbench import PoolAllocator
 
     registry = get_registry()
-    teacher = registry.build("allocator", spec).obj
-    if not isinstance(teacher, PoolAllocator) or registry.get("allocator", spec.split(":")[0]).extra.get("learned"):
-        pools = sorted(name for name, entry in registry.entries("allocator").items()
-                       if "pool" in entry.demands and not entry.extra.get("learned"))
-        raise SpecError(f"gnn_ppo: teacher={spec!r} is not a heuristic that picks servers one at a time; "
-                        f"a teacher is one of {', '.join(pools)}")
+    if registry.get("allocator", Spec.parse(spec).name).extra.get("learned"):
+        return False
+    try:
+        return isinstance(registry.build("allocator", spec).obj, PoolAllocator)
+    except DcbenchError:  # a third-party one that fails to build is no teacher either
+        return False
+
+
+class Teacher:
+    """The heuristic a warm start clones. What its plugin's code raises, or
+    a choice that is not an allowed server, is a one-line `PluginError`
+    that names the plugin (not a traceback, nor a torch error later)."""
+
+    def __init__(self, spec: str, network: Any, seed: int):
+        registry = get_registry()
+        self.entry = registry.get("allocator", Spec.parse(spec).name)
+        self.heuristic = registry.build("allocator", spec).obj
+        with blamed_on(self.entry, "failed as gnn_ppo's teacher"):
+            self.heuristic.reset(network, np.random.default_rng(seed))
+
+    def choose(self, builder: Any, driving: bool = True) -> int:
+        """Its choice for the builder's next server: as it makes it when it
+        drives the episode, else from a state that is not its own (`teacher_choice`)."""
+        allowed = builder.allowed()
+        with blamed_on(self.entry, "failed as gnn_ppo's teacher"):
+            action = self.heuristic.choose(builder, allowed) if driving else teacher_choice(self.heuristic, builder)
+        if not (isinstance(action, (int, np.integer)) and 0 <= action < len(allowed) and allowed[action]):
+            raise self.entry.error(f"chose {action!r} as gnn_ppo's teacher, which is no allowed server")
+        return int(action)
 
 
 def teacher_choice(teacher: Any, builder: Any) -> int:
@@ -80,13 +110,11 @@ class ImitationWarmStart:
         names = ("tetris", "nalb") if config.teacher == "best" else (config.teacher,)
         trials = {}
         for name in names:  # on training episodes, never on the test seeds
-            teacher = get_registry().build("allocator", name).obj
-            teacher.reset(env.network, np.random.default_rng(self.seed))
+            teacher = Teacher(name, env.network, self.seed)
             results = [self._episode(env, teacher, record=False)[3] for _ in range(config.teacher_trial_episodes)]
             trials[name] = float(np.mean(results))
         teacher_name = max(names, key=lambda n: trials[n]) if len(names) > 1 else names[0]
-        teacher = get_registry().build("allocator", teacher_name).obj
-        teacher.reset(env.network, np.random.default_rng(self.seed))
+        teacher = Teacher(teacher_name, env.network, self.seed)
         observations, actions, returns = [], [], []
         accepted = []
         for _ in range(config.imitation_episodes):
@@ -115,11 +143,7 @@ class ImitationWarmStart:
         every visited state labelled with the teacher's choice in that state;
         the value head's targets are the student's discounted returns."""
         config = self.config
-        teachers = []
-        for env in self.envs:
-            teacher = get_registry().build("allocator", teacher_name).obj
-            teacher.reset(env.network, np.random.default_rng(self.seed))
-            teachers.append(teacher)
+        teachers = [Teacher(teacher_name, env.network, self.seed) for env in self.envs]
         observations, actions, returns, acceptance = [], [], [], []
         remaining = config.dagger_episodes
         while remaining > 0:
@@ -135,7 +159,7 @@ class ImitationWarmStart:
                 still = []
                 for row, i in enumerate(running):
                     env = self.envs[i]
-                    label = teacher_choice(teachers[i], env.builder)
+                    label = teachers[i].choose(env.builder, driving=False)
                     trace[i].append(({k: v[row] for k, v in batch.items()}, label))
                     current[i], reward, done, _, info = env.step(choices[row])
                     trace[i][-1] += (reward * config.reward_scale,)
@@ -154,14 +178,14 @@ class ImitationWarmStart:
                 returns += episode_returns[::-1]
         return observations, actions, returns, acceptance
 
-    def _episode(self, env: AllocationEnv, teacher: Any, record: bool = True) -> tuple[list, list, list, float]:
+    def _episode(self, env: AllocationEnv, teacher: Teacher, record: bool = True) -> tuple[list, list, list, float]:
         """One training episode driven by a heuristic's choices."""
         config = self.config
         observations, actions, rewards = [], [], []
         observation = self._reset(env)
         done = False
         while not done:
-            action = teacher.choose(env.builder, env.builder.allowed())
+            action = teacher.choose(env.builder)
             if record:
                 observations.append(observation)
                 actions.append(action)

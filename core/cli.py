@@ -318,10 +318,11 @@ def sweep(suite_name: str, allocator_values: tuple[str, ...], out: Path | None, 
         task = progress.add_task(f"{suite.name}: {len(planned)} runs", total=len(planned),
                                  completed=len(planned) - len(todo))
         try:
-            if executor == "ray":
-                sweeps.run_ray(todo, out, address, lambda job: progress.advance(task))
-            else:
-                sweeps.run_local(todo, out, workers, lambda job: progress.advance(task))
+            with sweeps.stopped_by_sigterm():
+                if executor == "ray":
+                    sweeps.run_ray(todo, out, address, lambda job: progress.advance(task))
+                else:
+                    sweeps.run_local(todo, out, workers, lambda job: progress.advance(task))
         except BaseException:  # Ctrl-C, too: the runs under way were stopped mid-write
             sweeps.remove_staging(out)
             raise

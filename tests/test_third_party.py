@@ -254,20 +254,29 @@ def test_a_trainer_that_writes_no_checkpoint_is_one_line_and_a_trainer_that_is_n
             "error)") in done.stderr.splitlines()
 
 
-def test_ctrl_c_stops_a_parallel_sweep_at_once_and_leaves_nothing_behind(probe_site, tmp_path):
+@pytest.mark.parametrize("stop", ["ctrl-c", "sigterm"])
+def test_ctrl_c_or_sigterm_stops_a_parallel_sweep_at_once_and_leaves_nothing_behind(probe_site, tmp_path, stop):
     env = dict(os.environ, PYTHONPATH=str(probe_site), PROBE_MARKER=str(tmp_path / "started"))
     env.pop("DCBENCH_STRICT_PLUGINS", None)
     out = tmp_path / "out"
     sweep = subprocess.Popen([sys.executable, "-m", "dcbench", "sweep", "-s", "probe", "-a", "probe_sleeps",
                               "-j", "2", "--out", str(out), "-q"],
                              env=env, stderr=subprocess.PIPE, text=True, start_new_session=True)
-    deadline = time.time() + 120
-    while len(list(tmp_path.glob("started.*"))) < 2 and time.time() < deadline:
-        time.sleep(0.1)
-    workers = [int(path.suffix[1:]) for path in tmp_path.glob("started.*")]
-    assert len(workers) == 2, "both workers should be in a run"
-    os.killpg(sweep.pid, signal.SIGINT)  # what Ctrl-C in a terminal does: to the command and its workers
-    _, stderr = sweep.communicate(timeout=60)  # not the hour the runs would take
+    try:
+        deadline = time.time() + 120
+        while len(list(tmp_path.glob("started.*"))) < 2 and time.time() < deadline:
+            time.sleep(0.1)
+        workers = [int(path.suffix[1:]) for path in tmp_path.glob("started.*")]
+        assert len(workers) == 2, "both workers should be in a run"
+        if stop == "ctrl-c":
+            os.killpg(sweep.pid, signal.SIGINT)  # what Ctrl-C in a terminal does: to the command and its workers
+        else:
+            sweep.send_signal(signal.SIGTERM)  # what `kill` or `timeout` does: to the command alone
+        _, stderr = sweep.communicate(timeout=60)  # not the hour the runs would take
+    finally:
+        if sweep.poll() is None:  # the test failed: leave no sleeping workers behind
+            os.killpg(sweep.pid, signal.SIGKILL)
+            sweep.wait()
     assert sweep.returncode == 1 and stderr.splitlines()[-1] == "Aborted!"
     assert "Traceback" not in stderr and "leaked" not in stderr
     assert not out.exists() or list(out.iterdir()) == []  # no run finished, and no half-written one left

@@ -171,7 +171,7 @@ class Network:
         return ends
 
     def _walk(self, links: Path) -> tuple[int, int] | None:
-        if not links or not all(0 <= link < self.n_links for link in links):  # (integers: path_ends)
+        if not links or not all(0 <= link < self.n_links for link in links):  # (path_ends checked they are integers)
             return None
         first = self.link_ends[links[0]]
         for start in (int(first[0]),) if self.directed else (int(first[0]), int(first[1])):
@@ -223,8 +223,7 @@ def frozen(array: np.ndarray) -> np.ndarray:
     """A read-only copy of ``array`` that cannot be made writeable again:
     its memory is an immutable ``bytes`` (a read-only array that owns its
     memory, or a view of one, can simply be switched back)."""
-    array = np.ascontiguousarray(array)
-    return np.frombuffer(array.tobytes(), dtype=array.dtype).reshape(array.shape)
+    return np.frombuffer(np.ascontiguousarray(array).tobytes(), dtype=array.dtype).reshape(array.shape)
 
 
 def _pair(a: int, b: int) -> tuple[int, int]:

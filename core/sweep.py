@@ -169,8 +169,9 @@ def run_local(jobs: Sequence[Job], out_dir: Path, workers: int, advance: Callabl
 
 
 def stop(pool: concurrent.futures.ProcessPoolExecutor) -> None:
-    """Cancel what has not started and end the workers now (their half-written
-    run folders are staging folders, which the next sweep removes)."""
+    """Cancel what has not started and end the workers now, their runs under
+    way with them (a half-written run is a staging folder, which the command
+    removes; the next sweep runs it again)."""
     workers = list((pool._processes or {}).values())  # (no public way before Python 3.14's terminate_workers)
     pool.shutdown(wait=False, cancel_futures=True)
     for worker in workers:

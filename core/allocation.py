@@ -90,23 +90,21 @@ def owned(allocation: Allocation) -> Allocation:
     amounts = np.array(allocation.amounts)
     if amounts.dtype.kind not in "iuf":
         raise TypeError(f"amounts are of type {amounts.dtype}, not real numbers")
+    routes = allocation.routes
+    if type(routes) is not tuple or not all(type(route) is Route and type(route.links) is tuple for route in routes):
+        routes = tuple(_owned_route(*route) for route in routes)  # (the usual tuple of Routes is kept as it is)
     vm_servers = allocation.vm_servers
     return Allocation(
         servers=np.array(allocation.servers),
         amounts=amounts.astype(np.float64, copy=False),
-        routes=tuple(_owned_route(route) for route in allocation.routes),
+        routes=routes,
         vm_servers=None if vm_servers is None else np.array(vm_servers),
         reconfigure=tuple(tuple(swap) for swap in allocation.reconfigure),
     )
 
 
-def _owned_route(route: Route) -> Route:
-    a, b, links, amount = route
-    if not isinstance(amount, (int, float, np.integer, np.floating)):
-        raise TypeError(f"route {a}->{b} reserves {amount!r}, not a number")
-    if type(links) is tuple:
-        return route if type(route) is Route else Route(a, b, links, amount)
-    return Route(a, b, tuple(links), amount)
+def _owned_route(a: int, b: int, links: Path, amount: float) -> Route:
+    return Route(a, b, links if type(links) is tuple else tuple(links), amount)
 
 
 def locked_view(array: np.ndarray) -> np.ndarray:

@@ -109,7 +109,7 @@ class RejectsWith(PoolAllocator):
 
 
 class ChangesTheFuture(PoolAllocator):
-    """Tries to make the requests still to come smaller."""
+    """Tries to unlock the requests still to come (to make them smaller, say)."""
 
     def allocate(self, request, state):
         request.demand.base.flags.writeable = True

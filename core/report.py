@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from dcbench.errors import ResultsError, SpecError
 from dcbench.results import check_regular_file, write_text_atomic
 from dcbench.spec import Spec, bind, resolved_spec
-from dcbench.stats import format_ci, mean_ci
+from dcbench.stats import best_mean, format_ci, mean_ci
 
 START = "<!-- dcbench report: start -->"
 END = "<!-- dcbench report: end -->"
@@ -74,7 +75,7 @@ def metric_table(rows: list[dict[str, Any]], metric: str, higher_is_better: bool
         runs = [[r.get(metric) for r in rows if r["scenario"] == scenario and r["allocator"] == a] for a in allocators]
         cells = [mean_ci(values) for values in runs]
         means = [c[0] for c in cells]
-        best = max(means) if higher_is_better else min(means)
+        best = best_mean(means, higher_is_better)
         texts = [("**" + format_ci(m, h) + "**") if m == best else format_ci(m, h) for m, h, _ in cells]
         # a run with nothing to measure (every request in the warm-up, say) has no value: say on how many it rests
         texts = [text + (f" ({n} of {len(values)} runs)" if 0 < n < len(values) else "")
@@ -93,7 +94,7 @@ def ranking(rows: list[dict[str, Any]], metric: str, higher_is_better: bool = Tr
     for scenario in scenarios:
         means = {a: mean_ci(r[metric] for r in rows if r["scenario"] == scenario and r["allocator"] == a)[0]
                  for a in allocators}
-        order = sorted(allocators, key=lambda a: -means[a] if higher_is_better else means[a])
+        order = sorted(allocators, key=lambda a: (math.isnan(means[a]), -means[a] if higher_is_better else means[a]))
         for allocator in order:  # an exact tie at the top is a win for each
             if means[allocator] == means[order[0]]:
                 wins[allocator] += 1
@@ -138,7 +139,8 @@ def paired_table(rows: list[dict[str, Any]], metric: str, baselines: set[str], h
     for scenario in scenarios:
         here = [r for r in rows if r["scenario"] == scenario]
         by = {a: {r["seed"]: r[metric] for r in here if r["allocator"] == a} for a in allocators}
-        candidates = [a for a in allocators if a.split(":")[0] in baselines and by[a]]
+        candidates = [a for a in allocators if a.split(":")[0] in baselines
+                      and not math.isnan(mean_ci(by[a].values())[0])]
         if not candidates:
             continue
         best = max(candidates, key=lambda a: sign * mean_ci(by[a].values())[0])

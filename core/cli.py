@@ -366,8 +366,16 @@ def read_summary(results: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """A sweep's combined summary rows and provenance (what `plot` and `report` read)."""
     from dcbench.results import provenance_of, read_sweep_summary
 
+    from dcbench import __version__
+
     table = read_sweep_summary(results)
-    return table.to_pylist(), provenance_of(table)
+    provenance = provenance_of(table)
+    made_by = provenance.get("dcbench_version")
+    if made_by is not None and made_by != __version__:
+        click.echo(f"Note: '{results}' was made by dcbench {made_by}, this is {__version__}: how metrics are "
+                   "counted may have changed since (see the CHANGELOG); run the sweep again to compare like "
+                   "with like", err=True)
+    return table.to_pylist(), provenance
 
 
 @cli.command()

@@ -204,6 +204,24 @@ def test_plot_and_report_from_a_sweep(tmp_path):
     assert again.count("<!-- dcbench report nara2022-other: start -->") == 1
 
 
+def test_results_of_another_version_are_reported_with_a_note(tmp_path, monkeypatch):
+    import dcbench
+
+    runner = CliRunner()
+    assert runner.invoke(cli, ["sweep", "-s", "nara2022", "-a", "random", "--out", str(tmp_path), "-j", "1",
+                               "-q"]).exit_code == 0
+    same = runner.invoke(cli, ["report", str(tmp_path)])
+    assert same.exit_code == 0 and "Note:" not in same.output
+    made = dcbench.__version__
+    monkeypatch.setattr(dcbench, "__version__", "9.0.0")  # an upgrade since the sweep
+    for command in (["report", str(tmp_path)], ["plot", str(tmp_path)]):
+        result = runner.invoke(cli, command)
+        assert result.exit_code == 0, result.output
+        assert (f"Note: '{tmp_path}' was made by dcbench {made}, this is 9.0.0: how metrics are counted "
+                "may have changed since (see the CHANGELOG); run the sweep again to compare like with like"
+                ) in result.stderr
+
+
 def test_report_on_a_folder_without_results(tmp_path):
     result = CliRunner().invoke(cli, ["report", str(tmp_path / "nara2022")])
     assert result.exit_code == 2 and f"no results folder '{tmp_path / 'nara2022'}'; give the folder a " \

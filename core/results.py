@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shutil
 import stat
 import tempfile
@@ -79,9 +80,7 @@ def write_run(out_dir: Path, run_id: str, tables: Mapping[str, Mapping[str, Any]
         raise ResultsError(f"'{target}' is there and is no run folder; move it, or give another --out")
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
-        for kind in ("tmp", "old"):  # what a killed write of this run left
-            for leftover in out_dir.glob(f".{run_id}.{kind}-*"):
-                shutil.rmtree(leftover, ignore_errors=True)
+        remove_staging(out_dir, run_id)  # what a killed write of this run left
         staging = staging_folder(target)
     except OSError as exc:
         raise _cannot_write("results", out_dir, exc) from None
@@ -95,6 +94,18 @@ def write_run(out_dir: Path, run_id: str, tables: Mapping[str, Mapping[str, Any]
             raise ResultsError(f"cannot write results to '{target}': {exc.strerror or exc}") from None
         raise
     return target
+
+
+def remove_staging(out_dir: Path, run_id: str | None = None) -> None:
+    """Remove the half-written folders (`staging_folder`'s ``.<run_id>.tmp-*``,
+    `swap_in`'s ``.<run_id>.old-*``) that a killed write left in ``out_dir``:
+    of ``run_id``, or of every run. Run folders only appear by an atomic
+    rename, so these are never results. Two commands must not write the
+    same run into the same folder at the same time."""
+    pattern = re.escape(run_id) if run_id is not None else "[0-9a-f]{16}"
+    for path in out_dir.glob(".*"):
+        if path.is_dir() and re.fullmatch(rf"\.{pattern}\.(tmp|old)-.*", path.name):
+            shutil.rmtree(path, ignore_errors=True)
 
 
 def staging_folder(target: Path) -> Path:

@@ -349,19 +349,5 @@ def resolved_allocator(registry: Any, allocator: str) -> str:
         return allocator
 
 
-def remove_staging(out_dir: Path) -> None:
-    """Remove the half-written folders a killed sweep left (``.<run_id>.tmp-*``).
-
-    Run folders only appear by an atomic rename, so these are never results.
-    Two sweeps must not write into the same folder at the same time.
-    """
-    import re
-    import shutil
-
-    for path in out_dir.glob(".*"):
-        if path.is_dir() and re.fullmatch(r"\.[0-9a-f]{16}\.(tmp|old)-.*", path.name):
-            shutil.rmtree(path, ignore_errors=True)
-
-
 def pending(jobs: Sequence[Job], out_dir: Path) -> list[Job]:
     return [job for job in jobs if not is_complete(out_dir / job.run_id)]

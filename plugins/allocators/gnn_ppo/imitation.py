@@ -64,20 +64,20 @@ class Teacher:
         drives the episode, else from a state that is not its own (`teacher_choice`)."""
         allowed = builder.allowed()
         with blamed_on(self.entry, "failed as gnn_ppo's teacher"):
-            action = self.heuristic.choose(builder, allowed) if driving else teacher_choice(self.heuristic, builder)
+            action = (self.heuristic.choose(builder, allowed) if driving
+                      else teacher_choice(self.heuristic, builder, allowed))
         if not (isinstance(action, (int, np.integer)) and 0 <= action < len(allowed) and allowed[action]):
             raise self.entry.error(f"chose {action!r} as gnn_ppo's teacher, which is no allowed server")
         return int(action)
 
 
-def teacher_choice(teacher: Any, builder: Any) -> int:
-    """The teacher heuristic's choice in the builder's current state, also
-    when the servers chosen so far were not its own: a walk (NALB / NULB)
-    restarts from the request's first server."""
+def teacher_choice(teacher: Any, builder: Any, allowed: np.ndarray) -> int:
+    """The teacher heuristic's choice among the ``allowed`` servers in the
+    builder's current state, also when the servers chosen so far were not
+    its own: a walk (NALB / NULB) restarts from the request's first server."""
     from dcbench.plugins.allocators.tetris import TetrisAllocator
     from dcbench.plugins.allocators.walk import WalkAllocator
 
-    allowed = builder.allowed()
     if isinstance(teacher, WalkAllocator) and builder.chosen:
         for server in teacher._servers_from(builder.chosen[0], builder):
             if allowed[server]:

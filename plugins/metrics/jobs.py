@@ -61,21 +61,24 @@ def offered_and_blocked(requests: dict[str, np.ndarray]) -> tuple[np.ndarray, np
 
 
 def job_metrics(tables: RunTables, network: Network) -> dict[str, float]:
+    """The same columns whatever happened: NaN where no measured job says
+    anything (none offered, none accepted, no traffic)."""
     requests = tables.requests
     offered, blocked = offered_and_blocked(requests)
     n_offered = int(offered.sum())
-    if not n_offered:
-        return {"blocking_probability": float("nan")}
-    columns = {"blocking_probability": float(blocked.sum() / n_offered)}
+    columns = {"blocking_probability": float(blocked.sum() / n_offered) if n_offered else float("nan")}
     if "vms" not in requests:
         return columns
-    columns["reconfigurations_per_job"] = float(requests["reconfigurations"][offered].mean())
-    columns["inter_rack_gbps_per_job"] = float(
-        requests["inter_rack_gbps"][offered & ~blocked].mean()) if (offered & ~blocked).any() else float("nan")
-    window = measured_window(tables)
-    if "latency_us" in tables.timeline and window is not None:
-        columns["latency_us"] = traffic_weighted_mean(tables.timeline, "latency_us", *window)
-        columns["packet_loss"] = traffic_weighted_mean(tables.timeline, "packet_loss", *window)
+    accepted = offered & ~blocked
+    columns["reconfigurations_per_job"] = (
+        float(requests["reconfigurations"][offered].mean()) if n_offered else float("nan"))
+    columns["inter_rack_gbps_per_job"] = (
+        float(requests["inter_rack_gbps"][accepted].mean()) if accepted.any() else float("nan"))
+    if "latency_us" in tables.timeline:
+        window = measured_window(tables)
+        for column in ("latency_us", "packet_loss"):
+            columns[column] = (traffic_weighted_mean(tables.timeline, column, *window)
+                               if window is not None else float("nan"))
     return columns
 
 

@@ -33,14 +33,15 @@ def time_average(time: np.ndarray, values: np.ndarray, start: float, end: float)
 
 
 def utilisation(tables: RunTables, network: Network) -> dict[str, float]:
+    """The same columns whatever happened: NaN when no request was measured."""
     timeline = tables.timeline
-    columns: dict[str, float] = {}
+    names = [f"{r}_util" for r in network.resources] + [f"link_util_tier{t}" for t in network.tiers]
     window = measured_window(tables)
     if window is None:
-        return columns
+        return {column: float("nan") for name in names for column in (name, f"{name}_last{LAST}")}
     start, end = window
     logged = reference_log_rows(timeline["event"])
-    names = [f"{r}_util" for r in network.resources] + [f"link_util_tier{t}" for t in network.tiers]
+    columns: dict[str, float] = {}
     for name in names:
         values = timeline[name]
         columns[name] = time_average(timeline["time"], values, start, end)

@@ -6,6 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pyarrow.parquet as pq
 import pytest
 import torch
@@ -498,7 +499,6 @@ def test_building_the_policy_leaves_no_generated_file_behind(tmp_path):
 
 
 def test_the_fit_hint_ranks_the_allowed_servers_in_bestfits_order():
-    import numpy as np
 
     from dcbench import Request, State
     from dcbench.plugins.allocators.bestfit import BestFitAllocator
@@ -524,7 +524,6 @@ def test_the_fit_hint_ranks_the_allowed_servers_in_bestfits_order():
 
 
 def test_the_fit_last_hint_ranks_the_servers_that_complete_the_request_in_its_racks():
-    import numpy as np
 
     from dcbench import Request, State
     from dcbench.plugins.allocators.gnn_ppo.model import GraphPolicy, ServerHints
@@ -551,6 +550,52 @@ def test_the_fit_last_hint_ranks_the_servers_that_complete_the_request_in_its_ra
     assert "sixth_hint" not in GraphPolicy(extra_features=6).config  # the fourth set's configurations
     with pytest.raises(ValueError, match="the sixth hint is one of bestfit, fit_last"):
         ServerHints(network, 6, "nalb")
+
+
+
+def test_dagger_rounds_add_the_students_states_labelled_by_the_teacher(tmp_path):
+    settings = dict(envs=2, batch=32, minibatch=16, epochs=1, imitation_episodes=1, imitation_epochs=1,
+                    episode_requests=4, teacher="nalb")
+    train("tiered:8,1x4", steps=32, seed=2, out=tmp_path / "bc.pt", **settings)
+    cloned = strict_json(tmp_path / "bc.json")["imitation"]
+    train("tiered:8,1x4", steps=32, seed=2, out=tmp_path / "dagger.pt", dagger_rounds=2, dagger_episodes=3,
+          dagger_epochs=1, **settings)
+    imitation = strict_json(tmp_path / "dagger.json")["imitation"]
+    assert cloned["dagger"] == [] and [r["round"] for r in imitation["dagger"]] == [1, 2]
+    # each round adds the states of its three student-driven episodes, labelled, to the teacher's own
+    first, second = (r["samples"] for r in imitation["dagger"])
+    assert cloned["samples"] < first < second == imitation["samples"]
+    assert all(0 <= r["agreement"] <= 1 and 0 <= r["student_acceptance"] <= 1 for r in imitation["dagger"])
+    again = train("tiered:8,1x4", steps=32, seed=2, out=tmp_path / "again.pt", dagger_rounds=2, dagger_episodes=3,
+                  dagger_epochs=1, **settings)
+    a = torch.load(tmp_path / "dagger.pt", weights_only=True)["model"]
+    b = torch.load(again, weights_only=True)["model"]
+    assert all(torch.equal(a[k], b[k]) for k in a)
+
+
+def test_a_walk_teacher_labels_a_students_state_from_the_requests_first_server():
+    from dcbench.plugins.allocators.gnn_ppo.imitation import Teacher
+
+    env = AllocationEnv(topology="tiered:8,1x4", workload="uniform", requests=50)
+    env.reset(seed=3)
+    teacher = Teacher("nalb", env.network, 0)
+    labelled = 0
+    for _ in range(200):
+        builder = env.builder
+        allowed = builder.allowed()
+        if builder.chosen:
+            label = teacher.choose(builder, driving=False)
+            assert allowed[label]
+            racks = env.network.racks
+            same_rack = allowed & (racks == racks[builder.chosen[0]])
+            # NALB walks out from the first server: its own rack first, whichever servers the student chose
+            assert not same_rack.any() or same_rack[label]
+            labelled += 1
+        choices = np.flatnonzero(allowed)
+        _, _, done, _, _ = env.step(int(choices[-1]))  # not NALB's choice: the last allowed server
+        if done:
+            break
+    assert labelled > 10
 
 
 @pytest.mark.parametrize("teacher, hint, sixth", [("bestfit", "fit_hint", "bestfit"),

@@ -399,6 +399,31 @@ def test_validation_jobs_score_as_the_suites_do_after_the_warm_up(runner, tmp_pa
     assert any(row["validation_blocking"] > 0 for row in curve)
 
 
+
+def test_validation_decides_with_the_allocators_own_forward_pass(runner, tmp_path, monkeypatch):
+    """Validation scores the numpy forward pass `dcbench run` uses, not torch's
+    float32 one, whose near-ties may fall the other way: made to differ here
+    (the numpy pass replaced by one that takes the first allowed rack), the
+    validation blocking is still exactly the allocator's."""
+    from dcbench.plugins.allocators.a2c_multistep.model import MASKED
+    from dcbench.plugins.allocators.a2c_multistep.train import VALIDATION_SEED_OFFSET
+
+    def first_allowed(self, state, mask=None):
+        return np.where(mask, np.float32(0), np.float32(MASKED))
+
+    monkeypatch.setattr(NumpyActor, "__call__", first_allowed)
+    options = {"episode_jobs": "12", "window": "5", "validation_episodes": "3", "learning_rate": "0.05"}
+    path = train(TOPOLOGY, WORKLOAD, steps=120, seed=2, out=tmp_path / "n.pt", options=options)
+    curve = pq.read_table(tmp_path / "n.curve.parquet").to_pylist()
+    blocked = offered = 0
+    for k in range(3):
+        outcome = runner.run(f"a2c_multistep:checkpoint={path}", TOPOLOGY, WORKLOAD, requests=12,
+                             seed=VALIDATION_SEED_OFFSET + k).tables.requests["outcome"]
+        blocked += sum(o == "rejected" for o in outcome)
+        offered += len(outcome)
+    assert [row["validation_blocking"] for row in curve] == pytest.approx([blocked / offered] * len(curve))
+
+
 @pytest.mark.parametrize("actor, first_layer", [("dense", "actor.0.weight"), ("shared", "actor.net.0.weight")])
 def test_the_placement_state_runs_as_it_trained_and_the_clone_is_a_candidate(runner, tmp_path, actor, first_layer):
     from dcbench.plugins.allocators.a2c_multistep.train import VALIDATION_SEED_OFFSET

@@ -35,7 +35,7 @@ import torch
 
 from dcbench import Range, SpecError, config_options, curve_columns, save_figure, write_table_atomic
 from dcbench.envs import AllocationEnv
-from dcbench.plugins.allocators.a2c_multistep.model import ACTORS, ActorCritic
+from dcbench.plugins.allocators.a2c_multistep.model import ACTORS, ActorCritic, NumpyActor
 from dcbench.plugins.allocators.checkpoint_files import (command_line, resume_training_state, save_checkpoint,
                                                           save_training_state, write_record)
 from dcbench.plugins.allocators.early_stopping import BestWeights
@@ -247,19 +247,20 @@ class Trainer:
 
     # ----- early stopping (ours; off by default) --------------------------
     def validate(self) -> float:
-        """Blocking of the greedy policy (arg-max, as the allocator acts) on
-        the held-out episodes' measured jobs; draws no random numbers, so
-        resuming stays exact."""
+        """Blocking of the greedy policy on the held-out episodes' measured
+        jobs, scored with the allocator's own forward pass (`NumpyActor`), so
+        a near-tie is decided as `dcbench run` decides it; draws no random
+        numbers, so resuming stays exact."""
         env = self.validation_env
+        actor = NumpyActor(self.model)
         blocked = jobs = 0
         for k in range(self.config.validation_episodes):
             observation, _ = env.reset(seed=VALIDATION_SEED_OFFSET + k)
             done = False
             while not done:
                 state, mask = self._state(observation)
-                with torch.no_grad():
-                    logits = self.model.logits(state[None], None if mask is None else mask[None])[0]
-                observation, _, done, _, _ = env.step(int(torch.argmax(logits)))
+                logits = actor(state.numpy(), None if mask is None else mask.numpy())
+                observation, _, done, _, _ = env.step(int(np.argmax(logits)))
             if env is self.env:  # every job counts (as the 16- and 32-ToR checkpoints were selected)
                 blocked += env.offered - env.accepted
                 jobs += env.offered

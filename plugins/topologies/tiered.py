@@ -73,16 +73,24 @@ def build(channels=None, ratio=None, pods=2, racks=2, servers=16, cpu=16, mem=16
     for pod in range(pods):
         for plane in range(2):
             aggregate = f"Aggregate_{2 * pod + plane}"
+            graph.add_node(aggregate)
             for core in range(cores_per_plane):
-                graph.add_edge(aggregate, f"Core_{plane * cores_per_plane + core}",
-                               capacity=ac_channels, tier=3)
+                graph.add_node(f"Core_{plane * cores_per_plane + core}")
+    # Each switch lists its neighbours in the reference graph's order (an
+    # aggregation switch its racks, then its cores; a rack switch its
+    # aggregation switches, then its servers): the reference's walks follow it.
+    for pod in range(pods):
+        for plane in range(2):
+            aggregate = f"Aggregate_{2 * pod + plane}"
+            for rack_in_pod in range(racks):
+                graph.add_edge(aggregate, f"Rack_{pod * racks + rack_in_pod}", capacity=ra_channels, tier=2)
+            for core in range(cores_per_plane):
+                graph.add_edge(aggregate, f"Core_{plane * cores_per_plane + core}", capacity=ac_channels, tier=3)
         for rack_in_pod in range(racks):
             rack = pod * racks + rack_in_pod
-            for plane in range(2):
-                graph.add_edge(f"Rack_{rack}", f"Aggregate_{2 * pod + plane}", capacity=ra_channels, tier=2)
             for slot in range(servers):
                 name = f"Resource_{rack * servers + slot}"
-                graph.add_edge(name, f"Rack_{rack}", capacity=sr_channels, tier=1)
+                graph.add_edge(f"Rack_{rack}", name, capacity=sr_channels, tier=1)
                 server_names.append(name)
                 rack_of.append(rack)
                 pod_of.append(pod)

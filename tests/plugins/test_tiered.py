@@ -53,6 +53,26 @@ def test_a_miswired_graph_is_not_isomorphic(registry):
     assert not nx.is_isomorphic(build(registry, "tiered:8,1x4").graph, expected, edge_match=matcher)
 
 
+@pytest.mark.parametrize("pods, racks", [(2, 2), (8, 8)])
+def test_every_switch_lists_its_neighbours_in_the_reference_graphs_order(registry, pods, racks):
+    # The reference's walks expand a switch's neighbours in its graph's order: an aggregation switch's
+    # racks, then its cores; a rack switch's two aggregation switches, then its servers; a core's
+    # aggregation switches pod by pod.
+    graph = build(registry, f"tiered:8,1x4,pods={pods},racks={racks}").graph
+    cores = max(1, racks // 2)
+    for pod in range(pods):
+        for plane in range(2):
+            assert list(graph.neighbors(f"Aggregate_{2 * pod + plane}")) == [
+                *(f"Rack_{pod * racks + r}" for r in range(racks)),
+                *(f"Core_{plane * cores + c}" for c in range(cores))]
+        for r in range(pod * racks, (pod + 1) * racks):
+            assert list(graph.neighbors(f"Rack_{r}")) == [
+                f"Aggregate_{2 * pod}", f"Aggregate_{2 * pod + 1}", *(f"Resource_{16 * r + s}" for s in range(16))]
+    for core in range(2 * cores):
+        plane = core // cores
+        assert list(graph.neighbors(f"Core_{core}")) == [f"Aggregate_{2 * pod + plane}" for pod in range(pods)]
+
+
 @pytest.mark.parametrize("n", [8, 16, 32])
 @pytest.mark.parametrize("ratio", list(RATIOS))
 def test_channels_per_tier(registry, n, ratio):

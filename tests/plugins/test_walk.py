@@ -50,8 +50,9 @@ def test_queue_orders_differ():
     state.free_resources[0] = [16, 16]
     fifo = run_one(nulb(queue="fifo"), network, state, [48, 48])
     lifo = run_one(nulb(queue="lifo"), network, state, [48, 48])
-    # breadth-first reaches the next rack of the pod, the reference's stack the last one
-    assert network.racks[fifo.servers[1]] == 1 and network.racks[lifo.servers[1]] == 3
+    # breadth-first reaches the next rack of the pod; the reference's stack, popping the last switch queued
+    # (an aggregation switch lists its racks, then its cores), crosses to the other pod's last rack
+    assert network.racks[fifo.servers[1]] == 1 and network.racks[lifo.servers[1]] == 7
 
 
 def test_balance_router_prefers_emptier_paths_and_reference_fuller(small_network):

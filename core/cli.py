@@ -312,7 +312,7 @@ def sweep(suite_name: str, allocator_values: tuple[str, ...], out: Path | None, 
         planned = sweeps.plan(runner, suite, allocators)
     check_writable(out)
     left_out = sweeps.previous_sweep(out, suite, allocators, registry)
-    remove_staging(out)
+    remove_staging(out, [job.run_id for job in planned])
     todo = sweeps.pending(planned, out)
     with plugin_prints_to_stderr(), progress_bar(quiet) as progress:
         task = progress.add_task(f"{suite.name}: {len(planned)} runs", total=len(planned),
@@ -324,7 +324,7 @@ def sweep(suite_name: str, allocator_values: tuple[str, ...], out: Path | None, 
                 else:
                     sweeps.run_local(todo, out, workers, lambda job: progress.advance(task))
         except BaseException:  # Ctrl-C, too: the runs under way were stopped mid-write
-            remove_staging(out)
+            remove_staging(out, [job.run_id for job in todo])
             raise
     combined = sweeps.combine(planned, out, {
         "suite": suite.name, "allocators": allocators, "dcbench_version": __version__,

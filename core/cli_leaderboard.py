@@ -58,17 +58,25 @@ def verify(root: Path, count: int, seed: int) -> None:
         raise UserError(f"no submissions under '{root / 'submissions'}'; give the leaderboard folder with --root")
     pairs = sample_runs(submissions, count or sys.maxsize, seed)
     runner = Runner(registry)
-    installed = set(registry.entries("allocator"))
-    plugins = [Spec.parse(row["allocator"]).name for _, row in pairs]
-    if not installed.intersection(plugins):
-        raise UserError(f"none of the {len(pairs)} runs drawn can be re-run here: allocator(s) "
-                        f"{', '.join(sorted(set(plugins)))} are not installed; install their plugins, "
+
+    def missing(row: dict) -> str | None:
+        """The first plugin of the run that is not installed here, as 'kind name'."""
+        for kind in ("topology", "workload", "allocator"):
+            name = Spec.parse(row[kind]).name
+            if name not in registry.entries(kind):
+                return f"{kind} {name!r}"
+        return None
+
+    absent = [missing(row) for _, row in pairs]
+    if all(absent):
+        raise UserError(f"none of the {len(pairs)} runs drawn can be re-run here: "
+                        f"{', '.join(sorted(set(absent)))} not installed; install their plugins, "
                         "or draw others with --seed")
     differences, skipped = [], 0
     with plugin_prints_to_stderr(), progress_bar(False) as progress:
         task = progress.add_task(f"verify {len(pairs)} runs", total=len(pairs))
-        for (name, row), plugin in zip(pairs, plugins):
-            if plugin not in installed:
+        for (name, row), plugin_missing in zip(pairs, absent):
+            if plugin_missing:
                 skipped += 1
             elif columns := rerun(row, runner):
                 what = ("another run id: this installation's dcbench version, specs or checkpoint are not the "
@@ -78,7 +86,7 @@ def verify(root: Path, count: int, seed: int) -> None:
     for line in differences:
         click.echo(line)
     checked = len(pairs) - skipped
-    note = f" ({skipped} skipped: their allocator is not installed)" if skipped else ""
+    note = f" ({skipped} skipped: a plugin they use is not installed)" if skipped else ""
     if differences:
         click.echo(f"{len(differences)} of {checked} runs came out otherwise{note}")
         sys.exit(1)

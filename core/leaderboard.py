@@ -30,6 +30,7 @@ from dcbench.report import cell, default_specs, labels
 from dcbench.stats import format_ci, mean_ci
 
 SUBMISSIONS = "submissions"
+SWEEP_COLUMNS = {"scenario"}  # what a sweep's combined summary adds to its runs' own
 HIDDEN_METRICS = ("acceptance_size_", "accepted_size_", "_last25", "invalid_allocations")
 
 
@@ -145,12 +146,15 @@ def _check_rows(suite: Any, rows: list[dict[str, Any]], runner: Runner) -> None:
 def _differs_from_its_run(row: Mapping[str, Any], run_dir: Path) -> str | None:
     """Where a row of the combined summary is not what its run folder's own
     summary says (an edited table); None if they agree."""
-    (own,) = read_table(run_dir / "summary.parquet").to_pylist()
+    rebuild = "rebuild the summary with `dcbench sweep` (it resumes: nothing runs again)"
+    (own,) = read_table(run_dir / "summary.parquet").to_pylist()  # one row: `run_problem` checked it
     for column, value in own.items():
         given = row.get(column)
         if given != value and not (_is_nan(given) and _is_nan(value)):
-            return (f"says {column}={value!r}, the summary {given!r}; rebuild the summary with `dcbench sweep` "
-                    "(it resumes: nothing runs again)")
+            return f"says {column}={value!r}, the summary {given!r}; {rebuild}"
+    extra = sorted(set(row) - set(own) - SWEEP_COLUMNS)
+    if extra:
+        return f"has no column {extra[0]!r}, which the summary gives; {rebuild}"
     return None
 
 
@@ -167,6 +171,14 @@ def submit(results: Path, root: Path, registry: Registry) -> Path:
     folder = root / SUBMISSIONS / submission.name
     if folder.exists():
         raise _refuse(f"already submitted as {folder}")
+    if (root / SUBMISSIONS).is_dir():
+        submitted = {row["run_id"]: (other.name, row)
+                     for other in load_submissions(root, registry) for row in other.rows}
+        for row in submission.rows:
+            name, earlier = submitted.get(row["run_id"], (None, None))
+            if earlier is not None and _conflict(earlier, row):
+                raise _refuse(f"run {row['run_id']} is already on the leaderboard in {name} with another "
+                              f"{_conflict(earlier, row)}; the same run must give the same summary")
     table = read_table(results / "summary.parquet")
     import pyarrow.parquet as pq
 
@@ -222,6 +234,33 @@ def load_submissions(root: Path, registry: Registry | None = None) -> list[Submi
     return submissions
 
 
+def runs_by_suite(submissions: list[Submission], root: Path) -> dict[str, dict[str, dict[str, Any]]]:
+    """Every submitted run, by suite and run id: the same run in two
+    submissions counts once, and only if both copies say the same."""
+    by_suite: dict[str, dict[str, dict[str, Any]]] = {}
+    first_in: dict[str, str] = {}
+    for submission in submissions:
+        for row in submission.rows:
+            runs = by_suite.setdefault(submission.suite, {})
+            earlier = runs.get(row["run_id"])
+            if earlier is not None and _conflict(earlier, row):
+                raise _damaged(root / SUBMISSIONS / submission.name,
+                               f"run {row['run_id']} has other numbers than in {first_in[row['run_id']]} "
+                               f"({_conflict(earlier, row)})")
+            runs.setdefault(row["run_id"], row)
+            first_in.setdefault(row["run_id"], submission.name)
+    return by_suite
+
+
+def _conflict(first: Mapping[str, Any], second: Mapping[str, Any]) -> str | None:
+    """The first column two copies of a run disagree on, or None."""
+    for column in sorted((set(first) | set(second)) - SWEEP_COLUMNS):
+        a, b = first.get(column, _MISSING), second.get(column, _MISSING)
+        if not (a == b or (_is_nan(a) and _is_nan(b))):
+            return column
+    return None
+
+
 def _submission_record(path: Path) -> Any:
     try:
         return json.loads((path / "submission.json").read_text(encoding="utf-8"))
@@ -242,13 +281,19 @@ def rerun(row: Mapping[str, Any], runner: Runner) -> list[str]:
     again = runner.run(row["allocator"], row["topology"], row["workload"], int(row["requests"]), int(row["seed"]))
     if again.run_id != row["run_id"]:
         return ["run_id"]
+    # The submission's columns: a column only this installation adds (a metric
+    # plugin the submitter did not have) says nothing about the submission.
     differ = []
-    for column, value in again.summary.items():
-        both_nan = isinstance(value, float) and isinstance(row.get(column), float) \
-            and math.isnan(value) and math.isnan(row[column])
-        if column not in row or not (value == row[column] or both_nan):
-            differ.append(column)
+    for column, given in row.items():
+        if column in SWEEP_COLUMNS:
+            continue
+        value = again.summary.get(column, _MISSING)
+        if not (value == given or (_is_nan(value) and _is_nan(given))):
+            differ.append(column if value is not _MISSING else f"{column} (not made here)")
     return differ
+
+
+_MISSING = object()
 
 
 def sample_runs(submissions: list[Submission], count: int, seed: int) -> list[tuple[str, dict[str, Any]]]:
@@ -276,7 +321,7 @@ class Entry:
 def baselines(registry: Registry) -> set[str]:
     """The built-in heuristics: what a learned or third-party allocator is measured against."""
     return {name for name, entry in registry.entries("allocator").items()
-            if entry.plugin.startswith("dcbench.plugins.") and not entry.extra.get("learned")}
+            if entry.builtin and not entry.extra.get("learned")}
 
 
 def rank_scenario(rows: list[dict[str, Any]], metric: str, higher: bool, baseline_names: set[str],
@@ -318,10 +363,7 @@ def build(root: Path, registry: Registry) -> list[Path]:
     suites = registry.entries("suite")
     baseline_names = baselines(registry)
     defaults = default_specs(registry)
-    by_suite: dict[str, dict[str, dict[str, Any]]] = {}
-    for submission in submissions:
-        for row in submission.rows:
-            by_suite.setdefault(submission.suite, {})[row["run_id"]] = row  # the same run submitted twice counts once
+    by_suite = runs_by_suite(submissions, root)
     # Everything is drawn and rendered before anything is replaced: a failure
     # (matplotlib missing, say) leaves the previous pages and plots whole.
     plots_dir = root / "plots"

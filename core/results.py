@@ -17,7 +17,7 @@ import stat
 import tempfile
 from collections import Counter
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 import numpy as np
 
@@ -80,7 +80,7 @@ def write_run(out_dir: Path, run_id: str, tables: Mapping[str, Mapping[str, Any]
         raise ResultsError(f"'{target}' is there and is no run folder; move it, or give another --out")
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
-        remove_staging(out_dir, run_id)  # what a killed write of this run left
+        remove_staging(out_dir, [run_id])  # what a killed write of this run left
         staging = staging_folder(target)
     except OSError as exc:
         raise _cannot_write("results", out_dir, exc) from None
@@ -96,15 +96,17 @@ def write_run(out_dir: Path, run_id: str, tables: Mapping[str, Mapping[str, Any]
     return target
 
 
-def remove_staging(out_dir: Path, run_id: str | None = None) -> None:
+def remove_staging(out_dir: Path, run_ids: Iterable[str]) -> None:
     """Remove the half-written folders (`staging_folder`'s ``.<run_id>.tmp-*``,
-    `swap_in`'s ``.<run_id>.old-*``) that a killed write left in ``out_dir``:
-    of ``run_id``, or of every run. Run folders only appear by an atomic
-    rename, so these are never results. Two commands must not write the
-    same run into the same folder at the same time."""
-    pattern = re.escape(run_id) if run_id is not None else "[0-9a-f]{16}"
+    `swap_in`'s ``.<run_id>.old-*``) that a killed write of one of
+    ``run_ids`` left in ``out_dir``. Run folders only appear by an atomic
+    rename, so these are never results; another command's runs into the same
+    folder are left alone (two commands must not write the same run into the
+    same folder at the same time)."""
+    wanted = set(run_ids)
     for path in out_dir.glob(".*"):
-        if path.is_dir() and re.fullmatch(rf"\.{pattern}\.(tmp|old)-.*", path.name):
+        match = re.fullmatch(r"\.([0-9a-f]{16})\.(tmp|old)-.*", path.name)
+        if match and match[1] in wanted and path.is_dir():
             shutil.rmtree(path, ignore_errors=True)
 
 
@@ -216,6 +218,7 @@ def read_table(path: Path) -> Any:
 SUMMARY_COLUMNS = {"run_id": "string", "scenario": "string", "allocator": "string", "topology": "string",
                    "workload": "string", "seed": "int64", "requests": "int64", "dcbench_version": "string",
                    "allocator_fingerprint": "string"}
+RUN_SUMMARY_COLUMNS = {k: v for k, v in SUMMARY_COLUMNS.items() if k != "scenario"}  # a sweep adds the scenario
 REBUILD_SUMMARY = "remove it and run the sweep again to rebuild it"
 
 
@@ -316,7 +319,6 @@ def summary_problem(table: Any, primary: str) -> str | None:
     """What is wrong with the contents of a sweep's combined summary, or
     None: it has rows, `SUMMARY_COLUMNS` with their types, the suite's
     ``primary`` metric, and numbers in every metric column."""
-    import pyarrow as pa
 
     if table.num_rows == 0:
         return "it is empty, with no runs"
@@ -324,19 +326,31 @@ def summary_problem(table: Any, primary: str) -> str | None:
         twice = [run_id for run_id, count in Counter(table.column("run_id").to_pylist()).items() if count > 1]
         if twice:
             return f"run {twice[0]} appears twice"
-    types = {field.name: field.type for field in table.schema}
-    for column, kind in SUMMARY_COLUMNS.items():
+    problem = columns_problem(table.schema, SUMMARY_COLUMNS)
+    if problem is not None:
+        return problem
+    for column in SUMMARY_COLUMNS:
+        if table.column(column).null_count:
+            return f"column {column!r} has empty values"
+    if primary not in table.column_names:
+        return f"column {primary!r}, the suite's primary metric, is missing"
+    return None
+
+
+def columns_problem(schema: Any, required: Mapping[str, str]) -> str | None:
+    """What is wrong with a summary's columns, or None: the ``required``
+    ones with their types, and numbers in every other (metric) column."""
+    import pyarrow as pa
+
+    types = {field.name: field.type for field in schema}
+    for column, kind in required.items():
         if column not in types:
             return f"column {column!r} is missing"
         if str(types[column]) != kind:
             return f"column {column!r} is {types[column]}, expected {kind}"
-        if table.column(column).null_count:
-            return f"column {column!r} has empty values"
-    if primary not in types:
-        return f"column {primary!r}, the suite's primary metric, is missing"
     for column, kind in types.items():
-        if column not in SUMMARY_COLUMNS and not (pa.types.is_floating(kind) or pa.types.is_integer(kind)
-                                                  or pa.types.is_boolean(kind)):
+        if column not in required and not (pa.types.is_floating(kind) or pa.types.is_integer(kind)
+                                           or pa.types.is_boolean(kind)):
             return f"metric column {column!r} is {kind}, expected numbers"
     return None
 
@@ -358,6 +372,12 @@ def run_problem(run_dir: Path) -> str | None:
     provenance, _ = _read_provenance(schemas["summary"].empty_table())  # it reads a table's schema
     if provenance is None or provenance.get("run_id") != run_dir.name:
         return "holds another run"
+    rows = pq.read_metadata(run_dir / "summary.parquet").num_rows
+    if rows != 1:
+        return f"has a summary.parquet of {rows} rows, not one"
+    problem = columns_problem(schemas["summary"], RUN_SUMMARY_COLUMNS)
+    if problem is not None:
+        return f"has a damaged summary.parquet ({problem})"
     return None
 
 

@@ -91,6 +91,15 @@ class ResolvedRun:
     allocator_entry: PluginEntry
 
 
+def with_distributions(fingerprint: str, entries: tuple[PluginEntry, ...]) -> str:
+    """An allocator's fingerprint with the distribution and version of every
+    third-party plugin the run uses (the run id hashes dcbench's own version,
+    not theirs), so that a plugin's new release makes new runs. Unchanged
+    where every plugin is built in."""
+    third_party = sorted({entry.distribution or entry.plugin for entry in entries if not entry.builtin})
+    return "; ".join([fingerprint] * bool(fingerprint) + [f"plugin {name}" for name in third_party])
+
+
 def run_id_of(plan: ResolvedRun, seed: int) -> str:
     """The run id of a resolved scenario (`Runner.resolve`) with ``seed``: what
     `Runner.run` writes and what a sweep plans and resumes by."""
@@ -254,10 +263,13 @@ class Runner:
         if requests is not None and requests > MAX_REQUESTS:
             raise SpecError(f"--requests must be at most {MAX_REQUESTS:,}, got {requests:,}")
         workload_entry = self.registry.get("workload", Spec.parse(workload_built.spec).name)
+        topology_entry = self.registry.get("topology", Spec.parse(topology_spec).name)
         return ResolvedRun(
             topology=topology_spec, workload=workload_built.spec, allocator=allocator_built.spec,
             requests=requests or self._default_requests(workload_entry, workload_built.obj, network),
-            fingerprint=self._fingerprint(entry, fingerprint, network), network=network,
+            fingerprint=with_distributions(self._fingerprint(entry, fingerprint, network),
+                                           (topology_entry, workload_entry, entry)),
+            network=network,
             workload_model=workload_built.obj, workload_entry=workload_entry, allocator_entry=entry,
         )
 

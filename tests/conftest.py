@@ -59,3 +59,18 @@ def strict_json(path):
     def refuse(constant):
         raise AssertionError(f"{path.name} holds {constant}, which is not JSON")
     return json.loads(path.read_text(), parse_constant=refuse)
+
+
+def random_allocator_module(tmp_path, monkeypatch, module: str, name: str) -> None:
+    """An importable plugin module ``module`` that registers the built-in
+    random allocator as ``name`` (a stand-in for a third party's)."""
+    import sys
+
+    (tmp_path / f"{module}.py").write_text(
+        "from dcbench import hookimpl\n"
+        "from dcbench.plugins.allocators.random_server import RandomAllocator\n\n"
+        "@hookimpl\n"
+        "def register_allocators(register):\n"
+        f"    register({name!r}, RandomAllocator, description='the random allocator, as a third party')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, module, raising=False)

@@ -179,12 +179,12 @@ def test_verify_runs_submitted_runs_again_and_names_what_came_out_otherwise(swee
     some = runner.invoke(cli, ["leaderboard", "--root", str(root), "verify", "--runs", "6", "--seed", "1"])
     assert some.exit_code == 0, some.output
     counts = re.fullmatch(r"(\d) runs re-run: every one gave the submitted summary bit for bit "
-                          r"\((\d) skipped: their allocator is not installed\)\n", some.output)
+                          r"\((\d) skipped: a plugin they use is not installed\)\n", some.output)
     assert counts and int(counts[1]) > 0 and int(counts[1]) + int(counts[2]) == 6
     as_if_made_by(submission, {"tetris:penalty=0.9,scale=10,fit_last=no": "firstfit:fast=yes"})
     skipped = runner.invoke(cli, ["leaderboard", "--root", str(root), "verify", "--runs", "2"])
     assert skipped.exit_code == 2 and skipped.output == (
-        "Error: none of the 2 runs drawn can be re-run here: allocator(s) firstfit are not installed; "
+        "Error: none of the 2 runs drawn can be re-run here: allocator 'firstfit' not installed; "
         "install their plugins, or draw others with --seed\n")
 
 
@@ -323,3 +323,124 @@ def test_a_sweep_is_not_written_into_a_submission(sweep_results, tmp_path):
     result = runner.invoke(cli, ["sweep", "-s", "nara2022", "-a", "random", "--out", str(submission), "-q"])
     assert result.exit_code == 2 and "is a leaderboard submission; give the sweep its own --out" in result.output
     assert snapshot(root) == before
+
+
+def copied_submission(root, submission, name, change_rows, suite=None):
+    """A copy of ``submission`` under ``name``, its rows changed (run ids recomputed) and, given ``suite``,
+    recorded as another suite's."""
+    from dcbench.runner import run_hash
+
+    copy = root / "submissions" / name
+    shutil.copytree(submission, copy)
+
+    def change(table):
+        rows = table.to_pylist()
+        for row in rows:
+            change_rows(row)
+            row["run_id"] = run_hash(row["topology"], row["workload"], row["allocator"], row["requests"],
+                                     row["seed"], row["dcbench_version"], row["allocator_fingerprint"])
+        changed = pa.Table.from_pylist(rows, schema=table.schema)
+        if suite is None:
+            return changed
+        stored = json.loads(table.schema.metadata[b"dcbench"])
+        return changed.replace_schema_metadata({b"dcbench": json.dumps({**stored, "suite": suite}).encode()})
+
+    rewrite_summary(copy, change)
+    record = json.loads((copy / "submission.json").read_text())
+    (copy / "submission.json").write_text(json.dumps({**record, "name": name, "suite": suite or record["suite"]}))
+    return copy
+
+
+def test_verify_skips_runs_whose_topology_is_not_installed_and_checks_the_rest(sweep_results, tmp_path):
+    root = tmp_path / "leaderboard"
+    runner = CliRunner()
+    assert runner.invoke(cli, ["leaderboard", "--root", str(root), "submit", str(sweep_results)]).exit_code == 0
+    (submission,) = (root / "submissions").iterdir()
+    copied_submission(root, submission, "starsuite--x--00000000",
+                      lambda row: row.update(topology="star:" + row["topology"].split(":", 1)[1]), suite="starsuite")
+    result = runner.invoke(cli, ["leaderboard", "--root", str(root), "verify", "--runs", "8", "--seed", "2"])
+    assert result.exit_code == 0, result.output
+    counts = re.fullmatch(r"(\d) runs re-run: every one gave the submitted summary bit for bit "
+                          r"\((\d) skipped: a plugin they use is not installed\)\n", result.output)
+    assert counts and int(counts[1]) > 0 and int(counts[2]) > 0 and int(counts[1]) + int(counts[2]) == 8
+    shutil.rmtree(submission)
+    alone = runner.invoke(cli, ["leaderboard", "--root", str(root), "verify", "--runs", "2"])
+    assert alone.exit_code == 2 and "topology 'star' not installed" in alone.output
+
+
+def test_a_run_submitted_twice_with_other_numbers_is_refused_and_named(sweep_results, tmp_path):
+    root = tmp_path / "leaderboard"
+    runner = CliRunner()
+    assert runner.invoke(cli, ["leaderboard", "--root", str(root), "submit", str(sweep_results)]).exit_code == 0
+    doctored = tmp_path / "doctored"  # the tetris runs alone, each told to have accepted 1 %
+    shutil.copytree(sweep_results, doctored)
+    rewrite_summary(doctored, lambda table: pa.Table.from_pylist(
+        [{**row, "acceptance_ratio": 0.01} for row in table.to_pylist() if row["allocator"].startswith("tetris")],
+        schema=table.schema))
+    for run in pq.read_table(doctored / "summary.parquet").column("run_id").to_pylist():
+        rewrite_summary(doctored / run, lambda table: table.set_column(
+            table.schema.get_field_index("acceptance_ratio"), "acceptance_ratio", pa.array([0.01])))
+    before = snapshot(root)
+    refused = runner.invoke(cli, ["leaderboard", "--root", str(root), "submit", str(doctored)])
+    assert refused.exit_code == 2 and refused.output.count("\n") == 1
+    assert "is already on the leaderboard in nara2022--random-tetris--" in refused.output
+    assert "with another acceptance_ratio; the same run must give the same summary" in refused.output
+    assert snapshot(root) == before
+    # copied in by hand, the rebuild names the conflict rather than taking either copy
+    (original,) = (root / "submissions").iterdir()
+    copied_submission(root, original, "nara2022--random-tetris--00000000",
+                      lambda row: row.update(acceptance_ratio=0.01))
+    result = runner.invoke(cli, ["leaderboard", "--root", str(root)])
+    assert result.exit_code == 2 and "has other numbers than in nara2022--random-tetris--" in result.output
+
+
+def test_a_column_only_the_submission_has_is_refused_and_one_only_this_installation_makes_is_not(
+        sweep_results, tmp_path, monkeypatch):
+    made_up = tmp_path / "made_up"
+    shutil.copytree(sweep_results, made_up)
+    rewrite_summary(made_up, lambda table: table.append_column("best_score", pa.array([99.0] * len(table))))
+    runner = CliRunner()
+    refused = runner.invoke(cli, ["leaderboard", "--root", str(tmp_path / "a"), "submit", str(made_up)])
+    assert refused.exit_code == 2 and "has no column 'best_score', which the summary gives" in refused.output
+    root = tmp_path / "b"
+    assert runner.invoke(cli, ["leaderboard", "--root", str(root), "submit", str(sweep_results)]).exit_code == 0
+    (submission,) = (root / "submissions").iterdir()
+    rewrite_summary(submission, lambda table: table.append_column("best_score", pa.array([99.0] * len(table))))
+    verify = ["leaderboard", "--root", str(root), "verify", "--runs", "2"]
+    edited = runner.invoke(cli, verify)
+    assert edited.exit_code == 1 and edited.output.count(": other best_score (not made here)") == 2
+    rewrite_summary(submission, lambda table: table.drop_columns(["best_score"]))
+    from tests.core.test_sweep import with_plugin
+
+    with_plugin(tmp_path, monkeypatch, "extra_metric", """
+from dcbench import hookimpl
+
+@hookimpl
+def register_metrics(register):
+    register("extra", lambda tables, network: {"extra_metric": 1.0}, description="one more column")
+""")
+    result = runner.invoke(cli, verify)
+    assert result.exit_code == 0 and "every one gave the submitted summary bit for bit" in result.output
+
+
+def test_a_run_folder_whose_summary_is_not_one_row_is_refused_in_one_line(sweep_results, tmp_path):
+    copy = tmp_path / "results"
+    shutil.copytree(sweep_results, copy)
+    run = pq.read_table(copy / "summary.parquet").column("run_id")[0].as_py()
+    rewrite_summary(copy / run, lambda table: pa.concat_tables([table, table]))
+    result = CliRunner().invoke(cli, ["leaderboard", "--root", str(tmp_path / "board"), "submit", str(copy)])
+    assert result.exit_code == 2 and result.output.count("\n") == 1
+    assert "has a summary.parquet of 2 rows, not one; run the sweep again to redo it" in result.output
+
+
+def test_a_third_party_allocator_is_no_baseline_whatever_its_entry_point_is_called(tmp_path, monkeypatch):
+    import importlib.metadata
+
+    from dcbench.leaderboard import baselines
+    from dcbench.registry import create_registry
+    from tests.conftest import random_allocator_module
+
+    random_allocator_module(tmp_path, monkeypatch, "tp_sneaky", "sneaky")
+    registry = create_registry([importlib.metadata.EntryPoint("dcbench.plugins.sneaky", "tp_sneaky", "dcbench")])
+    assert "sneaky" in registry.entries("allocator")
+    assert "sneaky" not in baselines(registry) and {"tetris", "nalb", "random"} <= baselines(registry)

@@ -377,3 +377,29 @@ def test_a_run_says_when_allocations_were_impossible(probe):
 def test_an_allocators_note_is_one_line(probe):
     runner, _ = probe
     assert runner.run("probe_notes", "tiered:8,1x4", requests=8).notes == ["first line second line"]
+
+
+def test_a_third_party_plugins_release_makes_new_run_ids_and_builtin_runs_keep_theirs(tmp_path, monkeypatch):
+    import importlib
+    from types import SimpleNamespace
+
+    from dcbench.registry import create_registry
+    from dcbench.runner import Runner, run_id_of
+    from tests.conftest import random_allocator_module
+
+    random_allocator_module(tmp_path, monkeypatch, "tp_released", "released")
+
+    class Released:  # an installed distribution's entry point, as importlib.metadata gives it
+        def __init__(self, version):
+            self.name, self.dist = "released", SimpleNamespace(metadata={"Name": "dcbench-released"}, version=version)
+
+        def load(self):
+            return importlib.import_module("tp_released")
+
+    plans = {version: Runner(create_registry([Released(version)])) for version in ("0.1", "0.2")}
+    first, second = (plans[v].resolve("released", "tiered:8,1x4", requests=10) for v in ("0.1", "0.2"))
+    assert first.fingerprint == "plugin dcbench-released 0.1" and second.fingerprint == "plugin dcbench-released 0.2"
+    assert run_id_of(first, 0) != run_id_of(second, 0)
+    builtin = plans["0.1"].resolve("random", "tiered:8,1x4", requests=10)
+    assert builtin.fingerprint == "" and run_id_of(builtin, 0) == run_id_of(Runner().resolve(
+        "random", "tiered:8,1x4", requests=10), 0)

@@ -170,13 +170,25 @@ def test_a_sweep_refuses_to_replace_a_summary_that_is_not_a_sweeps(tmp_path, mak
     assert contents(out) == before  # nothing run, nothing replaced
 
 
-def test_a_run_whose_files_do_not_read_is_run_again_and_the_rest_are_kept(random_sweep, tmp_path):
+def keep_metadata(change):
+    return lambda path: pq.write_table(change(pq.read_table(path)).replace_schema_metadata(
+        pq.read_table(path).schema.metadata), path)
+
+
+@pytest.mark.parametrize("table, damage", [
+    ("requests", lambda path: path.write_bytes(path.read_bytes()[:300])),  # truncated
+    ("summary", keep_metadata(lambda t: pa.concat_tables([t, t]))),  # two rows
+    ("summary", keep_metadata(lambda t: t.drop_columns(["seed"]))),  # a column lost
+    ("summary", keep_metadata(lambda t: t.set_column(t.schema.get_field_index("acceptance_ratio"), "acceptance_ratio",
+                                                     pa.array(["high"])))),  # text for a number
+])
+def test_a_run_whose_files_do_not_read_is_run_again_and_the_rest_are_kept(random_sweep, tmp_path, table, damage):
     out = tmp_path / "nara2022"
     shutil.copytree(random_sweep, out)
     summary = (out / "summary.parquet").read_bytes()
     damaged, *others = sorted(p for p in out.iterdir() if p.is_dir())
     rows = pq.read_table(damaged / "requests.parquet").num_rows
-    (damaged / "requests.parquet").write_bytes((damaged / "requests.parquet").read_bytes()[:300])
+    damage(damaged / f"{table}.parquet")
     kept = {p.name: (p / "requests.parquet").stat().st_mtime_ns for p in others}
     result = CliRunner().invoke(cli, ["sweep", "-s", "nara2022", "-a", "random", "--out", str(out), "-j", "1", "-q"])
     assert result.exit_code == 0, result.output
@@ -312,3 +324,17 @@ def test_runs_in_this_process_use_the_plugins_loaded_now(tmp_path, monkeypatch, 
     assert sweeps._run(job).summary["counted"] == 8.0
     reset_registry()  # the plugin uninstalled, say: a sweep with -j 1 must not run with it still
     assert "counted" not in sweeps._run(job).summary
+
+
+def test_a_sweep_removes_its_own_runs_half_written_folders_and_leaves_another_commands(random_sweep, tmp_path):
+    out = tmp_path / "nara2022"
+    shutil.copytree(random_sweep, out)
+    own = sorted(p.name for p in out.iterdir() if p.is_dir())[0]
+    leftover = out / f".{own}.tmp-killed"  # a killed write of one of this sweep's runs
+    leftover.mkdir()
+    another = out / ".0123456789abcdef.tmp-writing"  # another sweep's run, being written right now
+    another.mkdir()
+    (another / "timeline.parquet").write_bytes(b"half")
+    result = CliRunner().invoke(cli, ["sweep", "-s", "nara2022", "-a", "random", "--out", str(out), "-q"])
+    assert result.exit_code == 0, result.output
+    assert not leftover.exists() and (another / "timeline.parquet").read_bytes() == b"half"

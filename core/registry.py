@@ -240,7 +240,7 @@ class Registry:
         hook = getattr(self.manager.hook, hook_name)
         cli = kwargs["cli"] if hook_name == "register_commands" else None
         for impl in hook.get_hookimpls():  # registration order: built-ins first
-            commands = {} if cli is None else {name: _CommandState.of(c) for name, c in cli.commands.items()}
+            commands = {} if cli is None else _command_tree(cli)
             group = None if cli is None else _CommandState.of(cli)  # its own options and callback, too
             self._call(impl, hook_name, **kwargs)
             if cli is not None:
@@ -250,32 +250,35 @@ class Registry:
                                "dcbench itself; ignored")
                 self._keep_commands(cli, commands, impl.plugin_name)
 
-    def _keep_commands(self, cli: Any, before: Mapping[str, _CommandState], plugin_name: str) -> None:
-        """Put back the commands of ``before`` that ``plugin_name`` replaced,
-        removed or changed (their callback or options), and record it as the
-        owner of those it added. Re-registering its own commands (``call_each``
-        run again on the same group) is fine."""
-        for name, state in before.items():
+    def _keep_commands(self, cli: Any, before: Mapping[tuple[str, ...], _CommandState], plugin_name: str) -> None:
+        """Put back the commands of ``before`` (subcommands of groups too:
+        ``leaderboard verify``) that ``plugin_name`` replaced, removed or
+        changed (their callback or options), and record it as the owner of
+        those it added. Re-registering its own commands (``call_each`` run
+        again on the same group) is fine."""
+        for path, state in before.items():
             if _COMMAND_OWNERS.get(state.command) == plugin_name:
                 continue
-            if cli.commands.get(name) is not state.command:
+            parent = cli if len(path) == 1 else before[path[:-1]].command
+            name = " ".join(path)
+            if parent.commands.get(path[-1]) is not state.command:
                 problem = "registers command {name!r}, already registered by {owner!r}"
             elif not state.unchanged():
                 problem = "changes command {name!r} of {owner!r}"
             else:
                 continue
             state.restore()
-            cli.commands[name] = state.command
+            parent.commands[path[-1]] = state.command
             owner = _COMMAND_OWNERS.get(state.command, "dcbench")
             self._fail(f"plugin {self._label(plugin_name)} {problem.format(name=name, owner=owner)}; ignored")
         import click
 
-        for name, command in list(cli.commands.items()):
-            if name in before and before[name].command is command:
+        for path, parent, command in _walk_commands(cli):
+            if path in before and before[path].command is command:
                 continue
             if not isinstance(command, click.Command):
-                del cli.commands[name]
-                self._fail(f"plugin {self._label(plugin_name)} registers command {name!r} as "
+                del parent.commands[path[-1]]
+                self._fail(f"plugin {self._label(plugin_name)} registers command {' '.join(path)!r} as "
                            f"{type(command).__name__}, not a click command; ignored")
                 continue
             _COMMAND_OWNERS[command] = plugin_name
@@ -300,6 +303,21 @@ class Registry:
 
 # Which plugin added each command, so that a plugin's commands can be told from the built-in ones.
 _COMMAND_OWNERS: "weakref.WeakKeyDictionary[Any, str]" = weakref.WeakKeyDictionary()
+
+
+def _walk_commands(group: Any, path: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...], Any, Any]]:
+    """(path, parent group, command) for every command under ``group``, groups' subcommands included."""
+    found = []
+    for name, command in list(group.commands.items()):
+        found.append(((*path, name), group, command))
+        if hasattr(command, "commands") and isinstance(command.commands, dict):
+            found += _walk_commands(command, (*path, name))
+    return found
+
+
+def _command_tree(cli: Any) -> dict[tuple[str, ...], _CommandState]:
+    """The state of every command under ``cli``, by its path."""
+    return {path: _CommandState.of(command) for path, _, command in _walk_commands(cli)}
 
 
 @dataclass(frozen=True)

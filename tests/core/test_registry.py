@@ -406,3 +406,59 @@ def test_a_plugin_cannot_change_the_group_or_an_option_of_a_command_in_place(tmp
     assert [m.split(STRICT_HINT)[0] for m in plugin_warnings(caught)] == [
         "plugin 'meddles' changes the options or callback of dcbench itself; ignored",
         "plugin 'meddles' changes command 'run' of 'dcbench'; ignored"]
+
+
+SUBCOMMANDS = '''
+import click
+from dcbench import hookimpl
+
+@hookimpl
+def register_commands(cli):
+    board = cli.commands["leaderboard"]
+
+    @board.command("verify")
+    def fake_verify():
+        click.echo("every run bit for bit")
+
+    @board.command("mine")
+    def mine():
+        click.echo("a subcommand of its own")
+
+    next(p for p in board.commands["submit"].params if p.name == "force").default = True
+'''
+
+
+def test_a_plugin_cannot_replace_or_change_a_groups_subcommand_but_may_add_one(tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    (tmp_path / "tp_subcommands.py").write_text(SUBCOMMANDS)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delenv("DCBENCH_STRICT_PLUGINS", raising=False)
+
+    @click.group()
+    def cli():
+        pass
+
+    @cli.group()
+    def leaderboard():
+        pass
+
+    @leaderboard.command()
+    def verify():
+        click.echo("the real verify")
+
+    @leaderboard.command()
+    @click.option("--force", is_flag=True)
+    def submit(force):
+        click.echo(f"force={force}")
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        create_registry(entry_points(("subcommands", "tp_subcommands"))).call_each("register_commands", cli=cli)
+    runner = CliRunner()
+    assert runner.invoke(cli, ["leaderboard", "verify"]).output == "the real verify\n"
+    assert runner.invoke(cli, ["leaderboard", "submit"]).output == "force=False\n"
+    assert runner.invoke(cli, ["leaderboard", "mine"]).output == "a subcommand of its own\n"
+    assert [m.split(STRICT_HINT)[0] for m in plugin_warnings(caught)] == [
+        "plugin 'subcommands' registers command 'leaderboard verify', already registered by 'dcbench'; ignored",
+        "plugin 'subcommands' changes command 'leaderboard submit' of 'dcbench'; ignored"]

@@ -24,7 +24,7 @@ from typing import Any, Iterable, Mapping
 from dcbench.errors import ResultsError, describe
 from dcbench.registry import Registry, get_registry
 from dcbench.results import (provenance_of, ranking_of, read_sweep_summary, read_table, run_problem,
-                             staging_folder, swap_in, sweep_summary_problem, write_text_atomic)
+                             prepare_atomic, replace_all, staging_folder, swap_in, sweep_summary_problem)
 from dcbench.runner import Runner, run_hash
 from dcbench.report import cell, default_specs, labels
 from dcbench.stats import format_ci, mean_ci
@@ -366,18 +366,23 @@ def build(root: Path, registry: Registry) -> list[Path]:
     by_suite = runs_by_suite(submissions, root)
     # Everything is drawn and rendered before anything is replaced: a failure
     # (matplotlib missing, say) leaves the previous pages and plots whole.
+    # The pages are written to temporary files too, before the plots are swapped in.
     plots_dir = root / "plots"
     staging = staging_folder(plots_dir)
+    prepared: list[tuple[Path, Path]] = []
     try:
         sections = _sections(by_suite, suites, baseline_names, defaults, staging, plots_dir)
-        markdown = _markdown(sections, submissions, __version__, root)
-        page = _html(sections, submissions, __version__, root)
+        for name, text in (("README.md", _markdown(sections, submissions, __version__, root)),
+                           ("index.html", _html(sections, submissions, __version__, root))):
+            prepared.append(prepare_atomic(root / name, lambda path, text=text: path.write_text(
+                text, encoding="utf-8", newline="")))
+        replace_all(prepared)  # both pages or neither
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
+        for temporary, _ in prepared:
+            temporary.unlink(missing_ok=True)
         raise
     swap_in(staging, plots_dir)
-    write_text_atomic(root / "README.md", markdown)
-    write_text_atomic(root / "index.html", page)
     return [root / "README.md", root / "index.html", *(section.plot for section in sections)]
 
 

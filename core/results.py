@@ -134,6 +134,12 @@ def write_atomic(path: Path, write: Callable[[Path], None]) -> None:
     readers see the old file or the new one, never part of either. A link
     is written through (the file it names is replaced, the link stays) and
     a file replaced keeps its permissions."""
+    replace_all([prepare_atomic(path, write)])
+
+
+def prepare_atomic(path: Path, write: Callable[[Path], None]) -> tuple[Path, Path]:
+    """The first half of `write_atomic`: (the temporary file written, the
+    path it is to replace), for `replace_all` to rename."""
     if path.is_symlink():
         path = path.resolve()
     check_regular_file(path)
@@ -147,10 +153,36 @@ def write_atomic(path: Path, write: Callable[[Path], None]) -> None:
     try:
         os.chmod(temporary, mode)  # mkstemp makes it private, unlike any other file written
         write(Path(temporary))
-        os.replace(temporary, path)
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise
+    return Path(temporary), path
+
+
+def replace_all(prepared: list[tuple[Path, Path]]) -> None:
+    """Rename each prepared temporary file into place (`prepare_atomic`), all
+    or none: where one cannot be replaced (it is named), those already
+    replaced are put back as they were."""
+    backups: list[tuple[Path, Path]] = []  # (a copy of the file replaced, its path)
+    try:
+        for temporary, path in prepared:
+            try:
+                if len(prepared) > 1 and path.exists():
+                    backup = path.with_name(f".{path.name}.old-{os.getpid()}")
+                    backup.unlink(missing_ok=True)
+                    shutil.copy2(path, backup)
+                    backups.append((backup, path))
+                os.replace(temporary, path)
+            except OSError as exc:
+                for backup, replaced in backups[:-1] if backups and backups[-1][1] == path else backups:
+                    os.replace(backup, replaced)
+                raise ResultsError(f"cannot replace '{path}': {exc.strerror or describe(exc)}; nothing was "
+                                   "replaced; make it writable, or give another path") from None
+    finally:
+        for temporary, _ in prepared:
+            temporary.unlink(missing_ok=True)
+        for backup, _ in backups:
+            backup.unlink(missing_ok=True)
 
 
 def check_regular_file(path: Path, give: str = "the path of a file to write") -> None:

@@ -2,6 +2,7 @@ import hashlib
 import json
 import re
 import shutil
+from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -444,3 +445,31 @@ def test_a_third_party_allocator_is_no_baseline_whatever_its_entry_point_is_call
     registry = create_registry([importlib.metadata.EntryPoint("dcbench.plugins.sneaky", "tp_sneaky", "dcbench")])
     assert "sneaky" in registry.entries("allocator")
     assert "sneaky" not in baselines(registry) and {"tetris", "nalb", "random"} <= baselines(registry)
+
+
+def test_a_page_that_cannot_be_replaced_is_named_and_the_pages_stay_as_they_were(sweep_results, tmp_path,
+                                                                                  monkeypatch):
+    import os
+
+    import dcbench.results as results
+
+    root = tmp_path / "leaderboard"
+    runner = CliRunner()
+    assert runner.invoke(cli, ["leaderboard", "--root", str(root), "submit", str(sweep_results)]).exit_code == 0
+    assert runner.invoke(cli, ["leaderboard", "--root", str(root)]).exit_code == 0
+    (root / "README.md").write_text((root / "README.md").read_text() + "an older page\n")
+    before = snapshot(root)
+    replace = os.replace
+
+    def locked(source, target):  # as a file made immutable (chattr +i) refuses, the second page only
+        if Path(target).name == "index.html":
+            raise PermissionError(1, "Operation not permitted")
+        return replace(source, target)
+
+    monkeypatch.setattr(results.os, "replace", locked)
+    result = runner.invoke(cli, ["leaderboard", "--root", str(root)])
+    assert result.exit_code == 2 and result.output == (
+        f"Error: cannot replace '{root / 'index.html'}': Operation not permitted; nothing was replaced; make it "
+        "writable, or give another path\n")
+    assert snapshot(root) == before
+    assert sorted(p.name for p in root.iterdir()) == ["README.md", "index.html", "plots", "submissions"]

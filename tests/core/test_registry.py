@@ -374,6 +374,13 @@ def test_a_misspelt_hook_a_wrong_signature_and_a_command_that_is_none_are_warned
     assert "weird" not in cli.commands
 
 
+def importable(tmp_path, monkeypatch, module, source):
+    """``source`` as the module ``module``, importable for this test; strict mode off."""
+    (tmp_path / f"{module}.py").write_text(source)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delenv("DCBENCH_STRICT_PLUGINS", raising=False)
+
+
 MEDDLES = '''
 import click
 from dcbench import hookimpl
@@ -386,9 +393,7 @@ def register_commands(cli):
 
 
 def test_a_plugin_cannot_change_the_group_or_an_option_of_a_command_in_place(tmp_path, monkeypatch):
-    (tmp_path / "tp_meddles.py").write_text(MEDDLES)
-    monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.delenv("DCBENCH_STRICT_PLUGINS", raising=False)
+    importable(tmp_path, monkeypatch, "tp_meddles", MEDDLES)
 
     @click.group()
     def cli():
@@ -431,9 +436,7 @@ def register_commands(cli):
 def test_a_plugin_cannot_replace_or_change_a_groups_subcommand_but_may_add_one(tmp_path, monkeypatch):
     from click.testing import CliRunner
 
-    (tmp_path / "tp_subcommands.py").write_text(SUBCOMMANDS)
-    monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.delenv("DCBENCH_STRICT_PLUGINS", raising=False)
+    importable(tmp_path, monkeypatch, "tp_subcommands", SUBCOMMANDS)
 
     @click.group()
     def cli():

@@ -376,7 +376,11 @@ def build(root: Path, registry: Registry) -> list[Path]:
                            ("index.html", _html(sections, submissions, __version__, root))):
             prepared.append(prepare_atomic(root / name, lambda path, text=text: path.write_text(
                 text, encoding="utf-8", newline="")))
-        replace_all(prepared)  # both pages or neither
+        try:
+            replace_all(prepared)  # both pages or neither
+        except OSError as exc:
+            raise ResultsError(f"cannot replace '{exc.filename}': {exc.strerror}; nothing was replaced; make it "
+                               "writable, or give another --root") from None
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         for temporary, _ in prepared:

@@ -161,8 +161,8 @@ def prepare_atomic(path: Path, write: Callable[[Path], None]) -> tuple[Path, Pat
 
 def replace_all(prepared: list[tuple[Path, Path]]) -> None:
     """Rename each prepared temporary file into place (`prepare_atomic`), all
-    or none: where one cannot be replaced (it is named), those already
-    replaced are put back as they were."""
+    or none: where one cannot be replaced (the OSError names it), those
+    already replaced are put back as they were."""
     backups: list[tuple[Path, Path]] = []  # (a copy of the file replaced, its path)
     try:
         for temporary, path in prepared:
@@ -176,8 +176,8 @@ def replace_all(prepared: list[tuple[Path, Path]]) -> None:
             except OSError as exc:
                 for backup, replaced in backups[:-1] if backups and backups[-1][1] == path else backups:
                     os.replace(backup, replaced)
-                raise ResultsError(f"cannot replace '{path}': {exc.strerror or describe(exc)}; nothing was "
-                                   "replaced; make it writable, or give another path") from None
+                # named by the file it would replace, not by its temporary
+                raise OSError(exc.errno, exc.strerror or describe(exc), str(path)) from None
     finally:
         for temporary, _ in prepared:
             temporary.unlink(missing_ok=True)

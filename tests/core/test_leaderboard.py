@@ -470,6 +470,6 @@ def test_a_page_that_cannot_be_replaced_is_named_and_the_pages_stay_as_they_were
     result = runner.invoke(cli, ["leaderboard", "--root", str(root)])
     assert result.exit_code == 2 and result.output == (
         f"Error: cannot replace '{root / 'index.html'}': Operation not permitted; nothing was replaced; make it "
-        "writable, or give another path\n")
+        "writable, or give another --root\n")
     assert snapshot(root) == before
     assert sorted(p.name for p in root.iterdir()) == ["README.md", "index.html", "plots", "submissions"]

@@ -6,6 +6,7 @@ import contextlib
 import hashlib
 import json
 import platform
+import re
 import subprocess
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -136,6 +137,9 @@ def compiled(entry: PluginEntry, topology: Any) -> Network:
             raise entry.error(f"{failure}: {exc}") from exc
 
 
+COLUMN_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*")  # a cell of every table and page, Markdown's too
+
+
 def metric_columns(entry: PluginEntry, columns: Any, written_by: dict[str, str]) -> dict[str, float]:
     """A metric's summary columns as numbers, checked: new names only (recorded in
     ``written_by``, column -> who wrote it) and a number in each."""
@@ -143,8 +147,9 @@ def metric_columns(entry: PluginEntry, columns: Any, written_by: dict[str, str])
         raise entry.error(f"returned {type(columns).__name__}, not a dict of summary columns")
     values: dict[str, float] = {}
     for column, value in columns.items():
-        if not isinstance(column, str):
-            raise entry.error(f"returned a column named {column!r}; column names are strings")
+        if not isinstance(column, str) or not COLUMN_NAME.fullmatch(column):
+            raise entry.error(f"returned a column named {column!r}; a column name is letters, digits and '_', "
+                              "starting with a letter")
         if column in written_by:
             raise entry.error(f"returned column {column!r}, which {written_by[column]} writes; "
                               "a metric may only add columns of its own")

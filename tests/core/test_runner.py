@@ -263,7 +263,10 @@ def probe_error(what, problem):
     ({"mine": "high"}, "returned mine='high', not a number"),
     ({"mine": "0.5"}, "returned mine='0.5', not a number"),
     ({"mine": np.ones(3)}, "returned mine=array([1., 1., 1.]), not a number"),
-    ({1: 0.5}, "returned a column named 1; column names are strings"),
+    ({1: 0.5}, "returned a column named 1; a column name is letters, digits and '_', starting with a letter"),
+    ({"": 0.5}, "returned a column named ''; a column name is letters, digits and '_', starting with a letter"),
+    ({"a|b\nc": 0.5}, "returned a column named 'a|b\\nc'; a column name is letters, digits and '_', starting with "
+                      "a letter"),  # it would break a Markdown table
     ({"mine": 10**400}, "returned mine=1" + "0" * 58 + "…, not a number"),  # too big for a float
     (Unreadable(), "failed: RuntimeError: cannot be read"),
     ([("mine", 0.5)], "returned list, not a dict of summary columns"),

@@ -176,9 +176,10 @@ def submit(results: Path, root: Path, registry: Registry) -> Path:
                      for other in load_submissions(root, registry) for row in other.rows}
         for row in submission.rows:
             name, earlier = submitted.get(row["run_id"], (None, None))
-            if earlier is not None and _conflict(earlier, row):
+            column = _conflict(earlier, row) if earlier is not None else None
+            if column is not None:
                 raise _refuse(f"run {row['run_id']} is already on the leaderboard in {name} with another "
-                              f"{_conflict(earlier, row)}; the same run must give the same summary")
+                              f"{column}; the same run must give the same summary")
     table = read_table(results / "summary.parquet")
     import pyarrow.parquet as pq
 
@@ -243,10 +244,10 @@ def runs_by_suite(submissions: list[Submission], root: Path) -> dict[str, dict[s
         for row in submission.rows:
             runs = by_suite.setdefault(submission.suite, {})
             earlier = runs.get(row["run_id"])
-            if earlier is not None and _conflict(earlier, row):
+            column = _conflict(earlier, row) if earlier is not None else None
+            if column is not None:
                 raise _damaged(root / SUBMISSIONS / submission.name,
-                               f"run {row['run_id']} has other numbers than in {first_in[row['run_id']]} "
-                               f"({_conflict(earlier, row)})")
+                               f"run {row['run_id']} has other numbers than in {first_in[row['run_id']]} ({column})")
             runs.setdefault(row["run_id"], row)
             first_in.setdefault(row["run_id"], submission.name)
     return by_suite

@@ -98,7 +98,8 @@ def with_distributions(fingerprint: str, entries: tuple[PluginEntry, ...]) -> st
     not theirs), so that a plugin's new release makes new runs. Unchanged
     where every plugin is built in."""
     third_party = sorted({entry.distribution or entry.plugin for entry in entries if not entry.builtin})
-    return "; ".join([fingerprint] * bool(fingerprint) + [f"plugin {name}" for name in third_party])
+    parts = [fingerprint] if fingerprint else []
+    return "; ".join(parts + [f"plugin {name}" for name in third_party])
 
 
 def run_id_of(plan: ResolvedRun, seed: int) -> str:

@@ -114,9 +114,12 @@ class PluginEntry:
         except (Exception, SystemExit) as exc:  # a broken plugin must not show a traceback
             if self.builtin and not isinstance(exc, ImportError):  # a missing dependency is the user's to fix
                 raise
+            missing = isinstance(exc, ImportError) and getattr(exc, "name", None)
+            fix = (f"install the package that provides {missing!r}, or report it to the plugin's authors"
+                   if missing else "report it to the plugin's authors")
             raise PluginError(
                 f"{self.kind} {self.name!r} ({self.origin}) failed to load "
-                f"{self.target!r}: {describe(exc)}"
+                f"{self.target!r}: {describe(exc)}; {fix}"
             ) from exc
 
     def build(self, spec: Spec | str) -> Built:

@@ -172,14 +172,13 @@ def submit(results: Path, root: Path, registry: Registry) -> Path:
     if folder.exists():
         raise _refuse(f"already submitted as {folder}")
     if (root / SUBMISSIONS).is_dir():
-        submitted = {row["run_id"]: (other.name, row)
-                     for other in load_submissions(root, registry) for row in other.rows}
-        for row in submission.rows:
-            name, earlier = submitted.get(row["run_id"], (None, None))
-            column = _conflict(earlier, row) if earlier is not None else None
-            if column is not None:
-                raise _refuse(f"run {row['run_id']} is already on the leaderboard in {name} with another "
-                              f"{column}; the same run must give the same summary")
+        conflict = first_conflict([*load_submissions(root, registry), submission])
+        if conflict is not None:
+            run_id, earlier, later, column = conflict
+            if later != submission.name:  # the leaderboard's own submissions disagree
+                raise _disagreeing(root, conflict)
+            raise _refuse(f"run {run_id} is already on the leaderboard in {earlier} with another {column}; "
+                          "the same run must give the same summary")
     table = read_table(results / "summary.parquet")
     import pyarrow.parquet as pq
 
@@ -235,22 +234,23 @@ def load_submissions(root: Path, registry: Registry | None = None) -> list[Submi
     return submissions
 
 
-def runs_by_suite(submissions: list[Submission], root: Path) -> dict[str, dict[str, dict[str, Any]]]:
-    """Every submitted run, by suite and run id: the same run in two
-    submissions counts once, and only if both copies say the same."""
-    by_suite: dict[str, dict[str, dict[str, Any]]] = {}
-    first_in: dict[str, str] = {}
+def first_conflict(submissions: list[Submission]) -> tuple[str, str, str, str] | None:
+    """The first run that two submissions both hold with other numbers, as
+    (run id, the earlier submission, the later one, the first column that
+    differs); None if every run submitted twice says the same both times."""
+    first: dict[str, tuple[str, dict[str, Any]]] = {}
     for submission in submissions:
         for row in submission.rows:
-            runs = by_suite.setdefault(submission.suite, {})
-            earlier = runs.get(row["run_id"])
-            column = _conflict(earlier, row) if earlier is not None else None
+            name, earlier = first.setdefault(row["run_id"], (submission.name, row))
+            column = _conflict(earlier, row) if earlier is not row else None
             if column is not None:
-                raise _damaged(root / SUBMISSIONS / submission.name,
-                               f"run {row['run_id']} has other numbers than in {first_in[row['run_id']]} ({column})")
-            runs.setdefault(row["run_id"], row)
-            first_in.setdefault(row["run_id"], submission.name)
-    return by_suite
+                return row["run_id"], name, submission.name, column
+    return None
+
+
+def _disagreeing(root: Path, conflict: tuple[str, str, str, str]) -> ResultsError:
+    run_id, earlier, later, column = conflict
+    return _damaged(root / SUBMISSIONS / later, f"run {run_id} has other numbers than in {earlier} ({column})")
 
 
 def _conflict(first: Mapping[str, Any], second: Mapping[str, Any]) -> str | None:
@@ -364,7 +364,13 @@ def build(root: Path, registry: Registry) -> list[Path]:
     suites = registry.entries("suite")
     baseline_names = baselines(registry)
     defaults = default_specs(registry)
-    by_suite = runs_by_suite(submissions, root)
+    conflict = first_conflict(submissions)
+    if conflict is not None:
+        raise _disagreeing(root, conflict)
+    by_suite: dict[str, dict[str, dict[str, Any]]] = {}
+    for submission in submissions:
+        for row in submission.rows:  # the same run submitted twice counts once: its copies agree
+            by_suite.setdefault(submission.suite, {}).setdefault(row["run_id"], row)
     # Everything is drawn and rendered before anything is replaced: a failure
     # (matplotlib missing, say) leaves the previous pages and plots whole.
     # The pages are written to temporary files too, before the plots are swapped in.

@@ -139,21 +139,20 @@ def paired_table(rows: list[dict[str, Any]], metric: str, baselines: set[str], h
     for scenario in scenarios:
         here = [r for r in rows if r["scenario"] == scenario]
         by = {a: {r["seed"]: r[metric] for r in here if r["allocator"] == a} for a in allocators}
-        candidates = [a for a in allocators if a.split(":")[0] in baselines
-                      and not math.isnan(mean_ci(by[a].values())[0])]
+        means = {a: mean_ci(by[a].values())[0] for a in allocators}
+        candidates = [a for a in allocators if a.split(":")[0] in baselines and not math.isnan(means[a])]
         if not candidates:
             continue
-        best = max(candidates, key=lambda a: sign * mean_ci(by[a].values())[0])
-        best_mean = mean_ci(by[best].values())[0]
+        best = max(candidates, key=lambda a: sign * means[a])
+        baseline_mean = means[best]
         for challenger in challengers:
             if not by[challenger]:
                 continue
             seeds = sorted(set(by[challenger]) & set(by[best]))
             mean, half, _ = mean_ci(by[challenger][s] - by[best][s] for s in seeds)
-            relative = mean / best_mean if best_mean else float("nan")
+            relative = mean / baseline_mean if baseline_mean else float("nan")
             relative_all[challenger].append(relative)
-            challenger_mean = mean_ci(by[challenger].values())[0]
-            factor = best_mean / challenger_mean if challenger_mean else float("inf")
+            factor = baseline_mean / means[challenger] if means[challenger] else float("inf")
             factors_all[challenger].append(factor)
             shown = f"{100 * relative:+.1f}%" if higher_is_better else f"{factor:.2f}×"
             lines.append(f"| {cell(scenario)} | {cell(label[challenger])} | {cell(label[best])} | "

@@ -163,26 +163,27 @@ def replace_all(prepared: list[tuple[Path, Path]]) -> None:
     """Rename each prepared temporary file into place (`prepare_atomic`), all
     or none: where one cannot be replaced (the OSError names it), those
     already replaced are put back as they were."""
-    backups: list[tuple[Path, Path]] = []  # (a copy of the file replaced, its path)
+    copies: list[Path] = []  # of the files as they were, for putting them back
+    replaced: list[tuple[Path | None, Path]] = []  # (its copy, if it was there before; a file replaced)
     try:
         for temporary, path in prepared:
             try:
+                copy = None
                 if len(prepared) > 1 and path.exists():
-                    backup = path.with_name(f".{path.name}.old-{os.getpid()}")
-                    backup.unlink(missing_ok=True)
-                    shutil.copy2(path, backup)
-                    backups.append((backup, path))
+                    copy = path.with_name(f".{path.name}.old-{os.getpid()}")
+                    copies.append(copy)
+                    shutil.copy2(path, copy)
                 os.replace(temporary, path)
             except OSError as exc:
-                for backup, replaced in backups[:-1] if backups and backups[-1][1] == path else backups:
-                    os.replace(backup, replaced)
+                for earlier_copy, earlier in replaced:
+                    if earlier_copy is not None:
+                        os.replace(earlier_copy, earlier)
                 # named by the file it would replace, not by its temporary
                 raise OSError(exc.errno, exc.strerror or describe(exc), str(path)) from None
+            replaced.append((copy, path))
     finally:
-        for temporary, _ in prepared:
-            temporary.unlink(missing_ok=True)
-        for backup, _ in backups:
-            backup.unlink(missing_ok=True)
+        for path in [temporary for temporary, _ in prepared] + copies:
+            path.unlink(missing_ok=True)
 
 
 def check_regular_file(path: Path, give: str = "the path of a file to write") -> None:
@@ -390,24 +391,25 @@ def columns_problem(schema: Any, required: Mapping[str, str]) -> str | None:
 def run_problem(run_dir: Path) -> str | None:
     """Why ``run_dir`` does not hold a finished run, or None: each of its
     three tables must read (its footer: a cheap check that catches a
-    truncated file) and its summary must name the run the folder is named after."""
+    truncated file), and its summary must be one row, with the summary's
+    columns, that names the run the folder is named after."""
     import pyarrow.parquet as pq
 
     if not all((run_dir / f"{name}.parquet").is_file() for name in TABLES):
         return "is missing or incomplete"
-    schemas = {}
+    footers = {}
     for name in TABLES:
         try:
-            schemas[name] = pq.read_schema(run_dir / f"{name}.parquet")
+            footers[name] = pq.read_metadata(run_dir / f"{name}.parquet")
         except Exception as exc:
             return f"has a damaged {name}.parquet ({describe(exc)})"
-    provenance, _ = _read_provenance(schemas["summary"].empty_table())  # it reads a table's schema
+    summary = footers["summary"].schema.to_arrow_schema()
+    provenance, _ = _read_provenance(summary.empty_table())  # it reads a table's schema
     if provenance is None or provenance.get("run_id") != run_dir.name:
         return "holds another run"
-    rows = pq.read_metadata(run_dir / "summary.parquet").num_rows
-    if rows != 1:
-        return f"has a summary.parquet of {rows} rows, not one"
-    problem = columns_problem(schemas["summary"], RUN_SUMMARY_COLUMNS)
+    if footers["summary"].num_rows != 1:
+        return f"has a summary.parquet of {footers['summary'].num_rows} rows, not one"
+    problem = columns_problem(summary, RUN_SUMMARY_COLUMNS)
     if problem is not None:
         return f"has a damaged summary.parquet ({problem})"
     return None

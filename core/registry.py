@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import difflib
 import functools
 import importlib
 import importlib.metadata
@@ -51,6 +52,9 @@ BUILTIN_PLUGINS = (
 PLURALS = {kind: kind + "s" for kind in KINDS} | {"topology": "topologies"}
 
 DEMAND_KINDS = ("pool", "job")
+
+# The keywords beyond name, target, description and params that ``register`` takes, by kind.
+REGISTER_KEYWORDS = {"allocator": ("demands", "learned", "trainer")}
 
 _HOOK_OF_KIND = {
     "topology": "register_topologies",
@@ -203,6 +207,10 @@ class Registry:
 
     def _call(self, impl: Any, hook_name: str, *args: Any, **kwargs: Any) -> None:
         """One plugin's implementation of a hook; a third-party one that raises (or exits) is a warning."""
+        if impl.wrapper or impl.hookwrapper:  # called on its own, a wrapper's generator would never run
+            self._fail(f"plugin {self._label(impl.plugin_name)} implements {hook_name} as a hook wrapper, which "
+                       "dcbench does not call; drop wrapper=True (or hookwrapper=True) from its @hookimpl; ignored")
+            return
         try:
             impl.function(*args, **kwargs)
         except StrictRefusal:  # what it registered, refused in strict mode: the message names it already
@@ -370,6 +378,16 @@ def registration_problem(kind: str, name: Any, target: Any, params: Any, extra: 
         problem = param_problem(param)
         if problem is not None:
             return f"param {param.name!r} {problem}"
+    known = REGISTER_KEYWORDS.get(kind, ())
+    strays = sorted(set(extra) - set(known))
+    if strays:  # a misspelt ``lerned=True`` would otherwise make a learned allocator a baseline
+        close = difflib.get_close_matches(strays[0], known, n=1)
+        keywords = ", ".join(f"{keyword}=" for keyword in ("description", "params", *known))
+        takes = f"did you mean {close[0]}=?" if close else f"register takes {keywords} for {PLURALS[kind]}"
+        return f"it passes the unknown keyword {strays[0]}=; {takes}"
+    learned = extra.get("learned", False)
+    if not isinstance(learned, bool):
+        return f"learned={learned!r} is not True or False"
     trainer = extra.get("trainer")
     if trainer is not None and not _loadable(trainer):
         return f"its trainer {trainer!r} is neither a callable nor a 'module:attr'"

@@ -5,7 +5,8 @@ import click
 import pytest
 
 from dcbench import Param, PluginError, UnknownPluginError
-from dcbench.registry import PluginEntry, PluginLoadWarning, create_registry
+from dcbench.plugins.allocators.tetris import TetrisAllocator
+from dcbench.registry import PluginEntry, PluginLoadWarning, create_registry, registration_problem
 
 STRICT_HINT = " (set DCBENCH_STRICT_PLUGINS=1 to make this an error)"
 
@@ -42,10 +43,29 @@ def register_allocators(register):
     register("ghost", "dcbench_missing_module:Ghost", description="never importable")
 '''
 
+WRAPPERS = '''
+from dcbench import hookimpl
+
+@hookimpl(wrapper=True)
+def register_allocators(register):
+    register("wrapped", "nowhere:Nothing")
+    return (yield)
+
+@hookimpl(hookwrapper=True)
+def register_commands(cli):
+    cli.command(name="wrapped")(lambda: None)
+    yield
+
+@hookimpl
+def register_metrics(register):
+    register("plain", lambda tables, network: {})
+'''
+
 
 @pytest.fixture
 def plugin_modules(tmp_path, monkeypatch):
-    for name, text in {"tp_good": GOOD, "tp_hook": FAILS_IN_HOOK, "tp_dup": DUPLICATE, "tp_lazy": LAZY_BROKEN}.items():
+    for name, text in {"tp_good": GOOD, "tp_hook": FAILS_IN_HOOK, "tp_dup": DUPLICATE, "tp_lazy": LAZY_BROKEN,
+                       "tp_wrappers": WRAPPERS}.items():
         (tmp_path / f"{name}.py").write_text(text)
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.delenv("DCBENCH_STRICT_PLUGINS", raising=False)
@@ -69,6 +89,20 @@ def test_good_third_party_plugins_register_and_broken_ones_warn(plugin_modules):
     assert any("registers allocator 'tetris', already registered" in m for m in messages)
     assert all("\n" not in m for m in messages)
     assert len(registry.failures) == 3
+
+
+def test_a_hook_wrapper_is_refused_by_name_and_the_plugins_plain_hooks_still_register(plugin_modules):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        registry = create_registry(entry_points(("wrappers", "tp_wrappers")))
+        cli = click.Group("dcbench")
+        registry.call_each("register_commands", cli=cli)
+        assert "wrapped" not in registry.entries("allocator") and "plain" in registry.entries("metric")
+    assert "wrapped" not in cli.commands
+    assert [m for m in plugin_warnings(caught) if "wrapper" in m] == [
+        f"plugin 'wrappers' implements {hook} as a hook wrapper, which dcbench does not call; drop wrapper=True "
+        f"(or hookwrapper=True) from its @hookimpl; ignored{STRICT_HINT}"
+        for hook in ("register_allocators", "register_commands")]
 
 
 def test_strict_mode_turns_a_broken_plugin_into_an_error(plugin_modules, monkeypatch):
@@ -115,6 +149,9 @@ def register_allocators(register):
     register("spaced_name", TetrisAllocator, params=[Param("my scale", int, 1)])
     register("twice", TetrisAllocator, params=[Param("scale", int, 1), Param("scale", float, 1.0)])
     register("listed_description", TetrisAllocator, description=["first-fit"])
+    register("misspelt_learned", TetrisAllocator, lerned=True)
+    register("stray_keyword", TetrisAllocator, colour="blue")
+    register("learned_text", TetrisAllocator, learned="yes")
     register("fine", TetrisAllocator, params=[Param("penalty", float, 0.9)], demands=["pool"],
              description="A fine one,\\n    over two lines")
 '''
@@ -187,6 +224,12 @@ def test_a_failed_registration_is_reported_when_the_registry_is_created(plugin_m
     ("spaced_name", "registers allocator 'spaced_name': param 'my scale' needs a name of letters, digits and '_'"),
     ("twice", "registers allocator 'twice': two of its params have one name"),
     ("listed_description", "registers allocator 'listed_description': its description ['first-fit'] is not a string"),
+    # a misspelt keyword would otherwise be dropped silently: a learned allocator taken for a baseline
+    ("misspelt_learned", "registers allocator 'misspelt_learned': it passes the unknown keyword lerned=; "
+                         "did you mean learned=?; ignored"),
+    ("stray_keyword", "registers allocator 'stray_keyword': it passes the unknown keyword colour=; register takes "
+                      "description=, params=, demands=, learned=, trainer= for allocators; ignored"),
+    ("learned_text", "registers allocator 'learned_text': learned='yes' is not True or False"),
 ])
 def test_an_unusable_registration_is_skipped_with_a_warning(more_plugin_modules, name, fragment):
     with warnings.catch_warnings(record=True) as caught:
@@ -195,8 +238,15 @@ def test_an_unusable_registration_is_skipped_with_a_warning(more_plugin_modules,
     allocators = registry.entries("allocator")
     assert name not in allocators and allocators["fine"].demands == ("pool",)
     assert sum(f"plugin 'unusable' {fragment}" in m for m in plugin_warnings(caught)) == 1
-    assert len(registry.failures) == 14
+    assert len(registry.failures) == 17
     assert allocators["fine"].description == "A fine one, over two lines"  # one line in `dcbench list`
+
+
+def test_only_an_allocator_takes_keywords_beyond_description_and_params():
+    assert registration_problem("topology", "mesh", TetrisAllocator, (), {"demands": ("pool",)}) == (
+        "it passes the unknown keyword demands=; register takes description=, params= for topologies")
+    fine = {"demands": ("pool",), "learned": True}
+    assert registration_problem("allocator", "mine", TetrisAllocator, (), fine) is None
 
 
 @pytest.mark.parametrize("how, error", [("runtime", "RuntimeError: boom in init"), ("key", "KeyError: 'weights'"),

@@ -73,6 +73,8 @@ class DcbenchGroup(click.Group):
             raise UserError(f"cannot use{where}: {exc.strerror or exc}; check the path and its permissions") from None
         except (click.ClickException, click.exceptions.Exit, click.Abort):
             raise
+        except KeyboardInterrupt:  # Ctrl-C, or SIGTERM during a sweep
+            raise interrupted() from None
         except Exception as exc:  # a third-party command's bug is one line; dcbench's own keeps its traceback
             command = self.commands.get(ctx.invoked_subcommand or "")
             owner = get_registry().command_owner(command) if command is not None else None
@@ -80,6 +82,17 @@ class DcbenchGroup(click.Group):
                 raise
             raise UserError(f"command {ctx.invoked_subcommand!r} of plugin {owner} failed: {describe(exc)}; "
                             "report it to the plugin's authors") from None
+
+
+# What a shell reports for a command that Ctrl-C stopped: 128 + SIGINT.
+EXIT_INTERRUPTED = 130
+
+
+def interrupted() -> click.exceptions.Exit:
+    """Say so in one line (not click's bare "Aborted!") and exit 130."""
+    click.echo("Interrupted: what was finished is kept and nothing is left half-written; run the same command "
+               "again to go on", err=True)
+    return click.exceptions.Exit(EXIT_INTERRUPTED)
 
 
 class NonEmptyPath(click.Path):
@@ -542,4 +555,6 @@ def main() -> None:
     except DcbenchError as exc:
         click.echo(f"Error: {exc}", err=True)
         sys.exit(2)
+    except KeyboardInterrupt:  # while a plugin imports (torch, say)
+        sys.exit(interrupted().exit_code)
     cli(prog_name="dcbench")

@@ -103,6 +103,9 @@ import time
 from dcbench import PoolAllocator, Scenario, Suite, hookimpl
 from dcbench.plugins.allocators.tetris import TetrisAllocator
 
+if os.environ.get("PROBE_INTERRUPT"):  # Ctrl-C while the plugin imports (a slow torch import, say)
+    raise KeyboardInterrupt
+
 
 def explode():
     raise RuntimeError("boom in init")
@@ -184,6 +187,17 @@ def probe_site(tmp_path_factory):
     (info / "entry_points.txt").write_text("[dcbench]\nprobeplug = dcbench_probe\n")
     (site / "dcbench_probe.py").write_text(PROBE)
     return site
+
+
+INTERRUPTED = ("Interrupted: what was finished is kept and nothing is left half-written; run the same command again "
+               "to go on")
+
+
+def test_ctrl_c_while_a_plugin_imports_is_one_line_not_a_traceback(probe_site):
+    env = dict(os.environ, PYTHONPATH=str(probe_site), PROBE_INTERRUPT="1")
+    done = subprocess.run([sys.executable, "-m", "dcbench", "list"], capture_output=True, text=True, env=env)
+    assert done.returncode == 130 and done.stderr.splitlines() == [INTERRUPTED]
+    assert done.stdout == ""
 
 
 @pytest.mark.parametrize("command", [["run", "-t", "tiered:8,1x4", "-n", "8"], ["sweep", "-s", "probe"]])
@@ -277,7 +291,7 @@ def test_ctrl_c_or_sigterm_stops_a_parallel_sweep_at_once_and_leaves_nothing_beh
         if sweep.poll() is None:  # the test failed: leave no sleeping workers behind
             os.killpg(sweep.pid, signal.SIGKILL)
             sweep.wait()
-    assert sweep.returncode == 1 and stderr.splitlines()[-1] == "Aborted!"
+    assert sweep.returncode == 130 and stderr.splitlines()[-1] == INTERRUPTED
     assert "Traceback" not in stderr and "leaked" not in stderr
     assert not out.exists() or list(out.iterdir()) == []  # no run finished, and no half-written one left
     for pid in workers:

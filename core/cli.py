@@ -357,6 +357,7 @@ def print_ranking(rows: list[dict[str, Any]], metric: str, higher_is_better: boo
     from rich.table import Table
 
     from dcbench.report import default_specs, labels
+    from dcbench.stats import best_mean, format_ci, mean_ci
 
     scenarios = list(dict.fromkeys(row["scenario"] for row in rows))
     allocators = list(dict.fromkeys(row["allocator"] for row in rows))
@@ -366,12 +367,12 @@ def print_ranking(rows: list[dict[str, Any]], metric: str, higher_is_better: boo
     for allocator in allocators:
         table.add_column(shown[allocator], justify="right")
     for scenario in scenarios:
-        means = []
-        for allocator in allocators:
-            values = [row[metric] for row in rows if row["scenario"] == scenario and row["allocator"] == allocator]
-            means.append(sum(values) / len(values))
-        best = max(means) if higher_is_better else min(means)
-        table.add_row(scenario, *[f"[bold]{m:.3f}[/bold]" if m == best else f"{m:.3f}" for m in means])
+        here = [row for row in rows if row["scenario"] == scenario]
+        means = [mean_ci(row.get(metric) for row in here if row["allocator"] == allocator)[0]
+                 for allocator in allocators]  # NaN (no run with a value) shows as "–" and is never the best
+        best = best_mean(means, higher_is_better)
+        shown_means = [format_ci(m, float("nan")) for m in means]
+        table.add_row(scenario, *[f"[bold]{text}[/bold]" if m == best else text for m, text in zip(means, shown_means)])
     Console().print(table)
 
 

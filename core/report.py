@@ -94,11 +94,17 @@ def ranking(rows: list[dict[str, Any]], metric: str, higher_is_better: bool = Tr
     for scenario in scenarios:
         means = {a: mean_ci(r[metric] for r in rows if r["scenario"] == scenario and r["allocator"] == a)[0]
                  for a in allocators}
-        order = sorted(allocators, key=lambda a: (math.isnan(means[a]), -means[a] if higher_is_better else means[a]))
-        for allocator in order:  # an exact tie at the top is a win for each
-            if means[allocator] == means[order[0]]:
+        ranked = sorted((a for a in allocators if not math.isnan(means[a])),
+                        key=lambda a: -means[a] if higher_is_better else means[a])
+        for allocator in ranked:  # an exact tie at the top is a win for each
+            if means[allocator] == means[ranked[0]]:
                 wins[allocator] += 1
-        lines.append(f"| {cell(scenario)} | " + " > ".join(cell(name[a]) for a in order) + " |")
+        # an allocator no run of which has a value is not last: it is not ranked at all
+        unranked = [cell(name[a]) for a in allocators if math.isnan(means[a])]
+        text = " > ".join(cell(name[a]) for a in ranked)
+        if unranked:
+            text += ("; " if ranked else "") + "no value: " + ", ".join(unranked)
+        lines.append(f"| {cell(scenario)} | {text} |")
     lines.append("")
     lines.append("Best on: " + ", ".join(f"{name[a]} {n}" for a, n in wins.items()) + " scenarios.")
     return "\n".join(lines)
@@ -179,13 +185,16 @@ def report(rows: list[dict[str, Any]], title: str, primary: str, higher_is_bette
     if not rows:
         raise ResultsError("the summary has no rows; run the sweep first")
     seeds = sorted({r["seed"] for r in rows})
-    parts = [f"### {title}", "",
-             f"Mean ± half-width of the 95% confidence interval (Student's t) over seeds {seeds}; "
-             "the best mean of each row in bold.", ""]
+    spread = (f"Mean ± half-width of the 95% confidence interval (Student's t) over seeds {seeds}"
+              if len(seeds) > 1 else f"Mean of seed {seeds[0]} alone (one seed: no confidence interval)")
+    parts = [f"### {title}", "", f"{spread}; the best mean of each row in bold.", ""]
     job_rows = "reconfigurations_per_job" in rows[0]
-    for metric, heading, higher in METRICS:
-        if metric in rows[0] and not (metric == "acceptance_ratio" and job_rows):
-            parts += [f"#### {heading}", "", metric_table(rows, metric, higher, defaults), ""]
+    shown = [(metric, heading, higher) for metric, heading, higher in METRICS
+             if metric in rows[0] and not (metric == "acceptance_ratio" and job_rows)]
+    if primary not in (metric for metric, _, _ in shown):  # a third-party suite's own metric: its table first
+        shown.insert(0, (primary, primary, higher_is_better))
+    for metric, heading, higher in shown:
+        parts += [f"#### {heading}", "", metric_table(rows, metric, higher, defaults), ""]
     parts += [f"#### Ranking by {primary}", "", ranking(rows, primary, higher_is_better, defaults), ""]
     if baselines and any(r["allocator"].split(":")[0] not in baselines for r in rows):
         parts += [f"#### Learned and third-party allocators against the best baseline ({primary})", "",

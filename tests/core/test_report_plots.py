@@ -56,8 +56,35 @@ def test_an_allocator_with_no_value_in_a_scenario_takes_neither_the_bold_nor_the
     table = metric_table(rows, "acceptance_ratio", higher_is_better)
     assert "| s1 | – | **0.710 ± 0.025** |" in table
     text = ranking(rows, "acceptance_ratio", higher_is_better)
-    assert "| s1 | y > x |" in text
+    assert "| s1 | y; no value: x |" in text  # not ranked last: not ranked at all
     assert text.endswith(f"Best on: x {1 if higher_is_better else 0}, y {1 if higher_is_better else 2} scenarios.")
+
+
+def test_a_metric_no_run_has_a_value_of_ranks_no_one_and_the_summary_after_a_sweep_says_so(capsys):
+    from dcbench.cli import print_ranking
+    from dcbench.registry import get_registry
+
+    rows = [{**r, "acceptance_ratio": float("nan")} if r["scenario"] == "s1" else r for r in ROWS]
+    text = ranking(rows, "acceptance_ratio")
+    assert "| s1 | no value: x, y |" in text and text.endswith("Best on: x 1, y 0 scenarios.")
+    print_ranking(rows, "acceptance_ratio", True, get_registry())
+    printed = capsys.readouterr().out
+    assert "nan" not in printed
+    assert [[text.strip() for text in line.split("│")[2:4]] for line in printed.splitlines()
+            if line.startswith("│ s")] == [["–", "–"], ["0.910", "0.610"]]
+
+
+def test_a_report_shows_a_third_party_primary_metric_and_says_when_one_seed_gives_no_interval():
+    from dcbench.report import report
+
+    rows = [{**r, "jitter": r["acceptance_ratio"] / 10} for r in ROWS if r["seed"] == 0]
+    text = report(rows, "Suite mine", "jitter", higher_is_better=False)
+    assert "Mean of seed 0 alone (one seed: no confidence interval); the best mean of each row in bold." in text
+    assert "#### jitter\n\n| scenario | x | y |\n|---|---:|---:|\n| s1 | **0.050** | 0.070 |" in text
+    assert text.index("#### jitter") < text.index("#### Acceptance ratio") < text.index("#### Ranking by jitter")
+    assert text.count("#### Acceptance ratio") == 1
+    many = report(ROWS, "Suite mine", "acceptance_ratio")
+    assert "over seeds [0, 1, 2];" in many and many.count("#### Acceptance ratio") == 1
 
 
 def test_a_pipe_in_a_name_does_not_split_a_table_cell():

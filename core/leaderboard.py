@@ -24,7 +24,7 @@ from typing import Any, Iterable, Mapping
 from dcbench.errors import ResultsError, describe
 from dcbench.registry import Registry, get_registry
 from dcbench.results import (provenance_of, ranking_of, read_sweep_summary, read_table, run_problem,
-                             prepare_atomic, replace_all, staging_folder, swap_in, sweep_summary_problem)
+                             prepare_atomic, replace_all, staging_folder, swapped_in, sweep_summary_problem)
 from dcbench.runner import Runner, run_hash
 from dcbench.report import cell, default_specs, labels
 from dcbench.stats import format_ci, mean_ci
@@ -373,7 +373,7 @@ def build(root: Path, registry: Registry) -> list[Path]:
             by_suite.setdefault(submission.suite, {}).setdefault(row["run_id"], row)
     # Everything is drawn and rendered before anything is replaced: a failure
     # (matplotlib missing, say) leaves the previous pages and plots whole.
-    # The pages are written to temporary files too, before the plots are swapped in.
+    # Then the plots folder and both pages are replaced together, or none of them.
     plots_dir = root / "plots"
     staging = staging_folder(plots_dir)
     prepared: list[tuple[Path, Path]] = []
@@ -384,7 +384,8 @@ def build(root: Path, registry: Registry) -> list[Path]:
             prepared.append(prepare_atomic(root / name, lambda path, text=text: path.write_text(
                 text, encoding="utf-8", newline="")))
         try:
-            replace_all(prepared)  # both pages or neither
+            with swapped_in(staging, plots_dir):
+                replace_all(prepared)
         except OSError as exc:
             raise ResultsError(f"cannot replace '{exc.filename}': {exc.strerror}; nothing was replaced; make it "
                                "writable, or give another --root") from None
@@ -393,7 +394,6 @@ def build(root: Path, registry: Registry) -> list[Path]:
         for temporary, _ in prepared:
             temporary.unlink(missing_ok=True)
         raise
-    swap_in(staging, plots_dir)
     return [root / "README.md", root / "index.html", *(section.plot for section in sections)]
 
 

@@ -17,7 +17,7 @@ import stat
 import tempfile
 from collections import Counter
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Callable, Iterable, Iterator, Mapping
 
 import numpy as np
 
@@ -129,6 +129,36 @@ def swap_in(staging: Path, target: Path) -> None:
     shutil.rmtree(old, ignore_errors=True)
 
 
+@contextlib.contextmanager
+def swapped_in(staging: Path, target: Path) -> Iterator[None]:
+    """`swap_in`, undone if the block raises: the previous folder (or none)
+    is put back, so that files replaced in the block and the folder change
+    together or not at all."""
+    aside = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.old-"))
+    old = aside / target.name
+    swapped = False
+    try:
+        try:
+            if target.exists():
+                os.replace(target, old)
+            os.replace(staging, target)
+        except OSError as exc:  # named by the folder it would replace, not by a temporary one
+            if old.exists():
+                os.replace(old, target)
+            raise OSError(exc.errno, exc.strerror or describe(exc), str(target)) from None
+        swapped = True
+        yield
+    except BaseException:
+        if swapped:
+            os.replace(target, aside / "new")
+            if old.exists():
+                os.replace(old, target)
+        raise
+    finally:
+        shutil.rmtree(aside, ignore_errors=True)
+        shutil.rmtree(staging, ignore_errors=True)  # (gone already where it was swapped in)
+
+
 def write_atomic(path: Path, write: Callable[[Path], None]) -> None:
     """``write`` a temporary file beside ``path``, then rename it into place:
     readers see the old file or the new one, never part of either. A link
@@ -178,6 +208,8 @@ def replace_all(prepared: list[tuple[Path, Path]]) -> None:
                 for earlier_copy, earlier in replaced:
                     if earlier_copy is not None:
                         os.replace(earlier_copy, earlier)
+                    else:  # it was not there before
+                        earlier.unlink(missing_ok=True)
                 # named by the file it would replace, not by its temporary
                 raise OSError(exc.errno, exc.strerror or describe(exc), str(path)) from None
             replaced.append((copy, path))

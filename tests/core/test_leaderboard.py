@@ -447,8 +447,9 @@ def test_a_third_party_allocator_is_no_baseline_whatever_its_entry_point_is_call
     assert "sneaky" not in baselines(registry) and {"tetris", "nalb", "random"} <= baselines(registry)
 
 
-def test_a_page_that_cannot_be_replaced_is_named_and_the_pages_stay_as_they_were(sweep_results, tmp_path,
-                                                                                  monkeypatch):
+@pytest.mark.parametrize("locked_name", ["README.md", "index.html", "plots"])
+def test_a_page_that_cannot_be_replaced_is_named_and_the_pages_and_plots_stay_as_they_were(
+        sweep_results, tmp_path, monkeypatch, locked_name):
     import os
 
     import dcbench.results as results
@@ -458,18 +459,42 @@ def test_a_page_that_cannot_be_replaced_is_named_and_the_pages_stay_as_they_were
     assert runner.invoke(cli, ["leaderboard", "--root", str(root), "submit", str(sweep_results)]).exit_code == 0
     assert runner.invoke(cli, ["leaderboard", "--root", str(root)]).exit_code == 0
     (root / "README.md").write_text((root / "README.md").read_text() + "an older page\n")
+    (root / "plots" / "nara2022.png").write_bytes(b"an older plot")  # which a rebuild would replace
     before = snapshot(root)
     replace = os.replace
 
-    def locked(source, target):  # as a file made immutable (chattr +i) refuses, the second page only
-        if Path(target).name == "index.html":
+    def locked(source, target):  # as a file made immutable (chattr +i) refuses
+        if Path(source).name == locked_name or Path(target).name == locked_name:
             raise PermissionError(1, "Operation not permitted")
         return replace(source, target)
 
     monkeypatch.setattr(results.os, "replace", locked)
     result = runner.invoke(cli, ["leaderboard", "--root", str(root)])
     assert result.exit_code == 2 and result.output == (
-        f"Error: cannot replace '{root / 'index.html'}': Operation not permitted; nothing was replaced; make it "
+        f"Error: cannot replace '{root / locked_name}': Operation not permitted; nothing was replaced; make it "
         "writable, or give another --root\n")
     assert snapshot(root) == before
     assert sorted(p.name for p in root.iterdir()) == ["README.md", "index.html", "plots", "submissions"]
+
+
+def test_a_first_build_that_cannot_write_its_second_page_leaves_no_first_page_or_plots(sweep_results, tmp_path,
+                                                                                        monkeypatch):
+    import os
+
+    import dcbench.results as results
+
+    root = tmp_path / "leaderboard"
+    runner = CliRunner()
+    assert runner.invoke(cli, ["leaderboard", "--root", str(root), "submit", str(sweep_results)]).exit_code == 0
+    before = snapshot(root)
+    replace = os.replace
+
+    def locked(source, target):
+        if Path(target).name == "index.html":
+            raise PermissionError(1, "Operation not permitted")
+        return replace(source, target)
+
+    monkeypatch.setattr(results.os, "replace", locked)
+    result = runner.invoke(cli, ["leaderboard", "--root", str(root)])
+    assert result.exit_code == 2 and "nothing was replaced" in result.output
+    assert snapshot(root) == before and sorted(p.name for p in root.iterdir()) == ["submissions"]

@@ -126,6 +126,16 @@ def test_plugins_lists_modules_with_versions():
     assert "dcbench.plugins.allocators.tetris" in result.output and f"dcbench {__version__}" in result.output
 
 
+def test_the_installed_version_is_the_one_run_ids_hash():
+    # 0.3.2 shipped with the package saying 0.3.2 and its run ids (and the leaderboard) saying 0.3.1
+    import importlib.metadata
+
+    from dcbench import __version__
+
+    assert importlib.metadata.version("dcbench") == __version__, "reinstall: pip install -e ."
+    assert invoke("--version").output.endswith(f", version {__version__}\n")  # (the runner calls it "cli")
+
+
 def test_the_console_script_exits_2_without_a_traceback(tmp_path):
     script = [sys.executable, "-c", "from dcbench.cli import main; main()"]
     done = subprocess.run(script + ["run", "-a", "nalb-typo", "--out", str(tmp_path)], capture_output=True, text=True)

@@ -119,14 +119,10 @@ def staging_folder(target: Path) -> Path:
 
 def swap_in(staging: Path, target: Path) -> None:
     """Put the complete folder ``staging`` at ``target``, replacing what is
-    there: a complete folder is in place at every moment but one rename."""
-    if not target.exists():
-        os.replace(staging, target)
-        return
-    old = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.old-"))
-    os.replace(target, old / target.name)
-    os.replace(staging, target)
-    shutil.rmtree(old, ignore_errors=True)
+    there: a complete folder is in place at every moment but one rename,
+    and where the second rename fails the previous one is put back."""
+    with swapped_in(staging, target):
+        pass
 
 
 @contextlib.contextmanager

@@ -1,4 +1,6 @@
 
+from pathlib import Path
+
 import pyarrow.parquet as pq
 import pytest
 
@@ -157,3 +159,27 @@ def test_a_folder_named_like_a_table_is_not_read_as_a_dataset(tmp_path):
     (tmp_path / "summary.parquet").mkdir()
     with pytest.raises(ResultsError, match="summary.parquet' is not a file but a folder or a device; remove it"):
         read_table(tmp_path / "summary.parquet")
+
+
+def test_a_folder_that_cannot_be_swapped_in_leaves_the_previous_one_in_place(tmp_path, monkeypatch):
+    import os
+
+    import dcbench.results as results
+
+    target, staging = tmp_path / "run", tmp_path / ".run.tmp-1"
+    for folder, text in ((target, "old"), (staging, "new")):
+        folder.mkdir()
+        (folder / "summary.parquet").write_text(text)
+    replace = os.replace
+
+    def refuse_the_new_one(source, destination):  # the old folder moved aside, then the new one refused
+        if Path(source) == staging:
+            raise PermissionError(13, "Permission denied")
+        return replace(source, destination)
+
+    monkeypatch.setattr(results.os, "replace", refuse_the_new_one)
+    with pytest.raises(PermissionError) as raised:
+        results.swap_in(staging, target)
+    assert raised.value.filename == str(target)
+    assert (target / "summary.parquet").read_text() == "old"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run"]  # the aside folder and the staging one removed

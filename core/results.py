@@ -179,8 +179,10 @@ def prepare_atomic(path: Path, write: Callable[[Path], None]) -> tuple[Path, Pat
     try:
         os.chmod(temporary, mode)  # mkstemp makes it private, unlike any other file written
         write(Path(temporary))
-    except BaseException:
+    except BaseException as exc:
         Path(temporary).unlink(missing_ok=True)
+        if isinstance(exc, OSError) and exc.filename in (None, temporary):  # named by the file it is to replace
+            raise OSError(exc.errno, exc.strerror or describe(exc), str(path)) from None
         raise
     return Path(temporary), path
 

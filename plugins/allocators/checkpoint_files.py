@@ -8,6 +8,7 @@ same way."""
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import math
 import shlex
@@ -67,8 +68,12 @@ def load_checkpoint(path: Path, allocator: str, build: Callable[[dict[str, Any]]
 
 def save_checkpoint(path: Path, contents: dict[str, Any]) -> None:
     """``torch.save`` into a temporary file renamed into place: an interrupted
-    export leaves the previous checkpoint whole."""
-    write_atomic(path, lambda temporary: torch.save(contents, temporary))
+    export leaves the previous checkpoint whole. It is serialised in memory
+    first (checkpoints are small) and written by Python, so that a full disk
+    is an OSError naming it, not torch's RuntimeError about a zip position."""
+    buffer = io.BytesIO()
+    torch.save(contents, buffer)
+    write_atomic(path, lambda temporary: temporary.write_bytes(buffer.getvalue()))
 
 
 def _load(path: Path) -> Any:

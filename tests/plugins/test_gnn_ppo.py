@@ -631,3 +631,35 @@ def test_a_checkpoint_with_nan_weights_is_refused(tmp_path):
     assert result.exit_code == 2
     assert result.output.endswith(f"{diverged} holds NaN or infinite weights (a training run that diverged); "
                                   "pass one written by `dcbench train --allocator gnn_ppo`\n")
+
+
+SAVE_ON_A_FULL_DISK = """
+import resource, signal, sys
+from pathlib import Path
+import torch
+from dcbench.plugins.allocators.checkpoint_files import save_checkpoint
+
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails (EFBIG), as on a full disk
+path = Path(sys.argv[1])
+resource.setrlimit(resource.RLIMIT_FSIZE, (100_000, 100_000))
+try:
+    save_checkpoint(path, {"model": {"weight": torch.zeros(100_000)}})
+except OSError as exc:
+    print("OSError", exc.errno, exc.filename == str(path))
+except BaseException as exc:
+    print(type(exc).__name__)
+"""
+
+
+def test_a_checkpoint_that_does_not_fit_on_the_disk_is_an_os_error_and_the_previous_one_stays(tmp_path):
+    # torch.save writing a file itself raised RuntimeError ("unexpected pos ..."), a traceback on the command line
+    import errno
+    import subprocess
+    import sys
+
+    path = tmp_path / "x.pt"
+    path.write_bytes(b"PK\x03\x04 the previous checkpoint")
+    done = subprocess.run([sys.executable, "-c", SAVE_ON_A_FULL_DISK, str(path)], capture_output=True, text=True)
+    assert done.stdout.split() == ["OSError", str(errno.EFBIG), "True"], done.stderr  # named by the checkpoint
+    assert path.read_bytes() == b"PK\x03\x04 the previous checkpoint"
+    assert [p.name for p in tmp_path.iterdir()] == ["x.pt"]

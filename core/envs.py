@@ -29,6 +29,7 @@ import numpy as np
 
 from dcbench.allocation import State
 from dcbench.engine import Simulation
+from dcbench.errors import SpecError
 from dcbench.jobs import PLACED, JobBuilder
 from dcbench.network import Network
 from dcbench.pool import PoolBuilder
@@ -250,6 +251,11 @@ class AllocationEnv(gym.Env):
     def __init__(self, topology: str = "tiered:32,1x4", workload: str | None = None, requests: int = 32,
                  runner: Runner | None = None, alpha: float = 100.0, reconfiguration_cost: float = 25.0,
                  reconfigure: bool = True):
+        for name, value, example in (("topology", topology, "tiered:32,1x4"), ("workload", workload, "uniform")):
+            if not isinstance(value, str) and not (name == "workload" and value is None):
+                raise SpecError(f"{name} must be a spec such as {example!r}, got {value!r}")
+        if isinstance(requests, bool) or not isinstance(requests, (int, np.integer)):
+            raise SpecError(f"requests must be a whole number of requests, got {requests!r}")
         runner = runner or Runner()
         plan = runner.resolve("random", topology, workload, requests)
         self.plan = plan
@@ -271,6 +277,7 @@ class AllocationEnv(gym.Env):
         self.observation_space = self.features.space()
         self.simulation: Simulation | None = None
         self._open = False
+        self._done = False
         # With no inter-rack traffic a packet would wait for nothing: the latency
         # is then one packet's transmission time on a circuit.
         packet_bits = 8.0 * getattr(self.workload, "packet_bytes", 296)
@@ -293,6 +300,7 @@ class AllocationEnv(gym.Env):
         self.accepted = 0
         self.offered = 0
         reward, done = self._advance()
+        self._done = done
         return self._observation(), {"reward_before_first_step": reward, "done": done}
 
     def _observation(self) -> dict[str, np.ndarray]:
@@ -355,14 +363,19 @@ class AllocationEnv(gym.Env):
         return float(sum(rewards)), info
 
     def step(self, action):
+        if self._done:
+            raise gym.error.ResetNeeded("the episode is over; call reset() before step()")
         if self.kind == "job":
             reward, info = self._step_job(int(action))
             done = False
             if not self._open or not self.builder.is_open:
                 more, done = self._advance()
                 reward += more
+            self._done = done
             return self._observation(), reward, done, False, self._counts(info, done)
-        return self._step_pool(action)
+        observation, reward, done, truncated, info = self._step_pool(action)
+        self._done = done
+        return observation, reward, done, truncated, info
 
     def _counts(self, info: dict[str, Any], done: bool) -> dict[str, Any]:
         """``info`` with the episode's counts so far, and its acceptance ratio at the end."""

@@ -46,6 +46,25 @@ def test_rewards_and_an_invalid_action():
         assert reward in (0.0, 10.0, -10.0, 20.0, -20.0, 0.0)
         total += reward
     assert info["offered"] == 4 and info["acceptance_ratio"] == info["accepted"] / 4
+    with pytest.raises(gymnasium.error.ResetNeeded, match="the episode is over; call reset"):
+        env.step(0)  # (an assertion deep in the engine before)
+    observation, _ = env.reset(seed=0)
+    assert env.step(int(np.flatnonzero(observation["action_mask"])[0]))[3] is False  # a new episode steps again
+
+
+@pytest.mark.parametrize("settings, message", [
+    ({"topology": None}, "topology must be a spec such as 'tiered:32,1x4', got None"),
+    ({"topology": 5}, "topology must be a spec such as 'tiered:32,1x4', got 5"),
+    ({"topology": "tiered:8,1x4", "workload": 3}, "workload must be a spec such as 'uniform', got 3"),
+    ({"topology": "tiered:8,1x4", "requests": "16"}, "requests must be a whole number of requests, got '16'"),
+    ({"topology": "tiered:8,1x4", "requests": True}, "requests must be a whole number of requests, got True"),
+])
+def test_settings_of_the_wrong_type_are_named(settings, message):
+    from dcbench import SpecError
+
+    with pytest.raises(SpecError) as raised:
+        gymnasium.make("dcbench/Allocation-v0", **settings)
+    assert message in str(raised.value)  # (an AttributeError about .strip inside the spec parser before)
 
 
 def test_importing_dcbench_does_not_register_the_environment():

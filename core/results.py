@@ -76,7 +76,10 @@ def write_run(out_dir: Path, run_id: str, tables: Mapping[str, Mapping[str, Any]
     import pyarrow.parquet as pq
 
     target = out_dir / run_id
-    if target.is_symlink() or (target.exists() and not target.is_dir()):
+    own_files = {f"{name}.parquet" for name in TABLES}
+    if target.is_symlink() or (target.exists() and not (
+            target.is_dir() and (not any(target.iterdir()) or any((target / name).is_file() for name in own_files)))):
+        # a folder with none of a run's tables in it is someone else's, and a rerun would replace it whole
         raise ResultsError(f"'{target}' is there and is no run folder; move it, or give another --out")
     try:
         out_dir.mkdir(parents=True, exist_ok=True)

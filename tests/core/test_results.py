@@ -183,3 +183,16 @@ def test_a_folder_that_cannot_be_swapped_in_leaves_the_previous_one_in_place(tmp
     assert raised.value.filename == str(target)
     assert (target / "summary.parquet").read_text() == "old"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["run"]  # the aside folder and the staging one removed
+
+
+def test_a_folder_named_like_the_run_that_holds_other_files_is_refused_not_replaced(runner, tmp_path):
+    result = runner.run("tetris", "tiered:8,1x4", requests=16)
+    mine = tmp_path / result.run_id / "sub"
+    mine.mkdir(parents=True)
+    (mine / "data.csv").write_text("mine")
+    with pytest.raises(ResultsError, match="is there and is no run folder; move it, or give another --out"):
+        result.write(tmp_path)
+    assert (mine / "data.csv").read_text() == "mine"
+    (tmp_path / result.run_id / "sub" / "data.csv").unlink()
+    (tmp_path / result.run_id / "sub").rmdir()
+    assert is_complete(result.write(tmp_path)) and is_complete(result.write(tmp_path))  # its own folder: replaced

@@ -371,11 +371,11 @@ class AllocationEnv(gym.Env):
             if not self._open or not self.builder.is_open:
                 more, done = self._advance()
                 reward += more
-            self._done = done
-            return self._observation(), reward, done, False, self._counts(info, done)
-        observation, reward, done, truncated, info = self._step_pool(action)
-        self._done = done
-        return observation, reward, done, truncated, info
+            result = self._observation(), reward, done, False, self._counts(info, done)
+        else:
+            result = self._step_pool(action)
+        self._done = result[2]
+        return result
 
     def _counts(self, info: dict[str, Any], done: bool) -> dict[str, Any]:
         """``info`` with the episode's counts so far, and its acceptance ratio at the end."""

@@ -76,10 +76,7 @@ def write_run(out_dir: Path, run_id: str, tables: Mapping[str, Mapping[str, Any]
     import pyarrow.parquet as pq
 
     target = out_dir / run_id
-    own_files = {f"{name}.parquet" for name in TABLES}
-    if target.is_symlink() or (target.exists() and not (
-            target.is_dir() and (not any(target.iterdir()) or any((target / name).is_file() for name in own_files)))):
-        # a folder with none of a run's tables in it is someone else's, and a rerun would replace it whole
+    if target.is_symlink() or (target.exists() and not _replaceable_run_folder(target)):
         raise ResultsError(f"'{target}' is there and is no run folder; move it, or give another --out")
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
@@ -97,6 +94,13 @@ def write_run(out_dir: Path, run_id: str, tables: Mapping[str, Mapping[str, Any]
             raise ResultsError(f"cannot write results to '{target}': {exc.strerror or exc}") from None
         raise
     return target
+
+
+def _replaceable_run_folder(folder: Path) -> bool:
+    """Whether a rerun may replace ``folder`` whole: an empty folder, or one
+    holding a run's table (a folder with none is someone else's files)."""
+    return folder.is_dir() and (not any(folder.iterdir())
+                                or any((folder / f"{name}.parquet").is_file() for name in TABLES))
 
 
 def remove_staging(out_dir: Path, run_ids: Iterable[str]) -> None:

@@ -337,7 +337,9 @@ def simulate(
         allocator.reset(network, rng)
     except DcbenchError:
         raise
-    except (Exception, SystemExit) as exc:  # sys.exit() in an allocator must not end the run as a success
+    except KeyboardInterrupt:  # Ctrl-C (or SIGTERM) stops the command
+        raise
+    except BaseException as exc:  # sys.exit() or an exception of its own: the allocator failed, not the run
         raise AllocatorError.of_allocator(f"could not start on this topology: {describe(exc)}", fix=False) from exc
     view = simulation.view
     chunk = max(1, len(sequence) // 100)
@@ -346,7 +348,9 @@ def simulate(
             result = allocator.allocate(request, view)
         except DcbenchError:
             raise
-        except (Exception, SystemExit) as exc:
+        except KeyboardInterrupt:  # Ctrl-C (or SIGTERM) stops the command
+            raise
+        except BaseException as exc:
             raise AllocatorError.of_allocator(f"raised {describe(exc)} (request {request.id})") from exc
         simulation.resolve(result)
         if progress is not None and (request.id + 1) % chunk == 0:

@@ -115,7 +115,9 @@ class PluginEntry:
         module_name, _, attr = self.target.partition(":")
         try:
             return getattr(importlib.import_module(module_name), attr)
-        except (Exception, SystemExit) as exc:  # a broken plugin must not show a traceback
+        except KeyboardInterrupt:  # Ctrl-C (or SIGTERM) stops the command
+            raise
+        except BaseException as exc:  # a broken plugin must not show a traceback
             if self.builtin and not isinstance(exc, ImportError):  # a missing dependency is the user's to fix
                 raise
             missing = isinstance(exc, ImportError) and getattr(exc, "name", None)
@@ -153,7 +155,9 @@ def blamed_on(entry: PluginEntry, failure: str) -> Iterator[None]:
         yield
     except DcbenchError:
         raise
-    except (Exception, SystemExit) as exc:
+    except KeyboardInterrupt:  # Ctrl-C (or SIGTERM) stops the command
+        raise
+    except BaseException as exc:
         if entry.builtin:
             raise
         raise entry.error(f"{failure}: {describe(exc)}") from exc
@@ -215,7 +219,9 @@ class Registry:
             impl.function(*args, **kwargs)
         except StrictRefusal:  # what it registered, refused in strict mode: the message names it already
             raise
-        except (Exception, SystemExit) as exc:
+        except KeyboardInterrupt:  # Ctrl-C (or SIGTERM) stops the command
+            raise
+        except BaseException as exc:
             if impl.plugin_name in BUILTIN_PLUGINS:  # dcbench's own bug: its traceback, not a warning
                 raise
             self._fail(f"plugin {self._label(impl.plugin_name)} failed in {hook_name}: {describe(exc)}")
@@ -525,7 +531,9 @@ def create_registry(entry_points: Iterable[importlib.metadata.EntryPoint] | None
             lines = str(exc).splitlines()
             _report(f"plugin {label} failed to load: {lines[0]}: {lines[-1]}", failures)
             continue
-        except (Exception, SystemExit) as exc:
+        except KeyboardInterrupt:  # Ctrl-C (or SIGTERM) stops the command
+            raise
+        except BaseException as exc:
             _report(f"plugin {label} failed to load: {describe(exc)}", failures)
             continue
         for name in unknown_hooks(module):

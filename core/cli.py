@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import signal
 import sys
 import warnings
 from pathlib import Path
@@ -73,8 +74,8 @@ class DcbenchGroup(click.Group):
             raise UserError(f"cannot use{where}: {exc.strerror or exc}; check the path and its permissions") from None
         except (click.ClickException, click.exceptions.Exit, click.Abort):
             raise
-        except KeyboardInterrupt:  # Ctrl-C, or SIGTERM during a sweep
-            raise interrupted() from None
+        except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (`Terminated`)
+            raise interrupted(exc) from None
         except Exception as exc:  # a third-party command's bug is one line; dcbench's own keeps its traceback
             command = self.commands.get(ctx.invoked_subcommand or "")
             owner = get_registry().command_owner(command) if command is not None else None
@@ -84,15 +85,32 @@ class DcbenchGroup(click.Group):
                             "report it to the plugin's authors") from None
 
 
-# What a shell reports for a command that Ctrl-C stopped: 128 + SIGINT.
-EXIT_INTERRUPTED = 130
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (`kill`, `timeout`, a batch scheduler's time limit), raised
+    where Ctrl-C raises KeyboardInterrupt, so that it stops a command as
+    Ctrl-C does: every clean-up that Ctrl-C runs (a sweep's workers ended,
+    half-written folders removed, a training state kept) runs for it too."""
 
 
-def interrupted() -> click.exceptions.Exit:
-    """Say so in one line (not click's bare "Aborted!") and exit 130."""
-    click.echo("Interrupted: what was finished is kept and nothing is left half-written; run the same command "
-               "again to go on", err=True)
-    return click.exceptions.Exit(EXIT_INTERRUPTED)
+@contextlib.contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    def terminate(signum: int, frame: Any) -> None:
+        raise Terminated
+
+    previous = signal.signal(signal.SIGTERM, terminate)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def interrupted(exc: KeyboardInterrupt) -> click.exceptions.Exit:
+    """Say so in one line (not click's bare "Aborted!") and exit as a shell
+    reports a command that the signal stopped: 128 + its number."""
+    stopped_by = signal.SIGTERM if isinstance(exc, Terminated) else signal.SIGINT
+    click.echo(f"{'Terminated' if stopped_by == signal.SIGTERM else 'Interrupted'}: what was finished is kept and "
+               "nothing is left half-written; run the same command again to go on", err=True)
+    return click.exceptions.Exit(128 + stopped_by)
 
 
 class NonEmptyPath(click.Path):
@@ -109,6 +127,8 @@ PATH = NonEmptyPath(path_type=Path)
 
 # Bounds that keep a typo from becoming a MemoryError: far above any suite, far below what fits in memory.
 MAX_SEEDS = 1_000_000
+# The best of 100 timed runs is as steady as timing gets; a typo's 3,000 would run for hours.
+MAX_REPEAT = 100
 
 
 def check_bounds(option: str, value: int | None, minimum: int, at_most: int = LARGEST_INTEGER) -> None:
@@ -331,12 +351,11 @@ def sweep(suite_name: str, allocator_values: tuple[str, ...], out: Path | None, 
         task = progress.add_task(f"{suite.name}: {len(planned)} runs", total=len(planned),
                                  completed=len(planned) - len(todo))
         try:
-            with sweeps.stopped_by_sigterm():
-                if executor == "ray":
-                    sweeps.run_ray(todo, out, address, lambda job: progress.advance(task))
-                else:
-                    sweeps.run_local(todo, out, workers, lambda job: progress.advance(task))
-        except BaseException:  # Ctrl-C, too: the runs under way were stopped mid-write
+            if executor == "ray":
+                sweeps.run_ray(todo, out, address, lambda job: progress.advance(task))
+            else:
+                sweeps.run_local(todo, out, workers, lambda job: progress.advance(task))
+        except BaseException:  # Ctrl-C or SIGTERM, too: the runs under way were stopped mid-write
             remove_staging(out, [job.run_id for job in todo])
             raise
     combined = sweeps.combine(planned, out, {
@@ -520,7 +539,8 @@ def plugins() -> None:
               help="Topologies (default: tiered:32,1x4 at 64, 1,024 and 8,192 servers).")
 @click.option("--workload", "-w", default=None, help="Workload spec (default: each topology's own).")
 @click.option("--requests", "-n", type=int, default=4096, help="Requests per run.", show_default=True)
-@click.option("--repeat", type=int, default=3, show_default=True, help="Timed runs per cell; the best is kept.")
+@click.option("--repeat", type=int, default=3, show_default=True,
+              help=f"Timed runs per cell, at most {MAX_REPEAT}; the best is kept.")
 def bench(allocators: tuple[str, ...], topologies: tuple[str, ...], workload: str | None, requests: int | None,
           repeat: int) -> None:
     """Measure requests per second and time per request of allocators."""
@@ -528,7 +548,7 @@ def bench(allocators: tuple[str, ...], topologies: tuple[str, ...], workload: st
     from dcbench.sweep import split_allocators
 
     check_bounds("--requests", requests, 1, at_most=MAX_REQUESTS)
-    check_bounds("--repeat", repeat, 1)
+    check_bounds("--repeat", repeat, 1, at_most=MAX_REPEAT)
     registry = load_registry()
     named = bool(allocators)
     if allocators:
@@ -549,13 +569,14 @@ def main() -> None:
     for stream in (sys.stdout, sys.stderr):  # a terminal that cannot show "±" or "Φ" gets an escape, not a crash
         if hasattr(stream, "reconfigure"):
             stream.reconfigure(errors="backslashreplace")
-    try:
-        registry = load_registry()
-        with warnings_as_lines(), plugin_prints_to_stderr():
-            registry.call_each("register_commands", cli=cli)
-    except DcbenchError as exc:
-        click.echo(f"Error: {exc}", err=True)
-        sys.exit(2)
-    except KeyboardInterrupt:  # while a plugin imports (torch, say)
-        sys.exit(interrupted().exit_code)
-    cli(prog_name="dcbench")
+    with sigterm_as_interrupt():
+        try:
+            registry = load_registry()
+            with warnings_as_lines(), plugin_prints_to_stderr():
+                registry.call_each("register_commands", cli=cli)
+        except DcbenchError as exc:
+            click.echo(f"Error: {exc}", err=True)
+            sys.exit(2)
+        except KeyboardInterrupt as exc:  # while a plugin imports (torch, say)
+            sys.exit(interrupted(exc).exit_code)
+        cli(prog_name="dcbench")

@@ -18,7 +18,6 @@ import os
 import signal
 import socket
 import sys
-import threading
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -178,25 +177,6 @@ def stop(pool: concurrent.futures.ProcessPoolExecutor) -> None:
         worker.terminate()
     for worker in workers:
         worker.join()
-
-
-@contextlib.contextmanager
-def stopped_by_sigterm() -> Iterator[None]:
-    """SIGTERM (`kill`, `timeout`, a batch scheduler's time limit) stops a
-    sweep as Ctrl-C does, its workers ended and their half-written folders
-    removed, instead of killing the command and leaving its workers to run on."""
-    if threading.current_thread() is not threading.main_thread():  # (signal handlers live there only)
-        yield
-        return
-
-    def interrupt(signum: int, frame: Any) -> None:
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGTERM, interrupt)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 @contextlib.contextmanager

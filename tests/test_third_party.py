@@ -111,6 +111,24 @@ def explode():
     raise RuntimeError("boom in init")
 
 
+class NotAnException(BaseException):
+    '''What a plugin may raise that is no Exception.'''
+
+
+def explode_oddly():
+    raise NotAnException("boom in init")
+
+
+class RaisesItsOwn(PoolAllocator):
+    def allocate(self, request, state):
+        raise NotAnException("no Exception")
+
+
+class RaisesGeneratorExit(PoolAllocator):
+    def allocate(self, request, state):
+        raise GeneratorExit
+
+
 def train_without_a_gpu(**settings):
     raise ValueError("no GPU found")
 
@@ -130,6 +148,9 @@ class Sleeps(PoolAllocator):
 @hookimpl
 def register_allocators(register):
     register("probe_explodes", explode)
+    register("probe_explodes_oddly", explode_oddly)
+    register("probe_raises_its_own", RaisesItsOwn)
+    register("probe_raises_generator_exit", RaisesGeneratorExit)
     register("probe_sleeps", Sleeps)
     register("probe_stray", TetrisAllocator, params=["penalty"])
     register("probe_learned", TetrisAllocator, learned=True, trainer="dcbench_probe:train_without_a_gpu")
@@ -140,6 +161,11 @@ def register_allocators(register):
 @hookimpl
 def register_workloads(register):
     raise RuntimeError("register boom")
+
+
+@hookimpl
+def register_metrics(register):
+    raise NotAnException("register boom, oddly")
 
 
 @hookimpl
@@ -170,6 +196,8 @@ PROBE_WARNINGS = [  # registration goes kind by kind: topologies, workloads, all
     "(set DCBENCH_STRICT_PLUGINS=1 to make this an error)",
     "Warning: plugin 'probeplug' (dcbench-probe 0.1.0) registers allocator 'probe_stray': params holds 'penalty', "
     "not a dcbench.Param; ignored (set DCBENCH_STRICT_PLUGINS=1 to make this an error)",
+    "Warning: plugin 'probeplug' (dcbench-probe 0.1.0) failed in register_metrics: NotAnException: register boom, "
+    "oddly (set DCBENCH_STRICT_PLUGINS=1 to make this an error)",
 ]
 
 
@@ -191,6 +219,7 @@ def probe_site(tmp_path_factory):
 
 INTERRUPTED = ("Interrupted: what was finished is kept and nothing is left half-written; run the same command again "
                "to go on")
+TERMINATED = INTERRUPTED.replace("Interrupted", "Terminated")
 
 
 def test_ctrl_c_while_a_plugin_imports_is_one_line_not_a_traceback(probe_site):
@@ -208,6 +237,21 @@ def test_a_broken_plugin_is_one_line_of_error_and_one_of_warning(probe_site, tmp
     assert lines[-1] == ("Error: allocator 'probe_explodes' (plugin probeplug, dcbench-probe 0.1.0) failed when "
                          "built: RuntimeError: boom in init; report it to the plugin's authors")
     assert probe_warnings(done.stderr) == PROBE_WARNINGS
+
+
+@pytest.mark.parametrize(("allocator", "failure"), [
+    ("probe_explodes_oddly", "failed when built: NotAnException: boom in init"),
+    ("probe_raises_its_own", "raised NotAnException: no Exception (request 0)"),
+    ("probe_raises_generator_exit", "raised GeneratorExit (request 0)"),
+])
+def test_a_plugin_that_raises_what_is_no_exception_is_one_line_all_the_same(probe_site, tmp_path, allocator,
+                                                                           failure):
+    done = dcbench(probe_site, "run", "-t", "tiered:8,1x4", "-n", "8", "-a", allocator, "--out", str(tmp_path), "-q")
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert done.stderr.splitlines()[-1] == (f"Error: allocator {allocator!r} (plugin probeplug, dcbench-probe 0.1.0) "
+                                            f"{failure}; report it to the plugin's authors")
+    assert probe_warnings(done.stderr) == PROBE_WARNINGS  # a hook that raises no Exception: a warning all the same
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_a_plugin_cannot_replace_a_builtin_command(probe_site, tmp_path):
@@ -291,9 +335,33 @@ def test_ctrl_c_or_sigterm_stops_a_parallel_sweep_at_once_and_leaves_nothing_beh
         if sweep.poll() is None:  # the test failed: leave no sleeping workers behind
             os.killpg(sweep.pid, signal.SIGKILL)
             sweep.wait()
-    assert sweep.returncode == 130 and stderr.splitlines()[-1] == INTERRUPTED
+    if stop == "ctrl-c":
+        assert sweep.returncode == 130 and stderr.splitlines()[-1] == INTERRUPTED
+    else:  # as a shell reports a command that SIGTERM stopped: 128 + 15
+        assert sweep.returncode == 143 and stderr.splitlines()[-1] == TERMINATED
     assert "Traceback" not in stderr and "leaked" not in stderr
     assert not out.exists() or list(out.iterdir()) == []  # no run finished, and no half-written one left
     for pid in workers:
         with pytest.raises(ProcessLookupError):
             os.kill(pid, 0)
+
+
+def test_sigterm_stops_a_run_with_one_line_and_leaves_nothing_behind(probe_site, tmp_path):
+    env = dict(os.environ, PYTHONPATH=str(probe_site), PROBE_MARKER=str(tmp_path / "started"))
+    out = tmp_path / "out"
+    run = subprocess.Popen([sys.executable, "-m", "dcbench", "run", "-a", "probe_sleeps", "-t", "tiered:8,1x4",
+                            "-n", "8", "--out", str(out), "-q"], env=env, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.time() + 120
+        while not list(tmp_path.glob("started.*")) and time.time() < deadline:
+            time.sleep(0.1)
+        assert list(tmp_path.glob("started.*")), "the run should be under way"
+        run.send_signal(signal.SIGTERM)
+        _, stderr = run.communicate(timeout=60)
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.wait()
+    assert run.returncode == 143 and stderr.splitlines()[-1] == TERMINATED, stderr
+    assert "Traceback" not in stderr
+    assert not out.exists() or list(out.iterdir()) == []

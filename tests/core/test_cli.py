@@ -162,6 +162,10 @@ def test_bench_takes_allocators_listed_with_commas_as_sweep_does():
     (["-a", "tetris", "-t", "tiered:8,1x3"], "ratio='1x3' is not one of"),
     (["-a", "tetris", "-w", "uniform:max_cpu=0"], "max_cpu='0' must be at least 1"),
     (["-a", "tetris", "--repeat", "0"], "--repeat must be at least 1, got 0"),
+    (["-a", "tetris", "--repeat", "3000"], "--repeat must be at most 100, got 3,000"),
+    (["-a", "tetris", "-t", "tiered:8,1x4", "-w", "vmjobs"], "topology 'tiered' serves pool demands but workload "
+                                                            "'vmjobs' makes job demands"),
+    (["-a", "gnn_ppo:checkpoint=/nonexistent/x.pt", "-t", "tiered:8,1x4"], "/nonexistent/x.pt"),
     (["-a", "random,random"], "allocator 'random' is given twice (also as 'random'); give each once"),
     (["-a", "tetris", "-a", "tetris:penalty=0.9"], "allocator 'tetris:penalty=0.9' is given twice (also as 'tetris')"),
     (["-a", "tetris", "-n", "0"], "--requests must be at least 1, got 0"),

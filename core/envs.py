@@ -22,6 +22,8 @@ one per step (what an actor-critic learner stores per sample).
 
 from __future__ import annotations
 
+import math
+from numbers import Real
 from typing import Any
 
 import gymnasium as gym
@@ -29,11 +31,12 @@ import numpy as np
 
 from dcbench.allocation import State
 from dcbench.engine import Simulation
-from dcbench.errors import SpecError
+from dcbench.errors import AllocatorError, SpecError
 from dcbench.jobs import PLACED, JobBuilder
 from dcbench.network import Network
 from dcbench.pool import PoolBuilder
 from dcbench.runner import Runner, draw_requests
+from dcbench.spec import Range
 
 SUCCESS_REWARD = 10.0
 FAILURE_REWARD = -10.0
@@ -236,14 +239,52 @@ def job_step_rewards(steps: int, blocked_at: int | None, latency_ns: float, reco
     return [reward] * steps
 
 
+def _shown(value: Any) -> str:
+    """A value given where it does not belong, in a few words on one line
+    (an array's or a tensor's repr runs to many)."""
+    if isinstance(value, np.ndarray):
+        return f"a {value.dtype} array of shape {value.shape}"
+    text = repr(value)
+    return text if len(text) <= 60 and "\n" not in text else f"a {type(value).__name__}"
+
+
+def _reward_weight(name: str, value: Any) -> float:
+    """A weight of the jobs' reward as a float: a finite number of at least
+    0 (nan or a string would poison every served job's reward)."""
+    if isinstance(value, bool) or not isinstance(value, Real) or not math.isfinite(value):
+        raise SpecError(f"{name} must be a finite number, got {_shown(value)}")
+    problem = Range(0).violation(value)
+    if problem:
+        raise SpecError(f"{name} must be {problem}, got {_shown(value)}")
+    return float(value)
+
+
+def _action_index(action: Any, space: gym.spaces.Discrete) -> int:
+    """An action as a Python int: an int, a numpy integer or a 0-d integer
+    array (what gymnasium's spaces and wrappers pass). Anything else is
+    refused rather than truncated (2.7 is not server 2); so is a bool,
+    which ``Discrete.contains`` would take for 0 or 1."""
+    integral = isinstance(action, (int, np.integer)) and not isinstance(action, bool)
+    if integral or (isinstance(action, np.ndarray) and action.shape == () and np.issubdtype(action.dtype, np.integer)):
+        return int(action)
+    raise AllocatorError(f"action {_shown(action)} is not an integer; the action space {space} takes an int, "
+                         "a numpy integer or a 0-d integer array")
+
+
 class AllocationEnv(gym.Env):
     """One server per step for the pool requests of a scenario, or one rack
     per VM for its jobs.
 
     ``reset(seed=s)`` draws the request sequence exactly as ``dcbench run
-    --seed s --requests N`` does. An action outside the mask fails the
-    request (``info["invalid_action"]``). For jobs, ``alpha`` and
-    ``reconfiguration_cost`` are the α and Φ_reconf of the paper's reward.
+    --seed s --requests N`` does. An action is an integer (an int, a numpy
+    integer or a 0-d integer array); anything else, a bool or a float
+    included, is refused with an `AllocatorError` and changes nothing. An
+    integer outside the mask fails the request (``info["invalid_action"]``).
+    For jobs, ``alpha`` and ``reconfiguration_cost`` are the α and
+    Φ_reconf of the paper's reward, finite numbers of at least 0, and
+    ``reconfigure`` (True or False, nothing else: ``'no'`` is refused, not
+    taken as true) lets the job builder reconfigure circuits where the
+    topology can. Settings of the wrong type or range are a `SpecError`.
     """
 
     metadata = {"render_modes": []}
@@ -253,9 +294,13 @@ class AllocationEnv(gym.Env):
                  reconfigure: bool = True):
         for name, value, example in (("topology", topology, "tiered:32,1x4"), ("workload", workload, "uniform")):
             if not isinstance(value, str) and not (name == "workload" and value is None):
-                raise SpecError(f"{name} must be a spec such as {example!r}, got {value!r}")
+                raise SpecError(f"{name} must be a spec such as {example!r}, got {_shown(value)}")
         if isinstance(requests, bool) or not isinstance(requests, (int, np.integer)):
-            raise SpecError(f"requests must be a whole number of requests, got {requests!r}")
+            raise SpecError(f"requests must be a whole number of requests, got {_shown(requests)}")
+        self.alpha = _reward_weight("alpha", alpha)
+        self.reconfiguration_cost = _reward_weight("reconfiguration_cost", reconfiguration_cost)
+        if not isinstance(reconfigure, (bool, np.bool_)):
+            raise SpecError(f"reconfigure must be True or False, got {_shown(reconfigure)}")
         runner = runner or Runner()
         plan = runner.resolve("random", topology, workload, requests)
         self.plan = plan
@@ -264,10 +309,8 @@ class AllocationEnv(gym.Env):
         self.kind = self.workload.kind
         self.requests = plan.requests
         self.spec_text = {"topology": plan.topology, "workload": plan.workload}
-        self.alpha = alpha
-        self.reconfiguration_cost = reconfiguration_cost
         if self.kind == "job":
-            self.builder = JobBuilder(self.network, reconfigure)
+            self.builder = JobBuilder(self.network, bool(reconfigure))
             self.features = JobFeatures(self.network, self.builder)
             self.action_space = gym.spaces.Discrete(self.network.n_racks)
         else:
@@ -363,10 +406,13 @@ class AllocationEnv(gym.Env):
         return float(sum(rewards)), info
 
     def step(self, action):
+        if self.simulation is None:
+            raise gym.error.ResetNeeded("call reset() before the first step()")
         if self._done:
             raise gym.error.ResetNeeded("the episode is over; call reset() before step()")
+        action = _action_index(action, self.action_space)
         if self.kind == "job":
-            reward, info = self._step_job(int(action))
+            reward, info = self._step_job(action)
             done = False
             if not self._open or not self.builder.is_open:
                 more, done = self._advance()
@@ -384,9 +430,8 @@ class AllocationEnv(gym.Env):
             info["acceptance_ratio"] = self.accepted / max(1, self.offered)
         return info
 
-    def _step_pool(self, action):
+    def _step_pool(self, action: int):
         builder = self.builder
-        action = int(action)
         info: dict[str, Any] = {}
         if not (0 <= action < self.network.n_servers and builder.allowed()[action]):
             info["invalid_action"] = True

@@ -1,3 +1,5 @@
+import re
+
 import gymnasium
 import numpy as np
 import pytest
@@ -36,6 +38,8 @@ def test_reset_with_a_seed_is_deterministic():
 
 def test_rewards_and_an_invalid_action():
     env = AllocationEnv("tiered:8,1x4", requests=4)
+    with pytest.raises(gymnasium.error.ResetNeeded, match="call reset"):
+        env.step(0)  # (an AttributeError before: the env is not wrapped here, as gymnasium.make would)
     observation, _ = env.reset(seed=0)
     masked = int(np.flatnonzero(observation["action_mask"] == 0)[0]) if (observation["action_mask"] == 0).any() else 64
     _, reward, _, _, info = env.step(masked)
@@ -154,3 +158,77 @@ def test_traffic_kept_is_the_share_of_the_vms_flows_that_stay_in_each_rack():
         expected = sum(rate for other, rate, _ in partners if other == rack) / total
         assert kept[rack] == pytest.approx(expected)
     assert kept.sum() == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("settings, message", [
+    ({"alpha": float("nan")}, "alpha must be a finite number, got nan"),
+    ({"alpha": float("inf")}, "alpha must be a finite number, got inf"),
+    ({"alpha": "x"}, "alpha must be a finite number, got 'x'"),
+    ({"alpha": True}, "alpha must be a finite number, got True"),
+    ({"alpha": -1.0}, "alpha must be at least 0, got -1.0"),
+    ({"alpha": np.ones((20, 20))}, "alpha must be a finite number, got a float64 array of shape (20, 20)"),
+    ({"reconfiguration_cost": float("nan")}, "reconfiguration_cost must be a finite number, got nan"),
+    ({"reconfiguration_cost": "25"}, "reconfiguration_cost must be a finite number, got '25'"),
+    ({"reconfiguration_cost": -5}, "reconfiguration_cost must be at least 0, got -5"),
+])
+def test_reward_weights_must_be_finite_numbers_of_at_least_0(settings, message):
+    # nan, a negative weight or a string went into every served job's reward (nan rewards, or 'x' failing mid-episode).
+    from dcbench import SpecError
+
+    with pytest.raises(SpecError, match=re.escape(message) + "$"):
+        gymnasium.make("dcbench/Allocation-v0", **JOBS, **settings)
+
+
+def test_reward_weights_of_numpy_and_integer_types_are_taken_as_floats():
+    env = AllocationEnv(**JOBS, alpha=np.float32(50.0), reconfiguration_cost=np.int64(0))
+    assert (env.alpha, env.reconfiguration_cost) == (50.0, 0.0)
+    assert type(env.alpha) is float and type(env.reconfiguration_cost) is float
+
+
+@pytest.mark.parametrize("value", ["no", "yes", 0, 1, None])
+def test_reconfigure_must_be_a_boolean(value):
+    # reconfigure='no' is a non-empty string, so it was taken as True.
+    from dcbench import SpecError
+
+    with pytest.raises(SpecError, match=re.escape(f"reconfigure must be True or False, got {value!r}") + "$"):
+        AllocationEnv(**JOBS, reconfigure=value)
+
+
+def test_reconfigure_false_turns_reconfiguration_off():
+    assert AllocationEnv(**JOBS).builder.reconfigure_allowed
+    assert not AllocationEnv(**JOBS, reconfigure=False).builder.reconfigure_allowed
+    assert not AllocationEnv(**JOBS, reconfigure=np.bool_(False)).builder.reconfigure_allowed
+
+
+@pytest.mark.parametrize("action, shown", [
+    (2.7, "2.7"), ("x", "'x'"), (np.float64(3.0), "np.float64(3.0)"), (True, "True"), (None, "None"),
+    (np.array([3]), "a int64 array of shape (1,)"), (np.array(3.0), "a float64 array of shape ()"),
+    (np.zeros((20, 20), dtype=int), "a int64 array of shape (20, 20)"),
+])
+@pytest.mark.parametrize("settings, space", [({"topology": "tiered:8,1x4", "requests": 8}, "Discrete(64)"),
+                                             (JOBS, "Discrete(4)")])
+def test_an_action_that_is_not_an_integer_is_refused_naming_the_action_space(action, shown, settings, space):
+    # 2.7 was truncated to server 2 and 'x' raised int()'s ValueError.
+    from dcbench import AllocatorError
+
+    env = AllocationEnv(**settings)
+    observation, _ = env.reset(seed=1)
+    with pytest.raises(AllocatorError) as raised:
+        env.step(action)
+    assert str(raised.value) == (f"action {shown} is not an integer; the action space {space} takes an int, "
+                                 "a numpy integer or a 0-d integer array")
+    assert env.offered == 0 and env.builder.is_open  # nothing was decided ...
+    assert all(np.array_equal(value, observation[key]) for key, value in env._observation().items())  # ... or changed
+    allowed = int(np.flatnonzero(observation["action_mask"])[0])
+    assert "invalid_action" not in env.step(allowed)[4]  # the episode goes on
+
+
+@pytest.mark.parametrize("action", [3, np.int64(3), np.int32(3), np.uint8(3), np.array(3), np.array(3, np.int16)])
+def test_every_kind_of_integer_gymnasium_passes_is_an_action(action):
+    env = AllocationEnv("tiered:8,1x4", requests=8)
+    env.reset(seed=0)
+    expected = env.step(3)
+    env.reset(seed=0)
+    observation, reward, done, truncated, info = env.step(action)
+    assert (reward, done, truncated, info) == expected[1:]
+    assert all(np.array_equal(observation[key], expected[0][key]) for key in observation)

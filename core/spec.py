@@ -30,9 +30,11 @@ class Spec:
 
     @classmethod
     def parse(cls, text: str) -> "Spec":
+        """Whitespace around the name, ``:``, ``,`` and ``=`` is dropped, so
+        ``tiered : 8, 1x4`` is ``tiered:8,1x4`` (the same run id)."""
         text = text.strip()
         expected = "expected NAME[:ARG,...,KEY=VALUE], e.g. 'tiered:32,1x4,pods=8'"
-        name, sep, rest = text.partition(":")
+        name, sep, rest = (part.strip() for part in text.partition(":"))
         if not _NAME.match(name):
             raise SpecError(f"malformed spec {text!r}: bad name {name!r}; {expected}")
         args: list[str] = []
@@ -77,17 +79,23 @@ def parse_bool(text: str) -> bool:
     raise ValueError("expected yes or no")
 
 
+def _non_ascii_hint(text: str) -> str:
+    """The fix for a number written with other digits than ASCII 0-9 (``８``), to follow "is not a number"."""
+    return "; write its digits as ASCII 0-9" if any(c.isdigit() and not c.isascii() for c in text) else ""
+
+
 def parse_int(text: str) -> int:
-    """``int`` without the digit separators Python allows (``1_0`` is ten): a typo in a spec."""
-    if "_" in text:
+    """``int`` with ASCII digits only (Python's reads any Unicode digit: ``８`` is eight) and without the
+    digit separators Python allows (``1_0`` is ten): a typo in a spec."""
+    if "_" in text or not text.isascii():
         raise ValueError("not an integer")
     return int(text)
 
 
 def parse_finite_float(text: str) -> float:
     """``float`` without nan and ±inf, which no parameter means and every range check lets through,
-    and without digit separators."""
-    if "_" in text:
+    and, as `parse_int`, with ASCII digits only and without digit separators."""
+    if "_" in text or not text.isascii():
         raise ValueError("not a number")
     value = float(text)
     if not math.isfinite(value):
@@ -141,8 +149,9 @@ class Param:
         try:
             value = _PARSERS[self.type](raw)
         except (ValueError, KeyError):
+            hint = _non_ascii_hint(raw) if self.type in (int, float) else ""
             raise SpecError(
-                f"{owner}: {self.name}={raw!r} is not {_TYPE_NAMES.get(self.type, self.type.__name__)}"
+                f"{owner}: {self.name}={raw!r} is not {_TYPE_NAMES.get(self.type, self.type.__name__)}{hint}"
             ) from None
         if self.choices is not None and value not in self.choices:
             allowed = ", ".join(format_value(c) for c in self.choices)
@@ -274,7 +283,8 @@ def config_options(config_class: type, options: Mapping[str, str] | None, owner:
             parsed[key] = kind(text)
         except ValueError:
             name = {parse_bool: "yes or no", parse_finite_float: "a finite number", parse_int: "an integer"}[kind]
-            raise SpecError(f"{owner}: {key}={text!r} is not {name}") from None
+            hint = _non_ascii_hint(text) if kind in (parse_int, parse_finite_float) else ""
+            raise SpecError(f"{owner}: {key}={text!r} is not {name}{hint}") from None
         problem = limits[key].violation(parsed[key]) if key in limits else None
         if not problem and kind is parse_int and abs(parsed[key]) > LARGEST_INTEGER:
             problem = f"at most {LARGEST_INTEGER:,} in size"

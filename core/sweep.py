@@ -252,7 +252,7 @@ def check_reachable(address: str | None, timeout: float = 5.0) -> None:
         return
     host, _, port = address.removeprefix("ray://").rpartition(":")
     host = host.strip("[]")  # an IPv6 address in brackets
-    if not host or not port.isdigit():
+    if not host or not (port.isascii() and port.isdigit()):
         raise DcbenchError(f"--address {address!r} is not HOST:PORT (or ray://HOST:PORT); give the address "
                            "`ray start --head` printed")
     try:

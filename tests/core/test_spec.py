@@ -133,3 +133,59 @@ def test_training_options_are_finite_too():
         config_options(Config, {"envs": str(10**20)}, "x")
     with pytest.raises(SpecError, match=r"x: envs='1_6' is not an integer$"):
         config_options(Config, {"envs": "1_6"}, "x")
+
+
+@pytest.mark.parametrize("text", [
+    "t :8,1x4", "t: 8 , 1x4", " t : 8,1x4 , pods = 2 ", "t\t:8,\t1x4", "t:8,1x4\n", "t : 8,ratio = 1x4",
+])
+def test_whitespace_around_the_name_arguments_and_separators_is_ignored(text):
+    # It was stripped around arguments but not between the name and ':', so 't :8' was a bad name.
+    values = bind("t", PARAMS, Spec.parse(text))
+    assert resolved_spec("t", values) == "t:channels=8,ratio=1x4,pods=2,fast=no"
+
+
+@pytest.mark.parametrize("text, fragment", [
+    ("ti ered:8", "bad name 'ti ered'"),
+    ("t:po ds=3", "bad keyword 'po ds=3'"),
+    ("t : ", "nothing after ':'"),
+])
+def test_whitespace_inside_a_name_or_key_is_still_malformed(text, fragment):
+    with pytest.raises(SpecError, match=re.escape(fragment)):
+        Spec.parse(text)
+
+
+@pytest.mark.parametrize("text, fragment", [
+    ("t:８", "channels='８' is not an integer; write its digits as ASCII 0-9"),  # full-width 8
+    ("t:8,pods=٣", "pods='٣' is not an integer; write its digits as ASCII 0-9"),  # Arabic-Indic 3
+])
+def test_digits_must_be_ascii(text, fragment):
+    # Python's int('８') is 8: the spec would run as 't:8' under the same run id, or be a typo read as a number.
+    with pytest.raises(SpecError, match=re.escape(fragment) + "$"):
+        bind("t", PARAMS, Spec.parse(text))
+
+
+def test_a_number_with_non_ascii_digits_is_refused_as_a_parameter_and_a_training_option():
+    from dataclasses import dataclass
+
+    from dcbench import config_options
+
+    @dataclass
+    class Config:
+        gamma: float = 0.9
+
+    with pytest.raises(SpecError, match=r"tetris: penalty='０\.５' is not a finite number; write its digits as "
+                                        r"ASCII 0-9$"):
+        Param("penalty", float, 0.9).convert("tetris", "０.５")
+    with pytest.raises(SpecError, match=r"x: gamma='0\.９' is not a finite number; write its digits as ASCII 0-9$"):
+        config_options(Config, {"gamma": "0.９"}, "x")
+
+
+def test_equivalent_spellings_of_a_spec_share_a_run_id_and_canonical_specs_keep_theirs(runner):
+    from dcbench.runner import run_id_of
+
+    canonical = runner.resolve("tetris", "tiered:8,1x4", requests=16)
+    spaced = runner.resolve(" tetris : penalty = 0.9 ", "tiered : 8, 1x4", requests=16)
+    assert (spaced.topology, spaced.allocator) == (canonical.topology, canonical.allocator)
+    assert run_id_of(spaced, 0) == run_id_of(canonical, 0)
+    with pytest.raises(SpecError, match="not an integer; write its digits as ASCII 0-9"):
+        runner.resolve("tetris", "tiered:８,1x4", requests=16)

@@ -49,6 +49,7 @@ def test_ray_sweep_matches_the_local_one_and_resumes(tmp_path):
     ("127.0.0.1:{port}", "no Ray cluster answers at 127.0.0.1:{port} ("),
     ("ray://127.0.0.1:{port}", "no Ray cluster answers at ray://127.0.0.1:{port} ("),
     ("a-head-node", "--address 'a-head-node' is not HOST:PORT (or ray://HOST:PORT)"),
+    ("127.0.0.1:\uff16\uff13\uff17\uff19", "--address '127.0.0.1:\uff16\uff13\uff17\uff19' is not HOST:PORT"),
 ])
 def test_an_address_where_no_cluster_answers_is_refused_at_once(tmp_path, address, fragment):
     import socket

@@ -4,10 +4,15 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from dcbench.cli import PATH, UserError, check_bounds, cli, load_registry, plugin_prints_to_stderr, progress_bar
+from dcbench.errors import DcbenchError
+
+if TYPE_CHECKING:
+    from dcbench.runner import Runner
 
 
 @cli.group(invoke_without_command=True)
@@ -46,12 +51,13 @@ def verify(root: Path, count: int, seed: int) -> None:
 
     Each re-run must give its submitted summary exactly; exit code 1 names those
     that do not."""
-    from dcbench.leaderboard import load_submissions, rerun, sample_runs
+    from dcbench.leaderboard import check_root, load_submissions, sample_runs
     from dcbench.runner import Runner
     from dcbench.spec import Spec
 
     check_bounds("--runs", count, 0)
     check_bounds("--seed", seed, 0)
+    check_root(root)
     registry = load_registry()
     submissions = load_submissions(root, registry) if root.is_dir() else []
     if not submissions:
@@ -78,7 +84,7 @@ def verify(root: Path, count: int, seed: int) -> None:
         for (name, row), plugin_missing in zip(pairs, absent):
             if plugin_missing:
                 skipped += 1
-            elif columns := rerun(row, runner):
+            elif columns := rerun_named(name, row, runner):
                 what = ("another run id: this installation's dcbench version, specs or checkpoint are not the "
                         "submission's") if columns == ["run_id"] else "other " + ", ".join(columns)
                 differences.append(f"{name}: {row['scenario']} {row['allocator']} seed {row['seed']}: {what}")
@@ -91,3 +97,17 @@ def verify(root: Path, count: int, seed: int) -> None:
         click.echo(f"{len(differences)} of {checked} runs came out otherwise{note}")
         sys.exit(1)
     click.echo(f"{checked} runs re-run: every one gave the submitted summary bit for bit{note}")
+
+
+def rerun_named(submission: str, row: dict[str, Any], runner: Runner) -> list[str]:
+    """`rerun`, where a run that cannot be run here (a checkpoint file its
+    allocator spec names that is not on this machine, say) is an error
+    that names the submission and the run."""
+    from dcbench.leaderboard import rerun
+
+    try:
+        return rerun(row, runner)
+    except DcbenchError as exc:
+        raise DcbenchError(f"submission {submission}, run {row['run_id']} ({row['scenario']} seed {row['seed']}), "
+                           f"cannot be re-run here: {exc}; put back what it needs, or draw other runs with "
+                           "--seed") from None

@@ -23,14 +23,14 @@ from typing import Any, Iterable, Mapping
 
 from dcbench.errors import ResultsError, describe
 from dcbench.registry import Registry, get_registry
-from dcbench.results import (provenance_of, ranking_of, read_sweep_summary, read_table, run_problem,
-                             prepare_atomic, replace_all, staging_folder, swapped_in, sweep_summary_problem)
+from dcbench.results import (SWEEP_COLUMNS, in_the_way, no_folder, prepare_atomic, provenance_of, ranking_of,
+                             read_sweep_summary, read_table, replace_all, same_value, staging_folder, swapped_in,
+                             sweep_summary_problem)
 from dcbench.runner import Runner, run_hash
 from dcbench.report import cell, default_specs, labels
 from dcbench.stats import format_ci, mean_ci
 
 SUBMISSIONS = "submissions"
-SWEEP_COLUMNS = {"scenario"}  # what a sweep's combined summary adds to its runs' own
 HIDDEN_METRICS = ("acceptance_size_", "accepted_size_", "_last25", "invalid_allocations")
 
 
@@ -69,7 +69,7 @@ def validate(results: Path, registry: Registry) -> Submission:
     """Check a sweep's results folder; the accepted submission, or a one-line refusal."""
     from dcbench import __version__
 
-    table = read_sweep_summary(results, registry)  # checks its provenance, columns and primary metric
+    table = read_sweep_summary(results, registry, runs_needed=True)  # its provenance, columns, runs, run folders
     provenance = provenance_of(table)
     suite_name = provenance["suite"]
     suites = registry.entries("suite")
@@ -86,14 +86,6 @@ def validate(results: Path, registry: Registry) -> Submission:
     except _RowsProblem as exc:
         raise _refuse(str(exc)) from None
     allocators = _allocators(rows)
-    for row in rows:
-        run_dir = results / row["run_id"]
-        problem = run_problem(run_dir)
-        if problem is not None:
-            raise _refuse(f"run folder {run_dir} {problem}; run the sweep again to redo it")
-        problem = _differs_from_its_run(row, run_dir)
-        if problem is not None:
-            raise _refuse(f"run folder {run_dir} {problem}")
     short = "-".join(sorted({a.split(":")[0] for a in allocators}))
     digest = run_hash(suite_name, short, json.dumps(sorted(r["run_id"] for r in rows)), 0, 0, __version__)[:8]
     return Submission(f"{suite_name}--{short}--{digest}", suite_name, allocators, rows)
@@ -105,8 +97,8 @@ def _allocators(rows: list[dict[str, Any]]) -> list[str]:
 
 def _check_rows(suite: Any, rows: list[dict[str, Any]], runner: Runner) -> None:
     """Check a submission's rows against its registered ``suite``: every run
-    one of its scenarios and seeds with a hash that matches its specs, each
-    once, a finite primary metric, every scenario and seed for every
+    one of its scenarios and seeds (whose run ids `runs_problem` checked),
+    each once, a finite primary metric, every scenario and seed for every
     allocator. ``runner`` resolves the scenarios (and keeps their networks
     for the next submission)."""
     suite_name = suite.name
@@ -126,9 +118,6 @@ def _check_rows(suite: Any, rows: list[dict[str, Any]], runner: Runner) -> None:
         topology, workload, requests = expected[key]
         if (row["topology"], row["workload"], row["requests"]) != (topology, workload, requests):
             raise _RowsProblem(f"run {row['run_id']} does not use the suite's scenario {row['scenario']!r}")
-        if run_hash(row["topology"], row["workload"], row["allocator"], row["requests"], row["seed"],
-                    row["dcbench_version"], row["allocator_fingerprint"]) != row["run_id"]:
-            raise _RowsProblem(f"run {row['run_id']}: the hash does not match its specs")
         identity = (row["allocator"], row["scenario"], row["seed"])
         if identity in seen:
             raise _RowsProblem(f"run {row['run_id']} appears twice")
@@ -143,27 +132,17 @@ def _check_rows(suite: Any, rows: list[dict[str, Any]], runner: Runner) -> None:
                                    "submit the whole suite (dcbench sweep resumes a partial one)")
 
 
-def _differs_from_its_run(row: Mapping[str, Any], run_dir: Path) -> str | None:
-    """Where a row of the combined summary is not what its run folder's own
-    summary says (an edited table); None if they agree."""
-    rebuild = "rebuild the summary with `dcbench sweep` (it resumes: nothing runs again)"
-    (own,) = read_table(run_dir / "summary.parquet").to_pylist()  # one row: `run_problem` checked it
-    for column, value in own.items():
-        given = row.get(column)
-        if given != value and not (_is_nan(given) and _is_nan(value)):
-            return f"says {column}={value!r}, the summary {given!r}; {rebuild}"
-    extra = sorted(set(row) - set(own) - SWEEP_COLUMNS)
-    if extra:
-        return f"has no column {extra[0]!r}, which the summary gives; {rebuild}"
-    return None
-
-
-def _is_nan(value: Any) -> bool:
-    return isinstance(value, float) and math.isnan(value)
+def check_root(root: Path) -> None:
+    """Refuse a leaderboard folder that is a file, or lies below one."""
+    blocker = in_the_way(root)
+    if blocker is not None:
+        raise ResultsError(f"cannot use '{root}' as the leaderboard folder: {no_folder(blocker, root)}; "
+                           "give a folder with --root")
 
 
 def submit(results: Path, root: Path, registry: Registry) -> Path:
     """Validate and copy a submission into ``root/submissions`` (atomically)."""
+    check_root(root)
     if root.is_dir() and not (root / SUBMISSIONS).is_dir() and any(root.iterdir()):
         raise ResultsError(f"'{root}' holds other things and no {SUBMISSIONS}/ folder, so it is no leaderboard; "
                            "give a leaderboard folder, or a new or empty one, with --root")
@@ -256,8 +235,7 @@ def _disagreeing(root: Path, conflict: tuple[str, str, str, str]) -> ResultsErro
 def _conflict(first: Mapping[str, Any], second: Mapping[str, Any]) -> str | None:
     """The first column two copies of a run disagree on, or None."""
     for column in sorted((set(first) | set(second)) - SWEEP_COLUMNS):
-        a, b = first.get(column, _MISSING), second.get(column, _MISSING)
-        if not (a == b or (_is_nan(a) and _is_nan(b))):
+        if not same_value(first.get(column, _MISSING), second.get(column, _MISSING)):
             return column
     return None
 
@@ -289,7 +267,7 @@ def rerun(row: Mapping[str, Any], runner: Runner) -> list[str]:
         if column in SWEEP_COLUMNS:
             continue
         value = again.summary.get(column, _MISSING)
-        if not (value == given or (_is_nan(value) and _is_nan(given))):
+        if not same_value(value, given):
             differ.append(column if value is not _MISSING else f"{column} (not made here)")
     return differ
 
@@ -356,6 +334,7 @@ def build(root: Path, registry: Registry) -> list[Path]:
     """Rebuild ``root/README.md``, ``root/index.html`` and ``root/plots/`` from the submissions."""
     from dcbench import __version__
 
+    check_root(root)
     if not root.is_dir():
         raise ResultsError(f"no leaderboard folder '{root}'; give the folder that holds {SUBMISSIONS}/ with "
                            f"--root, or start one with `dcbench leaderboard --root {root} submit RESULTS`")

@@ -256,10 +256,10 @@ def plot_sweep(rows: list[dict[str, Any]], out_dir: Path, name: str, defaults: M
     are named as in the report (`dcbench.report.labels`). A folder this
     makes is removed again if drawing fails."""
     check_rows(rows)
+    made = outermost_missing(out_dir)
+    check_writable(out_dir, "plots")  # first: a file where the folder goes is named as such, not by a figure
     for file_name in figure_names(rows):  # before any is replaced: all of them, or none
         check_regular_file(out_dir / file_name, "another --out, or move it")
-    made = outermost_missing(out_dir)
-    check_writable(out_dir, "plots")
     try:
         if is_job_sweep(rows):
             return plot_jobs(rows, out_dir, name, defaults)

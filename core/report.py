@@ -214,12 +214,8 @@ def write_between_markers(path: Path, text: str, section: str = "") -> None:
     block = f"{start}\n{text}\n{end}"
     check_regular_file(path, "a Markdown file with --out")
     try:
-        if path.exists():
-            updated = with_block(page_text(path), start, end, block, path)
-        else:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            updated = block + "\n"
-        write_text_atomic(path, updated)
+        updated = with_block(page_text(path), start, end, block, path) if path.exists() else block + "\n"
+        write_text_atomic(path, updated)  # (it makes the page's folder)
     except OSError as exc:
         raise ResultsError(f"cannot update '{path}': {exc.strerror or exc}; choose another file with --out") from None
 

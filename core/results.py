@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import re
 import shutil
@@ -50,8 +51,9 @@ def check_writable(out_dir: Path, what: str = "results") -> None:
     The folders made to find out are removed again (the writers make them
     when they write), so a command that fails later, or is killed, leaves
     no empty folders behind."""
-    if out_dir.exists() and not out_dir.is_dir():
-        raise ResultsError(f"cannot write {what} to '{out_dir}': it is a file, not a folder; "
+    blocker = in_the_way(out_dir)
+    if blocker is not None:
+        raise ResultsError(f"cannot write {what} to '{out_dir}': {no_folder(blocker, out_dir)}; "
                            "choose another folder with --out")
     made = [folder for folder in (out_dir, *out_dir.parents) if not folder.exists()]  # deepest first
     try:
@@ -64,6 +66,25 @@ def check_writable(out_dir: Path, what: str = "results") -> None:
         for folder in made:
             with contextlib.suppress(OSError):  # not empty: another process wrote there meanwhile
                 folder.rmdir()
+
+
+def in_the_way(folder: Path) -> Path | None:
+    """The nearest of ``folder`` and its parents that is there, where that
+    is no folder (a file, say): ``folder`` can then be neither used nor
+    made, as mkdir would fail with "File exists" or "Not a directory"; None
+    where it can."""
+    for part in (folder, *folder.parents):
+        if part.is_dir():
+            return None
+        if part.exists() or part.is_symlink():  # a link to nothing is in the way too
+            return part
+    return None
+
+
+def no_folder(part: Path, folder: Path | None = None) -> str:
+    """What `in_the_way` found, said ("it" where that is ``folder`` itself)."""
+    name = "it" if part == folder else f"'{part}'"
+    return f"{name} is {'a file, not a folder' if part.is_file() else 'not a folder'}"
 
 
 def _cannot_write(what: str, out_dir: Path, exc: OSError) -> ResultsError:
@@ -225,10 +246,14 @@ def replace_all(prepared: list[tuple[Path, Path]]) -> None:
 
 def check_regular_file(path: Path, give: str = "the path of a file to write") -> None:
     """Refuse to read or replace what is at ``path`` unless it is a regular
-    file (or nothing yet): a folder, a device such as /dev/null, a FIFO."""
+    file (or nothing yet): a folder, a device such as /dev/null, a FIFO; and
+    a path below a file (``afile/page.md``), where no folder can be made."""
     if path.exists() and not path.is_file():
         kind = "a folder" if path.is_dir() else "not a regular file (a device or a pipe)"
         raise ResultsError(f"'{path}' is {kind}; give {give}")
+    blocker = in_the_way(path.parent)
+    if blocker is not None:
+        raise ResultsError(f"cannot write '{path}': {no_folder(blocker)}; give {give}")
 
 
 def starts_with(path: Path, magic: bytes) -> bool:
@@ -277,7 +302,8 @@ def read_table(path: Path) -> Any:
     if not path.is_file():  # pyarrow would read a folder as a dataset
         raise ResultsError(f"'{path}' is not a file but a folder or a device; remove it and rerun")
     try:
-        return pq.read_table(path)
+        with pq.ParquetFile(path) as file:  # one file: a third of the time of pq.read_table's dataset reader
+            return file.read()
     except Exception as exc:
         raise ResultsError(f"corrupt results file '{path}' ({describe(exc)}); "
                            "delete it and rerun") from None
@@ -288,15 +314,17 @@ def read_table(path: Path) -> Any:
 SUMMARY_COLUMNS = {"run_id": "string", "scenario": "string", "allocator": "string", "topology": "string",
                    "workload": "string", "seed": "int64", "requests": "int64", "dcbench_version": "string",
                    "allocator_fingerprint": "string"}
-RUN_SUMMARY_COLUMNS = {k: v for k, v in SUMMARY_COLUMNS.items() if k != "scenario"}  # a sweep adds the scenario
+SWEEP_COLUMNS = {"scenario"}  # what a sweep's combined summary adds to its runs' own
+RUN_SUMMARY_COLUMNS = {k: v for k, v in SUMMARY_COLUMNS.items() if k not in SWEEP_COLUMNS}
 REBUILD_SUMMARY = "remove it and run the sweep again to rebuild it"
 
 
-def read_sweep_summary(results: Path, registry: Any = None) -> Any:
+def read_sweep_summary(results: Path, registry: Any = None, runs_needed: bool = False) -> Any:
     """The combined ``summary.parquet`` of a sweep's folder (what `plot`,
-    `report` and the leaderboard read), checked by `sweep_summary_problem`;
-    a folder of single runs, or one run, is a one-line error that says what
-    to give instead."""
+    `report` and the leaderboard read), checked by `sweep_summary_problem`
+    and against its run folders (`check_run_folders`; every run's folder
+    must be there only where ``runs_needed``); a folder of single runs, or
+    one run, is a one-line error that says what to give instead."""
     hint = "give the folder a `dcbench sweep` wrote (its --out, results/<suite> by default)"
     if not results.exists():
         raise ResultsError(f"no results folder '{results}'; {hint}")
@@ -315,7 +343,48 @@ def read_sweep_summary(results: Path, registry: Any = None) -> Any:
     problem = sweep_summary_problem(table, registry)
     if problem is not None:
         raise ResultsError(f"'{path}' is damaged ({problem}); {REBUILD_SUMMARY}")
+    check_run_folders(results, table.to_pylist(), runs_needed)
     return table
+
+
+def check_run_folders(results: Path, rows: list[dict[str, Any]], runs_needed: bool = True) -> None:
+    """Each row of a sweep's summary must say what its run folder's own
+    summary says (`row_problem`), the folder finished (`run_problem`): a
+    one-line error with the fix where a run was damaged since, or the summary
+    edited. A folder that is gone is such an error only where ``runs_needed``
+    (a submission, whose numbers must be the runs'): the summary holds all
+    that a report or a plot reads, so removing the run folders, which hold
+    each request's row, to save space is fine."""
+    for row in rows:
+        run_dir = results / row["run_id"]
+        if not runs_needed and not run_dir.exists():
+            continue
+        problem = run_problem(run_dir)
+        if problem is not None:
+            raise ResultsError(f"run folder {run_dir} {problem}; run the sweep again to redo it")
+        problem = row_problem(row, run_dir)
+        if problem is not None:
+            raise ResultsError(f"'{results / 'summary.parquet'}' is damaged ({problem}); {REBUILD_SUMMARY}")
+
+
+def row_problem(row: Mapping[str, Any], run_dir: Path) -> str | None:
+    """Where a row of a sweep's summary is not what its run folder's own
+    summary says, or None. An empty cell for a column the run lacks is what
+    a sweep writes where a metric was installed after that run was made."""
+    (own,) = read_table(run_dir / "summary.parquet").to_pylist()  # one row: `run_problem` checked it
+    for column, value in own.items():
+        given = row.get(column)
+        if not same_value(given, value):
+            return f"run folder {run_dir} says {column}={value!r}, the summary {given!r}"
+    extra = sorted(column for column in set(row) - set(own) - SWEEP_COLUMNS if row[column] is not None)
+    if extra:
+        return f"run folder {run_dir} has no column {extra[0]!r}, which the summary gives"
+    return None
+
+
+def same_value(a: Any, b: Any) -> bool:
+    """Whether two cells say the same: equal, or both NaN (which equals nothing)."""
+    return a == b or (isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b))
 
 
 def ranking_of(suite: Any) -> tuple[str, bool]:
@@ -373,7 +442,7 @@ def sweep_problem(table: Any) -> str | None:
 
 def sweep_summary_problem(table: Any, registry: Any = None) -> str | None:
     """What is wrong with ``table`` as a sweep's combined summary
-    (`sweep_problem`, then `summary_problem`), or None."""
+    (`sweep_problem`, `summary_problem`, then `runs_problem`), or None."""
     problem = sweep_problem(table)
     if problem is not None:
         return problem
@@ -382,7 +451,37 @@ def sweep_summary_problem(table: Any, registry: Any = None) -> str | None:
 
         registry = get_registry()
     suite = registry.entries("suite").get(provenance_of(table)["suite"])
-    return summary_problem(table, ranking_of(suite)[0])
+    return summary_problem(table, ranking_of(suite)[0]) or runs_problem(table)
+
+
+# A run's id and, in `run_hash`'s order, the columns it is the hash of.
+RUN_IDENTITY = ("run_id", "topology", "workload", "allocator", "requests", "seed", "dcbench_version",
+                "allocator_fingerprint")
+
+
+def runs_problem(table: Any) -> str | None:
+    """Why the rows of a sweep's combined summary (checked by
+    `summary_problem`) are not the runs the sweep made, or None: they must be
+    the runs its provenance lists, each named by the hash of its specs (an
+    edited allocator, topology, workload, requests or seed breaks it)."""
+    from dcbench.runner import run_hash
+
+    held = table.column("run_id").to_pylist()
+    listed = provenance_of(table).get("runs", held)  # (a provenance without the list is not checked against it)
+    if not isinstance(listed, list) or not all(isinstance(run, str) for run in listed):
+        return "its dcbench provenance's runs are not a list of run ids"
+    held_ones, listed_ones = set(held), set(listed)
+    missing = [run for run in listed if run not in held_ones]
+    if missing:
+        return (f"it holds {len(held_ones & listed_ones)} of the {len(listed)} runs its provenance lists: "
+                f"run {missing[0]} is missing")
+    unlisted = [run for run in held if run not in listed_ones]
+    if unlisted:
+        return f"run {unlisted[0]} is not one of the runs its provenance lists"
+    for row in table.select(list(RUN_IDENTITY)).to_pylist():
+        if run_hash(*(row[column] for column in RUN_IDENTITY[1:])) != row["run_id"]:
+            return f"run {row['run_id']}: the hash does not match its specs"
+    return None
 
 
 def summary_problem(table: Any, primary: str) -> str | None:

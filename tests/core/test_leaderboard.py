@@ -39,6 +39,18 @@ def with_provenance(stored):
     return lambda table: table.replace_schema_metadata({b"dcbench": stored(table.schema.metadata[b"dcbench"])})
 
 
+def listing_its_runs(table):
+    """``table`` with its provenance's list of runs made its own (a summary whose rows were rewritten)."""
+    stored = json.loads(table.schema.metadata[b"dcbench"])
+    runs = table.column("run_id").to_pylist()
+    return table.replace_schema_metadata({b"dcbench": json.dumps({**stored, "runs": runs}).encode()})
+
+
+def without_seed(seed):
+    """The summary as if its suite had no ``seed``: its rows and its provenance's list of runs without them."""
+    return lambda table: listing_its_runs(table.filter(pa.compute.not_equal(table["seed"], seed)))
+
+
 def made_with(version):
     return with_provenance(lambda stored: json.dumps({**json.loads(stored), "dcbench_version": version}).encode())
 
@@ -81,7 +93,7 @@ def test_submit_then_rebuild_is_byte_for_byte_repeatable(sweep_results, tmp_path
 
 @pytest.mark.parametrize("damage, fragment", [
     (lambda f: (f / "summary.parquet").write_bytes((f / "summary.parquet").read_bytes()[:500]), "corrupt results file"),
-    (lambda f: rewrite_summary(f, lambda t: t.filter(pa.compute.not_equal(t["seed"], 4))), "lacks scenario"),
+    (lambda f: rewrite_summary(f, without_seed(4)), "lacks scenario"),
     (lambda f: rewrite_summary(f, lambda t: t.rename_columns(["id" if c == "run_id" else c for c in t.column_names])),
      "column 'run_id' is missing"),
     (lambda f: rewrite_summary(f, lambda t: t.set_column(t.column_names.index("allocator"), "allocator",
@@ -148,7 +160,7 @@ def as_if_made_by(submission, renamed):
             row["allocator"] = renamed.get(row["allocator"], row["allocator"])
             row["run_id"] = run_hash(row["topology"], row["workload"], row["allocator"], row["requests"],
                                      row["seed"], row["dcbench_version"], row["allocator_fingerprint"])
-        return pa.Table.from_pylist(rows, schema=table.schema)
+        return listing_its_runs(pa.Table.from_pylist(rows, schema=table.schema))
 
     rewrite_summary(submission, rename)
     record = json.loads((submission / "submission.json").read_text())
@@ -213,7 +225,7 @@ def test_a_run_folder_whose_files_do_not_read_is_refused_with_the_fix(sweep_resu
     root = tmp_path / "leaderboard"
     result = CliRunner().invoke(cli, ["leaderboard", "--root", str(root), "submit", str(copy)])
     assert result.exit_code == 2 and len(result.output.strip().splitlines()) == 1
-    assert result.output.startswith(f"Error: submission refused: run folder {run} has a damaged requests.parquet (")
+    assert result.output.startswith(f"Error: run folder {run} has a damaged requests.parquet (")
     assert result.output.endswith("; run the sweep again to redo it\n")
     assert not root.exists()
 
@@ -292,14 +304,16 @@ def test_submit_refuses_a_summary_whose_rows_are_not_what_its_runs_say(sweep_res
     own = pq.read_table(copy / first["run_id"] / "summary.parquet").to_pylist()[0]["acceptance_ratio"]
     result = CliRunner().invoke(cli, ["leaderboard", "--root", str(tmp_path / "board"), "submit", str(copy)])
     assert result.exit_code == 2
-    assert result.output == (f"Error: submission refused: run folder {copy / first['run_id']} says "
-                             f"acceptance_ratio={own!r}, the summary 1.0; rebuild the summary with `dcbench sweep` "
-                             "(it resumes: nothing runs again)\n")
+    assert result.output == (f"Error: '{copy / 'summary.parquet'}' is damaged (run folder {copy / first['run_id']} "
+                             f"says acceptance_ratio={own!r}, the summary 1.0); remove it and run the sweep again to "
+                             "rebuild it\n")
 
 
 @pytest.mark.parametrize("damage, problem", [
     (lambda folder: rewrite_summary(folder, lambda t: pa.concat_tables([t, t.slice(0, 1)])), "appears twice"),
-    (lambda folder: rewrite_summary(folder, lambda t: t.slice(0, 30)), "lacks scenario"),
+    (lambda folder: rewrite_summary(folder, lambda t: t.slice(0, 30)),
+     "it holds 30 of the 120 runs its provenance lists: run "),
+    (lambda folder: rewrite_summary(folder, without_seed(4)), "lacks scenario"),
     (lambda folder: (folder / "submission.json").unlink(), "its submission.json does not read: FileNotFoundError"),
     (lambda folder: (folder / "submission.json").write_text("[]"), "its submission.json does not describe"),
 ])
@@ -340,10 +354,10 @@ def copied_submission(root, submission, name, change_rows, suite=None):
             change_rows(row)
             row["run_id"] = run_hash(row["topology"], row["workload"], row["allocator"], row["requests"],
                                      row["seed"], row["dcbench_version"], row["allocator_fingerprint"])
-        changed = pa.Table.from_pylist(rows, schema=table.schema)
+        changed = listing_its_runs(pa.Table.from_pylist(rows, schema=table.schema))
         if suite is None:
             return changed
-        stored = json.loads(table.schema.metadata[b"dcbench"])
+        stored = json.loads(changed.schema.metadata[b"dcbench"])
         return changed.replace_schema_metadata({b"dcbench": json.dumps({**stored, "suite": suite}).encode()})
 
     rewrite_summary(copy, change)
@@ -375,9 +389,9 @@ def test_a_run_submitted_twice_with_other_numbers_is_refused_and_named(sweep_res
     assert runner.invoke(cli, ["leaderboard", "--root", str(root), "submit", str(sweep_results)]).exit_code == 0
     doctored = tmp_path / "doctored"  # the tetris runs alone, each told to have accepted 1 %
     shutil.copytree(sweep_results, doctored)
-    rewrite_summary(doctored, lambda table: pa.Table.from_pylist(
+    rewrite_summary(doctored, lambda table: listing_its_runs(pa.Table.from_pylist(
         [{**row, "acceptance_ratio": 0.01} for row in table.to_pylist() if row["allocator"].startswith("tetris")],
-        schema=table.schema))
+        schema=table.schema)))
     for run in pq.read_table(doctored / "summary.parquet").column("run_id").to_pylist():
         rewrite_summary(doctored / run, lambda table: table.set_column(
             table.schema.get_field_index("acceptance_ratio"), "acceptance_ratio", pa.array([0.01])))
@@ -498,3 +512,34 @@ def test_a_first_build_that_cannot_write_its_second_page_leaves_no_first_page_or
     result = runner.invoke(cli, ["leaderboard", "--root", str(root)])
     assert result.exit_code == 2 and "nothing was replaced" in result.output
     assert snapshot(root) == before and sorted(p.name for p in root.iterdir()) == ["submissions"]
+
+
+@pytest.mark.parametrize("command", [[], ["submit", "RESULTS"], ["verify"]])
+@pytest.mark.parametrize("below", ["", "board"])
+def test_a_leaderboard_root_that_is_a_file_or_below_one_is_named_as_no_folder(sweep_results, tmp_path, command, below):
+    afile = tmp_path / "afile"
+    afile.write_text("mine")
+    root = afile / below
+    args = [str(sweep_results) if arg == "RESULTS" else arg for arg in command]
+    result = CliRunner().invoke(cli, ["leaderboard", "--root", str(root), *args])
+    reason = f"'{afile}' is a file" if below else "it is a file"
+    assert result.exit_code == 2
+    assert result.output == (f"Error: cannot use '{root}' as the leaderboard folder: {reason}, not a folder; give a "
+                             "folder with --root\n")
+    assert afile.read_text() == "mine" and [p.name for p in tmp_path.iterdir()] == ["afile"]
+
+
+def test_verify_names_the_submission_and_the_run_whose_checkpoint_is_not_here(sweep_results, tmp_path):
+    root = tmp_path / "leaderboard"
+    runner = CliRunner()
+    assert runner.invoke(cli, ["leaderboard", "--root", str(root), "submit", str(sweep_results)]).exit_code == 0
+    (submission,) = (root / "submissions").iterdir()
+    gone = tmp_path / "weights" / "mine.pt"  # the submitter's own checkpoint, not on this machine
+    as_if_made_by(submission, {"random": f"gnn_ppo:checkpoint={gone}"})
+    first = next(row for row in pq.read_table(submission / "summary.parquet").to_pylist()
+                 if row["allocator"].startswith("gnn_ppo"))
+    result = runner.invoke(cli, ["leaderboard", "--root", str(root), "verify", "--runs", "0"])
+    assert result.exit_code == 2 and result.output.count("\n") == 1
+    assert result.output.startswith(f"Error: submission {submission.name}, run {first['run_id']} "
+                                    f"({first['scenario']} seed {first['seed']}), cannot be re-run here: ")
+    assert f"checkpoint='{gone}' is not a file" in result.output

@@ -175,6 +175,8 @@ def make_fifo(path):
     ("plot", lambda tmp: tmp / "results" / "summary.parquet", "cannot write plots to"),  # a file where a folder
     ("plot", lambda tmp: folder_where_a_figure_goes(tmp / "figures"),
      "fig3_link_utilisation.png' is a folder; give another --out, or move it"),  # found before fig2 is replaced
+    ("report", lambda tmp: a_file(tmp / "afile") / "x.md", "afile' is a file, not a folder; give a Markdown file"),
+    ("plot", lambda tmp: a_file(tmp / "afile") / "plots", "afile' is a file, not a folder; choose another folder"),
 ])
 def test_report_and_plot_outputs_that_cannot_be_written_are_one_line(tmp_path, command, make_target, fragment):
     runner = CliRunner()
@@ -185,6 +187,11 @@ def test_report_and_plot_outputs_that_cannot_be_written_are_one_line(tmp_path, c
     assert result.exit_code == 2 and result.output.startswith("Error: ") and fragment in result.output
     assert len(result.output.strip().splitlines()) == 1
     assert [p for p in tmp_path.rglob("*.png") if p.is_file()] == []  # no figure of the set was written
+
+
+def a_file(path):
+    path.write_text("mine")
+    return path
 
 
 def folder_where_a_figure_goes(out):
@@ -397,3 +404,79 @@ def test_a_page_with_windows_line_endings_keeps_them(tmp_path):
     write_between_markers(page, "line 1\nline 2", "s")
     assert page.read_bytes() == (b"# prose\r\n\r\n<!-- dcbench report s: start -->\r\nline 1\r\nline 2\r\n"
                                  b"<!-- dcbench report s: end -->\r\nmore\r\n")
+
+
+def first_row(column, value):
+    """A rewrite of the summary that gives its first row's ``column`` ``value``."""
+    def change(table):
+        index = table.schema.get_field_index(column)
+        values = [value, *table.column(column).to_pylist()[1:]]
+        return table.set_column(index, column, pa.array(values, type=table.schema.field(index).type))
+    return rewritten(change)
+
+
+@pytest.mark.parametrize("command", [["report"], ["plot"], ["leaderboard", "submit"]])
+@pytest.mark.parametrize("damage, problem", [
+    pytest.param(rewritten(lambda t: t.slice(0, 30)),
+                 "it holds 30 of the 60 runs its provenance lists: run {runs[30]} is missing", id="fewer-rows"),
+    pytest.param(first_row("acceptance_ratio", math.inf),
+                 "run folder {folder} says acceptance_ratio={own!r}, the summary inf", id="infinite-acceptance"),
+    pytest.param(first_row("acceptance_ratio", -0.5),
+                 "run folder {folder} says acceptance_ratio={own!r}, the summary -0.5", id="negative-acceptance"),
+    pytest.param(first_row("allocator", "tetris:::"), "run {runs[0]}: the hash does not match its specs",
+                 id="allocator-no-spec"),
+    pytest.param(first_row("allocator", ""), "run {runs[0]}: the hash does not match its specs", id="allocator-empty"),
+])
+def test_report_and_plot_refuse_a_summary_that_is_not_what_its_runs_say_as_submit_does(random_sweep, tmp_path, command,
+                                                                                      damage, problem):
+    results = tmp_path / "nara2022"
+    shutil.copytree(random_sweep, results)
+    runs = pq.read_table(results / "summary.parquet").column("run_id").to_pylist()
+    own = pq.read_table(results / runs[0] / "summary.parquet").column("acceptance_ratio")[0].as_py()
+    damage(results / "summary.parquet")
+    page = tmp_path / "report.md"
+    page.write_text("# prose\n")
+    if command == ["leaderboard", "submit"]:
+        args = ["leaderboard", "--root", str(tmp_path / "board"), "submit", str(results)]
+    else:
+        args = [*command, str(results), "--out", str(page if command == ["report"] else tmp_path / "figures")]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 2
+    assert result.output == (f"Error: '{results / 'summary.parquet'}' is damaged "
+                             f"({problem.format(runs=runs, folder=results / runs[0], own=own)}); remove it and run "
+                             "the sweep again to rebuild it\n")
+    assert page.read_text() == "# prose\n" and not (tmp_path / "figures").exists()
+    assert not (tmp_path / "board").exists()
+
+
+@pytest.mark.parametrize("command", ["report", "plot"])
+def test_report_and_plot_read_a_summary_whose_run_folders_are_gone_but_submit_refuses_it(random_sweep, tmp_path,
+                                                                                          command):
+    results = tmp_path / "nara2022"
+    shutil.copytree(random_sweep, results)
+    run_ids = pq.read_table(results / "summary.parquet").column("run_id").to_pylist()
+    shutil.rmtree(results / run_ids[5])
+    result = CliRunner().invoke(cli, ["leaderboard", "--root", str(tmp_path / "board"), "submit", str(results)])
+    assert result.exit_code == 2
+    assert result.output == (f"Error: run folder {results / run_ids[5]} is missing or incomplete; run the sweep "
+                             "again to redo it\n")
+    for run_id in run_ids:  # removed to save space: the summary holds what a report or a plot reads
+        shutil.rmtree(results / run_id, ignore_errors=True)
+    result = CliRunner().invoke(cli, [command, str(results), "--out", str(tmp_path / "out")])
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "out").exists()
+
+
+def test_a_metric_that_runs_of_a_resumed_sweep_made_before_it_was_installed_lack_is_no_damage(random_sweep,
+                                                                                              tmp_path):
+    results = tmp_path / "nara2022"
+    shutil.copytree(random_sweep, results)
+    first = pq.read_table(results / "summary.parquet").column("run_id")[0].as_py()
+    # the first run made with a metric plugin installed since the others ran: the others' cells are empty
+    rewritten(lambda t: t.append_column("counted", pa.array([128.0])))(results / first / "summary.parquet")
+    rewritten(lambda t: t.append_column("counted", pa.array([128.0] + [None] * (t.num_rows - 1), pa.float64())))(
+        results / "summary.parquet")
+    for command in (["report", str(results)], ["leaderboard", "--root", str(tmp_path / "board"), "submit",
+                                               str(results)]):
+        result = CliRunner().invoke(cli, command)
+        assert result.exit_code == 0, result.output

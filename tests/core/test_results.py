@@ -196,3 +196,24 @@ def test_a_folder_named_like_the_run_that_holds_other_files_is_refused_not_repla
     (tmp_path / result.run_id / "sub" / "data.csv").unlink()
     (tmp_path / result.run_id / "sub").rmdir()
     assert is_complete(result.write(tmp_path)) and is_complete(result.write(tmp_path))  # its own folder: replaced
+
+
+@pytest.mark.parametrize("below", ["page.md", "sub/page.md"])
+def test_a_file_written_below_a_file_names_the_file_that_is_no_folder(tmp_path, below):
+    blocker = tmp_path / "afile"
+    blocker.write_text("mine")
+    with pytest.raises(ResultsError) as caught:
+        write_text_atomic(blocker / below, "new")
+    assert str(caught.value) == (f"cannot write '{blocker / below}': '{blocker}' is a file, not a folder; "
+                                 "give the path of a file to write")
+    assert blocker.read_text() == "mine" and [p.name for p in tmp_path.iterdir()] == ["afile"]
+
+
+def test_a_folder_below_a_file_names_the_file_that_is_no_folder(tmp_path):
+    blocker = tmp_path / "afile"
+    blocker.write_text("mine")
+    with pytest.raises(ResultsError) as caught:
+        check_writable(blocker / "sub" / "results", "plots")
+    assert str(caught.value) == (f"cannot write plots to '{blocker / 'sub' / 'results'}': '{blocker}' is a file, "
+                                 "not a folder; choose another folder with --out")
+    assert blocker.read_text() == "mine"

@@ -26,21 +26,21 @@ from dcbench.plots import pyplot, save_figure
 from dcbench.pool import PoolAllocator, PoolBuilder
 from dcbench.registry import blamed_on, get_registry
 from dcbench.requests import CONNECTIVITY_RULES, Request, RequestSequence, Workload
-from dcbench.results import check_writable, curve_columns, write_atomic, write_table_atomic, write_text_atomic
+from dcbench.results import (check_writable, curve_columns, write_all_atomic, write_atomic, write_table_atomic,
+                             write_text_atomic)
 from dcbench.routing import WEIGHTINGS, WeightedRouter
 from dcbench.runner import ResolvedRun, Runner, RunResult
-from dcbench.spec import Param, Range, Spec, config_options
-from dcbench.stats import mean_ci
+from dcbench.spec import MAX_TRAINING_STEPS, Param, Range, Spec, config_options
+from dcbench.stats import format_ci, mean_ci
 from dcbench.suite import Scenario, Suite
 
 __all__ = [
-    "__version__",
-    "Allocation", "Allocator", "AllocatorError", "CONNECTIVITY_RULES", "DcbenchError",
-    "IncompatibleError", "JobAllocator", "JobBuilder", "Network", "Param", "PathCatalogue", "PluginError",
-    "PoolAllocator", "PoolAndJobAllocator", "PoolBuilder", "RECONFIGURE_PARAM", "Range", "Reject", "Request",
-    "RequestSequence", "ResolvedRun", "ResultsError", "Route", "RunResult", "RunTables", "Runner", "SPREAD_LEVELS",
-    "Scenario", "Spec", "SpecError", "State", "Suite", "Swap", "Topology", "UnknownPluginError", "WEIGHTINGS",
-    "WeightedRouter", "Workload", "blamed_on", "check_allocation", "check_writable", "config_options",
-    "curve_columns", "describe", "get_registry", "hookimpl", "mean_ci", "pyplot", "required_pairs", "save_figure",
-    "simulate", "write_atomic", "write_table_atomic", "write_text_atomic",
+    "__version__", "Allocation", "Allocator", "AllocatorError", "CONNECTIVITY_RULES", "DcbenchError",
+    "IncompatibleError", "JobAllocator", "JobBuilder", "MAX_TRAINING_STEPS", "Network", "Param", "PathCatalogue",
+    "PluginError", "PoolAllocator", "PoolAndJobAllocator", "PoolBuilder", "RECONFIGURE_PARAM", "Range", "Reject",
+    "Request", "RequestSequence", "ResolvedRun", "ResultsError", "Route", "RunResult", "RunTables", "Runner",
+    "SPREAD_LEVELS", "Scenario", "Spec", "SpecError", "State", "Suite", "Swap", "Topology", "UnknownPluginError",
+    "WEIGHTINGS", "WeightedRouter", "Workload", "blamed_on", "check_allocation", "check_writable", "config_options",
+    "curve_columns", "describe", "format_ci", "get_registry", "hookimpl", "mean_ci", "pyplot", "required_pairs",
+    "save_figure", "simulate", "write_all_atomic", "write_atomic", "write_table_atomic", "write_text_atomic",
 ]

@@ -9,6 +9,7 @@ import click
 
 from dcbench.cli import PATH, UserError, check_bounds, cli, load_registry, plugin_prints_to_stderr, progress_bar
 from dcbench.results import starts_with
+from dcbench.spec import MAX_TRAINING_STEPS
 
 
 def example_topology(registry: Any, demands: tuple[str, ...]) -> str | None:
@@ -27,7 +28,7 @@ def example_topology(registry: Any, demands: tuple[str, ...]) -> str | None:
 @click.option("--workload", "-w", default=None, help="Workload spec (default: the topology's own).")
 @click.option("--steps", type=int, default=None,
               help="Environment steps, at least: training stops at the end of the iteration or episode "
-                   "that reaches them (default: the trainer's).")
+                   f"that reaches them (default: the trainer's; at most {MAX_TRAINING_STEPS:,}).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Training seed.")
 @click.option("--out", type=PATH, default=None,
               help="Checkpoint file (.pt, default checkpoints/<allocator>-<topology>.pt); its record, curve and "
@@ -57,7 +58,7 @@ def train(allocator: str, topology: str, workload: str | None, steps: int | None
                         + (f"train it on a topology that serves them, e.g. -t {example}" if example
                            else "give a workload that makes them with -w"))
     trainer = PluginEntry("trainer", entry.name, entry.extra["trainer"], plugin=entry.plugin).load()
-    check_bounds("--steps", steps, 1)
+    check_bounds("--steps", steps, 1, at_most=MAX_TRAINING_STEPS)
     check_bounds("--seed", seed, 0)
     out = out or Path("checkpoints") / f"{entry.name}-{topology.replace(':', '-').replace(',', '-')}.pt"
     check_writable(out.parent, "the checkpoint")  # before training, not after it

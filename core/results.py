@@ -18,7 +18,7 @@ import stat
 import tempfile
 from collections import Counter
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Mapping
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -188,7 +188,23 @@ def write_atomic(path: Path, write: Callable[[Path], None]) -> None:
     readers see the old file or the new one, never part of either. A link
     is written through (the file it names is replaced, the link stays) and
     a file replaced keeps its permissions."""
-    replace_all([prepare_atomic(path, write)])
+    write_all_atomic([(path, write)])
+
+
+def write_all_atomic(writers: Sequence[tuple[Path, Callable[[Path], None]]]) -> None:
+    """`write_atomic` for files that belong together (a checkpoint and its
+    record, say): each ``(path, write)`` writes a temporary file first, then
+    all are renamed into place, or none, so that a failure (a full disk)
+    leaves the files as they were, together."""
+    prepared: list[tuple[Path, Path]] = []
+    try:
+        for path, write in writers:
+            prepared.append(prepare_atomic(path, write))
+    except BaseException:
+        for temporary, _ in prepared:
+            temporary.unlink(missing_ok=True)
+        raise
+    replace_all(prepared)
 
 
 def prepare_atomic(path: Path, write: Callable[[Path], None]) -> tuple[Path, Path]:

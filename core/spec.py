@@ -107,6 +107,10 @@ def parse_finite_float(text: str) -> float:
 LARGEST_INTEGER = 2**53
 # Requests in a run: far above any suite and far below what fits in memory, so a typo is refused, not a MemoryError.
 MAX_REQUESTS = 100_000_000
+# Training steps of one run (`dcbench train --steps`, `phi-sweep --steps`): 14 times the longest shipped
+# recipe (a2c_multistep's 700,000 decisions for 64 ToRs; gnn_ppo's longest is 300,000 steps), 4 to 12 hours
+# at the shipped runs' pace; a typo's extra zeros are refused, not trained on for days.
+MAX_TRAINING_STEPS = 10_000_000
 
 _PARSERS: dict[type, Callable[[str], Any]] = {int: parse_int, float: parse_finite_float, str: str, bool: parse_bool}
 PARAM_TYPES = tuple(_PARSERS)

@@ -1,6 +1,7 @@
 import json
 import os
 import platform
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -162,6 +163,67 @@ def test_a_damaged_training_state_is_a_clear_error_and_is_left_alone(tmp_path, d
     assert state.read_bytes() == before
 
 
+def test_a_damaged_training_curve_is_refused_before_training(tmp_path):
+    import pyarrow as pa
+
+    from dcbench import ResultsError
+
+    options = {"episode_jobs": "12", "window": "5"}
+    train(TOPOLOGY, WORKLOAD, steps=60, seed=1, out=tmp_path / "c.pt", options=options)
+    curve = tmp_path / "c.pt.train" / "curve.parquet"
+    pq.write_table(pa.table({"allocator": ["jcb"], "blocking_probability": [0.1]}), curve)  # a sweep's summary
+    before = {path: path.read_bytes() for path in sorted(tmp_path.rglob("*")) if path.is_file()}
+    with pytest.raises(ResultsError) as refused:
+        train(TOPOLOGY, WORKLOAD, steps=120, seed=1, out=tmp_path / "c.pt", options=options)
+    assert str(refused.value) == (f"cannot resume from {curve}: it is not a training curve (no 'steps' column); "
+                                  f"delete {curve.parent} to start over")
+    assert {path: path.read_bytes() for path in sorted(tmp_path.rglob("*")) if path.is_file()} == before
+
+
+def test_an_export_that_fails_leaves_the_previous_checkpoint_and_its_record_together(tmp_path, monkeypatch):
+    import errno
+
+    from matplotlib.figure import Figure
+
+    options = {"episode_jobs": "12", "window": "5"}
+    train(TOPOLOGY, WORKLOAD, steps=60, seed=1, out=tmp_path / "e.pt", options=options)
+    exported = ("e.pt", "e.json", "e.curve.parquet", "e.png")
+    before = {name: (tmp_path / name).read_bytes() for name in exported}
+
+    def full_disk(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(Figure, "savefig", full_disk)  # the plot is the last file exported
+    with pytest.raises(OSError):
+        train(TOPOLOGY, WORKLOAD, steps=120, seed=1, out=tmp_path / "e.pt", options=options)
+    assert {name: (tmp_path / name).read_bytes() for name in exported} == before
+    assert sorted(path.name for path in tmp_path.iterdir()) == sorted([*exported, "e.pt.train"])
+
+
+def test_episodes_too_short_for_one_update_are_refused_before_training(tmp_path):
+    # Two jobs of at most 21 VMs are at most 42 decisions; an update needs 2 × 50 − 1.
+    result = CliRunner().invoke(cli, ["train", "-a", "a2c_multistep:episode_jobs=2", "-t", TOPOLOGY, "-w", WORKLOAD,
+                                      "--steps", "400", "--out", str(tmp_path / "x.pt"), "-q"])
+    assert result.exit_code == 2
+    assert result.output == ("Error: a2c_multistep: an episode of 2 job(s) (episode_jobs) takes at most 42 decisions "
+                             "(21 VMs a job at most), fewer than the 99 an update needs (2 × window − 1, window=50); "
+                             "give a larger episode_jobs or a smaller window\n")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_training_that_made_no_update_writes_no_checkpoint(tmp_path):
+    from dcbench import SpecError
+
+    # Five jobs could take the 99 decisions an update needs, but on this small fabric they take fewer.
+    with pytest.raises(SpecError) as refused:
+        train(TOPOLOGY, WORKLOAD, steps=10, seed=1, out=tmp_path / "x.pt", options={"episode_jobs": "5"})
+    assert str(refused.value) == (
+        "a2c_multistep: 1 episode(s) of 5 job(s) (episode_jobs) made no update: none took the 99 decisions one needs "
+        f"(2 × window − 1, window=50), so no checkpoint is written; delete {tmp_path / 'x.pt.train'} and give a "
+        "larger episode_jobs or a smaller window")
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["x.pt.train"]
+
+
 @pytest.mark.parametrize("args, fragment", [
     (["-a", "a2c_multistep:bogus=1", "-t", TOPOLOGY], "unknown training option 'bogus'. Known training options:"),
     (["-a", "a2c_multistep:gamma=high", "-t", TOPOLOGY], "gamma='high' is not a finite number"),
@@ -200,6 +262,16 @@ def test_a_checkpoint_for_another_number_of_tors_is_a_clear_error(tmp_path):
                                   "it (`dcbench train --allocator a2c_multistep --topology ocs:32`)\n")
 
 
+def test_a_bare_tensor_is_refused_in_one_line(tmp_path):
+    path = tmp_path / "x.pt"
+    torch.save(torch.zeros(3), path)
+    result = CliRunner().invoke(cli, ["run", "-a", "a2c_multistep", "--checkpoint", str(path), "-t", TOPOLOGY,
+                                      "-n", "5", "--out", str(tmp_path / "results")])
+    assert result.exit_code == 2
+    assert result.output == (f"Error: {path} is not a checkpoint of a2c_multistep (it holds a Tensor, not a "
+                             "dictionary); pass one written by `dcbench train --allocator a2c_multistep`\n")
+
+
 def test_a_gnn_ppo_checkpoint_is_not_taken_for_an_a2c_one(tmp_path):
     from dcbench.plugins.allocators.gnn_ppo.model import GraphPolicy
 
@@ -236,8 +308,10 @@ def test_phi_sweep_trains_and_tests_one_checkpoint_per_cost(tmp_path, monkeypatc
     from dcbench import get_registry
 
     get_registry().call_each("register_commands", cli=cli)  # as `dcbench` does at start-up
-    args = ["phi-sweep", "-a", "a2c_multistep:state=placement", "-t", TOPOLOGY, "-w", WORKLOAD, "--costs", "0,40",
-            "--steps", "60", "--seeds", "0,1", "-n", "30", "--episode-jobs", "8", "--out", str(tmp_path)]
+    # A window of 5: the default 50 needs 99 decisions in an episode, and 8 jobs on this small fabric take fewer.
+    args = ["phi-sweep", "-a", "a2c_multistep:state=placement,window=5", "-t", TOPOLOGY, "-w", WORKLOAD,
+            "--costs", "0,40", "--steps", "60", "--seeds", "0,1", "-n", "30", "--episode-jobs", "8",
+            "--out", str(tmp_path)]
     monkeypatch.setattr(sys, "argv", ["dcbench", *args])  # what the console script would see
     result = CliRunner().invoke(cli, args)
     assert result.exit_code == 0, result.output
@@ -248,6 +322,21 @@ def test_phi_sweep_trains_and_tests_one_checkpoint_per_cost(tmp_path, monkeypatc
     assert (tmp_path / "phi-40.pt").exists() and (tmp_path / "phi_sweep.png").exists()
     config = json.loads((tmp_path / "phi-40.json").read_text())["config"]
     assert config["reconfiguration_cost"] == 40.0 and config["state"] == "placement" and config["episode_jobs"] == 8
+    assert json.loads((tmp_path / "phi-40.json").read_text())["updates"] > 0
+    assert "± " in result.output  # two seeds: an interval
+
+
+def test_phi_sweep_with_one_seed_shows_no_interval(tmp_path):
+    from dcbench import get_registry
+
+    get_registry().call_each("register_commands", cli=cli)
+    result = CliRunner().invoke(cli, ["phi-sweep", "-a", "a2c_multistep:window=5", "-t", TOPOLOGY, "-w", WORKLOAD,
+                                      "--costs", "0", "--steps", "60", "--seeds", "3", "-n", "30",
+                                      "--episode-jobs", "8", "--out", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    line = result.output.splitlines()[0]
+    assert re.fullmatch(r"Φ = 0: blocking \d\.\d{4}, reconfigurations per job \d\.\d{3} "
+                        r"\(one seed: no confidence interval\)", line), line
 
 
 @pytest.mark.parametrize("allocator, fragment", [
@@ -286,6 +375,12 @@ def test_phi_sweep_checks_its_output_folder_before_training(tmp_path):
     for args, fragment in ((["--costs", "0,ten"], "--costs and --seeds take comma-separated numbers"),
                            (["--steps", "0"], "--steps must be at least 1, got 0"),
                            (["--episode-jobs", "0"], "--episode-jobs must be at least 1, got 0"),
+                           (["--steps", "100000000000"], "--steps must be at most 10,000,000"),
+                           # one job of at most 21 VMs is too few decisions for an update of the default window
+                           (["--episode-jobs", "1", "-w", WORKLOAD, "-n", "30"],
+                            "a2c_multistep: an episode of 1 job(s) (--episode-jobs) takes at most 21 decisions (21 "
+                            "VMs a job at most), fewer than the 99 an update needs (2 × window − 1, window=50); give "
+                            "a larger --episode-jobs or a smaller window"),
                            (["--seeds", "0,-1"], "--seeds must be at least 0, got -1"),
                            (["--seeds", "0,0"], "--seeds lists a value twice; give each once"),
                            (["--costs", "5,5"], "--costs lists a value twice; give each once"),

@@ -7,10 +7,12 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import torch
 
+from dcbench import curve_columns
 from dcbench.envs import AllocationEnv
 from dcbench.plugins.allocators.gnn_ppo.allocator import GnnPpoAllocator, checkpoint_for, load_policy
 from dcbench.plugins.allocators.gnn_ppo.model import GraphPolicy, as_tensors, with_self_loops
@@ -149,6 +151,8 @@ def test_a_missing_checkpoint_file_is_a_clear_error(runner):
     ({"weights": {}}, "is not a checkpoint of gnn_ppo (KeyError: 'config')"),
     ({"model": {}, "config": json.dumps({"hidden": 16, "wings": 2})}, "unexpected keyword argument 'wings'"),
     ({"model": {}, "config": json.dumps({})}, "Missing key(s) in state_dict"),
+    # torch warned about indexing a tensor with a string before the error line
+    (torch.zeros(3), "is not a checkpoint of gnn_ppo (it holds a Tensor, not a dictionary)"),
 ])
 def test_a_file_that_is_not_a_checkpoint_is_a_one_line_error(tmp_path, contents, fragment):
     from click.testing import CliRunner
@@ -226,6 +230,63 @@ def test_a_corrupt_training_state_is_a_clear_error(tmp_path, damage):
     assert state.read_bytes() == before
 
 
+def a_sweeps_summary(curve):
+    """What a user copied over the curve: a table with other columns."""
+    pq.write_table(pa.table({"allocator": ["tetris"], "acceptance_ratio": [0.9]}), curve)
+
+
+def text_for_numbers(curve):
+    rows = pq.read_table(curve).to_pylist()
+    pq.write_table(pa.table({**curve_columns(rows), "acceptance": [f"{row['acceptance']}" for row in rows]}), curve)
+
+
+def cut_short(curve):
+    curve.write_bytes(curve.read_bytes()[:100])
+
+
+@pytest.mark.parametrize("damage, problem", [
+    (a_sweeps_summary, "no 'steps' column)"),
+    (text_for_numbers, "'acceptance' holds string, not numbers)"),
+    (cut_short, "ArrowInvalid: "),  # pyarrow's own words follow
+])
+def test_a_damaged_training_curve_is_refused_before_training(tmp_path, damage, problem):
+    from dcbench import ResultsError
+
+    settings = dict(envs=2, batch=64, minibatch=32, epochs=1, imitation_episodes=1, imitation_epochs=1,
+                    episode_requests=4, validation_episodes=0)
+    train("tiered:8,1x4", steps=64, seed=5, out=tmp_path / "y.pt", **settings)
+    curve = tmp_path / "y.pt.train" / "curve.parquet"
+    damage(curve)
+    before = {path: path.read_bytes() for path in sorted(tmp_path.rglob("*")) if path.is_file()}
+    with pytest.raises(ResultsError) as refused:
+        train("tiered:8,1x4", steps=128, seed=5, out=tmp_path / "y.pt", **settings)
+    assert str(refused.value).startswith(f"cannot resume from {curve}: it is not a training curve ({problem}")
+    assert str(refused.value).endswith(f"; delete {curve.parent} to start over")
+    assert "\n" not in str(refused.value)
+    assert {path: path.read_bytes() for path in sorted(tmp_path.rglob("*")) if path.is_file()} == before
+
+
+def test_an_export_that_fails_leaves_the_previous_checkpoint_and_its_record_together(tmp_path, monkeypatch):
+    import errno
+
+    from matplotlib.figure import Figure
+
+    settings = dict(envs=2, batch=64, minibatch=32, epochs=1, imitation_episodes=1, imitation_epochs=1,
+                    episode_requests=4, validation_episodes=0)
+    train("tiered:8,1x4", steps=64, seed=5, out=tmp_path / "e.pt", **settings)
+    exported = ("e.pt", "e.json", "e.curve.parquet", "e.png")
+    before = {name: (tmp_path / name).read_bytes() for name in exported}
+
+    def full_disk(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(Figure, "savefig", full_disk)  # the plot is the last file exported
+    with pytest.raises(OSError):
+        train("tiered:8,1x4", steps=128, seed=5, out=tmp_path / "e.pt", **settings)
+    assert {name: (tmp_path / name).read_bytes() for name in exported} == before
+    assert sorted(path.name for path in tmp_path.iterdir()) == sorted([*exported, "e.pt.train"])
+
+
 def test_resuming_with_another_seed_or_configuration_is_refused(tmp_path):
     from dcbench import ResultsError
 
@@ -287,6 +348,25 @@ def test_train_command_and_its_errors(tmp_path, monkeypatch):
         "Error: gnn_ppo learns pool demands but workload 'vmjobs' makes job demands; "
         "train it on a topology that serves them, e.g. -t tiered:8,1x1\n")
 
+
+
+@pytest.mark.parametrize("allocator, topology", [("gnn_ppo", "tiered:8,1x4"), ("a2c_multistep", "ocs:4")])
+def test_steps_past_any_useful_run_are_refused_before_training(tmp_path, monkeypatch, allocator, topology):
+    from click.testing import CliRunner
+
+    from dcbench.cli import cli
+
+    import dcbench.plugins.allocators.a2c_multistep.train as a2c_training
+    import dcbench.plugins.allocators.gnn_ppo.train as training
+
+    for module in (training, a2c_training):
+        monkeypatch.setattr(module, "train", lambda **kwargs: pytest.fail("trained"))
+    # 300,000 steps with three zeros too many: days of training, not a recipe
+    result = CliRunner().invoke(cli, ["train", "-a", allocator, "-t", topology, "--steps", "300000000",
+                                      "--out", str(tmp_path / "x.pt")])
+    assert result.exit_code == 2
+    assert result.output == "Error: --steps must be at most 10,000,000, got 300,000,000\n"
+    assert list(tmp_path.iterdir()) == []
 
 
 def not_a_checkpoint(folder):
@@ -432,6 +512,8 @@ def test_training_options_are_typed_and_checked(tmp_path):
     ({"teacher": "ccf"}, "gnn_ppo: teacher='ccf' is not a heuristic that picks servers one at a time; "
                          "a teacher is one of bestfit, nalb, nulb, random, tetris"),
     ({"teacher": "gnn_ppo"}, "gnn_ppo: teacher='gnn_ppo' is not a heuristic"),
+    ({"teacher": "best:x=1"}, "gnn_ppo: teacher='best:x=1': best (the better of tetris and nalb) takes no "
+                              "options; give teacher=best, or options to one of them, e.g. teacher=tetris:KEY=VALUE"),
 ])
 def test_training_options_out_of_range_are_refused_before_training(tmp_path, options, fragment):
     from dcbench import SpecError

@@ -41,7 +41,7 @@ def register_commands(cli):
     @click.option("--out", type=click.Path(path_type=Path), default=Path("results/phi-sweep"), show_default=True)
     def phi_sweep_command(allocator, topology, workload, costs, steps, seeds, requests, episode_jobs, out):
         """Blocking and reconfigurations of a2c_multistep against Φ_reconf (the OCS paper's Fig. 3)."""
-        from dcbench import SpecError
+        from dcbench import MAX_TRAINING_STEPS, SpecError
         from dcbench.plugins.allocators.a2c_multistep.phi_sweep import phi_sweep
 
         try:
@@ -54,8 +54,9 @@ def register_commands(cli):
                                      ("--seeds", min(seed_list), 0)):
             if value < least:
                 raise SpecError(f"{option} must be at least {least}, got {value}")
-        if max(seed_list) > 2**53:
-            raise SpecError(f"--seeds must be at most {2**53:,}, got {max(seed_list):,}")
+        for option, value, most in (("--steps", steps, MAX_TRAINING_STEPS), ("--seeds", max(seed_list), 2**53)):
+            if value > most:
+                raise SpecError(f"{option} must be at most {most:,}, got {value:,}")
         table = phi_sweep(topology, workload, values, steps, seed_list, requests, out, click.echo, episode_jobs,
                           allocator)
         click.echo(f"table: {table}\nplot: {table.with_suffix('.png')}")

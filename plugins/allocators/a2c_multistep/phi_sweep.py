@@ -12,8 +12,8 @@ import math
 from pathlib import Path
 from typing import Any, Callable
 
-from dcbench import (IncompatibleError, Runner, Spec, SpecError, check_writable, mean_ci, pyplot, save_figure,
-                     write_table_atomic)
+from dcbench import (IncompatibleError, Runner, Spec, SpecError, check_writable, format_ci, mean_ci, pyplot,
+                     save_figure, write_table_atomic)
 
 
 def phi_sweep(topology: str, workload: str, costs: list[float], steps: int, seeds: list[int],
@@ -30,6 +30,7 @@ def phi_sweep(topology: str, workload: str, costs: list[float], steps: int, seed
     options = {key: str(value) for key, value in spec.kwargs.items()}
     if "reconfiguration_cost" in options:
         raise SpecError("phi-sweep sets reconfiguration_cost itself: give the values with --costs")
+    episode_jobs_option = "episode_jobs" if "episode_jobs" in options else "--episode-jobs"  # the one that counts
     options.setdefault("episode_jobs", str(episode_jobs))
 
     wrong = [cost for cost in costs if not math.isfinite(cost) or cost < 0]
@@ -61,7 +62,7 @@ def phi_sweep(topology: str, workload: str, costs: list[float], steps: int, seed
     for cost in costs:
         checkpoint = out / f"phi-{cost:g}.pt"
         train(topology, workload, steps=steps, seed=0, out=checkpoint,
-              options={**options, "reconfiguration_cost": str(cost)})
+              options={**options, "reconfiguration_cost": str(cost)}, episode_jobs_option=episode_jobs_option)
         for seed in seeds:
             summary = runner.run(f"a2c_multistep:checkpoint={checkpoint}", topology, workload, requests, seed).summary
             rows.append({"reconfiguration_cost": float(cost), "seed": seed,
@@ -69,8 +70,9 @@ def phi_sweep(topology: str, workload: str, costs: list[float], steps: int, seed
                          "reconfigurations_per_job": summary["reconfigurations_per_job"]})
         blocking = mean_ci(r["blocking_probability"] for r in rows if r["reconfiguration_cost"] == cost)
         reconfigurations = mean_ci(r["reconfigurations_per_job"] for r in rows if r["reconfiguration_cost"] == cost)
-        echo(f"Φ = {cost:g}: blocking {blocking[0]:.4f} ± {blocking[1]:.4f}, "
-             f"reconfigurations per job {reconfigurations[0]:.3f} ± {reconfigurations[1]:.3f}")
+        echo(f"Φ = {cost:g}: blocking {format_ci(*blocking[:2], digits=4)}, "
+             f"reconfigurations per job {format_ci(*reconfigurations[:2])}"
+             + (" (one seed: no confidence interval)" if len(seeds) == 1 else ""))
     table = out / "phi_sweep.parquet"
     write_table_atomic(table, {key: [r[key] for r in rows] for key in rows[0]})
     plot(rows, out / "phi_sweep.png", f"a2c_multistep on {topology}, {workload}")

@@ -33,16 +33,18 @@ from typing import Any, Callable, ClassVar
 import numpy as np
 import torch
 
-from dcbench import Range, SpecError, config_options, curve_columns, save_figure, write_table_atomic
+from dcbench import Range, SpecError, config_options
 from dcbench.envs import AllocationEnv
 from dcbench.plugins.allocators.a2c_multistep.model import ACTORS, ActorCritic, NumpyActor
-from dcbench.plugins.allocators.checkpoint_files import (command_line, resume_training_state, save_checkpoint,
-                                                          save_training_state, write_record)
+from dcbench.plugins.allocators.checkpoint_files import (command_line, export_checkpoint, resume_training_state,
+                                                          save_training_state)
 from dcbench.plugins.allocators.early_stopping import BestWeights
 from dcbench.plugins.metrics.jobs import offered_and_blocked
 
 # Settings that may differ when a run is resumed: how long to train and how the exported weights are chosen.
 RESUMABLE_CHANGES = ("steps", "validation_episodes", "validation_jobs")
+# What the export and its plot read from a resumed curve's rows.
+CURVE_COLUMNS = ("steps", "epsilon", "blocking")
 
 TRAINING_SEED_OFFSET = 1_000_000
 VALIDATION_SEED_OFFSET = 2_000_000  # held-out episodes for early stopping, as gnn_ppo's
@@ -101,6 +103,33 @@ class A2CConfig:
 def parse_options(options: dict[str, str] | None) -> dict[str, Any]:
     """``a2c_multistep:key=value`` options of `dcbench train`, typed as A2CConfig's fields."""
     return config_options(A2CConfig, options, "a2c_multistep")
+
+
+def check_an_update_fits(config: A2CConfig, workload: Any, episode_jobs_option: str = "episode_jobs") -> None:
+    """Refuse, before training, episodes too short for a single update: one
+    needs 2L − 1 decisions in one episode (the buffer is emptied when it
+    ends), and without one the export would be the untrained weights. Known
+    where the workload says how many VMs a job has at most (a decision per
+    VM); a run that clones jcb first exports the clone, so it may make none."""
+    most_vms = getattr(workload, "max_vms", None)
+    if config.imitation_jobs > 0 or not isinstance(most_vms, int):
+        return
+    needed = 2 * config.window - 1
+    most_decisions = config.episode_jobs * most_vms
+    if most_decisions < needed:
+        raise SpecError(f"a2c_multistep: an episode of {config.episode_jobs} job(s) ({episode_jobs_option}) takes at "
+                        f"most {most_decisions} decisions ({most_vms} VMs a job at most), fewer than the {needed} "
+                        f"an update needs (2 × window − 1, window={config.window}); give a larger "
+                        f"{episode_jobs_option} or a smaller window")
+
+
+def no_update_error(trainer: Trainer, episode_jobs_option: str = "episode_jobs") -> SpecError:
+    """What a run that made no update says instead of writing its untrained weights."""
+    window = trainer.config.window
+    return SpecError(f"a2c_multistep: {trainer.episodes} episode(s) of {trainer.config.episode_jobs} job(s) "
+                     f"({episode_jobs_option}) made no update: none took the {2 * window - 1} decisions one needs "
+                     f"(2 × window − 1, window={window}), so no checkpoint is written; delete {trainer.state_dir} "
+                     f"and give a larger {episode_jobs_option} or a smaller window")
 
 
 def full_window_returns(rewards: np.ndarray, window: int, gamma: float) -> np.ndarray:
@@ -344,7 +373,7 @@ class Trainer:
         return {"topology": self.topology, "workload": self.workload, "seed": self.seed, **settings}
 
     def resume(self) -> bool:
-        curve = resume_training_state(self.state_dir, self.restore, self.identity())
+        curve = resume_training_state(self.state_dir, self.restore, self.identity(), CURVE_COLUMNS)
         if curve is None:
             return False
         self.curve = curve
@@ -363,8 +392,8 @@ class Trainer:
         self.best.load(state)
 
     def write_checkpoint(self, command: str) -> Path:
+        """The checkpoint and, beside it, its record, curve and plot, all four or none."""
         config = {"model": self.model.config(), "a2c": asdict(self.config)}
-        save_checkpoint(self.out, {"config": json.dumps(config), "model": self.best.export(self.model)})
         last = self.curve[-1] if self.curve else {}
         record = {"allocator": "a2c_multistep", "command": command, "seed": self.seed, "steps": self.steps,
                   "episodes": self.episodes, "updates": self.updates, "wall_time_s": round(self.wall_time, 1),
@@ -373,10 +402,9 @@ class Trainer:
                   "selected": None if self.best.record is None else {
                       **self.best.record, "validation_episodes": self.config.validation_episodes,
                       "seeds": f"{VALIDATION_SEED_OFFSET}.."}}
-        write_record(self.out.with_suffix(".json"), record)
-        write_table_atomic(self.out.with_suffix(".curve.parquet"), curve_columns(self.curve))
         short = f"{self.topology.split(',')[0]}, {self.workload.split(',')[0]}"  # ocs:tors=16, vmjobs:load=66
-        _plot_curve(self.curve, self.out.with_suffix(".png"), f"a2c_multistep on {short}")
+        export_checkpoint(self.out, {"config": json.dumps(config), "model": self.best.export(self.model)}, record,
+                          self.curve, _curve_figure(self.curve, f"a2c_multistep on {short}"))
         return self.out
 
 
@@ -387,17 +415,16 @@ def _optimizer(model: ActorCritic, config: A2CConfig) -> torch.optim.Adam:
                              {"params": model.critic.parameters(), "lr": config.learning_rate}])
 
 
-def _plot_curve(rows: list[dict[str, float]], path: Path, title: str) -> None:
+def _curve_figure(rows: list[dict[str, float]], title: str) -> Any | None:
+    """The training curve plotted; None without matplotlib or rows (no plot is written then)."""
     try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+        from matplotlib.figure import Figure
     except ImportError:
-        return
+        return None
     if not rows:
-        return
-    figure, axis = plt.subplots(figsize=(6, 3))
+        return None
+    figure = Figure(figsize=(6, 3))
+    axis = figure.subplots()
     steps = [r["steps"] for r in rows]
     axis.plot(steps, [r["blocking"] for r in rows], label="blocking (training, with exploration)")
     axis.plot(steps, [r["epsilon"] for r in rows], label="ε", linestyle="--")
@@ -406,19 +433,20 @@ def _plot_curve(rows: list[dict[str, float]], path: Path, title: str) -> None:
     axis.legend(fontsize=8)
     axis.set_title(title, fontsize=9)
     figure.tight_layout()
-    save_figure(figure, path, dpi=100)
-    plt.close(figure)
+    return figure
 
 
 def train(topology: str, workload: str | None = None, steps: int | None = None, seed: int = 0,
           out: Path | str = "a2c_multistep.pt", progress: Callable[[dict[str, float]], None] | None = None,
-          options: dict[str, str] | None = None) -> Path:
-    """Train (or resume) a checkpoint; returns its path."""
+          options: dict[str, str] | None = None, episode_jobs_option: str = "episode_jobs") -> Path:
+    """Train (or resume) a checkpoint; returns its path. ``episode_jobs_option``
+    is what the caller calls ``episode_jobs``, for the errors that say to change it."""
     torch.set_num_threads(1)
     config = A2CConfig(**parse_options(options))
     if steps is not None:
         config.steps = steps
     trainer = Trainer(topology, workload, config, seed, Path(out))
+    check_an_update_fits(config, trainer.env.workload, episode_jobs_option)
     trainer.resume()
     if config.imitation_jobs and not trainer.imitated:
         trainer.imitate()
@@ -435,4 +463,6 @@ def train(topology: str, workload: str | None = None, steps: int | None = None, 
         trainer.save_state()
         if progress is not None:
             progress(row)
+    if trainer.updates == 0 and not trainer.imitated:
+        raise no_update_error(trainer, episode_jobs_option)
     return trainer.write_checkpoint(command_line())

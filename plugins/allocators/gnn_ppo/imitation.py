@@ -22,13 +22,23 @@ from dcbench.envs import AllocationEnv
 from dcbench.plugins.allocators.gnn_ppo.model import as_tensors
 
 
+BEST_TEACHERS = ("tetris", "nalb")  # teacher=best, the default: the one of these that accepts more on trial episodes
+
+
 def stack_observations(observations: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
     return {key: np.stack([o[key] for o in observations]) for key in observations[0]}
 
 
 def check_teacher(spec: str) -> None:
-    """A teacher is a pool heuristic (it picks a server per step and needs no
-    checkpoint); anything else is a `SpecError`."""
+    """A teacher is ``best`` (the better of `BEST_TEACHERS`), or a pool
+    heuristic (it picks a server per step and needs no checkpoint); anything
+    else is a `SpecError`."""
+    if spec == "best":
+        return
+    if Spec.parse(spec).name == "best":  # no allocator of that name: options for it would be "unknown allocator"
+        raise SpecError(f"gnn_ppo: teacher={spec!r}: best (the better of {' and '.join(BEST_TEACHERS)}) takes no "
+                        "options; give teacher=best, or options to one of them, "
+                        f"e.g. teacher={BEST_TEACHERS[0]}:KEY=VALUE")
     if not is_pool_heuristic(spec):
         pools = sorted(name for name in get_registry().entries("allocator") if is_pool_heuristic(name))
         raise SpecError(f"gnn_ppo: teacher={spec!r} is not a heuristic that picks servers one at a time; "
@@ -107,7 +117,7 @@ class ImitationWarmStart:
         if config.imitation_episodes <= 0:
             return
         env = self.envs[0]
-        names = ("tetris", "nalb") if config.teacher == "best" else (config.teacher,)
+        names = BEST_TEACHERS if config.teacher == "best" else (config.teacher,)
         trials = {}
         for name in names:  # on training episodes, never on the test seeds
             teacher = Teacher(name, env.network, self.seed)

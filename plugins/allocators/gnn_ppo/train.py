@@ -33,10 +33,10 @@ from typing import Any, Callable, ClassVar
 import numpy as np
 import torch
 
-from dcbench import Range, SpecError, config_options, curve_columns, save_figure, write_table_atomic
+from dcbench import Range, SpecError, config_options
 from dcbench.envs import AllocationEnv
-from dcbench.plugins.allocators.checkpoint_files import (check_identity, command_line, resume_training_state,
-                                                          save_checkpoint, save_training_state, write_record)
+from dcbench.plugins.allocators.checkpoint_files import (check_identity, command_line, export_checkpoint,
+                                                          resume_training_state, save_training_state)
 from dcbench.plugins.allocators.early_stopping import BestWeights
 from dcbench.plugins.allocators.gnn_ppo.imitation import ImitationWarmStart, check_teacher, stack_observations
 from dcbench.plugins.allocators.gnn_ppo.model import (EXTRA_FEATURES, GraphPolicy, ServerHints, as_tensors,
@@ -46,6 +46,8 @@ TRAINING_SEED_OFFSET = 1_000_000  # episode seeds never overlap the test seeds 0
 VALIDATION_SEED_OFFSET = 2_000_000  # nor the training episodes (at most a few thousand per run)
 # Settings that may differ when a run is resumed: they do not change the weights a run passes through.
 RESUMABLE_CHANGES = ("steps", "validation_episodes", "validate_every")
+# What the export and its plot read from a resumed curve's rows.
+CURVE_COLUMNS = ("steps", "acceptance", "policy_loss", "value_loss", "entropy")
 
 
 @dataclass
@@ -143,8 +145,7 @@ class Trainer(ImitationWarmStart):
         if config.batch < config.envs:
             raise SpecError(f"gnn_ppo: batch={config.batch} must be at least envs={config.envs} "
                             "(each environment takes batch / envs steps an iteration)")
-        if config.teacher != "best":
-            check_teacher(config.teacher)
+        check_teacher(config.teacher)
         hint_count = EXTRA_FEATURES if config.fit_hint or config.fit_last_hint else 5
         sixth_hint = "fit_last" if config.fit_last_hint else "bestfit"
         if config.hints:
@@ -311,7 +312,7 @@ class Trainer(ImitationWarmStart):
         return {"topology": self.topology, "workload": self.workload}
 
     def resume(self) -> bool:
-        curve = resume_training_state(self.state_dir, self.restore, self.identity())
+        curve = resume_training_state(self.state_dir, self.restore, self.identity(), CURVE_COLUMNS)
         if curve is None:
             return False
         self.curve = curve
@@ -366,8 +367,7 @@ class Trainer(ImitationWarmStart):
 
     def export(self, command: str) -> None:
         """The checkpoint (weights and model configuration) and, beside it, its
-        provenance record, its training curve as Parquet and plotted."""
-        save_checkpoint(self.out, {"model": self.best.export(self.model), "config": json.dumps(self.model.config)})
+        provenance record, its training curve as Parquet and plotted, all four or none."""
         record = {
             "allocator": "gnn_ppo", "topology": self.topology, "workload": self.workload,
             "command": command, "seed": self.seed, "steps": self.steps, "iterations": self.iteration,
@@ -378,20 +378,18 @@ class Trainer(ImitationWarmStart):
                 **self.best.record, "episodes": self.config.validation_episodes,
                 "seeds": f"{VALIDATION_SEED_OFFSET}..{VALIDATION_SEED_OFFSET + self.config.validation_episodes - 1}"},
         }
-        write_record(self.out.with_suffix(".json"), record)
-        write_table_atomic(self.out.with_suffix(".curve.parquet"), curve_columns(self.curve))
-        plot_curve(self.curve, self.out.with_suffix(".png"), f"gnn_ppo on {self.topology}")
+        export_checkpoint(self.out, {"model": self.best.export(self.model), "config": json.dumps(self.model.config)},
+                          record, self.curve, curve_figure(self.curve, f"gnn_ppo on {self.topology}"))
 
 
-def plot_curve(curve: list[dict[str, float]], path: Path, title: str) -> None:
+def curve_figure(curve: list[dict[str, float]], title: str) -> Any | None:
+    """The training curve plotted; None without matplotlib (no plot is written then)."""
     try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+        from matplotlib.figure import Figure
     except ImportError:
-        return
-    figure, axes = plt.subplots(1, 3, figsize=(11, 3))
+        return None
+    figure = Figure(figsize=(11, 3))
+    axes = figure.subplots(1, 3)
     steps = [row["steps"] for row in curve]
     axes[0].plot(steps, [row["acceptance"] for row in curve])
     axes[0].set_title("training acceptance")
@@ -405,8 +403,7 @@ def plot_curve(curve: list[dict[str, float]], path: Path, title: str) -> None:
         axis.set_xlabel("steps")
     figure.suptitle(title)
     figure.tight_layout()
-    save_figure(figure, path, dpi=100)
-    plt.close(figure)
+    return figure
 
 
 def train(topology: str, workload: str | None = None, steps: int | None = None, seed: int = 0,

@@ -5,7 +5,7 @@ This module is the public API that plugins use; everything else is internal.
 
 from __future__ import annotations
 
-__version__ = "0.3.2"  # hashed into every run id; pyproject.toml reads it from here
+__version__ = "0.3.3"  # hashed into every run id; pyproject.toml reads it from here
 
 from dcbench.allocation import Allocation, Reject, Route, State, Swap, check_allocation, required_pairs
 from dcbench.engine import SPREAD_LEVELS, Allocator, RunTables, simulate

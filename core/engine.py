@@ -155,9 +155,12 @@ class Simulation:
         state = self.state
         load = state.link_capacity - state.free_links
         busy = np.flatnonzero(load > 1e-9)
-        delay, loss = mm1k(load[busy], state.link_capacity[busy], self._packet_bits, self._buffer)
-        return (float(load[busy] @ delay) / self._traffic * 1e6,
-                min(1.0, float(load[busy] @ loss) / self._traffic))
+        busy_load = load[busy]
+        delay, loss = mm1k(busy_load, state.link_capacity[busy], self._packet_bits, self._buffer)
+        # numpy's sum, not a dot product: BLAS adds in the order of the kernel it picks for the CPU, so the
+        # last bits (and a recorded result) would depend on the machine.
+        return (float((busy_load * delay).sum()) / self._traffic * 1e6,
+                min(1.0, float((busy_load * loss).sum()) / self._traffic))
 
     def _depart_before(self, time: float) -> None:
         # Strictly before: in discrete time a request held for h units is

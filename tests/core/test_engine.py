@@ -261,3 +261,44 @@ def test_every_capacity_comes_back_and_nothing_is_ever_over(rows, rule, wait, ki
     assert abs(tables.timeline["cpu_util"][-1]) < 1e-12  # drained
     accepted = tables.requests["outcome"] == "accepted"
     assert (tables.requests["servers_used"][accepted] >= 1).all()
+
+
+def blas_kernels_this_cpu_runs() -> list[str]:
+    """OpenBLAS kernels (its OPENBLAS_CORETYPE names) that this CPU can run:
+    their dot products add in different orders."""
+    import platform
+
+    if platform.machine() not in ("x86_64", "AMD64"):
+        return []
+    try:
+        flags = set(open("/proc/cpuinfo").read().split())
+    except OSError:
+        return []
+    return ["Prescott"] + ["Haswell"] * ("avx2" in flags) + ["SkylakeX"] * ("avx512f" in flags)
+
+
+QOS_OF_THREE_RUNS = """
+import json
+from dcbench import Runner
+runner = Runner()
+runs = [runner.run(allocator, "ocs:16", "vmjobs:load=66,warmup=50", 300, seed).summary
+        for allocator, seed in (("ccf", 0), ("jcb", 1), ("jcb", 3))]
+print(json.dumps([[run[column].hex() for column in ("latency_us", "packet_loss")] for run in runs]))
+"""
+
+
+def test_latency_and_loss_are_the_same_whatever_blas_kernel_the_cpu_picks():
+    """They sum each link's load times its delay: numpy's own sum adds in one
+    order on every CPU, where BLAS's dot product adds in its kernel's (the
+    committed results differed in their last bits on a CPU with AVX-512)."""
+    import os
+    import subprocess
+    import sys
+
+    kernels = blas_kernels_this_cpu_runs()
+    if len(kernels) < 2:
+        pytest.skip("needs an x86-64 CPU whose OpenBLAS kernels can be chosen")
+    results = {kernel: subprocess.run([sys.executable, "-c", QOS_OF_THREE_RUNS], capture_output=True, text=True,
+                                      check=True, env=dict(os.environ, OPENBLAS_CORETYPE=kernel)).stdout
+               for kernel in kernels}
+    assert len(set(results.values())) == 1, results

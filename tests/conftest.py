@@ -74,3 +74,25 @@ def random_allocator_module(tmp_path, monkeypatch, module: str, name: str) -> No
         f"    register({name!r}, RandomAllocator, description='the random allocator, as a third party')\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.delitem(sys.modules, module, raising=False)
+
+
+def failed_export_keeps_the_previous_files(folder, monkeypatch, train_again) -> None:
+    """A trainer exported ``folder/e.pt`` once; ``train_again`` trains on and
+    exports again while saving the plot (the last file exported) fails as on
+    a full disk: the checkpoint, record, curve and plot stay as they were,
+    together, and no temporary file is left."""
+    import errno
+
+    from matplotlib.figure import Figure
+
+    exported = ("e.pt", "e.json", "e.curve.parquet", "e.png")
+    before = {name: (folder / name).read_bytes() for name in exported}
+
+    def full_disk(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(Figure, "savefig", full_disk)
+    with pytest.raises(OSError):
+        train_again()
+    assert {name: (folder / name).read_bytes() for name in exported} == before
+    assert sorted(path.name for path in folder.iterdir()) == sorted([*exported, "e.pt.train"])

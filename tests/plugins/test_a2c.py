@@ -17,7 +17,7 @@ from dcbench.envs import AllocationEnv
 from dcbench.plugins.allocators.a2c_multistep.allocator import greedy_rack
 from dcbench.plugins.allocators.a2c_multistep.model import ActorCritic, NumpyActor
 from dcbench.plugins.allocators.a2c_multistep.train import train, window_returns
-from tests.conftest import strict_json
+from tests.conftest import failed_export_keeps_the_previous_files, strict_json
 
 TOPOLOGY, WORKLOAD = "ocs:4,servers=4", "vmjobs:load=12,warmup=5"
 
@@ -181,23 +181,10 @@ def test_a_damaged_training_curve_is_refused_before_training(tmp_path):
 
 
 def test_an_export_that_fails_leaves_the_previous_checkpoint_and_its_record_together(tmp_path, monkeypatch):
-    import errno
-
-    from matplotlib.figure import Figure
-
     options = {"episode_jobs": "12", "window": "5"}
     train(TOPOLOGY, WORKLOAD, steps=60, seed=1, out=tmp_path / "e.pt", options=options)
-    exported = ("e.pt", "e.json", "e.curve.parquet", "e.png")
-    before = {name: (tmp_path / name).read_bytes() for name in exported}
-
-    def full_disk(*args, **kwargs):
-        raise OSError(errno.ENOSPC, "No space left on device")
-
-    monkeypatch.setattr(Figure, "savefig", full_disk)  # the plot is the last file exported
-    with pytest.raises(OSError):
-        train(TOPOLOGY, WORKLOAD, steps=120, seed=1, out=tmp_path / "e.pt", options=options)
-    assert {name: (tmp_path / name).read_bytes() for name in exported} == before
-    assert sorted(path.name for path in tmp_path.iterdir()) == sorted([*exported, "e.pt.train"])
+    failed_export_keeps_the_previous_files(tmp_path, monkeypatch, lambda: train(
+        TOPOLOGY, WORKLOAD, steps=120, seed=1, out=tmp_path / "e.pt", options=options))
 
 
 def test_episodes_too_short_for_one_update_are_refused_before_training(tmp_path):

@@ -17,7 +17,7 @@ from dcbench.envs import AllocationEnv
 from dcbench.plugins.allocators.gnn_ppo.allocator import GnnPpoAllocator, checkpoint_for, load_policy
 from dcbench.plugins.allocators.gnn_ppo.model import GraphPolicy, as_tensors, with_self_loops
 from dcbench.plugins.allocators.gnn_ppo.train import train
-from tests.conftest import strict_json, tiered
+from tests.conftest import failed_export_keeps_the_previous_files, strict_json, tiered
 
 
 @pytest.fixture(scope="module")
@@ -267,24 +267,11 @@ def test_a_damaged_training_curve_is_refused_before_training(tmp_path, damage, p
 
 
 def test_an_export_that_fails_leaves_the_previous_checkpoint_and_its_record_together(tmp_path, monkeypatch):
-    import errno
-
-    from matplotlib.figure import Figure
-
     settings = dict(envs=2, batch=64, minibatch=32, epochs=1, imitation_episodes=1, imitation_epochs=1,
                     episode_requests=4, validation_episodes=0)
     train("tiered:8,1x4", steps=64, seed=5, out=tmp_path / "e.pt", **settings)
-    exported = ("e.pt", "e.json", "e.curve.parquet", "e.png")
-    before = {name: (tmp_path / name).read_bytes() for name in exported}
-
-    def full_disk(*args, **kwargs):
-        raise OSError(errno.ENOSPC, "No space left on device")
-
-    monkeypatch.setattr(Figure, "savefig", full_disk)  # the plot is the last file exported
-    with pytest.raises(OSError):
-        train("tiered:8,1x4", steps=128, seed=5, out=tmp_path / "e.pt", **settings)
-    assert {name: (tmp_path / name).read_bytes() for name in exported} == before
-    assert sorted(path.name for path in tmp_path.iterdir()) == sorted([*exported, "e.pt.train"])
+    failed_export_keeps_the_previous_files(tmp_path, monkeypatch, lambda: train(
+        "tiered:8,1x4", steps=128, seed=5, out=tmp_path / "e.pt", **settings))
 
 
 def test_resuming_with_another_seed_or_configuration_is_refused(tmp_path):
@@ -512,6 +499,7 @@ def test_training_options_are_typed_and_checked(tmp_path):
     ({"teacher": "ccf"}, "gnn_ppo: teacher='ccf' is not a heuristic that picks servers one at a time; "
                          "a teacher is one of bestfit, nalb, nulb, random, tetris"),
     ({"teacher": "gnn_ppo"}, "gnn_ppo: teacher='gnn_ppo' is not a heuristic"),
+    ({"teacher": "tetris:x=1"}, "gnn_ppo: teacher='tetris:x=1': tetris: unknown parameter 'x'"),
     ({"teacher": "best:x=1"}, "gnn_ppo: teacher='best:x=1': best (the better of tetris and nalb) takes no "
                               "options; give teacher=best, or options to one of them, e.g. teacher=tetris:KEY=VALUE"),
 ])

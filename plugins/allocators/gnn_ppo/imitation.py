@@ -39,6 +39,12 @@ def check_teacher(spec: str) -> None:
         raise SpecError(f"gnn_ppo: teacher={spec!r}: best (the better of {' and '.join(BEST_TEACHERS)}) takes no "
                         "options; give teacher=best, or options to one of them, "
                         f"e.g. teacher={BEST_TEACHERS[0]}:KEY=VALUE")
+    try:
+        get_registry().build("allocator", spec)
+    except SpecError as exc:  # an option the heuristic does not take, say: that, not "no heuristic"
+        raise SpecError(f"gnn_ppo: teacher={spec!r}: {exc}") from None
+    except DcbenchError:  # a plugin that fails to build: no teacher, as is_pool_heuristic says
+        pass
     if not is_pool_heuristic(spec):
         pools = sorted(name for name in get_registry().entries("allocator") if is_pool_heuristic(name))
         raise SpecError(f"gnn_ppo: teacher={spec!r} is not a heuristic that picks servers one at a time; "

@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import torch
 
-from dcbench import ResultsError, curve_columns, describe, write_all_atomic, write_atomic, write_table_atomic
+from dcbench import ResultsError, curve_columns, describe, write_all_atomic, write_atomic
 
 Loaded = TypeVar("Loaded")
 
@@ -115,11 +115,15 @@ def _load(path: Path) -> Any:
 def save_training_state(state_dir: Path, state: dict[str, Any], curve: list[dict[str, Any]],
                         identity: dict[str, Any]) -> None:
     """A trainer's state (weights, optimiser, counters, random generators;
-    tensors, numbers and strings only) and its training curve so far, each
-    replaced atomically. ``identity`` is what a resumed run must share with
-    this one (the resolved topology and workload, the seed, ...)."""
-    save_checkpoint(state_dir / "state.pt", {**state, "identity": json.dumps(identity, sort_keys=True)})
-    write_table_atomic(state_dir / "curve.parquet", curve_columns(curve))
+    tensors, numbers and strings only) and its training curve so far,
+    replaced together or not at all (a kill between the two would leave a
+    curve a row behind the state it resumes with). ``identity`` is what a
+    resumed run must share with this one (the resolved topology and
+    workload, the seed, ...)."""
+    table = pa.table(curve_columns(curve))
+    write_all_atomic([
+        (state_dir / "state.pt", _checkpoint_writer({**state, "identity": json.dumps(identity, sort_keys=True)})),
+        (state_dir / "curve.parquet", lambda temporary: pq.write_table(table, temporary))])
 
 
 def resume_training_state(state_dir: Path, restore: Callable[[dict[str, Any]], None],

@@ -209,6 +209,27 @@ def test_training_is_reproducible_and_resumable(tmp_path):
     assert (tmp_path / "a.png").exists()
 
 
+def test_a_training_state_and_its_curve_are_replaced_together_or_not_at_all(tmp_path, monkeypatch):
+    import errno
+
+    import torch
+
+    from dcbench.plugins.allocators import checkpoint_files
+
+    state_dir = tmp_path / "x.pt.train"
+    checkpoint_files.save_training_state(state_dir, {"weights": torch.zeros(2)}, [{"steps": 1}], {"seed": 0})
+    before = {path.name: path.read_bytes() for path in state_dir.iterdir()}
+
+    def full_disk(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(checkpoint_files.pq, "write_table", full_disk)  # the curve, written after the state
+    with pytest.raises(OSError):
+        checkpoint_files.save_training_state(state_dir, {"weights": torch.ones(2)}, [{"steps": 1}, {"steps": 2}],
+                                             {"seed": 0})
+    assert {path.name: path.read_bytes() for path in state_dir.iterdir()} == before
+
+
 @pytest.mark.parametrize("damage", ["cut short", "pickles more than weights"])
 def test_a_corrupt_training_state_is_a_clear_error(tmp_path, damage):
     import datetime

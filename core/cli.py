@@ -107,9 +107,9 @@ def sigterm_as_interrupt() -> Iterator[None]:
 def interrupted(exc: KeyboardInterrupt) -> click.exceptions.Exit:
     """Say so in one line (not click's bare "Aborted!") and exit as a shell
     reports a command that the signal stopped: 128 + its number."""
-    stopped_by = signal.SIGTERM if isinstance(exc, Terminated) else signal.SIGINT
-    click.echo(f"{'Terminated' if stopped_by == signal.SIGTERM else 'Interrupted'}: what was finished is kept and "
-               "nothing is left half-written; run the same command again to go on", err=True)
+    said, stopped_by = ("Terminated", signal.SIGTERM) if isinstance(exc, Terminated) else ("Interrupted", signal.SIGINT)
+    click.echo(f"{said}: what was finished is kept and nothing is left half-written; run the same command again "
+               "to go on", err=True)
     return click.exceptions.Exit(128 + stopped_by)
 
 

@@ -85,6 +85,11 @@ def _checkpoint_writer(contents: dict[str, Any]) -> Callable[[Path], None]:
     return lambda temporary: temporary.write_bytes(buffer.getvalue())
 
 
+def _curve_writer(curve: list[dict[str, Any]]) -> Callable[[Path], None]:
+    table = pa.table(curve_columns(curve))
+    return lambda temporary: pq.write_table(table, temporary)
+
+
 def export_checkpoint(out: Path, contents: dict[str, Any], record: dict[str, Any], curve: list[dict[str, Any]],
                       figure: Any | None) -> None:
     """A trained checkpoint at ``out`` and, beside it, its provenance record
@@ -94,11 +99,10 @@ def export_checkpoint(out: Path, contents: dict[str, Any], record: dict[str, Any
     failure (a full disk, say) leaves the previous four together, never a
     new checkpoint beside an old record."""
     record_text = _record_text(record)
-    table = pa.table(curve_columns(curve))
     writers = [(out, _checkpoint_writer(contents)),
                (out.with_suffix(".json"),
                 lambda temporary: temporary.write_text(record_text, encoding="utf-8", newline="")),
-               (out.with_suffix(".curve.parquet"), lambda temporary: pq.write_table(table, temporary))]
+               (out.with_suffix(".curve.parquet"), _curve_writer(curve))]
     if figure is not None:
         writers.append((out.with_suffix(".png"),
                         lambda temporary: figure.savefig(temporary, dpi=100, format="png")))
@@ -120,10 +124,9 @@ def save_training_state(state_dir: Path, state: dict[str, Any], curve: list[dict
     curve a row behind the state it resumes with). ``identity`` is what a
     resumed run must share with this one (the resolved topology and
     workload, the seed, ...)."""
-    table = pa.table(curve_columns(curve))
     write_all_atomic([
         (state_dir / "state.pt", _checkpoint_writer({**state, "identity": json.dumps(identity, sort_keys=True)})),
-        (state_dir / "curve.parquet", lambda temporary: pq.write_table(table, temporary))])
+        (state_dir / "curve.parquet", _curve_writer(curve))])
 
 
 def resume_training_state(state_dir: Path, restore: Callable[[dict[str, Any]], None],

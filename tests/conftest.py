@@ -96,3 +96,29 @@ def failed_export_keeps_the_previous_files(folder, monkeypatch, train_again) -> 
         train_again()
     assert {name: (folder / name).read_bytes() for name in exported} == before
     assert sorted(path.name for path in folder.iterdir()) == sorted([*exported, "e.pt.train"])
+
+
+def run_tables_digest(runs: list[tuple[str, str, str, int, int]], env: dict[str, str]) -> str:
+    """A digest of the tables of `runs` (allocator, topology, workload, requests,
+    seed), made in a fresh interpreter under the environment variables `env`
+    (which pick the CPU kernels BLAS, MKL or torch use)."""
+    import os
+    import subprocess
+    import sys
+
+    script = f"""
+import hashlib
+import numpy as np
+from dcbench import Runner
+
+digest = hashlib.sha256()
+for run in {runs!r}:
+    result = Runner().run(*run)
+    for name, column in sorted({{**result.tables.requests, **result.tables.timeline}}.items()):
+        values = repr(column.tolist()).encode() if column.dtype == object else np.ascontiguousarray(column).tobytes()
+        digest.update(name.encode() + values)
+    digest.update(repr(sorted(result.summary.items())).encode())
+print(digest.hexdigest())
+"""
+    return subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True,
+                          env=dict(os.environ, **env)).stdout

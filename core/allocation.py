@@ -8,6 +8,7 @@ anything is committed.
 
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass
 from typing import NamedTuple, Sequence
 
@@ -17,6 +18,9 @@ from dcbench.network import Network, Path
 from dcbench.requests import Request
 
 _TOLERANCE = 1e-9
+# The papers' circuit model: a pool request's connected pair reserves one
+# channel on every link of its path, no more, no less.
+CHANNELS_PER_PAIR = 1.0
 
 
 class Swap(NamedTuple):
@@ -74,9 +78,11 @@ class State:
         self.free_links = network.link_capacity.copy()
         self.link_capacity = network.link_capacity.copy()
 
-    def read_only(self) -> "State":
+    def read_only(self, network: Network | None = None) -> "State":
+        """A live view of this state that cannot be written through; its
+        ``network`` is ``network`` (an allocator's private copy) if given."""
         view = State.__new__(State)
-        view.network = self.network
+        view.network = self.network if network is None else network
         for name in ("free_resources", "free_links", "link_capacity"):
             setattr(view, name, locked_view(getattr(self, name)))
         return view
@@ -91,7 +97,9 @@ def owned(allocation: Allocation) -> Allocation:
     if amounts.dtype.kind not in "iuf":
         raise TypeError(f"amounts are of type {amounts.dtype}, not real numbers")
     routes = allocation.routes
-    if type(routes) is not tuple or not all(type(route) is Route and type(route.links) is tuple for route in routes):
+    if type(routes) is not tuple or not all(type(route) is Route and type(route.links) is tuple
+                                            and type(route.a) is int and type(route.b) is int
+                                            and type(route.amount) is float for route in routes):
         routes = tuple(_owned_route(*route) for route in routes)  # (the usual tuple of Routes is kept as it is)
     vm_servers = allocation.vm_servers
     return Allocation(
@@ -104,7 +112,11 @@ def owned(allocation: Allocation) -> Allocation:
 
 
 def _owned_route(a: int, b: int, links: Path, amount: float) -> Route:
-    return Route(a, b, links if type(links) is tuple else tuple(links), amount)
+    """A route of plain ints and a float: an end or an amount that is some
+    other object could compare or add as it likes."""
+    if isinstance(amount, (str, bytes)):
+        raise TypeError(f"a route's amount is {amount!r}, not a number")
+    return Route(operator.index(a), operator.index(b), links if type(links) is tuple else tuple(links), float(amount))
 
 
 def locked_view(array: np.ndarray) -> np.ndarray:
@@ -186,28 +198,25 @@ def check_owned(allocation: Allocation, request: Request, state: State) -> tuple
     by_id = network.path_ends_by_id
     routed: set[tuple[int, int]] = set()
     route_links: list[int] = []
-    amounts_per_route: list[float] = []
-    lengths: list[int] = []
     for a, b, links, amount in allocation.routes:
         i = position.get(a)
         j = position.get(b)
         if i is None or j is None or i == j:
             return f"route {a}->{b} does not join two servers of the allocation", usage
-        if not amount > 0:
-            return f"route {a}->{b} reserves a non-positive amount", usage
+        if amount != CHANNELS_PER_PAIR:  # (NaN too)
+            return (f"route {a}->{b} reserves {amount!r} channels; a pool request's pair reserves exactly "
+                    f"{CHANNELS_PER_PAIR:g} on every link of its path"), usage
         known = by_id.get(id(links))
         ends = known[1] if known is not None and known[0] is links else network.path_ends(links)
         if ends is None or not ((ends[0] == a and ends[1] == b) or (ends[0] == b and ends[1] == a)):
             return f"route {a}->{b} is not a path between them", usage
+        pair = (i, j) if i < j else (j, i)
+        if pair in routed:
+            return f"servers {a} and {b} are joined by two routes; a pair reserves one path", usage
         route_links.extend(links)
-        amounts_per_route.append(amount)
-        lengths.append(len(links))
-        routed.add((i, j) if i < j else (j, i))
+        routed.add(pair)
     if route_links:
-        if min(amounts_per_route) == max(amounts_per_route):  # the usual case: one channel per pair
-            usage = np.bincount(route_links, minlength=network.n_links) * float(amounts_per_route[0])
-        else:
-            usage = np.bincount(route_links, weights=np.repeat(amounts_per_route, lengths), minlength=network.n_links)
+        usage = np.bincount(route_links, minlength=network.n_links) * CHANNELS_PER_PAIR
     over_links = usage > state.free_links + _TOLERANCE
     if over_links.any():
         link = int(np.flatnonzero(over_links)[0])

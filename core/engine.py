@@ -87,7 +87,10 @@ class Simulation:
         self._racks = network.racks.tolist()
         self._pods = network.pods.tolist()
         self.state = state if state is not None else State(network)
-        self.view = self.state.read_only()
+        # The allocator works on a copy of the network with caches of its own,
+        # and a read-only view of the state: the engine's checks use neither.
+        self.allocator_network = network.private_copy()
+        self.view = self.state.read_only(self.allocator_network)
 
         self.offer_time = np.full(n, np.nan)
         self.departure_time = np.full(n, np.nan)
@@ -196,13 +199,12 @@ class Simulation:
                     self.clock += sequence.time_step
                     self._depart_before(self.clock)
             self.offer_time[i] = self.clock
+            fields = (i, self.clock, float(sequence.holding[i]), demand, sequence.kind, sequence.connectivity)
             if self.is_job:
-                self.request = Request(i, self.clock, float(sequence.holding[i]), demand, sequence.kind,
-                                       sequence.connectivity, sequence.vms(i), sequence.job_flows(i))
-            else:
-                self.request = Request(i, self.clock, float(sequence.holding[i]), demand, sequence.kind,
-                                       sequence.connectivity)
-            return self.request
+                fields += (sequence.vms(i), sequence.job_flows(i))
+            # Two of them: the allocator's, and the one the engine checks against.
+            self.request = Request(*fields)
+            return Request(*fields)
         self.request = None
         return None
 
@@ -337,7 +339,7 @@ def simulate(
     """
     simulation = Simulation(network, sequence, state)
     try:
-        allocator.reset(network, rng)
+        allocator.reset(simulation.allocator_network, rng)
     except DcbenchError:
         raise
     except KeyboardInterrupt:  # Ctrl-C (or SIGTERM) stops the command

@@ -11,6 +11,7 @@ lazily filled catalogue of k shortest paths.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Hashable, Sequence
 
 import numpy as np
@@ -51,7 +52,15 @@ class Topology:
 
 
 class Network:
-    """The compiled form of a `Topology`; immutable during a run."""
+    """The compiled form of a `Topology`, read-only.
+
+    Its arrays cannot be written, its attributes cannot be set, and its
+    containers are tuples and read-only mappings. Only its caches (the path
+    catalogue, `path_ends`) fill as they are used; an allocator gets its own
+    copy for each run (`private_copy`), with caches of its own, so nothing
+    it does to the network it is handed reaches the engine's checks or
+    another run.
+    """
 
     def __init__(self, topology: Topology, k_paths: int = 3):
         graph = topology.graph
@@ -63,8 +72,9 @@ class Network:
             raise SpecError(f"topology {problem}")
         server_set = set(servers)
         switches = [node for node in graph.nodes if node not in server_set]
-        self.nodes: list[Hashable] = servers + switches
-        self.node_index = {node: i for i, node in enumerate(self.nodes)}
+        self.nodes: tuple[Hashable, ...] = tuple(servers + switches)
+        self.node_index: MappingProxyType[Hashable, int] = MappingProxyType(
+            {node: i for i, node in enumerate(self.nodes)})
         self.n_servers = n_servers
         self.n_nodes = len(self.nodes)
         self.resources = tuple(topology.resources)
@@ -73,9 +83,9 @@ class Network:
         self.pods = np.asarray(topology.pods, dtype=np.int64)
         self.link_unit = topology.link_unit
         self.default_workload = topology.default_workload
-        self.info = dict(topology.info)
+        self.info: MappingProxyType[str, Any] = MappingProxyType(dict(topology.info))
         self.demand_kinds = tuple(topology.demand_kinds)
-        self.graph = graph
+        self._graph_copy: Any = None
         self.directed = bool(graph.is_directed())
         self.rack_node = (np.asarray([self.node_index[n] for n in topology.rack_nodes], dtype=np.int64)
                           if topology.rack_nodes is not None else None)
@@ -94,16 +104,17 @@ class Network:
             raise SpecError("topology has a link whose capacity is negative or not finite")
         self.link_tier = np.asarray(tiers, dtype=np.int64)
         self.tiers = tuple(int(t) for t in np.unique(self.link_tier))
-        self.link_of_pair = {(a, b): i for i, (a, b) in enumerate(ends)}
+        self.link_of_pair: MappingProxyType[tuple[int, int], int] = MappingProxyType(
+            {(a, b): i for i, (a, b) in enumerate(ends)})
 
         # Adjacency lists as (neighbour, link) in index order, for path search.
-        self.adjacency: list[list[tuple[int, int]]] = [[] for _ in range(self.n_nodes)]
+        adjacency: list[list[tuple[int, int]]] = [[] for _ in range(self.n_nodes)]
         for link, (a, b) in enumerate(ends):
-            self.adjacency[a].append((b, link))
+            adjacency[a].append((b, link))
             if not self.directed:
-                self.adjacency[b].append((a, link))
-        for neighbours in self.adjacency:
-            neighbours.sort()
+                adjacency[b].append((a, link))
+        self.adjacency: tuple[tuple[tuple[int, int], ...], ...] = tuple(
+            tuple(sorted(neighbours)) for neighbours in adjacency)
 
         # A server with a single link (the usual case) is reached only
         # through it: paths between such servers reduce to paths between
@@ -117,24 +128,71 @@ class Network:
                 self.server_attachment[server] = neighbour
         # Neighbours in the topology graph's own order, for walks that
         # follow it (the reference's breadth-first walks do).
-        self.graph_neighbours: list[list[tuple[int, int]]] = [
-            [(self.node_index[m], self.link_between(self.node_index[n], self.node_index[m]))
-             for m in graph.neighbors(n)]
+        self.graph_neighbours: tuple[tuple[tuple[int, int], ...], ...] = tuple(
+            tuple((self.node_index[m], self.link_between(self.node_index[n], self.node_index[m]))
+                  for m in graph.neighbors(n))
             for n in self.nodes
-        ]
-        self.paths = PathCatalogue(self, k_paths)
-        self._catalogues = {k_paths: self.paths}
+        )
+        # Shared by every run on this network (a runner caches it): nobody may change it.
+        for name in ("server_capacity", "racks", "pods", "link_ends", "link_capacity", "link_tier",
+                     "rack_node", "server_link", "server_attachment"):
+            if getattr(self, name) is not None:
+                setattr(self, name, frozen(getattr(self, name)))
+        self.k_paths = k_paths
+        self._new_caches()
+        self._sealed = True
+
+    def _new_caches(self) -> None:
+        self.paths = PathCatalogue(self, self.k_paths)
+        self._catalogues = {self.k_paths: self.paths}
         self.path_ends_cache: dict[Path, tuple[int, int] | None] = {}
         # The same path objects come back again and again (from the path
         # catalogue); a tuple's hash is not cached by Python, its identity is
         # cheap. Each entry keeps its path alive, so an id is never reused
         # while it is here.
         self.path_ends_by_id: dict[int, tuple[Path, tuple[int, int] | None]] = {}
-        # Shared by every run on this network (a runner caches it): nobody may change it.
-        for name in ("server_capacity", "racks", "pods", "link_ends", "link_capacity", "link_tier",
-                     "rack_node", "server_link", "server_attachment"):
-            if getattr(self, name) is not None:
-                setattr(self, name, frozen(getattr(self, name)))
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if getattr(self, "_sealed", False):
+            raise AttributeError(f"a Network is read-only: its {name!r} cannot be set")
+        object.__setattr__(self, name, value)
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"a Network is read-only: its {name!r} cannot be deleted")
+
+    def private_copy(self) -> "Network":
+        """This network with caches of its own: the same read-only arrays,
+        tuples and mappings, and an empty path catalogue. What is done to
+        the copy's caches (or, bypassing the seal, to its attributes) stays
+        in the copy."""
+        copy = Network.__new__(Network)
+        for name, value in self.__dict__.items():
+            if name not in _PER_COPY:
+                object.__setattr__(copy, name, value)
+        object.__setattr__(copy, "_sealed", False)
+        copy._graph_copy = None
+        copy._new_caches()
+        copy._sealed = True
+        return copy
+
+    @property
+    def graph(self) -> "nx.Graph":
+        """The compiled topology as a frozen networkx graph: its nodes, and
+        its links with their ``capacity`` and ``tier``. Built from the
+        read-only arrays when first asked for, for each copy of its own
+        (the topology plugin's graph is not kept: it could be changed)."""
+        if self._graph_copy is None:
+            import networkx as nx
+
+            graph = nx.DiGraph() if self.directed else nx.Graph()
+            graph.add_nodes_from(self.nodes)
+            nodes = self.nodes
+            graph.add_edges_from(
+                (nodes[a], nodes[b], {"capacity": capacity, "tier": tier})
+                for (a, b), capacity, tier in zip(self.link_ends.tolist(), self.link_capacity.tolist(),
+                                                  self.link_tier.tolist()))
+            object.__setattr__(self, "_graph_copy", nx.freeze(graph))
+        return self._graph_copy
 
     def link_between(self, a: int, b: int) -> int:
         """The link from node ``a`` to node ``b`` (either way on an undirected graph); KeyError if none."""
@@ -192,6 +250,10 @@ class Network:
             if ok:
                 return start, node
         return None
+
+
+# What `Network.private_copy` makes anew rather than shares.
+_PER_COPY = frozenset({"paths", "_catalogues", "path_ends_cache", "path_ends_by_id", "_graph_copy", "_sealed"})
 
 
 def _servers_problem(topology: Topology, servers: list[Hashable], capacity: np.ndarray) -> str | None:

@@ -20,13 +20,12 @@ from typing import Protocol, Sequence
 
 import numpy as np
 
-from dcbench.allocation import Allocation, Reject, Route, State, partners
+from dcbench.allocation import CHANNELS_PER_PAIR, Allocation, Reject, Route, State, partners
 from dcbench.errors import AllocatorError
 from dcbench.network import Network, Path
 from dcbench.requests import Request
 
 OPEN, DONE, FAILED = "open", "done", "failed"
-CHANNELS_PER_PAIR = 1.0  # the papers: one channel on every link of a connected pair's path
 
 
 class Router(Protocol):

@@ -65,9 +65,10 @@ class RequestSequence:
         return self.flows[self.flow_offsets[i]:self.flow_offsets[i + 1]]
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class Request:
-    """One request as an allocator sees it."""
+    """One request as an allocator sees it: read-only, and the allocator's
+    own copy (the engine checks allocations against one of its own)."""
 
     id: int
     arrival: float

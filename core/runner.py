@@ -202,7 +202,7 @@ def draw_requests(plan: ResolvedRun, requests: int, rng: np.random.Generator) ->
     from ``rng``; what the workload plugin got wrong is a one-line error."""
     with blamed_on(plan.workload_entry, "failed in generate()"):
         try:
-            sequence = plan.workload_model.generate(plan.network, requests, rng)
+            sequence = plan.workload_model.generate(plan.network.private_copy(), requests, rng)
         except ValueError as exc:
             raise SpecError(f"{plan.workload}: {exc}") from exc
     if not isinstance(sequence, RequestSequence):
@@ -285,7 +285,7 @@ class Runner:
             return ""
         with blamed_on(entry, "failed in fingerprint(network)"):
             try:
-                value = fingerprint(network)
+                value = fingerprint(network.private_copy())
             except (OSError, ValueError) as exc:  # no checkpoint for this topology, an unreadable one
                 raise AllocatorError(f"{entry.name}: {exc}") from exc
         if not isinstance(value, str):
@@ -298,7 +298,7 @@ class Runner:
         if chooser is None:
             return default_requests(network)
         with blamed_on(entry, "failed in default_requests(network)"):
-            value = chooser(network)
+            value = chooser(network.private_copy())
         if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or not 1 <= value <= MAX_REQUESTS:
             raise entry.error(f"returned {_short(value)} from default_requests(network), "
                               f"not an integer from 1 to {MAX_REQUESTS:,}")
@@ -337,7 +337,7 @@ class Runner:
         for entry in self.registry.entries("metric").values():
             with blamed_on(entry, "failed"):  # (its columns too: a mapping may fail as it is read)
                 columns = entry.load()(RunTables(read_only_copy(tables.requests), read_only_copy(tables.timeline)),
-                                       network)
+                                       network.private_copy())
                 summary.update(metric_columns(entry, columns, written_by))
         summary["dcbench_version"] = __version__
 

@@ -38,6 +38,12 @@ def test_a_valid_allocation_passes_and_reports_link_usage(small_network):
     (lambda a, n: Allocation(a.servers, a.amounts, a.routes + (Route(0, 63, a.routes[0].links),)), "does not join"),
     (lambda a, n: Allocation(a.servers, np.array([[20, 10], [16, 16], [0, 0.0]]), a.routes), "gives nothing"),
     (lambda a, n: Allocation(a.servers, np.array([[np.nan, 10], [16, 16], [4, 0.0]]), a.routes), "finite"),
+    # A pair reserves exactly one channel: a route's amount is the model's, not the allocator's.
+    (lambda a, n: Allocation(a.servers, a.amounts, tuple(r._replace(amount=1e-9) for r in a.routes)),
+     "reserves 1e-09 channels; a pool request's pair reserves exactly 1"),
+    (lambda a, n: Allocation(a.servers, a.amounts, (a.routes[0]._replace(amount=2.0),) + a.routes[1:]), "exactly 1"),
+    (lambda a, n: Allocation(a.servers, a.amounts, (a.routes[0]._replace(amount=np.nan),) + a.routes[1:]), "exactly"),
+    (lambda a, n: Allocation(a.servers, a.amounts, a.routes + a.routes[:1]), "joined by two routes"),
 ])
 def test_invalid_allocations_are_named(small_network, mutate, fragment):
     allocation = mutate(valid(small_network), small_network)
@@ -48,7 +54,8 @@ def test_invalid_allocations_are_named(small_network, mutate, fragment):
 @pytest.mark.parametrize("mutate, error", [
     (lambda a: Allocation(a.servers, a.amounts.astype(complex), a.routes), "amounts are of type complex128"),
     (lambda a: Allocation(a.servers, a.amounts.astype(str), a.routes), "not real numbers"),
-    (lambda a: Allocation(a.servers, a.amounts, (a.routes[0]._replace(amount="1"),)), "'>' not supported"),
+    (lambda a: Allocation(a.servers, a.amounts, (a.routes[0]._replace(amount="1"),) + a.routes[1:]), "not a number"),
+    (lambda a: Allocation(a.servers, a.amounts, (a.routes[0]._replace(a=0.0),) + a.routes[1:]), "integer"),
 ])
 def test_fields_of_the_wrong_kind_are_refused_not_converted(small_network, mutate, error):
     with pytest.raises(TypeError, match=error):

@@ -19,8 +19,10 @@ RATIOS = {"1x1": (8.0, 8.0), "1x4": (4.0, 2.0), "1x8": (4.0, 1.0), "1x16": (2.0,
 MAX_SERVERS = 1 << 20
 
 PARAMS = [
-    Param("channels", int, None, "channels per server-rack link (n)", positional=True, minimum=1),
-    Param("ratio", str, None, "oversubscription label", choices=tuple(RATIOS), positional=True),
+    Param("channels", int, 32, "channels per server-rack link (n); ignored where sr, ra, ac are given",
+          positional=True, minimum=1),
+    Param("ratio", str, "1x4", "oversubscription label; ignored where sr, ra, ac are given", choices=tuple(RATIOS),
+          positional=True),
     Param("pods", int, 2, "pods", minimum=1),
     Param("racks", int, 2, "racks per pod", minimum=1),
     Param("servers", int, 16, "servers per rack", minimum=1),
@@ -38,19 +40,19 @@ def ratio_label(sr: float, ra: float, ac: float, servers_per_rack: int = 16) -> 
     return f"1x{1 / ratio:g}" if ratio <= 1 else f"{ratio:g}x1"
 
 
-def channel_counts(channels: int | None, ratio: str | None, sr: float | None,
+def channel_counts(channels: int, ratio: str, sr: float | None,
                    ra: float | None, ac: float | None) -> tuple[int, int, int]:
     explicit = (sr, ra, ac)
     if any(v is not None for v in explicit):
         if any(v is None for v in explicit):
             raise ValueError("give all three of sr=, ra=, ac= or none of them")
-        if channels is not None or ratio is not None:
+        # (channels and ratio are bound to their defaults when not given: only others conflict)
+        if (channels, ratio) != (32, "1x4"):
             raise ValueError("give either channels and ratio (tiered:32,1x4) or sr=,ra=,ac=, not both")
         counts = explicit
     else:
-        n = 32 if channels is None else channels
-        m0, m1 = RATIOS["1x4" if ratio is None else ratio]
-        counts = (n, m0 * n, m1 * n)
+        m0, m1 = RATIOS[ratio]
+        counts = (channels, m0 * channels, m1 * channels)
     for name, value in zip(("SR", "RA", "AC"), counts):
         if float(value) != int(value):
             raise ValueError(f"{name} channels come to {value:g}; use channels for which every link "
@@ -58,7 +60,7 @@ def channel_counts(channels: int | None, ratio: str | None, sr: float | None,
     return tuple(int(v) for v in counts)  # type: ignore[return-value]
 
 
-def build(channels=None, ratio=None, pods=2, racks=2, servers=16, cpu=16, mem=16,
+def build(channels=32, ratio="1x4", pods=2, racks=2, servers=16, cpu=16, mem=16,
           sr=None, ra=None, ac=None) -> Topology:
     import networkx as nx
 

@@ -22,7 +22,7 @@ def test_run_writes_one_folder_per_seed_and_prints_a_summary(tmp_path):
     assert "acceptance_ratio" in result.output and "± " in result.output
     lines = result.output.splitlines()  # the resolved specs, each whole on its own line, ready to copy
     assert "topology   tiered:channels=8,ratio=1x4,pods=2,racks=2,servers=16,cpu=16,mem=16" in lines
-    assert "workload   uniform:max_cpu=128,max_mem=128,min_cpu=1,min_mem=1,wait=yes,pairs=all" in lines
+    assert "workload   uniform:max_cpu=128,max_mem=128,min_cpu=1,min_mem=1,wait=yes,pairs=reference" in lines
     assert "requests   40 per seed" in lines
 
 

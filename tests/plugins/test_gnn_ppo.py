@@ -307,7 +307,7 @@ def test_resuming_with_another_seed_or_configuration_is_refused(tmp_path):
             train("tiered:8,1x4", steps=128, seed=seed, out=tmp_path / "c.pt", **settings, **changed)
     # Another scenario with the same settings would resume weights trained elsewhere under its name.
     for topology, workload, what in (("tiered:16,1x1", None, "topology"),
-                                     ("tiered:8,1x4", "uniform:pairs=reference", "workload")):
+                                     ("tiered:8,1x4", "uniform:pairs=all", "workload")):
         with pytest.raises(ResultsError, match=rf"state.pt was saved training with {what} 'tiered:channels=8|"
                                                rf"state.pt was saved training with {what} 'uniform:"):
             train(topology, workload, steps=128, seed=5, out=tmp_path / "c.pt", **settings)

@@ -115,3 +115,16 @@ def test_server_capacity_and_labels(registry):
 def test_bad_parameters(registry, spec, fragment):
     with pytest.raises(SpecError, match=fragment):
         registry.build("topology", spec)
+
+
+def test_plain_tiered_is_the_papers_32_channel_1x4_fabric_and_the_same_run(runner):
+    plain, explicit = runner.resolve("tetris", "tiered"), runner.resolve("tetris", "tiered:32,1x4")
+    assert plain.topology == explicit.topology == "tiered:channels=32,ratio=1x4,pods=2,racks=2,servers=16,cpu=16,mem=16"
+    assert runner.run("tetris", "tiered", requests=8).run_id == runner.run("tetris", "tiered:32,1x4", requests=8).run_id
+
+
+def test_explicit_channels_take_the_place_of_channels_and_ratio(registry):
+    topology = registry.build("topology", "tiered:sr=8,ra=32,ac=16").obj
+    assert (topology.info["sr"], topology.info["ra"], topology.info["ac"]) == (8, 32, 16)
+    with pytest.raises(SpecError, match="not both"):
+        registry.build("topology", "tiered:16,1x4,sr=8,ra=32,ac=16")

@@ -16,7 +16,7 @@ def test_papers_distribution(registry, small_network):
     assert cpu.min() == 1 and cpu.max() == 128 and mem.min() == 1 and mem.max() == 128
     assert abs(cpu.mean() - 64.5) < 3 and abs(np.corrcoef(cpu, mem)[0, 1]) < 0.05
     assert seq.holding.min() == 1 and seq.holding.max() == 30
-    assert (seq.gaps == 1).all() and seq.wait_until_fits and seq.connectivity == "all"
+    assert (seq.gaps == 1).all() and seq.wait_until_fits and seq.connectivity == "reference"  # the suites' rule
 
 
 def test_holding_time_scales_with_the_servers(registry):
@@ -34,3 +34,11 @@ def test_keywords_override(registry, small_network):
 def test_inconsistent_bounds(registry):
     with pytest.raises(SpecError, match="must not exceed"):
         registry.build("workload", "uniform:min_cpu=10,max_cpu=5")
+
+
+def test_a_plain_run_uses_the_rule_of_the_suites_and_the_shipped_checkpoints(runner, registry):
+    from dcbench.plugins.topologies.tiered import nara2022_scenarios
+
+    plain = runner.resolve("gnn_ppo", "tiered:32,1x4").workload
+    suite = runner.resolve("gnn_ppo", "tiered:32,1x4", nara2022_scenarios()[0].workload).workload
+    assert plain == suite and plain.endswith("pairs=reference")

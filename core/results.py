@@ -309,20 +309,102 @@ def write_table_atomic(path: Path, columns: Any, provenance: Mapping[str, Any] |
     write_atomic(path, lambda temporary: pq.write_table(table, temporary))
 
 
-def read_table(path: Path) -> Any:
-    """Read one Parquet table, or explain in one line why it cannot be read."""
-    import pyarrow.parquet as pq
+# What a results table `read_table` reads (a run's or a sweep's summary) may be, checked in its footer before
+# any of its data is read, so that a small file that decompresses to gigabytes is refused at once: far beyond
+# any sweep (the largest committed summary has 300 rows of 47 columns, 42 KB of data), far below what takes
+# a machine's memory (a table is read whole, and copied as rows).
+MAX_TABLE_ROWS = 1_000_000
+MAX_TABLE_COLUMNS = 1_000
+MAX_TABLE_BYTES = 256 * 2**20  # of the file, and of its data decompressed as the footer declares it
 
+
+def read_table(path: Path) -> Any:
+    """Read one Parquet table, or explain in one line why it cannot be read:
+    it must be a regular file (a pipe would hang the read, a folder be read as
+    a dataset), within `MAX_TABLE_ROWS`, `MAX_TABLE_COLUMNS` and
+    `MAX_TABLE_BYTES`, with no two columns of one name."""
     if not path.exists():
         raise ResultsError(f"missing results file '{path}'; rerun the run that writes it")
-    if not path.is_file():  # pyarrow would read a folder as a dataset
-        raise ResultsError(f"'{path}' is not a file but a folder or a device; remove it and rerun")
     try:
-        with pq.ParquetFile(path) as file:  # one file: a third of the time of pq.read_table's dataset reader
-            return file.read()
-    except Exception as exc:
-        raise ResultsError(f"corrupt results file '{path}' ({describe(exc)}); "
-                           "delete it and rerun") from None
+        return table_at(path)
+    except UnreadableTable as exc:
+        if exc.corrupt:
+            raise ResultsError(f"corrupt results file '{path}' ({exc}); delete it and rerun") from None
+        raise ResultsError(f"'{path}' {exc}; remove it and rerun") from None
+
+
+class UnreadableTable(Exception):
+    """Why a Parquet file is no table to read, said of the file ("is not a
+    regular file ..."), or, where ``corrupt``, what Arrow said of it."""
+
+    def __init__(self, problem: str, corrupt: bool = False) -> None:
+        super().__init__(problem)
+        self.corrupt = corrupt
+
+
+def table_at(path: Path) -> Any:
+    """The table in the Parquet file at ``path``, checked as `read_table`
+    says; `UnreadableTable` where it is none."""
+    import pyarrow.parquet as pq
+
+    with _regular_file(path) as file:
+        try:
+            parquet = pq.ParquetFile(file)  # its footer only
+        except Exception as exc:
+            raise UnreadableTable(describe(exc), corrupt=True) from None
+        with parquet:
+            problem = footer_problem(parquet)
+            if problem is not None:
+                raise UnreadableTable(problem)
+            try:
+                return parquet.read()
+            except Exception as exc:
+                raise UnreadableTable(describe(exc), corrupt=True) from None
+
+
+@contextlib.contextmanager
+def _regular_file(path: Path) -> Iterator[Any]:
+    """``path`` opened for reading, if it is a regular file of at most
+    `MAX_TABLE_BYTES`. It is opened without blocking and checked as opened,
+    so that a pipe (or one put in its place meanwhile) is refused, not
+    waited on for ever."""
+    try:
+        descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError as exc:
+        raise UnreadableTable(f"cannot be opened ({exc.strerror or describe(exc)})") from None
+    try:
+        status = os.fstat(descriptor)
+        if not stat.S_ISREG(status.st_mode):
+            raise UnreadableTable("is not a file but a folder, a device or a pipe")
+        if status.st_size > MAX_TABLE_BYTES:
+            raise UnreadableTable(f"is {status.st_size:,} bytes, more than the {MAX_TABLE_BYTES:,} a results "
+                                  "table may be")
+    except BaseException:
+        os.close(descriptor)
+        raise
+    with open(descriptor, "rb") as file:
+        yield file
+
+
+def footer_problem(parquet: Any) -> str | None:
+    """What a Parquet file's footer declares beyond what a results table may
+    be (`MAX_TABLE_ROWS`, `MAX_TABLE_COLUMNS`, `MAX_TABLE_BYTES` of data),
+    or two columns of one name, which no table dcbench writes has; None
+    where it may be read."""
+    metadata = parquet.metadata
+    if metadata.num_rows > MAX_TABLE_ROWS:
+        return f"has {metadata.num_rows:,} rows, more than the {MAX_TABLE_ROWS:,} a results table may have"
+    if metadata.num_columns > MAX_TABLE_COLUMNS:
+        return (f"has {metadata.num_columns:,} columns, more than the {MAX_TABLE_COLUMNS:,} a results table may "
+                "have")
+    size = sum(metadata.row_group(group).column(column).total_uncompressed_size
+               for group in range(metadata.num_row_groups) for column in range(metadata.num_columns))
+    if size > MAX_TABLE_BYTES:
+        return f"holds {size:,} bytes of data, more than the {MAX_TABLE_BYTES:,} a results table may hold"
+    twice = [name for name, count in Counter(parquet.schema_arrow.names).items() if count > 1]
+    if twice:
+        return f"has two columns named {twice[0]!r}, which no table dcbench writes has"
+    return None
 
 
 # The columns of a sweep's combined summary other than its metrics, with their

@@ -1,6 +1,8 @@
 
 from pathlib import Path
 
+import numpy as np
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
@@ -157,7 +159,7 @@ def test_a_run_is_not_written_over_what_is_no_run_folder(runner, tmp_path):
 
 def test_a_folder_named_like_a_table_is_not_read_as_a_dataset(tmp_path):
     (tmp_path / "summary.parquet").mkdir()
-    with pytest.raises(ResultsError, match="summary.parquet' is not a file but a folder or a device; remove it"):
+    with pytest.raises(ResultsError, match="summary.parquet' is not a file but a folder, a device or a pipe; remove"):
         read_table(tmp_path / "summary.parquet")
 
 
@@ -217,3 +219,59 @@ def test_a_folder_below_a_file_names_the_file_that_is_no_folder(tmp_path):
     assert str(caught.value) == (f"cannot write plots to '{blocker / 'sub' / 'results'}': '{blocker}' is a file, "
                                  "not a folder; choose another folder with --out")
     assert blocker.read_text() == "mine"
+
+
+def test_a_pipe_named_like_a_table_is_refused_not_waited_on(tmp_path):
+    import os
+
+    os.mkfifo(tmp_path / "summary.parquet")  # no one ever writes to it: a blocking read would wait for ever
+    with pytest.raises(ResultsError) as caught:
+        read_table(tmp_path / "summary.parquet")
+    assert str(caught.value) == (f"'{tmp_path / 'summary.parquet'}' is not a file but a folder, a device or a pipe; "
+                                 "remove it and rerun")
+
+
+def not_to_be_read(*args, **kwargs):
+    raise AssertionError("the data was read before the footer was checked")
+
+
+@pytest.mark.parametrize("table, problem", [
+    (lambda: pa.table({"x": pa.array(np.zeros(1_000_001, dtype=np.int8))}),
+     "has 1,000,001 rows, more than the 1,000,000 a results table may have"),
+    (lambda: pa.table({f"c{i}": [0] for i in range(1_001)}),
+     "has 1,001 columns, more than the 1,000 a results table may have"),
+    (lambda: pa.table([pa.array([1]), pa.array([2])], names=["run_id", "run_id"]),
+     "has two columns named 'run_id', which no table dcbench writes has"),
+])
+def test_a_table_beyond_the_limits_is_refused_from_its_footer_before_its_data_is_read(tmp_path, monkeypatch, table,
+                                                                                       problem):
+    path = tmp_path / "summary.parquet"
+    pq.write_table(table(), path)
+    monkeypatch.setattr(pq.ParquetFile, "read", not_to_be_read)
+    with pytest.raises(ResultsError) as caught:
+        read_table(path)
+    assert str(caught.value) == f"'{path}' {problem}; remove it and rerun"
+
+
+def test_the_data_a_footer_declares_and_the_file_itself_are_bounded(tmp_path, monkeypatch):
+    import dcbench.results as results
+
+    path = tmp_path / "summary.parquet"
+    pq.write_table(pa.table({"text": ["x" * 5_000]}), path, compression="zstd")  # 5 KB of data, a small file
+    monkeypatch.setattr(pq.ParquetFile, "read", not_to_be_read)
+    monkeypatch.setattr(results, "MAX_TABLE_BYTES", 4_000)
+    assert path.stat().st_size < 4_000
+    with pytest.raises(ResultsError, match=r"summary.parquet' holds 5,0\d\d bytes of data, more than the 4,000 a "
+                                           "results table may hold; remove it and rerun"):
+        read_table(path)
+    monkeypatch.setattr(results, "MAX_TABLE_BYTES", 100)
+    with pytest.raises(ResultsError, match=r"summary.parquet' is \d+ bytes, more than the 100 a results table may "
+                                           "be; remove it and rerun"):
+        read_table(path)
+
+
+def test_a_table_within_the_limits_reads_as_pyarrow_reads_it(tmp_path):
+    path = tmp_path / "summary.parquet"
+    table = pa.table({"run_id": ["a", "b"], "x": [0.5, None]}).replace_schema_metadata({b"dcbench": b"{}"})
+    pq.write_table(table, path)
+    assert read_table(path).equals(pq.read_table(path)) and read_table(path).schema.metadata == {b"dcbench": b"{}"}

@@ -33,6 +33,15 @@ def pyplot() -> Any:
     return plt
 
 
+def plain(text: str) -> str:
+    """``text`` for matplotlib to show as it is: its '$' escaped, which would
+    start mathtext (a '$…$' in an allocator's spec or a scenario's label is
+    drawn as a formula, or fails to parse and the figure with it), and a
+    leading '_' kept from hiding a legend's entry."""
+    text = text.replace("$", r"\$")
+    return " " + text if text.startswith("_") else text
+
+
 def topology_label(row: dict[str, Any]) -> str:
     """The papers' naming: channels per server link over the oversubscription label."""
     spec = row["topology"]
@@ -95,22 +104,22 @@ def metric_panels(rows: list[dict[str, Any]], metrics: Sequence[tuple[str, str]]
             errors = [h for _, h in values[allocator]]
             axis.errorbar(x, means, yerr=errors, marker="o", markersize=4, capsize=2, linewidth=1.2,
                           linestyle="--" if shares_colour(allocator, allocators) else "-",
-                          color=colour(allocator, index), label=shown[allocator])
-        axis.set_ylabel(ylabel)
+                          color=colour(allocator, index), label=plain(shown[allocator]))
+        axis.set_ylabel(plain(ylabel))
         axis.grid(alpha=0.3)
     axes[-1].set_xticks(range(len(labels)))
-    axes[-1].set_xticklabels(labels)
-    axes[-1].set_xlabel(xlabel)
+    axes[-1].set_xticklabels([plain(label) for label in labels])
+    axes[-1].set_xlabel(plain(xlabel))
     handles, names = axes[0].get_legend_handles_labels()
     if len(metrics) == 1:  # the legend just above the axes
         axes[0].legend(handles, names, ncol=min(len(names), 5), fontsize=8, loc="lower center",
                        bbox_to_anchor=(0.5, 1.0), frameon=False)
-        figure.suptitle(title)
+        figure.suptitle(plain(title))
         figure.tight_layout()
     else:
         figure.legend(handles, names, ncol=min(len(names), 5), fontsize=8, loc="upper center",
                       bbox_to_anchor=(0.5, 0.965), frameon=False)
-        figure.suptitle(title)
+        figure.suptitle(plain(title))
         figure.tight_layout(rect=(0, 0, 1, 0.95))
     save_figure(figure, path, dpi=120)
     plt.close(figure)
@@ -136,8 +145,8 @@ def size_brackets(rows: list[dict[str, Any]], path: Path, title: str,
             counts = [sum(r.get(f"accepted_size_{k}", 0) for r in chosen) for k in brackets]
             axis.bar([k - 0.4 + width * (index + 0.5) for k in brackets], counts, width,
                      hatch="//" if shares_colour(allocator, allocators) else None,
-                     color=colour(allocator, index), label=shown[allocator])
-        axis.set_title(topology_label(next(r for r in rows if r["scenario"] == scenario)).replace("\n", " ch, "),
+                     color=colour(allocator, index), label=plain(shown[allocator]))
+        axis.set_title(plain(topology_label(next(r for r in rows if r["scenario"] == scenario)).replace("\n", " ch, ")),
                        fontsize=9)
         axis.set_xticks(list(brackets))
     for axis in axes[-1]:
@@ -147,7 +156,7 @@ def size_brackets(rows: list[dict[str, Any]], path: Path, title: str,
     for extra in range(len(scenarios), lines * columns):
         axes[extra // columns][extra % columns].axis("off")
     axes[0][0].legend(fontsize=7)
-    figure.suptitle(title)
+    figure.suptitle(plain(title))
     figure.tight_layout()
     save_figure(figure, path, dpi=110)
     plt.close(figure)
@@ -172,13 +181,13 @@ def spread(rows: list[dict[str, Any]], path: Path, title: str, defaults: Mapping
             chosen = [r for r in rows if r["allocator"] == allocator and topology_label(r).split("\n")[-1] == ratio]
             shares = [mean_ci(r[level] for r in chosen)[0] for level in SPREAD_COLUMNS]
             axis.bar([i - 0.4 + width * (r_index + 0.5) for i in range(len(SPREAD_COLUMNS))], shares, width,
-                     color=f"C{r_index}", alpha=0.85, label=ratio)
+                     color=f"C{r_index}", alpha=0.85, label=plain(ratio))
         axis.set_xticks(range(len(SPREAD_COLUMNS)))
         axis.set_xticklabels(["server", "rack", "pod", "across\npods"], fontsize=8)
-        axis.set_title(shown[allocator], color=colour(allocator, index))
+        axis.set_title(plain(shown[allocator]), color=colour(allocator, index))
     axes[0][0].set_ylabel("share of accepted requests")
     axes[0][0].legend(title="oversub.", fontsize=7)
-    figure.suptitle(title)
+    figure.suptitle(plain(title))
     figure.tight_layout()
     save_figure(figure, path, dpi=110)
     plt.close(figure)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -15,10 +16,19 @@ START = "<!-- dcbench report: start -->"
 END = "<!-- dcbench report: end -->"
 
 
+# What Markdown (GitHub's: tables, emphasis, code, links, HTML, entities, math,
+# a heading's closing #s) would read as syntax in a cell or a heading: '_'
+# only at a word's edge, as one within a word (fit_last) starts no emphasis.
+_MARKDOWN_SYNTAX = re.compile(r"[\\`*\[\]<>|$&~#]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")
+
+
 def cell(text: str) -> str:
-    """``text`` for a Markdown table cell, where a '|' would end the cell
-    (a third-party suite's scenario label, say)."""
-    return text.replace("|", "\\|")
+    """``text`` for a Markdown table cell or heading, shown as the text it
+    is (a third-party suite's scenario label, say): what Markdown would read
+    as syntax backslash-escaped ('|' would end the cell, '<' start HTML,
+    '$' a formula), a line break or other control character a space."""
+    text = "".join(character if character.isprintable() else " " for character in text)
+    return _MARKDOWN_SYNTAX.sub(lambda match: "\\" + match[0], text)
 
 
 def display_name(spec: str, specs: Sequence[str]) -> str:
@@ -106,7 +116,7 @@ def ranking(rows: list[dict[str, Any]], metric: str, higher_is_better: bool = Tr
             text += ("; " if ranked else "") + "no value: " + ", ".join(unranked)
         lines.append(f"| {cell(scenario)} | {text} |")
     lines.append("")
-    lines.append("Best on: " + ", ".join(f"{name[a]} {n}" for a, n in wins.items()) + " scenarios.")
+    lines.append("Best on: " + ", ".join(f"{cell(name[a])} {n}" for a, n in wins.items()) + " scenarios.")
     return "\n".join(lines)
 
 
@@ -167,7 +177,7 @@ def paired_table(rows: list[dict[str, Any]], metric: str, baselines: set[str], h
     for challenger, values in relative_all.items():
         if not values:
             continue
-        name = label[challenger]
+        name = cell(label[challenger])
         at_least = sum(sign * v >= 0 for v in values)
         if higher_is_better:
             lines.append(f"{name}: mean relative difference {100 * sum(values) / len(values):+.1f}%, "
@@ -187,17 +197,17 @@ def report(rows: list[dict[str, Any]], title: str, primary: str, higher_is_bette
     seeds = sorted({r["seed"] for r in rows})
     spread = (f"Mean ± half-width of the 95% confidence interval (Student's t) over seeds {seeds}"
               if len(seeds) > 1 else f"Mean of seed {seeds[0]} alone (one seed: no confidence interval)")
-    parts = [f"### {title}", "", f"{spread}; the best mean of each row in bold.", ""]
+    parts = [f"### {cell(title)}", "", f"{spread}; the best mean of each row in bold.", ""]
     job_rows = "reconfigurations_per_job" in rows[0]
     shown = [(metric, heading, higher) for metric, heading, higher in METRICS
              if metric in rows[0] and not (metric == "acceptance_ratio" and job_rows)]
     if primary not in (metric for metric, _, _ in shown):  # a third-party suite's own metric: its table first
         shown.insert(0, (primary, primary, higher_is_better))
     for metric, heading, higher in shown:
-        parts += [f"#### {heading}", "", metric_table(rows, metric, higher, defaults), ""]
-    parts += [f"#### Ranking by {primary}", "", ranking(rows, primary, higher_is_better, defaults), ""]
+        parts += [f"#### {cell(heading)}", "", metric_table(rows, metric, higher, defaults), ""]
+    parts += [f"#### Ranking by {cell(primary)}", "", ranking(rows, primary, higher_is_better, defaults), ""]
     if baselines and any(r["allocator"].split(":")[0] not in baselines for r in rows):
-        parts += [f"#### Learned and third-party allocators against the best baseline ({primary})", "",
+        parts += [f"#### Learned and third-party allocators against the best baseline ({cell(primary)})", "",
                   "Δ: mean over seeds of the seed-by-seed difference (every allocator saw the same requests), "
                   "± half-width of its 95% confidence interval; "
                   + ("relative: Δ over the best baseline's mean." if higher_is_better else

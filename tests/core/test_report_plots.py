@@ -480,3 +480,40 @@ def test_a_metric_that_runs_of_a_resumed_sweep_made_before_it_was_installed_lack
                                                str(results)]):
         result = CliRunner().invoke(cli, command)
         assert result.exit_code == 0, result.output
+
+
+HOSTILE_ALLOCATORS = ["mine:x=$\\frac{$", "mine:x=a$\\bad$b", "_hidden", "pipe:x=<b>"]
+
+
+def test_dollars_and_markdown_in_names_are_drawn_and_tabled_as_the_text_they_are(random_sweep, tmp_path, monkeypatch):
+    import dcbench.plots as plots
+
+    rows = pq.read_table(random_sweep / "summary.parquet").to_pylist()
+    hostile = [{**row, "allocator": HOSTILE_ALLOCATORS[row["seed"] % 4],
+                "scenario": row["scenario"] + " <b>|`x`*y*</b> $x_{$"} for row in rows]
+    drawn = {}
+    save = plots.save_figure
+
+    def keep_legend(figure, path, dpi):  # what the first panel's legend says, as matplotlib is given it
+        legend = figure.axes[0].get_legend() or figure.legends[0]
+        drawn[path.name] = [text.get_text() for text in legend.get_texts()]
+        save(figure, path, dpi)
+
+    monkeypatch.setattr(plots, "save_figure", keep_legend)
+    paths = plots.plot_sweep(hostile, tmp_path / "figures", "a $\\frac{$ suite")  # mathtext failed on these
+    assert all(path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for path in paths)
+    assert drawn["fig2_acceptance_cpu_memory.png"] == [  # '\$' is shown as '$'; ' _hidden' is not left out
+        "mine:x=\\$\\frac{\\$", "mine:x=a\\$\\bad\\$b", " _hidden", "pipe"]
+    text = metric_table(hostile, "acceptance_ratio") + ranking(hostile, "acceptance_ratio")
+    assert "| scenario | mine:x=\\$\\\\frac{\\$ | mine:x=a\\$\\\\bad\\$b | \\_hidden | pipe |" in text
+    assert "| 8-1x1 \\<b\\>\\|\\`x\\`\\*y\\*\\</b\\> \\$x\\_{\\$ |" in text
+
+
+def test_a_cell_escapes_what_markdown_would_read_and_leaves_plain_names_as_they_are():
+    from dcbench.report import cell
+
+    plain = ["16-1x1", "16x32-load54", "tetris:fit_last=yes", "link_util_tier1_last25", "a2c_multistep",
+             "nalb:route=balance,queue=fifo,candidates=16", "End-to-end latency, µs (M/M/1/K per link)"]
+    assert [cell(text) for text in plain] == plain  # the committed pages and reports stay byte for byte
+    assert cell("a|b\nc\td") == "a\\|b c d"
+    assert cell("_x_ [y](z) <i> &amp; ~~s~~ #") == "\\_x\\_ \\[y\\](z) \\<i\\> \\&amp; \\~\\~s\\~\\~ \\#"

@@ -5,13 +5,17 @@ sweep``), accepted only after `validate` has checked it: its schema, a known
 suite and the current dcbench version, every scenario and seed of the suite
 for every allocator in it, provenance, and run ids that match the resolved
 specs. Submissions are data only: Parquet tables, never executed or
-unpickled. `build` turns all submissions into ``README.md``, ``index.html``
-and PNG plots, deterministically (the same submissions give the same bytes).
+unpickled, and only well-formed data (`dcbench.submission_checks`): plain
+specs, numbers within their columns' ranges, folders named by `submit`,
+checked again by every rebuild. `build` turns all submissions into
+``README.md``, ``index.html`` and PNG plots, deterministically (the same
+submissions give the same bytes).
 `rerun` runs a submitted run again and says which columns came out otherwise.
 """
 
 from __future__ import annotations
 
+import functools
 import html
 import json
 import math
@@ -19,16 +23,18 @@ import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
-from dcbench.errors import ResultsError, describe
+from dcbench.errors import DcbenchError, ResultsError, describe
 from dcbench.registry import Registry, get_registry
-from dcbench.results import (SWEEP_COLUMNS, in_the_way, no_folder, prepare_atomic, provenance_of, ranking_of,
-                             read_sweep_summary, read_table, replace_all, same_value, staging_folder, swapped_in,
-                             sweep_summary_problem)
-from dcbench.runner import Runner, run_hash
+from dcbench.results import (SWEEP_COLUMNS, UnreadableTable, in_the_way, no_folder, prepare_atomic, provenance_of,
+                             ranking_of, read_sweep_summary, read_table, replace_all, same_value, staging_folder,
+                             swapped_in, sweep_summary_problem, table_at)
+from dcbench.runner import Runner
 from dcbench.report import cell, default_specs, labels
 from dcbench.stats import format_ci, mean_ci
+from dcbench.submission_checks import (SPECS, folder_problem, names_problem, registered_problem, spec_problem,
+                                       submission_name, values_problem)
 
 SUBMISSIONS = "submissions"
 HIDDEN_METRICS = ("acceptance_size_", "accepted_size_", "_last25", "invalid_allocations")
@@ -81,14 +87,30 @@ def validate(results: Path, registry: Registry) -> Submission:
         others = ", ".join(sorted(str(v) for v in versions - {__version__, None})) or "no recorded version"
         raise _refuse(f"made with dcbench {others}; this leaderboard takes {__version__} "
                       "(rerun the sweep with this version)")
+    allocators = _allocators(rows)
     try:
-        _check_rows(suites[suite_name], rows, Runner(registry))
+        check_contents(table, rows, suites, Runner(registry))
+        for allocator in allocators:  # what a rebuild cannot require: its plugins may have been uninstalled since
+            problem = registered_problem(allocator, registry)
+            if problem is not None:
+                raise _RowsProblem(problem)
     except _RowsProblem as exc:
         raise _refuse(str(exc)) from None
-    allocators = _allocators(rows)
-    short = "-".join(sorted({a.split(":")[0] for a in allocators}))
-    digest = run_hash(suite_name, short, json.dumps(sorted(r["run_id"] for r in rows)), 0, 0, __version__)[:8]
-    return Submission(f"{suite_name}--{short}--{digest}", suite_name, allocators, rows)
+    name = submission_name(suite_name, allocators, [row["run_id"] for row in rows], __version__)
+    return Submission(name, suite_name, allocators, rows)
+
+
+def check_contents(table: Any, rows: list[dict[str, Any]], suites: Mapping[str, Any], runner: Runner) -> None:
+    """What `submit` and every rebuild check of a submission's summary once
+    it reads as a sweep's (`sweep_summary_problem`): its names (plain specs,
+    labels and column names), every number within its column's range, and,
+    where its suite is registered, its rows against the suite's (`_check_rows`)."""
+    suite = provenance_of(table)["suite"]
+    problem = names_problem(suite, table.column_names, rows) or values_problem(table)
+    if problem is not None:
+        raise _RowsProblem(problem)
+    if suite in suites:  # a suite no longer registered cannot be checked
+        _check_rows(suites[suite], rows, runner)
 
 
 def _allocators(rows: list[dict[str, Any]]) -> list[str]:
@@ -148,7 +170,10 @@ def submit(results: Path, root: Path, registry: Registry) -> Path:
                            "give a leaderboard folder, or a new or empty one, with --root")
     submission = validate(results, registry)
     folder = root / SUBMISSIONS / submission.name
-    if folder.exists():
+    problem = folder_problem(folder, root / SUBMISSIONS)
+    if problem is not None:  # (names are checked: it cannot happen)
+        raise _refuse(f"its folder {folder} would be no submission's: {problem}")
+    if folder.exists() or folder.is_symlink():
         raise _refuse(f"already submitted as {folder}")
     if (root / SUBMISSIONS).is_dir():
         conflict = first_conflict([*load_submissions(root, registry), submission])
@@ -177,9 +202,9 @@ def submit(results: Path, root: Path, registry: Registry) -> Path:
 
 def load_submissions(root: Path, registry: Registry | None = None) -> list[Submission]:
     """The submissions under ``root``, each checked as `validate` checked its
-    summary (``registry`` names the suites' primary metrics)."""
-    import pyarrow.parquet as pq
-
+    summary (``registry`` names the suites' primary metrics), but for its run
+    folders, which stay with the submitter, and the plugins it uses, which
+    need not be installed where the pages are rebuilt."""
     folder = root / SUBMISSIONS
     registry = registry or get_registry()
     suites = registry.entries("suite")
@@ -188,22 +213,24 @@ def load_submissions(root: Path, registry: Registry | None = None) -> list[Submi
     for path in sorted(folder.iterdir()) if folder.exists() else []:
         if not path.is_dir() or path.name.startswith("."):
             continue
+        problem = folder_problem(path, folder)
+        if problem is not None:
+            raise _damaged(path, problem)
         summary = path / "summary.parquet"
-        if summary.exists() and not summary.is_file():  # pyarrow would read a folder as a dataset
-            raise _damaged(path, "its summary.parquet is not a file")
+        if not summary.exists():
+            raise _damaged(path, "it has no summary.parquet")
         try:
-            table = pq.read_table(summary)
-        except Exception as exc:
-            raise _damaged(path, describe(exc)) from None
+            table = table_at(summary)
+        except UnreadableTable as exc:
+            raise _damaged(path, str(exc) if exc.corrupt else f"its summary.parquet {exc}") from None
         problem = sweep_summary_problem(table, registry)
         if problem is not None:
             raise _damaged(path, problem)
         rows = table.to_pylist()
         suite = provenance_of(table)["suite"]
         allocators = _allocators(rows)
-        try:  # what `submit` refuses, edited in later; a suite no longer registered cannot be checked
-            if suite in suites:
-                _check_rows(suites[suite], rows, runner)
+        try:  # what `submit` refuses, edited in later
+            check_contents(table, rows, suites, runner)
         except _RowsProblem as exc:
             raise _damaged(path, str(exc)) from None
         record = _submission_record(path)
@@ -256,7 +283,14 @@ def _damaged(submission: Path, problem: str) -> ResultsError:
 
 def rerun(row: Mapping[str, Any], runner: Runner) -> list[str]:
     """Run a submitted run again; the summary columns that came out
-    otherwise (``run_id`` first, where the run's identity itself changed)."""
+    otherwise (``run_id`` first, where the run's identity itself changed).
+    A run whose specs a submission may not hold is refused before anything
+    is built: an allocator that names a ``checkpoint=`` file, above all, as
+    only the checkpoints that ship with an installed plugin are loaded."""
+    for kind in SPECS:
+        problem = spec_problem(kind, row[kind])
+        if problem is not None:
+            raise ResultsError(f"{problem}; only checkpoints that ship with an installed plugin are loaded")
     again = runner.run(row["allocator"], row["topology"], row["workload"], int(row["requests"]), int(row["seed"]))
     if again.run_id != row["run_id"]:
         return ["run_id"]
@@ -346,10 +380,9 @@ def build(root: Path, registry: Registry) -> list[Path]:
     conflict = first_conflict(submissions)
     if conflict is not None:
         raise _disagreeing(root, conflict)
-    by_suite: dict[str, dict[str, dict[str, Any]]] = {}
+    by_suite: dict[str, list[Submission]] = {}
     for submission in submissions:
-        for row in submission.rows:  # the same run submitted twice counts once: its copies agree
-            by_suite.setdefault(submission.suite, {}).setdefault(row["run_id"], row)
+        by_suite.setdefault(submission.suite, []).append(submission)
     # Everything is drawn and rendered before anything is replaced: a failure
     # (matplotlib missing, say) leaves the previous pages and plots whole.
     # Then the plots folder and both pages are replaced together, or none of them.
@@ -401,28 +434,71 @@ def check_own_folder(root: Path) -> None:
                                f"'{plots}' whole; move it elsewhere, or {fix}")
 
 
-def _sections(by_suite: dict[str, dict[str, dict[str, Any]]], suites: Mapping[str, Any], baseline_names: set[str],
+def _sections(by_suite: dict[str, list[Submission]], suites: Mapping[str, Any], baseline_names: set[str],
               defaults: Mapping[str, str], plots_staging: Path, plots_dir: Path) -> list[Section]:
     """One section per suite: its rankings, and its plot, drawn into
-    ``plots_staging`` and named by its place once that becomes ``plots_dir``."""
+    ``plots_staging`` and named by its place once that becomes ``plots_dir``.
+    A suite whose section fails to rank or draw (what the checks of every
+    submission should make impossible) is a one-line error naming the
+    submission that fails on its own, or else the suite's submissions."""
     sections = []
     for suite_name in sorted(by_suite):
-        rows = sorted(by_suite[suite_name].values(), key=lambda r: (r["scenario"], r["allocator"], r["seed"]))
-        suite = suites.get(suite_name)
-        metric, higher = ranking_of(suite)
-        order = [s.label for s in suite.scenarios] if suite else sorted({r["scenario"] for r in rows})
-        scenarios = [s for s in order if any(r["scenario"] == s for r in rows)]
-        metrics = _metric_columns(rows, metric)
-        per_scenario = {s: rank_scenario([r for r in rows if r["scenario"] == s], metric, higher, baseline_names,
-                                         metrics)
-                        for s in scenarios}
-        overall = _overall(per_scenario, higher)
-        drawn = _plot(rows, scenarios, metric, plots_staging / f"{suite_name}.png", suite_name, defaults)
-        plot = plots_dir / drawn.name
-        label = labels([a for a, _, _ in overall], defaults)
-        sections.append(Section(suite_name, suite, metric, higher, scenarios, per_scenario, overall, metrics, plot,
-                                label))
+        section = functools.partial(_section, suite_name, suites=suites, baseline_names=baseline_names,
+                                    defaults=defaults, plots_dir=plots_dir)
+        try:
+            sections.append(section(by_suite[suite_name], plots_staging=plots_staging))
+        except DcbenchError:  # matplotlib missing, say: no submission's doing
+            raise
+        except Exception as exc:
+            raise _unrankable(by_suite[suite_name], exc, section, plots_staging, plots_dir.parent) from exc
     return sections
+
+
+def _section(suite_name: str, submissions: list[Submission], suites: Mapping[str, Any], baseline_names: set[str],
+             defaults: Mapping[str, str], plots_staging: Path, plots_dir: Path) -> Section:
+    by_run: dict[str, dict[str, Any]] = {}
+    for submission in submissions:
+        for row in submission.rows:  # the same run submitted twice counts once: its copies agree
+            by_run.setdefault(row["run_id"], row)
+    rows = sorted(by_run.values(), key=lambda r: (r["scenario"], r["allocator"], r["seed"]))
+    suite = suites.get(suite_name)
+    metric, higher = ranking_of(suite)
+    order = [s.label for s in suite.scenarios] if suite else sorted({r["scenario"] for r in rows})
+    scenarios = [s for s in order if any(r["scenario"] == s for r in rows)]
+    metrics = _metric_columns(rows, metric)
+    per_scenario = {s: rank_scenario([r for r in rows if r["scenario"] == s], metric, higher, baseline_names,
+                                     metrics)
+                    for s in scenarios}
+    overall = _overall(per_scenario, higher)
+    drawn = _plot(rows, scenarios, metric, plots_staging / f"{suite_name}.png", suite_name, defaults)
+    plot = plots_dir / drawn.name
+    label = labels([a for a, _, _ in overall], defaults)
+    return Section(suite_name, suite, metric, higher, scenarios, per_scenario, overall, metrics, plot, label)
+
+
+def _unrankable(submissions: list[Submission], exc: Exception, section: Callable[..., Section],
+                plots_staging: Path, root: Path) -> ResultsError:
+    """The error for a suite whose ``section`` failed with ``exc``: naming
+    the first of its ``submissions`` whose section fails on its own too
+    (drawn into a folder of its own, removed again), or else all of them."""
+    problem = describe(exc)
+    culprits = submissions
+    if len(submissions) > 1:
+        culprits = []
+        for submission in submissions:
+            trial = staging_folder(plots_staging)
+            try:
+                section([submission], plots_staging=trial)
+            except Exception:
+                culprits = [submission]
+                break
+            finally:
+                shutil.rmtree(trial, ignore_errors=True)
+    if len(culprits) == 1:
+        return _damaged(root / SUBMISSIONS / culprits[0].name, f"it cannot be ranked or drawn: {problem}")
+    names = ", ".join(submission.name for submission in submissions)
+    return ResultsError(f"the submissions {names} cannot be ranked or drawn together ({problem}); remove one of "
+                        "their folders and rebuild")
 
 
 def _overall(per_scenario: dict[str, list[Entry]], higher: bool) -> list[tuple[str, float, int]]:
@@ -468,25 +544,33 @@ def _markdown(sections: Iterable[Section], submissions: list[Submission], versio
              "same request sequences).", ""]
     for section in sections:
         name = section.label
-        lines += [f"## {section.suite_name}", "", section.suite.description if section.suite else "", "",
+        suite = cell(section.suite_name)
+        lines += [f"## {suite}", "", section.suite.description if section.suite else "", "",
                   f"Ranked by `{section.metric}` ({'higher' if section.higher else 'lower'} is better).", "",
                   "| rank | allocator | mean over scenarios | scenarios won |", "|---:|---|---:|---:|"]
         for rank, (allocator, mean, wins) in enumerate(section.overall, 1):
-            lines.append(f"| {rank} | `{cell(name[allocator])}` | {mean:.3f} | {wins} |")
-        lines += ["", f"![{section.suite_name}]({section.plot.relative_to(root).as_posix()})", ""]
+            lines.append(f"| {rank} | {_code(name[allocator])} | {mean:.3f} | {wins} |")
+        lines += ["", f"![{suite}]({section.plot.relative_to(root).as_posix()})", ""]
         for scenario in section.scenarios:
-            lines += [f"### {section.suite_name} / {scenario}", "",
+            lines += [f"### {suite} / {cell(scenario)}", "",
                       f"| rank | allocator | {section.metric} | Δ vs best baseline | "
                       + " | ".join(cell(m) for m in section.metrics) + " |",
                       "|---:|---|---:|---:|" + "---:|" * len(section.metrics)]
             for rank, entry in enumerate(section.per_scenario[scenario], 1):
                 cells = [format_ci(entry.metrics[m][0], entry.metrics[m][1]) for m in section.metrics]
-                lines.append(f"| {rank} | `{cell(name[entry.allocator])}` | {format_ci(*entry.primary[:2])} | "
+                lines.append(f"| {rank} | {_code(name[entry.allocator])} | {format_ci(*entry.primary[:2])} | "
                              f"{_delta(entry)} | " + " | ".join(cells) + " |")
             lines.append("")
-    lines += ["## Submissions", ""] + [f"- `{s.name}`: {s.suite}, {len(s.rows)} runs, "
-                                       + ", ".join(f"`{a}`" for a in s.allocators) for s in submissions]
+    lines += ["## Submissions", ""] + [f"- {_code(s.name)}: {cell(s.suite)}, {len(s.rows)} runs, "
+                                       + ", ".join(_code(a) for a in s.allocators) for s in submissions]
     return "\n".join(lines) + "\n"
+
+
+def _code(text: str) -> str:
+    """``text`` as Markdown code in a table cell: a spec, which holds no '`'
+    or '|' (`dcbench.submission_checks.spec_problem`), or a name made of one;
+    either is replaced all the same, rather than end the code or the cell."""
+    return "`" + text.replace("`", "'").replace("|", "\\|") + "`"
 
 
 _STYLE = """

@@ -529,17 +529,51 @@ def test_a_leaderboard_root_that_is_a_file_or_below_one_is_named_as_no_folder(sw
     assert afile.read_text() == "mine" and [p.name for p in tmp_path.iterdir()] == ["afile"]
 
 
-def test_verify_names_the_submission_and_the_run_whose_checkpoint_is_not_here(sweep_results, tmp_path):
+def test_verify_names_the_submission_and_the_run_it_cannot_run_here(sweep_results, tmp_path, monkeypatch):
+    from dcbench.errors import ResultsError
+    from dcbench.runner import Runner
+
     root = tmp_path / "leaderboard"
     runner = CliRunner()
     assert runner.invoke(cli, ["leaderboard", "--root", str(root), "submit", str(sweep_results)]).exit_code == 0
     (submission,) = (root / "submissions").iterdir()
-    gone = tmp_path / "weights" / "mine.pt"  # the submitter's own checkpoint, not on this machine
-    as_if_made_by(submission, {"random": f"gnn_ppo:checkpoint={gone}"})
-    first = next(row for row in pq.read_table(submission / "summary.parquet").to_pylist()
-                 if row["allocator"].startswith("gnn_ppo"))
+    first = pq.read_table(submission / "summary.parquet").to_pylist()[0]
+
+    def cannot(*args, **kwargs):  # a shipped checkpoint that is not there, say
+        raise ResultsError("no checkpoint for this topology")
+
+    monkeypatch.setattr(Runner, "run", cannot)
     result = runner.invoke(cli, ["leaderboard", "--root", str(root), "verify", "--runs", "0"])
-    assert result.exit_code == 2 and result.output.count("\n") == 1
-    assert result.output.startswith(f"Error: submission {submission.name}, run {first['run_id']} "
-                                    f"({first['scenario']} seed {first['seed']}), cannot be re-run here: ")
-    assert f"checkpoint='{gone}' is not a file" in result.output
+    assert result.exit_code == 2 and result.output == (
+        f"Error: submission {submission.name}, run {first['run_id']} ({first['scenario']} seed {first['seed']}), "
+        "cannot be re-run here: no checkpoint for this topology; put back what it needs, or draw other runs with "
+        "--seed\n")
+
+
+def test_verify_loads_no_checkpoint_file_a_submission_names(sweep_results, tmp_path, monkeypatch):
+    from dcbench.errors import ResultsError
+    from dcbench.leaderboard import rerun
+    from dcbench.runner import Runner
+
+    root = tmp_path / "leaderboard"
+    runner = CliRunner()
+    assert runner.invoke(cli, ["leaderboard", "--root", str(root), "submit", str(sweep_results)]).exit_code == 0
+    (submission,) = (root / "submissions").iterdir()
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "mine.pt").write_bytes(b"whatever a checkpoint holds")  # the path it names is there
+    as_if_made_by(submission, {"random": "gnn_ppo:checkpoint=mine.pt"})  # placed by hand: `submit` refuses it
+
+    def not_to_be_run(*args, **kwargs):
+        raise AssertionError("a run was built")
+
+    monkeypatch.setattr(Runner, "run", not_to_be_run)
+    for command in ([], ["verify", "--runs", "0"]):
+        result = runner.invoke(cli, ["leaderboard", "--root", str(root), *command])
+        assert result.exit_code == 2 and result.output.count("\n") == 1
+        assert result.output.startswith(f"Error: submission '{submission}' is damaged (run ")
+        assert "allocator 'gnn_ppo:checkpoint=mine.pt' names a checkpoint file, which no one else has" in result.output
+    row = next(row for row in pq.read_table(submission / "summary.parquet").to_pylist()
+               if row["allocator"].startswith("gnn_ppo"))
+    with pytest.raises(ResultsError, match="names a checkpoint file.*; only checkpoints that ship with an installed "
+                                           "plugin are loaded$"):
+        rerun(row, Runner())

@@ -55,6 +55,10 @@ def spec_problem(kind: str, text: Any) -> str | None:
         return f"{kind} {shown(text)} is not a spec"
     if len(text) > MAX_SPEC_LENGTH:
         return f"{kind} {shown(text)} has {len(text):,} characters, more than the {MAX_SPEC_LENGTH} a spec may have"
+    if kind == "allocator" and _names_checkpoint(text):  # first: its path's '/' would be refused with no advice
+        return (f"allocator {shown(text)} names a checkpoint file, which no one else has to run it again; "
+                "ship the checkpoint in a plugin (what its allocator loads without checkpoint=) and submit runs "
+                "made with that")
     stray = next((character for character in text if character not in SPEC_CHARACTERS), None)
     if stray is not None:
         return (f"{kind} {shown(text)} holds {stray!r}; a submitted spec holds only letters, digits and "
@@ -62,14 +66,17 @@ def spec_problem(kind: str, text: Any) -> str | None:
     if ".." in text:
         return f"{kind} {shown(text)} holds '..'; a submitted spec names no path"
     try:
-        spec = Spec.parse(text)
+        Spec.parse(text)
     except SpecError as exc:
         return f"{kind} {shown(text)} is no spec ({exc})"
-    if kind == "allocator" and "checkpoint" in spec.kwargs:
-        return (f"allocator {shown(text)} names a checkpoint file, which no one else has to run it again; "
-                "ship the checkpoint in a plugin (what its allocator loads without checkpoint=) and submit runs "
-                "made with that")
     return None
+
+
+def _names_checkpoint(text: str) -> bool:
+    try:
+        return "checkpoint" in Spec.parse(text).kwargs
+    except SpecError:
+        return False
 
 
 def name_problem(kind: str, text: Any) -> str | None:

@@ -88,6 +88,7 @@ REFUSED = [
                  id="long"),
     pytest.param(allocator("gnn_ppo:checkpoint=mine.pt"), "names a checkpoint file, which no one else has to run it "
                  "again; ship the checkpoint in a plugin", id="checkpoint"),
+    pytest.param(allocator("gnn_ppo:checkpoint=/home/me/mine.pt"), "names a checkpoint file", id="checkpoint-path"),
     pytest.param(allocator("firstfit"), "allocator 'firstfit' is no plugin installed here, so its runs could never "
                  "be verified; install the plugin", id="not-installed"),
     pytest.param(allocator("random:x=1"), "allocator 'random:x=1' does not bind to its plugin's parameters",

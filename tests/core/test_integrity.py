@@ -254,7 +254,7 @@ def mutated(allocation: Allocation, network, draw) -> Allocation:
 @given(data=st.data())
 def test_no_allocation_the_model_forbids_is_ever_committed(registry, data):
     runner = Runner(registry)
-    plan = runner.resolve("tetris", "tiered:8,1x4", "uniform", 24)
+    plan = runner.resolve("tetris", "tiered:8,1x4", "uniform:pairs=all", 24)  # every pair needs its route
     honest = registry.build("allocator", "tetris").obj
     offered = []
 

@@ -187,29 +187,32 @@ def write_atomic(path: Path, write: Callable[[Path], None]) -> None:
     """``write`` a temporary file beside ``path``, then rename it into place:
     readers see the old file or the new one, never part of either. A link
     is written through (the file it names is replaced, the link stays) and
-    a file replaced keeps its permissions."""
-    write_all_atomic([(path, write)])
+    a file replaced keeps its permissions. What a killed `write_all_atomic`
+    of ``path`` left is settled first (`dcbench.atomic.recover`), so that
+    it cannot later be finished over this file."""
+    from dcbench.atomic import recover
+
+    recover([path.resolve() if path.is_symlink() else path])
+    replace_all([prepare_atomic(path, write)])
 
 
 def write_all_atomic(writers: Sequence[tuple[Path, Callable[[Path], None]]]) -> None:
     """`write_atomic` for files that belong together (a checkpoint and its
     record, say): each ``(path, write)`` writes a temporary file first, then
-    all are renamed into place, or none, so that a failure (a full disk)
-    leaves the files as they were, together."""
-    prepared: list[tuple[Path, Path]] = []
-    try:
-        for path, write in writers:
-            prepared.append(prepare_atomic(path, write))
-    except BaseException:
-        for temporary, _ in prepared:
-            temporary.unlink(missing_ok=True)
-        raise
-    replace_all(prepared)
+    all are renamed into place, or none, whatever stops the write: a full
+    disk, Ctrl-C, or SIGKILL at any point, after which the next write of
+    any of them (or `dcbench.atomic.recover`) finishes the renames or
+    removes the temporary files (`dcbench.atomic.write_together`)."""
+    from dcbench.atomic import write_together
+
+    write_together(writers)
 
 
-def prepare_atomic(path: Path, write: Callable[[Path], None]) -> tuple[Path, Path]:
+def prepare_atomic(path: Path, write: Callable[[Path], None], tag: str | None = None) -> tuple[Path, Path]:
     """The first half of `write_atomic`: (the temporary file written, the
-    path it is to replace), for `replace_all` to rename."""
+    path it is to replace), for `replace_all` to rename. The temporary is
+    ``.NAME.tmp-TAG`` where a ``tag`` is given, else ``.NAME.tmp-`` and a
+    random ending."""
     if path.is_symlink():
         path = path.resolve()
     check_regular_file(path)
@@ -218,7 +221,11 @@ def prepare_atomic(path: Path, write: Callable[[Path], None]) -> tuple[Path, Pat
         mode = stat.S_IMODE(path.stat().st_mode)
     except FileNotFoundError:
         mode = _FILE_MODE
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.tmp-")
+    if tag is None:
+        handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.tmp-")
+    else:
+        temporary = str(path.parent / f".{path.name}.tmp-{tag}")
+        handle = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     os.close(handle)
     try:
         os.chmod(temporary, mode)  # mkstemp makes it private, unlike any other file written

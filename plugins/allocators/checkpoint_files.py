@@ -3,6 +3,13 @@ saved with ``torch.save`` and loaded with ``weights_only=True`` (no pickled
 code), beside them a provenance record in strict JSON and the training
 curve (Parquet and plotted), the four replaced together; and a one-line
 error for any file that is not a checkpoint.
+
+A checkpoint is bounded before anything in it is built: the file is a zip
+archive of uncompressed entries (as ``torch.save`` writes) within
+`MAX_CHECKPOINT_BYTES`, and `check_config` and `check_weight_shapes` let
+an allocator refuse a configuration beyond its limits, or weights that are
+not the configuration's, before any module or tensor is made from them.
+
 Also a trainer's resumable state (``OUT.train/``), saved and restored the
 same way."""
 
@@ -15,17 +22,26 @@ import math
 import shlex
 import sys
 import warnings
+import zipfile
 from importlib import resources
 from pathlib import Path
-from typing import Any, Callable, Collection, TypeVar
+from typing import Any, Callable, Collection, Mapping, TypeVar
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import torch
 
-from dcbench import ResultsError, curve_columns, describe, write_all_atomic, write_atomic
+from dcbench import Range, ResultsError, curve_columns, describe, write_all_atomic, write_atomic
 
 Loaded = TypeVar("Loaded")
+
+# The largest checkpoint file, and what its entries may hold in all: the largest network either allocator's
+# limits allow is about 190 MB of weights (a2c_multistep, 2,048 ToRs, 16 layers of 1,024); the shipped ones
+# are at most 0.7 MB. A training state also holds the optimiser's two moments per weight: three times as much.
+MAX_CHECKPOINT_BYTES = 256 * 2**20
+MAX_TRAINING_STATE_BYTES = 3 * MAX_CHECKPOINT_BYTES
+# A configuration value's limits: the integers of a `Range`, or one of a tuple of choices.
+ConfigLimits = Mapping[str, "Range | tuple[Any, ...]"]
 
 
 def shipped_checkpoints(package: str) -> dict[str, Path]:
@@ -54,10 +70,10 @@ def load_checkpoint(path: Path, allocator: str, build: Callable[[dict[str, Any]]
     `ResultsError` naming the file and the allocator it was meant for."""
     fix = f"pass one written by `dcbench train --allocator {allocator}`"
     try:
-        saved = _load(path)
+        saved = _load(path, MAX_CHECKPOINT_BYTES)
     except Exception as exc:  # torch's own message suggests weights_only=False, which we never do
-        raise ResultsError(f"{path} cannot be read by torch.load(weights_only=True) "
-                           f"({type(exc).__name__}); {fix}") from exc
+        reason = str(exc) if isinstance(exc, NoArchive) else type(exc).__name__
+        raise ResultsError(f"{path} cannot be read by torch.load(weights_only=True) ({reason}); {fix}") from exc
     if not isinstance(saved, dict):  # (indexing a tensor with "config" would make torch warn, then fail)
         raise ResultsError(f"{path} is not a checkpoint of {allocator} (it holds a {type(saved).__name__}, "
                            f"not a dictionary); {fix}")
@@ -67,8 +83,62 @@ def load_checkpoint(path: Path, allocator: str, build: Callable[[dict[str, Any]]
         raise ResultsError(f"{path} holds NaN or infinite weights (a training run that diverged); {fix}")
     try:
         return build(saved)
+    except ResultsError:  # `check_config`'s and `check_weight_shapes`' own words
+        raise
     except Exception as exc:
         raise ResultsError(f"{path} is not a checkpoint of {allocator} ({describe(exc)}); {fix}") from exc
+
+
+def check_config(path: Path, allocator: str, config: Any, limits: ConfigLimits,
+                 required: Collection[str] = ()) -> dict[str, Any]:
+    """A checkpoint's model configuration, refused in one line naming the
+    file, the value and its limit unless it is a dictionary of the keys of
+    ``limits`` (``required`` ones at least), each an integer within its
+    `Range` or one of its tuple of choices: checked before anything is
+    built from it (``hidden: 12000`` would take gigabytes, ``layers:
+    10000000`` minutes, before the weights were found not to fit)."""
+    fix = f"pass one written by `dcbench train --allocator {allocator}`"
+    if not isinstance(config, dict):
+        raise ResultsError(f"{path}: its configuration is a {type(config).__name__}, not a dictionary; {fix}")
+    for key in [*config, *required]:
+        if key not in limits:
+            raise ResultsError(f"{path}: its configuration has {key!r}, which no {allocator} checkpoint has; {fix}")
+        if key not in config:
+            raise ResultsError(f"{path}: its configuration has no {key!r}, which every {allocator} checkpoint "
+                               f"has; {fix}")
+        limit, value = limits[key], config[key]
+        if isinstance(limit, Range):
+            problem = "an integer" if type(value) is not int else limit.violation(value)
+        else:
+            problem = None if value in limit and type(value) is type(limit[0]) else \
+                f"one of {', '.join(repr(choice) for choice in limit)}"
+        if problem:
+            raise ResultsError(f"{path}: its configuration says {key}={value!r}, which must be {problem} in a "
+                               f"checkpoint of {allocator}; {fix}")
+    return config
+
+
+def check_weight_shapes(path: Path, allocator: str, weights: Any, shapes: Mapping[str, tuple[int, ...]]) -> None:
+    """Refuse, before a module is built, weights that are not exactly the
+    ``shapes`` their configuration makes (a name missing, one more, another
+    shape), in one line naming the file and the first difference: the model
+    built is then no larger than the weights already read."""
+    fix = f"pass one written by `dcbench train --allocator {allocator}`"
+    if not isinstance(weights, dict) or not all(isinstance(tensor, torch.Tensor) for tensor in weights.values()):
+        raise ResultsError(f"{path}: its weights are no dictionary of tensors; {fix}")
+    for name, shape in shapes.items():
+        if name not in weights:
+            raise ResultsError(f"{path}: its weights lack {name}, which its configuration makes; {fix}")
+        if tuple(weights[name].shape) != shape:
+            raise ResultsError(f"{path}: its weight {name} is {_shape(weights[name].shape)}, its configuration "
+                               f"makes it {_shape(shape)}; {fix}")
+    extra = [name for name in weights if name not in shapes]
+    if extra:
+        raise ResultsError(f"{path}: its weights hold {extra[0]}, which its configuration does not make; {fix}")
+
+
+def _shape(shape: Collection[int]) -> str:
+    return "×".join(str(size) for size in shape) or "a scalar"
 
 
 def save_checkpoint(path: Path, contents: dict[str, Any]) -> None:
@@ -109,11 +179,41 @@ def export_checkpoint(out: Path, contents: dict[str, Any], record: dict[str, Any
     write_all_atomic(writers)
 
 
-def _load(path: Path) -> Any:
+class NoArchive(ValueError):
+    """A file that is not what ``torch.save`` writes, said before torch reads it."""
+
+
+def _load(path: Path, limit: int) -> Any:
+    """What ``torch.save`` wrote at ``path``, once `archive_problem` finds none."""
+    problem = archive_problem(path, limit)
+    if problem is not None:
+        raise NoArchive(problem)
     # A file that is not a weights-only checkpoint makes torch warn before it raises; the error says it all.
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return torch.load(path, weights_only=True, map_location="cpu")
+
+
+def archive_problem(path: Path, limit: int) -> str | None:
+    """Why ``path`` is no archive torch may read without reading more than
+    ``limit`` bytes: ``torch.save`` writes a zip archive of uncompressed
+    entries, whose sizes its directory says before any is read (a compressed
+    entry could expand a thousandfold; the older format, which no torch
+    since 1.6 writes, says no sizes first)."""
+    size = path.stat().st_size
+    if size > limit:
+        return f"it is {size:,} bytes, more than the {limit:,} it may be"
+    try:
+        with zipfile.ZipFile(path) as archive:
+            entries = archive.infolist()
+    except (zipfile.BadZipFile, ValueError):
+        return "it is not the zip archive torch.save writes"
+    if any(entry.compress_type != zipfile.ZIP_STORED for entry in entries):
+        return "its entries are compressed, which torch.save's never are"
+    held = sum(entry.file_size for entry in entries)
+    if held > limit:
+        return f"its entries hold {held:,} bytes, more than the {limit:,} it may"
+    return None
 
 
 def save_training_state(state_dir: Path, state: dict[str, Any], curve: list[dict[str, Any]],
@@ -124,9 +224,11 @@ def save_training_state(state_dir: Path, state: dict[str, Any], curve: list[dict
     curve a row behind the state it resumes with). ``identity`` is what a
     resumed run must share with this one (the resolved topology and
     workload, the seed, ...)."""
-    write_all_atomic([
-        (state_dir / "state.pt", _checkpoint_writer({**state, "identity": json.dumps(identity, sort_keys=True)})),
-        (state_dir / "curve.parquet", _curve_writer(curve))])
+    # The state last: a kill between the two renames leaves a state behind its curve, never ahead of it
+    # (where a row would be lost), and `resume_training_state` reads the curve up to the state's rows.
+    contents = {**state, "identity": json.dumps(identity, sort_keys=True), "curve_rows": len(curve)}
+    write_all_atomic([(state_dir / "curve.parquet", _curve_writer(curve)),
+                      (state_dir / "state.pt", _checkpoint_writer(contents))])
 
 
 def resume_training_state(state_dir: Path, restore: Callable[[dict[str, Any]], None],
@@ -138,26 +240,41 @@ def resume_training_state(state_dir: Path, restore: Callable[[dict[str, Any]], N
     `ResultsError`, a mismatched configuration say, passes unchanged), and
     so is a curve that lacks the numeric ``needed_columns`` the trainer
     reads: refused before training, not when exporting hours later.
-    States saved before identities were recorded are not checked."""
+    States saved before identities were recorded are not checked.
+
+    A curve ahead of its state (a write killed between the two renames,
+    which `dcbench train` finishes before it resumes) is read up to the
+    state's rows: the rows after them are made again as the run goes on."""
     path = state_dir / "state.pt"
     if not path.exists():
         return None
     try:
-        state = _load(path)
+        state = _load(path, MAX_TRAINING_STATE_BYTES)
     except Exception as exc:  # (not torch's message: it suggests weights_only=False)
+        reason = str(exc) if isinstance(exc, NoArchive) else type(exc).__name__
         raise ResultsError(f"cannot resume from {path}: torch.load(weights_only=True) cannot read it "
-                           f"({type(exc).__name__}); delete {state_dir} to start over") from exc
+                           f"({reason}); delete {state_dir} to start over") from exc
     try:
         saved = json.loads(state.pop("identity", "null"))
         if saved is not None:
             check_identity(path, state_dir, saved, identity)
         curve = read_training_curve(state_dir / "curve.parquet", state_dir, needed_columns)
+        rows = state.pop("curve_rows", None)  # (states saved before it was recorded: the curve as it is)
+        if rows is not None:
+            curve = _curve_of_state(curve, rows, state_dir)
         restore(state)
         return curve
     except ResultsError:
         raise
     except Exception as exc:
         raise ResultsError(f"cannot resume from {path} ({describe(exc)}); delete {state_dir} to start over") from exc
+
+
+def _curve_of_state(curve: list[dict[str, Any]], rows: int, state_dir: Path) -> list[dict[str, Any]]:
+    if len(curve) < rows:
+        raise _not_a_curve(state_dir / "curve.parquet", state_dir,
+                           f"{len(curve)} row(s) where its state has {rows}")
+    return curve[:rows]
 
 
 def read_training_curve(path: Path, state_dir: Path, columns: Collection[str]) -> list[dict[str, Any]]:

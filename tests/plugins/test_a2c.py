@@ -141,7 +141,8 @@ def test_a_damaged_training_state_is_a_clear_error_and_is_left_alone(tmp_path, d
         del saved["counters"]
         torch.save(saved, state)
     before = state.read_bytes()
-    with pytest.raises(ResultsError, match=r"cannot resume from .*state.pt.* \(\w+Error.*delete .*c.pt.train"):
+    with pytest.raises(ResultsError, match=r"cannot resume from .*state.pt.* \((\w+Error|it is not the zip archive "
+                                           r"torch.save writes).*delete .*c.pt.train"):
         train(TOPOLOGY, WORKLOAD, steps=120, seed=1, out=tmp_path / "c.pt", options=options)
     assert state.read_bytes() == before
 
@@ -205,7 +206,8 @@ def test_training_that_made_no_update_writes_no_checkpoint(tmp_path):
     (["-a", "a2c_multistep:imitation_jobs=1,window=500", "-t", TOPOLOGY], "fewer than the window of 500"),
     (["-a", "a2c_multistep:window=0", "-t", TOPOLOGY], "a2c_multistep: window='0' must be at least 1"),
     (["-a", "a2c_multistep:hidden=100000000", "-t", TOPOLOGY],
-     "hidden='100000000' must be at most 4096"),
+     "hidden='100000000' must be at most 1024"),  # the largest a checkpoint may be loaded with
+    (["-a", "a2c_multistep:layers=17", "-t", TOPOLOGY], "layers='17' must be at most 16"),
     (["-a", "a2c_multistep:learning_rate=0", "-t", TOPOLOGY], "learning_rate='0' must be greater than 0"),
     (["-a", "a2c_multistep:epsilon_min=2", "-t", TOPOLOGY], "epsilon_min='2' must be at most 1"),
 ])
@@ -252,6 +254,79 @@ def test_a_gnn_ppo_checkpoint_is_not_taken_for_an_a2c_one(tmp_path):
                                       "--out", str(tmp_path / "results")])
     assert result.exit_code == 2, result.output
     assert f"{path} is not a checkpoint of a2c_multistep (KeyError: 'model')" in result.output
+
+
+def test_every_shipped_checkpoint_is_within_the_limits_and_its_weights_are_the_shapes_its_configuration_makes():
+    from dcbench.plugins.allocators.a2c_multistep.allocator import CHECKPOINTS
+    from dcbench.plugins.allocators.a2c_multistep.model import weight_shapes
+    from dcbench.plugins.allocators.checkpoint_files import shipped_checkpoints
+
+    for path in shipped_checkpoints(CHECKPOINTS).values():
+        saved = torch.load(path, weights_only=True)
+        config = json.loads(saved["config"])["model"]
+        assert {key: tuple(tensor.shape) for key, tensor in saved["model"].items()} == weight_shapes(config)
+
+
+@pytest.mark.parametrize("config", [{"racks": 4}, {"racks": 5, "hidden": 3, "layers": 1, "features": 3,
+                                                   "actor": "shared"}, {"racks": 2, "layers": 2, "actor": "dense"}])
+def test_the_shapes_the_check_expects_are_the_models(config):
+    from dcbench.plugins.allocators.a2c_multistep.model import weight_shapes
+
+    built = ActorCritic(**config).state_dict()
+    assert {key: tuple(tensor.shape) for key, tensor in built.items()} == weight_shapes(config)
+
+
+@pytest.mark.parametrize("change, said", [
+    ({"hidden": 12000}, "says hidden=12000, which must be at most 1024"),  # 4.9 GB before the weights were refused
+    ({"layers": 10_000_000}, "says layers=10000000, which must be at most 16"),
+    ({"racks": 10**9}, "says racks=1000000000, which must be at most 2048"),
+    ({"racks": 1}, "says racks=1, which must be at least 2 and at most 2048"),
+    ({"features": 1000}, "says features=1000, which must be one of 2, 3"),
+    ({"actor": "wide"}, "says actor='wide', which must be one of 'dense', 'shared'"),
+    ({"hidden": "128"}, "says hidden='128', which must be an integer"),
+])
+def test_a_configuration_beyond_the_limits_is_refused_before_anything_is_built(tmp_path, monkeypatch, change, said):
+    import dcbench.plugins.allocators.a2c_multistep.allocator as allocator
+    from dcbench import ResultsError
+
+    monkeypatch.setattr(allocator, "ActorCritic", None)  # (calling it would be a TypeError, not these words)
+    config = {"model": {"racks": 16, "hidden": 128, "layers": 5, "features": 3, **change}, "a2c": {}}
+    path = tmp_path / "hostile.pt"
+    torch.save({"model": {}, "config": json.dumps(config)}, path)
+    with pytest.raises(ResultsError) as refused:
+        allocator.load_model(path)
+    assert str(refused.value) == (f"{path}: its configuration {said} in a checkpoint of a2c_multistep; pass one "
+                                  "written by `dcbench train --allocator a2c_multistep`")
+
+
+@pytest.mark.parametrize("model, said", [({"racks": 16, "depth": 3}, "has 'depth', which no a2c_multistep checkpoint "
+                                                                     "has"),
+                                         ({"hidden": 16}, "has no 'racks', which every a2c_multistep checkpoint has")])
+def test_a_configuration_with_other_keys_is_refused(tmp_path, model, said):
+    from dcbench import ResultsError
+    from dcbench.plugins.allocators.a2c_multistep.allocator import load_model
+
+    path = tmp_path / "other.pt"
+    torch.save({"model": {}, "config": json.dumps({"model": model})}, path)
+    with pytest.raises(ResultsError) as refused:
+        load_model(path)
+    assert str(refused.value) == (f"{path}: its configuration {said}; pass one written by `dcbench train "
+                                  "--allocator a2c_multistep`")
+
+
+def test_weights_that_are_not_their_configurations_are_refused_before_a_model_is_built(tmp_path, monkeypatch):
+    import dcbench.plugins.allocators.a2c_multistep.allocator as allocator
+    from dcbench import ResultsError
+
+    monkeypatch.setattr(allocator, "ActorCritic", None)
+    model = ActorCritic(4, hidden=8, layers=2)
+    config = {"model": {**model.config(), "racks": 400}, "a2c": {}}  # the weights are for 4 racks
+    path = tmp_path / "mismatched.pt"
+    torch.save({"model": model.state_dict(), "config": json.dumps(config)}, path)
+    with pytest.raises(ResultsError) as refused:
+        allocator.load_model(path)
+    assert str(refused.value) == (f"{path}: its weight actor.0.weight is 8×8, its configuration makes it 8×800; "
+                                  "pass one written by `dcbench train --allocator a2c_multistep`")
 
 
 @pytest.mark.parametrize("tors", [16, 32, 64])

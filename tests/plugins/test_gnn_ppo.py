@@ -147,10 +147,12 @@ def test_a_missing_checkpoint_file_is_a_clear_error(runner):
 
 
 @pytest.mark.parametrize("contents, fragment", [
-    (b"not a checkpoint", "cannot be read by torch.load(weights_only=True) (UnpicklingError)"),
+    (b"not a checkpoint", "cannot be read by torch.load(weights_only=True) (it is not the zip archive torch.save "
+                          "writes)"),
     ({"weights": {}}, "is not a checkpoint of gnn_ppo (KeyError: 'config')"),
-    ({"model": {}, "config": json.dumps({"hidden": 16, "wings": 2})}, "unexpected keyword argument 'wings'"),
-    ({"model": {}, "config": json.dumps({})}, "Missing key(s) in state_dict"),
+    ({"model": {}, "config": json.dumps({"hidden": 16, "wings": 2})},
+     "its configuration has 'wings', which no gnn_ppo checkpoint has"),
+    ({"model": {}, "config": json.dumps({})}, "its weights lack convs.0.linear.weight, which its configuration makes"),
     # torch warned about indexing a tensor with a string before the error line
     (torch.zeros(3), "is not a checkpoint of gnn_ppo (it holds a Tensor, not a dictionary)"),
 ])
@@ -223,11 +225,50 @@ def test_a_training_state_and_its_curve_are_replaced_together_or_not_at_all(tmp_
     def full_disk(*args, **kwargs):
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(checkpoint_files.pq, "write_table", full_disk)  # the curve, written after the state
+    monkeypatch.setattr(checkpoint_files.pq, "write_table", full_disk)  # the curve
     with pytest.raises(OSError):
         checkpoint_files.save_training_state(state_dir, {"weights": torch.ones(2)}, [{"steps": 1}, {"steps": 2}],
                                              {"seed": 0})
     assert {path.name: path.read_bytes() for path in state_dir.iterdir()} == before
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="kills a forked writer")
+def test_a_state_saved_by_a_trainer_killed_between_two_renames_resumes_with_its_own_curve(tmp_path):
+    """Resumed as a library call (no `dcbench train` to finish the write
+    first): the state is renamed last, so it is never ahead of its curve,
+    and a curve ahead of it is read up to the state's rows."""
+    from dcbench import atomic
+    from dcbench.plugins.allocators import checkpoint_files
+    from tests.core.test_atomic import killed_at
+
+    state_dir = tmp_path / "x.pt.train"
+    rows = [{"steps": 1.0}, {"steps": 2.0}]
+    checkpoint_files.save_training_state(state_dir, {"weights": torch.zeros(2)}, rows[:1], {"seed": 0})
+    renamed_once = 1 + 2 + 2 + 1  # its marker, two temporaries, the journal written and renamed, the curve renamed
+    killed_at(renamed_once, lambda: checkpoint_files.save_training_state(
+        state_dir, {"weights": torch.ones(2)}, rows, {"seed": 0}))
+    assert len(pq.read_table(state_dir / "curve.parquet")) == 2  # the new curve beside the old state
+    restored = {}
+    curve = checkpoint_files.resume_training_state(state_dir, restored.update, {"seed": 0}, ["steps"])
+    assert curve == rows[:1] and torch.equal(restored["weights"], torch.zeros(2))
+    atomic.recover([state_dir / "state.pt"])  # what `dcbench train` does first, and the next save
+    curve = checkpoint_files.resume_training_state(state_dir, restored.update, {"seed": 0}, ["steps"])
+    assert curve == rows and torch.equal(restored["weights"], torch.ones(2))
+    assert sorted(path.name for path in state_dir.iterdir()) == ["curve.parquet", "state.pt"]
+
+
+def test_a_curve_behind_its_state_is_refused(tmp_path):
+    from dcbench import ResultsError
+    from dcbench.plugins.allocators import checkpoint_files
+
+    state_dir = tmp_path / "x.pt.train"
+    checkpoint_files.save_training_state(state_dir, {"weights": torch.zeros(2)}, [{"steps": 1}, {"steps": 2}],
+                                         {"seed": 0})
+    pq.write_table(pa.table({"steps": [1]}), state_dir / "curve.parquet")  # a curve copied from elsewhere
+    with pytest.raises(ResultsError) as refused:
+        checkpoint_files.resume_training_state(state_dir, lambda state: None, {"seed": 0}, ["steps"])
+    assert str(refused.value) == (f"cannot resume from {state_dir / 'curve.parquet'}: it is not a training curve "
+                                  f"(1 row(s) where its state has 2); delete {state_dir} to start over")
 
 
 @pytest.mark.parametrize("damage", ["cut short", "pickles more than weights"])
@@ -247,7 +288,8 @@ def test_a_corrupt_training_state_is_a_clear_error(tmp_path, damage):
         train("tiered:8,1x4", steps=64, seed=5, out=tmp_path / "c.pt", envs=2, batch=64, minibatch=32,
               imitation_episodes=1, imitation_epochs=1, episode_requests=4)
     assert re.fullmatch(rf"cannot resume from {re.escape(str(state))}: torch.load\(weights_only=True\) cannot read "
-                        rf"it \(\w+Error\); delete {re.escape(str(state.parent))} to start over", str(refused.value))
+                        rf"it \((\w+Error|it is not the zip archive torch.save writes)\); delete "
+                        rf"{re.escape(str(state.parent))} to start over", str(refused.value))
     assert state.read_bytes() == before
 
 
@@ -683,6 +725,108 @@ def test_a_policy_trained_with_a_sixth_hint_and_teacher_runs_as_the_allocator(ru
     assert 0 <= imitation["teacher_trials"][teacher] <= 1  # measured, though there was no choice to make
     result = runner.run(f"gnn_ppo:checkpoint={out}", "tiered:8,1x1", requests=20, seed=0)
     assert result.summary["offered"] == 20 and result.summary["invalid_allocations"] == 0
+
+
+def shipped_weights(name: str = "tiered-8-1x4") -> dict:
+    from dcbench.plugins.allocators.checkpoint_files import shipped_checkpoints
+    from dcbench.plugins.allocators.gnn_ppo.allocator import CHECKPOINTS
+
+    return torch.load(shipped_checkpoints(CHECKPOINTS)[name], weights_only=True)
+
+
+def test_every_shipped_checkpoint_is_within_the_limits_and_its_weights_are_the_shapes_its_configuration_makes():
+    from dcbench.plugins.allocators.checkpoint_files import shipped_checkpoints
+    from dcbench.plugins.allocators.gnn_ppo.allocator import CHECKPOINTS
+    from dcbench.plugins.allocators.gnn_ppo.model import weight_shapes
+
+    for name, path in shipped_checkpoints(CHECKPOINTS).items():
+        saved = shipped_weights(name)
+        assert {key: tuple(tensor.shape) for key, tensor in saved["model"].items()} == weight_shapes(
+            json.loads(saved["config"]))
+        assert load_policy(path).config == json.loads(saved["config"])
+
+
+@pytest.mark.parametrize("config", [{}, {"hidden": 3, "layers": 1, "extra_features": 5},
+                                    {"node_dim": 4, "edge_dim": 1, "global_dim": 2, "hidden": 5, "layers": 4,
+                                     "global_hidden": 3, "extra_features": 6, "sixth_hint": "fit_last"}])
+def test_the_shapes_the_check_expects_are_the_models(config):
+    from dcbench.plugins.allocators.gnn_ppo.model import weight_shapes
+
+    built = GraphPolicy(**config).state_dict()
+    assert {key: tuple(tensor.shape) for key, tensor in built.items()} == weight_shapes(config)
+
+
+@pytest.mark.parametrize("change, said", [
+    ({"hidden": 12000}, "hidden=12000, which must be at most 1024"),  # 1.6 GB before the weights were refused
+    ({"layers": 10_000_000}, "layers=10000000, which must be at most 16"),  # minutes before
+    ({"global_hidden": 2**40}, "global_hidden=1099511627776, which must be at most 1024"),
+    ({"node_dim": 0}, "node_dim=0, which must be at least 1 and at most 64"),
+    ({"hidden": 16.0}, "hidden=16.0, which must be an integer"),
+    ({"layers": True}, "layers=True, which must be an integer"),
+    ({"extra_features": 7}, "extra_features=7, which must be one of 0, 5, 6"),
+    ({"sixth_hint": "worst"}, "sixth_hint='worst', which must be one of 'bestfit', 'fit_last'"),
+])
+def test_a_configuration_beyond_the_limits_is_refused_before_anything_is_built(tmp_path, monkeypatch, change, said):
+    import dcbench.plugins.allocators.gnn_ppo.allocator as allocator
+    from dcbench import ResultsError
+
+    def never(**config):
+        raise AssertionError("a policy was built")
+
+    monkeypatch.setattr(allocator, "GraphPolicy", never)
+    saved = shipped_weights()
+    path = tmp_path / "hostile.pt"
+    torch.save({"model": {}, "config": json.dumps({**json.loads(saved["config"]), **change})}, path)  # 1.3 KB
+    with pytest.raises(ResultsError) as refused:
+        load_policy(path)
+    assert str(refused.value) == (f"{path}: its configuration says {said} in a checkpoint of gnn_ppo; pass one "
+                                  "written by `dcbench train --allocator gnn_ppo`")
+
+
+@pytest.mark.parametrize("damage, said", [
+    (lambda weights: weights.pop("value.2.bias"), "its weights lack value.2.bias, which its configuration makes"),
+    (lambda weights: weights.update({"extra": torch.zeros(1)}),
+     "its weights hold extra, which its configuration does not make"),
+    (lambda weights: weights.update({"convs.0.linear.weight": torch.zeros(16, 100_000)}),
+     "its weight convs.0.linear.weight is 16×100000, its configuration makes it 16×12"),
+])
+def test_weights_that_are_not_their_configurations_are_refused_before_a_policy_is_built(tmp_path, monkeypatch,
+                                                                                       damage, said):
+    import dcbench.plugins.allocators.gnn_ppo.allocator as allocator
+    from dcbench import ResultsError
+
+    monkeypatch.setattr(allocator, "GraphPolicy", None)  # (calling it would be a TypeError, not these words)
+    saved = shipped_weights("tiered-16-1x4")  # five hints: 12 inputs to the first layer, with the links' 2
+    damage(saved["model"])
+    path = tmp_path / "mismatched.pt"
+    torch.save(saved, path)
+    with pytest.raises(ResultsError) as refused:
+        load_policy(path)
+    assert str(refused.value) == f"{path}: {said}; pass one written by `dcbench train --allocator gnn_ppo`"
+
+
+def test_an_archive_torch_did_not_write_is_refused_before_torch_reads_it(tmp_path, monkeypatch):
+    """Compressed entries could expand a thousandfold, and a file past the
+    limit is refused by its size alone."""
+    import zipfile
+
+    import dcbench.plugins.allocators.checkpoint_files as checkpoint_files
+    from dcbench import ResultsError
+
+    written = tmp_path / "written.pt"
+    torch.save(shipped_weights(), written)
+    packed = tmp_path / "packed.pt"
+    with zipfile.ZipFile(written) as source, zipfile.ZipFile(packed, "w", zipfile.ZIP_DEFLATED) as target:
+        for entry in source.infolist():
+            target.writestr(entry.filename, source.read(entry))
+    monkeypatch.setattr(checkpoint_files.torch, "load", None)  # torch must not be asked
+    with pytest.raises(ResultsError, match=r"packed.pt cannot be read by torch.load\(weights_only=True\) \(its "
+                                           r"entries are compressed, which torch.save's never are\); pass one"):
+        load_policy(packed)
+    monkeypatch.setattr(checkpoint_files, "MAX_CHECKPOINT_BYTES", written.stat().st_size - 1)
+    with pytest.raises(ResultsError, match=rf"\(it is {written.stat().st_size:,} bytes, more than the "
+                                           rf"{written.stat().st_size - 1:,} it may be\)"):
+        load_policy(written)
 
 
 def test_a_checkpoint_with_nan_weights_is_refused(tmp_path):

@@ -10,9 +10,9 @@ import torch
 
 from dcbench import JobAllocator, JobBuilder, Network
 from dcbench.envs import JobFeatures
-from dcbench.plugins.allocators.a2c_multistep.model import ActorCritic, NumpyActor
-from dcbench.plugins.allocators.checkpoint_files import (checked_checkpoint, content_fingerprint, load_checkpoint,
-                                                          shipped_checkpoints)
+from dcbench.plugins.allocators.a2c_multistep.model import CONFIG_LIMITS, ActorCritic, NumpyActor, weight_shapes
+from dcbench.plugins.allocators.checkpoint_files import (check_config, check_weight_shapes, checked_checkpoint,
+                                                          content_fingerprint, load_checkpoint, shipped_checkpoints)
 
 CHECKPOINTS = "dcbench.plugins.allocators.a2c_multistep"
 # How the weights are evaluated is part of a run's identity too: runs of the
@@ -35,11 +35,14 @@ def checkpoint_for(network: Network) -> Path:
 
 
 def load_model(path: Path) -> tuple[ActorCritic, dict]:
-    """The actor-critic saved at ``path`` and its training configuration."""
+    """The actor-critic saved at ``path`` and its training configuration;
+    the model's configuration and the weights' shapes are checked before it is built."""
 
     def build(saved: dict) -> tuple[ActorCritic, dict]:
         config = json.loads(saved["config"])
-        model = ActorCritic(**config["model"])
+        architecture = check_config(path, "a2c_multistep", config["model"], CONFIG_LIMITS, required=("racks",))
+        check_weight_shapes(path, "a2c_multistep", saved["model"], weight_shapes(architecture))
+        model = ActorCritic(**architecture)
         model.load_state_dict(saved["model"])
         return model.eval(), config
 

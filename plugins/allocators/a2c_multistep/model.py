@@ -6,8 +6,17 @@ import numpy as np
 import torch
 from torch import nn
 
+from dcbench import Range
+
 MASKED = -1e9
 ACTORS = ("dense", "shared")  # the paper's dense actor; ours, one network shared over the racks
+# The largest network trained (`A2CConfig.LIMITS`) and loaded, checked before one is built from a checkpoint:
+# 8 times the paper's width and 3 times its depth, for up to the ocs topology's 2,048 ToRs (at most 46
+# million weights, 190 MB; the shipped checkpoints have 0.15 million).
+MAX_HIDDEN = 1024
+MAX_LAYERS = 16
+CONFIG_LIMITS = {"racks": Range(2, 2048), "hidden": Range(1, MAX_HIDDEN), "layers": Range(1, MAX_LAYERS),
+                 "features": (2, 3), "actor": ACTORS}
 
 
 def dense(inputs: int, outputs: int, hidden: int, layers: int) -> nn.Sequential:
@@ -69,6 +78,25 @@ class ActorCritic(nn.Module):
 
     def value(self, state: torch.Tensor) -> torch.Tensor:
         return self.critic(state).squeeze(-1)
+
+
+def weight_shapes(config: dict) -> dict[str, tuple[int, ...]]:
+    """The name and shape of every weight of the ActorCritic that ``config``
+    (within `CONFIG_LIMITS`) makes, without building it."""
+    racks, features = config["racks"], config.get("features", 2)
+    hidden, layers = config.get("hidden", 128), config.get("layers", 5)
+    shapes: dict[str, tuple[int, ...]] = {}
+
+    def dense_shapes(prefix: str, inputs: int, outputs: int) -> None:  # as `dense` builds
+        for index, (width, out) in enumerate(zip([inputs] + [hidden] * layers, [hidden] * layers + [outputs])):
+            shapes[f"{prefix}{2 * index}.weight"], shapes[f"{prefix}{2 * index}.bias"] = (out, width), (out,)
+
+    if config.get("actor", "dense") == "shared":
+        dense_shapes("actor.net.", 2 * features, 1)
+    else:
+        dense_shapes("actor.", features * racks, racks)
+    dense_shapes("critic.", features * racks, 1)
+    return shapes
 
 
 class NumpyActor:

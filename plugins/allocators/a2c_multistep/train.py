@@ -35,7 +35,7 @@ import torch
 
 from dcbench import Range, SpecError, config_options
 from dcbench.envs import AllocationEnv
-from dcbench.plugins.allocators.a2c_multistep.model import ACTORS, ActorCritic, NumpyActor
+from dcbench.plugins.allocators.a2c_multistep.model import ACTORS, MAX_HIDDEN, MAX_LAYERS, ActorCritic, NumpyActor
 from dcbench.plugins.allocators.checkpoint_files import (command_line, export_checkpoint, resume_training_state,
                                                           save_training_state)
 from dcbench.plugins.allocators.early_stopping import BestWeights
@@ -87,7 +87,7 @@ class A2CConfig:
 
     # Upper bounds far beyond any useful run: a typo is refused, not hours of work or all the memory.
     LIMITS: ClassVar[dict[str, Range]] = {
-        "window": Range(1, 1_000_000), "hidden": Range(1, 4096), "layers": Range(1, 64),
+        "window": Range(1, 1_000_000), "hidden": Range(1, MAX_HIDDEN), "layers": Range(1, MAX_LAYERS),
         "episode_jobs": Range(1, 10_000_000),
         **dict.fromkeys(("imitation_jobs", "validation_jobs"), Range(0, 10_000_000)),
         "imitation_epochs": Range(0, 1000), "validation_episodes": Range(0, 100_000),

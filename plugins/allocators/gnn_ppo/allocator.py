@@ -10,9 +10,10 @@ import torch
 
 from dcbench import Network, PoolAllocator, PoolBuilder, Request, State
 from dcbench.envs import PoolFeatures
-from dcbench.plugins.allocators.checkpoint_files import (checked_checkpoint, content_fingerprint, load_checkpoint,
-                                                          shipped_checkpoints)
-from dcbench.plugins.allocators.gnn_ppo.model import GraphPolicy, ServerHints, as_tensors, with_self_loops
+from dcbench.plugins.allocators.checkpoint_files import (check_config, check_weight_shapes, checked_checkpoint,
+                                                          content_fingerprint, load_checkpoint, shipped_checkpoints)
+from dcbench.plugins.allocators.gnn_ppo.model import (CONFIG_LIMITS, GraphPolicy, ServerHints, as_tensors,
+                                                      weight_shapes, with_self_loops)
 
 CHECKPOINTS = "dcbench.plugins.allocators.gnn_ppo"
 
@@ -42,10 +43,13 @@ def checkpoint_for(network: Network) -> tuple[Path, str]:
 
 
 def load_policy(path: Path) -> GraphPolicy:
-    """The policy saved at ``path`` (weights and configuration, no pickled code)."""
+    """The policy saved at ``path`` (weights and configuration, no pickled
+    code); its configuration and the weights' shapes are checked before it is built."""
 
     def build(saved: dict) -> GraphPolicy:
-        model = GraphPolicy(**json.loads(saved["config"]))
+        config = check_config(path, "gnn_ppo", json.loads(saved["config"]), CONFIG_LIMITS)
+        check_weight_shapes(path, "gnn_ppo", saved["model"], weight_shapes(config))
+        model = GraphPolicy(**config)
         model.load_state_dict(saved["model"])
         return model.eval()
 

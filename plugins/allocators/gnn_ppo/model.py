@@ -29,10 +29,15 @@ import torch.nn.functional as F
 from torch import nn
 from torch_geometric.nn import MessagePassing
 
+from dcbench import Range
 from dcbench.plugins.allocators.bestfit import BestFitAllocator, own_link_free
 from dcbench.plugins.allocators.tetris import tightest_completing
 
 MASKED = -1e9
+LOGIT_HIDDEN = 32
+VALUE_HIDDEN = 64
+EXTRA_FEATURES = 6
+SIXTH_HINTS = ("bestfit", "fit_last")
 
 
 class EdgeMeanConv(MessagePassing):
@@ -81,8 +86,10 @@ class GraphPolicy(nn.Module):
         # The logit also reads the server's own raw features (an addition to
         # the reference): L2-normalised embeddings of near-identical servers
         # are nearly equal, which leaves the policy almost blind to them.
-        self.logit = nn.Sequential(nn.Linear(global_hidden + 2 * hidden + node_dim, 32), nn.ReLU(), nn.Linear(32, 1))
-        self.value = nn.Sequential(nn.Linear(global_hidden + 2 * hidden, 64), nn.Tanh(), nn.Linear(64, 1))
+        self.logit = nn.Sequential(nn.Linear(global_hidden + 2 * hidden + node_dim, LOGIT_HIDDEN), nn.ReLU(),
+                                   nn.Linear(LOGIT_HIDDEN, 1))
+        self.value = nn.Sequential(nn.Linear(global_hidden + 2 * hidden, VALUE_HIDDEN), nn.Tanh(),
+                                   nn.Linear(VALUE_HIDDEN, 1))
 
     def forward(self, nodes: torch.Tensor, edges: torch.Tensor, globals_: torch.Tensor, mask: torch.Tensor,
                 edge_index: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -108,6 +115,37 @@ class GraphPolicy(nn.Module):
         logits = self.logit(per_server).squeeze(-1).masked_fill(mask == 0, MASKED)
         value = self.value(torch.cat([g, servers.mean(dim=1), pooled], dim=-1)).squeeze(-1)
         return logits, value
+
+
+# What a checkpoint's configuration may say, checked before a GraphPolicy is built from it: the shipped
+# checkpoints have 16 dimensions in 3 layers, and the trainer builds only those; 64 times as wide and 5 times
+# as deep is room for any other policy worth training (up to 17 million weights, 67 MB), and the features
+# are the environment's (5 per node, 2 per link, 3 global) with room to grow.
+CONFIG_LIMITS = {"node_dim": Range(1, 64), "edge_dim": Range(1, 64), "global_dim": Range(1, 64),
+                 "hidden": Range(1, 1024), "layers": Range(1, 16), "global_hidden": Range(1, 1024),
+                 "extra_features": (0, 5, EXTRA_FEATURES), "sixth_hint": SIXTH_HINTS}
+CONFIG_DEFAULTS = {"node_dim": 5, "edge_dim": 2, "global_dim": 3, "hidden": 16, "layers": 3, "global_hidden": 8,
+                   "extra_features": 0, "sixth_hint": "bestfit"}
+
+
+def weight_shapes(config: dict) -> dict[str, tuple[int, ...]]:
+    """The name and shape of every weight of the GraphPolicy that
+    ``config`` (within `CONFIG_LIMITS`) makes, without building it."""
+    c = {**CONFIG_DEFAULTS, **config}
+    node_dim, hidden = c["node_dim"] + c["extra_features"], c["hidden"]
+    shapes: dict[str, tuple[int, ...]] = {}
+
+    def linear(name: str, inputs: int, outputs: int) -> None:
+        shapes[f"{name}.weight"], shapes[f"{name}.bias"] = (outputs, inputs), (outputs,)
+
+    for index, inputs in enumerate([node_dim] + [hidden] * (c["layers"] - 1)):
+        linear(f"convs.{index}.linear", inputs + c["edge_dim"], hidden)
+    linear("global_embed.0", c["global_dim"], c["global_hidden"])
+    linear("logit.0", c["global_hidden"] + 2 * hidden + node_dim, LOGIT_HIDDEN)
+    linear("logit.2", LOGIT_HIDDEN, 1)
+    linear("value.0", c["global_hidden"] + 2 * hidden, VALUE_HIDDEN)
+    linear("value.2", VALUE_HIDDEN, 1)
+    return shapes
 
 
 def with_self_loops(edge_index, n_nodes: int) -> torch.Tensor:
@@ -190,6 +228,3 @@ class ServerHints:
             extra[ranked, 5] = 1.0 - np.arange(len(ranked)) / max(len(ranked), 1)
         return np.concatenate([node_features, extra], axis=1)
 
-
-EXTRA_FEATURES = 6
-SIXTH_HINTS = ("bestfit", "fit_last")

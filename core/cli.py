@@ -14,7 +14,7 @@ import click
 
 from dcbench.errors import DcbenchError, describe
 from dcbench.registry import KINDS, PLURALS, Registry, get_registry
-from dcbench.spec import LARGEST_INTEGER, MAX_REQUESTS
+from dcbench.spec import LARGEST_INTEGER
 
 KIND_ALIASES = {kind: kind for kind in KINDS} | {PLURALS[kind]: kind for kind in KINDS}
 
@@ -126,7 +126,15 @@ class NonEmptyPath(click.Path):
 PATH = NonEmptyPath(path_type=Path)
 
 # Bounds that keep a typo from becoming a MemoryError: far above any suite, far below what fits in memory.
-MAX_SEEDS = 1_000_000
+# A run holds its tables in memory, about 1 KB a request for pools and 2 KB for jobs: a million requests is 60
+# times the longest suite run (16,600 jobs) and 1 to 2 GB (`spec.MAX_REQUESTS`, what a plugin's default or a
+# suite may ask for, is the library's far wider bound).
+MAX_RUN_REQUESTS = 1_000_000
+# Seeds of one `run`: 2,000 times a suite's 5; each summary is kept until the table at the end.
+MAX_SEEDS = 10_000
+# Worker processes of a sweep, each with its own copy of the plugins (100 to 300 MB): more than any machine's cores
+# this project knows of, and never more than there are runs to do.
+MAX_JOBS = 256
 # The best of 100 timed runs is as steady as timing gets; a typo's 3,000 would run for hours.
 MAX_REPEAT = 100
 
@@ -265,11 +273,12 @@ def print_summary(summaries: list[dict[str, Any]], scenario: Mapping[str, Any]) 
 @click.option("--topology", "-t", default="tiered:32,1x4", show_default=True, help="Topology spec.")
 @click.option("--workload", "-w", default=None, help="Workload spec (default: the topology's own).")
 @click.option("--requests", "-n", type=int, default=None,
-              help="Requests per run (default: the workload's; 2 per server for uniform).")
+              help=f"Requests per run (default: the workload's; 2 per server for uniform), at most "
+                   f"{MAX_RUN_REQUESTS:,}.")
 @click.option("--seed", type=int, default=None, help="Run this one seed (default 0).")
-@click.option("--seeds", type=int, default=None, help="Run seeds 0..K-1.")
+@click.option("--seeds", type=int, default=None, help=f"Run seeds 0..K-1 (K at most {MAX_SEEDS:,}).")
 @click.option("--out", type=PATH, default=Path("results"), show_default=True,
-              help="Folder for the results; each run writes DIR/<run_id>/.")
+              help="Folder for the results; each run writes DIR/<run_id>/. One command writes to it at a time.")
 @click.option("--checkpoint", type=PATH, default=None,
               help="Weights for a learned allocator instead of its shipped checkpoint "
                    "(the same as -a NAME:checkpoint=PATH).")
@@ -277,10 +286,13 @@ def print_summary(summaries: list[dict[str, Any]], scenario: Mapping[str, Any]) 
 def run(allocator: str, topology: str, workload: str | None, requests: int | None, seed: int | None,
         seeds: int | None, out: Path, checkpoint: Path | None, quiet: bool) -> None:
     """Run one allocator on one scenario and write its Parquet tables."""
+    from dcbench.atomic import remove_leftovers
+    from dcbench.locks import folder_lock, sole_writer
     from dcbench.results import check_writable
     from dcbench.runner import Runner
 
     seed_list = _seeds(seed, seeds)
+    check_bounds("--requests", requests, 1, at_most=MAX_RUN_REQUESTS)
     registry = load_registry()
     if checkpoint is not None:
         allocator = with_checkpoint(registry, allocator, checkpoint)
@@ -291,7 +303,8 @@ def run(allocator: str, topology: str, workload: str | None, requests: int | Non
     total = plan.requests * len(seed_list)
     summaries = []
     notes: set[str] = set()
-    with plugin_prints_to_stderr(), progress_bar(quiet) as progress:
+    with sole_writer(folder_lock(out), "run", out), plugin_prints_to_stderr(), progress_bar(quiet) as progress:
+        remove_leftovers(out)  # what killed commands left: none can be writing now
         task = progress.add_task(f"{plan.allocator} on {plan.topology}", total=total)
         for index, run_seed in enumerate(seed_list):
             done_before = index * plan.requests
@@ -316,8 +329,9 @@ def run(allocator: str, topology: str, workload: str | None, requests: int | Non
 @click.option("--allocator", "-a", "allocator_values", multiple=True, required=True,
               help="Allocator spec; repeat it, or list specs with commas: tetris,nalb or ccf:reconfigure=no,jcb.")
 @click.option("--out", type=PATH, default=None,
-              help="Results folder (default: results/<suite>).")
-@click.option("--jobs", "-j", type=int, default=None, help="Worker processes (default: all cores).")
+              help="Results folder (default: results/<suite>). One command writes to it at a time.")
+@click.option("--jobs", "-j", type=int, default=None,
+              help=f"Worker processes (default: all cores; at most {MAX_JOBS}, and no more than runs to do).")
 @click.option("--executor", type=click.Choice(["local", "ray"]), default="local", show_default=True,
               help="local: a process pool; ray: tasks on a Ray cluster (pip install 'dcbench[ray]').")
 @click.option("--address", default=None, help="Ray cluster address (default: start a local Ray instance).")
@@ -328,40 +342,43 @@ def sweep(suite_name: str, allocator_values: tuple[str, ...], out: Path | None, 
     import os
 
     from dcbench import __version__
+    from dcbench.atomic import remove_leftovers
+    from dcbench.locks import folder_lock, sole_writer
     from dcbench.results import check_writable, remove_staging
     from dcbench.runner import Runner
     from dcbench import sweep as sweeps
 
+    check_bounds("--jobs", jobs, 1, at_most=MAX_JOBS)
     registry = load_registry()
     suite = registry.get("suite", suite_name)
     allocators = sweeps.split_allocators(allocator_values)
     out = out or Path("results") / suite.name
-    check_bounds("--jobs", jobs, 1)
     if address is not None and executor != "ray":
         raise UserError("--address is the Ray cluster's, for --executor ray; give both, or neither")
-    workers = jobs if jobs is not None else (os.cpu_count() or 1)
+    workers = jobs if jobs is not None else min(os.cpu_count() or 1, MAX_JOBS)
     runner = Runner(registry)
     with plugin_prints_to_stderr():
         planned = sweeps.plan(runner, suite, allocators)
     check_writable(out)
-    left_out = sweeps.previous_sweep(out, suite, allocators, registry)
-    remove_staging(out, [job.run_id for job in planned])
-    todo = sweeps.pending(planned, out)
-    with plugin_prints_to_stderr(), progress_bar(quiet) as progress:
-        task = progress.add_task(f"{suite.name}: {len(planned)} runs", total=len(planned),
-                                 completed=len(planned) - len(todo))
-        try:
-            if executor == "ray":
-                sweeps.run_ray(todo, out, address, lambda job: progress.advance(task))
-            else:
-                sweeps.run_local(todo, out, workers, lambda job: progress.advance(task))
-        except BaseException:  # Ctrl-C or SIGTERM, too: the runs under way were stopped mid-write
-            remove_staging(out, [job.run_id for job in todo])
-            raise
-    combined = sweeps.combine(planned, out, {
-        "suite": suite.name, "allocators": allocators, "dcbench_version": __version__,
-        "runs": [job.run_id for job in planned]})
-    sweeps.check_ranked_by(suite, combined, out)
+    with sole_writer(folder_lock(out), "sweep", out):
+        left_out = sweeps.previous_sweep(out, suite, allocators, registry)
+        remove_leftovers(out)  # what killed commands left (half-written runs, a summary's temporary file)
+        todo = sweeps.pending(planned, out)
+        with plugin_prints_to_stderr(), progress_bar(quiet) as progress:
+            task = progress.add_task(f"{suite.name}: {len(planned)} runs", total=len(planned),
+                                     completed=len(planned) - len(todo))
+            try:
+                if executor == "ray":
+                    sweeps.run_ray(todo, out, address, lambda job: progress.advance(task))
+                else:
+                    sweeps.run_local(todo, out, workers, lambda job: progress.advance(task))
+            except BaseException:  # Ctrl-C or SIGTERM, too: the runs under way were stopped mid-write
+                remove_staging(out, [job.run_id for job in todo])
+                raise
+        combined = sweeps.combine(planned, out, {
+            "suite": suite.name, "allocators": allocators, "dcbench_version": __version__,
+            "runs": [job.run_id for job in planned]})
+        sweeps.check_ranked_by(suite, combined, out)
     click.echo(f"{len(planned)} runs ({len(planned) - len(todo)} already done) -> {out / sweeps.SUMMARY}")
     if left_out:
         click.echo(f"Note: the summary no longer lists {', '.join(left_out)} (their run folders stay); "
@@ -538,7 +555,8 @@ def plugins() -> None:
 @click.option("--topology", "-t", "topologies", multiple=True,
               help="Topologies (default: tiered:32,1x4 at 64, 1,024 and 8,192 servers).")
 @click.option("--workload", "-w", default=None, help="Workload spec (default: each topology's own).")
-@click.option("--requests", "-n", type=int, default=4096, help="Requests per run.", show_default=True)
+@click.option("--requests", "-n", type=int, default=4096, show_default=True,
+              help=f"Requests per run, at most {MAX_RUN_REQUESTS:,}.")
 @click.option("--repeat", type=int, default=3, show_default=True,
               help=f"Timed runs per cell, at most {MAX_REPEAT}; the best is kept.")
 def bench(allocators: tuple[str, ...], topologies: tuple[str, ...], workload: str | None, requests: int | None,
@@ -547,7 +565,7 @@ def bench(allocators: tuple[str, ...], topologies: tuple[str, ...], workload: st
     from dcbench.bench import DEFAULT_TOPOLOGIES, run_bench
     from dcbench.sweep import split_allocators
 
-    check_bounds("--requests", requests, 1, at_most=MAX_REQUESTS)
+    check_bounds("--requests", requests, 1, at_most=MAX_RUN_REQUESTS)
     check_bounds("--repeat", repeat, 1, at_most=MAX_REPEAT)
     registry = load_registry()
     named = bool(allocators)

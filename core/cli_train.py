@@ -33,11 +33,12 @@ def example_topology(registry: Any, demands: tuple[str, ...]) -> str | None:
 @click.option("--out", type=PATH, default=None,
               help="Checkpoint file (.pt, default checkpoints/<allocator>-<topology>.pt); its record, curve and "
                    "plot go beside it (.json, .curve.parquet, .png), the training state to OUT.train/, "
-                   "resumed from there.")
+                   "resumed from there. One training writes to it at a time.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
 def train(allocator: str, topology: str, workload: str | None, steps: int | None, seed: int,
           out: Path | None, quiet: bool) -> None:
     """Train a learned allocator's checkpoint (resumes an interrupted run)."""
+    from dcbench.locks import file_lock, sole_writer
     from dcbench.registry import PluginEntry, blamed_on
     from dcbench.results import check_writable
     from dcbench.runner import Runner
@@ -70,7 +71,9 @@ def train(allocator: str, topology: str, workload: str | None, steps: int | None
     options = dict(parsed.kwargs)
     extra = {"options": options} if options else {}
     last: dict[str, str] = {}
-    with plugin_prints_to_stderr(), progress_bar(quiet, "status") as progress:
+    with sole_writer(file_lock(out), "train", out), plugin_prints_to_stderr(), \
+            progress_bar(quiet, "status") as progress:
+        settle_training_outputs(out)
         task = progress.add_task(f"train {entry.name} on {topology}", total=steps, status="")
 
         def report(row: dict[str, float]) -> None:
@@ -92,6 +95,21 @@ def train(allocator: str, topology: str, workload: str | None, steps: int | None
     click.echo(f"checkpoint: {path}")
 
 
+def settle_training_outputs(out: Path) -> None:
+    """Under the lock of ``out``, before the trainer reads its state: finish
+    (or undo) a write of the checkpoint's files or of the training state that
+    a killed training left, and remove the temporary files it left of them."""
+    from dcbench.atomic import remove_leftovers
+
+    state = out.with_name(out.name + ".train")
+    remove_leftovers(out.parent, [out.name, *(out.with_suffix(suffix).name for suffix in TRAINING_OUTPUTS)])
+    remove_leftovers(state, STATE_FILES)
+
+
+TRAINING_OUTPUTS = (".json", ".curve.parquet", ".png")  # beside the checkpoint
+STATE_FILES = ("state.pt", "curve.parquet")  # in OUT.train/
+
+
 def check_training_outputs(out: Path) -> None:
     """Before training (minutes to hours): nothing but an earlier checkpoint
     may be replaced where it and the files beside it go."""
@@ -101,7 +119,7 @@ def check_training_outputs(out: Path) -> None:
         raise UserError(f"--out {out}: give a .pt file name (its .json record and .png plot are written beside it)")
     if out.exists() and not (out.is_file() and starts_with(out, b"PK\x03\x04")):  # torch.save writes a zip
         raise UserError(f"--out {out} exists and is not a checkpoint; give another path, or remove it")
-    for beside in (out.with_suffix(".json"), out.with_suffix(".png"), out.with_suffix(".curve.parquet")):
+    for beside in (out.with_suffix(suffix) for suffix in TRAINING_OUTPUTS):
         if beside.exists() and not beside.is_file():
             raise UserError(f"{beside}, where training writes its {beside.suffix[1:]} file, is not a file; "
                             "remove it or give another --out")

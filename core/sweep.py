@@ -18,6 +18,8 @@ import os
 import signal
 import socket
 import sys
+import threading
+import time
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -132,28 +134,61 @@ def quiet_plugin_warnings() -> None:
     warnings.filterwarnings("ignore", category=PluginLoadWarning)
 
 
-def start_worker() -> None:
-    """What a worker process does first: no second round of plugin warnings,
-    what plugins print on stderr, as in the command's own process, and
-    Ctrl-C left to the command, which stops the workers (a worker that
-    caught it would count it as its run's error and start the next run)."""
+def start_worker(parent: int | None = None) -> None:
+    """What a worker process does first: die with the command's process
+    ``parent`` (a SIGKILLed sweep's workers ran on for ever), no second
+    round of plugin warnings, what plugins print on stderr, as in the
+    command's own process, and Ctrl-C left to the command, which stops the
+    workers (a worker that caught it would count it as its run's error and
+    start the next run)."""
+    if parent is not None:
+        die_with(parent)
     quiet_plugin_warnings()
     sys.stdout = sys.stderr
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
+PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+PARENT_CHECK_SECONDS = 0.5
+
+
+def die_with(parent: int) -> None:
+    """End this process (SIGKILL: a plugin stuck in its own code cannot stop
+    it) as soon as the process ``parent``, which started it, is gone: on
+    Linux the kernel sends the signal (``prctl(PR_SET_PDEATHSIG)``),
+    elsewhere a thread checks the parent every half second."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            if libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) == 0:
+                if os.getppid() != parent:  # gone before the signal was asked for
+                    os._exit(1)
+                return
+        except (OSError, AttributeError):
+            pass  # no prctl to be had: the thread below
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(PARENT_CHECK_SECONDS)
+        os.kill(os.getpid(), getattr(signal, "SIGKILL", signal.SIGTERM))
+
+    threading.Thread(target=watch, name="dcbench-parent-watch", daemon=True).start()
+
+
 def run_local(jobs: Sequence[Job], out_dir: Path, workers: int, advance: Callable[[Job], None]) -> None:
-    if workers <= 1:
+    if workers <= 1 or not jobs:
         for job in jobs:
             execute(job, out_dir)
             advance(job)
         return
     context = multiprocessing.get_context("spawn")
     with one_math_thread_per_worker():
-        pool = concurrent.futures.ProcessPoolExecutor(max_workers=workers, mp_context=context,
-                                                      initializer=start_worker)
-    futures = {pool.submit(execute, job, out_dir): job for job in jobs}
+        pool = concurrent.futures.ProcessPoolExecutor(max_workers=min(workers, len(jobs)), mp_context=context,
+                                                      initializer=start_worker, initargs=(os.getpid(),))
     try:
+        futures = {pool.submit(execute, job, out_dir): job for job in jobs}  # (it starts the workers)
         for future in concurrent.futures.as_completed(futures):
             future.result()
             advance(futures[future])
@@ -170,13 +205,24 @@ def run_local(jobs: Sequence[Job], out_dir: Path, workers: int, advance: Callabl
 def stop(pool: concurrent.futures.ProcessPoolExecutor) -> None:
     """Cancel what has not started and end the workers now, their runs under
     way with them (a half-written run is a staging folder, which the command
-    removes; the next sweep runs it again)."""
-    workers = list((pool._processes or {}).values())  # (no public way before Python 3.14's terminate_workers)
+    removes; the next sweep runs it again). A worker still there a moment
+    after SIGTERM (a plugin that handles it, or ignores it) gets SIGKILL:
+    the command must not wait on a plugin stuck in its own code. Workers
+    started but not yet in the pool's list (Ctrl-C while the pool starts
+    them) are this process's other children, and go too."""
+    workers = {id(worker): worker for worker in (pool._processes or {}).values()}  # (no public way before 3.14)
+    workers.update((id(child), child) for child in multiprocessing.active_children())
     pool.shutdown(wait=False, cancel_futures=True)
-    for worker in workers:
+    for worker in workers.values():
         worker.terminate()
-    for worker in workers:
-        worker.join()
+    for worker in workers.values():
+        worker.join(timeout=STOP_SECONDS)
+        if worker.is_alive():
+            worker.kill()
+            worker.join()
+
+
+STOP_SECONDS = 5.0  # what a worker is given to end on SIGTERM before SIGKILL
 
 
 @contextlib.contextmanager

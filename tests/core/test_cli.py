@@ -44,8 +44,10 @@ def test_run_with_one_seed(tmp_path):
     (["-a", "tetris", "-n", "0"], "at least 1"),
     (["-a", "tetris", "--seed", "-5"], "--seed must be at least 0, got -5"),
     (["-a", "tetris", "--seeds", "0"], "--seeds must be at least 1, got 0"),
-    (["-a", "tetris", "-n", "9999999999"], "--requests must be at most 100,000,000, got 9,999,999,999"),
-    (["-a", "tetris", "--seeds", "99999999999"], "--seeds must be at most 1,000,000"),
+    (["-a", "tetris", "-n", "9999999999"], "--requests must be at most 1,000,000, got 9,999,999,999"),
+    (["-a", "tetris", "-n", "100000000"], "--requests must be at most 1,000,000, got 100,000,000"),  # 10 GB in 60 s
+    (["-a", "tetris", "--seeds", "99999999999"], "--seeds must be at most 10,000"),
+    (["-a", "tetris", "--seeds", "10001"], "--seeds must be at most 10,000, got 10,001"),
     (["-a", "tetris", "--seed", str(10**23)], "--seed must be at most 9,007,199,254,740,992"),
     (["-a", "tetris", "-w", "uniform:max_cpu=nan"], "max_cpu='nan' is not an integer"),
     (["-a", "tetris:scale=inf"], "tetris: scale='inf' is not a finite number"),
@@ -169,6 +171,7 @@ def test_bench_takes_allocators_listed_with_commas_as_sweep_does():
     (["-a", "random,random"], "allocator 'random' is given twice (also as 'random'); give each once"),
     (["-a", "tetris", "-a", "tetris:penalty=0.9"], "allocator 'tetris:penalty=0.9' is given twice (also as 'tetris')"),
     (["-a", "tetris", "-n", "0"], "--requests must be at least 1, got 0"),
+    (["-a", "tetris", "-n", "1000001"], "--requests must be at most 1,000,000, got 1,000,001"),
     (["-a", "ccf", "-t", "tiered:8,1x4"], "allocator 'ccf' serves job demands and none of the topologies "
                                           "tiered:8,1x4 does; give a topology for it with -t"),
 ])

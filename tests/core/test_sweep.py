@@ -326,15 +326,140 @@ def test_runs_in_this_process_use_the_plugins_loaded_now(tmp_path, monkeypatch, 
     assert "counted" not in sweeps._run(job).summary
 
 
-def test_a_sweep_removes_its_own_runs_half_written_folders_and_leaves_another_commands(random_sweep, tmp_path):
+def test_a_sweep_removes_what_killed_commands_left_in_its_folder_and_nothing_else(random_sweep, tmp_path):
+    """No other command writes into the folder while the sweep holds its
+    lock: every half-written run and temporary file there is a killed one's."""
     out = tmp_path / "nara2022"
     shutil.copytree(random_sweep, out)
     own = sorted(p.name for p in out.iterdir() if p.is_dir())[0]
-    leftover = out / f".{own}.tmp-killed"  # a killed write of one of this sweep's runs
-    leftover.mkdir()
-    another = out / ".0123456789abcdef.tmp-writing"  # another sweep's run, being written right now
-    another.mkdir()
-    (another / "timeline.parquet").write_bytes(b"half")
+    leftovers = [out / f".{own}.tmp-killed", out / ".0123456789abcdef.tmp-x1y2z3w4"]  # this sweep's run, another's
+    for folder in leftovers:
+        folder.mkdir()
+        (folder / "timeline.parquet").write_bytes(b"half")
+    leftovers.append(out / ".summary.parquet.tmp-q8r7s6t5")  # a killed write of the combined summary
+    leftovers[-1].write_bytes(b"PAR1 half")
+    users = [out / "notes.txt", out / ".notes.tmp"]
+    for path in users:
+        path.write_text("mine")
     result = CliRunner().invoke(cli, ["sweep", "-s", "nara2022", "-a", "random", "--out", str(out), "-q"])
     assert result.exit_code == 0, result.output
-    assert not leftover.exists() and (another / "timeline.parquet").read_bytes() == b"half"
+    assert not any(path.exists() for path in leftovers)
+    assert all(path.read_text() == "mine" for path in users)
+    assert not (out / ".dcbench.lock").exists()  # released, and removed
+
+
+@pytest.mark.parametrize("command", [["sweep", "-s", "nara2022", "-a", "random"],
+                                     ["run", "-a", "random", "-t", "tiered:8,1x4", "-n", "8"]])
+def test_a_second_command_writing_to_a_results_folder_is_refused_in_one_line(tmp_path, command):
+    from dcbench.locks import folder_lock, sole_writer
+
+    out = tmp_path / "results"
+    with sole_writer(folder_lock(out), "sweep", out):
+        result = CliRunner().invoke(cli, [*command, "--out", str(out), "-q"])
+        assert result.exit_code == 2
+        assert result.output == (f"Error: another dcbench sweep is writing to '{out}' (pid {os.getpid()}); wait for "
+                                 "it or choose another --out\n")
+        assert os.listdir(out) == [".dcbench.lock"]
+    result = CliRunner().invoke(cli, [*command, "--out", str(out), "-q"])
+    assert result.exit_code == 0, result.output
+
+
+@pytest.mark.parametrize("jobs, said", [("0", "--jobs must be at least 1, got 0"),
+                                        ("257", "--jobs must be at most 256, got 257")])
+def test_workers_beyond_the_bounds_are_refused(tmp_path, jobs, said):
+    result = CliRunner().invoke(cli, ["sweep", "-s", "nara2022", "-a", "random", "-j", jobs, "--out",
+                                      str(tmp_path / "out")])
+    assert result.exit_code == 2 and result.output == f"Error: {said}\n"
+    assert not (tmp_path / "out").exists()
+
+
+HUNG = """
+import os, time
+from pathlib import Path
+from dcbench import PoolAllocator, hookimpl
+
+class Hung(PoolAllocator):
+    def allocate(self, request, state):
+        Path(os.environ["HUNG_WORKERS"], str(os.getpid())).touch()  # where the test finds the workers
+        while True:  # a plugin that never returns
+            time.sleep(0.01)
+
+@hookimpl
+def register_allocators(register):
+    register("hung", Hung, description="never returns")
+"""
+
+
+def hung_sweep(tmp_path):
+    """`dcbench sweep -a hung -j 2` started in a process of its own, its two
+    workers stuck in the plugin: (the process, the workers' pids, the results folder)."""
+    plugins, workers, out = tmp_path / "plugins", tmp_path / "workers", tmp_path / "out"
+    (plugins / "hung_plugin-1.0.dist-info").mkdir(parents=True)
+    workers.mkdir()
+    (plugins / "hung_plugin.py").write_text(HUNG)
+    (plugins / "hung_plugin-1.0.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: hung-plugin\n"
+                                                                    "Version: 1.0\n")
+    (plugins / "hung_plugin-1.0.dist-info" / "entry_points.txt").write_text("[dcbench]\nhung = hung_plugin\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(plugins), os.environ.get("PYTHONPATH", "")]),
+           "HUNG_WORKERS": str(workers)}
+    process = subprocess.Popen([sys.executable, "-m", "dcbench", "sweep", "-s", "nara2022", "-a", "hung", "-j", "2",
+                                "--out", str(out), "-q"], env=env, start_new_session=True,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 120
+    while len(os.listdir(workers)) < 2 and process.poll() is None and time.time() < deadline:
+        time.sleep(0.05)
+    assert len(os.listdir(workers)) == 2, process.communicate()
+    return process, [int(name) for name in os.listdir(workers)], out
+
+
+def running(pid):
+    """Whether the process ``pid`` runs (a zombie, ended but not yet reaped by whoever adopted it, does not)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return sys.platform.startswith("linux") is False
+
+
+def wait_until_gone(pids, seconds=30):
+    deadline = time.time() + seconds
+    while any(running(pid) for pid in pids) and time.time() < deadline:
+        time.sleep(0.05)
+    return [pid for pid in pids if running(pid)]
+
+
+def end(process, workers):
+    """What a failed test leaves running is ended, by pid (only what it started)."""
+    for pid in workers:
+        if running(pid):
+            os.kill(pid, signal.SIGKILL)
+    if process.poll() is None:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+
+
+def test_the_workers_of_a_killed_sweep_die_with_it(tmp_path):
+    process, workers, _ = hung_sweep(tmp_path)
+    try:
+        os.kill(process.pid, signal.SIGKILL)  # the sweep only: its workers are left to notice
+        process.wait()
+        assert wait_until_gone(workers) == []
+    finally:
+        end(process, workers)
+
+
+def test_sigterm_ends_a_sweep_whose_workers_are_stuck_in_a_plugin(tmp_path):
+    process, workers, out = hung_sweep(tmp_path)
+    try:
+        process.terminate()
+        _, stderr = process.communicate(timeout=60)
+        assert process.returncode == 128 + signal.SIGTERM
+        assert stderr.splitlines()[-1].startswith("Terminated: what was finished is kept")
+        assert wait_until_gone(workers) == []
+        assert not out.exists()  # the runs under way removed, the lock too, and the folder the sweep made
+    finally:
+        end(process, workers)

@@ -432,7 +432,11 @@ def test_phi_sweep_checks_its_output_folder_before_training(tmp_path):
                            (["--costs", "0,nan"], "--costs takes finite numbers of at least 0, got nan"),
                            (["--costs", "0,-5"], "--costs takes finite numbers of at least 0, got -5"),
                            (["--out", str(tmp_path / "phi,2")], "--out"),  # checkpoint specs cannot hold a comma
-                           (["-n", "100000000000"], "--requests must be at most 100,000,000"),
+                           (["-n", "100000000000"], "--requests must be at most 1,000,000"),
+                           (["--episode-jobs", "10000001"], "--episode-jobs must be at most 10,000,000"),
+                           (["--costs", ",".join(map(str, range(101)))], "--costs lists 101 values; give at most 100"),
+                           (["--seeds", ",".join(map(str, range(10_001)))],
+                            "--seeds lists 10,001 values; give at most 10,000"),
                            # the test runs' settings are checked before a checkpoint is trained, too
                            (["-w", WORKLOAD, "-n", "0"], "--requests must be at least 1, got 0"),
                            (["-w", WORKLOAD, "-n", "5"], "--requests 5 leaves no job to measure after the "

@@ -24,6 +24,14 @@ def register_allocators(register):
     )
 
 
+# phi-sweep's sizes: as many test requests and seeds as `dcbench run` takes, episodes as the trainer's limit,
+# and costs each of which trains a checkpoint (the paper's figure has six).
+MAX_TEST_REQUESTS = 1_000_000
+MAX_SEEDS = 10_000
+MAX_EPISODE_JOBS = 10_000_000
+MAX_COSTS = 100
+
+
 @hookimpl
 def register_commands(cli):
     import click
@@ -33,10 +41,13 @@ def register_commands(cli):
                   help="The training spec, a2c_multistep[:KEY=VALUE,...]; Φ_reconf is the sweep's.")
     @click.option("--topology", "-t", default="ocs:16", show_default=True, help="Topology spec.")
     @click.option("--workload", "-w", default="vmjobs:load=66", show_default=True, help="Workload spec.")
-    @click.option("--costs", default="0,5,10,25,30,50", show_default=True, help="Φ_reconf values, comma-separated.")
+    @click.option("--costs", default="0,5,10,25,30,50", show_default=True,
+                  help=f"Φ_reconf values, comma-separated (at most {MAX_COSTS}).")
     @click.option("--steps", type=int, default=100_000, show_default=True, help="Training decisions per value.")
-    @click.option("--seeds", default="0,1,2,3,4", show_default=True, help="Test seeds, comma-separated.")
-    @click.option("--requests", "-n", type=int, default=None, help="Jobs per test run (default: the workload's).")
+    @click.option("--seeds", default="0,1,2,3,4", show_default=True,
+                  help=f"Test seeds, comma-separated (at most {MAX_SEEDS:,}).")
+    @click.option("--requests", "-n", type=int, default=None,
+                  help=f"Jobs per test run (default: the workload's; at most {MAX_TEST_REQUESTS:,}).")
     @click.option("--episode-jobs", type=int, default=2_000, show_default=True, help="Jobs per training episode.")
     @click.option("--out", type=click.Path(path_type=Path), default=Path("results/phi-sweep"), show_default=True)
     def phi_sweep_command(allocator, topology, workload, costs, steps, seeds, requests, episode_jobs, out):
@@ -51,12 +62,17 @@ def register_commands(cli):
             raise SpecError(f"--costs and --seeds take comma-separated numbers (--costs {costs!r}, --seeds "
                             f"{seeds!r}), e.g. --costs 0,10,50 --seeds 0,1,2") from None
         for option, value, least in (("--steps", steps, 1), ("--episode-jobs", episode_jobs, 1),
-                                     ("--seeds", min(seed_list), 0)):
-            if value < least:
+                                     ("--seeds", min(seed_list), 0), ("--requests", requests, 1)):
+            if value is not None and value < least:
                 raise SpecError(f"{option} must be at least {least}, got {value}")
-        for option, value, most in (("--steps", steps, MAX_TRAINING_STEPS), ("--seeds", max(seed_list), 2**53)):
-            if value > most:
+        for option, value, most in (("--steps", steps, MAX_TRAINING_STEPS), ("--seeds", max(seed_list), 2**53),
+                                    ("--episode-jobs", episode_jobs, MAX_EPISODE_JOBS),
+                                    ("--requests", requests, MAX_TEST_REQUESTS)):
+            if value is not None and value > most:
                 raise SpecError(f"{option} must be at most {most:,}, got {value:,}")
+        for option, count, most in (("--costs", len(values), MAX_COSTS), ("--seeds", len(seed_list), MAX_SEEDS)):
+            if count > most:
+                raise SpecError(f"{option} lists {count:,} values; give at most {most:,}")
         table = phi_sweep(topology, workload, values, steps, seed_list, requests, out, click.echo, episode_jobs,
                           allocator)
         click.echo(f"table: {table}\nplot: {table.with_suffix('.png')}")

@@ -111,10 +111,11 @@ def remove_leftovers(folder: Path, names: Collection[str] | None = None) -> list
     of a write under way looks just like a killed one's. Returns the names
     removed."""
     _recover_folder(_real(folder))
+    under_way = tuple(f".tmp-{txid}" for txid in _transactions(folder))  # another command's, in a file of its own
     removed = []
     for entry in _entries(folder):
         match = _LEFTOVER.fullmatch(entry.name)
-        if not match or (names is not None and match[1] not in names):
+        if not match or (names is not None and match[1] not in names) or entry.name.endswith(under_way):
             continue
         if entry.is_dir(follow_symlinks=False):
             shutil.rmtree(entry.path, ignore_errors=True)

@@ -95,9 +95,12 @@ def test_a_single_file_written_after_a_killed_write_is_not_undone_by_a_later_rec
     assert files(tmp_path) == {"x.pt": "new", "x.json": "edited", "x.pt.train/state.pt": "new"}
 
 
-def test_a_write_under_way_is_left_alone_by_a_recovery(tmp_path):
-    """A second process's recovery (another command writing beside it) must
-    not take a live write's temporary files for a killed one's."""
+@pytest.mark.parametrize("settle", [lambda folder: atomic.recover([folder / name for name in NAMES]),
+                                    atomic.remove_leftovers])
+def test_a_write_under_way_is_left_alone_by_a_recovery(tmp_path, settle):
+    """A second process's recovery (another command writing beside it: a
+    training's checkpoint in a results folder) must not take a live write's
+    temporary files for a killed one's."""
     write_all_atomic(writers(tmp_path, "old"))
     go_on, told = os.pipe()
     paused, pausing = os.pipe()
@@ -114,7 +117,7 @@ def test_a_write_under_way_is_left_alone_by_a_recovery(tmp_path):
         finally:
             os._exit(0)
     os.read(paused, 1)  # the first temporary is written
-    atomic.recover([tmp_path / name for name in NAMES])
+    settle(tmp_path)
     assert any(".tmp-" in name for name in os.listdir(tmp_path))
     os.write(told, b"...")
     _, status = os.waitpid(child, 0)

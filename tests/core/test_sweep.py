@@ -463,3 +463,31 @@ def test_sigterm_ends_a_sweep_whose_workers_are_stuck_in_a_plugin(tmp_path):
         assert not out.exists()  # the runs under way removed, the lock too, and the folder the sweep made
     finally:
         end(process, workers)
+
+
+def test_ctrl_c_while_the_pool_starts_its_workers_ends_those_started(tmp_path, monkeypatch):
+    """Ctrl-C or SIGTERM between two submissions (each may start a worker)
+    left the workers started running, and the command waited for them at
+    exit: for ever, where a plugin was stuck (one SIGTERM in eight)."""
+    import concurrent.futures
+    import multiprocessing
+
+    from dcbench import sweep as sweeps
+
+    submit = concurrent.futures.ProcessPoolExecutor.submit
+    submitted = []
+
+    def interrupted_at_the_second(pool, *args, **kwargs):
+        if submitted:
+            raise KeyboardInterrupt
+        submitted.append(submit(pool, *args, **kwargs))
+        return submitted[-1]
+
+    monkeypatch.setattr(concurrent.futures.ProcessPoolExecutor, "submit", interrupted_at_the_second)
+    jobs = [sweeps.Job("small", "random", "tiered:8,1x4", None, 8, seed, "") for seed in (0, 1)]
+    with pytest.raises(KeyboardInterrupt):
+        sweeps.run_local(jobs, tmp_path, 2, lambda job: None)
+    deadline = time.time() + 30  # (the pool's own thread may be the one to reap the worker it ended)
+    while multiprocessing.active_children() and time.time() < deadline:
+        time.sleep(0.05)
+    assert multiprocessing.active_children() == []

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 import shutil
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Hashable, Mapping, Sequence
 
 from dcbench.errors import DcbenchError, ResultsError
 from dcbench.report import labels as allocator_labels
@@ -73,8 +73,7 @@ def shares_colour(spec: str, specs: Sequence[str]) -> bool:
 Series = dict[str, list[tuple[float, float]]]  # allocator -> (mean, CI half-width) per scenario
 
 
-def _series(rows: list[dict[str, Any]], metric: str) -> tuple[list[str], list[str], Series]:
-    scenarios = list(dict.fromkeys(r["scenario"] for r in rows))
+def _series(rows: list[dict[str, Any]], metric: str, scenarios: Sequence[str]) -> tuple[list[str], Series]:
     allocators = list(dict.fromkeys(r["allocator"] for r in rows))
     values = {}
     for allocator in allocators:
@@ -83,33 +82,142 @@ def _series(rows: list[dict[str, Any]], metric: str) -> tuple[list[str], list[st
             of_cell = (r[metric] for r in rows if r["scenario"] == scenario and r["allocator"] == allocator)
             mean, half, _ = mean_ci(of_cell)
             values[allocator].append((mean, 0.0 if half != half else half))
-    return scenarios, allocators, values
+    return allocators, values
+
+
+def channels(row: dict[str, Any]) -> int | None:
+    """Channels per server link of a tiered row's topology, None for any other."""
+    found = re.search(r"channels=(\d+)", row["topology"])
+    return int(found.group(1)) if found else None
+
+
+def parameters(spec: str, prefix: str = "") -> dict[str, str]:
+    """A resolved spec's plugin and options by name: 'tiered:channels=8,pods=2'
+    gives {'topology': 'tiered', 'channels': '8', 'pods': '2'} (with prefix
+    'workload ', a workload's: {'workload': 'uniform', 'workload pairs': ...})."""
+    name, _, arguments = spec.partition(":")
+    pairs = (argument.split("=", 1) for argument in arguments.split(",") if "=" in argument)
+    return {prefix.strip() or "topology": name, **{prefix + key: value for key, value in pairs}}
+
+
+def fabric_groups(rows: Sequence[dict[str, Any]]) -> dict[str, str]:
+    """Each scenario's group on the tiered figures' x axis, by name: the
+    scenarios whose topologies differ only in oversubscription, under one
+    workload, named by what tells the groups apart ('8 channels per server
+    link' in the suites). A scenario of a topology without an
+    oversubscription gets '' (a group of its own)."""
+    described = {r["scenario"]: {**parameters(r["topology"]), **parameters(r.get("workload", ""), "workload ")}
+                 for r in rows if "ratio=" in r["topology"]}
+    for options in described.values():
+        del options["ratio"]
+    names = list(dict.fromkeys(name for options in described.values() for name in options))
+    differing = [name for name in names if len({options.get(name) for options in described.values()}) > 1]
+
+    def group_name(options: dict[str, str]) -> str:
+        if set(differing) <= {"channels"} and "channels" in options:
+            return f"{options['channels']} channels per server link"
+        return ", ".join(f"{name}={options.get(name, '')}" for name in differing)
+
+    return {r["scenario"]: group_name(described[r["scenario"]]) if r["scenario"] in described else "" for r in rows}
+
+
+def ratio_label(row: dict[str, Any]) -> str:
+    """The oversubscription label of a tiered row ('1:16'), the topology label of another."""
+    return topology_label(row).split("\n")[-1]
+
+
+def seeds_text(rows: Sequence[dict[str, Any]]) -> str:
+    """'seeds 0–4', 'seed 3' or 'seeds 0, 2, 7': the seeds of ``rows``."""
+    seeds = sorted({int(r["seed"]) for r in rows if r.get("seed") is not None})
+    if len(seeds) == 1:
+        return f"seed {seeds[0]}"
+    if len(seeds) > 2 and seeds == list(range(seeds[0], seeds[-1] + 1)):
+        return f"seeds {seeds[0]}–{seeds[-1]}"
+    return "seeds " + ", ".join(str(seed) for seed in seeds)
+
+
+def mean_over(rows: Sequence[dict[str, Any]]) -> str:
+    """What a point of a panel is: 'mean over seeds 0–4 with 95% CI', or one seed's value."""
+    seeds = seeds_text(rows)
+    return f"mean over {seeds} with 95% CI" if seeds.startswith("seeds") else f"{seeds} alone (no CI)"
+
+
+def grouped(names: Sequence[str]) -> list[list[int]]:
+    """The indices of ``names`` gathered by name, groups in the order their
+    name first comes ([[0, 2], [1], ...]); an index named '' alone."""
+    groups: dict[Hashable, list[int]] = {}
+    for index, name in enumerate(names):
+        groups.setdefault(name or index, []).append(index)
+    return list(groups.values())
+
+
+def positions(groups: list[list[int]]) -> list[float]:
+    """The x of every scenario, indexed as ``groups`` index them: one apart
+    within a group, with an empty slot between groups."""
+    xs = [0.0] * sum(len(group) for group in groups)
+    slot = 0
+    for group in groups:
+        for index in group:
+            xs[index] = float(slot)
+            slot += 1
+        slot += 1
+    return xs
+
+
+GROUP_NAME_PAD = 18  # points between the x axis and a group's name: below the tick labels
+
+
+def mark_groups(axes: Sequence[Any], groups: list[list[int]], xs: list[float], names: list[str]) -> None:
+    """Separate the groups of scenarios: a vertical line in every panel in
+    the gap between two groups, and each group's name below the bottom
+    panel's tick labels."""
+    for before, after in zip(groups, groups[1:]):
+        for axis in axes:
+            axis.axvline((xs[before[-1]] + xs[after[0]]) / 2, color="0.35", linewidth=1.0)
+    if not any(names):
+        return
+    centres = [(xs[group[0]] + xs[group[-1]]) / 2 for group in groups]
+    below = axes[-1].secondary_xaxis("bottom")
+    below.set_xticks(centres, [plain(names[group[0]]) for group in groups])
+    below.tick_params(length=0, pad=GROUP_NAME_PAD)
+    below.spines["bottom"].set_visible(False)
 
 
 def metric_panels(rows: list[dict[str, Any]], metrics: Sequence[tuple[str, str]], path: Path, title: str,
             xlabel: str = "topology (channels per server link / oversubscription)",
-            defaults: Mapping[str, str] | None = None) -> Path:
+            defaults: Mapping[str, str] | None = None, group_by: Callable[[dict[str, Any]], str] | None = None,
+            tick_label: Callable[[dict[str, Any]], str] = topology_label) -> Path:
+    """One panel per metric: each allocator's mean and 95% CI per scenario,
+    each scenario's tick labelled ``tick_label(row)``. With ``group_by``
+    (a row's group's name, '' for none), the scenarios of a group are drawn
+    side by side and joined by lines, the groups apart and never joined
+    (the tiered figures: a group per number of channels, whose points are
+    no continuum)."""
     plt = pyplot()
     figure, grid = plt.subplots(len(metrics), 1, figsize=(9, 2.6 * len(metrics) + (0.5 if len(metrics) == 1 else 0)),
                                 sharex=True, squeeze=False)
     axes = grid[:, 0]
-    labels: list[str] = []
+    scenarios = list(dict.fromkeys(r["scenario"] for r in rows))
+    first_rows = [next(r for r in rows if r["scenario"] == s) for s in scenarios]
+    groups = grouped([group_by(row) for row in first_rows]) if group_by else [list(range(len(scenarios)))]
+    xs = positions(groups)
     for axis, (metric, ylabel) in zip(axes, metrics):
-        scenarios, allocators, values = _series(rows, metric)
-        labels = [topology_label(next(r for r in rows if r["scenario"] == s)) for s in scenarios]
-        x = list(range(len(scenarios)))
+        allocators, values = _series(rows, metric, scenarios)
         shown = allocator_labels(allocators, defaults)
         for index, allocator in enumerate(allocators):
-            means = [m for m, _ in values[allocator]]
-            errors = [h for _, h in values[allocator]]
-            axis.errorbar(x, means, yerr=errors, marker="o", markersize=4, capsize=2, linewidth=1.2,
-                          linestyle="--" if shares_colour(allocator, allocators) else "-",
-                          color=colour(allocator, index), label=plain(shown[allocator]))
+            for number, group in enumerate(groups):
+                axis.errorbar([xs[i] for i in group], [values[allocator][i][0] for i in group],
+                              yerr=[values[allocator][i][1] for i in group], marker="o", markersize=4, capsize=2,
+                              linewidth=1.2, linestyle="--" if shares_colour(allocator, allocators) else "-",
+                              color=colour(allocator, index), label=plain(shown[allocator]) if number == 0 else None)
         axis.set_ylabel(plain(ylabel))
         axis.grid(alpha=0.3)
-    axes[-1].set_xticks(range(len(labels)))
-    axes[-1].set_xticklabels([plain(label) for label in labels])
-    axes[-1].set_xlabel(plain(xlabel))
+    if group_by:
+        mark_groups(axes, groups, xs, [group_by(row) for row in first_rows])
+    ticks = sorted(zip(xs, (tick_label(row) for row in first_rows)))
+    axes[-1].set_xticks([x for x, _ in ticks])
+    axes[-1].set_xticklabels([plain(label) for _, label in ticks])
+    axes[-1].set_xlabel(plain(xlabel), labelpad=GROUP_NAME_PAD + 6 if group_by else 4)  # below the group names
     handles, names = axes[0].get_legend_handles_labels()
     if len(metrics) == 1:  # the legend just above the axes
         axes[0].legend(handles, names, ncol=min(len(names), 5), fontsize=8, loc="lower center",
@@ -166,28 +274,56 @@ def size_brackets(rows: list[dict[str, Any]], path: Path, title: str,
 SPREAD_COLUMNS = ("spread_server", "spread_rack", "spread_pod", "spread_cross_pod")
 
 
+def ratio_order(ratio: str) -> tuple[float, str]:
+    """Sorts '1:1', '1:4', '1:16' by how oversubscribed; other labels after them, as they are."""
+    found = re.fullmatch(r"1:(\d+)", ratio)
+    return (float(found.group(1)), "") if found else (float("inf"), ratio)
+
+
+def greys(count: int) -> list[tuple[float, float, float]]:
+    """``count`` greys from light to dark: an order, in no hue an allocator is drawn in."""
+    levels = [0.55] if count == 1 else [0.88 - 0.7 * i / (count - 1) for i in range(count)]
+    return [(level, level, level) for level in levels]
+
+
+def averaged_over(rows: Sequence[dict[str, Any]]) -> str:
+    """What a bar of the spread figure is the mean of, stated from ``rows``:
+    "the 15 runs' shares at one oversubscription (8, 16, 32 channels per server link × seeds 0–4)"."""
+    runs = {len([r for r in rows if r["allocator"] == a and ratio_label(r) == ratio])
+            for a in dict.fromkeys(r["allocator"] for r in rows) for ratio in dict.fromkeys(map(ratio_label, rows))}
+    counts = sorted({count for r in rows if (count := channels(r)) is not None})
+    of_channels = f"{', '.join(map(str, counts))} channels per server link × " if counts else ""
+    number = f"{runs.pop()}" if len(runs) == 1 else f"{min(runs)} to {max(runs)}"
+    return f"the {number} runs' shares at one oversubscription ({of_channels}{seeds_text(rows)})"
+
+
 def spread(rows: list[dict[str, Any]], path: Path, title: str, defaults: Mapping[str, str] | None = None
            ) -> Path:
-    """Share of accepted requests at each spread level, per allocator and oversubscription."""
+    """Share of accepted requests at each spread level, per allocator and
+    oversubscription (the tiered papers' Fig. 5: every topology of a ratio
+    together). The ratios are greys, light to dark as oversubscription
+    grows, so that no bar takes the colour of an allocator."""
     plt = pyplot()
     allocators = list(dict.fromkeys(r["allocator"] for r in rows))
     shown = allocator_labels(allocators, defaults)
-    ratios = list(dict.fromkeys(topology_label(r).split("\n")[-1] for r in rows))
-    figure, axes = plt.subplots(1, len(allocators), figsize=(3.2 * len(allocators), 2.8), sharey=True, squeeze=False)
+    ratios = sorted(dict.fromkeys(ratio_label(r) for r in rows), key=ratio_order)
+    shades = greys(len(ratios))
+    figure, axes = plt.subplots(1, len(allocators), figsize=(max(9.0, 3.2 * len(allocators)), 3.2), sharey=True,
+                                squeeze=False)
     width = 0.8 / len(ratios)
     for index, allocator in enumerate(allocators):
         axis = axes[0][index]
         for r_index, ratio in enumerate(ratios):
-            chosen = [r for r in rows if r["allocator"] == allocator and topology_label(r).split("\n")[-1] == ratio]
+            chosen = [r for r in rows if r["allocator"] == allocator and ratio_label(r) == ratio]
             shares = [mean_ci(r[level] for r in chosen)[0] for level in SPREAD_COLUMNS]
             axis.bar([i - 0.4 + width * (r_index + 0.5) for i in range(len(SPREAD_COLUMNS))], shares, width,
-                     color=f"C{r_index}", alpha=0.85, label=plain(ratio))
+                     color=shades[r_index], edgecolor="black", linewidth=0.5, label=plain(ratio))
         axis.set_xticks(range(len(SPREAD_COLUMNS)))
         axis.set_xticklabels(["server", "rack", "pod", "across\npods"], fontsize=8)
         axis.set_title(plain(shown[allocator]), color=colour(allocator, index))
     axes[0][0].set_ylabel("share of accepted requests")
-    axes[0][0].legend(title="oversub.", fontsize=7)
-    figure.suptitle(plain(title))
+    axes[0][0].legend(title="oversubscription", fontsize=7, title_fontsize=7)
+    figure.suptitle(plain(title) + "\n" + plain(f"each bar: the mean of {averaged_over(rows)}"), fontsize=10)
     figure.tight_layout()
     save_figure(figure, path, dpi=110)
     plt.close(figure)
@@ -207,7 +343,8 @@ def plot_jobs(rows: list[dict[str, Any]], out_dir: Path, name: str, defaults: Ma
         chosen = [r for r in rows if r["topology"] == topology]
         file_name, label = job_figure(topology, index)
         paths.append(metric_panels(chosen, JOB_PANELS, out_dir / file_name,
-                             f"{name}: {label} (mean, 95% CI)", xlabel="load (Erlangs)", defaults=defaults))
+                             f"{name}: {label}, {mean_over(chosen)}", xlabel="load (Erlangs)",
+                             defaults=defaults))
     return paths
 
 
@@ -236,6 +373,7 @@ def save_figure(figure: Any, path: Path, dpi: int) -> None:
     write_atomic(path, lambda temporary: figure.savefig(temporary, dpi=dpi, format="png"))
 
 
+TIERED_XLABEL = "oversubscription, in groups by channels per server link"
 FIG2_PANELS = (("acceptance_ratio", "acceptance"), ("cpu_util", "CPU util."), ("mem_util", "memory util."))
 FIG3_PANELS = (("link_util_tier1", "tier 1 (server-rack)"), ("link_util_tier2", "tier 2 (rack-agg.)"),
                ("link_util_tier3", "tier 3 (agg.-core)"))
@@ -273,13 +411,20 @@ def plot_sweep(rows: list[dict[str, Any]], out_dir: Path, name: str, defaults: M
         if is_job_sweep(rows):
             return plot_jobs(rows, out_dir, name, defaults)
         fig2, fig3, fig5, fig8 = (out_dir / file_name for file_name in TIERED_FIGURES)
+        over = mean_over(rows)
+        groups = fabric_groups(rows)
+
+        def group(row: dict[str, Any]) -> str:
+            return groups[row["scenario"]]
+
         return [
-            metric_panels(rows, FIG2_PANELS, fig2, f"{name}: acceptance and utilisation (mean, 95% CI)",
-                          defaults=defaults),
-            metric_panels(rows, FIG3_PANELS, fig3, f"{name}: link utilisation per tier (mean, 95% CI)",
-                          defaults=defaults),
-            spread(rows, fig5, f"{name}: spread of accepted requests", defaults),
-            size_brackets(rows, fig8, f"{name}: accepted requests by size, all seeds", defaults),
+            metric_panels(rows, FIG2_PANELS, fig2, f"{name}: acceptance and utilisation, {over}",
+                          xlabel=TIERED_XLABEL, defaults=defaults, group_by=group, tick_label=ratio_label),
+            metric_panels(rows, FIG3_PANELS, fig3, f"{name}: link utilisation per tier, {over}",
+                          xlabel=TIERED_XLABEL, defaults=defaults, group_by=group, tick_label=ratio_label),
+            spread(rows, fig5, f"{name}: spread of accepted requests by oversubscription", defaults),
+            size_brackets(rows, fig8, f"{name}: accepted requests by size, summed over {seeds_text(rows)}",
+                          defaults),
         ]
     except BaseException:
         if made is not None:

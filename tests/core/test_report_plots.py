@@ -295,6 +295,167 @@ def test_job_sweeps_get_the_ocs_figures(tmp_path):
     assert [p.name for p in paths] == ["jobs_16x32.png"] and paths[0].stat().st_size > 10_000
 
 
+def test_a_job_figure_joins_the_loads_of_its_network_size_only_and_says_over_which_seeds(tmp_path, monkeypatch):
+    from dcbench.plots import plot_sweep
+
+    rows = [{"scenario": f"{tors}-load{load}", "allocator": a, "seed": seed, "topology": f"ocs:tors={tors},servers=32",
+             "workload": f"vmjobs:load={load}", "blocking_probability": tors / 100, "latency_us": 0.1,
+             "packet_loss": 0.01, "reconfigurations_per_job": 0.5}
+            for tors, loads in ((16, (54, 66, 78)), (32, (300,))) for load in loads for a in ("ccf", "jcb")
+            for seed in (0, 1, 2)]
+    figures = drawn_figures(monkeypatch)
+    plot_sweep(rows, tmp_path, "odcn2025")
+    assert list(figures) == ["jobs_16x32.png", "jobs_32x32.png"]
+    for (name, figure), (tors, loads) in zip(figures.items(), ((16, 3), (32, 1))):
+        assert figure._suptitle.get_text() == f"odcn2025: {tors} ToRs × 32 servers, mean over seeds 0–2 with 95% CI"
+        lines = data_lines(figure.axes[0])
+        assert len(lines) == 2 and all(list(line.get_ydata()) == [tors / 100] * loads for line in lines)
+
+
+def test_every_figure_says_over_which_seeds_its_points_and_bars_are_taken(tmp_path, monkeypatch):
+    from dcbench.plots import plot_sweep
+
+    figures = drawn_figures(monkeypatch)
+    plot_sweep(tiered_rows(seeds=(0, 2, 7)), tmp_path, "mine")
+    titles = {name: figure._suptitle.get_text() for name, figure in figures.items()}
+    assert titles["fig2_acceptance_cpu_memory.png"] == "mine: acceptance and utilisation, mean over seeds 0, 2, 7 " \
+                                                       "with 95% CI"
+    assert titles["fig3_link_utilisation.png"] == "mine: link utilisation per tier, mean over seeds 0, 2, 7 with 95% CI"
+    assert titles["fig5_spread.png"].endswith("the 9 runs' shares at one oversubscription (8, 16, 32 channels per "
+                                              "server link × seeds 0, 2, 7)")
+    assert titles["fig8_size_brackets.png"] == "mine: accepted requests by size, summed over seeds 0, 2, 7"
+    figures.clear()
+    plot_sweep(tiered_rows(seeds=(3,)), tmp_path, "mine")
+    assert figures["fig2_acceptance_cpu_memory.png"]._suptitle.get_text() == \
+        "mine: acceptance and utilisation, seed 3 alone (no CI)"
+
+
+def drawn_figures(monkeypatch):
+    """The figures plot_sweep draws, by file name, kept instead of written (their artists stay readable)."""
+    import dcbench.plots as plots
+
+    figures = {}
+    monkeypatch.setattr(plots, "save_figure", lambda figure, path, dpi: figures.setdefault(path.name, figure))
+    return figures
+
+
+SUITE_ORDER = [(channels, ratio) for channels in (8, 16, 32) for ratio in (1, 4, 8, 16)]
+INTERLEAVED = [(channels, ratio) for ratio in (1, 4, 8, 16) for channels in (32, 8, 16)]
+
+
+def tiered_rows(order=SUITE_ORDER, allocators=("tetris", "random"), seeds=range(5), pods=2):
+    """A tiered sweep's summary in which every fig2 / fig3 metric of a topology is
+    channels / 100 + ratio / 10,000 (its channels can be read back from a point's
+    height) and the spread shares depend on channels and seed."""
+    rows = []
+    for channels, ratio in order:
+        for allocator in allocators:
+            for seed in seeds:
+                row = {"scenario": f"{channels}-1x{ratio}-{pods}", "allocator": allocator, "seed": seed,
+                       "topology": f"tiered:channels={channels},ratio=1x{ratio},pods={pods},racks=2",
+                       "workload": "uniform:pairs=reference", "spread_server": 0.01 * seed,
+                       "spread_rack": 0.3 + channels / 100 + 0.01 * seed + (0.1 if allocator == "random" else 0),
+                       "spread_pod": 0.2, "spread_cross_pod": ratio / 100,
+                       **{f"accepted_size_{k}": k for k in range(1, 9)}}
+                for metric in ("acceptance_ratio", "cpu_util", "mem_util", "link_util_tier1", "link_util_tier2",
+                               "link_util_tier3"):
+                    row[metric] = channels / 100 + ratio / 10_000
+                rows.append(row)
+    return rows
+
+
+def data_lines(axis):
+    return [line for line in axis.lines if line.get_marker() == "o"]
+
+
+def separators(axis):
+    return sorted(line.get_xdata()[0] for line in axis.lines
+                  if line.get_marker() in ("None", None, "") and len(set(line.get_xdata())) == 1)
+
+
+@pytest.mark.parametrize("order", [SUITE_ORDER, INTERLEAVED], ids=["suite-order", "interleaved"])
+def test_fig2_and_fig3_join_only_points_of_one_channel_group_and_separate_the_groups(tmp_path, monkeypatch, order):
+    from dcbench.plots import plot_sweep
+
+    figures = drawn_figures(monkeypatch)
+    plot_sweep(tiered_rows(order), tmp_path, "nara2022")
+    for name in ("fig2_acceptance_cpu_memory.png", "fig3_link_utilisation.png"):
+        axes = [axis for axis in figures[name].axes if data_lines(axis)]
+        assert len(axes) == 3
+        for axis in axes:
+            bounds = [-math.inf, *separators(axis), math.inf]
+            assert len(bounds) == 4  # a line between 8 and 16 channels, one between 16 and 32
+            drawn = {}
+            for line in data_lines(axis):
+                xs = list(line.get_xdata())
+                topologies = [(round(y * 100 - 0.5), round(y * 10_000) % 100) for y in line.get_ydata()]
+                assert len({channels for channels, _ in topologies}) == 1, (name, topologies)  # one group a line
+                assert xs == sorted(xs) and [r for _, r in topologies] == [1, 4, 8, 16]
+                assert any(low < min(xs) and max(xs) < high for low, high in zip(bounds, bounds[1:]))  # no separator
+                drawn.setdefault(line.get_color(), []).extend(topologies)
+            assert len(drawn) == 2 and all(sorted(seen) == sorted(order) for seen in drawn.values())  # each once
+        bottom = axes[-1]
+        assert [label.get_text() for label in bottom.get_xticklabels()] == ["1:1", "1:4", "1:8", "1:16"] * 3
+        names = [label.get_text() for child in bottom.child_axes for label in child.get_xticklabels()]
+        assert names == [f"{channels} channels per server link" for channels in dict.fromkeys(c for c, _ in order)]
+        assert "mean over seeds 0–4 with 95% CI" in figures[name]._suptitle.get_text()
+
+
+def test_fabrics_of_one_channel_count_but_other_sizes_are_groups_of_their_own(tmp_path, monkeypatch):
+    from dcbench.plots import plot_sweep
+
+    figures = drawn_figures(monkeypatch)
+    order = [(8, 1), (8, 4)]
+    plot_sweep(tiered_rows(order, pods=2) + tiered_rows(order, pods=8), tmp_path, "mine")  # an ad-hoc sweep, say
+    axis = figures["fig2_acceptance_cpu_memory.png"].axes[0]
+    assert len(separators(axis)) == 1 and [len(line.get_xdata()) for line in data_lines(axis)] == [2] * 4
+    bottom = figures["fig2_acceptance_cpu_memory.png"].axes[2]
+    assert [label.get_text() for child in bottom.child_axes for label in child.get_xticklabels()] == [
+        "pods=2", "pods=8"]
+
+
+def test_panels_without_groups_are_drawn_as_before_one_line_per_allocator(tmp_path, monkeypatch):
+    from dcbench.plots import metric_panels
+
+    figures = drawn_figures(monkeypatch)
+    metric_panels(tiered_rows(), [("acceptance_ratio", "acceptance")], tmp_path / "board.png", "board")
+    (axis,) = figures["board.png"].axes  # the leaderboard's plot: its caller groups nothing
+    assert [len(line.get_xdata()) for line in data_lines(axis)] == [12, 12] and separators(axis) == []
+
+
+def test_fig5_draws_the_ratios_in_greys_no_allocator_is_drawn_in_and_says_what_a_bar_averages(tmp_path,
+                                                                                            monkeypatch):
+    from matplotlib.colors import to_rgb
+
+    from dcbench.plots import PAPER_COLOURS, colour, plot_sweep
+
+    figures = drawn_figures(monkeypatch)
+    rows = tiered_rows(allocators=("tetris", "nalb", "random", "gnn_ppo", "mine"))
+    plot_sweep(rows, tmp_path, "nara2022")
+    figure = figures["fig5_spread.png"]
+    allocator_colours = {to_rgb(colour(spec, index)) for index, spec in enumerate([*PAPER_COLOURS, "x", "y"])}
+    assert len(figure.axes) == 5
+    by_ratio = {}
+    for axis in figure.axes:
+        assert sum(len(bars) for bars in axis.containers) == len(axis.patches) == 16  # 4 ratios × 4 levels
+        for bars in axis.containers:
+            for bar in bars:
+                rgb = to_rgb(bar.get_facecolor())
+                assert rgb not in allocator_colours and rgb[0] == rgb[1] == rgb[2], rgb  # a grey, no allocator's
+                by_ratio.setdefault(bars.get_label(), set()).add(rgb)
+    assert list(by_ratio) == ["1:1", "1:4", "1:8", "1:16"] and all(len(grey) == 1 for grey in by_ratio.values())
+    levels = [next(iter(grey))[0] for grey in by_ratio.values()]
+    assert levels == sorted(set(levels), reverse=True)  # light to dark as oversubscription grows
+    title = figure._suptitle.get_text()
+    assert "each bar: the mean of the 15 runs' shares at one oversubscription " \
+           "(8, 16, 32 channels per server link × seeds 0–4)" in title
+    # ... which it is: tetris's rack share at 1:4, the second bar of its 1:4 bars
+    tetris = next(axis for axis in figure.axes if axis.get_title() == "tetris")
+    rack_at_1x4 = next(bars for bars in tetris.containers if bars.get_label() == "1:4")[1]
+    chosen = [r["spread_rack"] for r in rows if r["allocator"] == "tetris" and "-1x4-" in r["scenario"]]
+    assert len(chosen) == 15 and rack_at_1x4.get_height() == pytest.approx(sum(chosen) / 15)
+
+
 def rewritten(change):
     def rewrite(path):
         table = pq.read_table(path)

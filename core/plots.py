@@ -289,7 +289,8 @@ def greys(count: int) -> list[tuple[float, float, float]]:
 def averaged_over(rows: Sequence[dict[str, Any]]) -> str:
     """What a bar of the spread figure is the mean of, stated from ``rows``:
     "the 15 runs' shares at one oversubscription (8, 16, 32 channels per server link × seeds 0–4)"."""
-    runs = {len([r for r in rows if r["allocator"] == a and ratio_label(r) == ratio])
+    measured = [r for r in rows if mean_ci([r["spread_rack"]])[2]]  # a run that accepted nothing has no shares
+    runs = {len([r for r in measured if r["allocator"] == a and ratio_label(r) == ratio])
             for a in dict.fromkeys(r["allocator"] for r in rows) for ratio in dict.fromkeys(map(ratio_label, rows))}
     counts = sorted({count for r in rows if (count := channels(r)) is not None})
     of_channels = f"{', '.join(map(str, counts))} channels per server link × " if counts else ""

@@ -325,6 +325,13 @@ def test_every_figure_says_over_which_seeds_its_points_and_bars_are_taken(tmp_pa
                                               "server link × seeds 0, 2, 7)")
     assert titles["fig8_size_brackets.png"] == "mine: accepted requests by size, summed over seeds 0, 2, 7"
     figures.clear()
+    rows = tiered_rows(seeds=(0, 2, 7))
+    for row in rows[:3]:  # tetris on 8-1x1, every seed: nothing accepted, so no share of anything
+        row.update({column: float("nan") for column in ("spread_server", "spread_rack", "spread_pod",
+                                                         "spread_cross_pod")})
+    plot_sweep(rows, tmp_path, "mine")
+    assert "each bar: the mean of the 6 to 9 runs' shares at one" in figures["fig5_spread.png"]._suptitle.get_text()
+    figures.clear()
     plot_sweep(tiered_rows(seeds=(3,)), tmp_path, "mine")
     assert figures["fig2_acceptance_cpu_memory.png"]._suptitle.get_text() == \
         "mine: acceptance and utilisation, seed 3 alone (no CI)"

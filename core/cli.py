@@ -14,7 +14,7 @@ import click
 
 from dcbench.errors import DcbenchError, describe
 from dcbench.registry import KINDS, PLURALS, Registry, get_registry
-from dcbench.spec import LARGEST_INTEGER
+from dcbench.spec import LARGEST_INTEGER, MAX_REQUESTS
 
 KIND_ALIASES = {kind: kind for kind in KINDS} | {PLURALS[kind]: kind for kind in KINDS}
 
@@ -126,10 +126,7 @@ class NonEmptyPath(click.Path):
 PATH = NonEmptyPath(path_type=Path)
 
 # Bounds that keep a typo from becoming a MemoryError: far above any suite, far below what fits in memory.
-# A run holds its tables in memory, about 1 KB a request for pools and 2 KB for jobs: a million requests is 60
-# times the longest suite run (16,600 jobs) and 1 to 2 GB (`spec.MAX_REQUESTS`, what a plugin's default or a
-# suite may ask for, is the library's far wider bound).
-MAX_RUN_REQUESTS = 1_000_000
+MAX_RUN_REQUESTS = MAX_REQUESTS
 # Seeds of one `run`: 2,000 times a suite's 5; each summary is kept until the table at the end.
 MAX_SEEDS = 10_000
 # Worker processes of a sweep, each with its own copy of the plugins (100 to 300 MB): more than any machine's cores

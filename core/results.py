@@ -280,9 +280,14 @@ def check_regular_file(path: Path, give: str = "the path of a file to write") ->
 
 
 def starts_with(path: Path, magic: bytes) -> bool:
-    """Whether the file at ``path`` begins with ``magic`` (a format's first bytes)."""
-    with open(path, "rb") as file:
-        return file.read(len(magic)) == magic
+    """Whether ``path`` is a regular file that begins with ``magic`` (a
+    format's first bytes); a pipe or a device is not waited on."""
+    try:
+        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError:
+        return False
+    with open(descriptor, "rb") as file:
+        return stat.S_ISREG(os.fstat(descriptor).st_mode) and file.read(len(magic)) == magic
 
 
 def write_text_atomic(path: Path, text: str) -> None:

@@ -105,8 +105,10 @@ def parse_finite_float(text: str) -> float:
 
 # Integers beyond this are never meant and overflow numpy's int64 draws; it is still exact as a float.
 LARGEST_INTEGER = 2**53
-# Requests in a run: far above any suite and far below what fits in memory, so a typo is refused, not a MemoryError.
-MAX_REQUESTS = 100_000_000
+# Requests in a run, whoever asks (the command line, a suite, a workload's default): a run holds its tables in
+# memory, about 1 KB a request for pools and 2 KB for jobs, so a million is 60 times the longest suite run
+# (16,600 jobs) and 1 to 2 GB; a typo is refused, not a MemoryError (100,000,000 took 10 GB in a minute).
+MAX_REQUESTS = 1_000_000
 # Training steps of one run (`dcbench train --steps`, `phi-sweep --steps`): 14 times the longest shipped
 # recipe (a2c_multistep's 700,000 decisions for 64 ToRs; gnn_ppo's longest is 300,000 steps), 4 to 12 hours
 # at the shipped runs' pace; a typo's extra zeros are refused, not trained on for days.

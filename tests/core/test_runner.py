@@ -312,7 +312,7 @@ def test_a_metric_adds_its_own_columns(probe, monkeypatch):
         ("no_time_step", "it waits until requests fit with time_step=0.0; it must be a positive finite number"),
     ]),
     *(({"workload": f"probe_work:how={how}", "requests": None}, "workload 'probe_work'",
-       f"returned {value} from default_requests(network), not an integer from 1 to 100,000,000")
+       f"returned {value} from default_requests(network), not an integer from 1 to 1,000,000")
       for how, value in [("zero", "0"), ("half", "0.5"), ("huge", "10000000000")]),
 ])
 def test_a_misbehaving_third_party_plugin_is_a_plugin_error(probe, kwargs, what, problem):

@@ -491,3 +491,15 @@ def test_ctrl_c_while_the_pool_starts_its_workers_ends_those_started(tmp_path, m
     while multiprocessing.active_children() and time.time() < deadline:
         time.sleep(0.05)
     assert multiprocessing.active_children() == []
+
+
+def test_a_pipe_named_like_the_sweeps_summary_is_refused_not_waited_on(tmp_path):
+    out = tmp_path / "results"
+    out.mkdir()
+    os.mkfifo(out / "summary.parquet")
+    # In a process of its own: a sweep that waits on the pipe is killed by the timeout, not the test run.
+    command = [sys.executable, "-m", "dcbench", "sweep", "-s", "nara2022", "-a", "random", "--out", str(out), "-q"]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and done.stderr == (
+        f"Error: '{out / 'summary.parquet'}' is not a dcbench sweep's summary (it is not a Parquet file); give this "
+        "sweep another --out, or remove that file\n")

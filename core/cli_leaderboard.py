@@ -8,8 +8,9 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from dcbench.cli import PATH, UserError, check_bounds, cli, load_registry, plugin_prints_to_stderr, progress_bar
+from dcbench.cli import PATH, UserError, check_bounds, cli, load_registry, plugin_prints_to_stderr
 from dcbench.errors import DcbenchError
+from dcbench.progress import progress_bar
 
 if TYPE_CHECKING:
     from dcbench.runner import Runner
@@ -45,12 +46,13 @@ def submit(root: Path, results: Path) -> None:
 @click.option("--runs", "-n", "count", type=int, default=20, show_default=True,
               help="How many of the submitted runs to run again, drawn at random (0: all of them).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the draw.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar or progress lines (the runs are still listed).")
 @click.pass_obj
-def verify(root: Path, count: int, seed: int) -> None:
+def verify(root: Path, count: int, seed: int, quiet: bool) -> None:
     """Re-run submitted runs and compare, bit for bit.
 
-    Each re-run must give its submitted summary exactly; exit code 1 names those
-    that do not."""
+    Each re-run must give its submitted summary exactly; every run drawn is
+    listed with its outcome, and exit code 1 says which did not."""
     from dcbench.leaderboard import check_root, load_submissions, sample_runs
     from dcbench.runner import Runner
     from dcbench.spec import Spec
@@ -78,18 +80,24 @@ def verify(root: Path, count: int, seed: int) -> None:
         raise UserError(f"none of the {len(pairs)} runs drawn can be re-run here: "
                         f"{', '.join(sorted(set(absent)))} not installed; install their plugins, "
                         "or draw others with --seed")
-    differences, skipped = [], 0
-    with plugin_prints_to_stderr(), progress_bar(False) as progress:
-        task = progress.add_task(f"verify {len(pairs)} runs", total=len(pairs))
+    differences, skipped, outcomes = [], 0, []
+    with plugin_prints_to_stderr(), progress_bar(quiet, "run") as progress:
+        task = progress.add_task(f"verify {len(pairs)} runs", total=len(pairs), noun="runs", run="")
         for (name, row), plugin_missing in zip(pairs, absent):
+            drawn = f"{name}: {row['scenario']} {row['allocator']} seed {row['seed']}"
+            progress.update(task, run=drawn)
             if plugin_missing:
                 skipped += 1
+                outcome = f"skipped ({plugin_missing} is not installed)"
             elif columns := rerun_named(name, row, runner):
-                what = ("another run id: this installation's dcbench version, specs or checkpoint are not the "
-                        "submission's") if columns == ["run_id"] else "other " + ", ".join(columns)
-                differences.append(f"{name}: {row['scenario']} {row['allocator']} seed {row['seed']}: {what}")
-            progress.advance(task)
-    for line in differences:
+                outcome = ("another run id: this installation's dcbench version, specs or checkpoint are not the "
+                           "submission's") if columns == ["run_id"] else "other " + ", ".join(columns)
+                differences.append(f"{drawn}: {outcome}")
+            else:
+                outcome = "the same, bit for bit"
+            outcomes.append(f"{drawn}: {outcome}")
+            progress.update(task, advance=1, unit_done=True, run=outcomes[-1])
+    for line in outcomes:  # every run drawn, with what came of it
         click.echo(line)
     checked = len(pairs) - skipped
     note = f" ({skipped} skipped: a plugin they use is not installed)" if skipped else ""

@@ -174,14 +174,23 @@ def test_verify_runs_submitted_runs_again_and_names_what_came_out_otherwise(swee
     assert runner.invoke(cli, ["leaderboard", "--root", str(root), "submit", str(sweep_results)]).exit_code == 0
     result = runner.invoke(cli, ["leaderboard", "--root", str(root), "verify", "--runs", "4", "--seed", "3"])
     assert result.exit_code == 0, result.output
-    assert result.output == "4 runs re-run: every one gave the submitted summary bit for bit\n"
     (submission,) = (root / "submissions").iterdir()
+    *drawn, last = result.stdout.splitlines()  # every run drawn, named, with what came of it
+    assert last == "4 runs re-run: every one gave the submitted summary bit for bit"
+    assert len(drawn) == len(set(drawn)) == 4 and all(re.fullmatch(
+        rf"{submission.name}: \d+-1x\d+ (random|tetris)\S* seed [0-4]: the same, bit for bit", line) for line in drawn)
+    # Not a terminal: a line on stderr as each is checked, with the count and the time.
+    assert [re.sub(r"elapsed  .*", "elapsed", line) for line in result.stderr.splitlines()] == [
+        f"verify 4 runs: {k}/4 runs ({25 * k}%), 0:00:00 elapsed" for k in (1, 2, 3, 4)]
+    assert [line.split("elapsed  ")[1] for line in result.stderr.splitlines()] == drawn
+    quiet = runner.invoke(cli, ["leaderboard", "--root", str(root), "verify", "--runs", "4", "--seed", "3", "-q"])
+    assert quiet.exit_code == 0 and quiet.stderr == "" and quiet.stdout == result.stdout
     rewrite_summary(submission, lambda table: table.set_column(
         table.schema.get_field_index("acceptance_ratio"), "acceptance_ratio",
         pa.array([v / 2 for v in table.column("acceptance_ratio").to_pylist()])))
     tampered = runner.invoke(cli, ["leaderboard", "--root", str(root), "verify", "--runs", "2", "--seed", "3"])
     assert tampered.exit_code == 1
-    lines = tampered.output.splitlines()
+    lines = tampered.stdout.splitlines()
     assert len(lines) == 3 and lines[-1] == "2 of 2 runs came out otherwise"
     assert all(line.startswith(f"{submission.name}: ") and line.endswith(": other acceptance_ratio")
                for line in lines[:2])
@@ -192,8 +201,11 @@ def test_verify_runs_submitted_runs_again_and_names_what_came_out_otherwise(swee
     some = runner.invoke(cli, ["leaderboard", "--root", str(root), "verify", "--runs", "6", "--seed", "1"])
     assert some.exit_code == 0, some.output
     counts = re.fullmatch(r"(\d) runs re-run: every one gave the submitted summary bit for bit "
-                          r"\((\d) skipped: a plugin they use is not installed\)\n", some.output)
+                          r"\((\d) skipped: a plugin they use is not installed\)", some.stdout.splitlines()[-1])
     assert counts and int(counts[1]) > 0 and int(counts[1]) + int(counts[2]) == 6
+    skipped_lines = [line for line in some.stdout.splitlines() if line.endswith(": skipped (allocator 'firstfit' "
+                                                                                 "is not installed)")]
+    assert len(skipped_lines) == int(counts[2]) and all(" firstfit seed " in line for line in skipped_lines)
     as_if_made_by(submission, {"tetris:penalty=0.9,scale=10,fit_last=no": "firstfit:fast=yes"})
     skipped = runner.invoke(cli, ["leaderboard", "--root", str(root), "verify", "--runs", "2"])
     assert skipped.exit_code == 2 and skipped.output == (
@@ -376,7 +388,7 @@ def test_verify_skips_runs_whose_topology_is_not_installed_and_checks_the_rest(s
     result = runner.invoke(cli, ["leaderboard", "--root", str(root), "verify", "--runs", "8", "--seed", "2"])
     assert result.exit_code == 0, result.output
     counts = re.fullmatch(r"(\d) runs re-run: every one gave the submitted summary bit for bit "
-                          r"\((\d) skipped: a plugin they use is not installed\)\n", result.output)
+                          r"\((\d) skipped: a plugin they use is not installed\)", result.stdout.splitlines()[-1])
     assert counts and int(counts[1]) > 0 and int(counts[2]) > 0 and int(counts[1]) + int(counts[2]) == 8
     shutil.rmtree(submission)
     alone = runner.invoke(cli, ["leaderboard", "--root", str(root), "verify", "--runs", "2"])
@@ -423,7 +435,7 @@ def test_a_column_only_the_submission_has_is_refused_and_one_only_this_installat
     rewrite_summary(submission, lambda table: table.append_column("best_score", pa.array([99.0] * len(table))))
     verify = ["leaderboard", "--root", str(root), "verify", "--runs", "2"]
     edited = runner.invoke(cli, verify)
-    assert edited.exit_code == 1 and edited.output.count(": other best_score (not made here)") == 2
+    assert edited.exit_code == 1 and edited.stdout.count(": other best_score (not made here)") == 2
     rewrite_summary(submission, lambda table: table.drop_columns(["best_score"]))
     from tests.core.test_sweep import with_plugin
 

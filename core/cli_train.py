@@ -7,7 +7,8 @@ from typing import Any
 
 import click
 
-from dcbench.cli import PATH, UserError, check_bounds, cli, load_registry, plugin_prints_to_stderr, progress_bar
+from dcbench.cli import PATH, UserError, check_bounds, cli, load_registry, plugin_prints_to_stderr
+from dcbench.progress import progress_bar
 from dcbench.results import starts_with
 from dcbench.spec import MAX_TRAINING_STEPS
 
@@ -27,16 +28,20 @@ def example_topology(registry: Any, demands: tuple[str, ...]) -> str | None:
 @click.option("--topology", "-t", required=True, help="Topology spec to train on.")
 @click.option("--workload", "-w", default=None, help="Workload spec (default: the topology's own).")
 @click.option("--steps", type=int, default=None,
-              help="Environment steps, at least: training stops at the end of the iteration or episode "
-                   f"that reaches them (default: the trainer's; at most {MAX_TRAINING_STEPS:,}).")
+              help="Environment steps after the warm start, at least: training stops at the end of the iteration "
+                   "or episode that reaches them; with --quick, every environment step, warm start included, "
+                   f"exactly (default: the trainer's, 1,000 with --quick; at most {MAX_TRAINING_STEPS:,}).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Training seed.")
 @click.option("--out", type=PATH, default=None,
               help="Checkpoint file (.pt, default checkpoints/<allocator>-<topology>.pt); its record, curve and "
                    "plot go beside it (.json, .curve.parquet, .png), the training state to OUT.train/, "
                    "resumed from there. One training writes to it at a time.")
-@click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
+@click.option("--quick", is_flag=True,
+              help="A smoke test: small settings (no teacher trials or validation, a short warm start inside "
+                   "--steps, small batches) that train in seconds; options given with -a still win. Not a recipe.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar or progress lines.")
 def train(allocator: str, topology: str, workload: str | None, steps: int | None, seed: int,
-          out: Path | None, quiet: bool) -> None:
+          out: Path | None, quick: bool, quiet: bool) -> None:
     """Train a learned allocator's checkpoint (resumes an interrupted run)."""
     from dcbench.locks import file_lock, sole_writer
     from dcbench.registry import PluginEntry, blamed_on
@@ -69,30 +74,87 @@ def train(allocator: str, topology: str, workload: str | None, steps: int | None
         raise UserError(f"{parsed.name} takes its training options as KEY=VALUE, got {', '.join(parsed.args)!r}; "
                         f"see `dcbench list {parsed.name}`")
     options = dict(parsed.kwargs)
-    extra = {"options": options} if options else {}
+    extra: dict[str, Any] = {"options": options} if options else {}
+    if quick:
+        if not takes_keyword(trainer, "quick"):
+            raise UserError(f"{entry.name}'s trainer has no quick setting; train it without --quick")
+        extra["quick"] = True
+    state = out.with_name(out.name + ".train")
+    resuming = (state / "state.pt").is_file()
     last: dict[str, str] = {}
     with sole_writer(file_lock(out), "train", out), plugin_prints_to_stderr(), \
             progress_bar(quiet, "status") as progress:
         settle_training_outputs(out)
-        task = progress.add_task(f"train {entry.name} on {topology}", total=steps, status="")
+        task = progress.add_task(f"train {entry.name} on {topology}", total=steps, noun="steps", status="")
 
         def report(row: dict[str, float]) -> None:
-            status = (f"acceptance {row['acceptance']:.3f}  policy {row['policy_loss']:+.4f}  "
-                      f"value {row['value_loss']:.3f}  entropy {row['entropy']:.3f}")
-            validation = row.get("validation_acceptance", float("nan"))
-            if validation == validation:  # not NaN: this iteration was validated
-                status += f"  validation {validation:.3f}"
-            last.update(steps=f"{row['steps']:.0f}", status=status)
-            progress.update(task, completed=row["steps"], status=status)
+            status = status_line(row)
+            last.update(steps=f"{row.get('steps', 0):.0f}", status=status)
+            progress.update(task, completed=row.get("steps", 0), status=status, unit_done=True)
 
         with blamed_on(entry, "failed in its trainer"):  # a third-party trainer's exception: one line
             path = trainer(topology=topology, workload=workload, steps=steps, seed=seed, out=out, progress=report,
                            **extra)
     if not isinstance(path, (str, Path)) or not Path(path).is_file():
         raise entry.error(f"trainer returned {path!r}, not the path of the checkpoint it wrote")
+    if resuming and not last:  # it reported nothing: the state it resumed had reached --steps already
+        said_nothing_was_trained(state, Path(path), steps)
     if last and not quiet:  # the bar was transient (or not drawn): its last line stays in a log
         click.echo(f"steps {last['steps']}  {last['status']}")
     click.echo(f"checkpoint: {path}")
+
+
+def takes_keyword(function: Any, name: str) -> bool:
+    """Whether ``function`` can be called with the keyword ``name``."""
+    import inspect
+
+    try:
+        parameters = inspect.signature(function).parameters.values()
+    except (TypeError, ValueError):  # no signature to read (a builtin): try it
+        return True
+    return any(p.name == name and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+               or p.kind is p.VAR_KEYWORD for p in parameters)
+
+
+def status_line(row: dict[str, float]) -> str:
+    """A progress row of a trainer as one status text: a warm start's teacher
+    episode or epoch, or a training iteration's acceptance and losses."""
+    def number(key: str) -> float:
+        value = row.get(key, float("nan"))
+        return value if isinstance(value, (int, float)) else float("nan")
+
+    if "teacher_trial_episode" in row:
+        return (f"teacher trial {number('teacher_trial_episode'):.0f}/{number('teacher_trial_episodes'):.0f}  "
+                f"acceptance {number('acceptance'):.3f}")
+    if "warm_start_episode" in row:
+        of = f"/{number('warm_start_episodes'):.0f}" if "warm_start_episodes" in row else ""
+        return f"warm start: teacher episode {number('warm_start_episode'):.0f}{of}  acceptance " \
+               f"{number('acceptance'):.3f}"
+    if "imitation_epoch" in row:
+        return (f"warm start: epoch {number('imitation_epoch'):.0f}  loss {number('policy_loss'):.4f}  "
+                f"agreement {number('agreement'):.3f}")
+    first = (f"blocking {number('blocking'):.3f}  ε {number('epsilon'):.3f}" if "blocking" in row  # jobs
+             else f"acceptance {number('acceptance'):.3f}")
+    status = (f"{first}  policy {number('policy_loss'):+.4f}  value {number('value_loss'):.3f}  "
+              f"entropy {number('entropy'):.3f}")
+    validation = number("validation_acceptance")
+    if validation == validation:  # not NaN: this iteration was validated
+        status += f"  validation {validation:.3f}"
+    return status
+
+
+def said_nothing_was_trained(state: Path, checkpoint: Path, steps: int | None) -> None:
+    """One line where the trainer resumed a state that had its --steps already (not silence)."""
+    import json
+
+    try:
+        had = json.loads(checkpoint.with_suffix(".json").read_text(encoding="utf-8")).get("steps")
+    except (OSError, ValueError, AttributeError):
+        had = None
+    asked = "the trainer's default steps" if steps is None else f"--steps {steps:,}"
+    has = f"already has {had:,} steps ≥ {asked}" if isinstance(had, int) else f"had reached {asked} already"
+    click.echo(f"Note: the training state at {state} {has}; nothing to train: give more --steps, or another --out "
+               "(the checkpoint was written again from the state)", err=True)
 
 
 def settle_training_outputs(out: Path) -> None:

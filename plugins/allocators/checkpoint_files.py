@@ -316,6 +316,10 @@ def check_identity(path: Path, state_dir: Path, saved: dict[str, Any], wanted: d
     differing = [key for key in sorted(wanted.keys() | saved.keys()) if saved.get(key) != wanted.get(key)]
     if differing:
         key = differing[0]
+        if key == "quick":  # (states of trainings without it record no such key)
+            raise ResultsError(f"{path} was saved by a training {'with' if saved.get(key) else 'without'} --quick; "
+                               f"train {'with' if saved.get(key) else 'without'} it as that one did, give another "
+                               f"--out, or remove {state_dir} to start over")
         raise ResultsError(f"{path} was saved training with {key} {saved.get(key)!r}, not {wanted.get(key)!r}; "
                            f"give another --out, or remove {state_dir} to start over")
 

@@ -195,6 +195,53 @@ def test_training_that_made_no_update_writes_no_checkpoint(tmp_path):
     assert sorted(path.name for path in tmp_path.iterdir()) == ["x.pt.train"]
 
 
+def test_a_quick_training_takes_exactly_its_steps_and_then_says_there_is_nothing_left(tmp_path):
+    out = tmp_path / "q.pt"
+    args = ["train", "-a", "a2c_multistep", "-t", "ocs:16", "-w", "vmjobs:load=66", "--steps", "1000", "--quick",
+            "--out", str(out)]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 0, result.output
+    record = strict_json(tmp_path / "q.json")
+    assert record["quick"] is True and record["steps"] == 1000 and record["updates"] > 0
+    assert record["config"]["episode_jobs"] == 50 and record["config"]["imitation_jobs"] == 0
+    curve = pq.read_table(tmp_path / "q.curve.parquet").to_pylist()
+    assert curve[-1]["steps"] == 1000 and curve[0]["steps"] < 1000  # a whole episode, then one cut at 1,000
+    lines = result.stderr.splitlines()  # not a terminal: a line per episode
+    assert [line.split(": ")[1].split(" steps")[0] for line in lines] == [f"{row['steps']:,.0f}/1,000"
+                                                                          for row in curve]
+    assert all(line.startswith("train a2c_multistep on ocs:16: ") and "  blocking " in line for line in lines)
+    again = CliRunner().invoke(cli, args)
+    assert again.exit_code == 0 and again.stderr.startswith(
+        f"Note: the training state at {out}.train already has 1,000 steps ≥ --steps 1,000; nothing to train: give "
+        "more --steps, or another --out")
+    longer = CliRunner().invoke(cli, [*args[:-5], "--steps", "1200", "--quick", "--out", str(out)])
+    assert longer.exit_code == 0 and strict_json(tmp_path / "q.json")["steps"] == 1200 and "Note" not in longer.stderr
+
+
+@pytest.mark.parametrize("options, steps, fragment", [
+    ("imitation_jobs=20", "1000", "a2c_multistep: --quick trains exactly --steps decisions, and imitation_jobs would "
+                                  "clone jcb on top of them; give imitation_jobs without --quick"),
+    ("", "50", "a2c_multistep: --steps 50 with --quick is fewer than the 99 decisions an update needs (2 × window − "
+               "1, window=50); give --steps 99 or more, or a smaller window"),
+])
+def test_what_quick_cannot_keep_to_its_steps_is_refused_before_training(tmp_path, options, steps, fragment):
+    allocator = "a2c_multistep" + (f":{options}" if options else "")
+    result = CliRunner().invoke(cli, ["train", "-a", allocator, "-t", TOPOLOGY, "-w", WORKLOAD, "--steps", steps,
+                                      "--quick", "--out", str(tmp_path / "x.pt")])
+    assert result.exit_code == 2 and result.output == f"Error: {fragment}\n"
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_curve_of_one_episode_is_drawn_as_points():
+    from dcbench.plugins.allocators.a2c_multistep.train import _curve_figure
+
+    figure = _curve_figure([{"steps": 775.0, "blocking": 0.0, "epsilon": 1.0}], "one episode")
+    lines = figure.axes[0].get_lines()
+    assert len(lines) == 2 and all(len(line.get_xdata()) == 1 and line.get_marker() == "o" for line in lines)
+    low, high = figure.axes[0].get_ylim()
+    assert low < 0 and high > 1  # a point at 0 or 1 is drawn whole, not cut by the frame
+
+
 @pytest.mark.parametrize("args, fragment", [
     (["-a", "a2c_multistep:bogus=1", "-t", TOPOLOGY], "unknown training option 'bogus'. Known training options:"),
     (["-a", "a2c_multistep:gamma=high", "-t", TOPOLOGY], "gamma='high' is not a finite number"),
@@ -378,9 +425,17 @@ def test_phi_sweep_with_one_seed_shows_no_interval(tmp_path):
                                       "--costs", "0", "--steps", "60", "--seeds", "3", "-n", "30",
                                       "--episode-jobs", "8", "--out", str(tmp_path)])
     assert result.exit_code == 0, result.output
-    line = result.output.splitlines()[0]
+    line = result.stdout.splitlines()[0]
     assert re.fullmatch(r"Φ = 0: blocking \d\.\d{4}, reconfigurations per job \d\.\d{3} "
                         r"\(one seed: no confidence interval\)", line), line
+    # Progress in a log, on stderr: a line per training episode and per test run.
+    curve = pq.read_table(tmp_path / "phi-0.curve.parquet").to_pylist()
+    lines = result.stderr.splitlines()
+    assert [re.sub(r", \d+:\d\d:\d\d elapsed$", "", line) for line in lines] == [
+        *(f"phi-sweep Φ = 0 (1/1): trained {row['steps']:,.0f}/60 decisions, blocking {row['blocking']:.3f}"
+          for row in curve),
+        f"phi-sweep Φ = 0 (1/1): tested seed 3 (1/1), blocking {line.split('blocking ')[1][:6]}"]
+    assert all(re.search(r", \d+:\d\d:\d\d elapsed$", line) for line in lines)
 
 
 @pytest.mark.parametrize("allocator, fragment", [

@@ -387,8 +387,11 @@ def test_train_command_and_its_errors(tmp_path, monkeypatch):
     assert result.exit_code == 0, result.output
     assert calls[0]["topology"] == "tiered:8,1x4" and calls[0]["steps"] == 10 and calls[0]["seed"] == 3
     assert result.output == f"checkpoint: {tmp_path / 'x.pt'}\n"
-    logged = CliRunner().invoke(cli, args)  # not a terminal: no bar, but its last line stays in the log
-    assert logged.output.splitlines()[0] == "steps 10  acceptance 0.500  policy +0.0100  value 2.000  entropy 3.000"
+    logged = CliRunner().invoke(cli, args)  # not a terminal: no bar, but a line per iteration, and the last stays
+    assert logged.stdout.splitlines()[0] == "steps 10  acceptance 0.500  policy +0.0100  value 2.000  entropy 3.000"
+    assert logged.stderr == ("train gnn_ppo on tiered:8,1x4: 10/10 steps (100%), 0:00:00 elapsed  acceptance 0.500  "
+                             "policy +0.0100  value 2.000  entropy 3.000\n")
+    assert CliRunner().invoke(cli, [*args, "-q"]).stderr == ""  # -q: no progress lines either
     refused = CliRunner().invoke(cli, ["train", "-a", "tetris", "-t", "tiered:8,1x4"])
     assert refused.exit_code == 2 and "is not trained; trainable allocators: a2c_multistep, gnn_ppo" in refused.output
     bad = CliRunner().invoke(cli, ["train", "-a", "gnn_ppo", "-t", "tiered:8,1x3"])
@@ -398,6 +401,93 @@ def test_train_command_and_its_errors(tmp_path, monkeypatch):
         "Error: gnn_ppo learns pool demands but workload 'vmjobs' makes job demands; "
         "train it on a topology that serves them, e.g. -t tiered:8,1x1\n")
 
+
+
+def test_a_quick_training_takes_exactly_its_steps_says_so_and_says_when_nothing_is_left_to_train(tmp_path):
+    from click.testing import CliRunner
+
+    from dcbench.cli import cli
+
+    out = tmp_path / "q.pt"
+    args = ["train", "-a", "gnn_ppo", "-t", "tiered:8,1x16", "--steps", "1000", "--quick", "--out", str(out)]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 0, result.output
+    record = strict_json(tmp_path / "q.json")
+    assert record["quick"] is True and record["steps"] == 1000  # every step, the warm start's included, exactly
+    assert record["imitation"]["steps"] == 250 and record["imitation"]["teacher"] == "tetris"
+    assert record["imitation"]["teacher_trials"] == {} and record["selected"] is None  # no trials, no validation
+    assert record["ppo"]["envs"] == 2 and record["ppo"]["validation_episodes"] == 0
+    curve = pq.read_table(tmp_path / "q.curve.parquet").to_pylist()
+    assert curve[-1]["steps"] == 1000 and curve[0]["steps"] > 250 and len(curve) == record["iterations"] >= 2
+    assert load_policy(out) is not None  # finite weights of the model's shapes
+    # Not a terminal: a line per warm-start episode and epoch and per iteration, each with its count of the 1,000.
+    lines = result.stderr.splitlines()
+    assert all(line.startswith("train gnn_ppo on tiered:8,1x16: ") and "/1,000 steps (" in line for line in lines)
+    assert [line for line in lines if "warm start: teacher episode" in line][-1].startswith(
+        "train gnn_ppo on tiered:8,1x16: 250/1,000 steps (25%), ")
+    assert sum("warm start: epoch" in line for line in lines) == 2
+    assert [line.split(": ")[1].split(" steps")[0] for line in lines if "  acceptance" in line
+            and "warm start" not in line] == [f"{row['steps']:,}/1,000" for row in curve]
+    assert result.stdout.splitlines()[-1] == f"checkpoint: {out}"
+    # The same command again: the state has its steps; it says so instead of nothing.
+    curve_before = (tmp_path / "q.pt.train" / "curve.parquet").read_bytes()
+    again = CliRunner().invoke(cli, args)
+    assert again.exit_code == 0, again.output
+    assert again.stderr == (f"Note: the training state at {out}.train already has 1,000 steps ≥ --steps 1,000; "
+                            "nothing to train: give more --steps, or another --out (the checkpoint was written "
+                            "again from the state)\n")
+    assert (tmp_path / "q.pt.train" / "curve.parquet").read_bytes() == curve_before
+    # Without --quick the state is not resumed: it counted its steps otherwise.
+    plain = CliRunner().invoke(cli, [*args[:-3], "--out", str(out)])
+    assert plain.exit_code == 2 and plain.output == (
+        f"Error: {out}.train/state.pt was saved by a training with --quick; train with it as that one did, give "
+        f"another --out, or remove {out}.train to start over\n")
+
+
+def test_quick_settings_are_options_that_the_spec_may_set_otherwise(tmp_path):
+    from dcbench import SpecError
+
+    out = train("tiered:8,1x4", steps=300, seed=1, out=tmp_path / "o.pt", quick=True,
+                options={"envs": "3", "teacher": "nalb", "imitation_epochs": "1"})
+    record = strict_json(tmp_path / "o.json")
+    assert record["ppo"]["envs"] == 3 and record["ppo"]["batch"] == 256 and record["ppo"]["episode_requests"] == 32
+    assert record["imitation"]["teacher"] == "nalb" and record["steps"] == 300 and out.exists()
+    # A handful of steps: no warm start (a quarter of 3 is none) and an iteration of 3; finite weights all the same.
+    train("tiered:8,1x4", steps=3, seed=1, out=tmp_path / "tiny.pt", quick=True)
+    tiny = strict_json(tmp_path / "tiny.json")
+    assert tiny["steps"] == 3 and tiny["imitation"]["steps"] == 0 and load_policy(tmp_path / "tiny.pt") is not None
+    with pytest.raises(SpecError, match="give dagger_rounds without --quick"):
+        train("tiered:8,1x4", steps=300, out=tmp_path / "d.pt", quick=True, options={"dagger_rounds": "1"})
+    assert not (tmp_path / "d.pt.train").exists()
+
+
+def test_quick_is_refused_for_a_trainer_without_it(tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    from dcbench.cli import cli
+
+    import dcbench.plugins.allocators.gnn_ppo.train as training
+
+    def older_train(topology, workload, steps, seed, out, progress):  # a third party's, say
+        pytest.fail("trained")
+
+    monkeypatch.setattr(training, "train", older_train)
+    result = CliRunner().invoke(cli, ["train", "-a", "gnn_ppo", "-t", "tiered:8,1x4", "--quick",
+                                      "--out", str(tmp_path / "x.pt")])
+    assert result.exit_code == 2
+    assert result.output == "Error: gnn_ppo's trainer has no quick setting; train it without --quick\n"
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_curve_of_one_iteration_is_drawn_as_points():
+    from dcbench.plugins.allocators.gnn_ppo.train import curve_figure
+
+    figure = curve_figure([{"steps": 541, "acceptance": 0.3, "policy_loss": 0.01, "value_loss": 40.0,
+                            "entropy": 4.0}], "one iteration")
+    lines = [line for axis in figure.axes for line in axis.get_lines()]
+    assert len(lines) == 4 and {len(line.get_xdata()) for line in lines} == {1}
+    assert all(line.get_marker() == "o" for line in lines)  # a line of one point shows nothing; a marker does
+    assert all(axis.get_lines() for axis in figure.axes)
 
 
 @pytest.mark.parametrize("allocator, topology", [("gnn_ppo", "tiered:8,1x4"), ("a2c_multistep", "ocs:4")])

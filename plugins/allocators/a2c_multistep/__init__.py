@@ -50,7 +50,8 @@ def register_commands(cli):
                   help=f"Jobs per test run (default: the workload's; at most {MAX_TEST_REQUESTS:,}).")
     @click.option("--episode-jobs", type=int, default=2_000, show_default=True, help="Jobs per training episode.")
     @click.option("--out", type=click.Path(path_type=Path), default=Path("results/phi-sweep"), show_default=True)
-    def phi_sweep_command(allocator, topology, workload, costs, steps, seeds, requests, episode_jobs, out):
+    @click.option("--quiet", "-q", is_flag=True, help="No progress lines (a line per training episode and test run).")
+    def phi_sweep_command(allocator, topology, workload, costs, steps, seeds, requests, episode_jobs, out, quiet):
         """Blocking and reconfigurations of a2c_multistep against Φ_reconf (the OCS paper's Fig. 3)."""
         from dcbench import MAX_TRAINING_STEPS, SpecError
         from dcbench.plugins.allocators.a2c_multistep.phi_sweep import phi_sweep
@@ -73,6 +74,7 @@ def register_commands(cli):
         for option, count, most in (("--costs", len(values), MAX_COSTS), ("--seeds", len(seed_list), MAX_SEEDS)):
             if count > most:
                 raise SpecError(f"{option} lists {count:,} values; give at most {most:,}")
+        progress = None if quiet else (lambda line: click.echo(line, err=True))  # stdout: the results alone
         table = phi_sweep(topology, workload, values, steps, seed_list, requests, out, click.echo, episode_jobs,
-                          allocator)
+                          allocator, progress)
         click.echo(f"table: {table}\nplot: {table.with_suffix('.png')}")

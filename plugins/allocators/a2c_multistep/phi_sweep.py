@@ -9,6 +9,7 @@ against Φ with 95% intervals over the seeds.
 from __future__ import annotations
 
 import math
+import time
 from pathlib import Path
 from typing import Any, Callable
 
@@ -18,7 +19,10 @@ from dcbench import (IncompatibleError, Runner, Spec, SpecError, check_writable,
 
 def phi_sweep(topology: str, workload: str, costs: list[float], steps: int, seeds: list[int],
               requests: int | None, out: Path, echo: Callable[[str], None], episode_jobs: int = 2_000,
-              allocator: str = "a2c_multistep") -> Path:
+              allocator: str = "a2c_multistep", progress: Callable[[str], None] | None = None) -> Path:
+    """``echo`` says each Φ's results; ``progress``, where given, a line per
+    training episode and per test run (what is done, of how many, and the
+    time since the sweep began)."""
     from dcbench.plugins.allocators.a2c_multistep.train import train
 
     spec = Spec.parse(allocator)
@@ -59,12 +63,23 @@ def phi_sweep(topology: str, workload: str, costs: list[float], steps: int, seed
             raise SpecError(f"{written}, where phi-sweep writes its results, is not a file; remove it or give "
                             "another --out")
     rows: list[dict[str, Any]] = []
-    for cost in costs:
+    started = time.monotonic()
+
+    def said(text: str) -> None:
+        if progress is not None:
+            seconds = int(time.monotonic() - started)
+            progress(f"phi-sweep {text}, {seconds // 3600}:{seconds % 3600 // 60:02d}:{seconds % 60:02d} elapsed")
+
+    for number, cost in enumerate(costs, 1):
         checkpoint = out / f"phi-{cost:g}.pt"
+        where = f"Φ = {cost:g} ({number}/{len(costs)})"
         train(topology, workload, steps=steps, seed=0, out=checkpoint,
-              options={**options, "reconfiguration_cost": str(cost)}, episode_jobs_option=episode_jobs_option)
-        for seed in seeds:
+              options={**options, "reconfiguration_cost": str(cost)}, episode_jobs_option=episode_jobs_option,
+              progress=lambda row, where=where: said(f"{where}: trained {row['steps']:,.0f}/{steps:,} decisions, "
+                                                     f"blocking {row['blocking']:.3f}"))
+        for index, seed in enumerate(seeds, 1):
             summary = runner.run(f"a2c_multistep:checkpoint={checkpoint}", topology, workload, requests, seed).summary
+            said(f"{where}: tested seed {seed} ({index}/{len(seeds)}), blocking {summary['blocking_probability']:.4f}")
             rows.append({"reconfiguration_cost": float(cost), "seed": seed,
                          "blocking_probability": summary["blocking_probability"],
                          "reconfigurations_per_job": summary["reconfigurations_per_job"]})

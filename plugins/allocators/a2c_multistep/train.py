@@ -50,6 +50,10 @@ TRAINING_SEED_OFFSET = 1_000_000
 VALIDATION_SEED_OFFSET = 2_000_000  # held-out episodes for early stopping, as gnn_ppo's
 MAX_ENTROPY_COEF = 100.0  # the adaptive β's bound
 STATE_VALUES = {"paper": 2, "placement": 3}  # values per rack of each state
+# `dcbench train --quick`: a smoke test's settings (an option given with -a still wins): short episodes, and
+# --steps counts every decision, exactly, the last episode cut where they run out. No jcb warm start.
+QUICK = {"episode_jobs": 50}
+QUICK_STEPS = 1_000  # --steps under --quick when it is not given
 
 
 @dataclass
@@ -132,6 +136,19 @@ def no_update_error(trainer: Trainer, episode_jobs_option: str = "episode_jobs")
                      f"and give a larger {episode_jobs_option} or a smaller window")
 
 
+def check_quick(config: A2CConfig) -> None:
+    """Refuse, before training, what --quick cannot keep to its steps: the
+    jcb warm start (jobs on top of them), or fewer steps than an update needs."""
+    if config.imitation_jobs > 0:
+        raise SpecError("a2c_multistep: --quick trains exactly --steps decisions, and imitation_jobs would clone "
+                        "jcb on top of them; give imitation_jobs without --quick")
+    needed = 2 * config.window - 1
+    if config.steps < needed:
+        raise SpecError(f"a2c_multistep: --steps {config.steps:,} with --quick is fewer than the {needed} decisions "
+                        f"an update needs (2 × window − 1, window={config.window}); give --steps {needed} or more, "
+                        "or a smaller window")
+
+
 def full_window_returns(rewards: np.ndarray, window: int, gamma: float) -> np.ndarray:
     """Eq. 2, σ_n = Σ_{t<L} γ^t ρ_{n+t}, for every n with a whole window of rewards after it."""
     if len(rewards) < window:
@@ -151,9 +168,11 @@ def window_returns(rewards: list[float], window: int, gamma: float) -> list[floa
 
 
 class Trainer:
-    def __init__(self, topology: str, workload: str | None, config: A2CConfig, seed: int, out: Path):
+    def __init__(self, topology: str, workload: str | None, config: A2CConfig, seed: int, out: Path,
+                 quick: bool = False):
         self.config = config
         self.seed = seed
+        self.quick = quick  # --quick: the last episode stops at --steps decisions
         self.out = Path(out)
         self.state_dir = self.out.with_name(self.out.name + ".train")
         self.env = AllocationEnv(topology, workload, config.episode_jobs, alpha=config.alpha,
@@ -241,8 +260,10 @@ class Trainer:
         return {"policy_loss": policy_loss.item(), "value_loss": value_loss.item(), "entropy": entropy,
                 "entropy_coef": self.entropy_coef}
 
-    def episode(self) -> dict[str, float]:
-        """One episode of ``episode_jobs`` jobs, learning as it goes."""
+    def episode(self, limit: int | None = None) -> dict[str, float]:
+        """One episode of ``episode_jobs`` jobs, learning as it goes; cut
+        off once ``steps`` reaches ``limit`` (--quick): the job under way and
+        the samples short of an update are dropped, as at an episode's end."""
         seed = TRAINING_SEED_OFFSET + self.seed * 100_000_000 + self.episodes
         observation, _ = self.env.reset(seed=seed)
         buffer: list[tuple] = []
@@ -250,7 +271,7 @@ class Trainer:
         losses: list[dict[str, float]] = []
         blocked = served = reconfigurations = 0
         done = False
-        while not done:
+        while not done and (limit is None or self.steps < limit):
             state, mask = self._state(observation)
             action = self.act(observation)
             observation, _, done, _, info = self.env.step(action)
@@ -266,7 +287,7 @@ class Trainer:
                     losses.append(self.update(buffer))
                     del buffer[: self.config.window]
         self.episodes += 1
-        jobs = max(1, served + blocked)
+        jobs = max(1, served + blocked) if done or served + blocked else float("nan")  # (cut off before a job)
         row = {"steps": float(self.steps), "episode": float(self.episodes), "epsilon": self.epsilon,
                "blocking": blocked / jobs, "acceptance": served / jobs,
                "reconfigurations_per_job": reconfigurations / jobs}
@@ -370,7 +391,8 @@ class Trainer:
         the seed and every setting but those that only say how long to
         train or how to pick the exported weights."""
         settings = {key: value for key, value in asdict(self.config).items() if key not in RESUMABLE_CHANGES}
-        return {"topology": self.topology, "workload": self.workload, "seed": self.seed, **settings}
+        return {"topology": self.topology, "workload": self.workload, "seed": self.seed, **settings,
+                **({"quick": True} if self.quick else {})}
 
     def resume(self) -> bool:
         curve = resume_training_state(self.state_dir, self.restore, self.identity(), CURVE_COLUMNS)
@@ -398,6 +420,7 @@ class Trainer:
         record = {"allocator": "a2c_multistep", "command": command, "seed": self.seed, "steps": self.steps,
                   "episodes": self.episodes, "updates": self.updates, "wall_time_s": round(self.wall_time, 1),
                   "topology": self.topology, "workload": self.workload, "torch": torch.__version__,
+                  **({"quick": True} if self.quick else {}),
                   "final_training_blocking": last.get("blocking"), "config": asdict(self.config),
                   "selected": None if self.best.record is None else {
                       **self.best.record, "validation_episodes": self.config.validation_episodes,
@@ -426,10 +449,11 @@ def _curve_figure(rows: list[dict[str, float]], title: str) -> Any | None:
     figure = Figure(figsize=(6, 3))
     axis = figure.subplots()
     steps = [r["steps"] for r in rows]
-    axis.plot(steps, [r["blocking"] for r in rows], label="blocking (training, with exploration)")
-    axis.plot(steps, [r["epsilon"] for r in rows], label="ε", linestyle="--")
+    marked = {"marker": "o", "markersize": 3}  # a point on every episode: a curve of one episode is seen too
+    axis.plot(steps, [r["blocking"] for r in rows], label="blocking (training, with exploration)", **marked)
+    axis.plot(steps, [r["epsilon"] for r in rows], label="ε", linestyle="--", **marked)
     axis.set_xlabel("decisions")
-    axis.set_ylim(0, 1)
+    axis.set_ylim(-0.03, 1.03)  # (a point at 0 or 1 whole, not cut in half by the frame)
     axis.legend(fontsize=8)
     axis.set_title(title, fontsize=9)
     figure.tight_layout()
@@ -438,14 +462,21 @@ def _curve_figure(rows: list[dict[str, float]], title: str) -> Any | None:
 
 def train(topology: str, workload: str | None = None, steps: int | None = None, seed: int = 0,
           out: Path | str = "a2c_multistep.pt", progress: Callable[[dict[str, float]], None] | None = None,
-          options: dict[str, str] | None = None, episode_jobs_option: str = "episode_jobs") -> Path:
+          options: dict[str, str] | None = None, episode_jobs_option: str = "episode_jobs",
+          quick: bool = False) -> Path:
     """Train (or resume) a checkpoint; returns its path. ``episode_jobs_option``
-    is what the caller calls ``episode_jobs``, for the errors that say to change it."""
+    is what the caller calls ``episode_jobs``, for the errors that say to change it.
+    ``quick`` (`dcbench train --quick`) starts from the `QUICK` settings and
+    trains exactly ``steps`` decisions (1,000 by default)."""
     torch.set_num_threads(1)
-    config = A2CConfig(**parse_options(options))
+    config = A2CConfig(**{**(QUICK if quick else {}), **parse_options(options)})
     if steps is not None:
         config.steps = steps
-    trainer = Trainer(topology, workload, config, seed, Path(out))
+    elif quick:
+        config.steps = QUICK_STEPS
+    if quick:
+        check_quick(config)
+    trainer = Trainer(topology, workload, config, seed, Path(out), quick=quick)
     check_an_update_fits(config, trainer.env.workload, episode_jobs_option)
     trainer.resume()
     if config.imitation_jobs and not trainer.imitated:
@@ -454,7 +485,7 @@ def train(topology: str, workload: str | None = None, steps: int | None = None, 
             trainer.keep_if_best()
     while trainer.steps < config.steps:
         started = time.perf_counter()
-        row = trainer.episode()
+        row = trainer.episode(config.steps if quick else None)
         if config.validation_episodes > 0:
             row["validation_blocking"] = trainer.keep_if_best()
         trainer.wall_time += time.perf_counter() - started

@@ -23,6 +23,8 @@ from dcbench.plugins.allocators.gnn_ppo.model import as_tensors
 
 
 BEST_TEACHERS = ("tetris", "nalb")  # teacher=best, the default: the one of these that accepts more on trial episodes
+# Under --quick the warm start drives the teacher for this share of --steps (no trials: teacher=best is the first).
+QUICK_WARM_START_SHARE = 0.25
 
 
 def stack_observations(observations: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
@@ -110,6 +112,8 @@ class ImitationWarmStart:
 
     config: Any  # the trainer's PPOConfig
     seed: int
+    quick: bool  # --quick: the warm start takes QUICK_WARM_START_SHARE of the steps, which it counts
+    steps: int
     envs: list[AllocationEnv]
     model: torch.nn.Module
     edge_index: torch.Tensor
@@ -123,22 +127,41 @@ class ImitationWarmStart:
         if config.imitation_episodes <= 0:
             return
         env = self.envs[0]
+        quick = getattr(self, "quick", False)
         names = BEST_TEACHERS if config.teacher == "best" else (config.teacher,)
         trials = {}
-        for name in names:  # on training episodes, never on the test seeds
+        for name in () if quick else names:  # on training episodes, never on the test seeds
             teacher = Teacher(name, env.network, self.seed)
-            results = [self._episode(env, teacher, record=False)[3] for _ in range(config.teacher_trial_episodes)]
+            results = []
+            for episode in range(config.teacher_trial_episodes):
+                results.append(self._episode(env, teacher, record=False)[3])
+                _report(progress, {"iteration": 0, "steps": 0, "acceptance": results[-1],
+                                   "teacher_trial_episode": episode + 1,
+                                   "teacher_trial_episodes": config.teacher_trial_episodes})
             trials[name] = float(np.mean(results))
-        teacher_name = max(names, key=lambda n: trials[n]) if len(names) > 1 else names[0]
+        teacher_name = max(names, key=lambda n: trials[n]) if len(names) > 1 and not quick else names[0]
         teacher = Teacher(teacher_name, env.network, self.seed)
         observations, actions, returns = [], [], []
         accepted = []
-        for _ in range(config.imitation_episodes):
-            episode_observations, episode_actions, episode_returns, acceptance = self._episode(env, teacher)
+        budget = int(config.steps * QUICK_WARM_START_SHARE) if quick else None  # steps under --quick, else episodes
+        episodes = 0
+        while (len(actions) < budget) if budget is not None else (episodes < config.imitation_episodes):
+            episode_observations, episode_actions, episode_returns, acceptance = self._episode(
+                env, teacher, limit=None if budget is None else budget - len(actions))
             observations += episode_observations
             actions += episode_actions
             returns += episode_returns
             accepted.append(acceptance)
+            episodes += 1
+            if quick:
+                self.steps += len(episode_actions)  # every step counts under --quick
+            _report(progress, {"iteration": 0, "steps": self.steps, "acceptance": acceptance,
+                               "warm_start_episode": episodes,
+                               **({} if quick else {"warm_start_episodes": config.imitation_episodes})})
+        if not actions:  # --quick with too few steps for a quarter of them
+            self.imitation = {"teacher": teacher_name, "teacher_trials": trials, "episodes": 0, "samples": 0,
+                              "steps": 0}
+            return
         self._fit(observations, actions, returns, accepted, progress)
         teacher_acceptance = float(np.mean(accepted))
         dagger = []
@@ -150,9 +173,9 @@ class ImitationWarmStart:
             self._fit(observations, actions, returns, student, progress, epochs=config.dagger_epochs)
             dagger.append({"round": round_ + 1, "student_acceptance": float(np.mean(student)),
                            "samples": len(actions), "agreement": self._agreement})
-        self.imitation = {"teacher": teacher_name, "teacher_trials": trials, "episodes": config.imitation_episodes,
+        self.imitation = {"teacher": teacher_name, "teacher_trials": trials, "episodes": episodes,
                           "samples": len(actions), "teacher_acceptance": teacher_acceptance,
-                          "agreement": self._agreement, "dagger": dagger}
+                          "agreement": self._agreement, "dagger": dagger, **({"steps": len(actions)} if quick else {})}
 
     def _dagger_episodes(self, teacher_name: str) -> tuple[list, list, list, list]:
         """DAgger: episodes driven by the student's arg-max (as at inference),
@@ -194,13 +217,15 @@ class ImitationWarmStart:
                 returns += episode_returns[::-1]
         return observations, actions, returns, acceptance
 
-    def _episode(self, env: AllocationEnv, teacher: Teacher, record: bool = True) -> tuple[list, list, list, float]:
-        """One training episode driven by a heuristic's choices."""
+    def _episode(self, env: AllocationEnv, teacher: Teacher, record: bool = True,
+                 limit: int | None = None) -> tuple[list, list, list, float]:
+        """One training episode driven by a heuristic's choices (cut off
+        after ``limit`` steps, under --quick)."""
         config = self.config
         observations, actions, rewards = [], [], []
         observation = self._reset(env)
         done = False
-        while not done:
+        while not done and (limit is None or len(rewards) < limit):
             action = teacher.choose(env.builder)
             if record:
                 observations.append(observation)
@@ -211,7 +236,8 @@ class ImitationWarmStart:
         for reward in reversed(rewards):
             running = reward + config.gamma * running
             returns.append(running)
-        return observations, actions, returns[::-1], info["acceptance_ratio"]
+        acceptance = info["acceptance_ratio"] if done else env.accepted / max(1, env.offered)
+        return observations, actions, returns[::-1], acceptance
 
     def _fit(self, observations: list, actions: list, returns: list, accepted: list,
              progress: Callable[[dict[str, float]], None] | None, epochs: int | None = None) -> None:
@@ -237,6 +263,11 @@ class ImitationWarmStart:
                 agree += int((logits.argmax(-1) == targets[index]).sum())
             self._agreement = agree / n
             if progress is not None:
-                progress({"iteration": 0, "steps": 0, "acceptance": float(np.mean(accepted)),
+                progress({"iteration": 0, "steps": getattr(self, "steps", 0), "acceptance": float(np.mean(accepted)),
                           "policy_loss": total / n, "value_loss": 0.0, "entropy": 0.0,
                           "imitation_epoch": epoch + 1, "agreement": agree / n})
+
+
+def _report(progress: Callable[[dict[str, float]], None] | None, row: dict[str, float]) -> None:
+    if progress is not None:
+        progress(row)

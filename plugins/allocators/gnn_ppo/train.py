@@ -48,6 +48,12 @@ VALIDATION_SEED_OFFSET = 2_000_000  # nor the training episodes (at most a few t
 RESUMABLE_CHANGES = ("steps", "validation_episodes", "validate_every")
 # What the export and its plot read from a resumed curve's rows.
 CURVE_COLUMNS = ("steps", "acceptance", "policy_loss", "value_loss", "entropy")
+# `dcbench train --quick`: a smoke test's settings, each an option that -a may still set otherwise. The warm start
+# drives the teacher for a quarter of the steps, without trials between teachers (teacher=best is then Tetris),
+# and --steps counts every environment step, exactly: episodes are cut where the steps run out.
+QUICK = {"envs": 2, "batch": 256, "epochs": 2, "episode_requests": 32, "imitation_epochs": 2, "teacher": "tetris",
+         "validation_episodes": 0}
+QUICK_STEPS = 1_000  # --steps under --quick when it is not given
 
 
 @dataclass
@@ -133,9 +139,11 @@ class HintedEnv:
 
 
 class Trainer(ImitationWarmStart):
-    def __init__(self, topology: str, workload: str | None, config: PPOConfig, seed: int, out: Path):
+    def __init__(self, topology: str, workload: str | None, config: PPOConfig, seed: int, out: Path,
+                 quick: bool = False):
         self.config = config
         self.seed = seed
+        self.quick = quick  # --steps counts every environment step, warm start included, exactly (QUICK)
         self.out = Path(out)
         self.state_dir = self.out.with_name(self.out.name + ".train")
         self.envs = [AllocationEnv(topology, workload, config.episode_requests) for _ in range(config.envs)]
@@ -173,7 +181,11 @@ class Trainer(ImitationWarmStart):
         observation, _ = env.reset(seed=seed)
         return observation
 
-    def collect(self) -> dict[str, Any]:
+    def collect(self, limit: int | None = None) -> dict[str, Any]:
+        """Whole episodes, each environment's up to its share of the batch;
+        with a ``limit`` (--quick) at most that many steps in all, the
+        episodes under way then cut off (their returns bootstrapped from the
+        value of the state they stopped in)."""
         quota = self.config.batch // self.config.envs
         observations = [self._reset(env) for env in self.envs]
         active = list(range(len(self.envs)))
@@ -181,6 +193,10 @@ class Trainer(ImitationWarmStart):
         per_env: list[list[tuple]] = [[] for _ in self.envs]
         episode_acceptance = []
         while active:
+            if limit is not None:
+                active = active[:max(0, limit - sum(taken))]
+                if not active:
+                    break
             batch = stack_observations([observations[i] for i in active])
             with torch.no_grad():
                 logits, values = self.model(*as_tensors(batch), self.edge_index)
@@ -202,15 +218,27 @@ class Trainer(ImitationWarmStart):
                 observations[i] = following
                 still.append(i)
             active = still
+        # Episodes cut off by the limit: their acceptance so far, and the value of where they stopped.
+        cut = [i for i, steps in enumerate(per_env) if steps and not steps[-1][5]]
+        bootstrap = {}
+        if cut:
+            episode_acceptance += [self.envs[i].accepted / max(1, self.envs[i].offered) for i in cut]
+            with torch.no_grad():
+                _, values = self.model(*as_tensors(stack_observations([observations[i] for i in cut])),
+                                       self.edge_index)
+            bootstrap = {i: float(values[row]) for row, i in enumerate(cut)}
         transitions = [t for steps in per_env for t in steps]
         advantages, returns = [], []
-        for steps in per_env:
+        for env_index, steps in enumerate(per_env):
             advantage = 0.0
             computed = []
             for index in reversed(range(len(steps))):
                 _, _, _, value, reward, done = steps[index]
                 reward *= self.config.reward_scale
-                next_value = 0.0 if done else steps[index + 1][3]
+                if index + 1 == len(steps) and not done:  # cut off by the limit
+                    next_value = bootstrap[env_index]
+                else:
+                    next_value = 0.0 if done else steps[index + 1][3]
                 delta = reward + self.config.gamma * next_value - value
                 advantage = delta + self.config.gamma * self.config.gae_lambda * (0.0 if done else advantage)
                 computed.append(advantage)
@@ -259,7 +287,10 @@ class Trainer(ImitationWarmStart):
         nodes, edges, globals_, masks = as_tensors(rollout["observations"])
         n = len(rollout["actions"])
         advantages = rollout["advantages"]
-        advantages = (advantages - advantages.mean()) / (advantages.std() + 1e-8)
+        if n > 1:  # (one step, which only --quick's last iteration can have, has no spread to scale by)
+            advantages = (advantages - advantages.mean()) / (advantages.std() + 1e-8)
+        else:
+            advantages = advantages - advantages.mean()
         stats = {"policy_loss": 0.0, "value_loss": 0.0, "entropy": 0.0, "kl": 0.0}
         updates = 0
         for _ in range(config.epochs):
@@ -308,8 +339,9 @@ class Trainer(ImitationWarmStart):
 
     def identity(self) -> dict[str, Any]:
         """What a resumed run must share with the saved one besides the
-        configuration and seed, which `restore` checks."""
-        return {"topology": self.topology, "workload": self.workload}
+        configuration and seed, which `restore` checks (and --quick, which
+        counts its steps otherwise)."""
+        return {"topology": self.topology, "workload": self.workload, **({"quick": True} if self.quick else {})}
 
     def resume(self) -> bool:
         curve = resume_training_state(self.state_dir, self.restore, self.identity(), CURVE_COLUMNS)
@@ -349,7 +381,7 @@ class Trainer(ImitationWarmStart):
             self.wall_time += time.perf_counter() - started
         while self.steps < self.config.steps:
             started = time.perf_counter()
-            rollout = self.collect()
+            rollout = self.collect(self.config.steps - self.steps if self.quick else None)
             stats = self.update(rollout)
             self.iteration += 1
             self.steps += len(rollout["actions"])
@@ -371,6 +403,7 @@ class Trainer(ImitationWarmStart):
         record = {
             "allocator": "gnn_ppo", "topology": self.topology, "workload": self.workload,
             "command": command, "seed": self.seed, "steps": self.steps, "iterations": self.iteration,
+            **({"quick": True} if self.quick else {}),
             "wall_time_s": round(self.wall_time, 1), "torch": torch.__version__,
             "final_training_acceptance": self.curve[-1]["acceptance"] if self.curve else None,
             "ppo": asdict(self.config), "imitation": getattr(self, "imitation", None),
@@ -391,13 +424,14 @@ def curve_figure(curve: list[dict[str, float]], title: str) -> Any | None:
     figure = Figure(figsize=(11, 3))
     axes = figure.subplots(1, 3)
     steps = [row["steps"] for row in curve]
-    axes[0].plot(steps, [row["acceptance"] for row in curve])
+    marked = {"marker": "o", "markersize": 3}  # a point on every iteration: a curve of one iteration is seen too
+    axes[0].plot(steps, [row["acceptance"] for row in curve], **marked)
     axes[0].set_title("training acceptance")
-    axes[1].plot(steps, [row["policy_loss"] for row in curve], label="policy")
-    axes[1].plot(steps, [row["value_loss"] for row in curve], label="value")
+    axes[1].plot(steps, [row["policy_loss"] for row in curve], label="policy", **marked)
+    axes[1].plot(steps, [row["value_loss"] for row in curve], label="value", **marked)
     axes[1].legend()
     axes[1].set_title("losses")
-    axes[2].plot(steps, [row["entropy"] for row in curve])
+    axes[2].plot(steps, [row["entropy"] for row in curve], **marked)
     axes[2].set_title("entropy")
     for axis in axes:
         axis.set_xlabel("steps")
@@ -408,16 +442,24 @@ def curve_figure(curve: list[dict[str, float]], title: str) -> Any | None:
 
 def train(topology: str, workload: str | None = None, steps: int | None = None, seed: int = 0,
           out: Path | None = None, progress: Callable[[dict[str, float]], None] | None = None,
-          options: dict[str, str] | None = None, **overrides: Any) -> Path:
+          options: dict[str, str] | None = None, quick: bool = False, **overrides: Any) -> Path:
     """Train (or resume training) a gnn_ppo checkpoint; returns its path.
     ``options`` are `dcbench train -a gnn_ppo:key=value` texts, ``overrides``
-    typed values of the same PPOConfig fields."""
+    typed values of the same PPOConfig fields. ``quick`` (`dcbench train
+    --quick`) starts from the `QUICK` settings and makes ``steps`` (1,000
+    by default) every environment step, warm start included, exactly."""
     torch.set_num_threads(1)  # reproducible, and leaves the other cores to other runs
-    config = PPOConfig(**{**config_options(PPOConfig, options, "gnn_ppo"), **overrides})
+    config = PPOConfig(**{**(QUICK if quick else {}), **config_options(PPOConfig, options, "gnn_ppo"),
+                          **overrides})
     if steps is not None:
         config.steps = steps
+    elif quick:
+        config.steps = QUICK_STEPS
+    if quick and config.dagger_rounds:
+        raise SpecError("gnn_ppo: --quick counts the warm start in --steps, which DAgger rounds would not keep to; "
+                        "give dagger_rounds without --quick")
     out = Path(out) if out is not None else Path("checkpoints") / "gnn_ppo.pt"
-    trainer = Trainer(topology, workload, config, seed, out)
+    trainer = Trainer(topology, workload, config, seed, out, quick=quick)
     trainer.resume()
     trainer.run(progress)
     trainer.export(command_line())

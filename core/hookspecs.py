@@ -68,6 +68,20 @@ def register_metrics(register):
     ``function(tables, network)`` receives the recorded `dcbench.RunTables`
     and the compiled `dcbench.Network` and returns a dict of summary columns:
     new names only (not the core's, not another metric's), a number each.
+
+    Optionally, ``headline=[(column, heading, better), ...]`` names the
+    columns ``dcbench run`` shows in its table: ``heading`` is how the table
+    names the column (one line, at most 40 characters), ``better`` is
+    ``"higher"``, ``"lower"`` or ``None`` (a column that describes a run
+    rather than scores it). A fourth item limits the column to runs of the
+    demand kinds given (``"pool"``, ``"job"``, or a tuple of both); without
+    it, it is shown for both. A ``*`` in ``column`` stands for what varies
+    with the topology (``"link_util_tier*"``) and ``{}`` in ``heading``
+    repeats it (``"tier-{} link utilisation"``). A run's table shows the
+    headline columns its summary has a value in (not NaN), the demand
+    kind's primary column first (``acceptance_ratio`` for pools,
+    ``blocking_probability`` for jobs); a metric without ``headline`` is in
+    the summary but not in that table.
     """
 
 

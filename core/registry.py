@@ -16,6 +16,7 @@ import functools
 import importlib
 import importlib.metadata
 import os
+import re
 import warnings
 import weakref
 from dataclasses import dataclass, field
@@ -54,7 +55,43 @@ PLURALS = {kind: kind + "s" for kind in KINDS} | {"topology": "topologies"}
 DEMAND_KINDS = ("pool", "job")
 
 # The keywords beyond name, target, description and params that ``register`` takes, by kind.
-REGISTER_KEYWORDS = {"allocator": ("demands", "learned", "trainer")}
+REGISTER_KEYWORDS = {"allocator": ("demands", "learned", "trainer"), "metric": ("headline",)}
+
+BETTER = ("higher", "lower", None)  # a headline column's direction: None for one that only describes a run
+
+
+@dataclass(frozen=True)
+class Headline:
+    """A summary column a metric plugin declares worth showing first
+    (``register(..., headline=[(column, heading, better[, demands]), ...])``):
+    ``dcbench run`` prints it under ``heading`` for runs of the ``demands``
+    kinds where it has a value. ``column`` may hold one ``*``, standing for
+    what varies with the topology, letters and digits (``link_util_tier*``:
+    ``link_util_tier1``, not ``link_util_tier1_last25``), which ``{}`` in
+    ``heading`` then repeats ("tier-{} link utilisation"). ``better`` is
+    "higher", "lower" or None (a column that describes, such as a share of
+    requests on one rack, with no better direction)."""
+
+    column: str
+    heading: str
+    better: str | None = None
+    demands: tuple[str, ...] = ("pool", "job")
+
+    @classmethod
+    def of(cls, declared: Any) -> Headline:
+        """A declaration as `headline_problem` accepts it."""
+        column, heading, better, *demands = declared
+        kinds = demands[0] if demands else DEMAND_KINDS
+        return cls(column, heading, better, (kinds,) if isinstance(kinds, str) else tuple(kinds))
+
+    def matches(self, columns: Iterable[str]) -> list[tuple[str, str]]:
+        """(column, heading) of each of ``columns`` this declares, in their order."""
+        if "*" not in self.column:
+            return [(self.column, self.heading)] if self.column in columns else []
+        start, end = (re.escape(part) for part in self.column.split("*"))
+        pattern = re.compile(f"{start}([A-Za-z0-9]+){end}")
+        return [(column, self.heading.replace("{}", found[1]))
+                for column in columns if (found := pattern.fullmatch(column))]
 
 _HOOK_OF_KIND = {
     "topology": "register_topologies",
@@ -95,6 +132,11 @@ class PluginEntry:
     def demands(self) -> tuple[str, ...]:
         """The demand kinds an allocator serves (``pool`` unless it registered others)."""
         return tuple(self.extra.get("demands", ("pool",)))
+
+    @property
+    def headline(self) -> tuple[Headline, ...]:
+        """The headline columns a metric declared (none unless it did)."""
+        return tuple(Headline.of(declared) for declared in self.extra.get("headline", ()))
 
     @property
     def builtin(self) -> bool:
@@ -401,7 +443,44 @@ def registration_problem(kind: str, name: Any, target: Any, params: Any, extra: 
     if kind == "allocator" and (not isinstance(demands, (list, tuple)) or not demands
                                 or not set(demands) <= set(DEMAND_KINDS)):
         return f"demands={demands!r} is not a tuple of {' and/or '.join(map(repr, DEMAND_KINDS))}"
+    if "headline" in extra:
+        return headline_problem(extra["headline"])
     return None
+
+
+HEADLINE_FORM = "give headline=[(column, heading, 'higher' | 'lower' | None[, demand kinds]), ...]"
+HEADING_LENGTH = 40
+
+
+def headline_problem(headline: Any) -> str | None:
+    """What makes a metric's ``headline=`` unusable (`Headline`), or None."""
+    if not isinstance(headline, (list, tuple)):
+        return f"headline={_short_repr(headline)} is not a list; {HEADLINE_FORM}"
+    for declared in headline:
+        if not isinstance(declared, (list, tuple)) or len(declared) not in (3, 4):
+            return f"headline holds {_short_repr(declared)}, not a tuple of 3 or 4; {HEADLINE_FORM}"
+        column, heading, better, *demands = declared
+        if (not isinstance(column, str) or column.count("*") > 1
+                or not re.fullmatch(r"[A-Za-z][A-Za-z0-9_]*", column.replace("*", "x"))):
+            return (f"headline column {_short_repr(column)} is no summary column's name (letters, digits and '_', "
+                    "starting with a letter; one '*' where the column varies)")
+        if not isinstance(heading, str) or not heading.strip() or not heading.isprintable() \
+                or len(heading) > HEADING_LENGTH:
+            return f"headline heading {_short_repr(heading)} of {column!r} is not one line of 1 to {HEADING_LENGTH} " \
+                   "characters"
+        if better not in BETTER:
+            return f"headline {column!r} has better={better!r}; give 'higher', 'lower' or None"
+        kinds = demands[0] if demands else DEMAND_KINDS
+        kinds = (kinds,) if isinstance(kinds, str) else kinds
+        if not isinstance(kinds, (list, tuple)) or not kinds or not all(k in DEMAND_KINDS for k in kinds):
+            return (f"headline {column!r} is for demands {_short_repr(demands[0])}, not "
+                    f"{' and/or '.join(map(repr, DEMAND_KINDS))}")
+    return None
+
+
+def _short_repr(value: Any, limit: int = 60) -> str:
+    text = " ".join(repr(value).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _loadable(target: Any) -> bool:

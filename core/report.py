@@ -120,6 +120,70 @@ def ranking(rows: list[dict[str, Any]], metric: str, higher_is_better: bool = Tr
     return "\n".join(lines)
 
 
+# The column that ranks runs of each demand kind where no suite says (a folder of runs, an ad-hoc sweep, a run's
+# table), and whether higher is better: the papers' own, acceptance for pools and blocking for jobs.
+PRIMARY = {"pool": ("acceptance_ratio", True), "job": ("blocking_probability", False)}
+DEMAND_KIND_NAMES = {"pool": "pool requests", "job": "jobs"}
+
+
+def demand_kind(row: Mapping[str, Any]) -> str:
+    """'job' for a run of jobs (the jobs metric gives it reconfigurations), else 'pool'."""
+    return "job" if row.get("reconfigurations_per_job") is not None else "pool"
+
+
+def has_value(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and not math.isnan(value)
+
+
+def headline_columns(metrics: Sequence[Any], kind: str, summaries: Sequence[Mapping[str, Any]]
+                     ) -> list[tuple[str, str, str | None]]:
+    """(column, heading, better) of every headline column the metric
+    plugins ``metrics`` (registry entries) declare for runs of ``kind`` that
+    one of ``summaries`` has a value in, the kind's `PRIMARY` column first,
+    the others in the order the metrics and their columns come."""
+    columns = list(dict.fromkeys(column for summary in summaries for column in summary))
+    found: dict[str, tuple[str, str | None]] = {}
+    for metric in metrics:
+        for headline in metric.headline:
+            if kind not in headline.demands:
+                continue
+            for column, heading in headline.matches(columns):
+                if column not in found and any(has_value(summary.get(column)) for summary in summaries):
+                    found[column] = (heading, headline.better)
+    order = sorted(found, key=lambda column: column != PRIMARY[kind][0])  # (a stable sort)
+    return [(column, *found[column]) for column in order]
+
+
+def significant(value: float, digits: int = 3) -> str:
+    """``value`` to ``digits`` significant digits, so that a small one shows:
+    0.937, 0.0629, 14.7, 1,234; below 0.001 in scientific notation (2.41e-05);
+    0 as 0, NaN as n/a."""
+    if not has_value(value):
+        return "n/a"
+    if value == 0:
+        return "0"
+    if not math.isfinite(value):
+        return str(value)
+    if abs(value) < 1e-3:
+        return f"{value:.{digits - 1}e}"
+    places = digits - 1 - math.floor(math.log10(abs(value)))
+    return f"{value:,.{max(places, 0)}f}"
+
+
+def mean_and_spread(mean: float, spread: float) -> str:
+    """``mean ± spread``, the mean to `significant` digits and the spread to
+    as many decimal places (0.467 ± 0.004, 5.68 ± 0.26), or to its own
+    significant digits where those would show it as 0 or the mean is in
+    scientific notation (8.50e-08 ± 1.20e-08)."""
+    shown = significant(mean)
+    if not has_value(spread):
+        return shown
+    places = len(shown.partition(".")[2]) if "." in shown and "e" not in shown else None
+    if places is None or (spread and round(spread, places) == 0) or abs(spread) >= 1_000:
+        return f"{shown} ± {significant(spread)}"
+    return f"{shown} ± {spread:.{places}f}"
+
+
 # (column, heading, higher is better); a report shows those its rows have.
 METRICS = (
     ("acceptance_ratio", "Acceptance ratio", True),

@@ -38,4 +38,5 @@ def register_metrics(register):
         acceptance,
         description="acceptance_ratio; acceptance_size_1..8 and accepted_size_1..8 by the servers' worth "
         "a request needs (8 includes larger), over the measured requests; invalid_allocations (the whole run)",
+        headline=[("acceptance_ratio", "acceptance ratio", "higher", "pool")],
     )

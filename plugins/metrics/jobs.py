@@ -89,4 +89,9 @@ def register_metrics(register):
         job_metrics,
         description="blocking_probability over the measured requests; for jobs also reconfigurations_per_job, "
         "inter_rack_gbps_per_job, latency_us and packet_loss (M/M/1/K per link)",
+        # for pools, blocking is one minus the acceptance ratio, which their table shows
+        headline=[("blocking_probability", "blocking probability", "lower", "job"),
+                  ("reconfigurations_per_job", "reconfigurations per job", "lower", "job"),
+                  ("latency_us", "latency (µs, M/M/1/K)", "lower", "job"),
+                  ("packet_loss", "packet loss (M/M/1/K)", "lower", "job")],
     )

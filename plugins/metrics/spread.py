@@ -26,4 +26,10 @@ def register_metrics(register):
         "spread",
         spread,
         description="spread_server/rack/pod/cross_pod: share of accepted requests at each level; servers_per_request",
+        # where requests land describes an allocator, it does not score it; a job's VMs go to racks, not pods
+        headline=[("spread_server", "on one server", None, "pool"),
+                  ("spread_rack", "on one rack", None, "pool"),
+                  ("spread_pod", "on one pod", None, "pool"),
+                  ("spread_cross_pod", "across pods", None, "pool"),
+                  ("servers_per_request", "servers per request", None, "pool")],
     )

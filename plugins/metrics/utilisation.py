@@ -66,4 +66,7 @@ def register_metrics(register):
         utilisation,
         description="time-averaged <resource>_util and link_util_tier<t>, and their _last25 "
         "(the reference's mean of its last 25 per-request values)",
+        # on OCS a job's traffic is in its latency and loss: its tier-1 circuits' utilisation is no headline
+        headline=[("*_util", "{} utilisation", "higher"),
+                  ("link_util_tier*", "tier-{} link utilisation", "higher", "pool")],
     )

@@ -242,11 +242,66 @@ def test_an_unusable_registration_is_skipped_with_a_warning(more_plugin_modules,
     assert allocators["fine"].description == "A fine one, over two lines"  # one line in `dcbench list`
 
 
-def test_only_an_allocator_takes_keywords_beyond_description_and_params():
+def test_only_an_allocator_and_a_metric_take_keywords_beyond_description_and_params():
     assert registration_problem("topology", "mesh", TetrisAllocator, (), {"demands": ("pool",)}) == (
         "it passes the unknown keyword demands=; register takes description=, params= for topologies")
     fine = {"demands": ("pool",), "learned": True}
     assert registration_problem("allocator", "mine", TetrisAllocator, (), fine) is None
+    assert registration_problem("allocator", "mine", TetrisAllocator, (), {"headline": []}) == (
+        "it passes the unknown keyword headline=; register takes description=, params=, demands=, learned=, "
+        "trainer= for allocators")
+    assert registration_problem("metric", "mine", len, (), {"headlines": []}) == (
+        "it passes the unknown keyword headlines=; did you mean headline=?")
+
+
+def measure(tables, network):
+    return {}
+
+
+@pytest.mark.parametrize("headline", [
+    [], [("paths_share", "paths", "lower")], (["paths_share", "share of paths", None, ("pool", "job")],),
+    [("gpu_*_util", "{} GPU utilisation", "higher", "job"), ("idle", "idle servers", None, ["pool"])],
+])
+def test_a_metric_may_declare_its_headline_columns(headline):
+    assert registration_problem("metric", "paths", measure, (), {"headline": headline}) is None
+
+
+@pytest.mark.parametrize("headline, problem", [
+    ("paths_share", "headline='paths_share' is not a list; give headline=[(column, heading, 'higher' | 'lower' | "
+                    "None[, demand kinds]), ...]"),
+    ([("paths_share", "paths")], "headline holds ('paths_share', 'paths'), not a tuple of 3 or 4"),
+    ([("paths share", "paths", None)], "headline column 'paths share' is no summary column's name"),
+    ([("a*b*", "paths", None)], "headline column 'a*b*' is no summary column's name"),
+    ([(3, "paths", None)], "headline column 3 is no summary column's name"),
+    ([("paths", "", None)], "headline heading '' of 'paths' is not one line of 1 to 40 characters"),
+    ([("paths", "two\nlines", None)], "headline heading 'two\\nlines' of 'paths' is not one line"),
+    ([("paths", "x" * 41, None)], "is not one line of 1 to 40 characters"),
+    ([("paths", "paths", True)], "headline 'paths' has better=True; give 'higher', 'lower' or None"),
+    ([("paths", "paths", "lower", "pools")], "headline 'paths' is for demands 'pools', not 'pool' and/or 'job'"),
+    ([("paths", "paths", "lower", ())], "headline 'paths' is for demands (), not 'pool' and/or 'job'"),
+])
+def test_an_unusable_headline_is_named(headline, problem):
+    assert problem in registration_problem("metric", "paths", measure, (), {"headline": headline})
+
+
+def test_a_metric_registered_without_a_headline_has_none_and_with_one_has_it(tmp_path, monkeypatch):
+    (tmp_path / "tp_headline.py").write_text(
+        "from dcbench import hookimpl\n\n"
+        "@hookimpl\n"
+        "def register_metrics(register):\n"
+        "    register('plain', lambda tables, network: {}, description='no headline')\n"
+        "    register('declared', lambda tables, network: {}, headline=[('paths', 'paths', 'lower', 'job')])\n"
+        "    register('broken', lambda tables, network: {}, headline=[('paths', 'paths', 'down')])\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        metrics = create_registry(entry_points(("headline", "tp_headline"))).entries("metric")
+    assert metrics["plain"].headline == ()
+    (declared,) = metrics["declared"].headline
+    assert (declared.column, declared.heading, declared.better, declared.demands) == ("paths", "paths", "lower",
+                                                                                      ("job",))
+    assert "broken" not in metrics
+    assert any("registers metric 'broken': headline 'paths' has better='down'" in m for m in plugin_warnings(caught))
 
 
 @pytest.mark.parametrize("how, error", [("runtime", "RuntimeError: boom in init"), ("key", "KeyError: 'weights'"),

@@ -122,3 +122,38 @@ def test_job_metrics_count_only_measured_jobs_and_weight_latency_by_traffic():
     assert columns["inter_rack_gbps_per_job"] == pytest.approx(20.0)
     assert columns["latency_us"] == pytest.approx((10 * 1 + 40 * 2) / 50)
     assert columns["packet_loss"] == pytest.approx(40 * 0.01 / 50)
+
+
+def headline_of(registry, kind, summaries):
+    from dcbench.report import headline_columns
+
+    return [column for column, _, _ in headline_columns(list(registry.entries("metric").values()), kind, summaries)]
+
+
+def test_the_built_in_metrics_headline_what_fits_the_demand_kind_and_the_primary_column_first(runner, registry):
+    pool = runner.run("tetris", "tiered:8,1x4", requests=60).summary
+    assert headline_of(registry, "pool", [pool]) == [
+        "acceptance_ratio", "cpu_util", "mem_util", "link_util_tier1", "link_util_tier2", "link_util_tier3",
+        "spread_server", "spread_rack", "spread_pod", "spread_cross_pod", "servers_per_request"]
+    jobs = runner.run("jcb", "ocs:16,servers=2", "vmjobs:load=8,warmup=10", requests=60).summary
+    assert "spread_cross_pod" in jobs and "link_util_tier1" in jobs  # in the summary, not in the headline
+    assert headline_of(registry, "job", [jobs]) == [
+        "blocking_probability", "cpu_util", "mem_util", "disk_util", "reconfigurations_per_job", "latency_us",
+        "packet_loss"]
+    # a column without a value in any seed (no traffic, say) is left out; one with a value in some seed stays
+    no_traffic = {**jobs, "latency_us": float("nan"), "packet_loss": float("nan")}
+    assert "latency_us" not in headline_of(registry, "job", [no_traffic])
+    assert "latency_us" in headline_of(registry, "job", [no_traffic, jobs])
+
+
+def test_a_headline_pattern_stands_for_letters_and_digits_only():
+    from dcbench.registry import Headline
+
+    tiers = Headline("link_util_tier*", "tier-{} link utilisation", "higher", ("pool",))
+    columns = ["link_util_tier1", "link_util_tier1_last25", "cpu_util", "link_util_tier12"]
+    assert tiers.matches(columns) == [("link_util_tier1", "tier-1 link utilisation"),
+                                      ("link_util_tier12", "tier-12 link utilisation")]
+    assert Headline("*_util", "{} utilisation").matches(columns) == [("cpu_util", "cpu utilisation")]
+    assert Headline("cpu_util", "CPU").matches(columns) == [("cpu_util", "CPU")]
+    assert Headline.of(("x", "x", None, "job")).demands == ("job",)
+    assert Headline.of(("x", "x", "lower")).demands == ("pool", "job")

@@ -27,9 +27,9 @@ from typing import Any, Callable, Iterable, Mapping
 
 from dcbench.errors import DcbenchError, ResultsError, describe
 from dcbench.registry import Registry, get_registry
-from dcbench.results import (SWEEP_COLUMNS, UnreadableTable, in_the_way, no_folder, prepare_atomic, provenance_of,
-                             ranking_of, read_sweep_summary, read_table, replace_all, same_value, staging_folder,
-                             swapped_in, sweep_summary_problem, table_at)
+from dcbench.results import (SWEEP_COLUMNS, UnreadableTable, in_the_way, is_adhoc_sweep, no_folder, prepare_atomic,
+                             provenance_of, ranking_of, read_sweep_summary, read_table, replace_all, same_value,
+                             staging_folder, swapped_in, sweep_summary_problem, table_at)
 from dcbench.runner import Runner
 from dcbench.report import cell, default_specs, labels
 from dcbench.stats import format_ci, mean_ci
@@ -75,6 +75,9 @@ def validate(results: Path, registry: Registry) -> Submission:
     """Check a sweep's results folder; the accepted submission, or a one-line refusal."""
     from dcbench import __version__
 
+    if is_adhoc_sweep(results):  # before its runs are checked: nothing about them would make it rankable
+        raise _refuse(f"'{results}' is an ad-hoc sweep (of -t/-w specs, not a suite); the leaderboard ranks "
+                      "registered suites only: sweep one with -s SUITE (see `dcbench list suites`)")
     table = read_sweep_summary(results, registry, runs_needed=True)  # its provenance, columns, runs, run folders
     provenance = provenance_of(table)
     suite_name = provenance["suite"]

@@ -340,9 +340,8 @@ def plot_jobs(rows: list[dict[str, Any]], out_dir: Path, name: str, defaults: Ma
     """The OCS paper's Figs. 5-7: blocking, latency, loss and reconfigurations
     against the load, one figure per network size."""
     paths = []
-    for index, topology in enumerate(dict.fromkeys(r["topology"] for r in rows)):
+    for topology, (file_name, label) in job_figures(rows).items():
         chosen = [r for r in rows if r["topology"] == topology]
-        file_name, label = job_figure(topology, index)
         paths.append(metric_panels(chosen, JOB_PANELS, out_dir / file_name,
                              f"{name}: {label}, {mean_over(chosen)}", xlabel="load (Erlangs)",
                              defaults=defaults))
@@ -362,10 +361,21 @@ TIERED_FIGURES = ("fig2_acceptance_cpu_memory.png", "fig3_link_utilisation.png",
                   "fig8_size_brackets.png")
 
 
+def job_figures(rows: list[dict[str, Any]]) -> dict[str, tuple[str, str]]:
+    """Each topology's figure (`job_figure`); topologies of one size that
+    differ otherwise (an ad-hoc sweep of ``ocs:16`` and ``ocs:16,
+    reconfigurable=no``) are named by their place and spec, so that neither
+    figure replaces the other."""
+    topologies = list(dict.fromkeys(r["topology"] for r in rows))
+    named = {topology: job_figure(topology, index) for index, topology in enumerate(topologies)}
+    files = [name for name, _ in named.values()]
+    return {topology: (name, label) if files.count(name) == 1 else (f"jobs_{index}.png", topology)
+            for index, (topology, (name, label)) in enumerate(named.items())}
+
+
 def figure_names(rows: list[dict[str, Any]]) -> list[str]:
     if is_job_sweep(rows):
-        topologies = dict.fromkeys(r["topology"] for r in rows)
-        return [job_figure(topology, index)[0] for index, topology in enumerate(topologies)]
+        return [name for name, _ in job_figures(rows).values()]
     return list(TIERED_FIGURES)
 
 
@@ -431,6 +441,20 @@ def plot_sweep(rows: list[dict[str, Any]], out_dir: Path, name: str, defaults: M
         if made is not None:
             shutil.rmtree(made, ignore_errors=True)
         raise
+
+
+def plot_runs(rows: list[dict[str, Any]], out_dir: Path, name: str, defaults: Mapping[str, str] | None = None
+              ) -> list[Path]:
+    """`plot_sweep` for runs no suite groups (a folder of runs, an ad-hoc
+    sweep): the tiered papers' figures of its runs of pools, the OCS
+    paper's of its runs of jobs, each from the columns its runs have. Every
+    figure's rows are checked before any is drawn."""
+    from dcbench.report import by_demand_kind
+
+    parts = list(by_demand_kind(rows).values())
+    for part in parts:
+        check_rows(part)
+    return [path for part in parts for path in plot_sweep(part, out_dir, name, defaults)]
 
 
 def outermost_missing(folder: Path) -> Path | None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import re
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 from dcbench.errors import ResultsError, SpecError
 from dcbench.results import check_regular_file, write_text_atomic
@@ -37,11 +37,11 @@ def display_name(spec: str, specs: Sequence[str]) -> str:
     return base if sum(s.split(":")[0] == base for s in specs) == 1 else spec
 
 
-def default_specs(registry: Any) -> dict[str, str]:
-    """Each allocator plugin's resolved spec with every parameter at its
+def default_specs(registry: Any, kind: str = "allocator") -> dict[str, str]:
+    """Each ``kind`` plugin's resolved spec with every parameter at its
     default (plugins with a required parameter are left out)."""
     specs = {}
-    for name, entry in registry.entries("allocator").items():
+    for name, entry in registry.entries(kind).items():
         try:
             specs[name] = resolved_spec(name, bind(name, entry.params, Spec(name)))
         except SpecError:
@@ -72,6 +72,146 @@ def labels(specs: Sequence[str], defaults: Mapping[str, str] | None = None) -> d
         changed = [f"{k}={v}" for k, v in options[spec].items() if k in keys]
         shown[spec] = base + (":" + ",".join(changed) if changed else "")
     return shown
+
+
+def compact_spec(spec: str, registry: Any, kind: str, keep: Iterable[str] = ()) -> str:
+    """A resolved spec as short as it can be written: its plugin's name and
+    the options that differ from the plugin's defaults or are in ``keep``
+    (those that differ among the specs it is shown beside), the leading
+    positional ones by value alone, as one would type them
+    (``tiered:channels=16,ratio=1x8,pods=2,...`` is ``tiered:16,1x8``). A
+    plugin that is not installed keeps every option."""
+    parsed = Spec.parse(spec)
+    entry = registry.entries(kind).get(parsed.name)
+    default = default_specs(registry, kind).get(parsed.name) if entry is not None else None
+    defaults = Spec.parse(default).kwargs if default is not None else None
+    keep = set(keep)
+    shown = {key: value for key, value in parsed.kwargs.items()
+             if key in keep or defaults is None or defaults.get(key) != value}
+    args = []
+    for param in (p for p in (entry.params if entry is not None else ()) if p.positional):
+        if param.name not in shown:
+            break
+        args.append(shown.pop(param.name))
+    return str(Spec(parsed.name, tuple(args), shown))
+
+
+def differing_options(specs: Iterable[str]) -> dict[str, set[str]]:
+    """By plugin name, the options on which ``specs`` of that plugin differ."""
+    by_plugin: dict[str, list[Mapping[str, str]]] = {}
+    for spec in dict.fromkeys(specs):
+        parsed = Spec.parse(spec)
+        by_plugin.setdefault(parsed.name, []).append(parsed.kwargs)
+    return {name: {key for key in {k for o in options for k in o} if len({o.get(key) for o in options}) > 1}
+            for name, options in by_plugin.items()}
+
+
+def compact_specs(specs: Sequence[str], registry: Any, kind: str) -> dict[str, str]:
+    """`compact_spec` of each of ``specs``, keeping the options on which they differ."""
+    differing = differing_options(specs)
+    return {spec: compact_spec(spec, registry, kind, differing[Spec.parse(spec).name]) for spec in dict.fromkeys(specs)}
+
+
+def natural(text: str) -> list[Any]:
+    """A sort key that puts 'tiered:8' before 'tiered:16'."""
+    return [(0, int(part), "") if part.isdigit() else (1, 0, part) for part in re.split(r"(\d+)", text)]
+
+
+Scenario = tuple[str, str, int]  # (topology, workload, requests): the resolved specs and episode length
+
+
+def scenario_labels(scenarios: Sequence[Scenario], registry: Any) -> dict[Scenario, str]:
+    """What a folder of runs or an ad-hoc sweep calls each scenario: its
+    topology as `compact_spec` writes it, beside the others' (the options
+    on which they differ are kept), then its workload where that is not
+    the plugin's defaults (``tiered:16,1x8``, ``ocs vmjobs:warmup=50``).
+    Scenarios that would be named alike are told apart by ``n=REQUESTS``,
+    then by their workloads' names too, and failing that by their full
+    specs."""
+    scenarios = list(dict.fromkeys(scenarios))
+    topologies = compact_specs([t for t, _, _ in scenarios], registry, "topology")
+    workloads = compact_specs([w for _, w, _ in scenarios], registry, "workload")
+
+    def label(scenario: Scenario, detail: int) -> str:
+        topology, workload, requests = scenario
+        parts = [topologies[topology]]
+        if detail == 2 or ":" in workloads[workload]:
+            parts.append(workloads[workload])
+        if detail:
+            parts.append(f"n={requests}")
+        return " ".join(parts) if detail < 3 else " ".join(map(str, scenario))
+
+    named = {scenario: label(scenario, 0) for scenario in scenarios}
+    for detail in (1, 2, 3):
+        alike = [s for s in scenarios if list(named.values()).count(named[s]) > 1]
+        for scenario in alike:
+            named[scenario] = label(scenario, detail)
+    return named
+
+
+def as_scenarios(rows: list[dict[str, Any]], registry: Any) -> list[dict[str, Any]]:
+    """A folder's runs (`dcbench.results.read_runs`) as a sweep's rows: each
+    with the ``scenario`` that `scenario_labels` names from its topology,
+    workload and requests, every row with every column (None where a run
+    lacks it), sorted by scenario, allocator and seed. Two runs of one
+    allocator, scenario and seed (made by two dcbench versions, say) would
+    count twice in every mean: a one-line error naming both."""
+    labels_of = scenario_labels([(r["topology"], r["workload"], r["requests"]) for r in rows], registry)
+    columns = list(dict.fromkeys(column for row in rows for column in row))
+    seen: dict[tuple[str, str, int], dict[str, Any]] = {}
+    shaped = []
+    for row in rows:
+        scenario = labels_of[(row["topology"], row["workload"], row["requests"])]
+        earlier = seen.setdefault((scenario, row["allocator"], row["seed"]), row)
+        if earlier is not row:
+            raise ResultsError(
+                f"runs {earlier['run_id']} (dcbench {earlier['dcbench_version']}) and {row['run_id']} (dcbench "
+                f"{row['dcbench_version']}) are both {row['allocator']} on {scenario} with seed {row['seed']}, and "
+                "would count twice in every mean; move one of them to another folder")
+        shaped.append({"run_id": row["run_id"], "scenario": scenario, **{c: row.get(c) for c in columns}})
+    order = {label: number for number, label in enumerate(sorted(set(labels_of.values()), key=natural))}
+    return sorted(shaped, key=lambda r: (order[r["scenario"]], natural(r["allocator"]), r["seed"]))
+
+
+def by_demand_kind(rows: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """``rows`` split into runs of pools and of jobs (`demand_kind`), each
+    part without the columns none of its rows has a value in (a job's
+    latency in the rows of pools)."""
+    parts: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        parts.setdefault(demand_kind(row), []).append(row)
+    for kind, part in parts.items():
+        empty = {column for column in part[0] if all(r.get(column) is None for r in part)}
+        parts[kind] = [{k: v for k, v in r.items() if k not in empty} for r in part]
+    return {kind: parts[kind] for kind in PRIMARY if kind in parts}
+
+
+def scenarios_table(rows: list[dict[str, Any]]) -> str:
+    """Each scenario's full specs, for a report whose scenarios are named by `scenario_labels`."""
+    lines = ["| scenario | topology | workload | requests | runs |", "|---|---|---|---:|---:|"]
+    for scenario in dict.fromkeys(r["scenario"] for r in rows):
+        here = [r for r in rows if r["scenario"] == scenario]
+        first = here[0]
+        lines.append(f"| {cell(scenario)} | {cell(first['topology'])} | {cell(first['workload'])} | "
+                     f"{first['requests']} | {len(here)} |")
+    return "\n".join(lines)
+
+
+def report_runs(rows: list[dict[str, Any]], title: str, baselines: set[str] | None = None,
+                defaults: Mapping[str, str] | None = None) -> str:
+    """The report of runs no suite ranks (a folder of runs, an ad-hoc
+    sweep): a table of the scenarios' specs, then `report`'s tables, ranked
+    by the demand kind's `PRIMARY` column; runs of pools and of jobs in a
+    section each."""
+    parts = by_demand_kind(rows)
+    texts = []
+    for kind, part in parts.items():
+        primary, higher = PRIMARY[kind]
+        heading = f"{title}: {DEMAND_KIND_NAMES[kind]}" if len(parts) > 1 else title
+        text = report(part, heading, primary, higher, baselines, defaults)
+        head, _, rest = text.partition("\n\n")  # the scenarios' specs under the title
+        texts.append(f"{head}\n\nScenarios:\n\n{scenarios_table(part)}\n\n{rest}")
+    return "\n".join(texts)
 
 
 def metric_table(rows: list[dict[str, Any]], metric: str, higher_is_better: bool = True,

@@ -430,8 +430,9 @@ REBUILD_SUMMARY = "remove it and run the sweep again to rebuild it"
 
 
 def read_sweep_summary(results: Path, registry: Any = None, runs_needed: bool = False) -> Any:
-    """The combined ``summary.parquet`` of a sweep's folder (what `plot`,
-    `report` and the leaderboard read), checked by `sweep_summary_problem`
+    """The combined ``summary.parquet`` of a sweep's folder, a suite's or an
+    ad-hoc one's (what `plot`, `report` and the leaderboard read; the
+    leaderboard refuses an ad-hoc one first), checked by `sweep_summary_problem`
     and against its run folders (`check_run_folders`; every run's folder
     must be there only where ``runs_needed``); a folder of single runs, or
     one run, is a one-line error that says what to give instead."""
@@ -450,11 +451,81 @@ def read_sweep_summary(results: Path, registry: Any = None, runs_needed: bool = 
         raise ResultsError(f"'{path}' is not a dcbench sweep's summary (it has no dcbench provenance); {hint}")
     if "scenario" not in table.column_names:
         raise ResultsError(f"'{results}' is a single run, not a sweep; {hint}")
-    problem = sweep_summary_problem(table, registry)
+    problem = sweep_summary_problem(table, registry, adhoc=True)
     if problem is not None:
         raise ResultsError(f"'{path}' is damaged ({problem}); {REBUILD_SUMMARY}")
     check_run_folders(results, table.to_pylist(), runs_needed)
     return table
+
+
+RUN_FOLDER_NAME = re.compile(r"[0-9a-f]{16}")  # a run id: what `write_run` names a run's folder
+
+
+def run_folders(folder: Path) -> list[Path]:
+    """The folders right below ``folder`` named as runs are (their run ids),
+    in the order of their names; the rest (a sweep's folder, plots/, a
+    half-written run's hidden folder, files) are not runs."""
+    try:
+        children = sorted(folder.iterdir())
+    except OSError as exc:
+        raise ResultsError(f"cannot read the folder '{folder}': {exc.strerror or describe(exc)}; check the path "
+                           "and its permissions") from None
+    return [child for child in children if RUN_FOLDER_NAME.fullmatch(child.name) and child.is_dir()]
+
+
+def holds_runs(folder: Path) -> bool:
+    """Whether ``folder`` is a folder with a run folder in it (what `dcbench run` writes to)."""
+    return folder.is_dir() and not folder.is_symlink() and bool(run_folders(folder))
+
+
+def run_summary_problem(run_dir: Path) -> str | None:
+    """Why ``run_dir`` holds no finished run whose one-row summary reads
+    (`run_problem`, `read_table`) and whose id is the hash of its specs, or
+    None."""
+    from dcbench.runner import run_hash
+
+    problem = run_problem(run_dir)
+    if problem is not None:
+        return problem
+    try:
+        (row,) = read_table(run_dir / "summary.parquet").to_pylist()
+    except ResultsError as exc:
+        return f"has an unreadable summary.parquet ({exc})"
+    if any(row[column] is None for column in RUN_IDENTITY):
+        return "has a damaged summary.parquet (an empty cell where its specs belong)"
+    if run_hash(*(row[column] for column in RUN_IDENTITY[1:])) != row["run_id"]:
+        return "has a damaged summary.parquet (the run id is not the hash of its specs)"
+    return None
+
+
+def read_runs(folder: Path) -> tuple[list[dict[str, Any]], list[tuple[Path, str]]]:
+    """The one-row summaries of the run folders right below ``folder``
+    (`run_folders`), each checked by `run_summary_problem`, in the order of
+    their names, and the run folders that failed a check with why. Each row
+    has its run's own columns: a metric installed after a run was made is
+    not in its row."""
+    rows, damaged = [], []
+    for run_dir in run_folders(folder):
+        problem = run_summary_problem(run_dir)
+        if problem is not None:
+            damaged.append((run_dir, problem))
+            continue
+        rows.append(read_table(run_dir / "summary.parquet").to_pylist()[0])
+    return rows, damaged
+
+
+def read_run_folder(folder: Path) -> list[dict[str, Any]]:
+    """`read_runs`, for `report` and `plot`: a folder with no run, or with a
+    run folder that fails a check, is a one-line error with the fix."""
+    rows, damaged = read_runs(folder)
+    if damaged:
+        run_dir, problem = damaged[0]
+        more = f" (and {len(damaged) - 1} more)" if len(damaged) > 1 else ""
+        raise ResultsError(f"run folder {run_dir} {problem}{more}; run it again with `dcbench run`, or remove it")
+    if not rows:
+        raise ResultsError(f"'{folder}' holds no dcbench runs; give the --out folder of `dcbench run` or "
+                           "`dcbench sweep`")
+    return rows
 
 
 def check_run_folders(results: Path, rows: list[dict[str, Any]], runs_needed: bool = True) -> None:
@@ -534,15 +605,42 @@ def provenance_of(table: Any, path: Path | None = None) -> dict[str, Any]:
     return provenance
 
 
-def sweep_problem(table: Any) -> str | None:
+def is_adhoc(provenance: Mapping[str, Any]) -> bool:
+    """Whether a sweep's provenance is an ad-hoc sweep's (``dcbench sweep -t
+    ...``: it lists its scenarios where a suite's names the suite)."""
+    return "suite" not in provenance and "scenarios" in provenance
+
+
+ADHOC_REFUSED = ("it is an ad-hoc sweep's (of -t/-w specs), and the leaderboard ranks registered suites only; "
+                 "sweep a suite with -s SUITE (see `dcbench list suites`)")
+
+
+def is_adhoc_sweep(results: Path) -> bool:
+    """Whether ``results`` holds an ad-hoc sweep's summary (False where it
+    holds none, or one that does not read: the checks that follow say why)."""
+    try:
+        provenance, _ = _read_provenance(table_at(results / "summary.parquet"))
+    except (UnreadableTable, OSError):
+        return False
+    return provenance is not None and is_adhoc(provenance)
+
+
+def sweep_problem(table: Any, adhoc: bool = True) -> str | None:
     """Why ``table`` is not the combined summary of a dcbench sweep (its
-    provenance names the suite, and it has a scenario column), or None."""
+    provenance names the suite, or where ``adhoc`` lists the scenarios of an
+    ad-hoc sweep, and it has a scenario column), or None."""
     provenance, problem = _read_provenance(table)
     if provenance is None:
         return problem
     if "scenario" not in table.column_names:
         return "it is a single run's"
-    if not isinstance(provenance.get("suite"), str):
+    if is_adhoc(provenance):
+        if not adhoc:
+            return ADHOC_REFUSED
+        scenarios = provenance["scenarios"]
+        if not isinstance(scenarios, list) or not all(isinstance(s, dict) for s in scenarios):
+            return "its dcbench provenance's scenarios are not a list of scenarios"
+    elif not isinstance(provenance.get("suite"), str):
         return "its dcbench provenance names no suite"
     allocators = provenance.get("allocators", [])
     if not isinstance(allocators, list) or not all(isinstance(a, str) for a in allocators):
@@ -550,17 +648,20 @@ def sweep_problem(table: Any) -> str | None:
     return None
 
 
-def sweep_summary_problem(table: Any, registry: Any = None) -> str | None:
+def sweep_summary_problem(table: Any, registry: Any = None, adhoc: bool = False) -> str | None:
     """What is wrong with ``table`` as a sweep's combined summary
-    (`sweep_problem`, `summary_problem`, then `runs_problem`), or None."""
-    problem = sweep_problem(table)
+    (`sweep_problem`, `summary_problem`, then `runs_problem`), or None. An
+    ad-hoc sweep's is one only where ``adhoc`` (`report` and `plot` read it,
+    the leaderboard does not). It must have its suite's primary metric; an
+    ad-hoc sweep's, the acceptance ratio that every run has."""
+    problem = sweep_problem(table, adhoc)
     if problem is not None:
         return problem
     if registry is None:
         from dcbench.registry import get_registry
 
         registry = get_registry()
-    suite = registry.entries("suite").get(provenance_of(table)["suite"])
+    suite = registry.entries("suite").get(provenance_of(table).get("suite"))
     return summary_problem(table, ranking_of(suite)[0]) or runs_problem(table)
 
 

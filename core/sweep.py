@@ -1,4 +1,4 @@
-"""Sweeps: every (scenario, allocator, seed) of a suite, resumable.
+"""Sweeps: every (scenario, allocator, seed) of a suite, or of ad-hoc specs, resumable.
 
 Each run is written to its own folder exactly as `dcbench run` writes it,
 atomically, so a sweep that is killed (even with SIGKILL) leaves only
@@ -27,11 +27,11 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from dcbench.errors import DcbenchError, IncompatibleError, PluginError, ResultsError, SpecError, describe
 from dcbench.registry import get_registry
-from dcbench.results import (SUMMARY_COLUMNS, is_complete, provenance_of, read_table, starts_with, sweep_problem,
-                             write_table_atomic)
+from dcbench.results import (SUMMARY_COLUMNS, is_adhoc, is_complete, provenance_of, read_table, starts_with,
+                             sweep_problem, write_table_atomic)
 from dcbench.runner import Runner, run_id_of
 from dcbench.spec import Spec, bind, resolved_spec
-from dcbench.suite import Suite
+from dcbench.suite import Scenario, Suite
 
 SUMMARY = "summary.parquet"
 MATH_THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
@@ -73,11 +73,55 @@ def split_allocators(values: Iterable[str]) -> list[str]:
     return allocators
 
 
+ADHOC_OUT = "sweep"  # an ad-hoc sweep's folder under results/ (a suite's is named after the suite)
+ADHOC = "ad-hoc sweep"  # the name of an ad-hoc sweep's suite, which no registered suite can have (a space)
+
+
+def is_adhoc_suite(suite: Suite) -> bool:
+    return suite.name == ADHOC
+
+
+def adhoc_suite(runner: Runner, topologies: Sequence[str], workloads: Sequence[str | None], requests: int | None,
+                seeds: int, allocators: Sequence[str]) -> Suite:
+    """The scenarios of an ad-hoc sweep (``dcbench sweep -t ... [-w ...]``):
+    every topology with every workload (its own where none is given),
+    ``requests`` each (the workload's default where None), seeds 0 to
+    ``seeds`` - 1, named by `dcbench.report.scenario_labels` from their
+    resolved specs. Two that resolve to one scenario (``-t tiered -t
+    tiered:32,1x4``) are refused: their runs would count twice. The suite
+    is named `ADHOC`, which no registered suite can be."""
+    from dcbench.report import scenario_labels
+
+    given: dict[tuple[str, str, int], tuple[str, str | None]] = {}
+    for topology in topologies:
+        for workload in workloads:
+            resolved = runner.resolve(allocators[0], topology, workload, requests)  # (the plan checks the others)
+            key = (resolved.topology, resolved.workload, resolved.requests)
+            if key in given:
+                first = " ".join(f"{flag} {spec}" for flag, spec in zip(("-t", "-w"), given[key]) if spec)
+                second = " ".join(f"{flag} {spec}" for flag, spec in zip(("-t", "-w"), (topology, workload)) if spec)
+                raise SpecError(f"{first} and {second} are the same scenario ({key[0]}, {key[1]}); give each once")
+            given[key] = (topology, workload)
+    names = scenario_labels(list(given), runner.registry)
+    return Suite(ADHOC, tuple(Scenario(topology, workload, requests, tuple(range(seeds)), names[key])
+                           for key, (topology, workload) in given.items()))
+
+
+def described(suite: Suite) -> dict[str, Any]:
+    """What a sweep's provenance records of its ``suite``: a registered suite's
+    name, or an ad-hoc sweep's scenarios as given (`dcbench.results.is_adhoc`)."""
+    if not is_adhoc_suite(suite):
+        return {"suite": suite.name}
+    return {"scenarios": [{"name": s.label, "topology": s.topology, "workload": s.workload, "requests": s.requests,
+                           "seeds": list(s.seeds)} for s in suite.scenarios]}
+
+
 def plan(runner: Runner, suite: Suite, allocators: Sequence[str]) -> list[Job]:
     """Every run of the sweep, checked and identified before anything runs.
     An allocator given twice (``random,random``, or ``tetris`` and
     ``tetris:penalty=0.9``, its default) is refused: its runs would count
-    twice in every mean and interval."""
+    twice in every mean and interval. ``suite`` is a registered suite, or
+    an ad-hoc sweep's (`adhoc_suite`)."""
     given: dict[str, str] = {}
     for allocator in allocators:
         resolved = resolved_allocator(runner.registry, allocator)
@@ -92,7 +136,8 @@ def plan(runner: Runner, suite: Suite, allocators: Sequence[str]) -> list[Job]:
             try:
                 resolved = runner.resolve(allocator, scenario.topology, scenario.workload, scenario.requests)
             except (SpecError, IncompatibleError) as exc:  # say where in the suite (a third-party one's specs)
-                raise type(exc)(f"suite {suite.name!r}, scenario {scenario.label!r}: {exc}") from exc
+                where = "scenario" if is_adhoc_suite(suite) else f"suite {suite.name!r}, scenario"
+                raise type(exc)(f"{where} {scenario.label!r}: {exc}") from exc
             for seed in scenario.seeds:
                 run_id = run_id_of(resolved, seed)
                 if scenario_of.setdefault(run_id, scenario.label) != scenario.label:
@@ -336,10 +381,12 @@ def check_ranked_by(suite: Suite, combined: Any, out_dir: Path) -> None:
 
 def previous_sweep(out_dir: Path, suite: Suite, allocators: Sequence[str], registry: Any) -> list[str]:
     """Check that ``out_dir`` holds no summary this sweep must not replace:
-    a table dcbench did not write, a single run's, another suite's sweep;
-    the allocators of an earlier sweep of this suite that this one leaves
-    out of the summary (their run folders stay), compared as resolved specs:
-    ``tetris`` and ``tetris:penalty=0.9`` are one allocator."""
+    a table dcbench did not write, a single run's, another suite's sweep,
+    an ad-hoc sweep where this is a suite's or the other way round; what an
+    earlier sweep of this suite (or an earlier ad-hoc sweep) had in its
+    summary that this one leaves out (their run folders stay): allocators,
+    compared as resolved specs (``tetris`` and ``tetris:penalty=0.9`` are
+    one allocator), and an ad-hoc sweep's scenarios, by name."""
     if (out_dir / "submission.json").exists():
         raise ResultsError(f"'{out_dir}' is a leaderboard submission; give the sweep its own --out "
                            "(default results/<suite>)")
@@ -358,11 +405,21 @@ def previous_sweep(out_dir: Path, suite: Suite, allocators: Sequence[str], regis
         raise ResultsError(f"'{summary}' is not a dcbench sweep's summary ({problem}); give this sweep another "
                            "--out, or remove that file")
     earlier = provenance_of(table)
-    if earlier["suite"] != suite.name:
-        raise ResultsError(f"'{out_dir}' holds a sweep of suite {earlier['suite']!r}; give {suite.name!r} its own "
-                           f"folder with --out (default results/{suite.name})")
+    adhoc = is_adhoc_suite(suite)
+    if is_adhoc(earlier) and not adhoc:
+        raise ResultsError(f"'{out_dir}' holds an ad-hoc sweep (of -t specs); give {suite.name!r} its own folder "
+                           f"with --out (default results/{suite.name})")
+    if not is_adhoc(earlier) and (earlier["suite"] != suite.name or adhoc):
+        this = "this ad-hoc sweep" if adhoc else repr(suite.name)
+        default = ADHOC_OUT if adhoc else suite.name
+        raise ResultsError(f"'{out_dir}' holds a sweep of suite {earlier['suite']!r}; give {this} its own "
+                           f"folder with --out (default results/{default})")
     kept = {resolved_allocator(registry, a) for a in allocators}
-    return [a for a in earlier.get("allocators", []) if resolved_allocator(registry, a) not in kept]
+    left_out = [a for a in earlier.get("allocators", []) if resolved_allocator(registry, a) not in kept]
+    if is_adhoc(earlier):
+        names = {scenario.label for scenario in suite.scenarios}
+        left_out += [f"scenario {s.get('name')!r}" for s in earlier["scenarios"] if s.get("name") not in names]
+    return left_out
 
 
 def resolved_allocator(registry: Any, allocator: str) -> str:

@@ -275,3 +275,56 @@ def test_a_table_within_the_limits_reads_as_pyarrow_reads_it(tmp_path):
     table = pa.table({"run_id": ["a", "b"], "x": [0.5, None]}).replace_schema_metadata({b"dcbench": b"{}"})
     pq.write_table(table, path)
     assert read_table(path).equals(pq.read_table(path)) and read_table(path).schema.metadata == {b"dcbench": b"{}"}
+
+
+def test_the_runs_of_a_folder_are_its_run_folders_each_checked_as_a_sweep_checks_it(runner, tmp_path):
+    import json
+    import shutil
+
+    from dcbench.results import read_runs
+
+    runs = [runner.run(allocator, "tiered:8,1x4", requests=12).write(tmp_path) for allocator in ("tetris", "random")]
+    (tmp_path / "plots").mkdir()  # not runs: what `plot` writes, a sweep's folder, a half-written run, a file
+    (tmp_path / "nara2022").mkdir()
+    (tmp_path / "nara2022" / "summary.parquet").write_bytes(b"PAR1")
+    (tmp_path / f".{runs[0].name}.tmp-x").mkdir()
+    (tmp_path / "0123456789abcdef.csv").write_text("mine")
+    rows, damaged = read_runs(tmp_path)
+    assert [row["run_id"] for row in rows] == sorted(run.name for run in runs) and damaged == []
+    assert rows[0]["acceptance_ratio"] == pq.read_table(tmp_path / rows[0]["run_id"] / "summary.parquet")[
+        "acceptance_ratio"][0].as_py()
+    # an edited spec (its provenance still names the run): the run id is no longer the hash of what it says
+    edited = runs[1] / "summary.parquet"
+    table = pq.read_table(edited)
+    table = table.set_column(table.column_names.index("allocator"), "allocator", pa.array(["bestfit"]))
+    pq.write_table(table, edited)
+    impostor = tmp_path / "0123456789abcdef"
+    shutil.copytree(runs[0], impostor)
+    rows, damaged = read_runs(tmp_path)
+    assert [row["run_id"] for row in rows] == [runs[0].name]
+    assert damaged == [(impostor, "holds another run"),
+                       (runs[1], "has a damaged summary.parquet (the run id is not the hash of its specs)")]
+    assert json.loads(pq.read_schema(runs[0] / "summary.parquet").metadata[b"dcbench"])["run_id"] == runs[0].name
+
+
+def test_an_adhoc_sweep_is_told_from_a_suites_by_its_provenance(tmp_path):
+    import json
+
+    from dcbench.results import is_adhoc, is_adhoc_sweep, sweep_problem
+
+    def summary(provenance):
+        table = pa.table({"scenario": ["a"]}).replace_schema_metadata({b"dcbench": json.dumps(provenance)})
+        pq.write_table(table, tmp_path / "summary.parquet")
+        return table
+
+    adhoc = summary({"scenarios": [{"name": "a"}], "allocators": ["random"]})
+    assert is_adhoc_sweep(tmp_path) and is_adhoc(json.loads(adhoc.schema.metadata[b"dcbench"]))
+    assert sweep_problem(adhoc) is None
+    assert sweep_problem(adhoc, adhoc=False).startswith("it is an ad-hoc sweep's (of -t/-w specs), and the "
+                                                        "leaderboard ranks registered suites only")
+    assert sweep_problem(summary({"scenarios": "a"})) == "its dcbench provenance's scenarios are not a list of " \
+                                                         "scenarios"
+    suite = summary({"suite": "nara2022", "allocators": ["random"]})
+    assert not is_adhoc_sweep(tmp_path) and sweep_problem(suite, adhoc=False) is None
+    (tmp_path / "summary.parquet").write_bytes(b"not parquet")
+    assert not is_adhoc_sweep(tmp_path) and not is_adhoc_sweep(tmp_path / "none")

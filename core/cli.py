@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import errno
 import signal
 import sys
@@ -13,12 +14,11 @@ from typing import Any, Callable, Iterator, Mapping
 import click
 
 from dcbench.errors import DcbenchError, describe
+from dcbench.progress import progress_bar
 from dcbench.registry import KINDS, PLURALS, Registry, get_registry
 from dcbench.spec import LARGEST_INTEGER, MAX_REQUESTS
 
 KIND_ALIASES = {kind: kind for kind in KINDS} | {PLURALS[kind]: kind for kind in KINDS}
-
-SUMMARY_HEADLINE = ("acceptance_ratio", "blocking_probability", "cpu_util", "mem_util", "disk_util")
 
 
 class UserError(click.ClickException):
@@ -134,6 +134,8 @@ MAX_SEEDS = 10_000
 MAX_JOBS = 256
 # The best of 100 timed runs is as steady as timing gets; a typo's 3,000 would run for hours.
 MAX_REPEAT = 100
+# Seeds of each scenario of an ad-hoc sweep unless --seeds says: the suites' number.
+ADHOC_SEEDS = 5
 
 
 def check_bounds(option: str, value: int | None, minimum: int, at_most: int = LARGEST_INTEGER) -> None:
@@ -141,20 +143,6 @@ def check_bounds(option: str, value: int | None, minimum: int, at_most: int = LA
         raise UserError(f"{option} must be at least {minimum}, got {value}")
     if value is not None and value > at_most:
         raise UserError(f"{option} must be at most {at_most:,}, got {value:,}")
-
-
-def progress_bar(quiet: bool, *status: str) -> Any:
-    """rich's progress bar (description, bar, count, time, then the task's
-    ``status`` fields) on stderr, so that stdout carries only results. It is
-    transient, and drawn only on a terminal: elsewhere all it would leave
-    behind is a blank line."""
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    console = Console(stderr=True)
-    columns = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-               *(TextColumn(f"{{task.fields[{name}]}}") for name in status)]
-    return Progress(*columns, console=console, transient=True, disable=quiet or not console.is_terminal)
 
 
 def with_checkpoint(registry: Registry, allocator: str, checkpoint: Path) -> str:
@@ -221,6 +209,8 @@ def cli() -> None:
       dcbench run -a gnn_ppo -t tiered:32,1x4      the trained agent on one scenario
       dcbench sweep -s nara2022 -a tetris,gnn_ppo  a whole suite, every seed
       dcbench report results/nara2022              its tables with 95% CIs
+      dcbench runs                                 the runs in results/, a line each
+      dcbench report results                       those runs compared, as a sweep's
       dcbench leaderboard                          rebuild the rankings
       dcbench leaderboard verify                   re-run submitted runs: same numbers?
     """
@@ -237,32 +227,40 @@ def _seeds(seed: int | None, seeds: int | None) -> list[int]:
 
 
 def _mean_spread(values: list[float]) -> str:
+    from dcbench.report import mean_and_spread
     from dcbench.stats import mean_sd
 
     mean, sd, n = mean_sd(values)
-    if n == 0:
-        return "n/a"
-    return f"{mean:.4f}" if n == 1 else f"{mean:.4f} ± {sd:.4f}"
+    return mean_and_spread(mean, sd) if n > 1 else mean_and_spread(mean, float("nan"))
 
 
-def print_summary(summaries: list[dict[str, Any]], scenario: Mapping[str, Any]) -> None:
+BETTER_MARK = {"higher": " ↑", "lower": " ↓", None: ""}
+
+
+def print_summary(summaries: list[dict[str, Any]], scenario: Mapping[str, Any], kind: str,
+                  registry: Registry) -> None:
     """The resolved scenario, a line per part (specs are long; wrapped they are hard to copy), then
-    the headline metrics over the seeds."""
+    the headline columns the metric plugins declare for the run's demand ``kind`` that it has values
+    in, over the seeds, to three significant digits."""
     from rich.console import Console
     from rich.table import Table
 
+    from dcbench.report import headline_columns
+
     for part, value in scenario.items():
         click.echo(f"{part:<10} {value}")
-    console = Console()
-    table = Table()
+    columns = headline_columns(list(registry.entries("metric").values()), kind, summaries)
+    if not columns:
+        click.echo("no headline metric has a value in these runs (see the notes)")
+        return
+    seeds = len(summaries)
+    table = Table(caption="↑ higher is better, ↓ lower is better" if any(b for _, _, b in columns) else None)
     table.add_column("metric")
-    table.add_column(f"mean ± sd over {len(summaries)} seed(s)", justify="right")
-    names = [k for k in SUMMARY_HEADLINE if k in summaries[0]]
-    names += sorted(k for k in summaries[0] if k.startswith("link_util_tier") and not k.endswith("last25"))
-    names += [k for k in ("spread_rack", "spread_cross_pod", "servers_per_request") if k in summaries[0]]
-    for name in names:
-        table.add_row(name, _mean_spread([float(s[name]) for s in summaries]))
-    console.print(table)
+    table.add_column("column")
+    table.add_column(f"mean ± sd, {seeds} seeds" if seeds > 1 else f"seed {summaries[0]['seed']}", justify="right")
+    for column, heading, better in columns:
+        table.add_row(heading + BETTER_MARK[better], column, _mean_spread([s.get(column) for s in summaries]))
+    Console().print(table)
 
 
 @cli.command()
@@ -302,7 +300,7 @@ def run(allocator: str, topology: str, workload: str | None, requests: int | Non
     notes: set[str] = set()
     with sole_writer(folder_lock(out), "run", out), plugin_prints_to_stderr(), progress_bar(quiet) as progress:
         remove_leftovers(out)  # what killed commands left: none can be writing now
-        task = progress.add_task(f"{plan.allocator} on {plan.topology}", total=total)
+        task = progress.add_task(f"{plan.allocator} on {plan.topology}", total=total, noun="requests")
         for index, run_seed in enumerate(seed_list):
             done_before = index * plan.requests
             result = runner.run(allocator, topology, workload, requests, run_seed,
@@ -310,7 +308,7 @@ def run(allocator: str, topology: str, workload: str | None, requests: int | Non
             result.write(out)
             summaries.append(result.summary)
             notes.update(result.notes)
-            progress.update(task, completed=done_before + plan.requests)
+            progress.update(task, completed=done_before + plan.requests, unit_done=True)  # a seed done
     for note in sorted(notes):
         click.echo(f"Note: {note}", err=True)
     for summary in summaries:
@@ -318,24 +316,39 @@ def run(allocator: str, topology: str, workload: str | None, requests: int | Non
                    f"accepted {summary['accepted']}/{summary['offered']}")
     if not quiet:
         print_summary(summaries, {"allocator": plan.allocator, "topology": plan.topology,
-                                  "workload": plan.workload, "requests": f"{plan.requests} per seed"})
+                                  "workload": plan.workload, "requests": f"{plan.requests} per seed"},
+                      getattr(plan.workload_model, "kind", "pool"), registry)
 
 
 @cli.command()
-@click.option("--suite", "-s", "suite_name", required=True, help="Suite to run (see `dcbench list suites`).")
+@click.option("--suite", "-s", "suite_name", default=None, help="Suite to run (see `dcbench list suites`).")
+@click.option("--topology", "-t", "topologies", multiple=True,
+              help="Instead of a suite: a topology spec; repeat it for more. Every topology runs with every "
+                   "workload (-w) and allocator.")
+@click.option("--workload", "-w", "workloads", multiple=True,
+              help="With -t: a workload spec; repeat it for more (default: each topology's own).")
+@click.option("--requests", "-n", type=int, default=None,
+              help=f"With -t: requests per run (default: the workload's), at most {MAX_RUN_REQUESTS:,}.")
+@click.option("--seeds", type=int, default=None,
+              help=f"With -t: run seeds 0..K-1 of every scenario (default {ADHOC_SEEDS}, as the suites; K at most "
+                   f"{MAX_SEEDS:,}).")
 @click.option("--allocator", "-a", "allocator_values", multiple=True, required=True,
               help="Allocator spec; repeat it, or list specs with commas: tetris,nalb or ccf:reconfigure=no,jcb.")
 @click.option("--out", type=PATH, default=None,
-              help="Results folder (default: results/<suite>). One command writes to it at a time.")
+              help="Results folder (default: results/<suite>, results/sweep for -t). One command writes to it at "
+                   "a time.")
 @click.option("--jobs", "-j", type=int, default=None,
               help=f"Worker processes (default: all cores; at most {MAX_JOBS}, and no more than runs to do).")
 @click.option("--executor", type=click.Choice(["local", "ray"]), default="local", show_default=True,
               help="local: a process pool; ray: tasks on a Ray cluster (pip install 'dcbench[ray]').")
 @click.option("--address", default=None, help="Ray cluster address (default: start a local Ray instance).")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
-def sweep(suite_name: str, allocator_values: tuple[str, ...], out: Path | None, jobs: int | None, executor: str,
+def sweep(suite_name: str | None, topologies: tuple[str, ...], workloads: tuple[str, ...], requests: int | None,
+          seeds: int | None, allocator_values: tuple[str, ...], out: Path | None, jobs: int | None, executor: str,
           address: str | None, quiet: bool) -> None:
-    """Run every scenario, allocator and seed of a suite; resumes where it stopped."""
+    """Run every scenario, allocator and seed of a suite, or of topologies
+    given with -t (an ad-hoc sweep, which report and plot read as they read
+    a suite's); resumes where it stopped."""
     import os
 
     from dcbench import __version__
@@ -346,16 +359,23 @@ def sweep(suite_name: str, allocator_values: tuple[str, ...], out: Path | None, 
     from dcbench import sweep as sweeps
 
     check_bounds("--jobs", jobs, 1, at_most=MAX_JOBS)
+    check_bounds("--requests", requests, 1, at_most=MAX_RUN_REQUESTS)
+    check_bounds("--seeds", seeds, 1, at_most=MAX_SEEDS)
+    adhoc = check_sweep_choice(suite_name, topologies, workloads, requests, seeds)
     registry = load_registry()
-    suite = registry.get("suite", suite_name)
     allocators = sweeps.split_allocators(allocator_values)
-    out = out or Path("results") / suite.name
     if address is not None and executor != "ray":
         raise UserError("--address is the Ray cluster's, for --executor ray; give both, or neither")
     workers = jobs if jobs is not None else min(os.cpu_count() or 1, MAX_JOBS)
     runner = Runner(registry)
     with plugin_prints_to_stderr():
+        if adhoc:
+            suite = sweeps.adhoc_suite(runner, topologies, workloads or (None,), requests,
+                                       ADHOC_SEEDS if seeds is None else seeds, allocators)
+        else:
+            suite = registry.get("suite", suite_name)
         planned = sweeps.plan(runner, suite, allocators)
+    out = out or Path("results") / (sweeps.ADHOC_OUT if adhoc else suite.name)
     check_writable(out)
     with sole_writer(folder_lock(out), "sweep", out):
         left_out = sweeps.previous_sweep(out, suite, allocators, registry)
@@ -363,7 +383,7 @@ def sweep(suite_name: str, allocator_values: tuple[str, ...], out: Path | None, 
         todo = sweeps.pending(planned, out)
         with plugin_prints_to_stderr(), progress_bar(quiet) as progress:
             task = progress.add_task(f"{suite.name}: {len(planned)} runs", total=len(planned),
-                                     completed=len(planned) - len(todo))
+                                     completed=len(planned) - len(todo), noun="runs")
             try:
                 if executor == "ray":
                     sweeps.run_ray(todo, out, address, lambda job: progress.advance(task))
@@ -373,15 +393,41 @@ def sweep(suite_name: str, allocator_values: tuple[str, ...], out: Path | None, 
                 remove_staging(out, [job.run_id for job in todo])
                 raise
         combined = sweeps.combine(planned, out, {
-            "suite": suite.name, "allocators": allocators, "dcbench_version": __version__,
+            **sweeps.described(suite), "allocators": allocators, "dcbench_version": __version__,
             "runs": [job.run_id for job in planned]})
         sweeps.check_ranked_by(suite, combined, out)
     click.echo(f"{len(planned)} runs ({len(planned) - len(todo)} already done) -> {out / sweeps.SUMMARY}")
     if left_out:
         click.echo(f"Note: the summary no longer lists {', '.join(left_out)} (their run folders stay); "
-                   "name them with -a to keep them in it", err=True)
-    if not quiet:
+                   f"name them with {'-a, -t or -w' if adhoc else '-a'} to keep them in it", err=True)
+    if quiet:
+        return
+    if not adhoc:
         print_ranking(combined.to_pylist(), suite.primary_metric, suite.higher_is_better, registry)
+        return
+    from dcbench.report import PRIMARY, by_demand_kind
+
+    for kind, rows in by_demand_kind(combined.to_pylist()).items():
+        print_ranking(rows, *PRIMARY[kind], registry)
+
+
+
+def check_sweep_choice(suite: str | None, topologies: tuple[str, ...], workloads: tuple[str, ...],
+                       requests: int | None, seeds: int | None) -> bool:
+    """Whether ``sweep`` is ad-hoc (-t), after checking that it was given a
+    suite or topologies, not both, and the options of -t only with -t."""
+    if suite is not None and topologies:
+        raise UserError("give a suite with -s SUITE or topologies with -t, not both")
+    if suite is None and not topologies:
+        raise UserError("give a suite with -s SUITE (see `dcbench list suites`), or topologies to sweep with -t, "
+                        "e.g. -t tiered:16,1x8 -t tiered:32,1x4")
+    if suite is not None:
+        extra = [flag for flag, value in (("-w", workloads), ("-n", requests), ("--seeds", seeds))
+                 if value not in ((), None)]
+        if extra:
+            raise UserError(f"{extra[0]} is for an ad-hoc sweep (-t); a suite sets its own workloads, requests and "
+                            "seeds")
+    return suite is None
 
 
 def print_ranking(rows: list[dict[str, Any]], metric: str, higher_is_better: bool, registry: Any) -> None:
@@ -409,20 +455,60 @@ def print_ranking(rows: list[dict[str, Any]], metric: str, higher_is_better: boo
     Console().print(table)
 
 
-def read_summary(results: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """A sweep's combined summary rows and provenance (what `plot` and `report` read)."""
-    from dcbench.results import provenance_of, read_sweep_summary
+@dataclasses.dataclass
+class Results:
+    """What `plot` and `report` read from a folder: a sweep's combined
+    summary, or the runs in a folder of runs grouped as a sweep's rows."""
+
+    rows: list[dict[str, Any]]
+    suite: str | None  # the suite a sweep ran; None for an ad-hoc sweep or a folder of runs
+    title: str  # how a report's heading names them
+    name: str  # and a figure's title (the suite's or the folder's name)
+
+
+RESULTS_HINT = "give the --out folder of `dcbench run` (results by default) or of `dcbench sweep`"
+
+
+def read_results(results: Path, registry: Registry) -> Results:
+    """A sweep's combined summary (`read_sweep_summary`, a suite's or an
+    ad-hoc sweep's), or where ``results`` has no summary.parquet but run
+    folders, those runs (`read_run_folder`) grouped into scenarios
+    (`as_scenarios`); what they are made by another dcbench version said
+    in a note."""
+    from dcbench.report import as_scenarios
+    from dcbench.results import RUN_FOLDER_NAME, holds_runs, provenance_of, read_run_folder, read_sweep_summary
 
     from dcbench import __version__
 
-    table = read_sweep_summary(results)
-    provenance = provenance_of(table)
-    made_by = provenance.get("dcbench_version")
-    if made_by is not None and made_by != __version__:
-        click.echo(f"Note: '{results}' was made by dcbench {made_by}, this is {__version__}: how metrics are "
-                   "counted may have changed since (see the CHANGELOG); run the sweep again to compare like "
-                   "with like", err=True)
-    return table.to_pylist(), provenance
+    if not results.exists():
+        raise UserError(f"no results folder '{results}'; {RESULTS_HINT}")
+    if not results.is_dir():
+        raise UserError(f"'{results}' is a file, not a results folder; {RESULTS_HINT}")
+    summary = results / "summary.parquet"
+    if RUN_FOLDER_NAME.fullmatch(results.name) and (results / "requests.parquet").is_file():
+        raise UserError(f"'{results}' is a single run's folder; give the folder that holds it ({results.parent}) to "
+                        "compare its runs")
+    if not summary.exists() and not summary.is_symlink() and not holds_runs(results):
+        sweeps = sorted(str(child) for child in results.iterdir() if (child / "summary.parquet").is_file())
+        if sweeps:
+            raise UserError(f"'{results}' holds no runs of its own; give one of the folders in it: {', '.join(sweeps)}")
+        raise UserError(f"'{results}' holds no dcbench results (no run folders, no summary.parquet); {RESULTS_HINT}")
+    if summary.exists() or summary.is_symlink():
+        table = read_sweep_summary(results, registry)
+        provenance = provenance_of(table)
+        made_by = {provenance.get("dcbench_version")} - {None}
+        rows = table.to_pylist()
+        suite = provenance.get("suite")
+        title, name = (f"Suite {suite}", suite) if suite is not None else (f"Sweep {results.name}", results.name)
+    else:
+        rows = as_scenarios(read_run_folder(results), registry)
+        made_by = {row["dcbench_version"] for row in rows}
+        suite, title, name = None, f"Runs in {results.name}", results.name
+    if made_by - {__version__}:
+        click.echo(f"Note: '{results}' was made by dcbench {', '.join(sorted(made_by))}, this is {__version__}: how "
+                   "metrics are counted may have changed since (see the CHANGELOG); run the sweep again to compare "
+                   "like with like", err=True)
+    return Results(rows, suite, title, name)
 
 
 @cli.command()
@@ -430,13 +516,16 @@ def read_summary(results: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
 @click.option("--out", type=PATH, default=None,
               help="Folder for the PNGs (default RESULTS/plots).")
 def plot(results: Path, out: Path | None) -> None:
-    """Draw the papers' figures from a sweep's RESULTS folder."""
-    from dcbench.plots import plot_sweep
+    """Draw the papers' figures from a RESULTS folder: a sweep's, or one of runs
+    (`dcbench run --out`), whose runs are grouped by scenario and allocator."""
+    from dcbench.plots import plot_runs, plot_sweep
     from dcbench.report import default_specs
 
-    rows, provenance = read_summary(results)
-    defaults = default_specs(load_registry())
-    for path in plot_sweep(rows, out or results / "plots", provenance.get("suite", results.name), defaults):
+    registry = load_registry()
+    read = read_results(results, registry)
+    defaults = default_specs(registry)
+    draw = plot_sweep if read.suite is not None else plot_runs
+    for path in draw(read.rows, out or results / "plots", read.name, defaults):
         click.echo(path)
 
 
@@ -445,29 +534,142 @@ def plot(results: Path, out: Path | None) -> None:
 @click.option("--out", type=PATH, default=None,
               help="Markdown file to update between its report markers (default: print).")
 @click.option("--section", default=None,
-              help="Name of the marked block to update (default: the suite's name), for a second sweep "
-                   "of the same suite, e.g. against other baselines.")
+              help="Name of the marked block to update (default: the suite's name, or the folder's), for a second "
+                   "sweep of the same suite, e.g. against other baselines.")
 def report(results: Path, out: Path | None, section: str | None) -> None:
-    """Tables of every metric (mean ± 95% CI) from a sweep's RESULTS folder."""
-    from dcbench.report import default_specs, write_between_markers
-    from dcbench.report import report as make_report
-
-    rows, provenance = read_summary(results)
-    suite_name = provenance.get("suite", results.name)
+    """Tables of every metric (mean ± 95% CI) from a RESULTS folder: a sweep's,
+    or one of runs (`dcbench run --out`), whose runs are grouped by scenario
+    and allocator."""
     from dcbench.leaderboard import baselines
+    from dcbench.report import default_specs, report_runs, write_between_markers
+    from dcbench.report import report as make_report
     from dcbench.results import ranking_of
 
     if section is not None and (not section.strip() or not section.isprintable() or "--" in section):
         raise UserError(f"--section {section!r}: give a name of one line, without '--' (it goes in an HTML comment)")
     registry = load_registry()
-    primary, higher_is_better = ranking_of(registry.entries("suite").get(suite_name))
-    title = f"Suite {suite_name}" + (f" ({section})" if section else "")
-    text = make_report(rows, title, primary, higher_is_better, baselines(registry), default_specs(registry))
+    read = read_results(results, registry)
+    title = read.title + (f" ({section})" if section else "")
+    if read.suite is not None:
+        primary, higher_is_better = ranking_of(registry.entries("suite").get(read.suite))
+        text = make_report(read.rows, title, primary, higher_is_better, baselines(registry), default_specs(registry))
+    else:
+        text = report_runs(read.rows, title, baselines(registry), default_specs(registry))
     if out is None:
         click.echo(text)
     else:
-        write_between_markers(out, text, section or suite_name)
+        write_between_markers(out, text, section or read.name)
         click.echo(f"updated {out}")
+
+
+@cli.command()
+@click.argument("folder", type=PATH, default=Path("results"), required=False)
+@click.option("--csv", "as_csv", is_flag=True,
+              help="Print the index as CSV instead, with full specs: run_id, scenario, allocator, topology, "
+                   "workload, requests, seed, dcbench_version, acceptance_ratio, blocking_probability.")
+def runs(folder: Path, as_csv: bool) -> None:
+    """Index the runs in FOLDER (default: results): a line per run with its
+    id (its folder's name), allocator, topology, workload, requests, seed and
+    the primary metric of its demand kind (acceptance for pools, blocking for
+    jobs). Specs are shortened to the options that differ from the plugins'
+    defaults or between the runs; --csv gives them whole."""
+    import shutil
+
+    from dcbench.report import default_specs
+    from dcbench.results import RUN_FOLDER_NAME, read_runs
+
+    if not folder.exists():
+        raise UserError(f"no results folder '{folder}'; {RESULTS_HINT}")
+    if not folder.is_dir():
+        raise UserError(f"'{folder}' is a file, not a results folder; {RESULTS_HINT}")
+    if RUN_FOLDER_NAME.fullmatch(folder.name) and (folder / "requests.parquet").is_file():
+        raise UserError(f"'{folder}' is a single run's folder; give the folder that holds it ({folder.parent})")
+    registry = load_registry()
+    rows, damaged = read_runs(folder)
+    index = runs_index(rows, registry, default_specs(registry))
+    if as_csv:
+        write_index_csv(index)
+    elif index:
+        for line in index_lines(index, shutil.get_terminal_size((80, 24)).columns):
+            click.echo(line)
+    else:
+        click.echo(f"no runs in '{folder}'", err=True)
+    for run_dir, problem in damaged:
+        click.echo(f"Note: left out {run_dir}, which {problem}; run it again or remove it", err=True)
+    for child in sorted(folder.iterdir()):
+        if not RUN_FOLDER_NAME.fullmatch(child.name) and (child / "summary.parquet").is_file():
+            click.echo(f"Note: {child} holds a sweep; `dcbench runs {child}` lists its runs", err=True)
+
+
+def runs_index(rows: list[dict[str, Any]], registry: Registry, defaults: Mapping[str, str]) -> list[dict[str, Any]]:
+    """The index of runs ``rows`` (their summaries): each with its scenario's
+    label, its specs whole and shortened (`compact_specs`, `labels`), and
+    its demand kind's primary metric; runs of pools first, then by
+    scenario, allocator and seed."""
+    from dcbench.report import PRIMARY, compact_specs, demand_kind, labels, natural, scenario_labels
+
+    scenarios = scenario_labels([(r["topology"], r["workload"], r["requests"]) for r in rows], registry)
+    topologies = compact_specs([r["topology"] for r in rows], registry, "topology")
+    workloads = compact_specs([r["workload"] for r in rows], registry, "workload")
+    allocators = labels(list(dict.fromkeys(r["allocator"] for r in rows)), defaults)
+    index = []
+    for row in rows:
+        kind = demand_kind(row)
+        index.append({**{column: row[column] for column in ("run_id", "allocator", "topology", "workload",
+                                                             "requests", "seed", "dcbench_version")},
+                      "scenario": scenarios[(row["topology"], row["workload"], row["requests"])],
+                      "acceptance_ratio": row.get("acceptance_ratio"),
+                      "blocking_probability": row.get("blocking_probability"),
+                      "kind": kind, "primary": row.get(PRIMARY[kind][0]),
+                      "short": (allocators[row["allocator"]], topologies[row["topology"]],
+                                workloads[row["workload"]])})
+    return sorted(index, key=lambda r: (list(PRIMARY).index(r["kind"]), natural(r["scenario"]),
+                                        natural(r["short"][0]), r["seed"]))
+
+
+INDEX_CSV_COLUMNS = ("run_id", "scenario", "allocator", "topology", "workload", "requests", "seed", "dcbench_version",
+                     "acceptance_ratio", "blocking_probability")
+
+
+def write_index_csv(index: list[dict[str, Any]]) -> None:
+    """The index as CSV on stdout, full specs, an empty cell for no value."""
+    import csv
+    import io
+
+    from dcbench.report import has_value
+
+    text = io.StringIO()
+    writer = csv.writer(text, lineterminator="\n")
+    writer.writerow(INDEX_CSV_COLUMNS)
+    for entry in index:
+        writer.writerow([entry[c] if c not in ("acceptance_ratio", "blocking_probability") or has_value(entry[c])
+                         else "" for c in INDEX_CSV_COLUMNS])
+    click.echo(text.getvalue(), nl=False)
+
+
+def index_lines(index: list[dict[str, Any]], width: int) -> list[str]:
+    """The index as aligned text within ``width`` columns (at least 80): a
+    header and a line per run for each demand kind, the specs' columns cut
+    short with '…' where they do not fit."""
+    from dcbench.report import PRIMARY, significant
+
+    lines = []
+    for kind in dict.fromkeys(entry["kind"] for entry in index):
+        rows = [["run id", "allocator", "topology", "workload", "n", "seed", PRIMARY[kind][0].split("_")[0]]]
+        rows += [[e["run_id"], *e["short"], str(e["requests"]), str(e["seed"]), significant(e["primary"])]
+                 for e in index if e["kind"] == kind]
+        widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]))]
+        room = max(width, 80) - 2 * (len(widths) - 1) - widths[0] - sum(widths[4:])  # for the three specs
+        while sum(widths[1:4]) > room and max(widths[1:4]) > len("allocator"):
+            specs = [column for column in (3, 2) if widths[column] > 12] or [3, 2, 1]  # the allocator's, last
+            widths[max(specs, key=lambda column: widths[column])] -= 1
+        if lines:
+            lines.append("")
+        for row in rows:
+            shown = [text if len(text) <= size else text[:size - 1] + "…" for text, size in zip(row, widths)]
+            lines.append("  ".join(text.rjust(size) if column >= 4 else text.ljust(size)
+                                   for column, (text, size) in enumerate(zip(shown, widths))).rstrip())
+    return lines
 
 
 @cli.command(name="list")

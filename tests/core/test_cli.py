@@ -1,3 +1,4 @@
+import re
 import subprocess
 import sys
 
@@ -273,10 +274,11 @@ def test_a_terminal_that_cannot_show_every_character_gets_the_summary_anyway(tmp
     import os
 
     script = [sys.executable, "-c", "from dcbench.cli import main; main()"]
-    done = subprocess.run(script + ["run", "-a", "random", "-t", "tiered:8,1x4", "-n", "16", "--out", str(tmp_path)],
-                          capture_output=True, env=dict(os.environ, PYTHONIOENCODING="ascii"))
+    done = subprocess.run(script + ["run", "-a", "random", "-t", "tiered:8,1x4", "-n", "16", "--seeds", "2", "--out",
+                                    str(tmp_path)], capture_output=True, env=dict(os.environ, PYTHONIOENCODING="ascii"))
     assert done.returncode == 0, done.stderr
     assert b"acceptance_ratio" in done.stdout and b"\\xb1" in done.stdout  # "mean \xb1 sd": the escape of "±"
+    assert b"acceptance ratio \\u2191" in done.stdout  # and of the arrow that says which way is better
 
 
 
@@ -341,3 +343,153 @@ def test_what_a_plugin_prints_goes_to_stderr_not_into_the_results(tmp_path, monk
     for said in ("imported", "registering", "allocating", "measuring"):
         if command[0] != "bench" or said != "measuring":  # (bench computes no metrics)
             assert f"chatty: {said}" in result.stderr
+
+
+def table_rows(output):
+    """The rows of `run`'s table: {column: (heading, value)}."""
+    rows = {}
+    for line in output.splitlines():
+        cells = [cell.strip() for cell in line.split("│")[1:-1]]
+        if len(cells) == 3:
+            rows[cells[1]] = (cells[0], cells[2])
+    return rows
+
+
+def test_the_run_table_of_jobs_shows_blocking_reconfigurations_latency_and_loss_and_small_numbers_show(tmp_path):
+    result = invoke("run", "-a", "jcb", "-t", "ocs:16", "-w", "vmjobs:load=66,warmup=50", "-n", "400", "--out",
+                    str(tmp_path))
+    assert result.exit_code == 0, result.output
+    rows = table_rows(result.output)
+    assert list(rows) == ["blocking_probability", "cpu_util", "mem_util", "disk_util", "reconfigurations_per_job",
+                          "latency_us", "packet_loss"]  # no spread (nothing crosses pods on OCS), no acceptance
+    assert rows["blocking_probability"] == ("blocking probability ↓", "0.0629")
+    assert rows["packet_loss"] == ("packet loss (M/M/1/K) ↓", "8.50e-08")  # it was 0.000 ± 0.000
+    assert rows["latency_us"][1] == "0.0742" and rows["cpu_util"] == ("cpu utilisation ↑", "0.752")
+    assert "↑ higher is better, ↓ lower is better" in result.output
+    assert re.search(r"┃ +seed 0 ┃", result.output)  # one seed: its value, no spread
+
+
+def test_the_run_table_of_pools_shows_acceptance_utilisation_link_tiers_and_spread(tmp_path):
+    result = invoke("run", "-a", "tetris", "-t", "tiered:8,1x4", "-n", "40", "--seeds", "2", "--out", str(tmp_path))
+    assert result.exit_code == 0, result.output
+    rows = table_rows(result.output)
+    assert list(rows) == ["acceptance_ratio", "cpu_util", "mem_util", "link_util_tier1", "link_util_tier2",
+                          "link_util_tier3", "spread_server", "spread_rack", "spread_pod", "spread_cross_pod",
+                          "servers_per_request"]
+    assert rows["link_util_tier2"][0] == "tier-2 link utilisation ↑" and rows["spread_rack"][0] == "on one rack"
+    assert all(re.fullmatch(r"[0-9.]+ ± [0-9.e-]+", value) for _, value in rows.values()), rows
+    assert "mean ± sd, 2 seeds" in result.output
+
+
+def test_a_run_that_measured_nothing_says_so_instead_of_a_table_of_nothing(tmp_path):
+    result = invoke("run", "-a", "jcb", "-t", "ocs:16,servers=2", "-w", "vmjobs:load=8,warmup=100", "-n", "30",
+                    "--out", str(tmp_path))
+    assert result.exit_code == 0, result.output
+    assert table_rows(result.stdout) == {}
+    assert result.stdout.endswith("requests   30 per seed\nno headline metric has a value in these runs (see the "
+                                  "notes)\n")
+    assert "Note: none of the 30 requests is measured" in result.stderr
+
+
+@pytest.mark.parametrize("value, shown", [(0.9371, "0.937"), (0.06285, "0.0629"), (14.7378, "14.7"), (0.0, "0"),
+                                          (8.5e-08, "8.50e-08"), (0.00123, "0.00123"), (1234.5, "1,234"),
+                                          (float("nan"), "n/a"), (-0.5, "-0.500")])
+def test_numbers_are_shown_to_three_significant_digits_and_small_ones_in_scientific_notation(value, shown):
+    from dcbench.report import significant
+
+    assert significant(value) == shown
+
+
+@pytest.mark.parametrize("mean, sd, shown", [(0.467, 0.00355, "0.467 ± 0.004"), (5.6759, 0.2563, "5.68 ± 0.26"),
+                                             (0.298, 0.000884, "0.298 ± 0.001"),
+                                             (0.298, 0.0003, "0.298 ± 3.00e-04"), (3.3e-08, 4.5e-08,
+                                                                                     "3.30e-08 ± 4.50e-08"),
+                                             (0.5, float("nan"), "0.500"), (0.0, 0.0, "0 ± 0")])
+def test_a_mean_and_its_spread_are_shown_to_the_same_places(mean, sd, shown):
+    from dcbench.report import mean_and_spread
+
+    assert mean_and_spread(mean, sd) == shown
+
+
+HEADLINED = '''
+from dcbench import hookimpl
+
+
+def paths(tables, network):
+    return {"path_share": 0.25, "unmeasured": float("nan"), "quiet": 1.0}
+
+
+@hookimpl
+def register_metrics(register):
+    register("paths", paths, description="a third party's", headline=[("path_share", "share of paths", "lower"),
+                                                                       ("unmeasured", "never measured", None)])
+'''
+
+
+def test_a_third_party_metric_is_in_the_run_table_by_its_headline_declaration(tmp_path, monkeypatch,
+                                                                              fresh_registry):
+    import importlib.metadata
+
+    (tmp_path / "tp_paths.py").write_text(HEADLINED)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "tp_paths", raising=False)
+    monkeypatch.setattr(importlib.metadata, "entry_points",
+                        lambda group: [importlib.metadata.EntryPoint("paths", "tp_paths", group)])
+    result = invoke("run", "-a", "tetris", "-t", "tiered:8,1x4", "-n", "16", "--out", str(tmp_path / "out"))
+    assert result.exit_code == 0, result.output
+    rows = table_rows(result.output)
+    assert rows["path_share"] == ("share of paths ↓", "0.250")  # after the built-in metrics', as registered
+    assert "unmeasured" not in rows and "quiet" not in rows  # NaN in every seed; not declared
+    assert list(rows)[0] == "acceptance_ratio" and list(rows)[-1] == "path_share"
+
+
+def test_runs_indexes_a_folder_in_80_columns_and_as_csv(tmp_path, monkeypatch):
+    import csv
+    import io
+
+    monkeypatch.setenv("COLUMNS", "80")
+    out = str(tmp_path / "results")
+    for args in (["-a", "tetris", "-t", "tiered:8,1x4", "-n", "20", "--seeds", "2"],
+                 ["-a", "nalb", "-t", "tiered:16,1x8", "-n", "20"],
+                 ["-a", "jcb", "-t", "ocs:16,servers=2", "-w", "vmjobs:load=8,warmup=10", "-n", "30"]):
+        assert invoke("run", *args, "--out", out, "-q").exit_code == 0
+    result = invoke("runs", out)
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert all(len(line) <= 80 for line in lines)
+    assert lines[0].split() == ["run", "id", "allocator", "topology", "workload", "n", "seed", "acceptance"]
+    assert lines[1].split()[1:-1] == ["tetris", "tiered:8,1x4", "uniform", "20", "0"]  # pools first, by scenario
+    assert lines[3].split()[1:-1] == ["nalb", "tiered:16,1x8", "uniform", "20", "0"]
+    assert lines[4] == "" and lines[5].split()[-1] == "blocking"  # then jobs, ranked by blocking
+    # "vmjobs:load=8,warmup=10" does not fit beside the rest: cut short (the CSV has it whole)
+    assert lines[6].split()[1:-1] == ["jcb", "ocs:servers=2", "vmjobs:load=8,w…", "30", "0"]
+    table = list(csv.DictReader(io.StringIO(invoke("runs", out, "--csv").stdout)))
+    assert [row["run_id"] for row in table] == [line.split()[0] for line in lines[1:4] + lines[6:]]
+    folders = {p.name for p in (tmp_path / "results").iterdir()}
+    assert {row["run_id"] for row in table} == folders
+    jcb = table[-1]
+    assert jcb["topology"].startswith("ocs:tors=16,servers=2,") and jcb["allocator"] == "jcb:reconfigure=yes"
+    assert float(jcb["blocking_probability"]) == pytest.approx(1 - float(jcb["acceptance_ratio"]))
+    assert jcb["scenario"] == "ocs:servers=2 vmjobs:load=8,warmup=10" and jcb["seed"] == "0"
+
+
+def test_runs_says_what_it_leaves_out_and_refuses_what_is_no_folder_of_runs(tmp_path):
+    out = tmp_path / "results"
+    assert invoke("run", "-a", "random", "-t", "tiered:8,1x4", "-n", "10", "--seeds", "2", "--out", str(out),
+                  "-q").exit_code == 0
+    damaged, kept = sorted(out.iterdir())
+    (damaged / "requests.parquet").write_bytes(b"PAR1 truncated")
+    (out / "mine").mkdir()
+    (out / "mine" / "summary.parquet").write_bytes(b"a sweep's, say")
+    result = invoke("runs", str(out))
+    assert result.exit_code == 0
+    assert [line.split()[0] for line in result.stdout.splitlines()[1:]] == [kept.name]
+    assert f"Note: left out {damaged}, which has a damaged requests.parquet" in result.stderr
+    assert f"Note: {out / 'mine'} holds a sweep; `dcbench runs {out / 'mine'}` lists its runs" in result.stderr
+    for folder, said in ((tmp_path / "none", f"no results folder '{tmp_path / 'none'}'"),
+                         (kept, f"'{kept}' is a single run's folder; give the folder that holds it ({out})")):
+        result = invoke("runs", str(folder))
+        assert result.exit_code == 2 and result.output.startswith(f"Error: {said}")
+        assert len(result.output.splitlines()) == 1
+    result = invoke("runs", str(tmp_path / "results" / "mine"))
+    assert result.exit_code == 0 and result.stdout == "" and "no runs in" in result.stderr

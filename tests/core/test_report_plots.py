@@ -200,7 +200,7 @@ def folder_where_a_figure_goes(out):
 
 
 @pytest.mark.parametrize("command", [["report"], ["plot"], ["leaderboard", "submit"]])
-def test_single_runs_are_refused_with_a_pointer_to_sweeps(tmp_path, command):
+def test_a_single_runs_folder_is_refused_and_a_folder_of_runs_only_by_submit(tmp_path, command):
     runner = CliRunner()
     results = tmp_path / "results"
     assert runner.invoke(cli, ["run", "-a", "tetris", "-t", "tiered:8,1x4", "-n", "8", "--out", str(results),
@@ -208,10 +208,17 @@ def test_single_runs_are_refused_with_a_pointer_to_sweeps(tmp_path, command):
     (run,) = results.iterdir()
     if command[0] == "leaderboard":
         command = ["leaderboard", "--root", str(tmp_path / "board"), "submit"]
-    for folder, what in ((results, "holds single runs, not a sweep"), (run, "is a single run, not a sweep")):
+        said = {results: "holds single runs, not a sweep", run: "is a single run, not a sweep"}
+    else:
+        said = {run: f"is a single run's folder; give the folder that holds it ({results}) to compare its runs"}
+    for folder, what in said.items():
         result = runner.invoke(cli, [*command, str(folder)])
-        assert result.exit_code == 2 and what in result.output and "dcbench sweep" in result.output
+        assert result.exit_code == 2 and what in result.output, result.output
         assert len(result.output.strip().splitlines()) == 1
+        if command[0] == "leaderboard":
+            assert "dcbench sweep" in result.output
+    if command[0] != "leaderboard":  # a folder of runs is read as a sweep's (the tests below)
+        assert runner.invoke(cli, [*command, str(results)]).exit_code == 0
 
 
 def test_plot_and_report_from_a_sweep(tmp_path):
@@ -257,14 +264,21 @@ def test_results_of_another_version_are_reported_with_a_note(tmp_path, monkeypat
 
 
 def test_report_on_a_folder_without_results(tmp_path):
+    hint = "give the --out folder of `dcbench run` (results by default) or of `dcbench sweep`"
     result = CliRunner().invoke(cli, ["report", str(tmp_path / "nara2022")])
-    assert result.exit_code == 2 and f"no results folder '{tmp_path / 'nara2022'}'; give the folder a " \
-        "`dcbench sweep` wrote" in result.output
+    assert result.exit_code == 2 and f"no results folder '{tmp_path / 'nara2022'}'; {hint}" in result.output
     result = CliRunner().invoke(cli, ["report", str(tmp_path)])
-    assert result.exit_code == 2 and f"'{tmp_path}' holds no dcbench results (no summary.parquet)" in result.output
+    assert result.exit_code == 2
+    assert f"'{tmp_path}' holds no dcbench results (no run folders, no summary.parquet); {hint}" in result.output
     (tmp_path / "notes.txt").write_text("not results")
     result = CliRunner().invoke(cli, ["plot", str(tmp_path / "notes.txt")])
-    assert result.exit_code == 2 and "is a file, not a results folder; give the folder" in result.output
+    assert result.exit_code == 2 and f"is a file, not a results folder; {hint}" in result.output
+    (tmp_path / "sweep").mkdir()
+    (tmp_path / "sweep" / "summary.parquet").write_bytes(b"garbage")  # a sweep's folder in it
+    result = CliRunner().invoke(cli, ["report", str(tmp_path)])
+    assert result.exit_code == 2
+    assert f"'{tmp_path}' holds no runs of its own; give one of the folders in it: {tmp_path / 'sweep'}" \
+        in result.output
     (tmp_path / "summary.parquet").write_bytes(b"garbage")
     result = CliRunner().invoke(cli, ["plot", str(tmp_path)])
     assert result.exit_code == 2 and "corrupt results file" in result.output
@@ -310,6 +324,19 @@ def test_a_job_figure_joins_the_loads_of_its_network_size_only_and_says_over_whi
         assert figure._suptitle.get_text() == f"odcn2025: {tors} ToRs × 32 servers, mean over seeds 0–2 with 95% CI"
         lines = data_lines(figure.axes[0])
         assert len(lines) == 2 and all(list(line.get_ydata()) == [tors / 100] * loads for line in lines)
+
+
+def test_two_fabrics_of_one_size_get_a_job_figure_each_not_one_over_the_other(tmp_path, monkeypatch):
+    from dcbench.plots import plot_sweep
+
+    fixed = "ocs:tors=16,servers=32,reconfigurable=no"
+    rows = [{"scenario": topology, "allocator": "jcb", "seed": seed, "topology": topology, "workload": "vmjobs:load=66",
+             "blocking_probability": 0.1, "latency_us": 0.1, "packet_loss": 0.01, "reconfigurations_per_job": 0.5}
+            for topology in ("ocs:tors=16,servers=32,reconfigurable=yes", fixed) for seed in (0, 1)]
+    figures = drawn_figures(monkeypatch)
+    plot_sweep(rows, tmp_path, "mine")
+    assert list(figures) == ["jobs_0.png", "jobs_1.png"]
+    assert figures["jobs_1.png"]._suptitle.get_text() == f"mine: {fixed}, mean over seeds 0, 1 with 95% CI"
 
 
 def test_every_figure_says_over_which_seeds_its_points_and_bars_are_taken(tmp_path, monkeypatch):
@@ -685,3 +712,112 @@ def test_a_cell_escapes_what_markdown_would_read_and_leaves_plain_names_as_they_
     assert [cell(text) for text in plain] == plain  # the committed pages and reports stay byte for byte
     assert cell("a|b\nc\td") == "a\\|b c d"
     assert cell("_x_ [y](z) <i> &amp; ~~s~~ #") == "\\_x\\_ \\[y\\](z) \\<i\\> \\&amp; \\~\\~s\\~\\~ \\#"
+
+
+@pytest.fixture(scope="module")
+def folder_of_runs(tmp_path_factory):
+    """What a few `dcbench run`s leave in results/: two allocators on one fabric, one on another, jobs on OCS."""
+    out = tmp_path_factory.mktemp("runs") / "results"
+    for args in (["-a", "tetris", "-t", "tiered:8,1x4"], ["-a", "random", "-t", "tiered:8,1x4"],
+                 ["-a", "tetris", "-t", "tiered:16,1x8"],
+                 ["-a", "jcb", "-t", "ocs:16,servers=2", "-w", "vmjobs:load=8,warmup=10"]):
+        result = CliRunner().invoke(cli, ["run", *args, "-n", "30", "--seeds", "3", "--out", str(out), "-q"])
+        assert result.exit_code == 0, result.output
+    return out
+
+
+def test_report_compares_the_runs_of_a_folder_by_scenario_and_allocator(folder_of_runs):
+    result = CliRunner().invoke(cli, ["report", str(folder_of_runs)])
+    assert result.exit_code == 0, result.output
+    text = result.stdout
+    pools, jobs = text.split("### Runs in results: jobs")
+    assert pools.startswith("### Runs in results: pool requests\n")
+    assert "| tiered:8,1x4 | tiered:channels=8,ratio=1x4,pods=2,racks=2,servers=16,cpu=16,mem=16 | " \
+           "uniform:max_cpu=128,max_mem=128,min_cpu=1,min_mem=1,wait=yes,pairs=reference | 30 | 6 |" in pools
+    summaries = [pq.read_table(p / "summary.parquet").to_pylist()[0] for p in folder_of_runs.iterdir()]
+    cells = []
+    for allocator in ("random", "tetris"):  # allocators in the order of their names
+        mean, half, _ = mean_ci(s["acceptance_ratio"] for s in summaries if s["allocator"].startswith(allocator)
+                                and s["topology"].startswith("tiered:channels=8,"))
+        cells.append((mean, f"{mean:.3f} ± {half:.3f}"))
+    best = max(cells)[0]
+    acceptance = pools.split("#### Acceptance ratio")[1].split("####")[0]
+    assert "| scenario | random | tetris |" in acceptance
+    assert "| tiered:8,1x4 | " + " | ".join(f"**{text}**" if mean == best else text for mean, text in cells) + " |" \
+        in acceptance
+    assert "| tiered:16,1x8 | – | **" in acceptance  # random did not run there
+    assert "over seeds [0, 1, 2]" in pools and "#### Ranking by acceptance_ratio" in pools
+    assert "| tiered:8,1x4 | " in pools.split("#### Ranking by acceptance_ratio")[1]
+    assert "| ocs:servers=2 vmjobs:load=8,warmup=10 |" in jobs and "#### Ranking by blocking_probability" in jobs
+    assert "#### Packet loss" in jobs and "Acceptance ratio" not in jobs and "Packet loss" not in pools
+
+
+def test_plot_draws_the_pool_and_the_job_figures_of_a_folder_of_runs(folder_of_runs, tmp_path):
+    result = CliRunner().invoke(cli, ["plot", str(folder_of_runs), "--out", str(tmp_path / "plots")])
+    assert result.exit_code == 0, result.output
+    assert sorted(p.name for p in (tmp_path / "plots").iterdir()) == [
+        "fig2_acceptance_cpu_memory.png", "fig3_link_utilisation.png", "fig5_spread.png", "fig8_size_brackets.png",
+        "jobs_16x2.png"]
+
+
+def test_a_folder_of_runs_of_one_allocator_scenario_and_seed_twice_is_refused_and_another_version_noted(
+        tmp_path, monkeypatch):
+    import dcbench
+
+    out = tmp_path / "results"
+    run = ["run", "-a", "random", "-t", "tiered:8,1x4", "-n", "10", "--out", str(out), "-q"]
+    made = dcbench.__version__
+    monkeypatch.setattr(dcbench, "__version__", "0.0.1")  # an older dcbench's run
+    assert CliRunner().invoke(cli, run).exit_code == 0
+    monkeypatch.setattr(dcbench, "__version__", made)
+    result = CliRunner().invoke(cli, ["report", str(out)])
+    assert result.exit_code == 0, result.output
+    assert f"Note: '{out}' was made by dcbench 0.0.1, this is {made}: how metrics" in result.stderr
+    assert CliRunner().invoke(cli, run).exit_code == 0
+    (old,) = [p.name for p in out.iterdir() if pq.read_table(p / "summary.parquet")["dcbench_version"][0].as_py()
+              == "0.0.1"]
+    (new,) = {p.name for p in out.iterdir()} - {old}
+    for command in ("report", "plot"):
+        result = CliRunner().invoke(cli, [command, str(out)])
+        assert result.exit_code == 2 and len(result.output.splitlines()) == 1
+        assert f"{old} (dcbench 0.0.1)" in result.output and f"{new} (dcbench {made})" in result.output
+        assert ("are both random on tiered:8 with seed 0, and would count twice in every mean; move one of them to "
+                "another folder") in result.output
+    assert not (out / "plots").exists()
+
+
+def test_a_damaged_run_in_a_folder_of_runs_is_one_line_and_nothing_is_written(folder_of_runs, tmp_path):
+    out = tmp_path / "results"
+    shutil.copytree(folder_of_runs, out)
+    damaged = sorted(out.iterdir())[2]
+    table = pq.read_table(damaged / "summary.parquet")
+    pq.write_table(table.set_column(table.column_names.index("seed"), "seed", pa.array([7])), damaged /
+                   "summary.parquet")  # an edited seed: its run id is no longer the hash of its specs
+    for command in (["report", "--out", str(tmp_path / "page.md")], ["plot"]):
+        result = CliRunner().invoke(cli, [command[0], str(out), *command[1:]])
+        assert result.exit_code == 2 and result.output == (
+            f"Error: run folder {damaged} has a damaged summary.parquet (the run id is not the hash of its specs); "
+            "run it again with `dcbench run`, or remove it\n")
+    assert not (tmp_path / "page.md").exists() and not (out / "plots").exists()
+
+
+def test_scenarios_are_named_by_what_tells_them_apart():
+    from dcbench import get_registry
+    from dcbench.report import compact_spec, scenario_labels
+
+    registry = get_registry()
+    tiered = "tiered:channels={},ratio={},pods=2,racks=2,servers=16,cpu=16,mem=16"
+    uniform = "uniform:max_cpu=128,max_mem=128,min_cpu=1,min_mem=1,wait=yes,pairs={}"
+    assert compact_spec(tiered.format(16, "1x8"), registry, "topology") == "tiered:16,1x8"
+    assert compact_spec(tiered.format(32, "1x8"), registry, "topology") == "tiered:ratio=1x8"  # channels default
+    assert compact_spec(tiered.format(32, "1x4"), registry, "topology", keep={"channels"}) == "tiered:32"
+    assert compact_spec("mesh:size=3", registry, "topology") == "mesh:size=3"  # not installed: as it is
+    a, b = (tiered.format(32, "1x4"), uniform.format("reference"), 128), (tiered.format(8, "1x4"),
+                                                                           uniform.format("reference"), 128)
+    assert list(scenario_labels([a, b], registry).values()) == ["tiered:32", "tiered:8"]
+    longer = (a[0], a[1], 256)  # told apart by their length only where they must be
+    assert list(scenario_labels([a, b, longer], registry).values()) == ["tiered:32 n=128", "tiered:8",
+                                                                         "tiered:32 n=256"]
+    every_pair = (a[0], uniform.format("all"), 128)
+    assert list(scenario_labels([a, every_pair], registry).values()) == ["tiered uniform:pairs=reference",
+                                                                         "tiered uniform:pairs=all"]

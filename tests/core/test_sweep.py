@@ -1,3 +1,4 @@
+import json
 import os
 import shutil
 import signal
@@ -11,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 
-from dcbench import SpecError
+from dcbench import ResultsError, SpecError
 from dcbench.cli import cli
 from dcbench.sweep import split_allocators
 
@@ -349,6 +350,7 @@ def test_a_sweep_removes_what_killed_commands_left_in_its_folder_and_nothing_els
 
 
 @pytest.mark.parametrize("command", [["sweep", "-s", "nara2022", "-a", "random"],
+                                     ["sweep", "-t", "tiered:8,1x4", "-a", "random", "-n", "8", "--seeds", "2"],
                                      ["run", "-a", "random", "-t", "tiered:8,1x4", "-n", "8"]])
 def test_a_second_command_writing_to_a_results_folder_is_refused_in_one_line(tmp_path, command):
     from dcbench.locks import folder_lock, sole_writer
@@ -503,3 +505,112 @@ def test_a_pipe_named_like_the_sweeps_summary_is_refused_not_waited_on(tmp_path)
     assert done.returncode == 2 and done.stderr == (
         f"Error: '{out / 'summary.parquet'}' is not a dcbench sweep's summary (it is not a Parquet file); give this "
         "sweep another --out, or remove that file\n")
+
+
+def test_an_adhoc_sweep_writes_a_suites_layout_with_scenarios_named_from_the_specs(tmp_path):
+    out = tmp_path / "mine"
+    result = CliRunner().invoke(cli, ["sweep", "-t", "tiered:8,1x4", "-t", "tiered:16,1x8", "-a", "tetris,nalb",
+                                      "--seeds", "3", "-n", "30", "--out", str(out), "-j", "2"])
+    assert result.exit_code == 0, result.output
+    assert result.stdout.startswith(f"12 runs (0 already done) -> {out / 'summary.parquet'}")
+    assert "acceptance_ratio, mean over seeds" in result.stdout and "│ tiered:16,1x8 │" in result.stdout
+    table = pq.read_table(out / "summary.parquet")
+    rows = table.to_pylist()
+    assert [(r["scenario"], r["allocator"].split(":")[0], r["seed"]) for r in rows] == [
+        (scenario, allocator, seed) for scenario in ("tiered:8,1x4", "tiered:16,1x8")
+        for allocator in ("tetris", "nalb") for seed in (0, 1, 2)]  # seeds 0..N-1, as `run --seeds N`
+    assert {r["requests"] for r in rows} == {30}
+    assert len([p for p in out.iterdir() if p.is_dir()]) == 12
+    provenance = json.loads(table.schema.metadata[b"dcbench"])
+    assert "suite" not in provenance and provenance["scenarios"] == [
+        {"name": "tiered:8,1x4", "topology": "tiered:8,1x4", "workload": None, "requests": 30, "seeds": [0, 1, 2]},
+        {"name": "tiered:16,1x8", "topology": "tiered:16,1x8", "workload": None, "requests": 30, "seeds": [0, 1, 2]}]
+    # the same runs as `dcbench run` makes, so a run made before is not made again
+    again = CliRunner().invoke(cli, ["run", "-a", "nalb", "-t", "tiered:16,1x8", "-n", "30", "--seed", "2",
+                                     "--out", str(tmp_path / "single"), "-q"])
+    assert again.exit_code == 0 and (tmp_path / "single" / rows[-1]["run_id"]).is_dir()
+
+
+def test_an_adhoc_sweep_resumes_takes_more_scenarios_later_and_says_what_it_leaves_out(tmp_path):
+    out = tmp_path / "mine"
+    first = ["sweep", "-t", "ocs:16,servers=2", "-w", "vmjobs:load=8,warmup=10", "-w", "vmjobs:load=12,warmup=10",
+             "-a", "jcb", "--seeds", "2", "-n", "30", "--out", str(out), "-j", "1"]
+    assert CliRunner().invoke(cli, [*first, "-q"]).exit_code == 0
+    names = pq.read_table(out / "summary.parquet").column("scenario").to_pylist()
+    assert names == ["ocs:servers=2 vmjobs:load=8,warmup=10"] * 2 + ["ocs:servers=2 vmjobs:load=12,warmup=10"] * 2
+    killed = pq.read_table(out / "summary.parquet").column("run_id")[1].as_py()
+    shutil.rmtree(out / killed)  # as if killed before this run was written
+    resumed = CliRunner().invoke(cli, [*first, "-a", "random"])
+    assert resumed.exit_code == 0, resumed.output
+    assert resumed.stdout.startswith("8 runs (3 already done)")
+    assert "blocking_probability, mean over seeds" in resumed.stdout  # jobs are ranked by blocking
+    narrower = CliRunner().invoke(cli, [*first[:5], *first[7:], "-q"])
+    assert narrower.exit_code == 0, narrower.output
+    assert narrower.stderr == ("Note: the summary no longer lists random, scenario 'ocs:servers=2 "
+                               "vmjobs:load=12,warmup=10' (their run folders stay); name them with -a, -t or -w to "
+                               "keep them in it\n")
+    rows = pq.read_table(out / "summary.parquet").to_pylist()
+    assert len(rows) == 2 and len([p for p in out.iterdir() if p.is_dir()]) == 8
+
+
+@pytest.mark.parametrize("args, said", [
+    (["-s", "nara2022", "-t", "tiered:8,1x4"], "give a suite with -s SUITE or topologies with -t, not both"),
+    ([], "give a suite with -s SUITE (see `dcbench list suites`), or topologies to sweep with -t, e.g. "
+         "-t tiered:16,1x8 -t tiered:32,1x4"),
+    (["-s", "nara2022", "-w", "uniform"], "-w is for an ad-hoc sweep (-t); a suite sets its own workloads, requests "
+                                          "and seeds"),
+    (["-s", "nara2022", "--seeds", "2"], "--seeds is for an ad-hoc sweep (-t)"),
+    (["-t", "tiered:8,1x4", "--seeds", "0"], "--seeds must be at least 1, got 0"),
+    (["-t", "tiered:8,1x4", "-n", "0"], "--requests must be at least 1, got 0"),
+    (["-t", "tiered", "-t", "tiered:32,1x4"], "-t tiered and -t tiered:32,1x4 are the same scenario "
+                                              "(tiered:channels=32,ratio=1x4,"),
+    (["-t", "tiered:8,1x5"], "tiered: ratio='1x5' is not one of 1x1, 1x4, 1x8, 1x16"),
+    (["-t", "tiered:8,1x4", "-t", "ocs:4", "-w", "uniform"], "topology 'ocs' serves job demands but workload "
+                                                             "'uniform' makes pool demands"),
+    (["-t", "ocs:4", "-a", "random,nalb"], "scenario 'ocs:4': allocator 'nalb' serves pool demands but workload "
+                                           "'vmjobs' makes job demands"),
+])
+def test_an_adhoc_sweep_with_bad_options_is_one_line_and_runs_nothing(tmp_path, args, said):
+    allocators = [] if "-a" in args else ["-a", "random"]
+    result = CliRunner().invoke(cli, ["sweep", *args, *allocators, "--out", str(tmp_path / "out")])
+    assert result.exit_code == 2, result.output
+    assert result.output.startswith(f"Error: {said}") and len(result.output.splitlines()) == 1, result.output
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_suites_sweep_and_an_adhoc_one_keep_to_their_own_folders(tmp_path, random_sweep):
+    adhoc = tmp_path / "adhoc"
+    assert CliRunner().invoke(cli, ["sweep", "-t", "tiered:8,1x4", "-a", "random", "-n", "8", "--seeds", "1",
+                                    "--out", str(adhoc), "-q"]).exit_code == 0
+    suite = CliRunner().invoke(cli, ["sweep", "-s", "nara2022", "-a", "random", "--out", str(adhoc), "-q"])
+    assert suite.exit_code == 2 and suite.output == (
+        f"Error: '{adhoc}' holds an ad-hoc sweep (of -t specs); give 'nara2022' its own folder with --out "
+        "(default results/nara2022)\n")
+    into_suite = CliRunner().invoke(cli, ["sweep", "-t", "tiered:8,1x4", "-a", "random", "--out", str(random_sweep)])
+    assert into_suite.exit_code == 2 and into_suite.output == (
+        f"Error: '{random_sweep}' holds a sweep of suite 'nara2022'; give this ad-hoc sweep its own folder with "
+        "--out (default results/sweep)\n")
+    # a suite's summary keeps its layout: the suite, its allocators, version and runs
+    provenance = json.loads(pq.read_schema(random_sweep / "summary.parquet").metadata[b"dcbench"])
+    assert sorted(provenance) == ["allocators", "dcbench_version", "runs", "suite"]
+
+
+def test_the_leaderboard_refuses_an_adhoc_sweep_in_one_line(tmp_path):
+    out = tmp_path / "mine"
+    assert CliRunner().invoke(cli, ["sweep", "-t", "tiered:8,1x4", "-a", "random", "-n", "8", "--seeds", "2",
+                                    "--out", str(out), "-q"]).exit_code == 0
+    board = tmp_path / "board"
+    result = CliRunner().invoke(cli, ["leaderboard", "--root", str(board), "submit", str(out)])
+    assert result.exit_code == 2
+    assert result.output == (f"Error: submission refused: '{out}' is an ad-hoc sweep (of -t/-w specs, not a suite); "
+                             "the leaderboard ranks registered suites only: sweep one with -s SUITE (see `dcbench "
+                             "list suites`)\n")
+    assert not board.exists()
+    # nor is one copied into its submissions ranked: it is named as damaged
+    from dcbench.leaderboard import load_submissions
+
+    (board / "submissions" / "copied").mkdir(parents=True)
+    shutil.copy(out / "summary.parquet", board / "submissions" / "copied" / "summary.parquet")
+    with pytest.raises(ResultsError, match="it is an ad-hoc sweep's .*, and the leaderboard ranks registered suites "
+                                           "only"):
+        load_submissions(board)

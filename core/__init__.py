@@ -21,6 +21,7 @@ from dcbench.errors import (
 )
 from dcbench.hookspecs import hookimpl
 from dcbench.jobs import RECONFIGURE_PARAM, JobAllocator, JobBuilder, PoolAndJobAllocator
+from dcbench.locks import folder_lock, sole_writer
 from dcbench.network import Network, PathCatalogue, Topology
 from dcbench.plots import pyplot, save_figure
 from dcbench.pool import PoolAllocator, PoolBuilder
@@ -41,6 +42,7 @@ __all__ = [
     "Request", "RequestSequence", "ResolvedRun", "ResultsError", "Route", "RunResult", "RunTables", "Runner",
     "SPREAD_LEVELS", "Scenario", "Spec", "SpecError", "State", "Suite", "Swap", "Topology", "UnknownPluginError",
     "WEIGHTINGS", "WeightedRouter", "Workload", "blamed_on", "check_allocation", "check_writable", "config_options",
-    "curve_columns", "describe", "format_ci", "get_registry", "hookimpl", "mean_ci", "pyplot", "required_pairs",
-    "save_figure", "simulate", "write_all_atomic", "write_atomic", "write_table_atomic", "write_text_atomic",
+    "curve_columns", "describe", "folder_lock", "format_ci", "get_registry", "hookimpl", "mean_ci", "pyplot",
+    "required_pairs", "save_figure", "simulate", "sole_writer", "write_all_atomic", "write_atomic",
+    "write_table_atomic", "write_text_atomic",
 ]

@@ -456,6 +456,17 @@ def test_phi_sweep_refuses_a_bad_training_spec(tmp_path, allocator, fragment):
     assert not list((tmp_path / "phi").glob("*.pt"))
 
 
+def test_a_second_phi_sweep_into_one_folder_is_refused_in_one_line(tmp_path):
+    from dcbench import folder_lock, get_registry, sole_writer
+
+    get_registry().call_each("register_commands", cli=cli)
+    with sole_writer(folder_lock(tmp_path), "sweep", tmp_path):  # another command writing there
+        result = CliRunner().invoke(cli, ["phi-sweep", "-t", TOPOLOGY, "-w", WORKLOAD, "--costs", "0", "--steps", "10",
+                                          "--out", str(tmp_path)])
+    assert result.exit_code == 2 and f"another dcbench sweep is writing to '{tmp_path}'" in result.output
+    assert not list(tmp_path.glob("*.pt"))
+
+
 def test_phi_sweep_checks_its_output_folder_before_training(tmp_path):
     from dcbench import get_registry
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from dcbench import Param, hookimpl
+from dcbench import Param, check_writable, folder_lock, hookimpl, sole_writer
 
 
 @hookimpl
@@ -75,6 +75,8 @@ def register_commands(cli):
             if count > most:
                 raise SpecError(f"{option} lists {count:,} values; give at most {most:,}")
         progress = None if quiet else (lambda line: click.echo(line, err=True))  # stdout: the results alone
-        table = phi_sweep(topology, workload, values, steps, seed_list, requests, out, click.echo, episode_jobs,
-                          allocator, progress)
+        check_writable(out)
+        with sole_writer(folder_lock(out), "phi-sweep", out):  # one command writes to the folder at a time
+            table = phi_sweep(topology, workload, values, steps, seed_list, requests, out, click.echo, episode_jobs,
+                              allocator, progress)
         click.echo(f"table: {table}\nplot: {table.with_suffix('.png')}")

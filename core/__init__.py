@@ -5,10 +5,11 @@ This module is the public API that plugins use; everything else is internal.
 
 from __future__ import annotations
 
-__version__ = "0.3.3"  # hashed into every run id; pyproject.toml reads it from here
-
-from dcbench.allocation import Allocation, Reject, Route, State, Swap, check_allocation, required_pairs
-from dcbench.engine import SPREAD_LEVELS, Allocator, RunTables, simulate
+from dcbench._version import __version__
+from dcbench.engine.jobs import RECONFIGURE_PARAM, JobAllocator, JobBuilder, PoolAndJobAllocator
+from dcbench.engine.pool import PoolAllocator, PoolBuilder
+from dcbench.engine.routing import WEIGHTINGS, WeightedRouter
+from dcbench.engine.simulation import SPREAD_LEVELS, Allocator, RunTables, simulate
 from dcbench.errors import (
     AllocatorError,
     DcbenchError,
@@ -19,21 +20,20 @@ from dcbench.errors import (
     UnknownPluginError,
     describe,
 )
+from dcbench.harness.figures import pyplot, save_figure
+from dcbench.harness.files import write_all_atomic, write_atomic, write_text_atomic
+from dcbench.harness.locks import folder_lock, sole_writer
+from dcbench.harness.paths import check_writable
+from dcbench.harness.runner import ResolvedRun, Runner, RunResult
+from dcbench.harness.stats import format_ci, mean_ci
+from dcbench.harness.tables import curve_columns, write_table_atomic
 from dcbench.hookspecs import hookimpl
-from dcbench.jobs import RECONFIGURE_PARAM, JobAllocator, JobBuilder, PoolAndJobAllocator
-from dcbench.locks import folder_lock, sole_writer
-from dcbench.network import Network, PathCatalogue, Topology
-from dcbench.plots import pyplot, save_figure
-from dcbench.pool import PoolAllocator, PoolBuilder
+from dcbench.model.allocation import Allocation, Reject, Route, State, Swap, check_allocation, required_pairs
+from dcbench.model.network import Network, PathCatalogue, Topology
+from dcbench.model.requests import CONNECTIVITY_RULES, Request, RequestSequence, Workload
+from dcbench.model.suite import Scenario, Suite
 from dcbench.registry import blamed_on, get_registry
-from dcbench.requests import CONNECTIVITY_RULES, Request, RequestSequence, Workload
-from dcbench.results import (check_writable, curve_columns, write_all_atomic, write_atomic, write_table_atomic,
-                             write_text_atomic)
-from dcbench.routing import WEIGHTINGS, WeightedRouter
-from dcbench.runner import ResolvedRun, Runner, RunResult
 from dcbench.spec import MAX_TRAINING_STEPS, Param, Range, Spec, config_options
-from dcbench.stats import format_ci, mean_ci
-from dcbench.suite import Scenario, Suite
 
 __all__ = [
     "__version__", "Allocation", "Allocator", "AllocatorError", "CONNECTIVITY_RULES", "DcbenchError",

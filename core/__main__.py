@@ -1,3 +1,3 @@
-from dcbench.cli import main
+from dcbench.commands import main
 
 main()

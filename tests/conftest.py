@@ -24,7 +24,7 @@ def random_sweep(tmp_path_factory):
     """A whole `nara2022` sweep of the random allocator (a few seconds); copy it before changing it."""
     from click.testing import CliRunner
 
-    from dcbench.cli import cli
+    from dcbench.commands import cli
 
     out = tmp_path_factory.mktemp("sweep") / "nara2022"
     result = CliRunner().invoke(cli, ["sweep", "-s", "nara2022", "-a", "random", "--out", str(out), "-j", "1", "-q"])

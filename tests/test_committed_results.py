@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from dcbench import Runner
-from dcbench.leaderboard import load_submissions, rerun
+from dcbench.harness.leaderboard import load_submissions, rerun
 
 LEADERBOARD = Path(__file__).resolve().parent.parent / "leaderboard"
 
@@ -60,8 +60,8 @@ def mean_acceptance(suite):
 
 def paper_heuristics():
     """The papers' baselines as the suites ran them: each plugin with its defaults."""
+    from dcbench.harness.report import default_specs
     from dcbench.registry import get_registry
-    from dcbench.report import default_specs
 
     defaults = default_specs(get_registry())
     return [defaults[name] for name in ("tetris", "nalb", "nulb", "random")]

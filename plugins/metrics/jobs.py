@@ -8,7 +8,7 @@ warm-up). ``blocking_probability`` is the share of measured requests refused
 * ``latency_us`` and ``packet_loss``: the mean over the packets sent in the
   measured window (from its first offer to its last), of the end-to-end
   queueing delay and the loss along each flow's path, each link an M/M/1/K
-  queue (`dcbench.queueing`): the engine's instantaneous network-wide
+  queue (`dcbench.engine.qos`): the engine's instantaneous network-wide
   values, weighted by the inter-rack traffic and by how long they held.
 """
 

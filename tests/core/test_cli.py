@@ -6,7 +6,7 @@ import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 
-from dcbench.cli import cli
+from dcbench.commands import cli
 
 
 def invoke(*args):
@@ -122,7 +122,7 @@ def test_list_of_one_plugin_explains_every_parameter():
 
 
 def test_plugins_lists_modules_with_versions():
-    from dcbench import __version__
+    from dcbench._version import __version__
 
     result = invoke("plugins")
     assert result.exit_code == 0
@@ -133,14 +133,14 @@ def test_the_installed_version_is_the_one_run_ids_hash():
     # 0.3.2 shipped with the package saying 0.3.2 and its run ids (and the leaderboard) saying 0.3.1
     import importlib.metadata
 
-    from dcbench import __version__
+    from dcbench._version import __version__
 
     assert importlib.metadata.version("dcbench") == __version__, "reinstall: pip install -e ."
     assert invoke("--version").output.endswith(f", version {__version__}\n")  # (the runner calls it "cli")
 
 
 def test_the_console_script_exits_2_without_a_traceback(tmp_path):
-    script = [sys.executable, "-c", "from dcbench.cli import main; main()"]
+    script = [sys.executable, "-c", "from dcbench.commands import main; main()"]
     done = subprocess.run(script + ["run", "-a", "nalb-typo", "--out", str(tmp_path)], capture_output=True, text=True)
     assert done.returncode == 2
     assert "Traceback" not in done.stderr and done.stderr.startswith("Error: unknown allocator")
@@ -183,12 +183,12 @@ def test_bench_checks_every_spec_before_its_table_starts(args, fragment):
 
 
 def test_a_file_system_error_no_command_foresaw_is_still_one_line(tmp_path, monkeypatch):
-    import dcbench.cli
+    import dcbench.commands.run
 
     def fails(*args, **kwargs):
         raise PermissionError(13, "Permission denied", str(tmp_path / "x"))
 
-    monkeypatch.setattr(dcbench.cli, "_seeds", fails)
+    monkeypatch.setattr(dcbench.commands.run, "_seeds", fails)
     result = invoke("run", "-a", "tetris", "--out", str(tmp_path))
     assert result.exit_code == 2
     assert result.output == f"Error: cannot use '{tmp_path / 'x'}': Permission denied; check the path and its " \
@@ -198,12 +198,12 @@ def test_a_file_system_error_no_command_foresaw_is_still_one_line(tmp_path, monk
 def test_a_full_disk_is_named_as_such_not_as_a_permission_problem(tmp_path, monkeypatch):
     import errno
 
-    import dcbench.cli
+    import dcbench.commands.run
 
     def fails(*args, **kwargs):
         raise OSError(errno.ENOSPC, "No space left on device")  # as pyarrow and matplotlib raise it: no file
 
-    monkeypatch.setattr(dcbench.cli, "_seeds", fails)
+    monkeypatch.setattr(dcbench.commands.run, "_seeds", fails)
     result = invoke("run", "-a", "tetris", "--out", str(tmp_path))
     assert result.exit_code == 2
     assert result.output == ("Error: no space left to write the output: No space left on device; free some space "
@@ -211,13 +211,13 @@ def test_a_full_disk_is_named_as_such_not_as_a_permission_problem(tmp_path, monk
 
 
 def test_an_error_of_several_lines_from_a_plugin_is_printed_on_one(tmp_path, monkeypatch):
-    import dcbench.cli
+    import dcbench.commands.run
     from dcbench import SpecError
 
     def fails(*args, **kwargs):
         raise SpecError("malformed spec 'x': something\n  and more\n")
 
-    monkeypatch.setattr(dcbench.cli, "_seeds", fails)
+    monkeypatch.setattr(dcbench.commands.run, "_seeds", fails)
     result = invoke("run", "-a", "tetris", "--out", str(tmp_path))
     assert result.exit_code == 2 and result.output == "Error: malformed spec 'x': something and more\n"
 
@@ -225,16 +225,16 @@ def test_an_error_of_several_lines_from_a_plugin_is_printed_on_one(tmp_path, mon
 def test_a_library_warning_is_one_line_and_said_once(tmp_path, monkeypatch):
     import warnings
 
-    import dcbench.cli
+    import dcbench.commands.run
 
-    seeds = dcbench.cli._seeds
+    seeds = dcbench.commands.run._seeds
 
     def warns(*args, **kwargs):
         for _ in range(3):
             warnings.warn("overflow encountered in multiply\n  x = y * z", RuntimeWarning)
         return seeds(*args, **kwargs)
 
-    monkeypatch.setattr(dcbench.cli, "_seeds", warns)
+    monkeypatch.setattr(dcbench.commands.run, "_seeds", warns)
     result = invoke("run", "-a", "tetris", "-t", "tiered:8,1x4", "-n", "8", "--out", str(tmp_path), "-q")
     assert result.exit_code == 0
     assert result.stderr == "Warning: overflow encountered in multiply x = y * z\n"
@@ -246,12 +246,12 @@ def test_an_unknown_command_is_one_line():
 
 
 def test_running_out_of_memory_is_one_line(tmp_path, monkeypatch):
-    import dcbench.cli
+    import dcbench.commands.run
 
     def too_big(*args, **kwargs):
         raise MemoryError()
 
-    monkeypatch.setattr(dcbench.cli, "_seeds", too_big)
+    monkeypatch.setattr(dcbench.commands.run, "_seeds", too_big)
     result = invoke("run", "-a", "tetris", "--out", str(tmp_path))
     assert result.exit_code == 2
     assert result.output == "Error: ran out of memory; ask for fewer requests or seeds, or a smaller topology\n"
@@ -263,7 +263,7 @@ def test_a_closed_pipe_is_not_an_error_message():
 
     read_end, write_end = os.pipe()
     os.close(read_end)  # every write fails with EPIPE, as once `head` has exited
-    script = [sys.executable, "-c", "from dcbench.cli import main; main()", "list"]
+    script = [sys.executable, "-c", "from dcbench.commands import main; main()", "list"]
     done = subprocess.run(script, stdout=write_end, stderr=subprocess.PIPE, text=True)
     os.close(write_end)
     assert done.returncode == 1  # click's exit for a closed pipe
@@ -273,7 +273,7 @@ def test_a_closed_pipe_is_not_an_error_message():
 def test_a_terminal_that_cannot_show_every_character_gets_the_summary_anyway(tmp_path):
     import os
 
-    script = [sys.executable, "-c", "from dcbench.cli import main; main()"]
+    script = [sys.executable, "-c", "from dcbench.commands import main; main()"]
     done = subprocess.run(script + ["run", "-a", "random", "-t", "tiered:8,1x4", "-n", "16", "--seeds", "2", "--out",
                                     str(tmp_path)], capture_output=True, env=dict(os.environ, PYTHONIOENCODING="ascii"))
     assert done.returncode == 0, done.stderr
@@ -395,7 +395,7 @@ def test_a_run_that_measured_nothing_says_so_instead_of_a_table_of_nothing(tmp_p
                                           (8.5e-08, "8.50e-08"), (0.00123, "0.00123"), (1234.5, "1,234"),
                                           (float("nan"), "n/a"), (-0.5, "-0.500")])
 def test_numbers_are_shown_to_three_significant_digits_and_small_ones_in_scientific_notation(value, shown):
-    from dcbench.report import significant
+    from dcbench.harness.report import significant
 
     assert significant(value) == shown
 
@@ -406,7 +406,7 @@ def test_numbers_are_shown_to_three_significant_digits_and_small_ones_in_scienti
                                                                                      "3.30e-08 ± 4.50e-08"),
                                              (0.5, float("nan"), "0.500"), (0.0, 0.0, "0 ± 0")])
 def test_a_mean_and_its_spread_are_shown_to_the_same_places(mean, sd, shown):
-    from dcbench.report import mean_and_spread
+    from dcbench.harness.report import mean_and_spread
 
     assert mean_and_spread(mean, sd) == shown
 

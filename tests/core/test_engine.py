@@ -3,10 +3,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dcbench import (Allocation, AllocatorError, PoolAllocator, Reject, RequestSequence, Route, State,
-                     simulate)
+from dcbench import Allocation, AllocatorError, PoolAllocator, Reject, RequestSequence, Route, State, simulate
+from dcbench.model.requests import checked_sequence
 from dcbench.plugins.allocators.random_server import RandomAllocator
-from dcbench.requests import checked_sequence
 from dcbench.plugins.allocators.tetris import TetrisAllocator
 from tests.conftest import tiered
 

@@ -271,7 +271,7 @@ def test_no_allocation_the_model_forbids_is_ever_committed(registry, data):
                                                       np.array(state.free_links), result)))
             return result
 
-    from dcbench.runner import draw_requests
+    from dcbench.harness.runner import draw_requests
 
     rng = np.random.default_rng(data.draw(st.integers(0, 2**16)))
     sequence = draw_requests(plan, 24, rng.spawn(1)[0])

@@ -7,9 +7,21 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dcbench import (Allocation, JobAllocator, JobBuilder, Network, Request, RequestSequence, Route, State, Swap,
-                     check_allocation, get_registry, simulate)
-from dcbench.allocation import circuit_changes
+from dcbench import (
+    Allocation,
+    JobAllocator,
+    JobBuilder,
+    Network,
+    Request,
+    RequestSequence,
+    Route,
+    State,
+    Swap,
+    check_allocation,
+    get_registry,
+    simulate,
+)
+from dcbench.model.allocation import circuit_changes
 from dcbench.plugins.allocators.random_server import RandomAllocator
 
 SMALL_VM = [4, 15, 80]

@@ -9,8 +9,8 @@ import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 
-from dcbench import __version__
-from dcbench.cli import cli
+from dcbench._version import __version__
+from dcbench.commands import cli
 
 
 @pytest.fixture(scope="module")
@@ -131,7 +131,7 @@ def test_a_leaderboard_folder_that_does_not_exist_is_a_clear_error(tmp_path):
 
 
 def test_a_rebuild_that_fails_leaves_the_previous_pages_and_plots_whole(sweep_results, tmp_path, monkeypatch):
-    import dcbench.leaderboard as leaderboard
+    import dcbench.harness.leaderboard as leaderboard
 
     root = tmp_path / "leaderboard"
     runner = CliRunner()
@@ -152,7 +152,7 @@ def test_a_rebuild_that_fails_leaves_the_previous_pages_and_plots_whole(sweep_re
 
 def as_if_made_by(submission, renamed):
     """The submission as if the allocators named in ``renamed`` had been others (run ids and record too)."""
-    from dcbench.runner import run_hash
+    from dcbench.harness.runner import run_hash
 
     def rename(table):
         rows = table.to_pylist()
@@ -214,7 +214,7 @@ def test_verify_runs_submitted_runs_again_and_names_what_came_out_otherwise(swee
 
 
 def test_verify_draws_the_same_runs_for_the_same_seed_and_refuses_bad_input(tmp_path):
-    from dcbench.leaderboard import Submission, sample_runs
+    from dcbench.harness.leaderboard import Submission, sample_runs
 
     submissions = [Submission("a", "nara2022", ["x"], [{"run_id": str(i)} for i in range(30)]),
                    Submission("b", "nara2022", ["y"], [{"run_id": str(i)} for i in range(30, 40)])]
@@ -355,7 +355,7 @@ def test_a_sweep_is_not_written_into_a_submission(sweep_results, tmp_path):
 def copied_submission(root, submission, name, change_rows, suite=None):
     """A copy of ``submission`` under ``name``, its rows changed (run ids recomputed) and, given ``suite``,
     recorded as another suite's."""
-    from dcbench.runner import run_hash
+    from dcbench.harness.runner import run_hash
 
     copy = root / "submissions" / name
     shutil.copytree(submission, copy)
@@ -463,7 +463,7 @@ def test_a_run_folder_whose_summary_is_not_one_row_is_refused_in_one_line(sweep_
 def test_a_third_party_allocator_is_no_baseline_whatever_its_entry_point_is_called(tmp_path, monkeypatch):
     import importlib.metadata
 
-    from dcbench.leaderboard import baselines
+    from dcbench.harness.leaderboard import baselines
     from dcbench.registry import create_registry
     from tests.conftest import random_allocator_module
 
@@ -478,7 +478,7 @@ def test_a_page_that_cannot_be_replaced_is_named_and_the_pages_and_plots_stay_as
         sweep_results, tmp_path, monkeypatch, locked_name):
     import os
 
-    import dcbench.results as results
+    import dcbench.harness.renames as results
 
     root = tmp_path / "leaderboard"
     runner = CliRunner()
@@ -507,7 +507,7 @@ def test_a_first_build_that_cannot_write_its_second_page_leaves_no_first_page_or
                                                                                         monkeypatch):
     import os
 
-    import dcbench.results as results
+    import dcbench.harness.renames as results
 
     root = tmp_path / "leaderboard"
     runner = CliRunner()
@@ -543,7 +543,7 @@ def test_a_leaderboard_root_that_is_a_file_or_below_one_is_named_as_no_folder(sw
 
 def test_verify_names_the_submission_and_the_run_it_cannot_run_here(sweep_results, tmp_path, monkeypatch):
     from dcbench.errors import ResultsError
-    from dcbench.runner import Runner
+    from dcbench.harness.runner import Runner
 
     root = tmp_path / "leaderboard"
     runner = CliRunner()
@@ -564,8 +564,8 @@ def test_verify_names_the_submission_and_the_run_it_cannot_run_here(sweep_result
 
 def test_verify_loads_no_checkpoint_file_a_submission_names(sweep_results, tmp_path, monkeypatch):
     from dcbench.errors import ResultsError
-    from dcbench.leaderboard import rerun
-    from dcbench.runner import Runner
+    from dcbench.harness.leaderboard import rerun
+    from dcbench.harness.runner import Runner
 
     root = tmp_path / "leaderboard"
     runner = CliRunner()

@@ -7,7 +7,7 @@ import subprocess
 import pytest
 from click.testing import CliRunner
 
-from dcbench.cli import cli
+from dcbench.commands import cli
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",

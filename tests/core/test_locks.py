@@ -8,8 +8,8 @@ import pytest
 from click.testing import CliRunner
 
 from dcbench import ResultsError
-from dcbench.cli import cli
-from dcbench.locks import file_lock, folder_lock, sole_writer
+from dcbench.commands import cli
+from dcbench.harness.locks import file_lock, folder_lock, sole_writer
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="holds the lock in a forked process")
 

@@ -1,6 +1,5 @@
-import itertools
-
 import dataclasses
+import itertools
 
 import networkx as nx
 import numpy as np

@@ -1,4 +1,4 @@
-"""Progress of long commands (dcbench.progress): rich's bar on a terminal,
+"""Progress of long commands (dcbench.harness.progress): rich's bar on a terminal,
 fitted to its width; plain lines in a log, per unit of work and per
 interval, driven here by a fake clock."""
 
@@ -9,7 +9,7 @@ import pytest
 from rich.cells import cell_len
 from rich.console import Console
 
-from dcbench.progress import Progress, ProgressBar, ProgressLog, elapsed_text, progress_bar, shorten
+from dcbench.harness.progress import Progress, ProgressBar, ProgressLog, elapsed_text, progress_bar, shorten
 
 RUN = "gnn_ppo on tiered:channels=32,ratio=1x4,pods=2,racks=2,servers=16,cpu=16,mem=16"
 STATUS = "acceptance 0.612  policy +0.0100  value 2.000  entropy 3.000  validation 0.700"

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from dcbench.queueing import mm1k
+from dcbench.engine.qos import mm1k
 
 PACKET_BITS = 296 * 8
 

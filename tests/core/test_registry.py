@@ -5,8 +5,10 @@ import click
 import pytest
 
 from dcbench import Param, PluginError, UnknownPluginError
+from dcbench.commands import add_commands
 from dcbench.plugins.allocators.tetris import TetrisAllocator
-from dcbench.registry import PluginEntry, PluginLoadWarning, create_registry, registration_problem
+from dcbench.registry import PluginEntry, PluginLoadWarning, create_registry
+from dcbench.registry.checks import registration_problem
 
 STRICT_HINT = " (set DCBENCH_STRICT_PLUGINS=1 to make this an error)"
 
@@ -96,7 +98,7 @@ def test_a_hook_wrapper_is_refused_by_name_and_the_plugins_plain_hooks_still_reg
         warnings.simplefilter("always")
         registry = create_registry(entry_points(("wrappers", "tp_wrappers")))
         cli = click.Group("dcbench")
-        registry.call_each("register_commands", cli=cli)
+        add_commands(cli, registry)
         assert "wrapped" not in registry.entries("allocator") and "plain" in registry.entries("metric")
     assert "wrapped" not in cli.commands
     assert [m for m in plugin_warnings(caught) if "wrapper" in m] == [
@@ -348,21 +350,16 @@ def test_a_builtin_plugins_bug_keeps_its_traceback():
 
 
 def test_a_plugin_cannot_replace_a_command(more_plugin_modules):
-    @click.group()
-    def cli():
-        pass
+    import dcbench.commands.run
 
-    @cli.command()
-    def run():
-        pass
-
-    builtin_run = cli.commands["run"]
+    cli = click.Group("dcbench")
+    builtin_run = dcbench.commands.run.run
     registry = create_registry(entry_points(("commands", "tp_commands"), ("same", "tp_same_command")))
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        registry.call_each("register_commands", cli=cli)
+        add_commands(cli, registry)
         extra = cli.commands["extra"]
-        registry.call_each("register_commands", cli=cli)  # again, as tests do: a plugin may renew its own
+        add_commands(cli, registry)  # again, as tests do: a plugin may renew its own
     assert cli.commands["run"] is builtin_run and "other" in cli.commands
     assert cli.commands["extra"] is not extra and cli.commands["extra"].callback.__module__ == "tp_commands"
     assert plugin_warnings(caught) == 2 * [
@@ -372,7 +369,7 @@ def test_a_plugin_cannot_replace_a_command(more_plugin_modules):
 
 
 def test_a_sweep_worker_does_not_repeat_the_warnings(plugin_modules):
-    from dcbench.sweep import quiet_plugin_warnings
+    from dcbench.harness.sweep import quiet_plugin_warnings
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -471,7 +468,7 @@ def test_a_misspelt_hook_a_wrong_signature_and_a_command_that_is_none_are_warned
         warnings.simplefilter("always")
         registry = create_registry(entry_points(("typo", "tp_misspelt"), ("signature", "tp_signature"),
                                                 ("commands", "tp_not_a_command")))
-        registry.call_each("register_commands", cli=cli)
+        add_commands(cli, registry)
     messages = [m.split(STRICT_HINT)[0] for m in plugin_warnings(caught)]
     assert messages[0].startswith("plugin typo (? ?) implements unknown hook 'register_allocator'; did you mean "
                                   "'register_allocators'?")
@@ -486,89 +483,3 @@ def importable(tmp_path, monkeypatch, module, source):
     (tmp_path / f"{module}.py").write_text(source)
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.delenv("DCBENCH_STRICT_PLUGINS", raising=False)
-
-
-MEDDLES = '''
-import click
-from dcbench import hookimpl
-
-@hookimpl
-def register_commands(cli):
-    cli.params.append(click.Option(["--licence-key"], required=True))
-    next(p for p in cli.commands["run"].params if p.name == "out").default = "/tmp/elsewhere"
-'''
-
-
-def test_a_plugin_cannot_change_the_group_or_an_option_of_a_command_in_place(tmp_path, monkeypatch):
-    importable(tmp_path, monkeypatch, "tp_meddles", MEDDLES)
-
-    @click.group()
-    def cli():
-        pass
-
-    @cli.command()
-    @click.option("--out", default="results")
-    def run(out):
-        pass
-
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        create_registry(entry_points(("meddles", "tp_meddles"))).call_each("register_commands", cli=cli)
-    assert cli.params == [] and cli.commands["run"].params[0].default == "results"
-    assert [m.split(STRICT_HINT)[0] for m in plugin_warnings(caught)] == [
-        "plugin 'meddles' changes the options or callback of dcbench itself; ignored",
-        "plugin 'meddles' changes command 'run' of 'dcbench'; ignored"]
-
-
-SUBCOMMANDS = '''
-import click
-from dcbench import hookimpl
-
-@hookimpl
-def register_commands(cli):
-    board = cli.commands["leaderboard"]
-
-    @board.command("verify")
-    def fake_verify():
-        click.echo("every run bit for bit")
-
-    @board.command("mine")
-    def mine():
-        click.echo("a subcommand of its own")
-
-    next(p for p in board.commands["submit"].params if p.name == "force").default = True
-'''
-
-
-def test_a_plugin_cannot_replace_or_change_a_groups_subcommand_but_may_add_one(tmp_path, monkeypatch):
-    from click.testing import CliRunner
-
-    importable(tmp_path, monkeypatch, "tp_subcommands", SUBCOMMANDS)
-
-    @click.group()
-    def cli():
-        pass
-
-    @cli.group()
-    def leaderboard():
-        pass
-
-    @leaderboard.command()
-    def verify():
-        click.echo("the real verify")
-
-    @leaderboard.command()
-    @click.option("--force", is_flag=True)
-    def submit(force):
-        click.echo(f"force={force}")
-
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        create_registry(entry_points(("subcommands", "tp_subcommands"))).call_each("register_commands", cli=cli)
-    runner = CliRunner()
-    assert runner.invoke(cli, ["leaderboard", "verify"]).output == "the real verify\n"
-    assert runner.invoke(cli, ["leaderboard", "submit"]).output == "force=False\n"
-    assert runner.invoke(cli, ["leaderboard", "mine"]).output == "a subcommand of its own\n"
-    assert [m.split(STRICT_HINT)[0] for m in plugin_warnings(caught)] == [
-        "plugin 'subcommands' registers command 'leaderboard verify', already registered by 'dcbench'; ignored",
-        "plugin 'subcommands' changes command 'leaderboard submit' of 'dcbench'; ignored"]

@@ -8,9 +8,9 @@ import pytest
 from click.testing import CliRunner
 
 from dcbench import ResultsError
-from dcbench.cli import cli
-from dcbench.report import metric_table, ranking, write_between_markers
-from dcbench.stats import mean_ci, t975
+from dcbench.commands import cli
+from dcbench.harness.report import metric_table, ranking, write_between_markers
+from dcbench.harness.stats import mean_ci, t975
 
 
 def test_mean_ci_uses_students_t():
@@ -61,7 +61,7 @@ def test_an_allocator_with_no_value_in_a_scenario_takes_neither_the_bold_nor_the
 
 
 def test_a_metric_no_run_has_a_value_of_ranks_no_one_and_the_summary_after_a_sweep_says_so(capsys):
-    from dcbench.cli import print_ranking
+    from dcbench.commands.sweep import print_ranking
     from dcbench.registry import get_registry
 
     rows = [{**r, "acceptance_ratio": float("nan")} if r["scenario"] == "s1" else r for r in ROWS]
@@ -75,7 +75,7 @@ def test_a_metric_no_run_has_a_value_of_ranks_no_one_and_the_summary_after_a_swe
 
 
 def test_a_report_shows_a_third_party_primary_metric_and_says_when_one_seed_gives_no_interval():
-    from dcbench.report import report
+    from dcbench.harness.report import report
 
     rows = [{**r, "jitter": r["acceptance_ratio"] / 10} for r in ROWS if r["seed"] == 0]
     text = report(rows, "Suite mine", "jitter", higher_is_better=False)
@@ -96,8 +96,8 @@ def test_a_pipe_in_a_name_does_not_split_a_table_cell():
 
 
 def test_allocators_are_named_by_the_options_that_tell_them_apart():
+    from dcbench.harness.report import default_specs, labels
     from dcbench.registry import get_registry
-    from dcbench.report import default_specs, labels
 
     defaults = default_specs(get_registry())
     assert defaults["tetris"] == "tetris:penalty=0.9,scale=10,fit_last=no"
@@ -117,14 +117,14 @@ def test_allocators_are_named_by_the_options_that_tell_them_apart():
 
 
 def test_a_second_variant_with_the_same_colour_is_drawn_dashed():
-    from dcbench.plots import shares_colour
+    from dcbench.harness.figures import shares_colour
 
     specs = ["tetris:fit_last=no", "tetris:fit_last=yes", "nalb", "ccf:reconfigure=no", "ccf:reconfigure=yes"]
     assert [shares_colour(s, specs) for s in specs] == [False, True, False, False, False]
 
 
 def test_paired_difference_against_the_best_baseline():
-    from dcbench.report import paired_table
+    from dcbench.harness.report import paired_table
 
     rows = [dict(r) for r in ROWS] + [
         {"scenario": s, "allocator": "learned", "seed": seed, "acceptance_ratio": v}
@@ -254,7 +254,7 @@ def test_results_of_another_version_are_reported_with_a_note(tmp_path, monkeypat
     same = runner.invoke(cli, ["report", str(tmp_path)])
     assert same.exit_code == 0 and "Note:" not in same.output
     made = dcbench.__version__
-    monkeypatch.setattr(dcbench, "__version__", "9.0.0")  # an upgrade since the sweep
+    monkeypatch.setattr("dcbench._version.__version__", "9.0.0")  # an upgrade since the sweep
     for command in (["report", str(tmp_path)], ["plot", str(tmp_path)]):
         result = runner.invoke(cli, command)
         assert result.exit_code == 0, result.output
@@ -285,7 +285,7 @@ def test_report_on_a_folder_without_results(tmp_path):
 
 
 def test_paired_table_for_a_metric_where_lower_is_better():
-    from dcbench.report import paired_table
+    from dcbench.harness.report import paired_table
 
     rows = [{"scenario": s, "allocator": a, "seed": seed, "blocking_probability": value}
             for s, values in (("s1", {"ccf": 0.4, "jcb": 0.1, "agent": 0.05}),
@@ -299,7 +299,7 @@ def test_paired_table_for_a_metric_where_lower_is_better():
 
 
 def test_job_sweeps_get_the_ocs_figures(tmp_path):
-    from dcbench.plots import plot_sweep
+    from dcbench.harness.figures import plot_sweep
 
     rows = [{"scenario": f"16x32-load{load}", "allocator": a, "seed": seed, "topology": "ocs:tors=16,servers=32",
              "workload": f"vmjobs:load={load}", "blocking_probability": 0.1, "latency_us": 0.1,
@@ -310,7 +310,7 @@ def test_job_sweeps_get_the_ocs_figures(tmp_path):
 
 
 def test_a_job_figure_joins_the_loads_of_its_network_size_only_and_says_over_which_seeds(tmp_path, monkeypatch):
-    from dcbench.plots import plot_sweep
+    from dcbench.harness.figures import plot_sweep
 
     rows = [{"scenario": f"{tors}-load{load}", "allocator": a, "seed": seed, "topology": f"ocs:tors={tors},servers=32",
              "workload": f"vmjobs:load={load}", "blocking_probability": tors / 100, "latency_us": 0.1,
@@ -327,7 +327,7 @@ def test_a_job_figure_joins_the_loads_of_its_network_size_only_and_says_over_whi
 
 
 def test_two_fabrics_of_one_size_get_a_job_figure_each_not_one_over_the_other(tmp_path, monkeypatch):
-    from dcbench.plots import plot_sweep
+    from dcbench.harness.figures import plot_sweep
 
     fixed = "ocs:tors=16,servers=32,reconfigurable=no"
     rows = [{"scenario": topology, "allocator": "jcb", "seed": seed, "topology": topology, "workload": "vmjobs:load=66",
@@ -340,7 +340,7 @@ def test_two_fabrics_of_one_size_get_a_job_figure_each_not_one_over_the_other(tm
 
 
 def test_every_figure_says_over_which_seeds_its_points_and_bars_are_taken(tmp_path, monkeypatch):
-    from dcbench.plots import plot_sweep
+    from dcbench.harness.figures import plot_sweep
 
     figures = drawn_figures(monkeypatch)
     plot_sweep(tiered_rows(seeds=(0, 2, 7)), tmp_path, "mine")
@@ -366,7 +366,7 @@ def test_every_figure_says_over_which_seeds_its_points_and_bars_are_taken(tmp_pa
 
 def drawn_figures(monkeypatch):
     """The figures plot_sweep draws, by file name, kept instead of written (their artists stay readable)."""
-    import dcbench.plots as plots
+    import dcbench.harness.figures as plots
 
     figures = {}
     monkeypatch.setattr(plots, "save_figure", lambda figure, path, dpi: figures.setdefault(path.name, figure))
@@ -409,7 +409,7 @@ def separators(axis):
 
 @pytest.mark.parametrize("order", [SUITE_ORDER, INTERLEAVED], ids=["suite-order", "interleaved"])
 def test_fig2_and_fig3_join_only_points_of_one_channel_group_and_separate_the_groups(tmp_path, monkeypatch, order):
-    from dcbench.plots import plot_sweep
+    from dcbench.harness.figures import plot_sweep
 
     figures = drawn_figures(monkeypatch)
     plot_sweep(tiered_rows(order), tmp_path, "nara2022")
@@ -436,7 +436,7 @@ def test_fig2_and_fig3_join_only_points_of_one_channel_group_and_separate_the_gr
 
 
 def test_fabrics_of_one_channel_count_but_other_sizes_are_groups_of_their_own(tmp_path, monkeypatch):
-    from dcbench.plots import plot_sweep
+    from dcbench.harness.figures import plot_sweep
 
     figures = drawn_figures(monkeypatch)
     order = [(8, 1), (8, 4)]
@@ -449,7 +449,7 @@ def test_fabrics_of_one_channel_count_but_other_sizes_are_groups_of_their_own(tm
 
 
 def test_panels_without_groups_are_drawn_as_before_one_line_per_allocator(tmp_path, monkeypatch):
-    from dcbench.plots import metric_panels
+    from dcbench.harness.figures import metric_panels
 
     figures = drawn_figures(monkeypatch)
     metric_panels(tiered_rows(), [("acceptance_ratio", "acceptance")], tmp_path / "board.png", "board")
@@ -461,7 +461,7 @@ def test_fig5_draws_the_ratios_in_greys_no_allocator_is_drawn_in_and_says_what_a
                                                                                             monkeypatch):
     from matplotlib.colors import to_rgb
 
-    from dcbench.plots import PAPER_COLOURS, colour, plot_sweep
+    from dcbench.harness.figures import PAPER_COLOURS, colour, plot_sweep
 
     figures = drawn_figures(monkeypatch)
     rows = tiered_rows(allocators=("tetris", "nalb", "random", "gnn_ppo", "mine"))
@@ -549,7 +549,7 @@ def test_a_page_whose_markers_or_encoding_are_wrong_is_left_as_it_was(tmp_path, 
 
 def test_plot_checks_its_rows_before_it_makes_a_folder_and_removes_one_it_made_if_drawing_fails(tmp_path,
                                                                                                monkeypatch):
-    import dcbench.plots as plots
+    import dcbench.harness.figures as plots
 
     out = tmp_path / "figures" / "nara2022"
     with pytest.raises(ResultsError, match="the summary has no rows; run the sweep first"):
@@ -681,7 +681,7 @@ HOSTILE_ALLOCATORS = ["mine:x=$\\frac{$", "mine:x=a$\\bad$b", "_hidden", "pipe:x
 
 
 def test_dollars_and_markdown_in_names_are_drawn_and_tabled_as_the_text_they_are(random_sweep, tmp_path, monkeypatch):
-    import dcbench.plots as plots
+    import dcbench.harness.figures as plots
 
     rows = pq.read_table(random_sweep / "summary.parquet").to_pylist()
     hostile = [{**row, "allocator": HOSTILE_ALLOCATORS[row["seed"] % 4],
@@ -705,7 +705,7 @@ def test_dollars_and_markdown_in_names_are_drawn_and_tabled_as_the_text_they_are
 
 
 def test_a_cell_escapes_what_markdown_would_read_and_leaves_plain_names_as_they_are():
-    from dcbench.report import cell
+    from dcbench.harness.report import cell
 
     plain = ["16-1x1", "16x32-load54", "tetris:fit_last=yes", "link_util_tier1_last25", "a2c_multistep",
              "nalb:route=balance,queue=fifo,candidates=16", "End-to-end latency, µs (M/M/1/K per link)"]
@@ -767,9 +767,9 @@ def test_a_folder_of_runs_of_one_allocator_scenario_and_seed_twice_is_refused_an
     out = tmp_path / "results"
     run = ["run", "-a", "random", "-t", "tiered:8,1x4", "-n", "10", "--out", str(out), "-q"]
     made = dcbench.__version__
-    monkeypatch.setattr(dcbench, "__version__", "0.0.1")  # an older dcbench's run
+    monkeypatch.setattr("dcbench._version.__version__", "0.0.1")  # an older dcbench's run
     assert CliRunner().invoke(cli, run).exit_code == 0
-    monkeypatch.setattr(dcbench, "__version__", made)
+    monkeypatch.setattr("dcbench._version.__version__", made)
     result = CliRunner().invoke(cli, ["report", str(out)])
     assert result.exit_code == 0, result.output
     assert f"Note: '{out}' was made by dcbench 0.0.1, this is {made}: how metrics" in result.stderr
@@ -803,7 +803,7 @@ def test_a_damaged_run_in_a_folder_of_runs_is_one_line_and_nothing_is_written(fo
 
 def test_scenarios_are_named_by_what_tells_them_apart():
     from dcbench import get_registry
-    from dcbench.report import compact_spec, scenario_labels
+    from dcbench.harness.report import compact_spec, scenario_labels
 
     registry = get_registry()
     tiered = "tiered:channels={},ratio={},pods=2,racks=2,servers=16,cpu=16,mem=16"

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from dcbench import RequestSequence
-from dcbench.requests import SequenceProblem, checked_sequence
+from dcbench.model.requests import SequenceProblem, checked_sequence
 from tests.conftest import tiered
 
 

@@ -7,7 +7,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from dcbench import ResultsError
-from dcbench.results import check_writable, is_complete, provenance_of, read_table, run_problem, write_text_atomic
+from dcbench.harness.files import write_text_atomic
+from dcbench.harness.paths import check_writable
+from dcbench.harness.summary import is_complete, run_problem
+from dcbench.harness.tables import provenance_of, read_table
 
 
 def test_a_run_writes_three_tables_with_provenance(runner, tmp_path):
@@ -35,7 +38,7 @@ def test_rewriting_a_run_replaces_it_whole(runner, tmp_path):
 
 
 def test_a_failed_write_leaves_nothing_behind(runner, tmp_path, monkeypatch):
-    import dcbench.results as results
+    import dcbench.harness.summary as results
 
     result = runner.run("tetris", "tiered:8,1x4", requests=16)
     calls = []
@@ -123,7 +126,7 @@ def test_a_run_folder_is_complete_only_if_its_tables_read_and_hold_its_run(runne
 def test_results_are_as_readable_as_any_other_file(tmp_path):
     import os
 
-    from dcbench.results import write_table_atomic
+    from dcbench.harness.tables import write_table_atomic
 
     mask = os.umask(0o022)
     try:
@@ -134,7 +137,7 @@ def test_results_are_as_readable_as_any_other_file(tmp_path):
 
 
 def test_rewriting_a_file_keeps_its_permissions_and_writes_through_a_link(tmp_path):
-    from dcbench.results import write_text_atomic
+    from dcbench.harness.files import write_text_atomic
 
     page = tmp_path / "shared" / "page.md"
     page.parent.mkdir()
@@ -166,7 +169,7 @@ def test_a_folder_named_like_a_table_is_not_read_as_a_dataset(tmp_path):
 def test_a_folder_that_cannot_be_swapped_in_leaves_the_previous_one_in_place(tmp_path, monkeypatch):
     import os
 
-    import dcbench.results as results
+    import dcbench.harness.files as results
 
     target, staging = tmp_path / "run", tmp_path / ".run.tmp-1"
     for folder, text in ((target, "old"), (staging, "new")):
@@ -254,7 +257,7 @@ def test_a_table_beyond_the_limits_is_refused_from_its_footer_before_its_data_is
 
 
 def test_the_data_a_footer_declares_and_the_file_itself_are_bounded(tmp_path, monkeypatch):
-    import dcbench.results as results
+    import dcbench.harness.tables as results
 
     path = tmp_path / "summary.parquet"
     pq.write_table(pa.table({"text": ["x" * 5_000]}), path, compression="zstd")  # 5 KB of data, a small file
@@ -281,7 +284,7 @@ def test_the_runs_of_a_folder_are_its_run_folders_each_checked_as_a_sweep_checks
     import json
     import shutil
 
-    from dcbench.results import read_runs
+    from dcbench.harness.summary import read_runs
 
     runs = [runner.run(allocator, "tiered:8,1x4", requests=12).write(tmp_path) for allocator in ("tetris", "random")]
     (tmp_path / "plots").mkdir()  # not runs: what `plot` writes, a sweep's folder, a half-written run, a file
@@ -310,7 +313,7 @@ def test_the_runs_of_a_folder_are_its_run_folders_each_checked_as_a_sweep_checks
 def test_an_adhoc_sweep_is_told_from_a_suites_by_its_provenance(tmp_path):
     import json
 
-    from dcbench.results import is_adhoc, is_adhoc_sweep, sweep_problem
+    from dcbench.harness.summary import is_adhoc, is_adhoc_sweep, sweep_problem
 
     def summary(provenance):
         table = pa.table({"scenario": ["a"]}).replace_schema_metadata({b"dcbench": json.dumps(provenance)})

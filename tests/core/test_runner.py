@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from dcbench import IncompatibleError, PluginError, Runner, SpecError, UnknownPluginError
+from dcbench.harness.runner import run_hash
 from dcbench.registry import create_registry
-from dcbench.runner import run_hash
 
 
 def same(a, b):
@@ -386,8 +386,8 @@ def test_a_third_party_plugins_release_makes_new_run_ids_and_builtin_runs_keep_t
     import importlib
     from types import SimpleNamespace
 
+    from dcbench.harness.runner import Runner, run_id_of
     from dcbench.registry import create_registry
-    from dcbench.runner import Runner, run_id_of
     from tests.conftest import random_allocator_module
 
     random_allocator_module(tmp_path, monkeypatch, "tp_released", "released")

@@ -20,10 +20,10 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dcbench.cli import cli
-from dcbench.results import RUN_IDENTITY
-from dcbench.runner import run_hash
-from dcbench.submission_checks import SPEC_CHARACTERS, spec_problem, submission_name, value_range, values_problem
+from dcbench.commands import cli
+from dcbench.harness.runner import run_hash
+from dcbench.harness.submissions import SPEC_CHARACTERS, spec_problem, submission_name, value_range, values_problem
+from dcbench.harness.summary import RUN_IDENTITY
 from tests.core.test_leaderboard import copied_submission, snapshot
 
 
@@ -270,7 +270,7 @@ def test_a_submission_folder_submit_did_not_make_is_named_by_the_rebuild(random_
 
 
 def test_a_rebuild_that_fails_on_one_submission_names_it(random_sweep, tmp_path, monkeypatch):
-    import dcbench.leaderboard as leaderboard
+    import dcbench.harness.leaderboard as leaderboard
 
     root = tmp_path / "leaderboard"
     assert submit(random_sweep, root).exit_code == 0
@@ -322,9 +322,9 @@ HOSTILE_CHARACTERS = "/\\`|<>[]()$&*~#_!\"' \t\n\r\x00\x1b\u202e\u00a0é８.:,=+
 @settings(max_examples=300, deadline=None)
 @given(st.one_of(st.text(alphabet=sorted(SPEC_CHARACTERS) + list(HOSTILE_CHARACTERS), max_size=30), st.text()))
 def test_a_spec_that_passes_is_plain_text_on_every_page_and_in_every_figure(text):
-    from dcbench.leaderboard import _code
-    from dcbench.plots import plain
-    from dcbench.report import cell
+    from dcbench.harness.figures import plain
+    from dcbench.harness.leaderboard import _code
+    from dcbench.harness.report import cell
     from dcbench.spec import Spec
 
     if spec_problem("allocator", text) is not None:

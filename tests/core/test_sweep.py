@@ -13,8 +13,8 @@ import pytest
 from click.testing import CliRunner
 
 from dcbench import ResultsError, SpecError
-from dcbench.cli import cli
-from dcbench.sweep import split_allocators
+from dcbench.commands import cli
+from dcbench.harness.sweep import split_allocators
 
 
 def test_split_allocators():
@@ -110,7 +110,7 @@ def test_a_killed_sweep_resumes_without_duplicates_or_gaps(tmp_path):
 
 
 def test_parallel_workers_start_with_one_math_thread_and_the_caller_keeps_its_settings(monkeypatch):
-    from dcbench.sweep import one_math_thread_per_worker
+    from dcbench.harness.sweep import one_math_thread_per_worker
 
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
     monkeypatch.delenv("MKL_NUM_THREADS", raising=False)
@@ -228,12 +228,12 @@ def test_an_allocator_given_twice_is_refused_before_anything_runs(tmp_path, allo
 def test_a_worker_that_dies_is_one_line_and_the_finished_runs_stay(tmp_path, monkeypatch):
     import concurrent.futures
 
-    import dcbench.sweep
+    import dcbench.harness.sweep
 
     def dies(futures):
         raise concurrent.futures.process.BrokenProcessPool("A process in the process pool was terminated abruptly")
 
-    monkeypatch.setattr(dcbench.sweep.concurrent.futures, "as_completed", dies)
+    monkeypatch.setattr(dcbench.harness.sweep.concurrent.futures, "as_completed", dies)
     result = CliRunner().invoke(cli, ["sweep", "-s", "nara2022", "-a", "random", "-j", "2", "--out",
                                       str(tmp_path / "out"), "-q"])
     assert result.exit_code == 2, result.output
@@ -250,7 +250,7 @@ def with_plugin(tmp_path, monkeypatch, name, source):
     (tmp_path / f"tp_{name}.py").write_text(source)
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.delitem(sys.modules, f"tp_{name}", raising=False)  # another test's module of that name
-    monkeypatch.setattr(dcbench.registry, "_REGISTRY", dcbench.registry.create_registry(
+    monkeypatch.setattr(dcbench.registry.manager, "_REGISTRY", dcbench.registry.create_registry(
         [importlib.metadata.EntryPoint(name, f"tp_{name}", "dcbench")]))
 
 
@@ -317,7 +317,7 @@ def register_metrics(register):
 
 
 def test_runs_in_this_process_use_the_plugins_loaded_now(tmp_path, monkeypatch, fresh_registry):
-    from dcbench import sweep as sweeps
+    from dcbench.harness import sweep as sweeps
     from dcbench.registry import reset_registry
 
     with_plugin(tmp_path, monkeypatch, "counting", COUNTING_METRIC)
@@ -353,7 +353,7 @@ def test_a_sweep_removes_what_killed_commands_left_in_its_folder_and_nothing_els
                                      ["sweep", "-t", "tiered:8,1x4", "-a", "random", "-n", "8", "--seeds", "2"],
                                      ["run", "-a", "random", "-t", "tiered:8,1x4", "-n", "8"]])
 def test_a_second_command_writing_to_a_results_folder_is_refused_in_one_line(tmp_path, command):
-    from dcbench.locks import folder_lock, sole_writer
+    from dcbench.harness.locks import folder_lock, sole_writer
 
     out = tmp_path / "results"
     with sole_writer(folder_lock(out), "sweep", out):
@@ -474,7 +474,7 @@ def test_ctrl_c_while_the_pool_starts_its_workers_ends_those_started(tmp_path, m
     import concurrent.futures
     import multiprocessing
 
-    from dcbench import sweep as sweeps
+    from dcbench.harness import sweep as sweeps
 
     submit = concurrent.futures.ProcessPoolExecutor.submit
     submitted = []
@@ -607,7 +607,7 @@ def test_the_leaderboard_refuses_an_adhoc_sweep_in_one_line(tmp_path):
                              "list suites`)\n")
     assert not board.exists()
     # nor is one copied into its submissions ranked: it is named as damaged
-    from dcbench.leaderboard import load_submissions
+    from dcbench.harness.leaderboard import load_submissions
 
     (board / "submissions" / "copied").mkdir(parents=True)
     shutil.copy(out / "summary.parquet", board / "submissions" / "copied" / "summary.parquet")

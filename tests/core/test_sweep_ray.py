@@ -8,7 +8,7 @@ import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 
-from dcbench.cli import cli
+from dcbench.commands import cli
 
 try:
     import ray  # noqa: F401

@@ -10,7 +10,7 @@ import pytest
 import torch
 from click.testing import CliRunner
 
-from dcbench.cli import cli
+from dcbench.commands import cli
 from dcbench.envs import AllocationEnv
 from dcbench.plugins.allocators.a2c_multistep.allocator import greedy_rack
 from dcbench.plugins.allocators.a2c_multistep.model import ActorCritic, NumpyActor
@@ -396,9 +396,7 @@ def test_phi_sweep_trains_and_tests_one_checkpoint_per_cost(tmp_path, monkeypatc
 
     import pyarrow.parquet as pq
 
-    from dcbench import get_registry
 
-    get_registry().call_each("register_commands", cli=cli)  # as `dcbench` does at start-up
     # A window of 5: the default 50 needs 99 decisions in an episode, and 8 jobs on this small fabric take fewer.
     args = ["phi-sweep", "-a", "a2c_multistep:state=placement,window=5", "-t", TOPOLOGY, "-w", WORKLOAD,
             "--costs", "0,40", "--steps", "60", "--seeds", "0,1", "-n", "30", "--episode-jobs", "8",
@@ -418,9 +416,7 @@ def test_phi_sweep_trains_and_tests_one_checkpoint_per_cost(tmp_path, monkeypatc
 
 
 def test_phi_sweep_with_one_seed_shows_no_interval(tmp_path):
-    from dcbench import get_registry
 
-    get_registry().call_each("register_commands", cli=cli)
     result = CliRunner().invoke(cli, ["phi-sweep", "-a", "a2c_multistep:window=5", "-t", TOPOLOGY, "-w", WORKLOAD,
                                       "--costs", "0", "--steps", "60", "--seeds", "3", "-n", "30",
                                       "--episode-jobs", "8", "--out", str(tmp_path)])
@@ -446,9 +442,7 @@ def test_phi_sweep_with_one_seed_shows_no_interval(tmp_path):
     ("a2c_multistep:1", "a2c_multistep takes its training options as KEY=VALUE, got '1'"),
 ])
 def test_phi_sweep_refuses_a_bad_training_spec(tmp_path, allocator, fragment):
-    from dcbench import get_registry
 
-    get_registry().call_each("register_commands", cli=cli)
     topology, workload = ("tiered:8,1x4", "uniform") if "tiered" in fragment else (TOPOLOGY, WORKLOAD)
     result = CliRunner().invoke(cli, ["phi-sweep", "-a", allocator, "-t", topology, "-w", workload, "--costs", "0",
                                       "--steps", "10", "--out", str(tmp_path / "phi")])
@@ -457,9 +451,8 @@ def test_phi_sweep_refuses_a_bad_training_spec(tmp_path, allocator, fragment):
 
 
 def test_a_second_phi_sweep_into_one_folder_is_refused_in_one_line(tmp_path):
-    from dcbench import folder_lock, get_registry, sole_writer
+    from dcbench import folder_lock, sole_writer
 
-    get_registry().call_each("register_commands", cli=cli)
     with sole_writer(folder_lock(tmp_path), "sweep", tmp_path):  # another command writing there
         result = CliRunner().invoke(cli, ["phi-sweep", "-t", TOPOLOGY, "-w", WORKLOAD, "--costs", "0", "--steps", "10",
                                           "--out", str(tmp_path)])
@@ -468,9 +461,7 @@ def test_a_second_phi_sweep_into_one_folder_is_refused_in_one_line(tmp_path):
 
 
 def test_phi_sweep_checks_its_output_folder_before_training(tmp_path):
-    from dcbench import get_registry
 
-    get_registry().call_each("register_commands", cli=cli)
     blocker = tmp_path / "blocker"
     blocker.write_text("a file, not a folder")
     result = CliRunner().invoke(cli, ["phi-sweep", "-t", TOPOLOGY, "-w", WORKLOAD, "--costs", "0", "--steps", "10",

@@ -5,7 +5,7 @@ import pytest
 from click.testing import CliRunner
 
 from dcbench import State
-from dcbench.cli import cli
+from dcbench.commands import cli
 from dcbench.plugins.allocators.ccf import CCFAllocator
 from dcbench.plugins.allocators.jcb import JCBAllocator
 from tests.core.test_jobs import SMALL_VM, job, ocs

@@ -122,7 +122,7 @@ def test_every_shipped_agent_is_at_least_the_best_paper_heuristic(runner, channe
 def test_the_checkpoint_option_of_run_is_the_allocators_parameter(random_checkpoint, tmp_path):
     from click.testing import CliRunner
 
-    from dcbench.cli import cli
+    from dcbench.commands import cli
 
     def run(*args):
         return CliRunner().invoke(cli, ["run", "-t", "tiered:8,1x4", "-n", "6", "-q", "--out", str(tmp_path), *args])
@@ -159,7 +159,7 @@ def test_a_missing_checkpoint_file_is_a_clear_error(runner):
 def test_a_file_that_is_not_a_checkpoint_is_a_one_line_error(tmp_path, contents, fragment):
     from click.testing import CliRunner
 
-    from dcbench.cli import cli
+    from dcbench.commands import cli
 
     path = tmp_path / "weights.pt"
     if isinstance(contents, bytes):
@@ -237,7 +237,7 @@ def test_a_state_saved_by_a_trainer_killed_between_two_renames_resumes_with_its_
     """Resumed as a library call (no `dcbench train` to finish the write
     first): the state is renamed last, so it is never ahead of its curve,
     and a curve ahead of it is read up to the state's rows."""
-    from dcbench import atomic
+    from dcbench.harness import journal as atomic
     from dcbench.plugins.allocators import checkpoint_files
     from tests.core.test_atomic import killed_at
 
@@ -358,7 +358,7 @@ def test_resuming_with_another_seed_or_configuration_is_refused(tmp_path):
 
 def test_heuristics_and_help_never_import_torch():
     code = ("import sys; from dcbench import Runner; Runner().run('tetris', 'tiered:8,1x4', requests=8); "
-            "from click.testing import CliRunner; from dcbench.cli import cli; "
+            "from click.testing import CliRunner; from dcbench.commands import cli; "
             "CliRunner().invoke(cli, ['--help']); CliRunner().invoke(cli, ['list']); "
             "assert 'torch' not in sys.modules, 'torch imported'")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
@@ -368,9 +368,8 @@ def test_heuristics_and_help_never_import_torch():
 def test_train_command_and_its_errors(tmp_path, monkeypatch):
     from click.testing import CliRunner
 
-    from dcbench.cli import cli
-
     import dcbench.plugins.allocators.gnn_ppo.train as training
+    from dcbench.commands import cli
 
     calls = []
 
@@ -406,7 +405,7 @@ def test_train_command_and_its_errors(tmp_path, monkeypatch):
 def test_a_quick_training_takes_exactly_its_steps_says_so_and_says_when_nothing_is_left_to_train(tmp_path):
     from click.testing import CliRunner
 
-    from dcbench.cli import cli
+    from dcbench.commands import cli
 
     out = tmp_path / "q.pt"
     args = ["train", "-a", "gnn_ppo", "-t", "tiered:8,1x16", "--steps", "1000", "--quick", "--out", str(out)]
@@ -464,9 +463,8 @@ def test_quick_settings_are_options_that_the_spec_may_set_otherwise(tmp_path):
 def test_quick_is_refused_for_a_trainer_without_it(tmp_path, monkeypatch):
     from click.testing import CliRunner
 
-    from dcbench.cli import cli
-
     import dcbench.plugins.allocators.gnn_ppo.train as training
+    from dcbench.commands import cli
 
     def older_train(topology, workload, steps, seed, out, progress):  # a third party's, say
         pytest.fail("trained")
@@ -494,10 +492,9 @@ def test_a_curve_of_one_iteration_is_drawn_as_points():
 def test_steps_past_any_useful_run_are_refused_before_training(tmp_path, monkeypatch, allocator, topology):
     from click.testing import CliRunner
 
-    from dcbench.cli import cli
-
     import dcbench.plugins.allocators.a2c_multistep.train as a2c_training
     import dcbench.plugins.allocators.gnn_ppo.train as training
+    from dcbench.commands import cli
 
     for module in (training, a2c_training):
         monkeypatch.setattr(module, "train", lambda **kwargs: pytest.fail("trained"))
@@ -530,9 +527,8 @@ def state_is_a_file(folder):
 def test_train_refuses_to_replace_what_is_not_its_own_before_training(tmp_path, monkeypatch, out, prepare, fragment):
     from click.testing import CliRunner
 
-    from dcbench.cli import cli
-
     import dcbench.plugins.allocators.gnn_ppo.train as training
+    from dcbench.commands import cli
 
     monkeypatch.setattr(training, "train", lambda **kwargs: pytest.fail("trained"))
     if prepare is not None:
@@ -546,7 +542,7 @@ def test_train_refuses_to_replace_what_is_not_its_own_before_training(tmp_path, 
 def test_train_takes_no_positional_option(tmp_path, monkeypatch):
     from click.testing import CliRunner
 
-    from dcbench.cli import cli
+    from dcbench.commands import cli
 
     monkeypatch.chdir(tmp_path)
     result = CliRunner().invoke(cli, ["train", "-a", "gnn_ppo:1", "-t", "tiered:8,1x4"])
@@ -922,7 +918,7 @@ def test_an_archive_torch_did_not_write_is_refused_before_torch_reads_it(tmp_pat
 def test_a_checkpoint_with_nan_weights_is_refused(tmp_path):
     from click.testing import CliRunner
 
-    from dcbench.cli import cli
+    from dcbench.commands import cli
     from dcbench.plugins.allocators.checkpoint_files import shipped_checkpoints
     from dcbench.plugins.allocators.gnn_ppo.allocator import CHECKPOINTS
 

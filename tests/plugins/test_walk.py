@@ -2,8 +2,8 @@ import numpy as np
 import pytest
 
 from dcbench import Request, State
+from dcbench.engine.routing import WeightedRouter
 from dcbench.plugins.allocators.walk import nalb, nulb
-from dcbench.routing import WeightedRouter
 from tests.conftest import tiered
 
 

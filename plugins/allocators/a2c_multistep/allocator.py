@@ -11,8 +11,14 @@ import torch
 from dcbench import JobAllocator, JobBuilder, Network
 from dcbench.envs import JobFeatures
 from dcbench.plugins.allocators.a2c_multistep.model import CONFIG_LIMITS, ActorCritic, NumpyActor, weight_shapes
-from dcbench.plugins.allocators.checkpoint_files import (check_config, check_weight_shapes, checked_checkpoint,
-                                                          content_fingerprint, load_checkpoint, shipped_checkpoints)
+from dcbench.plugins.allocators.checkpoint_files import (
+    check_config,
+    check_weight_shapes,
+    checked_checkpoint,
+    content_fingerprint,
+    load_checkpoint,
+    shipped_checkpoints,
+)
 
 CHECKPOINTS = "dcbench.plugins.allocators.a2c_multistep"
 # How the weights are evaluated is part of a run's identity too: runs of the

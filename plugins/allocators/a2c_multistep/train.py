@@ -36,8 +36,12 @@ import torch
 from dcbench import Range, SpecError, config_options
 from dcbench.envs import AllocationEnv
 from dcbench.plugins.allocators.a2c_multistep.model import ACTORS, MAX_HIDDEN, MAX_LAYERS, ActorCritic, NumpyActor
-from dcbench.plugins.allocators.checkpoint_files import (command_line, export_checkpoint, resume_training_state,
-                                                          save_training_state)
+from dcbench.plugins.allocators.checkpoint_files import (
+    command_line,
+    export_checkpoint,
+    resume_training_state,
+    save_training_state,
+)
 from dcbench.plugins.allocators.early_stopping import BestWeights
 from dcbench.plugins.metrics.jobs import offered_and_blocked
 

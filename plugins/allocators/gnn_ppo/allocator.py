@@ -10,10 +10,22 @@ import torch
 
 from dcbench import Network, PoolAllocator, PoolBuilder, Request, State
 from dcbench.envs import PoolFeatures
-from dcbench.plugins.allocators.checkpoint_files import (check_config, check_weight_shapes, checked_checkpoint,
-                                                          content_fingerprint, load_checkpoint, shipped_checkpoints)
-from dcbench.plugins.allocators.gnn_ppo.model import (CONFIG_LIMITS, GraphPolicy, ServerHints, as_tensors,
-                                                      weight_shapes, with_self_loops)
+from dcbench.plugins.allocators.checkpoint_files import (
+    check_config,
+    check_weight_shapes,
+    checked_checkpoint,
+    content_fingerprint,
+    load_checkpoint,
+    shipped_checkpoints,
+)
+from dcbench.plugins.allocators.gnn_ppo.model import (
+    CONFIG_LIMITS,
+    GraphPolicy,
+    ServerHints,
+    as_tensors,
+    weight_shapes,
+    with_self_loops,
+)
 
 CHECKPOINTS = "dcbench.plugins.allocators.gnn_ppo"
 

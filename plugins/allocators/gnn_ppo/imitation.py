@@ -21,7 +21,6 @@ from dcbench import DcbenchError, Spec, SpecError, blamed_on, get_registry
 from dcbench.envs import AllocationEnv
 from dcbench.plugins.allocators.gnn_ppo.model import as_tensors
 
-
 BEST_TEACHERS = ("tetris", "nalb")  # teacher=best, the default: the one of these that accepts more on trial episodes
 # Under --quick the warm start drives the teacher for this share of --steps (no trials: teacher=best is the first).
 QUICK_WARM_START_SHARE = 0.25

@@ -35,12 +35,22 @@ import torch
 
 from dcbench import Range, SpecError, config_options
 from dcbench.envs import AllocationEnv
-from dcbench.plugins.allocators.checkpoint_files import (check_identity, command_line, export_checkpoint,
-                                                          resume_training_state, save_training_state)
+from dcbench.plugins.allocators.checkpoint_files import (
+    check_identity,
+    command_line,
+    export_checkpoint,
+    resume_training_state,
+    save_training_state,
+)
 from dcbench.plugins.allocators.early_stopping import BestWeights
 from dcbench.plugins.allocators.gnn_ppo.imitation import ImitationWarmStart, check_teacher, stack_observations
-from dcbench.plugins.allocators.gnn_ppo.model import (EXTRA_FEATURES, GraphPolicy, ServerHints, as_tensors,
-                                                      with_self_loops)
+from dcbench.plugins.allocators.gnn_ppo.model import (
+    EXTRA_FEATURES,
+    GraphPolicy,
+    ServerHints,
+    as_tensors,
+    with_self_loops,
+)
 
 TRAINING_SEED_OFFSET = 1_000_000  # episode seeds never overlap the test seeds 0..4 of the suites
 VALIDATION_SEED_OFFSET = 2_000_000  # nor the training episodes (at most a few thousand per run)

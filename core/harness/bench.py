@@ -6,8 +6,8 @@ import time
 from typing import Callable
 
 from dcbench.errors import IncompatibleError, SpecError
+from dcbench.harness.runner import Runner
 from dcbench.registry import Registry
-from dcbench.runner import Runner
 
 DEFAULT_TOPOLOGIES = (
     "tiered:32,1x4",

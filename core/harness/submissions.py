@@ -31,7 +31,7 @@ from dcbench.spec import LARGEST_INTEGER, Spec, bind, resolved_spec
 SPEC_CHARACTERS = frozenset(string.ascii_letters + string.digits + "_.-+:,=")
 MAX_SPEC_LENGTH = 256  # the longest committed spec (an ocs topology) has 104 characters
 MAX_LABEL_LENGTH = 200  # a scenario's label
-# A column's name, as the runner requires of a metric's (`dcbench.runner.COLUMN_NAME`).
+# A column's name, as the runner requires of a metric's (`dcbench.harness.runner.COLUMN_NAME`).
 COLUMN_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
 # A submission's folder: `submission_name`'s names, and every one committed.
 SUBMISSION_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+\-]*")
@@ -227,7 +227,7 @@ def submission_name(suite: str, allocators: list[str], run_ids: list[str], versi
     """A new submission's folder name: its suite and its allocators' plugin
     names (each checked by `spec_problem`), cut to fit `MAX_NAME_LENGTH`,
     then a digest of its runs, which keeps it unique."""
-    from dcbench.runner import run_hash
+    from dcbench.harness.runner import run_hash
 
     plugins = "-".join(sorted({Spec.parse(allocator).name for allocator in allocators}))
     digest = run_hash(suite, plugins, json.dumps(sorted(run_ids)), 0, 0, version)[:8]

@@ -20,10 +20,10 @@ from typing import Protocol, Sequence
 
 import numpy as np
 
-from dcbench.allocation import CHANNELS_PER_PAIR, Allocation, Reject, Route, State, partners
 from dcbench.errors import AllocatorError
-from dcbench.network import Network, Path
-from dcbench.requests import Request
+from dcbench.model.allocation import CHANNELS_PER_PAIR, Allocation, Reject, Route, State, partners
+from dcbench.model.network import Network, Path
+from dcbench.model.requests import Request
 
 OPEN, DONE, FAILED = "open", "done", "failed"
 

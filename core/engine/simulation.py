@@ -15,11 +15,11 @@ from typing import Any, Callable, Protocol
 
 import numpy as np
 
-from dcbench.allocation import Allocation, Reject, State, check_owned, circuit_changes, owned
+from dcbench.engine.qos import mm1k
 from dcbench.errors import AllocatorError, DcbenchError, describe
-from dcbench.network import Network
-from dcbench.queueing import mm1k
-from dcbench.requests import Request, RequestSequence
+from dcbench.model.allocation import Allocation, Reject, State, check_owned, circuit_changes, owned
+from dcbench.model.network import Network
+from dcbench.model.requests import Request, RequestSequence
 
 ACCEPTED, REJECTED, SKIPPED = "accepted", "rejected", "skipped"
 SPREAD_LEVELS = ("server", "rack", "pod", "cross_pod")

@@ -11,9 +11,10 @@ from pathlib import Path
 from typing import Any, Callable, Hashable, Mapping, Sequence
 
 from dcbench.errors import DcbenchError, ResultsError
-from dcbench.report import labels as allocator_labels
-from dcbench.results import check_regular_file, check_writable, write_atomic
-from dcbench.stats import mean_ci
+from dcbench.harness.files import write_atomic
+from dcbench.harness.paths import check_regular_file, check_writable
+from dcbench.harness.report import labels as allocator_labels
+from dcbench.harness.stats import mean_ci
 
 # The papers' colours: agent blue, Tetris orange, NALB green, NULB red, random purple;
 # for the OCS family, ALL2ALL-CCF, ODCN-CCF and ODCN-JCB get their own, the A2C agent blue too.
@@ -411,7 +412,7 @@ def plot_sweep(rows: list[dict[str, Any]], out_dir: Path, name: str, defaults: M
                ) -> list[Path]:
     """The papers' figures for a sweep: Figs. 2, 3, 5 and 8 of the tiered
     papers, or Figs. 5-7 of the OCS paper for a sweep of jobs. Allocators
-    are named as in the report (`dcbench.report.labels`). A folder this
+    are named as in the report (`dcbench.harness.report.labels`). A folder this
     makes is removed again if drawing fails."""
     check_rows(rows)
     made = outermost_missing(out_dir)
@@ -449,7 +450,7 @@ def plot_runs(rows: list[dict[str, Any]], out_dir: Path, name: str, defaults: Ma
     sweep): the tiered papers' figures of its runs of pools, the OCS
     paper's of its runs of jobs, each from the columns its runs have. Every
     figure's rows are checked before any is drawn."""
-    from dcbench.report import by_demand_kind
+    from dcbench.harness.report import by_demand_kind
 
     parts = list(by_demand_kind(rows).values())
     for part in parts:

@@ -7,9 +7,10 @@ from typing import Any
 
 import click
 
-from dcbench.cli import PATH, UserError, check_bounds, cli, load_registry, plugin_prints_to_stderr
-from dcbench.progress import progress_bar
-from dcbench.results import starts_with
+from dcbench.commands.base import PATH, UserError, check_bounds, load_registry, plugin_prints_to_stderr
+from dcbench.harness.paths import starts_with
+from dcbench.harness.progress import progress_bar
+from dcbench.hookspecs import hookimpl
 from dcbench.spec import MAX_TRAINING_STEPS
 
 
@@ -23,7 +24,7 @@ def example_topology(registry: Any, demands: tuple[str, ...]) -> str | None:
     return None
 
 
-@cli.command()
+@click.command()
 @click.option("--allocator", "-a", required=True, help="A learned allocator (see `dcbench list allocators`).")
 @click.option("--topology", "-t", required=True, help="Topology spec to train on.")
 @click.option("--workload", "-w", default=None, help="Workload spec (default: the topology's own).")
@@ -43,10 +44,10 @@ def example_topology(registry: Any, demands: tuple[str, ...]) -> str | None:
 def train(allocator: str, topology: str, workload: str | None, steps: int | None, seed: int,
           out: Path | None, quick: bool, quiet: bool) -> None:
     """Train a learned allocator's checkpoint (resumes an interrupted run)."""
-    from dcbench.locks import file_lock, sole_writer
+    from dcbench.harness.locks import file_lock, sole_writer
+    from dcbench.harness.paths import check_writable
+    from dcbench.harness.runner import Runner
     from dcbench.registry import PluginEntry, blamed_on
-    from dcbench.results import check_writable
-    from dcbench.runner import Runner
     from dcbench.spec import Spec
 
     registry = load_registry()
@@ -161,7 +162,7 @@ def settle_training_outputs(out: Path) -> None:
     """Under the lock of ``out``, before the trainer reads its state: finish
     (or undo) a write of the checkpoint's files or of the training state that
     a killed training left, and remove the temporary files it left of them."""
-    from dcbench.atomic import remove_leftovers
+    from dcbench.harness.journal import remove_leftovers
 
     state = out.with_name(out.name + ".train")
     remove_leftovers(out.parent, [out.name, *(out.with_suffix(suffix).name for suffix in TRAINING_OUTPUTS)])
@@ -188,3 +189,8 @@ def check_training_outputs(out: Path) -> None:
     state = out.with_name(out.name + ".train")
     if state.exists() and not state.is_dir():
         raise UserError(f"{state}, where training keeps its state, is not a folder; remove it or give another --out")
+
+
+@hookimpl
+def register_commands(cli: click.Group) -> None:
+    cli.add_command(train)

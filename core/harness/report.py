@@ -8,9 +8,10 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from dcbench.errors import ResultsError, SpecError
-from dcbench.results import check_regular_file, write_text_atomic
+from dcbench.harness.files import write_text_atomic
+from dcbench.harness.paths import check_regular_file
+from dcbench.harness.stats import best_mean, format_ci, mean_ci
 from dcbench.spec import Spec, bind, resolved_spec
-from dcbench.stats import best_mean, format_ci, mean_ci
 
 START = "<!-- dcbench report: start -->"
 END = "<!-- dcbench report: end -->"
@@ -150,7 +151,7 @@ def scenario_labels(scenarios: Sequence[Scenario], registry: Any) -> dict[Scenar
 
 
 def as_scenarios(rows: list[dict[str, Any]], registry: Any) -> list[dict[str, Any]]:
-    """A folder's runs (`dcbench.results.read_runs`) as a sweep's rows: each
+    """A folder's runs (`dcbench.harness.summary.read_runs`) as a sweep's rows: each
     with the ``scenario`` that `scenario_labels` names from its topology,
     workload and requests, every row with every column (None where a run
     lacks it), sorted by scenario, allocator and seed. Two runs of one

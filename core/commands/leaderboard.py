@@ -8,15 +8,16 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from dcbench.cli import PATH, UserError, check_bounds, cli, load_registry, plugin_prints_to_stderr
+from dcbench.commands.base import PATH, UserError, check_bounds, load_registry, plugin_prints_to_stderr
 from dcbench.errors import DcbenchError
-from dcbench.progress import progress_bar
+from dcbench.harness.progress import progress_bar
+from dcbench.hookspecs import hookimpl
 
 if TYPE_CHECKING:
-    from dcbench.runner import Runner
+    from dcbench.harness.runner import Runner
 
 
-@cli.group(invoke_without_command=True)
+@click.group(invoke_without_command=True)
 @click.option("--root", type=PATH, default=Path("leaderboard"), show_default=True,
               help="The leaderboard folder.")
 @click.pass_context
@@ -24,7 +25,7 @@ def leaderboard(ctx: click.Context, root: Path) -> None:
     """Rebuild the leaderboard pages from its submissions (or `submit` one, or `verify` them)."""
     ctx.obj = root
     if ctx.invoked_subcommand is None:
-        from dcbench.leaderboard import build
+        from dcbench.harness.leaderboard import build
 
         for path in build(root, load_registry()):
             click.echo(path)
@@ -35,7 +36,7 @@ def leaderboard(ctx: click.Context, root: Path) -> None:
 @click.pass_obj
 def submit(root: Path, results: Path) -> None:
     """Validate a sweep's RESULTS folder and add it to the leaderboard."""
-    from dcbench.leaderboard import submit as submit_results
+    from dcbench.harness.leaderboard import submit as submit_results
 
     folder = submit_results(results, root, load_registry())
     click.echo(f"accepted: {folder}")
@@ -53,8 +54,8 @@ def verify(root: Path, count: int, seed: int, quiet: bool) -> None:
 
     Each re-run must give its submitted summary exactly; every run drawn is
     listed with its outcome, and exit code 1 says which did not."""
-    from dcbench.leaderboard import check_root, load_submissions, sample_runs
-    from dcbench.runner import Runner
+    from dcbench.harness.leaderboard import check_root, load_submissions, sample_runs
+    from dcbench.harness.runner import Runner
     from dcbench.spec import Spec
 
     check_bounds("--runs", count, 0)
@@ -111,7 +112,7 @@ def rerun_named(submission: str, row: dict[str, Any], runner: Runner) -> list[st
     """`rerun`, where a run that cannot be run here (a checkpoint file its
     allocator spec names that is not on this machine, say) is an error
     that names the submission and the run."""
-    from dcbench.leaderboard import rerun
+    from dcbench.harness.leaderboard import rerun
 
     try:
         return rerun(row, runner)
@@ -119,3 +120,8 @@ def rerun_named(submission: str, row: dict[str, Any], runner: Runner) -> list[st
         raise DcbenchError(f"submission {submission}, run {row['run_id']} ({row['scenario']} seed {row['seed']}), "
                            f"cannot be re-run here: {exc}; put back what it needs, or draw other runs with "
                            "--seed") from None
+
+
+@hookimpl
+def register_commands(cli: click.Group) -> None:
+    cli.add_command(leaderboard)

@@ -30,7 +30,8 @@ from pathlib import Path
 from typing import Callable, Collection, Iterable, Sequence
 
 from dcbench.errors import ResultsError, describe
-from dcbench.results import check_regular_file, prepare_atomic
+from dcbench.harness.paths import check_regular_file
+from dcbench.harness.renames import prepare_atomic
 
 try:
     import fcntl
@@ -107,7 +108,7 @@ def remove_leftovers(folder: Path, names: Collection[str] | None = None) -> list
     """`recover` ``folder``, then remove whatever dcbench's writers, killed,
     left in it: temporary files and folders named as they name them, of the
     files ``names`` where given (nothing else). Only where no other dcbench
-    command may be writing them (under a lock, `dcbench.locks`): a temporary
+    command may be writing them (under a lock, `dcbench.harness.locks`): a temporary
     of a write under way looks just like a killed one's. Returns the names
     removed."""
     _recover_folder(_real(folder))

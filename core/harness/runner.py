@@ -15,12 +15,12 @@ from typing import Any, Callable, Iterator, Mapping
 
 import numpy as np
 
-from dcbench.engine import SKIPPED, RunTables, simulate
+from dcbench.engine.simulation import SKIPPED, RunTables, simulate
 from dcbench.errors import AllocatorError, IncompatibleError, SpecError
-from dcbench.network import Network, Topology
+from dcbench.harness.tables import write_run
+from dcbench.model.network import Network, Topology
+from dcbench.model.requests import RequestSequence, SequenceProblem, checked_sequence
 from dcbench.registry import PluginEntry, Registry, blamed_on, get_registry
-from dcbench.requests import RequestSequence, SequenceProblem, checked_sequence
-from dcbench.results import write_run
 from dcbench.spec import MAX_REQUESTS, Spec
 
 # Summary columns the core adds after the metrics' (``scenario`` in a sweep's combined summary).
@@ -105,7 +105,7 @@ def with_distributions(fingerprint: str, entries: tuple[PluginEntry, ...]) -> st
 def run_id_of(plan: ResolvedRun, seed: int) -> str:
     """The run id of a resolved scenario (`Runner.resolve`) with ``seed``: what
     `Runner.run` writes and what a sweep plans and resumes by."""
-    from dcbench import __version__
+    from dcbench._version import __version__
 
     return run_hash(plan.topology, plan.workload, plan.allocator, plan.requests, seed, __version__, plan.fingerprint)
 
@@ -306,7 +306,7 @@ class Runner:
 
     def run(self, allocator: str, topology: str, workload: str | None = None, requests: int | None = None,
             seed: int = 0, progress: Callable[[int], None] | None = None) -> RunResult:
-        from dcbench import __version__
+        from dcbench._version import __version__
 
         if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
             raise SpecError(f"a seed is a non-negative integer, got {seed!r}")

@@ -26,12 +26,13 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from dcbench.errors import DcbenchError, IncompatibleError, PluginError, ResultsError, SpecError, describe
+from dcbench.harness.paths import starts_with
+from dcbench.harness.runner import Runner, run_id_of
+from dcbench.harness.summary import SUMMARY_COLUMNS, is_adhoc, is_complete, sweep_problem
+from dcbench.harness.tables import provenance_of, read_table, write_table_atomic
+from dcbench.model.suite import Scenario, Suite
 from dcbench.registry import get_registry
-from dcbench.results import (SUMMARY_COLUMNS, is_adhoc, is_complete, provenance_of, read_table, starts_with,
-                             sweep_problem, write_table_atomic)
-from dcbench.runner import Runner, run_id_of
 from dcbench.spec import Spec, bind, resolved_spec
-from dcbench.suite import Scenario, Suite
 
 SUMMARY = "summary.parquet"
 MATH_THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
@@ -86,11 +87,11 @@ def adhoc_suite(runner: Runner, topologies: Sequence[str], workloads: Sequence[s
     """The scenarios of an ad-hoc sweep (``dcbench sweep -t ... [-w ...]``):
     every topology with every workload (its own where none is given),
     ``requests`` each (the workload's default where None), seeds 0 to
-    ``seeds`` - 1, named by `dcbench.report.scenario_labels` from their
+    ``seeds`` - 1, named by `dcbench.harness.report.scenario_labels` from their
     resolved specs. Two that resolve to one scenario (``-t tiered -t
     tiered:32,1x4``) are refused: their runs would count twice. The suite
     is named `ADHOC`, which no registered suite can be."""
-    from dcbench.report import scenario_labels
+    from dcbench.harness.report import scenario_labels
 
     given: dict[tuple[str, str, int], tuple[str, str | None]] = {}
     for topology in topologies:
@@ -109,7 +110,7 @@ def adhoc_suite(runner: Runner, topologies: Sequence[str], workloads: Sequence[s
 
 def described(suite: Suite) -> dict[str, Any]:
     """What a sweep's provenance records of its ``suite``: a registered suite's
-    name, or an ad-hoc sweep's scenarios as given (`dcbench.results.is_adhoc`)."""
+    name, or an ad-hoc sweep's scenarios as given (`dcbench.harness.summary.is_adhoc`)."""
     if not is_adhoc_suite(suite):
         return {"suite": suite.name}
     return {"scenarios": [{"name": s.label, "topology": s.topology, "workload": s.workload, "requests": s.requests,
@@ -307,7 +308,7 @@ def run_ray(jobs: Sequence[Job], out_dir: Path, address: str | None, advance: Ca
         import ray
     except ImportError:
         raise DcbenchError("--executor ray needs Ray: pip install 'dcbench[ray]'") from None
-    from dcbench.results import write_run
+    from dcbench.harness.tables import write_run
 
     started_here = not ray.is_initialized()
     if started_here:

@@ -8,7 +8,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from dcbench.network import Network, frozen
+from dcbench.model.network import Network, frozen
 
 # Which pairs of a pool's servers need a network path (see docs/scenarios/tiered.md):
 #   all        every pair (the papers' text);

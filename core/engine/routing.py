@@ -13,10 +13,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Sequence
 
-from dcbench.network import Network, Path
+from dcbench.model.network import Network, Path
 
 if TYPE_CHECKING:
-    from dcbench.pool import PoolBuilder
+    from dcbench.engine.pool import PoolBuilder
 
 WEIGHTINGS = ("balance", "reference")
 

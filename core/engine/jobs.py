@@ -19,14 +19,13 @@ its own copies of the state; the engine checks the result and commits it.
 
 from __future__ import annotations
 
-
 import numpy as np
 
-from dcbench.allocation import Allocation, Reject, Route, State, Swap
+from dcbench.engine.pool import PoolAllocator
 from dcbench.errors import AllocatorError
-from dcbench.network import Network
-from dcbench.pool import PoolAllocator
-from dcbench.requests import Request
+from dcbench.model.allocation import Allocation, Reject, Route, State, Swap
+from dcbench.model.network import Network
+from dcbench.model.requests import Request
 from dcbench.spec import Param
 
 OPEN, PLACED, DONE, FAILED = "open", "placed", "done", "failed"

@@ -5,7 +5,7 @@ sweep``), accepted only after `validate` has checked it: its schema, a known
 suite and the current dcbench version, every scenario and seed of the suite
 for every allocator in it, provenance, and run ids that match the resolved
 specs. Submissions are data only: Parquet tables, never executed or
-unpickled, and only well-formed data (`dcbench.submission_checks`): plain
+unpickled, and only well-formed data (`dcbench.harness.submissions`): plain
 specs, numbers within their columns' ranges, folders named by `submit`,
 checked again by every rebuild. `build` turns all submissions into
 ``README.md``, ``index.html`` and PNG plots, deterministically (the same
@@ -26,15 +26,31 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
 from dcbench.errors import DcbenchError, ResultsError, describe
+from dcbench.harness.files import staging_folder, swapped_in
+from dcbench.harness.paths import in_the_way, no_folder
+from dcbench.harness.renames import prepare_atomic, replace_all
+from dcbench.harness.report import cell, default_specs, labels
+from dcbench.harness.runner import Runner
+from dcbench.harness.stats import format_ci, mean_ci
+from dcbench.harness.submissions import (
+    SPECS,
+    folder_problem,
+    names_problem,
+    registered_problem,
+    spec_problem,
+    submission_name,
+    values_problem,
+)
+from dcbench.harness.summary import (
+    SWEEP_COLUMNS,
+    is_adhoc_sweep,
+    ranking_of,
+    read_sweep_summary,
+    same_value,
+    sweep_summary_problem,
+)
+from dcbench.harness.tables import UnreadableTable, provenance_of, read_table, table_at
 from dcbench.registry import Registry, get_registry
-from dcbench.results import (SWEEP_COLUMNS, UnreadableTable, in_the_way, is_adhoc_sweep, no_folder, prepare_atomic,
-                             provenance_of, ranking_of, read_sweep_summary, read_table, replace_all, same_value,
-                             staging_folder, swapped_in, sweep_summary_problem, table_at)
-from dcbench.runner import Runner
-from dcbench.report import cell, default_specs, labels
-from dcbench.stats import format_ci, mean_ci
-from dcbench.submission_checks import (SPECS, folder_problem, names_problem, registered_problem, spec_problem,
-                                       submission_name, values_problem)
 
 SUBMISSIONS = "submissions"
 HIDDEN_METRICS = ("acceptance_size_", "accepted_size_", "_last25", "invalid_allocations")
@@ -73,7 +89,7 @@ class _RowsProblem(Exception):
 
 def validate(results: Path, registry: Registry) -> Submission:
     """Check a sweep's results folder; the accepted submission, or a one-line refusal."""
-    from dcbench import __version__
+    from dcbench._version import __version__
 
     if is_adhoc_sweep(results):  # before its runs are checked: nothing about them would make it rankable
         raise _refuse(f"'{results}' is an ad-hoc sweep (of -t/-w specs, not a suite); the leaderboard ranks "
@@ -369,7 +385,7 @@ def _metric_columns(rows: list[dict[str, Any]], primary: str) -> list[str]:
 
 def build(root: Path, registry: Registry) -> list[Path]:
     """Rebuild ``root/README.md``, ``root/index.html`` and ``root/plots/`` from the submissions."""
-    from dcbench import __version__
+    from dcbench._version import __version__
 
     check_root(root)
     if not root.is_dir():
@@ -520,7 +536,7 @@ def _overall(per_scenario: dict[str, list[Entry]], higher: bool) -> list[tuple[s
 
 def _plot(rows: list[dict[str, Any]], scenarios: list[str], metric: str, path: Path, title: str,
           defaults: Mapping[str, str]) -> Path:
-    from dcbench.plots import metric_panels
+    from dcbench.harness.figures import metric_panels
 
     path.parent.mkdir(parents=True, exist_ok=True)
     ordered = sorted(rows, key=lambda r: (scenarios.index(r["scenario"]), r["allocator"], r["seed"]))
@@ -571,7 +587,7 @@ def _markdown(sections: Iterable[Section], submissions: list[Submission], versio
 
 def _code(text: str) -> str:
     """``text`` as Markdown code in a table cell: a spec, which holds no '`'
-    or '|' (`dcbench.submission_checks.spec_problem`), or a name made of one;
+    or '|' (`dcbench.harness.submissions.spec_problem`), or a name made of one;
     either is replaced all the same, rather than end the code or the cell."""
     return "`" + text.replace("`", "'").replace("|", "\\|") + "`"
 

@@ -14,8 +14,8 @@ from typing import NamedTuple, Sequence
 
 import numpy as np
 
-from dcbench.network import Network, Path
-from dcbench.requests import Request
+from dcbench.model.network import Network, Path
+from dcbench.model.requests import Request
 
 _TOLERANCE = 1e-9
 # The papers' circuit model: a pool request's connected pair reserves one
@@ -128,7 +128,7 @@ def locked_view(array: np.ndarray) -> np.ndarray:
 def required_pairs(rule: str, cpu_given: np.ndarray) -> list[tuple[int, int]]:
     """Pairs (j, i), j < i, of positions in the choice order that need a path.
 
-    ``cpu_given[i]`` is the CPU server ``i`` gave. See `dcbench.requests.CONNECTIVITY_RULES`.
+    ``cpu_given[i]`` is the CPU server ``i`` gave. See `dcbench.model.requests.CONNECTIVITY_RULES`.
     """
     pairs: list[tuple[int, int]] = []
     gives_cpu = [bool(c > 0) for c in cpu_given]

@@ -9,7 +9,7 @@ For pools, a step chooses one server for the current request (the pool
 builder's step); for jobs (``workload="vmjobs..."`` on an ``ocs`` topology) a
 step chooses the rack of the current VM (the job builder's step, the OCS
 paper's multi-step formulation). The episode is the engine's own loop
-(`dcbench.engine.Simulation`), so a policy acting in the environment and the
+(`dcbench.engine.simulation.Simulation`), so a policy acting in the environment and the
 same policy acting as an allocator in ``dcbench run`` make the same
 decisions on the same seed.
 
@@ -17,8 +17,7 @@ Rewards for pools are the tiered papers': +10 when a request is accepted,
 −10 when it fails, 0 otherwise. For jobs they are the OCS paper's Eq. 1,
 known only once the job is settled: the step that settles a job returns the
 sum of the rewards of all its steps, and ``info["step_rewards"]`` lists them
-one per step (what an actor-critic learner stores per sample).
-"""
+one per step (what an actor-critic learner stores per sample)."""
 
 from __future__ import annotations
 
@@ -29,194 +28,19 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from dcbench.allocation import State
-from dcbench.engine import Simulation
+from dcbench.engine.jobs import PLACED, JobBuilder
+from dcbench.engine.pool import PoolBuilder
+from dcbench.engine.simulation import Simulation
+from dcbench.envs.features import JobFeatures, PoolFeatures
 from dcbench.errors import AllocatorError, SpecError
-from dcbench.jobs import PLACED, JobBuilder
-from dcbench.network import Network
-from dcbench.pool import PoolBuilder
-from dcbench.runner import Runner, draw_requests
+from dcbench.harness.runner import Runner, draw_requests
+from dcbench.model.network import Network
 from dcbench.spec import Range
 
 SUCCESS_REWARD = 10.0
+
+
 FAILURE_REWARD = -10.0
-NODE_FEATURES = ("free_over_needed_cpu", "free_over_needed_mem", "chosen", "free_share_cpu", "free_share_mem")
-EDGE_FEATURES = ("free_over_demand", "free_share")
-
-
-def _squash(x: np.ndarray) -> np.ndarray:
-    """sigmoid(x − 1): 1 free share per share needed maps to 0.5."""
-    return 1.0 / (1.0 + np.exp(1.0 - x))
-
-
-class PoolFeatures:
-    """The observation of a pool step, as in the reference model.
-
-    - node features (nodes × 5): for each of CPU and memory, sigmoid(free /
-      still needed − 1) (sigmoid(−1) where nothing is needed, and for
-      switches); a flag for servers already chosen for this request; and, an
-      addition to the reference, each resource's free share of the server's
-      capacity (0 for switches);
-    - edge features (2 · links × 2, both directions): sigmoid(free channels − 1)
-      and, an addition, the free share of the link's channels;
-    - global features: 1 − free/total of each resource (committed state) and
-      the holding time over H = 30 per 64 servers;
-    - the action mask: the builder's allowed servers.
-
-    Servers are nodes ``0..servers−1``; shapes are fixed for a topology.
-    """
-
-    def __init__(self, network: Network):
-        if network.resources != ("cpu", "mem"):
-            raise ValueError(f"pool features need resources (cpu, mem), got {network.resources}")
-        self.network = network
-        ends = network.link_ends
-        self.edge_index = np.concatenate([ends.T, ends[:, ::-1].T], axis=1).astype(np.int64)
-        self.edge_link = np.concatenate([np.arange(network.n_links), np.arange(network.n_links)])
-        self.total = network.server_capacity.sum(axis=0)
-        self.inverse_capacity = 1.0 / network.server_capacity
-        self.inverse_link_capacity = 1.0 / network.link_capacity[self.edge_link]
-        self.holding_scale = 30.0 * network.n_servers / 64.0
-        self.n_nodes = network.n_nodes
-        self.n_servers = network.n_servers
-        self._switch_value = float(_squash(np.zeros(1))[0])
-
-    def space(self) -> gym.spaces.Dict:
-        return gym.spaces.Dict({
-            "node_features": gym.spaces.Box(0.0, 1.0, (self.n_nodes, len(NODE_FEATURES)), np.float32),
-            "edge_features": gym.spaces.Box(0.0, 1.0, (len(self.edge_link), len(EDGE_FEATURES)), np.float32),
-            "global_features": gym.spaces.Box(0.0, np.array([1.0, 1.0, 1e3], np.float32), (3,), np.float32),
-            "action_mask": gym.spaces.Box(0, 1, (self.n_servers,), np.int8),
-        })
-
-    def observe(self, builder: PoolBuilder, state: State) -> dict[str, np.ndarray]:
-        nodes = np.full((self.n_nodes, len(NODE_FEATURES)), self._switch_value, dtype=np.float32)
-        remaining = builder.remaining
-        inverse = np.divide(1.0, remaining, out=np.zeros_like(remaining), where=remaining > 0)
-        nodes[: self.n_servers, :2] = _squash(builder.free_resources * inverse)
-        nodes[:, 2] = 0.0
-        nodes[: self.n_servers, 2] = builder.chosen_mask
-        nodes[:, 3:5] = 0.0
-        nodes[: self.n_servers, 3:5] = builder.free_resources * self.inverse_capacity
-        free_links = builder.free_links[self.edge_link]
-        edges = np.empty((len(self.edge_link), len(EDGE_FEATURES)), dtype=np.float32)
-        edges[:, 0] = _squash(free_links)
-        edges[:, 1] = free_links * self.inverse_link_capacity
-        used = 1.0 - state.free_resources.sum(axis=0) / self.total
-        holding = builder.request.holding / self.holding_scale
-        return {
-            "node_features": nodes,
-            "edge_features": edges,
-            "global_features": np.array([used[0], used[1], holding], dtype=np.float32),
-            "action_mask": builder.allowed().astype(np.int8),
-        }
-
-
-RACK_FEATURES = ("free_share_cpu", "free_share_mem", "free_share_disk", "it_if_placed", "job_vms_here",
-                 "traffic_kept_here")
-LINK_FEATURES = ("free_share", "capacity_share")
-
-
-class JobFeatures:
-    """The observation of a job step (a rack for the current VM).
-
-    - ``rack_state`` (2 · racks): the OCS paper's state. For each rack, if
-      the VM went there: the smallest residual share, over CPU, memory and
-      disk, of the rack's free capacity; and the bottleneck residual share of
-      the rack's circuit bundles in and out, after the VM's flows to the VMs
-      already placed. −1 where the rack has no server for the VM, or its
-      direct circuits cannot carry those flows.
-    - node features (racks × 6): the rack's free share of each resource,
-      the first state value, the share of this job's VMs placed there, and
-      the share of the VM's traffic to them that would stay inside the rack;
-    - edge features (links × 2): free share of each circuit bundle, and its
-      capacity over the most a bundle can have (all of a ToR's ports);
-    - global features (4): committed share of CPU, memory, disk; the share
-      of the job's VMs placed so far;
-    - the action mask: racks with a server for the VM.
-    """
-
-    def __init__(self, network: Network, builder: JobBuilder):
-        self.network = network
-        self.builder = builder
-        self.n_racks = network.n_racks
-        self.total = network.server_capacity.sum(axis=0)
-        full = float(network.info.get("ports", 1)) * float(network.info.get("port_gbps", 1.0))
-        self.full_bundle = full if full > 0 else 1.0
-        self.out_links = builder.rack_link
-        self.in_links = builder.rack_link.T.copy()
-
-    def space(self) -> gym.spaces.Dict:
-        racks, links = self.n_racks, self.network.n_links
-        return gym.spaces.Dict({
-            "rack_state": gym.spaces.Box(-1.0, 1.0, (2 * racks,), np.float32),
-            "node_features": gym.spaces.Box(-1.0, 1.0, (racks, len(RACK_FEATURES)), np.float32),
-            "edge_features": gym.spaces.Box(0.0, 1.0, (links, len(LINK_FEATURES)), np.float32),
-            "global_features": gym.spaces.Box(0.0, 1.0, (4,), np.float32),
-            "action_mask": gym.spaces.Box(0, 1, (racks,), np.int8),
-        })
-
-    def rack_state(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """The paper's two values per rack (IT, bandwidth) and the mask."""
-        builder = self.builder
-        fits = builder.rack_fits()
-        it = builder.share_left()
-        it = np.where(fits, np.clip(it, 0.0, 1.0), -1.0)
-        free = builder.free_links
-        capacity = builder.link_capacity
-        # Free bandwidth of every rack's bundles, out (u -> v) and in (v -> u), after this job's placed traffic.
-        out_free = free[self.out_links] - builder.pending
-        in_free = free[self.in_links] - builder.pending.T
-        feasible = np.ones(self.n_racks, dtype=bool)
-        for other, rate, outgoing in builder.partners():
-            column = (out_free if outgoing else in_free)[:, other].copy()
-            column[other] = np.inf  # same rack: no circuit
-            feasible &= column >= rate - 1e-9
-            if outgoing:
-                out_free[:, other] -= rate
-            else:
-                in_free[:, other] -= rate
-        out_capacity = capacity[self.out_links]
-        in_capacity = capacity[self.in_links]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            out_share = np.where(out_capacity > 0, out_free / out_capacity, np.inf)
-            in_share = np.where(in_capacity > 0, in_free / in_capacity, np.inf)
-        bottleneck = np.minimum(out_share.min(axis=1), in_share.min(axis=1))
-        bottleneck = np.where(np.isfinite(bottleneck), np.clip(bottleneck, 0.0, 1.0), 0.0)
-        bandwidth = np.where(feasible & fits, bottleneck, -1.0)
-        return it, bandwidth, fits
-
-    def traffic_kept(self) -> np.ndarray:
-        """Per rack, the share of the next VM's Gbps to the VMs already
-        placed that would stay inside the rack if it went there (0 for a
-        job's first VM)."""
-        kept = np.zeros(self.n_racks)
-        total = 0.0
-        for other, rate, _ in self.builder.partners():
-            kept[other] += rate
-            total += rate
-        return kept / total if total > 0 else kept
-
-    def observe(self, builder: JobBuilder, state: State) -> dict[str, np.ndarray]:
-        it, bandwidth, fits = self.rack_state()
-        n_vms = len(builder.vms)
-        nodes = np.empty((self.n_racks, len(RACK_FEATURES)), dtype=np.float32)
-        nodes[:, :3] = builder.rack_free / builder.rack_capacity
-        nodes[:, 3] = it
-        nodes[:, 4] = np.bincount(builder.host_racks, minlength=self.n_racks) / n_vms
-        nodes[:, 5] = self.traffic_kept()
-        capacity = builder.link_capacity[:-1]
-        edges = np.empty((self.network.n_links, len(LINK_FEATURES)), dtype=np.float32)
-        edges[:, 0] = np.divide(builder.free_links[:-1], capacity, out=np.zeros_like(capacity), where=capacity > 0)
-        edges[:, 1] = capacity / self.full_bundle
-        used = 1.0 - state.free_resources.sum(axis=0) / self.total
-        return {
-            "rack_state": np.concatenate([it, bandwidth]).astype(np.float32),
-            "node_features": nodes,
-            "edge_features": edges,
-            "global_features": np.array([*used, builder.step / n_vms], dtype=np.float32),
-            "action_mask": fits.astype(np.int8),
-        }
 
 
 def job_step_rewards(steps: int, blocked_at: int | None, latency_ns: float, reconfigured: bool,

@@ -1,0 +1,45 @@
+"""``dcbench bench``: requests per second and time per request of allocators.
+"""
+
+from __future__ import annotations
+
+import click
+
+from dcbench.commands.base import MAX_REPEAT, MAX_RUN_REQUESTS, check_bounds, load_registry, plugin_prints_to_stderr
+from dcbench.hookspecs import hookimpl
+
+
+@click.command()
+@click.option("--allocator", "-a", "allocators", multiple=True,
+              help="Allocators to time, repeated or listed with commas as for sweep "
+                   "(default: every heuristic that serves the topology).")
+@click.option("--topology", "-t", "topologies", multiple=True,
+              help="Topologies (default: tiered:32,1x4 at 64, 1,024 and 8,192 servers).")
+@click.option("--workload", "-w", default=None, help="Workload spec (default: each topology's own).")
+@click.option("--requests", "-n", type=int, default=4096, show_default=True,
+              help=f"Requests per run, at most {MAX_RUN_REQUESTS:,}.")
+@click.option("--repeat", type=int, default=3, show_default=True,
+              help=f"Timed runs per cell, at most {MAX_REPEAT}; the best is kept.")
+def bench(allocators: tuple[str, ...], topologies: tuple[str, ...], workload: str | None, requests: int | None,
+          repeat: int) -> None:
+    """Measure requests per second and time per request of allocators."""
+    from dcbench.harness.bench import DEFAULT_TOPOLOGIES, run_bench
+    from dcbench.harness.sweep import split_allocators
+
+    check_bounds("--requests", requests, 1, at_most=MAX_RUN_REQUESTS)
+    check_bounds("--repeat", repeat, 1, at_most=MAX_REPEAT)
+    registry = load_registry()
+    named = bool(allocators)
+    if allocators:
+        allocators = tuple(split_allocators(allocators))
+    else:
+        allocators = tuple(sorted(name for name, e in registry.entries("allocator").items()
+                                  if not e.extra.get("learned", False)))
+    with plugin_prints_to_stderr() as echo:
+        run_bench(registry, list(allocators), list(topologies or DEFAULT_TOPOLOGIES), requests, repeat, echo,
+                  workload, every_allocator_runs=named)
+
+
+@hookimpl
+def register_commands(cli: click.Group) -> None:
+    cli.add_command(bench)

@@ -1,0 +1,163 @@
+"""``dcbench sweep``: every scenario, allocator and seed of a suite, or of ad-hoc specs.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from dcbench.commands.base import (
+    ADHOC_SEEDS,
+    MAX_JOBS,
+    MAX_RUN_REQUESTS,
+    MAX_SEEDS,
+    PATH,
+    UserError,
+    check_bounds,
+    load_registry,
+    plugin_prints_to_stderr,
+)
+from dcbench.harness.progress import progress_bar
+from dcbench.hookspecs import hookimpl
+
+
+@click.command()
+@click.option("--suite", "-s", "suite_name", default=None, help="Suite to run (see `dcbench list suites`).")
+@click.option("--topology", "-t", "topologies", multiple=True,
+              help="Instead of a suite: a topology spec; repeat it for more. Every topology runs with every "
+                   "workload (-w) and allocator.")
+@click.option("--workload", "-w", "workloads", multiple=True,
+              help="With -t: a workload spec; repeat it for more (default: each topology's own).")
+@click.option("--requests", "-n", type=int, default=None,
+              help=f"With -t: requests per run (default: the workload's), at most {MAX_RUN_REQUESTS:,}.")
+@click.option("--seeds", type=int, default=None,
+              help=f"With -t: run seeds 0..K-1 of every scenario (default {ADHOC_SEEDS}, as the suites; K at most "
+                   f"{MAX_SEEDS:,}).")
+@click.option("--allocator", "-a", "allocator_values", multiple=True, required=True,
+              help="Allocator spec; repeat it, or list specs with commas: tetris,nalb or ccf:reconfigure=no,jcb.")
+@click.option("--out", type=PATH, default=None,
+              help="Results folder (default: results/<suite>, results/sweep for -t). One command writes to it at "
+                   "a time.")
+@click.option("--jobs", "-j", type=int, default=None,
+              help=f"Worker processes (default: all cores; at most {MAX_JOBS}, and no more than runs to do).")
+@click.option("--executor", type=click.Choice(["local", "ray"]), default="local", show_default=True,
+              help="local: a process pool; ray: tasks on a Ray cluster (pip install 'dcbench[ray]').")
+@click.option("--address", default=None, help="Ray cluster address (default: start a local Ray instance).")
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
+def sweep(suite_name: str | None, topologies: tuple[str, ...], workloads: tuple[str, ...], requests: int | None,
+          seeds: int | None, allocator_values: tuple[str, ...], out: Path | None, jobs: int | None, executor: str,
+          address: str | None, quiet: bool) -> None:
+    """Run every scenario, allocator and seed of a suite, or of topologies
+    given with -t (an ad-hoc sweep, which report and plot read as they read
+    a suite's); resumes where it stopped."""
+    import os
+
+    from dcbench._version import __version__
+    from dcbench.harness import sweep as sweeps
+    from dcbench.harness.files import remove_staging
+    from dcbench.harness.journal import remove_leftovers
+    from dcbench.harness.locks import folder_lock, sole_writer
+    from dcbench.harness.paths import check_writable
+    from dcbench.harness.runner import Runner
+
+    check_bounds("--jobs", jobs, 1, at_most=MAX_JOBS)
+    check_bounds("--requests", requests, 1, at_most=MAX_RUN_REQUESTS)
+    check_bounds("--seeds", seeds, 1, at_most=MAX_SEEDS)
+    adhoc = check_sweep_choice(suite_name, topologies, workloads, requests, seeds)
+    registry = load_registry()
+    allocators = sweeps.split_allocators(allocator_values)
+    if address is not None and executor != "ray":
+        raise UserError("--address is the Ray cluster's, for --executor ray; give both, or neither")
+    workers = jobs if jobs is not None else min(os.cpu_count() or 1, MAX_JOBS)
+    runner = Runner(registry)
+    with plugin_prints_to_stderr():
+        if adhoc:
+            suite = sweeps.adhoc_suite(runner, topologies, workloads or (None,), requests,
+                                       ADHOC_SEEDS if seeds is None else seeds, allocators)
+        else:
+            suite = registry.get("suite", suite_name)
+        planned = sweeps.plan(runner, suite, allocators)
+    out = out or Path("results") / (sweeps.ADHOC_OUT if adhoc else suite.name)
+    check_writable(out)
+    with sole_writer(folder_lock(out), "sweep", out):
+        left_out = sweeps.previous_sweep(out, suite, allocators, registry)
+        remove_leftovers(out)  # what killed commands left (half-written runs, a summary's temporary file)
+        todo = sweeps.pending(planned, out)
+        with plugin_prints_to_stderr(), progress_bar(quiet) as progress:
+            task = progress.add_task(f"{suite.name}: {len(planned)} runs", total=len(planned),
+                                     completed=len(planned) - len(todo), noun="runs")
+            try:
+                if executor == "ray":
+                    sweeps.run_ray(todo, out, address, lambda job: progress.advance(task))
+                else:
+                    sweeps.run_local(todo, out, workers, lambda job: progress.advance(task))
+            except BaseException:  # Ctrl-C or SIGTERM, too: the runs under way were stopped mid-write
+                remove_staging(out, [job.run_id for job in todo])
+                raise
+        combined = sweeps.combine(planned, out, {
+            **sweeps.described(suite), "allocators": allocators, "dcbench_version": __version__,
+            "runs": [job.run_id for job in planned]})
+        sweeps.check_ranked_by(suite, combined, out)
+    click.echo(f"{len(planned)} runs ({len(planned) - len(todo)} already done) -> {out / sweeps.SUMMARY}")
+    if left_out:
+        click.echo(f"Note: the summary no longer lists {', '.join(left_out)} (their run folders stay); "
+                   f"name them with {'-a, -t or -w' if adhoc else '-a'} to keep them in it", err=True)
+    if quiet:
+        return
+    if not adhoc:
+        print_ranking(combined.to_pylist(), suite.primary_metric, suite.higher_is_better, registry)
+        return
+    from dcbench.harness.report import PRIMARY, by_demand_kind
+
+    for kind, rows in by_demand_kind(combined.to_pylist()).items():
+        print_ranking(rows, *PRIMARY[kind], registry)
+
+
+def check_sweep_choice(suite: str | None, topologies: tuple[str, ...], workloads: tuple[str, ...],
+                       requests: int | None, seeds: int | None) -> bool:
+    """Whether ``sweep`` is ad-hoc (-t), after checking that it was given a
+    suite or topologies, not both, and the options of -t only with -t."""
+    if suite is not None and topologies:
+        raise UserError("give a suite with -s SUITE or topologies with -t, not both")
+    if suite is None and not topologies:
+        raise UserError("give a suite with -s SUITE (see `dcbench list suites`), or topologies to sweep with -t, "
+                        "e.g. -t tiered:16,1x8 -t tiered:32,1x4")
+    if suite is not None:
+        extra = [flag for flag, value in (("-w", workloads), ("-n", requests), ("--seeds", seeds))
+                 if value not in ((), None)]
+        if extra:
+            raise UserError(f"{extra[0]} is for an ad-hoc sweep (-t); a suite sets its own workloads, requests and "
+                            "seeds")
+    return suite is None
+
+
+def print_ranking(rows: list[dict[str, Any]], metric: str, higher_is_better: bool, registry: Any) -> None:
+    """Per scenario, the allocators' mean of the suite's primary metric."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from dcbench.harness.report import default_specs, labels
+    from dcbench.harness.stats import best_mean, format_ci, mean_ci
+
+    scenarios = list(dict.fromkeys(row["scenario"] for row in rows))
+    allocators = list(dict.fromkeys(row["allocator"] for row in rows))
+    table = Table(title=f"{metric}, mean over seeds")
+    table.add_column("scenario")
+    shown = labels(allocators, default_specs(registry))
+    for allocator in allocators:
+        table.add_column(shown[allocator], justify="right")
+    for scenario in scenarios:
+        here = [row for row in rows if row["scenario"] == scenario]
+        means = [mean_ci(row.get(metric) for row in here if row["allocator"] == allocator)[0]
+                 for allocator in allocators]  # NaN (no run with a value) shows as "–" and is never the best
+        best = best_mean(means, higher_is_better)
+        shown_means = [format_ci(m, float("nan")) for m in means]
+        table.add_row(scenario, *[f"[bold]{text}[/bold]" if m == best else text for m, text in zip(means, shown_means)])
+    Console().print(table)
+
+
+@hookimpl
+def register_commands(cli: click.Group) -> None:
+    cli.add_command(sweep)

@@ -1,0 +1,167 @@
+"""What a plugin registers, checked when it registers: each ``*_problem``
+returns what makes the registration unusable, or None.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from typing import Any, Mapping
+
+from dcbench.errors import SpecError
+from dcbench.model.suite import Scenario, Suite
+from dcbench.registry.kinds import BETTER, DEMAND_KINDS, PLURALS, REGISTER_KEYWORDS
+from dcbench.spec import PARAM_TYPES, Param, Spec, bind, resolved_spec
+
+
+def registration_problem(kind: str, name: Any, target: Any, params: Any, extra: Mapping[str, Any],
+                         description: Any = "") -> str | None:
+    """What makes ``register(name, target, params=..., **extra)`` unusable, or None."""
+    if not isinstance(name, str) or not _is_spec_name(name):
+        return "no spec can give that name; use letters, digits, '_', '.' and '-', starting with a letter or '_'"
+    if not isinstance(description, str):
+        return f"its description {description!r} is not a string"
+    if not _loadable(target):
+        return f"its target {target!r} is neither a callable nor a 'module:attr' string"
+    if not isinstance(params, (list, tuple)):
+        return f"params={params!r} is not a list of dcbench.Param"
+    strays = [param for param in params if not isinstance(param, Param)]
+    if strays:
+        return f"params holds {strays[0]!r}, not a dcbench.Param"
+    names = [param.name for param in params]
+    if len(set(names)) != len(names):
+        return "two of its params have one name"
+    for param in params:
+        problem = param_problem(param)
+        if problem is not None:
+            return f"param {param.name!r} {problem}"
+    known = REGISTER_KEYWORDS.get(kind, ())
+    strays = sorted(set(extra) - set(known))
+    if strays:  # a misspelt ``lerned=True`` would otherwise make a learned allocator a baseline
+        close = difflib.get_close_matches(strays[0], known, n=1)
+        keywords = ", ".join(f"{keyword}=" for keyword in ("description", "params", *known))
+        takes = f"did you mean {close[0]}=?" if close else f"register takes {keywords} for {PLURALS[kind]}"
+        return f"it passes the unknown keyword {strays[0]}=; {takes}"
+    learned = extra.get("learned", False)
+    if not isinstance(learned, bool):
+        return f"learned={learned!r} is not True or False"
+    trainer = extra.get("trainer")
+    if trainer is not None and not _loadable(trainer):
+        return f"its trainer {trainer!r} is neither a callable nor a 'module:attr'"
+    demands = extra.get("demands", ("pool",))
+    if kind == "allocator" and (not isinstance(demands, (list, tuple)) or not demands
+                                or not set(demands) <= set(DEMAND_KINDS)):
+        return f"demands={demands!r} is not a tuple of {' and/or '.join(map(repr, DEMAND_KINDS))}"
+    if "headline" in extra:
+        return headline_problem(extra["headline"])
+    return None
+
+
+HEADLINE_FORM = "give headline=[(column, heading, 'higher' | 'lower' | None[, demand kinds]), ...]"
+
+
+HEADING_LENGTH = 40
+
+
+def headline_problem(headline: Any) -> str | None:
+    """What makes a metric's ``headline=`` unusable (`Headline`), or None."""
+    if not isinstance(headline, (list, tuple)):
+        return f"headline={_short_repr(headline)} is not a list; {HEADLINE_FORM}"
+    for declared in headline:
+        if not isinstance(declared, (list, tuple)) or len(declared) not in (3, 4):
+            return f"headline holds {_short_repr(declared)}, not a tuple of 3 or 4; {HEADLINE_FORM}"
+        column, heading, better, *demands = declared
+        if (not isinstance(column, str) or column.count("*") > 1
+                or not re.fullmatch(r"[A-Za-z][A-Za-z0-9_]*", column.replace("*", "x"))):
+            return (f"headline column {_short_repr(column)} is no summary column's name (letters, digits and '_', "
+                    "starting with a letter; one '*' where the column varies)")
+        if not isinstance(heading, str) or not heading.strip() or not heading.isprintable() \
+                or len(heading) > HEADING_LENGTH:
+            return f"headline heading {_short_repr(heading)} of {column!r} is not one line of 1 to {HEADING_LENGTH} " \
+                   "characters"
+        if better not in BETTER:
+            return f"headline {column!r} has better={better!r}; give 'higher', 'lower' or None"
+        kinds = demands[0] if demands else DEMAND_KINDS
+        kinds = (kinds,) if isinstance(kinds, str) else kinds
+        if not isinstance(kinds, (list, tuple)) or not kinds or not all(k in DEMAND_KINDS for k in kinds):
+            return (f"headline {column!r} is for demands {_short_repr(demands[0])}, not "
+                    f"{' and/or '.join(map(repr, DEMAND_KINDS))}")
+    return None
+
+
+def _short_repr(value: Any, limit: int = 60) -> str:
+    text = " ".join(repr(value).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _loadable(target: Any) -> bool:
+    """A callable, or a 'module:attr' string that `PluginEntry.load` imports."""
+    return callable(target) or isinstance(target, str) and ":" in target
+
+
+def param_problem(param: Param) -> str | None:
+    """What makes a declared `Param` unusable, or None: a spec must be able
+    to give its name, and its default must be a value it accepts (a run's
+    resolved spec writes the default out, and it is parsed again)."""
+    if not isinstance(param.name, str) or not param.name.isidentifier():
+        return "needs a name of letters, digits and '_'"
+    if param.type not in PARAM_TYPES:
+        return f"has type {getattr(param.type, '__name__', param.type)}; use str, int, float or bool"
+    if param.required or param.default is None:
+        return None
+    try:
+        written = resolved_spec("probe", {param.name: param.default})
+        if bind("probe", [param], Spec.parse(written))[param.name] != param.default:
+            raise SpecError(written)
+    except SpecError:
+        return f"has default {param.default!r}, which is not a value it accepts"
+    return None
+
+
+def suite_problem(suite: Any) -> str | None:
+    """What makes ``register(suite)`` unusable, or None: a sweep of it must
+    have runs, and each (scenario, seed) one row of its own."""
+    if not isinstance(suite, Suite):
+        return f"it is a {type(suite).__name__}, not a dcbench.Suite"
+    if not isinstance(suite.name, str) or not _is_spec_name(suite.name):
+        return "its name is no name --suite can give; use letters, digits, '_', '.' and '-'"
+    if not isinstance(suite.primary_metric, str) or not suite.primary_metric:
+        return f"primary_metric={suite.primary_metric!r} is not a summary column's name"
+    if not isinstance(suite.higher_is_better, bool):
+        return f"higher_is_better={suite.higher_is_better!r} is not True or False"
+    if not isinstance(suite.scenarios, (list, tuple)) or not suite.scenarios:
+        return "it has no scenarios; give scenarios=[dcbench.Scenario(...), ...]"
+    labels: set[Any] = set()
+    for scenario in suite.scenarios:
+        if not isinstance(scenario, Scenario):
+            return f"scenarios holds {scenario!r}, not a dcbench.Scenario"
+        problem = _scenario_problem(scenario)
+        if problem is not None:
+            return f"scenario {scenario.label!r} {problem}"
+        if scenario.label in labels:
+            return f"two scenarios are labelled {scenario.label!r}; give each its own name="
+        labels.add(scenario.label)
+    return None
+
+
+def _scenario_problem(scenario: Scenario) -> str | None:
+    if not isinstance(scenario.topology, str) or not isinstance(scenario.workload, (str, type(None))):
+        return "has a topology or workload that is not a spec string"
+    if not isinstance(scenario.name, str) or not scenario.label.isprintable():
+        return f"has name={scenario.name!r}, not a string of one line"
+    if scenario.requests is not None and (type(scenario.requests) is not int or scenario.requests < 1):
+        return f"has requests={scenario.requests!r}, not a positive integer or None"
+    seeds = scenario.seeds
+    if (not isinstance(seeds, (list, tuple)) or not seeds
+            or any(type(seed) is not int or seed < 0 for seed in seeds)):
+        return f"has seeds={seeds!r}, not a non-empty list of integers >= 0"
+    if len(set(seeds)) < len(seeds):
+        return f"lists a seed twice in seeds={seeds!r}; its runs would count twice"
+    return None
+
+
+def _is_spec_name(name: str) -> bool:
+    try:
+        return Spec.parse(name) == Spec(name)
+    except SpecError:
+        return False

@@ -1,0 +1,223 @@
+"""The plugin manager and the registry of everything plugins register.
+
+Built-in plugins are the modules in `BUILTIN_PLUGINS`; third-party plugins
+come through the ``dcbench`` entry-point group. A third-party plugin that
+fails to import or to register is skipped with a one-line warning naming it
+(``DCBENCH_STRICT_PLUGINS=1`` turns that into an error), so one broken
+package never takes the command line down with it."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import importlib
+import importlib.metadata
+import os
+import warnings
+from typing import Any, Iterable, Sequence
+
+import pluggy
+
+import dcbench.hookspecs as hookspecs
+from dcbench.errors import PluginError, SpecError, UnknownPluginError, describe
+from dcbench.registry.checks import registration_problem, suite_problem
+from dcbench.registry.entry import Built, PluginEntry, PluginInfo
+from dcbench.registry.kinds import BUILTIN_PLUGINS, HOOK_OF_KIND, KINDS, PLURALS
+from dcbench.spec import Param, Spec, unknown
+
+
+class PluginLoadWarning(UserWarning):
+    """A third-party plugin was skipped because it is broken."""
+
+
+class Registry:
+    """Everything registered by the loaded plugins, by kind and name."""
+
+    def __init__(self, manager: pluggy.PluginManager, plugins: list[PluginInfo], failures: list[str]):
+        self.manager = manager
+        self.plugins = plugins
+        self.failures = failures
+        self.builtin_commands: list[str] = []
+        self._entries: dict[str, dict[str, Any]] = {}
+
+    def entries(self, kind: str) -> dict[str, Any]:
+        if kind not in KINDS:
+            raise SpecError(f"unknown kind {kind!r}; kinds are {', '.join(KINDS)}")
+        if kind not in self._entries:
+            self._entries[kind] = self._collect(kind)
+        return self._entries[kind]
+
+    def get(self, kind: str, name: str) -> Any:
+        entries = self.entries(kind)
+        if name in entries:
+            return entries[name]
+        raise UnknownPluginError(unknown(kind, name, sorted(entries), PLURALS[kind]))
+
+    def build(self, kind: str, spec: Spec | str) -> Built:
+        if isinstance(spec, str):
+            spec = Spec.parse(spec)
+        return self.get(kind, spec.name).build(spec)
+
+    def _collect(self, kind: str) -> dict[str, Any]:
+        entries: dict[str, Any] = {}
+        hook = getattr(self.manager.hook, HOOK_OF_KIND[kind])
+        # Call each plugin's implementation on its own so that one broken
+        # plugin is reported by name and the others still register.
+        for impl in self.hook_implementations(hook.name):
+            self.call_plugin(impl, hook.name, functools.partial(self._register, kind, entries, impl.plugin_name))
+        return entries
+
+    def _register(self, kind: str, entries: dict[str, Any], plugin_name: str, name_or_suite: Any,
+                  target: Any = None, *, description: str = "", params: Sequence[Param] = (), **extra: Any) -> None:
+        """What a plugin's ``register`` calls: ``register(name, target, ...)``, or ``register(suite)``."""
+        if kind == "suite":
+            entry = name_or_suite
+            name = getattr(entry, "name", None)
+            problem = suite_problem(entry)
+        else:
+            name = name_or_suite
+            problem = registration_problem(kind, name, target, params, extra, description)
+        if problem is not None:
+            self.fail(f"plugin {self.label(plugin_name)} registers {kind} {name!r}: {problem}; ignored")
+            return
+        if kind != "suite":
+            description = " ".join(description.split())  # one line in `dcbench list`, whatever was given
+            entry = PluginEntry(kind, name, target, description, tuple(params), plugin_name, extra,
+                                self._distribution(plugin_name))
+        if name in entries:
+            self.fail(f"plugin {self.label(plugin_name)} registers {kind} {name!r}, "
+                       f"already registered by {_owner(entries[name])!r}; ignored")
+            return
+        if kind == "suite":
+            entry = dataclasses.replace(entry, plugin=plugin_name)  # the plugin's own Suite stays as it made it
+        entries[name] = entry
+
+    def add_builtin(self, module_name: str) -> None:
+        """Register the built-in plugin module ``module_name`` now (once): the
+        command plugins, which only the command line loads, so that a registry
+        made for a run or an environment never imports click."""
+        if self.manager.get_plugin(module_name) is None:
+            self.manager.register(importlib.import_module(module_name), name=module_name)
+            self.builtin_commands.append(module_name)  # part of dcbench: not in `plugins`, nor in provenance
+
+    def is_builtin(self, plugin_name: str) -> bool:
+        return plugin_name in self.builtin_commands or any(
+            plugin.name == plugin_name and plugin.builtin for plugin in self.plugins)
+
+    def hook_implementations(self, hook_name: str) -> list[Any]:
+        """The implementations of a hook, the built-in plugins' first (each in registration order)."""
+        implementations = getattr(self.manager.hook, hook_name).get_hookimpls()
+        return sorted(implementations, key=lambda impl: not self.is_builtin(impl.plugin_name))
+
+    def call_plugin(self, impl: Any, hook_name: str, *args: Any, **kwargs: Any) -> bool:
+        """Call one plugin's implementation of a hook. A third-party one that
+        raises (or exits) is a warning and returns False; a built-in one's
+        exception is a bug of dcbench and keeps its traceback."""
+        if impl.wrapper or impl.hookwrapper:  # called on its own, a wrapper's generator would never run
+            self.fail(f"plugin {self.label(impl.plugin_name)} implements {hook_name} as a hook wrapper, which "
+                      "dcbench does not call; drop wrapper=True (or hookwrapper=True) from its @hookimpl; ignored")
+            return False
+        try:
+            impl.function(*args, **kwargs)
+        except StrictRefusal:  # what it registered, refused in strict mode: the message names it already
+            raise
+        except KeyboardInterrupt:  # Ctrl-C (or SIGTERM) stops the command
+            raise
+        except BaseException as exc:
+            if self.is_builtin(impl.plugin_name):
+                raise
+            self.fail(f"plugin {self.label(impl.plugin_name)} failed in {hook_name}: {describe(exc)}")
+            return False
+        return True
+
+    def _distribution(self, plugin_name: str) -> str:
+        """``NAME VERSION`` of a third-party plugin's distribution; empty where unknown."""
+        info = next((p for p in self.plugins if p.name == plugin_name and not p.builtin), None)
+        return f"{info.distribution} {info.version}" if info is not None and info.distribution != "?" else ""
+
+    def label(self, plugin_name: str) -> str:
+        distribution = self._distribution(plugin_name)
+        return f"{plugin_name!r}" + (f" ({distribution})" if distribution else "")
+
+    def fail(self, message: str) -> None:
+        _report(message, self.failures)
+
+
+def _owner(entry: Any) -> str:
+    return getattr(entry, "plugin", "?")
+
+
+class StrictRefusal(PluginError):
+    """A plugin's failure that ``DCBENCH_STRICT_PLUGINS=1`` makes an error."""
+
+
+def _report(message: str, failures: list[str]) -> None:
+    if os.environ.get("DCBENCH_STRICT_PLUGINS") == "1":
+        raise StrictRefusal(message.removesuffix("; ignored"))
+    failures.append(message)
+    warnings.warn(message + " (set DCBENCH_STRICT_PLUGINS=1 to make this an error)", PluginLoadWarning, stacklevel=3)
+
+
+HOOK_NAMES = sorted(name for name in dir(hookspecs) if name.startswith("register_"))
+
+
+def unknown_hooks(module: Any) -> list[str]:
+    """The functions ``module`` marks as hook implementations that dcbench has no hook for (a typo)."""
+    return sorted(name for name, value in vars(module).items()
+                  if hasattr(value, "dcbench_impl") and name not in HOOK_NAMES)
+
+
+def create_registry(entry_points: Iterable[importlib.metadata.EntryPoint] | None = None) -> Registry:
+    """Load the built-in and the installed third-party plugins."""
+    from dcbench._version import __version__
+
+    manager = pluggy.PluginManager("dcbench")
+    manager.add_hookspecs(hookspecs)
+    plugins: list[PluginInfo] = []
+    failures: list[str] = []
+    for module_name in BUILTIN_PLUGINS:
+        manager.register(importlib.import_module(module_name), name=module_name)
+        plugins.append(PluginInfo(module_name, "dcbench", __version__, builtin=True))
+    if entry_points is None:
+        entry_points = importlib.metadata.entry_points(group="dcbench")
+    for entry_point in entry_points:
+        dist = entry_point.dist
+        dist_name = dist.metadata["Name"] if dist is not None else "?"
+        dist_version = dist.version if dist is not None else "?"
+        label = f"{entry_point.name} ({dist_name} {dist_version})"
+        try:
+            module = entry_point.load()
+            manager.register(module, name=entry_point.name)
+        except pluggy.PluginValidationError as exc:  # its first line names the hook, its last the reason
+            lines = str(exc).splitlines()
+            _report(f"plugin {label} failed to load: {lines[0]}: {lines[-1]}", failures)
+            continue
+        except KeyboardInterrupt:  # Ctrl-C (or SIGTERM) stops the command
+            raise
+        except BaseException as exc:
+            _report(f"plugin {label} failed to load: {describe(exc)}", failures)
+            continue
+        for name in unknown_hooks(module):
+            _report(f"plugin {label} implements {unknown('hook', name, HOOK_NAMES)}", failures)
+        plugins.append(PluginInfo(entry_point.name, dist_name, dist_version, builtin=False))
+    registry = Registry(manager, plugins, failures)
+    for kind in KINDS:  # now, so that a broken registration is reported with the broken imports
+        registry.entries(kind)
+    return registry
+
+
+_REGISTRY: Registry | None = None
+
+
+def get_registry() -> Registry:
+    """The process-wide registry, created on first use."""
+    global _REGISTRY
+    if _REGISTRY is None:
+        _REGISTRY = create_registry()
+    return _REGISTRY
+
+
+def reset_registry() -> None:
+    """Forget the loaded plugins (tests, or after installing a plugin)."""
+    global _REGISTRY
+    _REGISTRY = None

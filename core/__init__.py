@@ -29,17 +29,18 @@ from dcbench.harness.stats import format_ci, mean_ci
 from dcbench.harness.tables import curve_columns, write_table_atomic
 from dcbench.hookspecs import hookimpl
 from dcbench.model.allocation import Allocation, Reject, Route, State, Swap, check_allocation, required_pairs
-from dcbench.model.network import Network, PathCatalogue, Topology
-from dcbench.model.requests import CONNECTIVITY_RULES, Request, RequestSequence, Workload
+from dcbench.model.network import Circuits, Network, PathCatalogue, Topology
+from dcbench.model.requests import CONNECTIVITY_RULES, PacketModel, Request, RequestSequence, Workload
 from dcbench.model.suite import Scenario, Suite
-from dcbench.registry import blamed_on, get_registry
+from dcbench.registry import Column, blamed_on, get_registry
 from dcbench.spec import MAX_TRAINING_STEPS, Param, Range, Spec, config_options
 
 __all__ = [
-    "__version__", "Allocation", "Allocator", "AllocatorError", "CONNECTIVITY_RULES", "DcbenchError",
+    "__version__", "Allocation", "Allocator", "AllocatorError", "CONNECTIVITY_RULES", "Circuits", "Column",
+    "DcbenchError",
     "IncompatibleError", "JobAllocator", "JobBuilder", "MAX_TRAINING_STEPS", "Network", "Param", "PathCatalogue",
-    "PluginError", "PoolAllocator", "PoolAndJobAllocator", "PoolBuilder", "RECONFIGURE_PARAM", "Range", "Reject",
-    "Request", "RequestSequence", "ResolvedRun", "ResultsError", "Route", "RunResult", "RunTables", "Runner",
+    "PacketModel", "PluginError", "PoolAllocator", "PoolAndJobAllocator", "PoolBuilder", "RECONFIGURE_PARAM", "Range",
+    "Reject", "Request", "RequestSequence", "ResolvedRun", "ResultsError", "Route", "RunResult", "RunTables", "Runner",
     "SPREAD_LEVELS", "Scenario", "Spec", "SpecError", "State", "Suite", "Swap", "Topology", "UnknownPluginError",
     "WEIGHTINGS", "WeightedRouter", "Workload", "blamed_on", "check_allocation", "check_writable", "config_options",
     "curve_columns", "describe", "folder_lock", "format_ci", "get_registry", "hookimpl", "mean_ci", "pyplot",

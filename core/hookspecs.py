@@ -27,6 +27,8 @@ def register_topologies(register):
 
     Call ``register(name, factory, description=..., params=[Param(...), ...])``
     once per family. ``factory(**params)`` returns a `dcbench.Topology`.
+    Optionally, ``figures="module:attr"`` names the figures ``dcbench plot``
+    draws of runs on the family that no suite groups.
     """
 
 
@@ -47,6 +49,10 @@ def register_allocators(register):
     Call ``register(name, factory, description=..., params=[...],
     demands=("pool",))``. ``factory(**params)`` returns a `dcbench.Allocator`;
     ``demands`` lists the demand kinds it serves (``"pool"``, ``"job"``).
+
+    ``colour=`` (optional) is the colour of its lines and bars in figures:
+    a matplotlib colour ("C1"), or a mapping from "" and ``KEY=VALUE``
+    options of its spec to colours (``{"": "C5", "reconfigure=no": "C7"}``).
 
     A learned allocator also passes ``learned=True`` (it is left out of
     ``dcbench bench`` and is never a leaderboard baseline) and, to be
@@ -69,19 +75,12 @@ def register_metrics(register):
     and the compiled `dcbench.Network` and returns a dict of summary columns:
     new names only (not the core's, not another metric's), a number each.
 
-    Optionally, ``headline=[(column, heading, better), ...]`` names the
-    columns ``dcbench run`` shows in its table: ``heading`` is how the table
-    names the column (one line, at most 40 characters), ``better`` is
-    ``"higher"``, ``"lower"`` or ``None`` (a column that describes a run
-    rather than scores it). A fourth item limits the column to runs of the
-    demand kinds given (``"pool"``, ``"job"``, or a tuple of both); without
-    it, it is shown for both. A ``*`` in ``column`` stands for what varies
-    with the topology (``"link_util_tier*"``) and ``{}`` in ``heading``
-    repeats it (``"tier-{} link utilisation"``). A run's table shows the
-    headline columns its summary has a value in (not NaN), the demand
-    kind's primary column first (``acceptance_ratio`` for pools,
-    ``blocking_probability`` for jobs); a metric without ``headline`` is in
-    the summary but not in that table.
+    Optionally, ``columns=[dcbench.Column(...), ...]`` declares how the
+    tools show its columns: a heading and whether higher or lower is better;
+    which ``dcbench run``'s table shows (``headline=``), which rank runs where
+    no suite says (``ranks=``, e.g. acceptance for pools), which get a table
+    in ``dcbench report`` (``description=``); the leaderboard shows every
+    declared column. A metric without ``columns`` is in the summary only.
     """
 
 
@@ -89,7 +88,9 @@ def register_metrics(register):
 def register_suites(register):
     """Register named suites of scenarios.
 
-    Call ``register(dcbench.Suite(name=..., scenarios=[...], ...))``.
+    Call ``register(dcbench.Suite(name=..., scenarios=[...], ...))``; a
+    suite may name its figures, ``Suite(figures="module:attr")``, which
+    ``dcbench plot`` draws of a sweep of it.
     """
 
 
@@ -97,8 +98,11 @@ def register_suites(register):
 def register_commands(cli):
     """Add commands to the ``dcbench`` command line.
 
-    ``cli`` is the top-level `click.Group`; decorate new commands with
-    ``@cli.command()``. A command that replaces or changes one already
-    there is put back with a warning; one that raises is reported as a
-    one-line error naming the plugin.
+    ``cli`` is the top-level `click.Group`: ``cli.add_command(command)``,
+    or decorate new commands with ``@cli.command()``. dcbench's own commands
+    (``run``, ``sweep``, ``train``, ``report``, ``plot``, ``bench``,
+    ``leaderboard``) are built-in plugins of this hook and come first. A
+    plugin that takes a name another plugin's command has, or whose hook
+    raises, is one warning line and its command is left out; a third-party
+    command that raises is one error line naming the plugin.
     """

@@ -112,9 +112,10 @@ def report(results: Path, out: Path | None, section: str | None) -> None:
     title = read.title + (f" ({section})" if section else "")
     if read.suite is not None:
         primary, higher_is_better = ranking_of(registry.entries("suite").get(read.suite))
-        text = make_report(read.rows, title, primary, higher_is_better, baselines(registry), default_specs(registry))
+        text = make_report(read.rows, title, primary, higher_is_better, registry.columns(), baselines(registry),
+                           default_specs(registry))
     else:
-        text = report_runs(read.rows, title, baselines(registry), default_specs(registry))
+        text = report_runs(read.rows, title, registry.columns(), baselines(registry), default_specs(registry))
     if out is None:
         click.echo(text)
     else:
@@ -148,7 +149,7 @@ def runs(folder: Path, as_csv: bool) -> None:
     rows, damaged = read_runs(folder)
     index = runs_index(rows, registry, default_specs(registry))
     if as_csv:
-        write_index_csv(index)
+        write_index_csv(index, registry)
     elif index:
         for line in index_lines(index, shutil.get_terminal_size((80, 24)).columns):
             click.echo(line)
@@ -166,44 +167,49 @@ def runs_index(rows: list[dict[str, Any]], registry: Registry, defaults: Mapping
     label, its specs whole and shortened (`compact_specs`, `labels`), and
     its demand kind's primary metric; runs of pools first, then by
     scenario, allocator and seed."""
-    from dcbench.harness.report import PRIMARY, compact_specs, demand_kind, labels, natural, scenario_labels
+    from dcbench.harness.report import compact_specs, labels, natural, scenario_labels
+    from dcbench.registry.columns import demand_kind, ranking_columns
+    from dcbench.registry.kinds import DEMAND_KINDS
 
+    columns = registry.columns()
+    ranked_by = ranking_columns(columns)
     scenarios = scenario_labels([(r["topology"], r["workload"], r["requests"]) for r in rows], registry)
     topologies = compact_specs([r["topology"] for r in rows], registry, "topology")
     workloads = compact_specs([r["workload"] for r in rows], registry, "workload")
     allocators = labels(list(dict.fromkeys(r["allocator"] for r in rows)), defaults)
     index = []
     for row in rows:
-        kind = demand_kind(row)
+        kind = demand_kind(row, columns)
         index.append({**{column: row[column] for column in ("run_id", "allocator", "topology", "workload",
                                                              "requests", "seed", "dcbench_version")},
                       "scenario": scenarios[(row["topology"], row["workload"], row["requests"])],
-                      "acceptance_ratio": row.get("acceptance_ratio"),
-                      "blocking_probability": row.get("blocking_probability"),
-                      "kind": kind, "primary": row.get(PRIMARY[kind][0]),
+                      "ranking": {column: row.get(column) for column, _ in ranked_by.values()},
+                      "kind": kind, "primary": row.get(ranked_by[kind][0]), "primary_column": ranked_by[kind][0],
                       "short": (allocators[row["allocator"]], topologies[row["topology"]],
                                 workloads[row["workload"]])})
-    return sorted(index, key=lambda r: (list(PRIMARY).index(r["kind"]), natural(r["scenario"]),
+    return sorted(index, key=lambda r: (DEMAND_KINDS.index(r["kind"]), natural(r["scenario"]),
                                         natural(r["short"][0]), r["seed"]))
 
 
-INDEX_CSV_COLUMNS = ("run_id", "scenario", "allocator", "topology", "workload", "requests", "seed", "dcbench_version",
-                     "acceptance_ratio", "blocking_probability")
+INDEX_CSV_COLUMNS = ("run_id", "scenario", "allocator", "topology", "workload", "requests", "seed", "dcbench_version")
 
 
-def write_index_csv(index: list[dict[str, Any]]) -> None:
-    """The index as CSV on stdout, full specs, an empty cell for no value."""
+def write_index_csv(index: list[dict[str, Any]], registry: Registry) -> None:
+    """The index as CSV on stdout, full specs, then the column that ranks
+    each demand kind's runs (an empty cell for no value)."""
     import csv
     import io
 
     from dcbench.harness.report import has_value
+    from dcbench.registry.columns import ranking_columns
 
+    ranking = [column for column, _ in ranking_columns(registry.columns()).values()]
     text = io.StringIO()
     writer = csv.writer(text, lineterminator="\n")
-    writer.writerow(INDEX_CSV_COLUMNS)
+    writer.writerow(INDEX_CSV_COLUMNS + tuple(ranking))
     for entry in index:
-        writer.writerow([entry[c] if c not in ("acceptance_ratio", "blocking_probability") or has_value(entry[c])
-                         else "" for c in INDEX_CSV_COLUMNS])
+        values = [entry["ranking"][column] for column in ranking]
+        writer.writerow([entry[c] for c in INDEX_CSV_COLUMNS] + [v if has_value(v) else "" for v in values])
     click.echo(text.getvalue(), nl=False)
 
 
@@ -211,11 +217,12 @@ def index_lines(index: list[dict[str, Any]], width: int) -> list[str]:
     """The index as aligned text within ``width`` columns (at least 80): a
     header and a line per run for each demand kind, the specs' columns cut
     short with '…' where they do not fit."""
-    from dcbench.harness.report import PRIMARY, significant
+    from dcbench.harness.report import significant
 
     lines = []
     for kind in dict.fromkeys(entry["kind"] for entry in index):
-        rows = [["run id", "allocator", "topology", "workload", "n", "seed", PRIMARY[kind][0].split("_")[0]]]
+        primary = next(entry["primary_column"] for entry in index if entry["kind"] == kind)
+        rows = [["run id", "allocator", "topology", "workload", "n", "seed", primary.split("_")[0]]]
         rows += [[e["run_id"], *e["short"], str(e["requests"]), str(e["seed"]), significant(e["primary"])]
                  for e in index if e["kind"] == kind]
         widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]))]

@@ -77,7 +77,7 @@ def print_summary(summaries: list[dict[str, Any]], scenario: Mapping[str, Any], 
 
     for part, value in scenario.items():
         click.echo(f"{part:<10} {value}")
-    columns = headline_columns(list(registry.entries("metric").values()), kind, summaries)
+    columns = headline_columns(registry.columns(), kind, summaries)
     if not columns:
         click.echo("no headline metric has a value in these runs (see the notes)")
         return

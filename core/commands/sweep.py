@@ -109,10 +109,12 @@ def sweep(suite_name: str | None, topologies: tuple[str, ...], workloads: tuple[
     if not adhoc:
         print_ranking(combined.to_pylist(), suite.primary_metric, suite.higher_is_better, registry)
         return
-    from dcbench.harness.report import PRIMARY, by_demand_kind
+    from dcbench.harness.report import by_demand_kind
+    from dcbench.registry.columns import ranking_columns
 
-    for kind, rows in by_demand_kind(combined.to_pylist()).items():
-        print_ranking(rows, *PRIMARY[kind], registry)
+    ranked_by = ranking_columns(registry.columns())
+    for kind, rows in by_demand_kind(combined.to_pylist(), registry.columns()).items():
+        print_ranking(rows, *ranked_by[kind], registry)
 
 
 def check_sweep_choice(suite: str | None, topologies: tuple[str, ...], workloads: tuple[str, ...],

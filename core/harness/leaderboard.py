@@ -23,7 +23,7 @@ import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from dcbench.errors import DcbenchError, ResultsError, describe
 from dcbench.harness.files import staging_folder, swapped_in
@@ -50,10 +50,9 @@ from dcbench.harness.summary import (
     sweep_summary_problem,
 )
 from dcbench.harness.tables import UnreadableTable, provenance_of, read_table, table_at
-from dcbench.registry import Registry, get_registry
+from dcbench.registry import Column, Registry, get_registry
 
 SUBMISSIONS = "submissions"
-HIDDEN_METRICS = ("acceptance_size_", "accepted_size_", "_last25", "invalid_allocations")
 
 
 @dataclass
@@ -377,10 +376,10 @@ def rank_scenario(rows: list[dict[str, Any]], metric: str, higher: bool, baselin
     return entries
 
 
-def _metric_columns(rows: list[dict[str, Any]], primary: str) -> list[str]:
-    numeric = [k for k, v in rows[0].items() if isinstance(v, float) and k != primary
-               and not any(h in k for h in HIDDEN_METRICS)]
-    return sorted(numeric)
+def _metric_columns(rows: list[dict[str, Any]], primary: str, declared: Sequence[Column]) -> list[str]:
+    """The columns a section shows beside ``primary``: the numbers the metrics declare (`dcbench.Column`)."""
+    numbers = [column for column, value in rows[0].items() if isinstance(value, float) and column != primary]
+    return sorted(column for column in numbers if any(declaration.matches([column]) for declaration in declared))
 
 
 def build(root: Path, registry: Registry) -> list[Path]:
@@ -409,7 +408,7 @@ def build(root: Path, registry: Registry) -> list[Path]:
     staging = staging_folder(plots_dir)
     prepared: list[tuple[Path, Path]] = []
     try:
-        sections = _sections(by_suite, suites, baseline_names, defaults, staging, plots_dir)
+        sections = _sections(by_suite, suites, baseline_names, defaults, registry.columns(), staging, plots_dir)
         for name, text in (("README.md", _markdown(sections, submissions, __version__, root)),
                            ("index.html", _html(sections, submissions, __version__, root))):
             prepared.append(prepare_atomic(root / name, lambda path, text=text: path.write_text(
@@ -454,7 +453,8 @@ def check_own_folder(root: Path) -> None:
 
 
 def _sections(by_suite: dict[str, list[Submission]], suites: Mapping[str, Any], baseline_names: set[str],
-              defaults: Mapping[str, str], plots_staging: Path, plots_dir: Path) -> list[Section]:
+              defaults: Mapping[str, str], columns: Sequence[Column], plots_staging: Path, plots_dir: Path
+              ) -> list[Section]:
     """One section per suite: its rankings, and its plot, drawn into
     ``plots_staging`` and named by its place once that becomes ``plots_dir``.
     A suite whose section fails to rank or draw (what the checks of every
@@ -463,7 +463,7 @@ def _sections(by_suite: dict[str, list[Submission]], suites: Mapping[str, Any], 
     sections = []
     for suite_name in sorted(by_suite):
         section = functools.partial(_section, suite_name, suites=suites, baseline_names=baseline_names,
-                                    defaults=defaults, plots_dir=plots_dir)
+                                    defaults=defaults, columns=columns, plots_dir=plots_dir)
         try:
             sections.append(section(by_suite[suite_name], plots_staging=plots_staging))
         except DcbenchError:  # matplotlib missing, say: no submission's doing
@@ -474,7 +474,8 @@ def _sections(by_suite: dict[str, list[Submission]], suites: Mapping[str, Any], 
 
 
 def _section(suite_name: str, submissions: list[Submission], suites: Mapping[str, Any], baseline_names: set[str],
-             defaults: Mapping[str, str], plots_staging: Path, plots_dir: Path) -> Section:
+             defaults: Mapping[str, str], columns: Sequence[Column], plots_staging: Path, plots_dir: Path
+             ) -> Section:
     by_run: dict[str, dict[str, Any]] = {}
     for submission in submissions:
         for row in submission.rows:  # the same run submitted twice counts once: its copies agree
@@ -484,7 +485,7 @@ def _section(suite_name: str, submissions: list[Submission], suites: Mapping[str
     metric, higher = ranking_of(suite)
     order = [s.label for s in suite.scenarios] if suite else sorted({r["scenario"] for r in rows})
     scenarios = [s for s in order if any(r["scenario"] == s for r in rows)]
-    metrics = _metric_columns(rows, metric)
+    metrics = _metric_columns(rows, metric, columns)
     per_scenario = {s: rank_scenario([r for r in rows if r["scenario"] == s], metric, higher, baseline_names,
                                      metrics)
                     for s in scenarios}

@@ -11,6 +11,8 @@ from dcbench.errors import ResultsError, SpecError
 from dcbench.harness.files import write_text_atomic
 from dcbench.harness.paths import check_regular_file
 from dcbench.harness.stats import best_mean, format_ci, mean_ci
+from dcbench.registry.columns import Column, demand_kind, ranking_columns
+from dcbench.registry.kinds import DEMAND_KINDS
 from dcbench.spec import Spec, bind, resolved_spec
 
 START = "<!-- dcbench report: start -->"
@@ -174,17 +176,19 @@ def as_scenarios(rows: list[dict[str, Any]], registry: Any) -> list[dict[str, An
     return sorted(shaped, key=lambda r: (order[r["scenario"]], natural(r["allocator"]), r["seed"]))
 
 
-def by_demand_kind(rows: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
-    """``rows`` split into runs of pools and of jobs (`demand_kind`), each
-    part without the columns none of its rows has a value in (a job's
-    latency in the rows of pools)."""
+def by_demand_kind(rows: list[dict[str, Any]], columns: Sequence[Column] | None = None
+                   ) -> dict[str, list[dict[str, Any]]]:
+    """``rows`` split into runs of pools and of jobs (`demand_kind` by the
+    metrics' declared ``columns``), each part without the columns none of
+    its rows has a value in (a job's latency in the rows of pools)."""
+    columns = declared(columns)
     parts: dict[str, list[dict[str, Any]]] = {}
     for row in rows:
-        parts.setdefault(demand_kind(row), []).append(row)
+        parts.setdefault(demand_kind(row, columns), []).append(row)
     for kind, part in parts.items():
         empty = {column for column in part[0] if all(r.get(column) is None for r in part)}
         parts[kind] = [{k: v for k, v in r.items() if k not in empty} for r in part]
-    return {kind: parts[kind] for kind in PRIMARY if kind in parts}
+    return {kind: parts[kind] for kind in DEMAND_KINDS if kind in parts}
 
 
 def scenarios_table(rows: list[dict[str, Any]]) -> str:
@@ -198,18 +202,21 @@ def scenarios_table(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def report_runs(rows: list[dict[str, Any]], title: str, baselines: set[str] | None = None,
-                defaults: Mapping[str, str] | None = None) -> str:
+def report_runs(rows: list[dict[str, Any]], title: str, columns: Sequence[Column] | None = None,
+                baselines: set[str] | None = None, defaults: Mapping[str, str] | None = None) -> str:
     """The report of runs no suite ranks (a folder of runs, an ad-hoc
     sweep): a table of the scenarios' specs, then `report`'s tables, ranked
-    by the demand kind's `PRIMARY` column; runs of pools and of jobs in a
-    section each."""
-    parts = by_demand_kind(rows)
+    by the column that ranks the demand kind (`ranking_columns`); runs of
+    pools and of jobs in a section each. ``columns`` are the metrics'
+    declared columns (`Registry.columns`; by default the loaded plugins')."""
+    columns = declared(columns)
+    parts = by_demand_kind(rows, columns)
+    ranked_by = ranking_columns(columns)
     texts = []
     for kind, part in parts.items():
-        primary, higher = PRIMARY[kind]
+        primary, higher = ranked_by[kind]
         heading = f"{title}: {DEMAND_KIND_NAMES[kind]}" if len(parts) > 1 else title
-        text = report(part, heading, primary, higher, baselines, defaults)
+        text = report(part, heading, primary, higher, columns, baselines, defaults)
         head, _, rest = text.partition("\n\n")  # the scenarios' specs under the title
         texts.append(f"{head}\n\nScenarios:\n\n{scenarios_table(part)}\n\n{rest}")
     return "\n".join(texts)
@@ -261,37 +268,38 @@ def ranking(rows: list[dict[str, Any]], metric: str, higher_is_better: bool = Tr
     return "\n".join(lines)
 
 
-# The column that ranks runs of each demand kind where no suite says (a folder of runs, an ad-hoc sweep, a run's
-# table), and whether higher is better: the papers' own, acceptance for pools and blocking for jobs.
-PRIMARY = {"pool": ("acceptance_ratio", True), "job": ("blocking_probability", False)}
 DEMAND_KIND_NAMES = {"pool": "pool requests", "job": "jobs"}
 
 
-def demand_kind(row: Mapping[str, Any]) -> str:
-    """'job' for a run of jobs (the jobs metric gives it reconfigurations), else 'pool'."""
-    return "job" if row.get("reconfigurations_per_job") is not None else "pool"
+def declared(columns: Sequence[Column] | None) -> Sequence[Column]:
+    """``columns``, or where None the columns the loaded metric plugins declare."""
+    if columns is not None:
+        return columns
+    from dcbench.registry import get_registry
+
+    return get_registry().columns()
 
 
 def has_value(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and not math.isnan(value)
 
 
-def headline_columns(metrics: Sequence[Any], kind: str, summaries: Sequence[Mapping[str, Any]]
+def headline_columns(declared: Sequence[Column], kind: str, summaries: Sequence[Mapping[str, Any]]
                      ) -> list[tuple[str, str, str | None]]:
-    """(column, heading, better) of every headline column the metric
-    plugins ``metrics`` (registry entries) declare for runs of ``kind`` that
-    one of ``summaries`` has a value in, the kind's `PRIMARY` column first,
-    the others in the order the metrics and their columns come."""
+    """(column, heading, better) of every headline column of the metrics'
+    ``declared`` columns for runs of ``kind`` that one of ``summaries`` has
+    a value in, the column that ranks the kind first, the others in the
+    order the metrics declare them."""
     columns = list(dict.fromkeys(column for summary in summaries for column in summary))
     found: dict[str, tuple[str, str | None]] = {}
-    for metric in metrics:
-        for headline in metric.headline:
-            if kind not in headline.demands:
-                continue
-            for column, heading in headline.matches(columns):
-                if column not in found and any(has_value(summary.get(column)) for summary in summaries):
-                    found[column] = (heading, headline.better)
-    order = sorted(found, key=lambda column: column != PRIMARY[kind][0])  # (a stable sort)
+    for declaration in declared:
+        if not declaration.is_headline(kind):
+            continue
+        for column, heading in declaration.matches(columns):
+            if column not in found and any(has_value(summary.get(column)) for summary in summaries):
+                found[column] = (heading, declaration.better)
+    primary = ranking_columns(declared).get(kind, ("", True))[0]
+    order = sorted(found, key=lambda column: column != primary)  # (a stable sort)
     return [(column, *found[column]) for column in order]
 
 
@@ -325,20 +333,21 @@ def mean_and_spread(mean: float, spread: float) -> str:
     return f"{shown} ± {spread:.{places}f}"
 
 
-# (column, heading, higher is better); a report shows those its rows have.
-METRICS = (
-    ("acceptance_ratio", "Acceptance ratio", True),
-    ("blocking_probability", "Blocking probability (measured requests)", False),
-    ("reconfigurations_per_job", "Reconfigurations (circuit swaps) per job", False),
-    ("latency_us", "End-to-end latency, µs (M/M/1/K per link)", False),
-    ("packet_loss", "Packet loss (M/M/1/K per link)", False),
-    ("cpu_util", "CPU utilisation (time-averaged)", True),
-    ("mem_util", "Memory utilisation (time-averaged)", True),
-    ("disk_util", "Disk utilisation (time-averaged)", True),
-    ("link_util_tier1", "Tier-1 link utilisation (server-rack; OCS circuits on ocs)", True),
-    ("link_util_tier2", "Tier-2 (rack-aggregation) link utilisation", True),
-    ("link_util_tier3", "Tier-3 (aggregation-core) link utilisation", True),
-)
+def report_columns(declared: Sequence[Column], kind: str, row: Mapping[str, Any]) -> list[tuple[str, str, bool]]:
+    """(column, description, higher is better) of each of the metrics'
+    ``declared`` columns that a report of runs of ``kind`` shows and ``row``
+    has: first those that rank runs (of any kind), then those declared for
+    ``kind`` alone, then the others, each group in the metrics' order."""
+    shown: dict[str, tuple[str, bool, int]] = {}
+    for declaration in declared:
+        if declaration.description is None or kind not in declaration.demands:
+            continue
+        group = 0 if declaration.ranks else 1 if declaration.demands == (kind,) else 2
+        for column, _ in declaration.matches(row):
+            if column not in shown:
+                shown[column] = (declaration.description, declaration.better != "lower", group)
+    order = sorted(shown, key=lambda column: shown[column][2])  # (a stable sort)
+    return [(column, shown[column][0], shown[column][1]) for column in order]
 
 
 def paired_table(rows: list[dict[str, Any]], metric: str, baselines: set[str], higher_is_better: bool = True,
@@ -396,16 +405,21 @@ def paired_table(rows: list[dict[str, Any]], metric: str, baselines: set[str], h
 
 
 def report(rows: list[dict[str, Any]], title: str, primary: str, higher_is_better: bool = True,
-           baselines: set[str] | None = None, defaults: Mapping[str, str] | None = None) -> str:
+           columns: Sequence[Column] | None = None, baselines: set[str] | None = None,
+           defaults: Mapping[str, str] | None = None) -> str:
+    """A sweep's report in Markdown: a table (mean ± 95% CI) of each of the
+    metrics' declared ``columns`` it has, a ranking by ``primary``, and the
+    learned and third-party allocators against the best of ``baselines``.
+    ``columns`` are the metrics' declared columns (`Registry.columns`; by
+    default the loaded plugins')."""
     if not rows:
         raise ResultsError("the summary has no rows; run the sweep first")
     seeds = sorted({r["seed"] for r in rows})
     spread = (f"Mean ± half-width of the 95% confidence interval (Student's t) over seeds {seeds}"
               if len(seeds) > 1 else f"Mean of seed {seeds[0]} alone (one seed: no confidence interval)")
     parts = [f"### {cell(title)}", "", f"{spread}; the best mean of each row in bold.", ""]
-    job_rows = "reconfigurations_per_job" in rows[0]
-    shown = [(metric, heading, higher) for metric, heading, higher in METRICS
-             if metric in rows[0] and not (metric == "acceptance_ratio" and job_rows)]
+    columns = declared(columns)
+    shown = report_columns(columns, demand_kind(rows[0], columns), rows[0])
     if primary not in (metric for metric, _, _ in shown):  # a third-party suite's own metric: its table first
         shown.insert(0, (primary, primary, higher_is_better))
     for metric, heading, higher in shown:

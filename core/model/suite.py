@@ -22,11 +22,17 @@ class Scenario:
 
 @dataclass(frozen=True)
 class Suite:
-    """A named list of scenarios, ranked by ``primary_metric``."""
+    """A named list of scenarios, ranked by ``primary_metric``.
+
+    ``figures`` is the ``"module:attr"`` of the figures that ``dcbench plot``
+    draws of a sweep of it (`dcbench.harness.figures.Figures`), imported only
+    when drawn; None draws none of its own.
+    """
 
     name: str
     scenarios: tuple[Scenario, ...]
     description: str = ""
     primary_metric: str = "acceptance_ratio"
     higher_is_better: bool = True
+    figures: str | None = None
     plugin: str = field(default="", compare=False)

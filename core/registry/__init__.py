@@ -5,9 +5,10 @@ Built-in plugins are the modules in `BUILTIN_PLUGINS`; third-party plugins
 come through the ``dcbench`` entry-point group (`dcbench.registry.manager`).
 """
 
-from dcbench.registry.entry import Built, Headline, PluginEntry, PluginInfo, blamed_on
+from dcbench.registry.columns import Column
+from dcbench.registry.entry import Built, PluginEntry, PluginInfo, blamed_on
 from dcbench.registry.kinds import BUILTIN_PLUGINS, DEMAND_KINDS, KINDS, PLURALS
 from dcbench.registry.manager import PluginLoadWarning, Registry, create_registry, get_registry, reset_registry
 
-__all__ = ["BUILTIN_PLUGINS", "Built", "DEMAND_KINDS", "Headline", "KINDS", "PLURALS", "PluginEntry", "PluginInfo",
+__all__ = ["BUILTIN_PLUGINS", "Built", "Column", "DEMAND_KINDS", "KINDS", "PLURALS", "PluginEntry", "PluginInfo",
            "PluginLoadWarning", "Registry", "blamed_on", "create_registry", "get_registry", "reset_registry"]

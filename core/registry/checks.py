@@ -10,7 +10,8 @@ from typing import Any, Mapping
 
 from dcbench.errors import SpecError
 from dcbench.model.suite import Scenario, Suite
-from dcbench.registry.kinds import BETTER, DEMAND_KINDS, PLURALS, REGISTER_KEYWORDS
+from dcbench.registry.columns import columns_problem
+from dcbench.registry.kinds import DEMAND_KINDS, PLURALS, REGISTER_KEYWORDS
 from dcbench.spec import PARAM_TYPES, Param, Spec, bind, resolved_spec
 
 
@@ -52,40 +53,28 @@ def registration_problem(kind: str, name: Any, target: Any, params: Any, extra: 
     if kind == "allocator" and (not isinstance(demands, (list, tuple)) or not demands
                                 or not set(demands) <= set(DEMAND_KINDS)):
         return f"demands={demands!r} is not a tuple of {' and/or '.join(map(repr, DEMAND_KINDS))}"
-    if "headline" in extra:
-        return headline_problem(extra["headline"])
+    if "columns" in extra:
+        return columns_problem(extra["columns"])
+    if "colour" in extra:
+        return colour_problem(extra["colour"])
+    if "figures" in extra and not (isinstance(extra["figures"], str) and _loadable(extra["figures"])):
+        return f"figures={_short_repr(extra['figures'])} is not a 'module:attr' string"
     return None
 
 
-HEADLINE_FORM = "give headline=[(column, heading, 'higher' | 'lower' | None[, demand kinds]), ...]"
+COLOUR_LENGTH = 40
 
 
-HEADING_LENGTH = 40
-
-
-def headline_problem(headline: Any) -> str | None:
-    """What makes a metric's ``headline=`` unusable (`Headline`), or None."""
-    if not isinstance(headline, (list, tuple)):
-        return f"headline={_short_repr(headline)} is not a list; {HEADLINE_FORM}"
-    for declared in headline:
-        if not isinstance(declared, (list, tuple)) or len(declared) not in (3, 4):
-            return f"headline holds {_short_repr(declared)}, not a tuple of 3 or 4; {HEADLINE_FORM}"
-        column, heading, better, *demands = declared
-        if (not isinstance(column, str) or column.count("*") > 1
-                or not re.fullmatch(r"[A-Za-z][A-Za-z0-9_]*", column.replace("*", "x"))):
-            return (f"headline column {_short_repr(column)} is no summary column's name (letters, digits and '_', "
-                    "starting with a letter; one '*' where the column varies)")
-        if not isinstance(heading, str) or not heading.strip() or not heading.isprintable() \
-                or len(heading) > HEADING_LENGTH:
-            return f"headline heading {_short_repr(heading)} of {column!r} is not one line of 1 to {HEADING_LENGTH} " \
-                   "characters"
-        if better not in BETTER:
-            return f"headline {column!r} has better={better!r}; give 'higher', 'lower' or None"
-        kinds = demands[0] if demands else DEMAND_KINDS
-        kinds = (kinds,) if isinstance(kinds, str) else kinds
-        if not isinstance(kinds, (list, tuple)) or not kinds or not all(k in DEMAND_KINDS for k in kinds):
-            return (f"headline {column!r} is for demands {_short_repr(demands[0])}, not "
-                    f"{' and/or '.join(map(repr, DEMAND_KINDS))}")
+def colour_problem(colour: Any) -> str | None:
+    """What makes an allocator's ``colour=`` unusable, or None: a colour
+    (a matplotlib colour: "C1", "tab:blue", "#1f77b4"), or a mapping from
+    "" (the allocator's own) and "KEY=VALUE" options of its spec to one."""
+    colours = colour if isinstance(colour, Mapping) else {"": colour}
+    for option, value in colours.items():
+        if not isinstance(option, str) or option and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=[^,:=]+", option):
+            return f"colour has the key {_short_repr(option)}; give '' or an option of the spec, KEY=VALUE"
+        if not isinstance(value, str) or not value.strip() or not value.isprintable() or len(value) > COLOUR_LENGTH:
+            return f"colour={_short_repr(value)} is not a colour's name ('C1', 'tab:blue', '#1f77b4')"
     return None
 
 
@@ -129,6 +118,8 @@ def suite_problem(suite: Any) -> str | None:
         return f"primary_metric={suite.primary_metric!r} is not a summary column's name"
     if not isinstance(suite.higher_is_better, bool):
         return f"higher_is_better={suite.higher_is_better!r} is not True or False"
+    if suite.figures is not None and not (isinstance(suite.figures, str) and _loadable(suite.figures)):
+        return f"figures={_short_repr(suite.figures)} is not a 'module:attr' string"
     if not isinstance(suite.scenarios, (list, tuple)) or not suite.scenarios:
         return "it has no scenarios; give scenarios=[dcbench.Scenario(...), ...]"
     labels: set[Any] = set()

@@ -7,47 +7,13 @@ from __future__ import annotations
 import contextlib
 import importlib
 import importlib.metadata
-import re
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Iterator, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
 from dcbench.errors import DcbenchError, PluginError, SpecError, describe
-from dcbench.registry.kinds import BUILTIN_PLUGINS, DEMAND_KINDS
+from dcbench.registry.columns import Column
+from dcbench.registry.kinds import BUILTIN_PLUGINS
 from dcbench.spec import Param, Spec, bind, resolved_spec
-
-
-@dataclass(frozen=True)
-class Headline:
-    """A summary column a metric plugin declares worth showing first
-    (``register(..., headline=[(column, heading, better[, demands]), ...])``):
-    ``dcbench run`` prints it under ``heading`` for runs of the ``demands``
-    kinds where it has a value. ``column`` may hold one ``*``, standing for
-    what varies with the topology, letters and digits (``link_util_tier*``:
-    ``link_util_tier1``, not ``link_util_tier1_last25``), which ``{}`` in
-    ``heading`` then repeats ("tier-{} link utilisation"). ``better`` is
-    "higher", "lower" or None (a column that describes, such as a share of
-    requests on one rack, with no better direction)."""
-
-    column: str
-    heading: str
-    better: str | None = None
-    demands: tuple[str, ...] = ("pool", "job")
-
-    @classmethod
-    def of(cls, declared: Any) -> Headline:
-        """A declaration as `headline_problem` accepts it."""
-        column, heading, better, *demands = declared
-        kinds = demands[0] if demands else DEMAND_KINDS
-        return cls(column, heading, better, (kinds,) if isinstance(kinds, str) else tuple(kinds))
-
-    def matches(self, columns: Iterable[str]) -> list[tuple[str, str]]:
-        """(column, heading) of each of ``columns`` this declares, in their order."""
-        if "*" not in self.column:
-            return [(self.column, self.heading)] if self.column in columns else []
-        start, end = (re.escape(part) for part in self.column.split("*"))
-        pattern = re.compile(f"{start}([A-Za-z0-9]+){end}")
-        return [(column, self.heading.replace("{}", found[1]))
-                for column in columns if (found := pattern.fullmatch(column))]
 
 
 @dataclass(frozen=True)
@@ -78,9 +44,19 @@ class PluginEntry:
         return tuple(self.extra.get("demands", ("pool",)))
 
     @property
-    def headline(self) -> tuple[Headline, ...]:
-        """The headline columns a metric declared (none unless it did)."""
-        return tuple(Headline.of(declared) for declared in self.extra.get("headline", ()))
+    def columns(self) -> tuple[Column, ...]:
+        """The summary columns a metric declared (none unless it did)."""
+        return tuple(self.extra.get("columns", ()))
+
+    @property
+    def colour(self) -> str | Mapping[str, str] | None:
+        """The colour an allocator asked its figures' lines and bars to be drawn in, if it did."""
+        return self.extra.get("colour")
+
+    @property
+    def figures(self) -> str | None:
+        """The 'module:attr' of a topology's figures, for runs no suite groups, if it declared them."""
+        return self.extra.get("figures")
 
     @property
     def builtin(self) -> bool:

@@ -33,10 +33,11 @@ DEMAND_KINDS = ("pool", "job")
 
 
 # The keywords beyond name, target, description and params that ``register`` takes, by kind.
-REGISTER_KEYWORDS = {"allocator": ("demands", "learned", "trainer"), "metric": ("headline",)}
+REGISTER_KEYWORDS = {"topology": ("figures",), "allocator": ("demands", "learned", "trainer", "colour"),
+                     "metric": ("columns",)}
 
 
-BETTER = ("higher", "lower", None)  # a headline column's direction: None for one that only describes a run
+BETTER = ("higher", "lower", None)  # a column's better direction: None for one that only describes a run
 
 
 HOOK_OF_KIND = {

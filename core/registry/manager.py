@@ -21,6 +21,7 @@ import pluggy
 import dcbench.hookspecs as hookspecs
 from dcbench.errors import PluginError, SpecError, UnknownPluginError, describe
 from dcbench.registry.checks import registration_problem, suite_problem
+from dcbench.registry.columns import Column
 from dcbench.registry.entry import Built, PluginEntry, PluginInfo
 from dcbench.registry.kinds import BUILTIN_PLUGINS, HOOK_OF_KIND, KINDS, PLURALS
 from dcbench.spec import Param, Spec, unknown
@@ -46,6 +47,10 @@ class Registry:
         if kind not in self._entries:
             self._entries[kind] = self._collect(kind)
         return self._entries[kind]
+
+    def columns(self) -> tuple[Column, ...]:
+        """Every summary column the metric plugins declare, in their order (`dcbench.Column`)."""
+        return tuple(column for metric in self.entries("metric").values() for column in metric.columns)
 
     def get(self, kind: str, name: str) -> Any:
         entries = self.entries(kind)

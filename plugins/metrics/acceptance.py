@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from dcbench import Network, RunTables, hookimpl
+from dcbench import Column, Network, RunTables, hookimpl
 from dcbench.plugins.metrics.jobs import offered_and_blocked
 
 SIZE_BRACKETS = 8
@@ -38,5 +38,6 @@ def register_metrics(register):
         acceptance,
         description="acceptance_ratio; acceptance_size_1..8 and accepted_size_1..8 by the servers' worth "
         "a request needs (8 includes larger), over the measured requests; invalid_allocations (the whole run)",
-        headline=[("acceptance_ratio", "acceptance ratio", "higher", "pool")],
+        columns=[Column("acceptance_ratio", "acceptance ratio", "higher", demands=("pool",), headline=True, ranks=True,
+                        description="Acceptance ratio")],
     )

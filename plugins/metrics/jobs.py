@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from dcbench import Network, RunTables, hookimpl
+from dcbench import Column, Network, RunTables, hookimpl
 
 
 def measured_window(tables: RunTables) -> tuple[float, float] | None:
@@ -90,8 +90,13 @@ def register_metrics(register):
         description="blocking_probability over the measured requests; for jobs also reconfigurations_per_job, "
         "inter_rack_gbps_per_job, latency_us and packet_loss (M/M/1/K per link)",
         # for pools, blocking is one minus the acceptance ratio, which their table shows
-        headline=[("blocking_probability", "blocking probability", "lower", "job"),
-                  ("reconfigurations_per_job", "reconfigurations per job", "lower", "job"),
-                  ("latency_us", "latency (µs, M/M/1/K)", "lower", "job"),
-                  ("packet_loss", "packet loss (M/M/1/K)", "lower", "job")],
+        columns=[Column("blocking_probability", "blocking probability", "lower", headline=("job",), ranks=("job",),
+                        description="Blocking probability (measured requests)"),
+                 Column("reconfigurations_per_job", "reconfigurations per job", "lower", demands=("job",),
+                        headline=True, description="Reconfigurations (circuit swaps) per job"),
+                 Column("latency_us", "latency (µs, M/M/1/K)", "lower", demands=("job",), headline=True,
+                        description="End-to-end latency, µs (M/M/1/K per link)"),
+                 Column("packet_loss", "packet loss (M/M/1/K)", "lower", demands=("job",), headline=True,
+                        description="Packet loss (M/M/1/K per link)"),
+                 Column("inter_rack_gbps_per_job", "inter-rack Gbps per job", None, demands=("job",))],
     )

@@ -3,7 +3,7 @@ pods (the measured ones: a workload's warm-up is left out)."""
 
 from __future__ import annotations
 
-from dcbench import SPREAD_LEVELS, Network, RunTables, hookimpl
+from dcbench import SPREAD_LEVELS, Column, Network, RunTables, hookimpl
 from dcbench.plugins.metrics.jobs import offered_and_blocked
 
 
@@ -27,9 +27,8 @@ def register_metrics(register):
         spread,
         description="spread_server/rack/pod/cross_pod: share of accepted requests at each level; servers_per_request",
         # where requests land describes an allocator, it does not score it; a job's VMs go to racks, not pods
-        headline=[("spread_server", "on one server", None, "pool"),
-                  ("spread_rack", "on one rack", None, "pool"),
-                  ("spread_pod", "on one pod", None, "pool"),
-                  ("spread_cross_pod", "across pods", None, "pool"),
-                  ("servers_per_request", "servers per request", None, "pool")],
+        columns=[Column(name, heading, None, demands=("pool",), headline=True)
+                 for name, heading in (("spread_server", "on one server"), ("spread_rack", "on one rack"),
+                                       ("spread_pod", "on one pod"), ("spread_cross_pod", "across pods"),
+                                       ("servers_per_request", "servers per request"))],
     )

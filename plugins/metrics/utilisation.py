@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from dcbench import Network, RunTables, hookimpl
+from dcbench import Column, Network, RunTables, hookimpl
 from dcbench.plugins.metrics.jobs import measured_window, row_at
 
 LAST = 25
@@ -67,6 +67,18 @@ def register_metrics(register):
         description="time-averaged <resource>_util and link_util_tier<t>, and their _last25 "
         "(the reference's mean of its last 25 per-request values)",
         # on OCS a job's traffic is in its latency and loss: its tier-1 circuits' utilisation is no headline
-        headline=[("*_util", "{} utilisation", "higher"),
-                  ("link_util_tier*", "tier-{} link utilisation", "higher", "pool")],
+        columns=[Column("cpu_util", "cpu utilisation", "higher", headline=True,
+                        description="CPU utilisation (time-averaged)"),
+                 Column("mem_util", "mem utilisation", "higher", headline=True,
+                        description="Memory utilisation (time-averaged)"),
+                 Column("disk_util", "disk utilisation", "higher", headline=True,
+                        description="Disk utilisation (time-averaged)"),
+                 Column("*_util", "{} utilisation", "higher", headline=True),
+                 Column("link_util_tier1", "tier-1 link utilisation", "higher", headline=("pool",),
+                        description="Tier-1 link utilisation (server-rack; OCS circuits on ocs)"),
+                 Column("link_util_tier2", "tier-2 link utilisation", "higher", headline=("pool",),
+                        description="Tier-2 (rack-aggregation) link utilisation"),
+                 Column("link_util_tier3", "tier-3 link utilisation", "higher", headline=("pool",),
+                        description="Tier-3 (aggregation-core) link utilisation"),
+                 Column("link_util_tier*", "tier-{} link utilisation", "higher", headline=("pool",))],
     )

@@ -4,11 +4,12 @@ import warnings
 import click
 import pytest
 
-from dcbench import Param, PluginError, UnknownPluginError
+from dcbench import Column, Param, PluginError, UnknownPluginError
 from dcbench.commands import add_commands
 from dcbench.plugins.allocators.tetris import TetrisAllocator
 from dcbench.registry import PluginEntry, PluginLoadWarning, create_registry
 from dcbench.registry.checks import registration_problem
+from dcbench.registry.columns import demand_kind, ranking_columns
 
 STRICT_HINT = " (set DCBENCH_STRICT_PLUGINS=1 to make this an error)"
 
@@ -152,7 +153,7 @@ def register_allocators(register):
     register("twice", TetrisAllocator, params=[Param("scale", int, 1), Param("scale", float, 1.0)])
     register("listed_description", TetrisAllocator, description=["first-fit"])
     register("misspelt_learned", TetrisAllocator, lerned=True)
-    register("stray_keyword", TetrisAllocator, colour="blue")
+    register("stray_keyword", TetrisAllocator, shade="blue")
     register("learned_text", TetrisAllocator, learned="yes")
     register("fine", TetrisAllocator, params=[Param("penalty", float, 0.9)], demands=["pool"],
              description="A fine one,\\n    over two lines")
@@ -229,8 +230,8 @@ def test_a_failed_registration_is_reported_when_the_registry_is_created(plugin_m
     # a misspelt keyword would otherwise be dropped silently: a learned allocator taken for a baseline
     ("misspelt_learned", "registers allocator 'misspelt_learned': it passes the unknown keyword lerned=; "
                          "did you mean learned=?; ignored"),
-    ("stray_keyword", "registers allocator 'stray_keyword': it passes the unknown keyword colour=; register takes "
-                      "description=, params=, demands=, learned=, trainer= for allocators; ignored"),
+    ("stray_keyword", "registers allocator 'stray_keyword': it passes the unknown keyword shade=; register takes "
+                      "description=, params=, demands=, learned=, trainer=, colour= for allocators; ignored"),
     ("learned_text", "registers allocator 'learned_text': learned='yes' is not True or False"),
 ])
 def test_an_unusable_registration_is_skipped_with_a_warning(more_plugin_modules, name, fragment):
@@ -244,66 +245,90 @@ def test_an_unusable_registration_is_skipped_with_a_warning(more_plugin_modules,
     assert allocators["fine"].description == "A fine one, over two lines"  # one line in `dcbench list`
 
 
-def test_only_an_allocator_and_a_metric_take_keywords_beyond_description_and_params():
+def test_each_kind_takes_its_own_keywords_beyond_description_and_params():
     assert registration_problem("topology", "mesh", TetrisAllocator, (), {"demands": ("pool",)}) == (
-        "it passes the unknown keyword demands=; register takes description=, params= for topologies")
+        "it passes the unknown keyword demands=; register takes description=, params=, figures= for topologies")
+    assert registration_problem("workload", "mesh", TetrisAllocator, (), {"figures": "a:b"}) == (
+        "it passes the unknown keyword figures=; register takes description=, params= for workloads")
     fine = {"demands": ("pool",), "learned": True}
     assert registration_problem("allocator", "mine", TetrisAllocator, (), fine) is None
-    assert registration_problem("allocator", "mine", TetrisAllocator, (), {"headline": []}) == (
-        "it passes the unknown keyword headline=; register takes description=, params=, demands=, learned=, "
-        "trainer= for allocators")
-    assert registration_problem("metric", "mine", len, (), {"headlines": []}) == (
-        "it passes the unknown keyword headlines=; did you mean headline=?")
+    assert registration_problem("allocator", "mine", TetrisAllocator, (), {"weights": []}) == (
+        "it passes the unknown keyword weights=; register takes description=, params=, demands=, learned=, "
+        "trainer=, colour= for allocators")
+    assert registration_problem("metric", "mine", len, (), {"column": []}) == (
+        "it passes the unknown keyword column=; did you mean columns=?")
 
 
 def measure(tables, network):
     return {}
 
 
-@pytest.mark.parametrize("headline", [
-    [], [("paths_share", "paths", "lower")], (["paths_share", "share of paths", None, ("pool", "job")],),
-    [("gpu_*_util", "{} GPU utilisation", "higher", "job"), ("idle", "idle servers", None, ["pool"])],
+@pytest.mark.parametrize("columns", [
+    [], [Column("paths_share", "paths", "lower")], (Column("paths_share", "share of paths", None, ("pool", "job")),),
+    [Column("gpu_*_util", "{} GPU utilisation", "higher", ("job",), headline=True, ranks=("job",),
+            description="GPU utilisation by kind"), Column("idle", "idle servers", headline=("pool",))],
 ])
-def test_a_metric_may_declare_its_headline_columns(headline):
-    assert registration_problem("metric", "paths", measure, (), {"headline": headline}) is None
+def test_a_metric_may_declare_its_columns(columns):
+    assert registration_problem("metric", "paths", measure, (), {"columns": columns}) is None
 
 
-@pytest.mark.parametrize("headline, problem", [
-    ("paths_share", "headline='paths_share' is not a list; give headline=[(column, heading, 'higher' | 'lower' | "
-                    "None[, demand kinds]), ...]"),
-    ([("paths_share", "paths")], "headline holds ('paths_share', 'paths'), not a tuple of 3 or 4"),
-    ([("paths share", "paths", None)], "headline column 'paths share' is no summary column's name"),
-    ([("a*b*", "paths", None)], "headline column 'a*b*' is no summary column's name"),
-    ([(3, "paths", None)], "headline column 3 is no summary column's name"),
-    ([("paths", "", None)], "headline heading '' of 'paths' is not one line of 1 to 40 characters"),
-    ([("paths", "two\nlines", None)], "headline heading 'two\\nlines' of 'paths' is not one line"),
-    ([("paths", "x" * 41, None)], "is not one line of 1 to 40 characters"),
-    ([("paths", "paths", True)], "headline 'paths' has better=True; give 'higher', 'lower' or None"),
-    ([("paths", "paths", "lower", "pools")], "headline 'paths' is for demands 'pools', not 'pool' and/or 'job'"),
-    ([("paths", "paths", "lower", ())], "headline 'paths' is for demands (), not 'pool' and/or 'job'"),
+@pytest.mark.parametrize("columns, problem", [
+    ("paths_share", "columns='paths_share' is not a list of dcbench.Column"),
+    ([("paths_share", "paths", None)], "columns holds ('paths_share', 'paths', None), not a dcbench.Column"),
+    ([Column("paths share", "paths")], "column 'paths share' is no summary column's name"),
+    ([Column("a*b*", "paths")], "column 'a*b*' is no summary column's name"),
+    ([Column(3, "paths")], "column 3 is no summary column's name"),
+    ([Column("paths", "")], "column 'paths' has heading '', not one line of 1 to 40 characters"),
+    ([Column("paths", "two\nlines")], "column 'paths' has heading 'two\\nlines', not one line"),
+    ([Column("paths", "x" * 41)], "not one line of 1 to 40 characters"),
+    ([Column("paths", "paths", True)], "column 'paths' has better=True; give 'higher', 'lower' or None"),
+    ([Column("paths", "paths", "lower", "pool")], "column 'paths' has demands='pool', not a tuple of 'pool' and/or"),
+    ([Column("paths", "paths", "lower", ())], "column 'paths' has demands=(), not a tuple of 'pool' and/or 'job'"),
+    ([Column("paths", "paths", headline=("pools",))], "column 'paths' has headline=('pools',); give True, False or"),
+    ([Column("paths", "paths", ranks="job")], "column 'paths' has ranks='job'; give True, False or a tuple"),
+    ([Column("paths", "paths", description="x" * 101)], "has description 'xxx"),
 ])
-def test_an_unusable_headline_is_named(headline, problem):
-    assert problem in registration_problem("metric", "paths", measure, (), {"headline": headline})
+def test_an_unusable_column_is_named(columns, problem):
+    assert problem in registration_problem("metric", "paths", measure, (), {"columns": columns})
 
 
-def test_a_metric_registered_without_a_headline_has_none_and_with_one_has_it(tmp_path, monkeypatch):
-    (tmp_path / "tp_headline.py").write_text(
-        "from dcbench import hookimpl\n\n"
+def test_a_metric_registered_without_columns_has_none_and_with_them_has_them(tmp_path, monkeypatch):
+    (tmp_path / "tp_columns.py").write_text(
+        "from dcbench import Column, hookimpl\n\n"
         "@hookimpl\n"
         "def register_metrics(register):\n"
-        "    register('plain', lambda tables, network: {}, description='no headline')\n"
-        "    register('declared', lambda tables, network: {}, headline=[('paths', 'paths', 'lower', 'job')])\n"
-        "    register('broken', lambda tables, network: {}, headline=[('paths', 'paths', 'down')])\n")
+        "    register('plain', lambda tables, network: {}, description='no columns')\n"
+        "    register('declared', lambda tables, network: {}, columns=[Column('paths', 'paths', 'lower', ('job',))])\n"
+        "    register('broken', lambda tables, network: {}, columns=[Column('paths', 'paths', 'down')])\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        metrics = create_registry(entry_points(("headline", "tp_headline"))).entries("metric")
-    assert metrics["plain"].headline == ()
-    (declared,) = metrics["declared"].headline
-    assert (declared.column, declared.heading, declared.better, declared.demands) == ("paths", "paths", "lower",
-                                                                                      ("job",))
+        registry = create_registry(entry_points(("columns", "tp_columns")))
+        metrics = registry.entries("metric")
+    assert metrics["plain"].columns == ()
+    assert metrics["declared"].columns == (Column("paths", "paths", "lower", ("job",)),)
+    assert registry.columns()[-1] == Column("paths", "paths", "lower", ("job",))  # after the built-ins'
     assert "broken" not in metrics
-    assert any("registers metric 'broken': headline 'paths' has better='down'" in m for m in plugin_warnings(caught))
+    assert any("registers metric 'broken': column 'paths' has better='down'" in m for m in plugin_warnings(caught))
+
+
+def test_a_column_is_a_headline_and_ranks_only_for_its_own_demand_kinds():
+    blocking = Column("blocking", "blocking", "lower", headline=("job",), ranks=("job",))
+    assert [blocking.is_headline(k) for k in ("pool", "job")] == [False, True]
+    assert [blocking.ranks_kind(k) for k in ("pool", "job")] == [False, True]
+    accepted = Column("accepted", "accepted", "higher", demands=("pool",), headline=True, ranks=True)
+    assert [accepted.is_headline(k) for k in ("pool", "job")] == [True, False]
+    assert [accepted.ranks_kind(k) for k in ("pool", "job")] == [True, False]
+    assert ranking_columns([Column("x", "x"), accepted, blocking]) == {"pool": ("accepted", True),
+                                                                      "job": ("blocking", False)}
+
+
+def test_a_run_is_of_jobs_where_a_column_declared_for_jobs_alone_has_a_value():
+    declared = [Column("accepted", "accepted", demands=("pool",)), Column("swaps", "swaps", demands=("job",))]
+    assert demand_kind({"accepted": 0.5, "swaps": 2.0}, declared) == "job"
+    assert demand_kind({"accepted": 0.5, "swaps": None}, declared) == "pool"
+    assert demand_kind({"accepted": 0.5, "swaps": float("nan")}, declared) == "pool"
+    assert demand_kind({"accepted": 0.5}, declared) == "pool"
 
 
 @pytest.mark.parametrize("how, error", [("runtime", "RuntimeError: boom in init"), ("key", "KeyError: 'weights'"),

@@ -127,7 +127,7 @@ def test_job_metrics_count_only_measured_jobs_and_weight_latency_by_traffic():
 def headline_of(registry, kind, summaries):
     from dcbench.harness.report import headline_columns
 
-    return [column for column, _, _ in headline_columns(list(registry.entries("metric").values()), kind, summaries)]
+    return [column for column, _, _ in headline_columns(registry.columns(), kind, summaries)]
 
 
 def test_the_built_in_metrics_headline_what_fits_the_demand_kind_and_the_primary_column_first(runner, registry):
@@ -146,14 +146,12 @@ def test_the_built_in_metrics_headline_what_fits_the_demand_kind_and_the_primary
     assert "latency_us" in headline_of(registry, "job", [no_traffic, jobs])
 
 
-def test_a_headline_pattern_stands_for_letters_and_digits_only():
-    from dcbench.registry import Headline
+def test_a_column_pattern_stands_for_letters_and_digits_only():
+    from dcbench import Column
 
-    tiers = Headline("link_util_tier*", "tier-{} link utilisation", "higher", ("pool",))
+    tiers = Column("link_util_tier*", "tier-{} link utilisation", "higher")
     columns = ["link_util_tier1", "link_util_tier1_last25", "cpu_util", "link_util_tier12"]
     assert tiers.matches(columns) == [("link_util_tier1", "tier-1 link utilisation"),
                                       ("link_util_tier12", "tier-12 link utilisation")]
-    assert Headline("*_util", "{} utilisation").matches(columns) == [("cpu_util", "cpu utilisation")]
-    assert Headline("cpu_util", "CPU").matches(columns) == [("cpu_util", "CPU")]
-    assert Headline.of(("x", "x", None, "job")).demands == ("job",)
-    assert Headline.of(("x", "x", "lower")).demands == ("pool", "job")
+    assert Column("*_util", "{} utilisation").matches(columns) == [("cpu_util", "cpu utilisation")]
+    assert Column("cpu_util", "CPU").matches(columns) == [("cpu_util", "CPU")]

@@ -1,0 +1,144 @@
+"""The summary columns a metric plugin declares, and how dcbench's tools show them.
+
+A metric plugin registers ``columns=[Column(...), ...]``; the tools read
+nothing else about a column: `dcbench run`'s table shows the headline ones,
+`dcbench report` a table for each one with a description, the leaderboard
+every declared one, and where no suite says which column ranks runs, the
+one a metric declares ``ranks`` for their demand kind ranks them.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Iterable, Sequence
+
+from dcbench.registry.kinds import BETTER, DEMAND_KINDS
+
+COLUMN_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
+HEADING_LENGTH = 40
+DESCRIPTION_LENGTH = 100
+
+
+@dataclass(frozen=True)
+class Column:
+    """A summary column a metric plugin writes.
+
+    Args:
+        name: The column's name. One ``*`` may stand for what varies with
+            the topology, letters and digits: ``link_util_tier*`` is
+            ``link_util_tier1``, not ``link_util_tier1_last25``.
+        heading: Its name in a run's table, at most 40 characters; ``{}``
+            repeats what ``*`` stood for ("tier-{} link utilisation").
+        better: "higher", "lower", or None for a column that describes a
+            run (a share of requests on one rack) without scoring it.
+        demands: The demand kinds ("pool", "job") whose runs it belongs to.
+        headline: Whether ``dcbench run``'s table shows it: True for runs
+            of all its demand kinds, or the kinds it shows it for.
+        ranks: Whether it ranks runs where no suite says which column does:
+            True for all its demand kinds, or the kinds it ranks.
+        description: The heading of its table in ``dcbench report``, at most
+            100 characters; None leaves it out of reports.
+    """
+
+    name: str
+    heading: str
+    better: str | None = None
+    demands: tuple[str, ...] = DEMAND_KINDS
+    headline: bool | tuple[str, ...] = False
+    ranks: bool | tuple[str, ...] = False
+    description: str | None = None
+
+    def is_headline(self, kind: str) -> bool:
+        """Whether a run's table shows it for runs of ``kind``."""
+        return kind in self.demands and (self.headline is True or self.headline is not False and kind in self.headline)
+
+    def ranks_kind(self, kind: str) -> bool:
+        """Whether it ranks runs of ``kind``."""
+        return kind in self.demands and (self.ranks is True or self.ranks is not False and kind in self.ranks)
+
+    def matches(self, columns: Iterable[str]) -> list[tuple[str, str]]:
+        """(column, heading) of each of ``columns`` this declares, in their order."""
+        if "*" not in self.name:
+            return [(self.name, self.heading)] if self.name in columns else []
+        start, end = (re.escape(part) for part in self.name.split("*"))
+        pattern = re.compile(f"{start}([A-Za-z0-9]+){end}")
+        return [(column, self.heading.replace("{}", found[1]))
+                for column in columns if (found := pattern.fullmatch(column))]
+
+
+def columns_problem(columns: Any) -> str | None:
+    """What makes a metric's ``columns=`` unusable, or None."""
+    if not isinstance(columns, (list, tuple)):
+        return f"columns={_short_repr(columns)} is not a list of dcbench.Column"
+    for column in columns:
+        if not isinstance(column, Column):
+            return f"columns holds {_short_repr(column)}, not a dcbench.Column"
+        problem = _column_problem(column)
+        if problem is not None:
+            return f"column {_short_repr(column.name)} {problem}"
+    return None
+
+
+def _column_problem(column: Column) -> str | None:
+    if (not isinstance(column.name, str) or column.name.count("*") > 1
+            or not COLUMN_NAME.fullmatch(column.name.replace("*", "x"))):
+        return "is no summary column's name (letters, digits and '_', starting with a letter; one '*' where it varies)"
+    if not _one_line(column.heading, HEADING_LENGTH):
+        return f"has heading {_short_repr(column.heading)}, not one line of 1 to {HEADING_LENGTH} characters"
+    if column.better not in BETTER:
+        return f"has better={_short_repr(column.better)}; give 'higher', 'lower' or None"
+    if not _kinds(column.demands) or isinstance(column.demands, str):
+        return f"has demands={_short_repr(column.demands)}, not a tuple of {_demand_kinds()}"
+    for flag in ("headline", "ranks"):
+        value = getattr(column, flag)
+        if not isinstance(value, bool) and not _kinds(value):
+            return f"has {flag}={_short_repr(value)}; give True, False or a tuple of {_demand_kinds()}"
+    if column.description is not None and not _one_line(column.description, DESCRIPTION_LENGTH):
+        return (f"has description {_short_repr(column.description)}, not one line of 1 to {DESCRIPTION_LENGTH} "
+                "characters (or None)")
+    return None
+
+
+def _one_line(text: Any, limit: int) -> bool:
+    return isinstance(text, str) and bool(text.strip()) and text.isprintable() and len(text) <= limit
+
+
+def _kinds(value: Any) -> bool:
+    return isinstance(value, (list, tuple)) and bool(value) and all(kind in DEMAND_KINDS for kind in value)
+
+
+def _demand_kinds() -> str:
+    return " and/or ".join(map(repr, DEMAND_KINDS))
+
+
+def _short_repr(value: Any, limit: int = 60) -> str:
+    text = " ".join(repr(value).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def ranking_columns(declared: Iterable[Column]) -> dict[str, tuple[str, bool]]:
+    """By demand kind, the column that ranks its runs where no suite says,
+    and whether higher is better: the first of the metrics' ``declared``
+    columns that ranks the kind."""
+    ranking: dict[str, tuple[str, bool]] = {}
+    for column in declared:
+        for kind in DEMAND_KINDS:
+            if kind not in ranking and column.ranks_kind(kind) and "*" not in column.name:
+                ranking[kind] = (column.name, column.better != "lower")
+    return ranking
+
+
+def demand_kind(row: Any, columns: Sequence[Column]) -> str:
+    """The demand kind of a run from its summary ``row``: the first kind,
+    other than pools (every run's default), that a column declared for it
+    alone has a value for; else "pool"."""
+    for kind in DEMAND_KINDS[1:]:
+        if any(column.demands == (kind,) and "*" not in column.name and _has_value(row.get(column.name))
+               for column in columns):
+            return kind
+    return DEMAND_KINDS[0]
+
+
+def _has_value(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and value == value

@@ -56,9 +56,11 @@ class JobBuilder:
         self.n_racks = network.n_racks
         self.racks = network.racks
         self.rack_link = rack_link_matrix(network)
-        self.reconfigure_allowed = bool(reconfigure and network.info.get("reconfigurable", False))
-        self.circuit = float(network.info.get("port_gbps", 0.0))
-        self.max_hops = int(network.info.get("max_hops", 1))
+        circuits = network.circuits
+        # Without circuits nothing is re-pointed and a flow takes its direct link only.
+        self.reconfigure_allowed = bool(reconfigure and circuits is not None and circuits.reconfigurable)
+        self.circuit = float(circuits.port_gbps) if circuits is not None else 0.0
+        self.max_hops = int(circuits.max_hops) if circuits is not None else 1
         self.server_capacity = network.server_capacity
         self.rack_capacity = np.zeros((self.n_racks, len(network.resources)))
         np.add.at(self.rack_capacity, network.racks, network.server_capacity)

@@ -106,11 +106,11 @@ class Simulation:
         self.reconfigurations = np.zeros(n, dtype=np.int64)
         self.is_job = sequence.kind == "job"
         self.inter_rack_gbps = np.zeros(n)
-        packet_bytes = sequence.extra.get("packet_bytes")
-        self._qos = self.is_job and packet_bytes is not None
+        packets = sequence.packets
+        self._qos = self.is_job and packets is not None
         if self._qos:
-            self._packet_bits = 8.0 * float(packet_bytes)
-            self._buffer = int(sequence.extra.get("buffer_packets", 15))
+            self._packet_bits = 8.0 * float(packets.packet_bytes)
+            self._buffer = int(packets.buffer_packets)
 
         rows = 2 * n + 1
         self._event_time = np.empty(rows)

@@ -34,7 +34,8 @@ from dcbench.engine.simulation import Simulation
 from dcbench.envs.features import JobFeatures, PoolFeatures
 from dcbench.errors import AllocatorError, SpecError
 from dcbench.harness.runner import Runner, draw_requests
-from dcbench.model.network import Network
+from dcbench.model.network import Circuits, Network
+from dcbench.model.requests import PacketModel
 from dcbench.spec import Range
 
 SUCCESS_REWARD = 10.0
@@ -61,6 +62,15 @@ def job_step_rewards(steps: int, blocked_at: int | None, latency_ns: float, reco
     if reconfigured:
         reward -= reconfiguration_cost
     return [reward] * steps
+
+
+def _floor_latency_ns(packets: PacketModel | None, circuits: Circuits | None) -> float:
+    """One packet's transmission time on one circuit (ns): the latency of a
+    packet that waits for nothing. Where the sequence has no packet model or
+    the topology no circuits, the OCS paper's 296-byte packets and 40 Gbps
+    circuits stand in."""
+    packet_bits = 8.0 * (packets.packet_bytes if packets is not None else 296)
+    return packet_bits / float(circuits.port_gbps if circuits is not None else 40.0)
 
 
 def _shown(value: Any) -> str:
@@ -145,10 +155,7 @@ class AllocationEnv(gym.Env):
         self.simulation: Simulation | None = None
         self._open = False
         self._done = False
-        # With no inter-rack traffic a packet would wait for nothing: the latency
-        # is then one packet's transmission time on a circuit.
-        packet_bits = 8.0 * getattr(self.workload, "packet_bytes", 296)
-        self.floor_latency_ns = packet_bits / float(self.network.info.get("port_gbps", 40.0))
+        self.floor_latency_ns = math.nan  # of the sequence `reset` draws
 
     def served_latency_ns(self) -> float:
         """l of Eq. 1 once a job is committed: the network-wide mean packet
@@ -164,6 +171,9 @@ class AllocationEnv(gym.Env):
         workload_rng, _ = np.random.default_rng(seed).spawn(2)
         sequence = draw_requests(self.plan, self.requests, workload_rng)
         self.simulation = Simulation(self.network, sequence)
+        # With no inter-rack traffic a packet would wait for nothing: the latency
+        # is then one packet's transmission time on a circuit.
+        self.floor_latency_ns = _floor_latency_ns(sequence.packets, self.network.circuits)
         self.accepted = 0
         self.offered = 0
         reward, done = self._advance()

@@ -118,8 +118,8 @@ class JobFeatures:
         self.builder = builder
         self.n_racks = network.n_racks
         self.total = network.server_capacity.sum(axis=0)
-        full = float(network.info.get("ports", 1)) * float(network.info.get("port_gbps", 1.0))
-        self.full_bundle = full if full > 0 else 1.0
+        circuits = network.circuits
+        self.full_bundle = float(circuits.ports) * float(circuits.port_gbps) if circuits is not None else 1.0
         self.out_links = builder.rack_link
         self.in_links = builder.rack_link.T.copy()
 

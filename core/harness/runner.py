@@ -236,6 +236,8 @@ class Runner:
                 requests: int | None = None) -> ResolvedRun:
         """Check a combination before anything runs; what `run` would use."""
         topology_spec, network = self.network(topology)
+        if not workload and not network.default_workload:
+            raise SpecError(f"topology {Spec.parse(topology).name!r} names no default workload; give one with -w")
         try:
             workload_built = self.registry.build("workload", workload or network.default_workload)
         except SpecError as exc:
@@ -253,8 +255,8 @@ class Runner:
             family = topology_spec.split(":")[0]
             raise IncompatibleError(
                 f"topology {family!r} serves {'/'.join(network.demand_kinds)} demands but workload "
-                f"{workload_built.spec.split(':')[0]!r} makes {kind} demands; "
-                f"use its default workload {network.default_workload!r}"
+                f"{workload_built.spec.split(':')[0]!r} makes {kind} demands"
+                + (f"; use its default workload {network.default_workload!r}" if network.default_workload else "")
             )
         if kind not in entry.demands:
             serving = sorted(name for name, e in self.registry.entries("allocator").items()

@@ -240,9 +240,10 @@ def circuit_changes(network: Network, swaps: Sequence[Swap], free_links: np.ndar
     change = np.zeros(network.n_links)
     if not swaps:
         return None, change
-    if not network.info.get("reconfigurable", False):
+    circuits = network.circuits
+    if circuits is None or not circuits.reconfigurable:
         return "this topology cannot be reconfigured", change
-    circuit = float(network.info["port_gbps"])
+    circuit = float(circuits.port_gbps)
     free = free_links.copy()
     n_racks = network.n_racks
     for swap in swaps:
@@ -310,7 +311,7 @@ def check_job_allocation(allocation: Allocation, request: Request, state: State)
     free = state.free_links + change
 
     rack_of_node = {int(node): rack for rack, node in enumerate(network.rack_node.tolist())}
-    max_hops = network.info.get("max_hops", np.inf)
+    max_hops = network.circuits.max_hops if network.circuits is not None else np.inf
     racks = network.racks[hosts]
     needed: dict[tuple[int, int], float] = {}
     for source, target, gbps in np.asarray(request.flows).tolist():

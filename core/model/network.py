@@ -28,6 +28,26 @@ Path = tuple[int, ...]
 _SERVER_PAIR_CACHE = 500_000
 
 
+@dataclass(frozen=True, slots=True)
+class Circuits:
+    """The optical circuit switching of a topology: its rack switches
+    (``Topology.rack_nodes``) joined by circuits, each a port of one switch
+    to a port of another, that a reconfiguration may re-point.
+
+    Attributes:
+        ports: OCS ports (output, and as many input) per rack switch.
+        port_gbps: capacity of one port, i.e. of one circuit (Gbps); a
+            link between two rack switches carries a whole number of them.
+        reconfigurable: whether idle circuits may be re-pointed during a run.
+        max_hops: the most circuits a route between two racks may cross.
+    """
+
+    ports: int
+    port_gbps: float
+    reconfigurable: bool
+    max_hops: int
+
+
 @dataclass
 class Topology:
     """What a topology plugin builds.
@@ -36,6 +56,10 @@ class Topology:
     (channels or Gbps, see ``link_unit``) and ``tier`` (1 = nearest the
     servers). ``servers`` lists the server nodes in index order; ``capacity``
     is servers × resources; ``racks`` and ``pods`` label each server.
+    ``default_workload`` is the workload spec run when none is given (None:
+    one must be given). ``circuits`` describes the optical circuits between
+    the rack switches of a reconfigurable fabric (None: it has none). ``info``
+    is descriptive only: the engine reads none of it.
     """
 
     graph: "nx.Graph"
@@ -45,10 +69,11 @@ class Topology:
     racks: np.ndarray
     pods: np.ndarray
     link_unit: str = "channels"
-    default_workload: str = "uniform"
+    default_workload: str | None = None
     info: dict[str, Any] = field(default_factory=dict)
     rack_nodes: Sequence[Hashable] | None = None
     demand_kinds: tuple[str, ...] = ("pool",)
+    circuits: Circuits | None = None
 
 
 class Network:
@@ -67,7 +92,7 @@ class Network:
         servers = list(topology.servers)
         n_servers = len(servers)
         capacity = np.asarray(topology.capacity, dtype=np.float64)
-        problem = _servers_problem(topology, servers, capacity)
+        problem = _servers_problem(topology, servers, capacity) or _circuits_problem(topology)
         if problem is not None:
             raise SpecError(f"topology {problem}")
         server_set = set(servers)
@@ -83,6 +108,7 @@ class Network:
         self.pods = np.asarray(topology.pods, dtype=np.int64)
         self.link_unit = topology.link_unit
         self.default_workload = topology.default_workload
+        self.circuits: Circuits | None = topology.circuits
         self.info: MappingProxyType[str, Any] = MappingProxyType(dict(topology.info))
         self.demand_kinds = tuple(topology.demand_kinds)
         self._graph_copy: Any = None
@@ -278,6 +304,27 @@ def _servers_problem(topology: Topology, servers: list[Hashable], capacity: np.n
     rack_nodes = topology.rack_nodes
     if rack_nodes is not None and any(node not in topology.graph for node in rack_nodes):
         return "has a rack node that is not a node of its graph"
+    return None
+
+
+def _circuits_problem(topology: Topology) -> str | None:
+    """What makes a topology's circuits unusable, or None."""
+    circuits = topology.circuits
+    if circuits is None:
+        return None
+    if not isinstance(circuits, Circuits):
+        return f"has circuits of type {type(circuits).__name__}; they must be a dcbench.Circuits"
+    if topology.rack_nodes is None:
+        return "has circuits but no rack_nodes for them to join"
+    for name in ("ports", "max_hops"):
+        count = getattr(circuits, name)
+        if isinstance(count, bool) or not isinstance(count, (int, np.integer)) or count < 1:
+            return f"has circuits.{name}={count!r}; it must be an integer >= 1"
+    gbps = circuits.port_gbps
+    if isinstance(gbps, bool) or not isinstance(gbps, (int, float, np.number)) or not 0 < gbps < np.inf:
+        return f"has circuits.port_gbps={gbps!r}; it must be a positive finite number"
+    if not isinstance(circuits.reconfigurable, (bool, np.bool_)):
+        return f"has circuits.reconfigurable={circuits.reconfigurable!r}; it must be True or False"
     return None
 
 

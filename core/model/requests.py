@@ -17,6 +17,21 @@ from dcbench.model.network import Network, frozen
 CONNECTIVITY_RULES = ("all", "cpu", "reference")
 
 
+@dataclass(frozen=True, slots=True)
+class PacketModel:
+    """The packets of a job workload's traffic, for the engine's M/M/1/K
+    model of each inter-rack link's packet latency and loss.
+
+    Attributes:
+        packet_bytes: the size of a packet (bytes).
+        buffer_packets: the most packets a link holds, queued or in
+            transmission (the K of M/M/1/K).
+    """
+
+    packet_bytes: int
+    buffer_packets: int = 15
+
+
 @dataclass
 class RequestSequence:
     """A whole episode of requests, drawn up front so that every allocator
@@ -35,6 +50,9 @@ class RequestSequence:
     ``flows[flow_offsets[i]:flow_offsets[i + 1]]`` (source VM, destination
     VM, Gbps; VMs numbered within the job). ``measured`` marks the requests
     the metrics count (all of them by default; a warm-up is left out).
+    ``packets``, for jobs, lets the engine report each link's packet latency
+    and loss (None: it reports none). ``extra`` is the workload's own: the
+    engine reads none of it.
     """
 
     kind: str
@@ -50,6 +68,7 @@ class RequestSequence:
     vm_demand: np.ndarray | None = None
     flow_offsets: np.ndarray | None = None
     flows: np.ndarray | None = None
+    packets: PacketModel | None = None
 
     def __len__(self) -> int:
         return len(self.gaps)
@@ -126,15 +145,26 @@ def checked_sequence(sequence: RequestSequence, network: Network, requests: int,
         arrays["measured"] = measured.copy()
     if kind == "job":
         arrays.update(_job_arrays(sequence, n, resources, arrays["demand"]))
-        packet_bytes = sequence.extra.get("packet_bytes")
-        if packet_bytes is not None and not _positive_finite(packet_bytes):
-            raise SequenceProblem(f"its packet_bytes={packet_bytes!r} is not a positive finite number")
-        buffer = sequence.extra.get("buffer_packets", 1)
-        if not isinstance(buffer, (int, np.integer)) or buffer < 1:
-            raise SequenceProblem(f"its buffer_packets={buffer!r} is not an integer >= 1")
+        problem = _packets_problem(sequence.packets)
+        if problem is not None:
+            raise SequenceProblem(problem)
     # An allocator gets views of these (a request's demand is a row of
     # them): frozen, so that it cannot change the requests still to come.
     return dataclasses.replace(sequence, **{name: frozen(array) for name, array in arrays.items()})
+
+
+def _packets_problem(packets: PacketModel | None) -> str | None:
+    """What makes a job sequence's packet model unusable, or None."""
+    if packets is None:
+        return None
+    if not isinstance(packets, PacketModel):
+        return f"its packets are a {type(packets).__name__}, not a dcbench.PacketModel"
+    if not _positive_finite(packets.packet_bytes):
+        return f"its packet_bytes={packets.packet_bytes!r} is not a positive finite number"
+    buffer = packets.buffer_packets
+    if not isinstance(buffer, (int, np.integer)) or buffer < 1:
+        return f"its buffer_packets={buffer!r} is not an integer >= 1"
+    return None
 
 
 def _positive_finite(value: Any) -> bool:

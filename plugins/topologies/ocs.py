@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from dcbench import Param, Scenario, Suite, Topology, hookimpl
+from dcbench import Circuits, Param, Scenario, Suite, Topology, hookimpl
 
 RESOURCES = ("cpu", "mem", "disk")
 MAX_SERVERS = 1 << 20  # as for the tiered fabric: the per-server state is what grows
@@ -77,10 +77,9 @@ def build(tors=16, servers=32, cpu=32.0, mem=256.0, disk=3584.0, ports=15, port_
         default_workload="vmjobs",
         rack_nodes=tor_names,
         demand_kinds=("job",),
-        info={"family": "ocs", "tors": tors, "servers_per_tor": servers, "ports": ports,
-              "port_gbps": float(port_gbps), "reconfigurable": bool(reconfigurable),
-              "max_hops": int(max_hops),
-              "label": f"{tors} ToRs × {servers}"},
+        circuits=Circuits(ports=ports, port_gbps=float(port_gbps), reconfigurable=bool(reconfigurable),
+                          max_hops=int(max_hops)),
+        info={"family": "ocs", "tors": tors, "servers_per_tor": servers, "label": f"{tors} ToRs × {servers}"},
     )
 
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dcbench import Network, Param, RequestSequence, hookimpl
+from dcbench import Network, PacketModel, Param, RequestSequence, hookimpl
 
 # (cores, GB memory, GB disk), from the paper's section 5.
 VM_TYPES = np.array([[4, 15, 80], [16, 32, 320], [16, 122, 320], [16, 122, 3200]], dtype=np.float64)
@@ -111,7 +111,7 @@ class VMJobsWorkload:
             vm_demand=vm_demand,
             flow_offsets=flow_offsets,
             flows=flows,
-            extra={"packet_bytes": self.packet_bytes, "buffer_packets": self.buffer},
+            packets=PacketModel(packet_bytes=self.packet_bytes, buffer_packets=self.buffer),
         )
 
 

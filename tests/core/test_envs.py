@@ -128,6 +128,23 @@ def test_a_served_job_whose_traffic_stays_in_one_rack_gets_the_floor_latencys_re
     assert info["step_rewards"] == pytest.approx([1 + 100 / env.floor_latency_ns] * len(info["step_rewards"]))
 
 
+@pytest.mark.parametrize("topology, workload, floor_ns", [
+    ("ocs:4,servers=4", "vmjobs:load=12,warmup=5", 296 * 8 / 40),
+    ("ocs:4,servers=4,port_gbps=100", "vmjobs:load=12,warmup=5,packet_bytes=1500", 1500 * 8 / 100),
+])
+def test_the_floor_latency_is_a_packet_of_the_sequences_model_on_a_circuit(topology, workload, floor_ns):
+    env = AllocationEnv(topology=topology, workload=workload, requests=30)
+    env.reset(seed=1)
+    assert env.floor_latency_ns == pytest.approx(floor_ns)
+
+
+def test_the_edge_features_scale_by_a_bundle_of_all_a_tors_ports():
+    env = AllocationEnv(topology="ocs:4,servers=4,ports=6,port_gbps=10", workload="vmjobs:warmup=5", requests=30)
+    observation, _ = env.reset(seed=1)
+    assert env.features.full_bundle == 60.0
+    assert observation["edge_features"][:, 1].max() == pytest.approx(20.0 / 60.0)  # two circuits per ordered pair
+
+
 def test_a_state_value_is_minus_one_where_the_vm_or_its_flows_do_not_fit():
     env = AllocationEnv(**JOBS)
     observation, _ = env.reset(seed=1)

@@ -9,9 +9,11 @@ from hypothesis import strategies as st
 
 from dcbench import (
     Allocation,
+    Circuits,
     JobAllocator,
     JobBuilder,
     Network,
+    PacketModel,
     Request,
     RequestSequence,
     Route,
@@ -49,7 +51,7 @@ def job_sequence(jobs, holding, gaps=None):
     return RequestSequence("job", np.ones(n) if gaps is None else np.asarray(gaps, float),
                            np.asarray(holding, float), demand, vm_offsets=vm_offsets, vm_demand=vm_demand,
                            flow_offsets=flow_offsets, flows=flows,
-                           extra={"packet_bytes": 296, "buffer_packets": 15})
+                           packets=PacketModel(packet_bytes=296, buffer_packets=15))
 
 
 class Fixed(JobAllocator):
@@ -164,6 +166,63 @@ def test_invalid_job_allocations_are_named(mutate, fragment):
     assert problem is not None and fragment in problem
 
 
+def optical(circuits, **info):
+    """`ocs()` with ``circuits`` and these keys added to its info, which is
+    descriptive only: what the info says of circuits is never read."""
+    from dcbench.plugins.topologies.ocs import build
+
+    topology = build(tors=4, servers=2, ports=3)  # one 40 Gbps circuit per ordered pair
+    return Network.compile(dataclasses.replace(topology, circuits=circuits, info={**topology.info, **info}))
+
+
+@pytest.mark.parametrize("max_hops", [1, 2])
+def test_the_builder_and_the_check_take_the_hop_limit_from_the_typed_circuits(max_hops):
+    network = optical(Circuits(ports=3, port_gbps=40.0, reconfigurable=False, max_hops=max_hops),
+                      max_hops=3 - max_hops)
+    assert JobBuilder(network).max_hops == max_hops
+    state = State(network)
+    state.free_links[network.link_between(network.rack_node[0], network.rack_node[1])] = 0.0  # direct circuit busy
+    request = job([SMALL_VM, SMALL_VM], [[0, 1, 7.0]])
+    result = allocate(network, request, [0, 1], state=state)
+    if max_hops == 1:
+        assert result.reason == "no_bandwidth"
+        relayed = dataclasses.replace(allocate(network, request, [0, 1]), routes=(two_hops(0, 2, 1),))
+        assert "crosses 2 circuits; this topology allows 1" in check_allocation(relayed, request, State(network))[0]
+    else:
+        (route,) = result.routes
+        assert len(route.links) == 2 and check_allocation(result, request, state)[0] is None
+
+
+@pytest.mark.parametrize("reconfigurable", [True, False])
+def test_the_builder_and_the_check_reconfigure_as_the_typed_circuits_say(reconfigurable):
+    network = optical(Circuits(ports=3, port_gbps=20.0, reconfigurable=reconfigurable, max_hops=1),
+                      reconfigurable=not reconfigurable, port_gbps=40.0)
+    builder = JobBuilder(network)
+    assert builder.reconfigure_allowed is reconfigurable and builder.circuit == 20.0
+    problem, change = circuit_changes(network, (Swap(0, 1, 2, 3),), State(network).free_links)
+    if reconfigurable:  # a swap moves one circuit of the typed port speed
+        assert problem is None and sorted(set(change.tolist())) == [-20.0, 0.0, 20.0]
+    else:
+        assert problem == "this topology cannot be reconfigured"
+    request = job([SMALL_VM, SMALL_VM], [[0, 1, 50.0]])  # more than the 40 Gbps of the direct circuit
+    result = allocate(network, request, [0, 1])
+    if reconfigurable:
+        assert len(result.reconfigure) == 1 and check_allocation(result, request, State(network))[0] is None
+    else:
+        assert result.reason == "no_bandwidth"
+
+
+def test_a_topology_without_circuits_has_none_whatever_its_info_says():
+    network = optical(None, ports=3, port_gbps=40.0, reconfigurable=True, max_hops=2)
+    builder = JobBuilder(network)
+    assert (builder.reconfigure_allowed, builder.circuit, builder.max_hops) == (False, 0.0, 1)
+    problem, _ = circuit_changes(network, (Swap(0, 1, 2, 3),), State(network).free_links)
+    assert problem == "this topology cannot be reconfigured"
+    request = job([SMALL_VM, SMALL_VM], [[0, 1, 7.0]])
+    relayed = dataclasses.replace(allocate(network, request, [0, 1]), routes=(two_hops(0, 2, 1),))
+    assert check_allocation(relayed, request, State(network))[0] is None  # no hop limit without circuits
+
+
 def test_a_vm_too_big_for_any_server_of_the_rack_fails_the_job():
     network = ocs("ocs:2,servers=1")
     request = job([BIG_VM, BIG_VM], [])
@@ -184,6 +243,23 @@ def test_the_engine_commits_circuit_swaps_and_releases_only_the_traffic():
     assert state.link_capacity.sum() == network.link_capacity.sum()
     assert np.array_equal(state.free_resources, network.server_capacity)
     assert np.isfinite(tables.timeline["latency_us"][0]) and tables.timeline["latency_us"][0] > 0
+
+
+def test_the_engine_models_packets_from_the_sequences_packet_model_only():
+    network = ocs()
+
+    def timeline(**changes):
+        sequence = dataclasses.replace(job_sequence([([SMALL_VM, SMALL_VM], [[0, 1, 30.0]])], [5.0]), **changes)
+        return simulate(network, sequence, Fixed([0, 1]), np.random.default_rng(0)).timeline
+
+    paper = timeline(packets=PacketModel(packet_bytes=296))
+    assert PacketModel(packet_bytes=296) == PacketModel(packet_bytes=296, buffer_packets=15)
+    larger = timeline(packets=PacketModel(packet_bytes=592, buffer_packets=15))
+    shallower = timeline(packets=PacketModel(packet_bytes=296, buffer_packets=2))
+    assert larger["latency_us"][0] == pytest.approx(2 * paper["latency_us"][0])
+    assert shallower["packet_loss"][0] > paper["packet_loss"][0] > 0
+    unmodelled = timeline(packets=None, extra={"packet_bytes": 296, "buffer_packets": 15})
+    assert not {"latency_us", "packet_loss"} & set(unmodelled)
 
 
 class HandsOverIterators(Fixed):

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dcbench import Network, SpecError, Topology
+from dcbench import Circuits, Network, SpecError, Topology
 from tests.conftest import tiered
 
 
@@ -121,3 +121,48 @@ def test_a_path_of_non_integer_links_is_none_and_does_not_stand_for_the_real_one
         ends = {id(links): small_network.path_ends(links) for links in (first, second)}
         assert ends[id(real)] in ((0, 20), (20, 0)) and ends[id(as_floats)] is None
     assert small_network.path_ends((True, real[1])) is None
+
+
+def optical(**changes):
+    from dcbench.plugins.topologies.ocs import build
+
+    return dataclasses.replace(build(tors=4, servers=2), **changes)
+
+
+def test_the_circuits_of_a_topology_are_its_networks_and_cannot_be_changed():
+    circuits = Circuits(ports=3, port_gbps=25.0, reconfigurable=False, max_hops=2)
+    network = Network.compile(optical(circuits=circuits))
+    assert network.circuits is circuits and network.private_copy().circuits is circuits
+    with pytest.raises(AttributeError, match="read-only"):
+        network.circuits = Circuits(ports=3, port_gbps=25.0, reconfigurable=True, max_hops=2)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        network.circuits.reconfigurable = True
+    assert Network.compile(optical(circuits=None)).circuits is None
+    assert tiered().circuits is None
+
+
+def test_a_topology_names_no_default_workload_unless_it_says_so():
+    graph = nx.path_graph(3)
+    nx.set_edge_attributes(graph, 1, "capacity")
+    topology = Topology(graph=graph, servers=[0, 2], resources=("cpu",), capacity=np.ones((2, 1)),
+                        racks=np.arange(2), pods=np.zeros(2, int))
+    assert topology.default_workload is None and Network.compile(topology).default_workload is None
+
+
+@pytest.mark.parametrize("circuits, problem", [
+    (Circuits(ports=0, port_gbps=40.0, reconfigurable=True, max_hops=1), "has circuits.ports=0; it must be an integer"),
+    (Circuits(ports=15, port_gbps=40.0, reconfigurable=True, max_hops=1.5), "has circuits.max_hops=1.5; it must"),
+    (Circuits(ports=15, port_gbps=0.0, reconfigurable=True, max_hops=1), "has circuits.port_gbps=0.0; it must be"),
+    (Circuits(ports=15, port_gbps=np.inf, reconfigurable=True, max_hops=1), "has circuits.port_gbps=inf; it must"),
+    (Circuits(ports=15, port_gbps=40.0, reconfigurable="no", max_hops=1), "has circuits.reconfigurable='no'; it"),
+    ({"ports": 15, "port_gbps": 40.0}, "has circuits of type dict; they must be a dcbench.Circuits"),
+])
+def test_circuits_that_cannot_be_simulated_are_refused_when_compiled(circuits, problem):
+    with pytest.raises(SpecError, match=f"topology {problem}"):
+        Network.compile(optical(circuits=circuits))
+
+
+def test_circuits_need_the_rack_switches_they_join():
+    circuits = Circuits(ports=15, port_gbps=40.0, reconfigurable=True, max_hops=1)
+    with pytest.raises(SpecError, match="topology has circuits but no rack_nodes for them to join"):
+        Network.compile(broken(lambda t: dataclasses.replace(t, circuits=circuits)))

@@ -3,7 +3,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from dcbench import RequestSequence
+from dcbench import PacketModel, RequestSequence
 from dcbench.model.requests import SequenceProblem, checked_sequence
 from tests.conftest import tiered
 
@@ -14,7 +14,7 @@ def jobs(network):
     return RequestSequence("job", np.ones(2), np.full(2, 3.0), np.array([[4.0] * len(vm)] * 2),
                            vm_offsets=np.array([0, 2, 4]), vm_demand=np.array([vm] * 4),
                            flow_offsets=np.array([0, 1, 2]), flows=np.array([[0, 1, 5.0], [1, 0, 5.0]]),
-                           extra={"packet_bytes": 296, "buffer_packets": 15})
+                           packets=PacketModel(packet_bytes=296, buffer_packets=15))
 
 
 @pytest.mark.parametrize("change, problem", [
@@ -26,7 +26,9 @@ def jobs(network):
     (lambda s: dataclasses.replace(s, flows=np.array([[0, 1, -5.0], [1, 0, 5.0]])), "flows holds a negative"),
     (lambda s: dataclasses.replace(s, vm_demand=-s.vm_demand), "vm_demand holds a negative"),
     (lambda s: dataclasses.replace(s, vm_demand=None), "it is of kind 'job' but has no VMs"),
-    (lambda s: dataclasses.replace(s, extra={"packet_bytes": "lots"}), "packet_bytes='lots' is not a positive"),
+    (lambda s: dataclasses.replace(s, packets=PacketModel("lots")), "packet_bytes='lots' is not a positive"),
+    (lambda s: dataclasses.replace(s, packets=PacketModel(296, 0)), "buffer_packets=0 is not an integer >= 1"),
+    (lambda s: dataclasses.replace(s, packets={"packet_bytes": 296}), "packets are a dict, not a dcbench.PacketModel"),
     (lambda s: dataclasses.replace(s, measured=["no", "yes"]), "measured must be 2 booleans"),
     (lambda s: dataclasses.replace(s, gaps=["x", "y"]), "gaps is not an array of numbers"),
     (lambda s: dataclasses.replace(s, demand=s.demand[:, :1]), "demand has shape (2, 1), expected (2, 2)"),

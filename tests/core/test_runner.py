@@ -149,8 +149,8 @@ def topology(how):
     if how == "int":
         return 7
     built = tiered(channels=8, ratio="1x4")
-    if how == "default":
-        built.default_workload = "nosuch"
+    if how in ("default", "none"):
+        built.default_workload = "nosuch" if how == "default" else None
         return built
     del next(iter(built.graph.edges(data=True)))[2]["capacity"]
     return built
@@ -320,6 +320,15 @@ def test_a_misbehaving_third_party_plugin_is_a_plugin_error(probe, kwargs, what,
     args = {"allocator": "tetris", "topology": "tiered:8,1x4", "requests": 8} | kwargs
     with pytest.raises(PluginError, match=probe_error(what, problem)):
         runner.run(**args)
+
+
+def test_a_topology_that_names_no_default_workload_needs_one_given(probe):
+    runner, _ = probe
+    with pytest.raises(SpecError, match=re.escape("topology 'probe_topo' names no default workload; give one with -w")):
+        runner.resolve("tetris", "probe_topo:how=none")
+    assert runner.run("tetris", "probe_topo:how=none", "uniform", requests=8).summary["offered"] == 8
+    with pytest.raises(IncompatibleError, match=r"makes job demands$"):  # and no default to point to
+        runner.resolve("tetris", "probe_topo:how=none", "vmjobs")
 
 
 class Tampering:

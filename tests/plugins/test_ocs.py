@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from dcbench import Network, SpecError, get_registry
+from dcbench import Circuits, Network, SpecError, get_registry
 from dcbench.plugins.topologies.ocs import initial_circuits
 
 
@@ -14,7 +14,7 @@ def circuit_matrix(network):
     matrix = np.zeros((tors, tors))
     rack_of = {int(n): r for r, n in enumerate(network.rack_node.tolist())}
     for link, (a, b) in enumerate(network.link_ends.tolist()):
-        matrix[rack_of[a], rack_of[b]] = network.link_capacity[link] / network.info["port_gbps"]
+        matrix[rack_of[a], rack_of[b]] = network.link_capacity[link] / network.circuits.port_gbps
     return matrix
 
 
@@ -28,6 +28,8 @@ def test_the_papers_16_tor_network_is_all_to_all():
     off_diagonal = ~np.eye(16, dtype=bool)
     assert (circuits[off_diagonal] == 1).all()
     assert network.link_capacity.max() == 40.0
+    assert network.circuits == Circuits(ports=15, port_gbps=40.0, reconfigurable=True, max_hops=1)
+    assert network.default_workload == "vmjobs"
 
 
 @pytest.mark.parametrize("tors, ports", [(32, 15), (64, 15), (8, 15), (5, 2)])
@@ -47,7 +49,9 @@ def test_every_port_is_used_and_the_spread_is_even(tors, ports):
 def test_scaled_networks_and_parameters():
     network = compile_("ocs:32,servers=64,ports=15,port_gbps=100,reconfigurable=no")
     assert network.n_servers == 32 * 64
-    assert network.info["reconfigurable"] is False and network.link_capacity.max() == 100.0
+    assert network.circuits == Circuits(ports=15, port_gbps=100.0, reconfigurable=False, max_hops=1)
+    assert network.link_capacity.max() == 100.0
+    assert compile_("ocs:8,max_hops=2").circuits.max_hops == 2
     assert network.racks.tolist()[:65] == [0] * 64 + [1]
 
 
@@ -74,3 +78,8 @@ def test_a_network_too_large_to_build_is_refused_before_building():
 def test_jobs_only(runner):
     with pytest.raises(Exception, match="serves job demands but workload 'uniform' makes pool"):
         runner.resolve("random", "ocs:4", "uniform")
+
+
+def test_what_the_circuits_say_is_typed_and_not_repeated_in_info():
+    info = compile_("ocs:16").info
+    assert not {"ports", "port_gbps", "reconfigurable", "max_hops"} & set(info)

@@ -8,6 +8,12 @@ import click
 from dcbench.commands.base import MAX_REPEAT, MAX_RUN_REQUESTS, check_bounds, load_registry, plugin_prints_to_stderr
 from dcbench.hookspecs import hookimpl
 
+# The papers' fabric at 64, 1,024 and 8,192 servers.
+DEFAULT_TOPOLOGIES = (
+    "tiered:32,1x4",
+    "tiered:32,1x4,pods=8,racks=8",
+    "tiered:32,1x4,pods=16,racks=32",
+)
 
 @click.command()
 @click.option("--allocator", "-a", "allocators", multiple=True,
@@ -23,7 +29,7 @@ from dcbench.hookspecs import hookimpl
 def bench(allocators: tuple[str, ...], topologies: tuple[str, ...], workload: str | None, requests: int | None,
           repeat: int) -> None:
     """Measure requests per second and time per request of allocators."""
-    from dcbench.harness.bench import DEFAULT_TOPOLOGIES, run_bench
+    from dcbench.harness.bench import run_bench
     from dcbench.harness.sweep import split_allocators
 
     check_bounds("--requests", requests, 1, at_most=MAX_RUN_REQUESTS)

@@ -1,4 +1,4 @@
-"""``dcbench bench``: requests per second and time per request of allocators."""
+"""Requests per second and time per request of allocators (``dcbench bench``)."""
 
 from __future__ import annotations
 
@@ -8,12 +8,6 @@ from typing import Callable
 from dcbench.errors import IncompatibleError, SpecError
 from dcbench.harness.runner import Runner
 from dcbench.registry import Registry
-
-DEFAULT_TOPOLOGIES = (
-    "tiered:32,1x4",
-    "tiered:32,1x4,pods=8,racks=8",
-    "tiered:32,1x4,pods=16,racks=32",
-)
 
 
 def run_bench(registry: Registry, allocators: list[str], topologies: list[str], requests: int | None,

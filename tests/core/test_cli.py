@@ -412,7 +412,7 @@ def test_a_mean_and_its_spread_are_shown_to_the_same_places(mean, sd, shown):
 
 
 HEADLINED = '''
-from dcbench import hookimpl
+from dcbench import Column, hookimpl
 
 
 def paths(tables, network):
@@ -421,12 +421,13 @@ def paths(tables, network):
 
 @hookimpl
 def register_metrics(register):
-    register("paths", paths, description="a third party's", headline=[("path_share", "share of paths", "lower"),
-                                                                       ("unmeasured", "never measured", None)])
+    register("paths", paths, description="a third party's",
+             columns=[Column("path_share", "share of paths", "lower", headline=True),
+                      Column("unmeasured", "never measured", None, headline=True)])
 '''
 
 
-def test_a_third_party_metric_is_in_the_run_table_by_its_headline_declaration(tmp_path, monkeypatch,
+def test_a_third_party_metric_is_in_the_run_table_by_its_column_declaration(tmp_path, monkeypatch,
                                                                               fresh_registry):
     import importlib.metadata
 

@@ -4,6 +4,10 @@ The core parses a spec into (name, args, kwargs) and binds it to the
 parameters a plugin declared with `Param`; the plugin's factory then checks
 what only it can check. The resolved spec (every parameter, defaults filled
 in, in declaration order) is what identifies a run.
+
+A trainer's ``KEY=VALUE`` options are `Param`s too: the fields of its
+configuration dataclass, each declared with `Param.option` (`config_params`,
+`config_options`).
 """
 
 from __future__ import annotations
@@ -11,7 +15,7 @@ from __future__ import annotations
 import difflib
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import MISSING, dataclass, field, fields, is_dataclass
 from typing import Any, Callable, Mapping, Sequence
 
 from dcbench.errors import SpecError
@@ -68,6 +72,8 @@ class Spec:
 
 
 _REQUIRED: Any = object()
+# Where `Param.option` keeps a training option's declaration in its dataclass field's metadata.
+_OPTION = "dcbench.option"
 
 
 def parse_bool(text: str) -> bool:
@@ -130,7 +136,7 @@ def format_value(value: Any) -> str:
 
 @dataclass(frozen=True)
 class Param:
-    """A parameter a plugin accepts.
+    """A parameter a plugin accepts, or a training option of its trainer (`Param.option`).
 
     ``positional`` parameters may also be given without their key, in
     declaration order (``tiered:32,1x4``). A default of ``None`` means "the
@@ -150,6 +156,29 @@ class Param:
     @property
     def required(self) -> bool:
         return self.default is _REQUIRED
+
+    @staticmethod
+    def option(default: Any, help: str, range: Range | None = None, choices: tuple[Any, ...] | None = None) -> Any:
+        """A field of a trainer's configuration dataclass declared as a
+        training option, as a plugin declares a parameter::
+
+            envs: int = Param.option(8, "environments stepped in lockstep", Range(1, 256))
+
+        `config_params` makes it the `Param` of the field's name and type.
+
+        Args:
+            default: The value when ``-a NAME:KEY=VALUE`` does not give one.
+            help: One line for ``dcbench list NAME``: what the option does.
+            range: The values a number may take (None: any finite one).
+            choices: The only values it may take (None: any of its type).
+
+        Returns:
+            A `dataclasses.field` with that default, the rest in its metadata.
+        """
+        bounds = range or Range()
+        declared = {"help": help, "choices": choices, "minimum": bounds.low, "maximum": bounds.high,
+                    "above": bounds.above}
+        return field(default=default, metadata={_OPTION: declared})
 
     def convert(self, owner: str, raw: str) -> Any:
         try:
@@ -180,8 +209,8 @@ class Param:
             text += " (required)"
         return text
 
-    def explain(self) -> str:
-        """One line for `dcbench list NAME`: name, default, allowed values, help."""
+    def explain(self, width: int = 16) -> str:
+        """One line for `dcbench list NAME`: name (padded to ``width``), allowed values, default, help."""
         if self.required:
             default = "required"
         elif self.default is None:
@@ -203,7 +232,7 @@ class Param:
         else:
             allowed = {bool: "yes or no"}.get(self.type, "text")
         place = ", positional" if self.positional else ""
-        return f"{self.name:<16} {allowed}; {default}{place}" + (f" — {self.help}" if self.help else "")
+        return f"{self.name:<{width}} {allowed}; {default}{place}" + (f" — {self.help}" if self.help else "")
 
 
 def unknown(what: str, name: str, known: Sequence[str], plural: str | None = None) -> str:
@@ -269,31 +298,68 @@ class Range:
         return None
 
 
-def config_options(config_class: type, options: Mapping[str, str] | None, owner: str) -> dict[str, Any]:
-    """``allocator:key=value`` training options, typed as the fields of a
-    trainer's configuration dataclass (``steps`` has its own CLI option)
-    and checked against its ``LIMITS`` (a `Range` per numeric field)."""
-    from dataclasses import fields
+def config_params(config_class: type) -> list[Param]:
+    """The training options of a trainer's configuration dataclass: a
+    `Param` per field, in field order, but ``steps`` (``dcbench train
+    --steps``). Each is typed by its field's annotation, defaults to its
+    field's default and has the help, range and choices `Param.option`
+    declared (a plain field has none).
 
-    # A field's type is its annotation's text under `from __future__ import annotations`, else the class.
-    known = {f.name: getattr(f.type, "__name__", str(f.type)) for f in fields(config_class) if f.name != "steps"}
-    limits: Mapping[str, Range] = getattr(config_class, "LIMITS", {})
+    Args:
+        config_class: A dataclass whose fields are str, int, float or bool.
+
+    Returns:
+        The fields' `Param`s.
+
+    Raises:
+        TypeError: ``config_class`` is not a dataclass, a field has another
+            type, or it declares ``LIMITS``, the per-class bounds these
+            declarations replaced (they would no longer be checked).
+    """
+    if not is_dataclass(config_class):
+        raise TypeError(f"{config_class!r} is not a dataclass of training options")
+    if hasattr(config_class, "LIMITS"):
+        raise TypeError(f"{config_class.__name__}.LIMITS is not read; declare each field's range with "
+                        "Param.option(default, help, Range(...))")
+    types = {kind.__name__: kind for kind in PARAM_TYPES}
+    params = []
+    for setting in fields(config_class):
+        if setting.name == "steps":
+            continue
+        # The annotation's text under `from __future__ import annotations`, else the class.
+        kind = types.get(setting.type) if isinstance(setting.type, str) else setting.type
+        if kind not in PARAM_TYPES:
+            written = getattr(setting.type, "__name__", setting.type)
+            raise TypeError(f"{config_class.__name__}.{setting.name} has type {written}; a training option is str, "
+                            "int, float or bool")
+        default = _REQUIRED if setting.default is MISSING else setting.default
+        params.append(Param(setting.name, kind, default, **setting.metadata.get(_OPTION, {})))
+    return params
+
+
+def config_options(config_class: type, options: Mapping[str, str] | None, owner: str) -> dict[str, Any]:
+    """``-a NAME:KEY=VALUE`` training options typed and checked by the
+    `config_params` of a trainer's configuration dataclass.
+
+    Args:
+        config_class: The trainer's configuration dataclass.
+        options: The ``KEY=VALUE`` texts given (None: none).
+        owner: The allocator's name, which starts every error.
+
+    Returns:
+        The options given, as typed values by key (defaults are left to
+        the dataclass).
+
+    Raises:
+        SpecError: An unknown key (with the known ones), ``steps``, a value
+            not of its type, outside its range or not one of its choices.
+    """
+    params = {param.name: param for param in config_params(config_class)}
     parsed: dict[str, Any] = {}
     for key, text in (options or {}).items():
-        if key == "steps" and any(f.name == "steps" for f in fields(config_class)):
+        if key == "steps" and any(setting.name == "steps" for setting in fields(config_class)):
             raise SpecError(f"{owner}: steps={text} is not a training option; give it as --steps {text}")
-        if key not in known:
-            raise SpecError(f"{owner}: {unknown('training option', key, list(known))}")
-        kind = {"int": parse_int, "float": parse_finite_float, "bool": parse_bool, "str": str}[known[key]]
-        try:
-            parsed[key] = kind(text)
-        except ValueError:
-            name = {parse_bool: "yes or no", parse_finite_float: "a finite number", parse_int: "an integer"}[kind]
-            hint = _non_ascii_hint(text) if kind in (parse_int, parse_finite_float) else ""
-            raise SpecError(f"{owner}: {key}={text!r} is not {name}{hint}") from None
-        problem = limits[key].violation(parsed[key]) if key in limits else None
-        if not problem and kind is parse_int and abs(parsed[key]) > LARGEST_INTEGER:
-            problem = f"at most {LARGEST_INTEGER:,} in size"
-        if problem:
-            raise SpecError(f"{owner}: {key}={text!r} must be {problem}")
+        if key not in params:
+            raise SpecError(f"{owner}: {unknown('training option', key, list(params))}")
+        parsed[key] = params[key].convert(owner, text)
     return parsed

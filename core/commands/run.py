@@ -19,7 +19,8 @@ from dcbench.commands.base import (
 )
 from dcbench.harness.progress import progress_bar
 from dcbench.hookspecs import hookimpl
-from dcbench.registry import KINDS, PLURALS, Registry
+from dcbench.registry import KINDS, PLURALS, PluginEntry, Registry, blamed_on
+from dcbench.spec import Param, config_params
 
 KIND_ALIASES = {kind: kind for kind in KINDS} | {PLURALS[kind]: kind for kind in KINDS}
 
@@ -210,6 +211,30 @@ def show_entry(kind: str, entry: Any) -> None:
             click.echo(f"    {param.explain()}")
     else:
         click.echo("  no parameters")
+    options = training_options(entry)
+    if options:
+        click.echo(f"  training options (-a {entry.name}:KEY=VALUE with dcbench train):")
+        width = max(len(option.name) for option in options)
+        for option in options:
+            click.echo(f"    {option.explain(width)}")
+
+
+def training_options(entry: PluginEntry) -> list[Param]:
+    """The training options a learned allocator declares with
+    ``training_options="module:ConfigClass"`` (none where it declares none).
+
+    Raises:
+        PluginError: a third-party plugin's declaration cannot be loaded or
+            is no dataclass of options (a built-in one's error keeps its
+            traceback).
+    """
+    declared = entry.extra.get("training_options")
+    if declared is None:
+        return []
+    config_class = PluginEntry(entry.kind, entry.name, declared, plugin=entry.plugin,
+                               distribution=entry.distribution).load()
+    with blamed_on(entry, "declares training options that cannot be listed"):
+        return config_params(config_class)
 
 
 @click.command()

@@ -49,6 +49,9 @@ def registration_problem(kind: str, name: Any, target: Any, params: Any, extra: 
     trainer = extra.get("trainer")
     if trainer is not None and not _loadable(trainer):
         return f"its trainer {trainer!r} is neither a callable nor a 'module:attr'"
+    training_options = extra.get("training_options")
+    if training_options is not None and not (isinstance(training_options, str) and _loadable(training_options)):
+        return f"training_options={_short_repr(training_options)} is not a 'module:attr' string"
     demands = extra.get("demands", ("pool",))
     if kind == "allocator" and (not isinstance(demands, (list, tuple)) or not demands
                                 or not set(demands) <= set(DEMAND_KINDS)):

@@ -33,7 +33,8 @@ DEMAND_KINDS = ("pool", "job")
 
 
 # The keywords beyond name, target, description and params that ``register`` takes, by kind.
-REGISTER_KEYWORDS = {"topology": ("figures",), "allocator": ("demands", "learned", "trainer", "colour"),
+REGISTER_KEYWORDS = {"topology": ("figures",),
+                     "allocator": ("demands", "learned", "trainer", "training_options", "colour"),
                      "metric": ("columns",)}
 
 

@@ -231,7 +231,8 @@ def test_a_failed_registration_is_reported_when_the_registry_is_created(plugin_m
     ("misspelt_learned", "registers allocator 'misspelt_learned': it passes the unknown keyword lerned=; "
                          "did you mean learned=?; ignored"),
     ("stray_keyword", "registers allocator 'stray_keyword': it passes the unknown keyword shade=; register takes "
-                      "description=, params=, demands=, learned=, trainer=, colour= for allocators; ignored"),
+                      "description=, params=, demands=, learned=, trainer=, training_options=, colour= for "
+                      "allocators; ignored"),
     ("learned_text", "registers allocator 'learned_text': learned='yes' is not True or False"),
 ])
 def test_an_unusable_registration_is_skipped_with_a_warning(more_plugin_modules, name, fragment):
@@ -254,9 +255,19 @@ def test_each_kind_takes_its_own_keywords_beyond_description_and_params():
     assert registration_problem("allocator", "mine", TetrisAllocator, (), fine) is None
     assert registration_problem("allocator", "mine", TetrisAllocator, (), {"weights": []}) == (
         "it passes the unknown keyword weights=; register takes description=, params=, demands=, learned=, "
-        "trainer=, colour= for allocators")
+        "trainer=, training_options=, colour= for allocators")
     assert registration_problem("metric", "mine", len, (), {"column": []}) == (
         "it passes the unknown keyword column=; did you mean columns=?")
+
+
+def test_training_options_are_declared_as_a_module_attr_string():
+    # Lazily: `dcbench list NAME` imports the dataclass only, never the trainer (and torch).
+    lazy = {"learned": True, "trainer": "pkg.train:train", "training_options": "pkg.config:Config"}
+    assert registration_problem("allocator", "mine", TetrisAllocator, (), lazy) is None
+    for declared, shown in ((TetrisAllocator, "<class 'dcbench.plugins.allocators.tetris.TetrisAllocator'>"),
+                            ("pkg.config", "'pkg.config'")):
+        assert registration_problem("allocator", "mine", TetrisAllocator, (), {**lazy, "training_options": declared}) \
+            == f"training_options={shown} is not a 'module:attr' string"
 
 
 def measure(tables, network):

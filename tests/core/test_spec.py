@@ -135,6 +135,81 @@ def test_training_options_are_finite_too():
         config_options(Config, {"envs": "1_6"}, "x")
 
 
+def test_a_trainers_config_fields_are_params_with_their_help_and_bounds():
+    from dataclasses import dataclass
+
+    from dcbench import Range
+    from dcbench.spec import config_params
+
+    @dataclass
+    class Config:
+        steps: int = Param.option(100, "steps to train for")  # `dcbench train --steps`, not an option
+        envs: int = Param.option(8, "environments in lockstep", Range(1, 256))
+        rate: float = Param.option(0.1, "learning rate", Range(0, 10, above=True))
+        actor: str = Param.option("dense", "the actor's network", choices=("dense", "shared"))
+        mask: bool = True  # a plain field is an option too, without help or bounds
+
+    assert config_params(Config) == [
+        Param("envs", int, 8, "environments in lockstep", minimum=1, maximum=256),
+        Param("rate", float, 0.1, "learning rate", minimum=0, above=True, maximum=10),
+        Param("actor", str, "dense", "the actor's network", choices=("dense", "shared")),
+        Param("mask", bool, True),
+    ]
+    assert Config() == Config(100, 8, 0.1, "dense", True)  # the defaults are the fields' own
+    assert config_params(Config)[0].explain(8) == "envs     integer from 1 to 256; default 8 — environments in lockstep"
+
+
+def test_a_training_option_is_refused_with_the_message_of_a_parameter():
+    from dataclasses import dataclass
+
+    from dcbench import Range, config_options
+
+    @dataclass
+    class Config:
+        steps: int = 1
+        envs: int = Param.option(8, "environments in lockstep", Range(1, 256))
+        rate: float = Param.option(0.1, "learning rate", Range(0, 10, above=True))
+        actor: str = Param.option("dense", "the actor's network", choices=("dense", "shared"))
+
+    assert config_options(Config, {"envs": "3", "actor": "shared"}, "x") == {"envs": 3, "actor": "shared"}
+    assert config_options(Config, None, "x") == {}  # defaults are the dataclass's to fill in
+    for options, message in [
+        ({"env": "3"}, "x: unknown training option 'env'; did you mean 'envs'? Known training options: envs, rate, "
+                       "actor"),
+        ({"steps": "10"}, "x: steps=10 is not a training option; give it as --steps 10"),
+        ({"envs": "0"}, "x: envs='0' must be at least 1 and at most 256"),
+        ({"envs": "300"}, "x: envs='300' must be at most 256"),
+        ({"rate": "0"}, "x: rate='0' must be greater than 0 and at most 10"),
+        ({"actor": "wide"}, "x: actor='wide' is not one of dense, shared"),
+    ]:
+        with pytest.raises(SpecError, match=re.escape(message) + "$"):
+            config_options(Config, options, "x")
+
+
+def test_a_config_that_no_spec_can_set_is_refused():
+    from dataclasses import dataclass
+    from typing import ClassVar
+
+    from dcbench import Range
+    from dcbench.spec import config_params
+
+    @dataclass
+    class Listed:
+        sizes: tuple = (1, 2)
+
+    @dataclass
+    class Limited:  # the bounds of dcbench 0.3, which would no longer be checked
+        envs: int = 8
+        LIMITS: ClassVar[dict[str, Range]] = {"envs": Range(1, 256)}
+
+    with pytest.raises(TypeError, match=r"Listed.sizes has type tuple; a training option is str, int, float or bool"):
+        config_params(Listed)
+    with pytest.raises(TypeError, match=r"Limited.LIMITS is not read; declare each field's range with Param.option"):
+        config_params(Limited)
+    with pytest.raises(TypeError, match="is not a dataclass of training options"):
+        config_params(dict)
+
+
 @pytest.mark.parametrize("text", [
     "t :8,1x4", "t: 8 , 1x4", " t : 8,1x4 , pods = 2 ", "t\t:8,\t1x4", "t:8,1x4\n", "t : 8,ratio = 1x4",
 ])

@@ -1,6 +1,7 @@
 import json
 import platform
 import re
+import subprocess
 import sys
 from pathlib import Path
 
@@ -216,6 +217,42 @@ def test_a_quick_training_takes_exactly_its_steps_and_then_says_there_is_nothing
         "more --steps, or another --out")
     longer = CliRunner().invoke(cli, [*args[:-5], "--steps", "1200", "--quick", "--out", str(out)])
     assert longer.exit_code == 0 and strict_json(tmp_path / "q.json")["steps"] == 1200 and "Note" not in longer.stderr
+
+
+def test_every_training_option_is_a_param_with_help_and_the_models_bounds():
+    from dataclasses import fields
+
+    from dcbench.plugins.allocators.a2c_multistep import model
+    from dcbench.plugins.allocators.a2c_multistep.config import STATE_VALUES, A2CConfig
+    from dcbench.registry.checks import param_problem
+    from dcbench.spec import config_params
+
+    options = {option.name: option for option in config_params(A2CConfig)}
+    assert list(options) == [field.name for field in fields(A2CConfig) if field.name != "steps"]
+    assert all(option.help for option in options.values())
+    assert all(param_problem(option) is None for option in options.values())  # every default is a value it takes
+    # config.py repeats what model.py (which imports torch) loads a checkpoint with
+    assert (options["hidden"].maximum, options["layers"].maximum) == (model.MAX_HIDDEN, model.MAX_LAYERS)
+    assert options["actor"].choices == model.ACTORS and options["state"].choices == tuple(STATE_VALUES)
+    assert (options["learning_rate"].minimum, options["learning_rate"].above) == (0, True)
+
+
+def test_list_shows_every_training_option_with_its_help_without_importing_torch():
+    from dcbench.plugins.allocators.a2c_multistep.config import A2CConfig
+    from dcbench.spec import config_params
+
+    code = ("import sys; from click.testing import CliRunner; from dcbench.commands import cli; "
+            "result = CliRunner().invoke(cli, ['list', 'a2c_multistep']); assert result.exit_code == 0; "
+            "assert 'torch' not in sys.modules, 'torch imported'; print(result.output, end='')")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    listed = done.stdout.splitlines()
+    options = config_params(A2CConfig)
+    width = max(len(option.name) for option in options)
+    heading = listed.index("  training options (-a a2c_multistep:KEY=VALUE with dcbench train):")
+    assert listed[heading + 1:] == [f"    {option.explain(width)}" for option in options]
+    assert "    state                one of paper, placement; default paper — paper: 2 values per rack; placement " \
+           "(ours): and the share of the VM's traffic to the job's placed VMs that would stay in the rack" in listed
 
 
 @pytest.mark.parametrize("options, steps, fragment", [

@@ -615,6 +615,46 @@ def test_training_options_are_typed_and_checked(tmp_path):
     assert not (tmp_path / "x.pt").exists() and not (tmp_path / "x.pt.train").exists()
 
 
+def listed_without_torch(name: str) -> list[str]:
+    """The lines of `dcbench list NAME`, run where a test checks that torch was never imported."""
+    code = ("import sys; from click.testing import CliRunner; from dcbench.commands import cli; "
+            f"result = CliRunner().invoke(cli, ['list', {name!r}]); assert result.exit_code == 0, result.output; "
+            "assert 'torch' not in sys.modules, 'torch imported'; print(result.output, end='')")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.splitlines()
+
+
+def test_every_training_option_is_a_param_with_help_and_its_bounds():
+    from dataclasses import fields
+
+    from dcbench import Param
+    from dcbench.plugins.allocators.gnn_ppo.config import PPOConfig
+    from dcbench.registry.checks import param_problem
+    from dcbench.spec import config_params
+
+    options = {option.name: option for option in config_params(PPOConfig)}
+    assert list(options) == [field.name for field in fields(PPOConfig) if field.name != "steps"]
+    assert all(option.help for option in options.values())
+    assert all(param_problem(option) is None for option in options.values())  # every default is a value it takes
+    assert options["envs"] == Param("envs", int, 8, options["envs"].help, minimum=1, maximum=256)
+    assert (options["clip"].minimum, options["clip"].above, options["clip"].maximum) == (0, True, 10)
+    assert options["teacher"].type is str and options["hints"].type is bool and options["hints"].default is True
+
+
+def test_list_shows_every_training_option_with_its_help_without_importing_torch():
+    from dcbench.plugins.allocators.gnn_ppo.config import PPOConfig
+    from dcbench.spec import config_params
+
+    listed = listed_without_torch("gnn_ppo")
+    options = config_params(PPOConfig)
+    width = max(len(option.name) for option in options)
+    heading = listed.index("  training options (-a gnn_ppo:KEY=VALUE with dcbench train):")
+    assert listed[heading + 1:] == [f"    {option.explain(width)}" for option in options]
+    assert "    envs                    integer from 1 to 256; default 8 — environments stepped in lockstep, one " \
+           "batched forward pass" in listed
+
+
 @pytest.mark.parametrize("options, fragment", [
     ({"envs": "0"}, "gnn_ppo: envs='0' must be at least 1"),
     # bounded above too: a typo would hang for hours or fill the memory, or make the logits NaN

@@ -21,6 +21,7 @@ def register_allocators(register):
         demands=("job",),
         learned=True,
         trainer="dcbench.plugins.allocators.a2c_multistep.train:train",
+        training_options="dcbench.plugins.allocators.a2c_multistep.config:A2CConfig",
     )
 
 

@@ -26,16 +26,17 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
-from typing import Any, Callable, ClassVar
+from typing import Any, Callable
 
 import numpy as np
 import torch
 
-from dcbench import Range, SpecError, config_options
+from dcbench import SpecError, config_options
 from dcbench.envs import AllocationEnv
-from dcbench.plugins.allocators.a2c_multistep.model import ACTORS, MAX_HIDDEN, MAX_LAYERS, ActorCritic, NumpyActor
+from dcbench.plugins.allocators.a2c_multistep.config import STATE_VALUES, A2CConfig
+from dcbench.plugins.allocators.a2c_multistep.model import ACTORS, ActorCritic, NumpyActor
 from dcbench.plugins.allocators.checkpoint_files import (
     command_line,
     export_checkpoint,
@@ -53,59 +54,10 @@ CURVE_COLUMNS = ("steps", "epsilon", "blocking")
 TRAINING_SEED_OFFSET = 1_000_000
 VALIDATION_SEED_OFFSET = 2_000_000  # held-out episodes for early stopping, as gnn_ppo's
 MAX_ENTROPY_COEF = 100.0  # the adaptive β's bound
-STATE_VALUES = {"paper": 2, "placement": 3}  # values per rack of each state
 # `dcbench train --quick`: a smoke test's settings (an option given with -a still wins): short episodes, and
 # --steps counts every decision, exactly, the last episode cut where they run out. No jcb warm start.
 QUICK = {"episode_jobs": 50}
 QUICK_STEPS = 1_000  # --steps under --quick when it is not given
-
-
-@dataclass
-class A2CConfig:
-    """The paper's hyper-parameters (section 5), plus what it leaves open."""
-
-    steps: int = 300_000                # decisions (VM placements) to train for
-    reconfiguration_cost: float = 25.0  # Φ_reconf
-    alpha: float = 100.0                # α, the latency term's scale
-    entropy_coef: float = 0.01          # β
-    gamma: float = 0.9                  # γ
-    epsilon_step: float = 1e-5          # ε₀, per update
-    epsilon_min: float = 0.5            # ε_min
-    window: int = 50                    # L
-    learning_rate: float = 1e-3
-    hidden: int = 128
-    layers: int = 5
-    episode_jobs: int = 2_000           # ours: the paper trains on one stream of 200,000 jobs per epoch
-    mask: bool = True                   # ours: never choose a rack without a server for the VM
-    state: str = "paper"                # "paper": 2 values per rack; "placement" (ours): and the traffic kept there
-    actor: str = "dense"                # "dense": the paper's; "shared" (ours): one network scores each rack
-    imitation_jobs: int = 0             # ours: behaviour cloning of jcb before A2C (0: none, the paper's)
-    imitation_epochs: int = 5
-    # Ours, against the entropy collapse (defaults: off, the paper's update):
-    normalize_advantages: bool = False  # advantages to zero mean and unit deviation per update window
-    target_entropy: float = 0.0         # > 0: raise β (from entropy_coef) while the mean entropy (nats) is lower
-    entropy_coef_step: float = 0.01     # the adaptive β's step on log β per update, times (target − entropy)
-    actor_learning_rate: float = 0.0    # > 0: the actor's own Adam rate (the critic keeps learning_rate)
-    max_grad_norm: float = 0.0          # > 0: clip the actor's and the critic's gradient norms, each
-    reward_scale: float = 1.0           # Eq. 1 rewards times this (Φ_reconf = 25 makes returns of ±hundreds)
-    validation_episodes: int = 0        # > 0: after every episode score the greedy policy on this many held-out
-                                        # episodes and export the weights with the lowest blocking (early stopping)
-    validation_jobs: int = 0            # > 0: a validation episode is the workload's warm-up and then this many
-                                        # jobs, scored on those alone as the suites score (0: episode_jobs, all)
-
-    # Upper bounds far beyond any useful run: a typo is refused, not hours of work or all the memory.
-    LIMITS: ClassVar[dict[str, Range]] = {
-        "window": Range(1, 1_000_000), "hidden": Range(1, MAX_HIDDEN), "layers": Range(1, MAX_LAYERS),
-        "episode_jobs": Range(1, 10_000_000),
-        **dict.fromkeys(("imitation_jobs", "validation_jobs"), Range(0, 10_000_000)),
-        "imitation_epochs": Range(0, 1000), "validation_episodes": Range(0, 100_000),
-        **dict.fromkeys(("reconfiguration_cost", "entropy_coef", "target_entropy", "entropy_coef_step"),
-                        Range(0, 1e6)),
-        "epsilon_step": Range(0, 1), "actor_learning_rate": Range(0, 10), "max_grad_norm": Range(0, 1e9),
-        "alpha": Range(0, 1e9, above=True), "learning_rate": Range(0, 10, above=True),
-        "reward_scale": Range(0, 1e6, above=True),
-        "gamma": Range(0, 1), "epsilon_min": Range(0, 1),
-    }
 
 
 def parse_options(options: dict[str, str] | None) -> dict[str, Any]:

@@ -19,4 +19,5 @@ def register_allocators(register):
         demands=("pool",),
         learned=True,
         trainer="dcbench.plugins.allocators.gnn_ppo.train:train",
+        training_options="dcbench.plugins.allocators.gnn_ppo.config:PPOConfig",
     )

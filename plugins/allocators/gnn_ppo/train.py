@@ -5,7 +5,7 @@ bonus (``entropy_coef``, 0 by default as in RLlib) and RLlib's adaptive KL
 penalty (on the KL estimated from the sampled actions); gradients clipped
 to norm 10. Minibatches, clip, γ, λ and the KL coefficient default to the
 reference's RLlib settings (minibatches of 256, clip 0.3, γ 0.99, λ 1.0,
-KL coefficient 0.2), the rest differs (`PPOConfig`). A behaviour-cloning
+KL coefficient 0.2), the rest differs (`PPOConfig`, config.py). A behaviour-cloning
 warm start comes first (`imitation.py`). Each iteration collects whole
 episodes from ``envs`` environments stepped in lockstep: every environment
 finishes the episode in which it reaches its share of ``batch`` steps, so
@@ -26,14 +26,14 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
-from typing import Any, Callable, ClassVar
+from typing import Any, Callable
 
 import numpy as np
 import torch
 
-from dcbench import Range, SpecError, config_options
+from dcbench import SpecError, config_options
 from dcbench.envs import AllocationEnv
 from dcbench.plugins.allocators.checkpoint_files import (
     check_identity,
@@ -43,6 +43,7 @@ from dcbench.plugins.allocators.checkpoint_files import (
     save_training_state,
 )
 from dcbench.plugins.allocators.early_stopping import BestWeights
+from dcbench.plugins.allocators.gnn_ppo.config import PPOConfig
 from dcbench.plugins.allocators.gnn_ppo.imitation import ImitationWarmStart, check_teacher, stack_observations
 from dcbench.plugins.allocators.gnn_ppo.model import (
     EXTRA_FEATURES,
@@ -64,65 +65,6 @@ CURVE_COLUMNS = ("steps", "acceptance", "policy_loss", "value_loss", "entropy")
 QUICK = {"envs": 2, "batch": 256, "epochs": 2, "episode_requests": 32, "imitation_epochs": 2, "teacher": "tetris",
          "validation_episodes": 0}
 QUICK_STEPS = 1_000  # --steps under --quick when it is not given
-
-
-@dataclass
-class PPOConfig:
-    """Training settings; every field but ``steps`` is a ``gnn_ppo:KEY=VALUE``
-    option of ``dcbench train``. The defaults are the second set's recipe;
-    the shipped checkpoints add γ 0.9, λ 0.95, a chosen teacher and, for
-    seven of the twelve, a sixth hint (each one's ``.json`` records its
-    settings). The reference's RLlib run differs in: steps 204,800, epochs
-    30, learning rate 5e-3, a clipped value loss (the prediction moves at
-    most 10 from its rollout value), rewards unscaled, 32-request episodes,
-    no imitation warm start, no `ServerHints` node features (see
-    docs/learned/gnn_ppo.md). ``dagger_rounds`` > 0 adds DAgger rounds after
-    the behaviour cloning (tried, not shipped)."""
-
-    steps: int = 60_000
-    envs: int = 8
-    batch: int = 2048
-    minibatch: int = 256
-    epochs: int = 10
-    learning_rate: float = 3e-4
-    clip: float = 0.3
-    gamma: float = 0.99
-    gae_lambda: float = 1.0
-    value_coef: float = 0.5
-    reward_scale: float = 0.1
-    entropy_coef: float = 0.0
-    kl_coef: float = 0.2
-    kl_target: float = 0.01
-    max_grad_norm: float = 10.0
-    episode_requests: int = 128
-    imitation_episodes: int = 40
-    imitation_epochs: int = 8
-    imitation_learning_rate: float = 3e-3
-    teacher: str = "best"
-    teacher_trial_episodes: int = 20
-    dagger_rounds: int = 0
-    dagger_episodes: int = 16
-    dagger_epochs: int = 3
-    hints: bool = True
-    fit_hint: bool = False
-    fit_last_hint: bool = False
-    validation_episodes: int = 32
-    validate_every: int = 5
-
-    # Upper bounds far beyond any useful run: a typo is refused, not hours of work or all the memory.
-    LIMITS: ClassVar[dict[str, Range]] = {
-        "envs": Range(1, 256), "batch": Range(1, 1_000_000), "minibatch": Range(1, 1_000_000),
-        "episode_requests": Range(1, 100_000), "validate_every": Range(1, 1_000_000),
-        **dict.fromkeys(("epochs", "dagger_epochs"), Range(1, 1000)),
-        **dict.fromkeys(("teacher_trial_episodes", "dagger_episodes"), Range(1, 10_000)),
-        **dict.fromkeys(("imitation_episodes", "validation_episodes"), Range(0, 100_000)),
-        **dict.fromkeys(("imitation_epochs", "dagger_rounds"), Range(0, 1000)),
-        **dict.fromkeys(("value_coef", "entropy_coef", "kl_coef"), Range(0, 1e6)),
-        **dict.fromkeys(("learning_rate", "imitation_learning_rate", "clip"), Range(0, 10, above=True)),
-        **dict.fromkeys(("reward_scale", "kl_target"), Range(0, 1e6, above=True)),
-        "max_grad_norm": Range(0, 1e9, above=True),
-        "gamma": Range(0, 1), "gae_lambda": Range(0, 1),
-    }
 
 
 class HintedEnv:

@@ -59,7 +59,10 @@ def register_allocators(register):
     trainable with ``dcbench train``, ``trainer="module:function"``, called
     as ``function(topology=, workload=, steps=, seed=, out=, progress=)``
     (plus ``options=``, the ``KEY=VALUE`` texts of ``-a name:KEY=VALUE``)
-    and returning the checkpoint's path. An allocator whose behaviour
+    and returning the checkpoint's path; ``training_options="module:attr"``
+    names its configuration dataclass (fields declared with `Param.option`,
+    in a module that imports no torch), which ``dcbench list NAME`` shows
+    with each option's help. An allocator whose behaviour
     depends on more than its spec (a checkpoint file) gives itself a
     ``fingerprint(network) -> str`` method: it is hashed into the run id,
     so new weights make new runs instead of reusing cached ones.

@@ -231,7 +231,7 @@ def test_every_training_option_is_a_param_with_help_and_the_models_bounds():
     assert list(options) == [field.name for field in fields(A2CConfig) if field.name != "steps"]
     assert all(option.help for option in options.values())
     assert all(param_problem(option) is None for option in options.values())  # every default is a value it takes
-    # config.py repeats what model.py (which imports torch) loads a checkpoint with
+    # training declares the bounds model.py loads a checkpoint with
     assert (options["hidden"].maximum, options["layers"].maximum) == (model.MAX_HIDDEN, model.MAX_LAYERS)
     assert options["actor"].choices == model.ACTORS and options["state"].choices == tuple(STATE_VALUES)
     assert (options["learning_rate"].minimum, options["learning_rate"].above) == (0, True)

@@ -10,9 +10,10 @@ from dcbench import Param, Range
 
 option = Param.option
 STATE_VALUES = {"paper": 2, "placement": 3}  # values per rack of each state
-# model.py's, which imports torch (a test checks that they agree): the actors, and the largest network trained
-# and loaded.
-ACTORS = ("dense", "shared")
+ACTORS = ("dense", "shared")  # the paper's dense actor; ours, one network shared over the racks
+# The largest network trained and loaded (model.py checks a checkpoint against them before it builds one): 8 times
+# the paper's width and 3 times its depth, for up to the ocs topology's 2,048 ToRs (at most 46 million weights,
+# 190 MB; the shipped checkpoints have 0.15 million).
 MAX_HIDDEN = 1024
 MAX_LAYERS = 16
 # Upper bounds far beyond any useful run: a typo is refused, not hours of work or all the memory.

@@ -7,14 +7,10 @@ import torch
 from torch import nn
 
 from dcbench import Range
+from dcbench.plugins.allocators.a2c_multistep.config import ACTORS, MAX_HIDDEN, MAX_LAYERS
 
 MASKED = -1e9
-ACTORS = ("dense", "shared")  # the paper's dense actor; ours, one network shared over the racks
-# The largest network trained (`A2CConfig.LIMITS`) and loaded, checked before one is built from a checkpoint:
-# 8 times the paper's width and 3 times its depth, for up to the ocs topology's 2,048 ToRs (at most 46
-# million weights, 190 MB; the shipped checkpoints have 0.15 million).
-MAX_HIDDEN = 1024
-MAX_LAYERS = 16
+# The largest network loaded (the largest `A2CConfig` trains), checked before one is built from a checkpoint.
 CONFIG_LIMITS = {"racks": Range(2, 2048), "hidden": Range(1, MAX_HIDDEN), "layers": Range(1, MAX_LAYERS),
                  "features": (2, 3), "actor": ACTORS}
 

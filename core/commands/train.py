@@ -117,31 +117,14 @@ def takes_keyword(function: Any, name: str) -> bool:
                or p.kind is p.VAR_KEYWORD for p in parameters)
 
 
-def status_line(row: dict[str, float]) -> str:
-    """A progress row of a trainer as one status text: a warm start's teacher
-    episode or epoch, or a training iteration's acceptance and losses."""
-    def number(key: str) -> float:
-        value = row.get(key, float("nan"))
-        return value if isinstance(value, (int, float)) else float("nan")
-
-    if "teacher_trial_episode" in row:
-        return (f"teacher trial {number('teacher_trial_episode'):.0f}/{number('teacher_trial_episodes'):.0f}  "
-                f"acceptance {number('acceptance'):.3f}")
-    if "warm_start_episode" in row:
-        of = f"/{number('warm_start_episodes'):.0f}" if "warm_start_episodes" in row else ""
-        return f"warm start: teacher episode {number('warm_start_episode'):.0f}{of}  acceptance " \
-               f"{number('acceptance'):.3f}"
-    if "imitation_epoch" in row:
-        return (f"warm start: epoch {number('imitation_epoch'):.0f}  loss {number('policy_loss'):.4f}  "
-                f"agreement {number('agreement'):.3f}")
-    first = (f"blocking {number('blocking'):.3f}  ε {number('epsilon'):.3f}" if "blocking" in row  # jobs
-             else f"acceptance {number('acceptance'):.3f}")
-    status = (f"{first}  policy {number('policy_loss'):+.4f}  value {number('value_loss'):.3f}  "
-              f"entropy {number('entropy'):.3f}")
-    validation = number("validation_acceptance")
-    if validation == validation:  # not NaN: this iteration was validated
-        status += f"  validation {validation:.3f}"
-    return status
+def status_line(row: dict[str, Any]) -> str:
+    """A trainer's progress ``row`` as one status text: the ``status`` it
+    gives, else its numbers (``name value``, to 4 significant digits)."""
+    if isinstance(row.get("status"), str):
+        return " ".join(row["status"].splitlines())  # one line, whatever a plugin gives
+    numbers = [f"{key} {value:.4g}" for key, value in row.items()
+               if key != "steps" and isinstance(value, (int, float)) and not isinstance(value, bool)]
+    return "  ".join(numbers)
 
 
 def said_nothing_was_trained(state: Path, checkpoint: Path, steps: int | None) -> None:

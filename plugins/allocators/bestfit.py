@@ -29,22 +29,7 @@ from __future__ import annotations
 import numpy as np
 
 from dcbench import Network, Param, PoolAllocator, PoolBuilder, hookimpl
-
-
-def own_link_free(builder: PoolBuilder, links: np.ndarray, has_link: np.ndarray, out: np.ndarray) -> np.ndarray:
-    """Free channels of every server's own link (``links``, valid where
-    ``has_link``); a server without a link of its own is never short of them."""
-    link_free = builder.free_links.take(links, out=out)
-    return link_free if has_link.all() else np.where(has_link, link_free, np.inf)
-
-
-def completing_servers(builder: PoolBuilder, allowed: np.ndarray, link_free: np.ndarray) -> np.ndarray:
-    """The allowed servers that cover everything the request still needs and
-    have a free channel on their own link for each server chosen so far."""
-    remaining = builder.remaining
-    needed = remaining > 0
-    covers = (builder.free_resources[:, needed] >= remaining[needed]).all(axis=1)
-    return allowed & covers & (link_free >= len(builder.chosen))
+from dcbench.plugins.allocators._fit import completing_servers, own_link_free
 
 
 class BestFitAllocator(PoolAllocator):

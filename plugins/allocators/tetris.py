@@ -23,20 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from dcbench import JobBuilder, Network, Param, PoolAndJobAllocator, PoolBuilder, hookimpl
-from dcbench.plugins.allocators.bestfit import completing_servers, own_link_free
-
-
-def tightest_completing(builder: PoolBuilder, allowed: np.ndarray, link_free: np.ndarray,
-                        racks: np.ndarray) -> np.ndarray:
-    """The allowed servers that complete the request in a rack it already uses
-    (anywhere for its first server), tightest first: least CPU and memory
-    left over, then fewest free channels, then lowest index."""
-    covers = completing_servers(builder, allowed, link_free)
-    if builder.chosen:
-        covers &= np.isin(racks, racks[builder.chosen])
-    candidates = np.flatnonzero(covers)
-    leftover = (builder.free_resources[candidates] - builder.remaining).clip(min=0).sum(axis=1)
-    return candidates[np.lexsort((link_free[candidates], leftover))]
+from dcbench.plugins.allocators._fit import own_link_free, tightest_completing
 
 
 class TetrisAllocator(PoolAndJobAllocator):
@@ -123,4 +110,5 @@ def register_allocators(register):
                   "(not in the paper)"),
         ],
         demands=("pool", "job"),
+        colour="C1",
     )

@@ -307,8 +307,8 @@ def test_no_checkpoint_for_a_size_is_a_clear_error(tmp_path):
 
 
 def test_a_checkpoint_for_another_number_of_tors_is_a_clear_error(tmp_path):
+    from dcbench.plugins.allocators._learned.checkpoints import shipped_checkpoints
     from dcbench.plugins.allocators.a2c_multistep.allocator import CHECKPOINTS
-    from dcbench.plugins.allocators.checkpoint_files import shipped_checkpoints
 
     shipped = shipped_checkpoints(CHECKPOINTS)["ocs-16"]
     result = CliRunner().invoke(cli, ["run", "-a", "a2c_multistep", "--checkpoint", str(shipped),
@@ -341,9 +341,9 @@ def test_a_gnn_ppo_checkpoint_is_not_taken_for_an_a2c_one(tmp_path):
 
 
 def test_every_shipped_checkpoint_is_within_the_limits_and_its_weights_are_the_shapes_its_configuration_makes():
+    from dcbench.plugins.allocators._learned.checkpoints import shipped_checkpoints
     from dcbench.plugins.allocators.a2c_multistep.allocator import CHECKPOINTS
     from dcbench.plugins.allocators.a2c_multistep.model import weight_shapes
-    from dcbench.plugins.allocators.checkpoint_files import shipped_checkpoints
 
     for path in shipped_checkpoints(CHECKPOINTS).values():
         saved = torch.load(path, weights_only=True)

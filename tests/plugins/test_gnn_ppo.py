@@ -54,7 +54,7 @@ def test_the_env_and_the_allocator_make_the_same_decisions(runner, random_checkp
 
 
 def test_checkpoints_are_matched_to_the_topology():
-    from dcbench.plugins.allocators.checkpoint_files import shipped_checkpoints
+    from dcbench.plugins.allocators._learned.checkpoints import shipped_checkpoints
     from dcbench.plugins.allocators.gnn_ppo.allocator import CHECKPOINTS
 
     shipped = shipped_checkpoints(CHECKPOINTS)
@@ -216,7 +216,7 @@ def test_a_training_state_and_its_curve_are_replaced_together_or_not_at_all(tmp_
 
     import torch
 
-    from dcbench.plugins.allocators import checkpoint_files
+    from dcbench.plugins.allocators._learned import checkpoints as checkpoint_files
 
     state_dir = tmp_path / "x.pt.train"
     checkpoint_files.save_training_state(state_dir, {"weights": torch.zeros(2)}, [{"steps": 1}], {"seed": 0})
@@ -238,7 +238,7 @@ def test_a_state_saved_by_a_trainer_killed_between_two_renames_resumes_with_its_
     first): the state is renamed last, so it is never ahead of its curve,
     and a curve ahead of it is read up to the state's rows."""
     from dcbench.harness import journal as atomic
-    from dcbench.plugins.allocators import checkpoint_files
+    from dcbench.plugins.allocators._learned import checkpoints as checkpoint_files
     from tests.core.test_atomic import killed_at
 
     state_dir = tmp_path / "x.pt.train"
@@ -259,7 +259,7 @@ def test_a_state_saved_by_a_trainer_killed_between_two_renames_resumes_with_its_
 
 def test_a_curve_behind_its_state_is_refused(tmp_path):
     from dcbench import ResultsError
-    from dcbench.plugins.allocators import checkpoint_files
+    from dcbench.plugins.allocators._learned import checkpoints as checkpoint_files
 
     state_dir = tmp_path / "x.pt.train"
     checkpoint_files.save_training_state(state_dir, {"weights": torch.zeros(2)}, [{"steps": 1}, {"steps": 2}],
@@ -365,6 +365,23 @@ def test_heuristics_and_help_never_import_torch():
     assert done.returncode == 0, done.stderr
 
 
+def test_a_training_row_is_one_status_line_and_a_row_without_one_shows_its_numbers():
+    from dcbench.commands.train import status_line
+    from dcbench.plugins.allocators._learned.status import with_status
+
+    shown = []
+    with_status(shown.append)({"steps": 10, "acceptance": 0.5, "policy_loss": 0.01, "value_loss": 2.0,
+                               "entropy": 3.0, "validation_acceptance": 0.75})
+    assert shown[0]["status"] == "acceptance 0.500  policy +0.0100  value 2.000  entropy 3.000  validation 0.750"
+    with_status(shown.append)({"steps": 4, "blocking": 0.25, "epsilon": 0.1, "policy_loss": 0.0, "value_loss": 1.0,
+                               "entropy": 0.5})
+    assert shown[1]["status"].startswith("blocking 0.250  ε 0.100  policy +0.0000")
+    with_status(shown.append)({"steps": 0, "teacher_trial_episode": 2, "teacher_trial_episodes": 20, "acceptance": 1})
+    assert shown[2]["status"] == "teacher trial 2/20  acceptance 1.000"
+    assert status_line(shown[0]) == shown[0]["status"]  # the command shows the trainer's own line
+    assert status_line({"steps": 3, "loss": 0.123456, "done": True}) == "loss 0.1235"  # a third party's numbers
+
+
 def test_train_command_and_its_errors(tmp_path, monkeypatch):
     from click.testing import CliRunner
 
@@ -375,7 +392,8 @@ def test_train_command_and_its_errors(tmp_path, monkeypatch):
 
     def fake_train(**kwargs):
         calls.append(kwargs)
-        kwargs["progress"]({"steps": 10, "acceptance": 0.5, "policy_loss": 0.01, "value_loss": 2.0, "entropy": 3.0})
+        progress = training.with_status(kwargs["progress"])  # as the real trainer reports
+        progress({"steps": 10, "acceptance": 0.5, "policy_loss": 0.01, "value_loss": 2.0, "entropy": 3.0})
         kwargs["out"].write_bytes(b"PK\x03\x04 a zip archive, as torch.save writes")
         return kwargs["out"]
 
@@ -854,14 +872,14 @@ def test_a_policy_trained_with_a_sixth_hint_and_teacher_runs_as_the_allocator(ru
 
 
 def shipped_weights(name: str = "tiered-8-1x4") -> dict:
-    from dcbench.plugins.allocators.checkpoint_files import shipped_checkpoints
+    from dcbench.plugins.allocators._learned.checkpoints import shipped_checkpoints
     from dcbench.plugins.allocators.gnn_ppo.allocator import CHECKPOINTS
 
     return torch.load(shipped_checkpoints(CHECKPOINTS)[name], weights_only=True)
 
 
 def test_every_shipped_checkpoint_is_within_the_limits_and_its_weights_are_the_shapes_its_configuration_makes():
-    from dcbench.plugins.allocators.checkpoint_files import shipped_checkpoints
+    from dcbench.plugins.allocators._learned.checkpoints import shipped_checkpoints
     from dcbench.plugins.allocators.gnn_ppo.allocator import CHECKPOINTS
     from dcbench.plugins.allocators.gnn_ppo.model import weight_shapes
 
@@ -936,7 +954,7 @@ def test_an_archive_torch_did_not_write_is_refused_before_torch_reads_it(tmp_pat
     limit is refused by its size alone."""
     import zipfile
 
-    import dcbench.plugins.allocators.checkpoint_files as checkpoint_files
+    import dcbench.plugins.allocators._learned.checkpoints as checkpoint_files
     from dcbench import ResultsError
 
     written = tmp_path / "written.pt"
@@ -959,7 +977,7 @@ def test_a_checkpoint_with_nan_weights_is_refused(tmp_path):
     from click.testing import CliRunner
 
     from dcbench.commands import cli
-    from dcbench.plugins.allocators.checkpoint_files import shipped_checkpoints
+    from dcbench.plugins.allocators._learned.checkpoints import shipped_checkpoints
     from dcbench.plugins.allocators.gnn_ppo.allocator import CHECKPOINTS
 
     saved = torch.load(shipped_checkpoints(CHECKPOINTS)["tiered-8-1x4"], weights_only=True)
@@ -978,7 +996,7 @@ SAVE_ON_A_FULL_DISK = """
 import resource, signal, sys
 from pathlib import Path
 import torch
-from dcbench.plugins.allocators.checkpoint_files import save_checkpoint
+from dcbench.plugins.allocators._learned.checkpoints import save_checkpoint
 
 signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails (EFBIG), as on a full disk
 path = Path(sys.argv[1])

@@ -10,8 +10,7 @@ import torch
 
 from dcbench import JobAllocator, JobBuilder, Network
 from dcbench.envs import JobFeatures
-from dcbench.plugins.allocators.a2c_multistep.model import CONFIG_LIMITS, ActorCritic, NumpyActor, weight_shapes
-from dcbench.plugins.allocators.checkpoint_files import (
+from dcbench.plugins.allocators._learned.checkpoints import (
     check_config,
     check_weight_shapes,
     checked_checkpoint,
@@ -19,6 +18,7 @@ from dcbench.plugins.allocators.checkpoint_files import (
     load_checkpoint,
     shipped_checkpoints,
 )
+from dcbench.plugins.allocators.a2c_multistep.model import CONFIG_LIMITS, ActorCritic, NumpyActor, weight_shapes
 
 CHECKPOINTS = "dcbench.plugins.allocators.a2c_multistep"
 # How the weights are evaluated is part of a run's identity too: runs of the

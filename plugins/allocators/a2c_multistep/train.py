@@ -35,15 +35,16 @@ import torch
 
 from dcbench import SpecError, config_options
 from dcbench.envs import AllocationEnv
-from dcbench.plugins.allocators.a2c_multistep.config import STATE_VALUES, A2CConfig
-from dcbench.plugins.allocators.a2c_multistep.model import ACTORS, ActorCritic, NumpyActor
-from dcbench.plugins.allocators.checkpoint_files import (
+from dcbench.plugins.allocators._learned.checkpoints import (
     command_line,
     export_checkpoint,
     resume_training_state,
     save_training_state,
 )
-from dcbench.plugins.allocators.early_stopping import BestWeights
+from dcbench.plugins.allocators._learned.early_stopping import BestWeights
+from dcbench.plugins.allocators._learned.status import with_status
+from dcbench.plugins.allocators.a2c_multistep.config import STATE_VALUES, A2CConfig
+from dcbench.plugins.allocators.a2c_multistep.model import ACTORS, ActorCritic, NumpyActor
 from dcbench.plugins.metrics.jobs import offered_and_blocked
 
 # Settings that may differ when a run is resumed: how long to train and how the exported weights are chosen.
@@ -425,6 +426,7 @@ def train(topology: str, workload: str | None = None, steps: int | None = None, 
     ``quick`` (`dcbench train --quick`) starts from the `QUICK` settings and
     trains exactly ``steps`` decisions (1,000 by default)."""
     torch.set_num_threads(1)
+    progress = with_status(progress)  # the line `dcbench train` shows
     config = A2CConfig(**{**(QUICK if quick else {}), **parse_options(options)})
     if steps is not None:
         config.steps = steps

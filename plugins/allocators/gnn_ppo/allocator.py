@@ -10,7 +10,7 @@ import torch
 
 from dcbench import Network, PoolAllocator, PoolBuilder, Request, State
 from dcbench.envs import PoolFeatures
-from dcbench.plugins.allocators.checkpoint_files import (
+from dcbench.plugins.allocators._learned.checkpoints import (
     check_config,
     check_weight_shapes,
     checked_checkpoint,

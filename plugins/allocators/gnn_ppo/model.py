@@ -30,8 +30,8 @@ from torch import nn
 from torch_geometric.nn import MessagePassing
 
 from dcbench import Range
-from dcbench.plugins.allocators.bestfit import BestFitAllocator, own_link_free
-from dcbench.plugins.allocators.tetris import tightest_completing
+from dcbench.plugins.allocators._fit import own_link_free, tightest_completing
+from dcbench.plugins.allocators.bestfit import BestFitAllocator  # the heuristic it learns from and takes hints from
 
 MASKED = -1e9
 LOGIT_HIDDEN = 32

@@ -35,14 +35,15 @@ import torch
 
 from dcbench import SpecError, config_options
 from dcbench.envs import AllocationEnv
-from dcbench.plugins.allocators.checkpoint_files import (
+from dcbench.plugins.allocators._learned.checkpoints import (
     check_identity,
     command_line,
     export_checkpoint,
     resume_training_state,
     save_training_state,
 )
-from dcbench.plugins.allocators.early_stopping import BestWeights
+from dcbench.plugins.allocators._learned.early_stopping import BestWeights
+from dcbench.plugins.allocators._learned.status import with_status
 from dcbench.plugins.allocators.gnn_ppo.config import PPOConfig
 from dcbench.plugins.allocators.gnn_ppo.imitation import ImitationWarmStart, check_teacher, stack_observations
 from dcbench.plugins.allocators.gnn_ppo.model import (
@@ -401,6 +402,7 @@ def train(topology: str, workload: str | None = None, steps: int | None = None, 
     --quick`) starts from the `QUICK` settings and makes ``steps`` (1,000
     by default) every environment step, warm start included, exactly."""
     torch.set_num_threads(1)  # reproducible, and leaves the other cores to other runs
+    progress = with_status(progress)  # the line `dcbench train` shows
     config = PPOConfig(**{**(QUICK if quick else {}), **config_options(PPOConfig, options, "gnn_ppo"),
                           **overrides})
     if steps is not None:

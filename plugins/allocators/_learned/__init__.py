@@ -1,0 +1,1 @@
+"""What the learned allocators share: their checkpoint files, early stopping, and training status lines."""

@@ -78,14 +78,22 @@ def read_results(results: Path, registry: Registry) -> Results:
 def plot(results: Path, out: Path | None) -> None:
     """Draw the papers' figures from a RESULTS folder: a sweep's, or one of runs
     (`dcbench run --out`), whose runs are grouped by scenario and allocator."""
-    from dcbench.harness.figures import plot_runs, plot_sweep
+    from dcbench.harness.figures import allocator_colours, plot_runs, plot_sweep, suite_figures, topology_figures
     from dcbench.harness.report import default_specs
 
     registry = load_registry()
     read = read_results(results, registry)
     defaults = default_specs(registry)
-    draw = plot_sweep if read.suite is not None else plot_runs
-    for path in draw(read.rows, out or results / "plots", read.name, defaults):
+    colours = allocator_colours(registry)
+    out_dir = out or results / "plots"
+    # A suite's own figures; else, as for runs no suite groups, those each topology family declares.
+    figures = suite_figures(registry.entries("suite").get(read.suite)) if read.suite is not None else None
+    if figures is not None:
+        paths = plot_sweep(read.rows, out_dir, read.name, figures, colours, defaults)
+    else:
+        paths = plot_runs(read.rows, out_dir, read.name, topology_figures(registry), registry.columns(), colours,
+                          defaults, note=lambda line: click.echo(f"Note: {line}", err=True))
+    for path in paths:
         click.echo(path)
 
 

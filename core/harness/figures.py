@@ -1,25 +1,223 @@
-"""Figures in the style of the papers, drawn from a sweep's combined summary.
+"""Figures of a sweep's rows: what every figure shares, and the figures the
+plugins declare.
 
-matplotlib is imported only here (``pip install 'dcbench[plot]'``).
+The core knows no paper's figures: a suite (``Suite(figures=...)``) or a
+topology family (``register(..., figures=...)``) names an object that
+implements `Figures` by its ``"module:attr"``, imported only when drawn, and
+an allocator declares its colour (``register(..., colour=...)``, `Colours`).
+matplotlib is imported only when a figure is drawn (``pip install
+'dcbench[plot]'``).
 """
 
 from __future__ import annotations
 
-import re
+import contextlib
+import importlib
 import shutil
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Hashable, Mapping, Sequence
+from typing import Any, Callable, Hashable, Iterator, Mapping, Protocol, Sequence, runtime_checkable
 
-from dcbench.errors import DcbenchError, ResultsError
+from dcbench.errors import DcbenchError, PluginError, ResultsError, describe
 from dcbench.harness.files import write_atomic
 from dcbench.harness.paths import check_regular_file, check_writable
+from dcbench.harness.report import by_demand_kind
 from dcbench.harness.report import labels as allocator_labels
 from dcbench.harness.stats import mean_ci
+from dcbench.model.suite import Suite
+from dcbench.registry.columns import Column
+from dcbench.registry.kinds import BUILTIN_PLUGINS
 
-# The papers' colours: agent blue, Tetris orange, NALB green, NULB red, random purple;
-# for the OCS family, ALL2ALL-CCF, ODCN-CCF and ODCN-JCB get their own, the A2C agent blue too.
-PAPER_COLOURS = {"gnn_ppo": "C0", "tetris": "C1", "nalb": "C2", "nulb": "C3", "random": "C4",
-                 "a2c_multistep": "C0", "ccf:reconfigure=no": "C7", "ccf": "C5", "jcb": "C6"}
+Row = dict[str, Any]
+
+
+@runtime_checkable
+class Figures(Protocol):
+    """The figures a suite or a topology family declares (by ``"module:attr"``).
+
+    Attributes:
+        xlabel: How the scenarios' axis is named where each scenario is one
+            tick (the leaderboard's plot of a suite's ranking metric).
+        columns: The summary columns `draw` needs; rows without one of
+            them are refused before anything is drawn.
+    """
+
+    xlabel: str
+    columns: Sequence[str]
+
+    def tick_label(self, row: Row) -> str:
+        """A scenario's tick on that axis.
+
+        Args:
+            row: One summary row of the scenario.
+
+        Returns:
+            The label (a newline in it makes two lines).
+        """
+
+    def files(self, rows: list[Row]) -> list[str]:
+        """The file names `draw` writes of ``rows``, each checked before any is drawn.
+
+        Args:
+            rows: The summary rows to draw.
+
+        Returns:
+            The PNG files' names in the output folder.
+        """
+
+    def draw(self, rows: list[Row], out_dir: Path, name: str, defaults: Mapping[str, str] | None,
+             colours: Colours) -> list[Path]:
+        """Draw every figure of ``rows`` into ``out_dir``, which `save_figure` makes.
+
+        Args:
+            rows: The summary rows, one per run, with every column of
+                ``columns``.
+            out_dir: The folder to write the PNGs in (`save_figure`).
+            name: The suite's or the folder's name, for the titles.
+            defaults: Each allocator's default spec, by name, which names
+                allocators by the options that tell them apart
+                (`dcbench.harness.report.labels`).
+            colours: The allocators' colours (`Colours`).
+
+        Returns:
+            The paths written, in the order of `files`.
+        """
+
+
+@dataclass(frozen=True)
+class Colours:
+    """The colours allocators declared (``register(..., colour=...)``), by name.
+
+    A declaration is a colour, or a mapping from ``""`` (the allocator's own)
+    and ``"KEY=VALUE"`` options of its spec to colours: a spec takes the
+    colour of the first of those options it has, else ``""``'s. An
+    allocator that declares none is drawn in C8 or C9, by its place in the
+    figure.
+    """
+
+    declared: Mapping[str, str | Mapping[str, str]] = field(default_factory=dict)
+
+    def of(self, spec: str, index: int) -> str:
+        """The colour of the allocator ``spec``, the ``index``-th of its figure."""
+        name, _, arguments = spec.partition(":")
+        declared = self.declared.get(name)
+        if isinstance(declared, str):
+            return declared
+        if declared is not None:
+            options = {argument.strip() for argument in arguments.split(",")}
+            chosen = next((colour for option, colour in declared.items() if option and option in options),
+                          declared.get(""))
+            if chosen is not None:
+                return chosen
+        return f"C{8 + index % 2}"
+
+    def shares(self, spec: str, specs: Sequence[str]) -> bool:
+        """Whether an earlier allocator in ``specs`` has the colour of
+        ``spec`` (a variant of the same paper method, say): ``spec`` is then
+        drawn dashed (hatched for bars)."""
+        position = specs.index(spec)
+        mine = self.of(spec, position)
+        return any(self.of(other, index) == mine for index, other in enumerate(specs[:position]))
+
+
+def allocator_colours(registry: Any) -> Colours:
+    """The colours the registered allocators declare.
+
+    Args:
+        registry: The `dcbench.registry.Registry`.
+
+    Returns:
+        Their `Colours`.
+    """
+    return Colours({name: entry.colour for name, entry in registry.entries("allocator").items()
+                    if entry.colour is not None})
+
+
+@dataclass(frozen=True)
+class DeclaredFigures:
+    """Figures a plugin declared by their ``"module:attr"``, not yet imported.
+
+    Attributes:
+        target: The ``"module:attr"``.
+        owner: Who declared them, as an error names it ("suite 'nara2022'
+            (plugin dcbench.plugins.topologies.tiered)").
+        builtin: Whether a built-in plugin declared them: their failure is
+            then a bug of dcbench, which keeps its traceback.
+    """
+
+    target: str
+    owner: str
+    builtin: bool
+
+    def load(self) -> Figures:
+        """Import the figures.
+
+        Returns:
+            The object ``target`` names.
+
+        Raises:
+            PluginError: A third-party target that fails to import, or that
+                is no `Figures`: one line naming its plugin.
+        """
+        module_name, _, attr = self.target.partition(":")
+        try:
+            figures = getattr(importlib.import_module(module_name), attr)
+        except (DcbenchError, KeyboardInterrupt):
+            raise
+        except BaseException as exc:  # as `dcbench.registry.PluginEntry.load` reports a plugin's target
+            if self.builtin and not isinstance(exc, ImportError):  # a missing dependency is the user's to fix
+                raise
+            missing = isinstance(exc, ImportError) and getattr(exc, "name", None)
+            fix = (f"install the package that provides {missing!r}, or report it to the plugin's authors"
+                   if missing else "report it to the plugin's authors")
+            raise PluginError(f"{self.owner} failed to load its figures {self.target!r}: {describe(exc)}; {fix}"
+                              ) from exc
+        if not isinstance(figures, Figures):
+            absent = next(member for member in ("xlabel", "columns", "tick_label", "files", "draw")
+                          if not hasattr(figures, member))
+            raise PluginError(f"{self.owner} declares figures {self.target!r} that have no {absent!r} "
+                              "(see dcbench.harness.Figures); report it to the plugin's authors")
+        if not isinstance(figures.xlabel, str) or not isinstance(figures.columns, (list, tuple)) or not all(
+                isinstance(column, str) for column in figures.columns):
+            raise PluginError(f"{self.owner} declares figures {self.target!r} whose xlabel is not a string or "
+                              "whose columns are not a list of column names; report it to the plugin's authors")
+        return figures
+
+    @contextlib.contextmanager
+    def blamed(self, failure: str) -> Iterator[None]:
+        """Report an exception of a third-party plugin's figures as one line
+        (a `PluginError` that says ``failure``). A built-in plugin's keeps
+        its traceback, and an `OSError` (a full disk) is the file system's."""
+        try:
+            yield
+        except (DcbenchError, KeyboardInterrupt, OSError):
+            raise
+        except BaseException as exc:
+            if self.builtin:
+                raise
+            raise PluginError(f"{self.owner} {failure}: {describe(exc)}; report it to the plugin's "
+                              "authors") from exc
+
+
+def suite_figures(suite: Suite | None) -> DeclaredFigures | None:
+    """The figures ``suite`` declares (``Suite(figures=...)``), or None."""
+    if suite is None or suite.figures is None:
+        return None
+    return DeclaredFigures(suite.figures, f"suite {suite.name!r} (plugin {suite.plugin})",
+                           suite.plugin in BUILTIN_PLUGINS)
+
+
+def topology_figures(registry: Any) -> dict[str, DeclaredFigures]:
+    """The figures each registered topology family declares, by family name.
+
+    Args:
+        registry: The `dcbench.registry.Registry`.
+
+    Returns:
+        Those of the families that declare figures.
+    """
+    return {name: DeclaredFigures(entry.figures, f"topology {name!r} ({entry.origin})", entry.builtin)
+            for name, entry in registry.entries("topology").items() if entry.figures is not None}
 
 
 def pyplot() -> Any:
@@ -43,38 +241,15 @@ def plain(text: str) -> str:
     return " " + text if text.startswith("_") else text
 
 
-def topology_label(row: dict[str, Any]) -> str:
-    """The papers' naming: channels per server link over the oversubscription label."""
-    spec = row["topology"]
-    channels = re.search(r"channels=(\d+)", spec)
-    ratio = re.search(r"ratio=1x(\d+)", spec)
-    if channels and ratio:
-        return f"{channels.group(1)}\n1:{ratio.group(1)}"
-    load = re.search(r"load=([0-9.]+)", row.get("workload", ""))
-    if spec.startswith("ocs:") and load:
-        return f"{float(load.group(1)):g}"
-    return row.get("scenario", spec)
-
-
-def colour(spec: str, index: int) -> str:
-    if spec.startswith("ccf:") and "reconfigure=no" in spec:
-        return PAPER_COLOURS["ccf:reconfigure=no"]
-    return PAPER_COLOURS.get(spec.split(":")[0], f"C{8 + index % 2}")
-
-
-def shares_colour(spec: str, specs: Sequence[str]) -> bool:
-    """Whether an earlier allocator in ``specs`` has the same colour (a
-    variant of the same paper method, say): this one is drawn dashed
-    (hatched for bars)."""
-    position = specs.index(spec)
-    mine = colour(spec, position)
-    return any(colour(other, index) == mine for index, other in enumerate(specs[:position]))
+def scenario_label(row: Row) -> str:
+    """A scenario's tick where no figures name it: its label."""
+    return row["scenario"]
 
 
 Series = dict[str, list[tuple[float, float]]]  # allocator -> (mean, CI half-width) per scenario
 
 
-def _series(rows: list[dict[str, Any]], metric: str, scenarios: Sequence[str]) -> tuple[list[str], Series]:
+def _series(rows: list[Row], metric: str, scenarios: Sequence[str]) -> tuple[list[str], Series]:
     allocators = list(dict.fromkeys(r["allocator"] for r in rows))
     values = {}
     for allocator in allocators:
@@ -86,48 +261,7 @@ def _series(rows: list[dict[str, Any]], metric: str, scenarios: Sequence[str]) -
     return allocators, values
 
 
-def channels(row: dict[str, Any]) -> int | None:
-    """Channels per server link of a tiered row's topology, None for any other."""
-    found = re.search(r"channels=(\d+)", row["topology"])
-    return int(found.group(1)) if found else None
-
-
-def parameters(spec: str, prefix: str = "") -> dict[str, str]:
-    """A resolved spec's plugin and options by name: 'tiered:channels=8,pods=2'
-    gives {'topology': 'tiered', 'channels': '8', 'pods': '2'} (with prefix
-    'workload ', a workload's: {'workload': 'uniform', 'workload pairs': ...})."""
-    name, _, arguments = spec.partition(":")
-    pairs = (argument.split("=", 1) for argument in arguments.split(",") if "=" in argument)
-    return {prefix.strip() or "topology": name, **{prefix + key: value for key, value in pairs}}
-
-
-def fabric_groups(rows: Sequence[dict[str, Any]]) -> dict[str, str]:
-    """Each scenario's group on the tiered figures' x axis, by name: the
-    scenarios whose topologies differ only in oversubscription, under one
-    workload, named by what tells the groups apart ('8 channels per server
-    link' in the suites). A scenario of a topology without an
-    oversubscription gets '' (a group of its own)."""
-    described = {r["scenario"]: {**parameters(r["topology"]), **parameters(r.get("workload", ""), "workload ")}
-                 for r in rows if "ratio=" in r["topology"]}
-    for options in described.values():
-        del options["ratio"]
-    names = list(dict.fromkeys(name for options in described.values() for name in options))
-    differing = [name for name in names if len({options.get(name) for options in described.values()}) > 1]
-
-    def group_name(options: dict[str, str]) -> str:
-        if set(differing) <= {"channels"} and "channels" in options:
-            return f"{options['channels']} channels per server link"
-        return ", ".join(f"{name}={options.get(name, '')}" for name in differing)
-
-    return {r["scenario"]: group_name(described[r["scenario"]]) if r["scenario"] in described else "" for r in rows}
-
-
-def ratio_label(row: dict[str, Any]) -> str:
-    """The oversubscription label of a tiered row ('1:16'), the topology label of another."""
-    return topology_label(row).split("\n")[-1]
-
-
-def seeds_text(rows: Sequence[dict[str, Any]]) -> str:
+def seeds_text(rows: Sequence[Row]) -> str:
     """'seeds 0–4', 'seed 3' or 'seeds 0, 2, 7': the seeds of ``rows``."""
     seeds = sorted({int(r["seed"]) for r in rows if r.get("seed") is not None})
     if len(seeds) == 1:
@@ -137,7 +271,7 @@ def seeds_text(rows: Sequence[dict[str, Any]]) -> str:
     return "seeds " + ", ".join(str(seed) for seed in seeds)
 
 
-def mean_over(rows: Sequence[dict[str, Any]]) -> str:
+def mean_over(rows: Sequence[Row]) -> str:
     """What a point of a panel is: 'mean over seeds 0–4 with 95% CI', or one seed's value."""
     seeds = seeds_text(rows)
     return f"mean over {seeds} with 95% CI" if seeds.startswith("seeds") else f"{seeds} alone (no CI)"
@@ -184,16 +318,32 @@ def mark_groups(axes: Sequence[Any], groups: list[list[int]], xs: list[float], n
     below.spines["bottom"].set_visible(False)
 
 
-def metric_panels(rows: list[dict[str, Any]], metrics: Sequence[tuple[str, str]], path: Path, title: str,
-            xlabel: str = "topology (channels per server link / oversubscription)",
-            defaults: Mapping[str, str] | None = None, group_by: Callable[[dict[str, Any]], str] | None = None,
-            tick_label: Callable[[dict[str, Any]], str] = topology_label) -> Path:
-    """One panel per metric: each allocator's mean and 95% CI per scenario,
-    each scenario's tick labelled ``tick_label(row)``. With ``group_by``
-    (a row's group's name, '' for none), the scenarios of a group are drawn
-    side by side and joined by lines, the groups apart and never joined
-    (the tiered figures: a group per number of channels, whose points are
-    no continuum)."""
+def metric_panels(rows: list[Row], metrics: Sequence[tuple[str, str]], path: Path, title: str, colours: Colours,
+                  xlabel: str = "scenario", defaults: Mapping[str, str] | None = None,
+                  group_by: Callable[[Row], str] | None = None,
+                  tick_label: Callable[[Row], str] = scenario_label) -> Path:
+    """One panel per metric: each allocator's mean and 95% CI per scenario.
+
+    With ``group_by`` (a row's group's name, '' for none), the scenarios of
+    a group are drawn side by side and joined by lines, the groups apart and
+    never joined (a group per number of channels, whose points are no
+    continuum, say).
+
+    Args:
+        rows: Summary rows, one per run.
+        metrics: (column, its panel's y label) per panel, top to bottom.
+        path: The PNG to write.
+        title: The figure's title.
+        colours: The allocators' colours.
+        xlabel: The x axis's label.
+        defaults: Each allocator's default spec, for its label
+            (`dcbench.harness.report.labels`).
+        group_by: A row's group's name, or None for no groups.
+        tick_label: A scenario's tick, from one of its rows.
+
+    Returns:
+        ``path``.
+    """
     plt = pyplot()
     figure, grid = plt.subplots(len(metrics), 1, figsize=(9, 2.6 * len(metrics) + (0.5 if len(metrics) == 1 else 0)),
                                 sharex=True, squeeze=False)
@@ -209,8 +359,9 @@ def metric_panels(rows: list[dict[str, Any]], metrics: Sequence[tuple[str, str]]
             for number, group in enumerate(groups):
                 axis.errorbar([xs[i] for i in group], [values[allocator][i][0] for i in group],
                               yerr=[values[allocator][i][1] for i in group], marker="o", markersize=4, capsize=2,
-                              linewidth=1.2, linestyle="--" if shares_colour(allocator, allocators) else "-",
-                              color=colour(allocator, index), label=plain(shown[allocator]) if number == 0 else None)
+                              linewidth=1.2, linestyle="--" if colours.shares(allocator, allocators) else "-",
+                              color=colours.of(allocator, index),
+                              label=plain(shown[allocator]) if number == 0 else None)
         axis.set_ylabel(plain(ylabel))
         axis.grid(alpha=0.3)
     if group_by:
@@ -235,227 +386,119 @@ def metric_panels(rows: list[dict[str, Any]], metrics: Sequence[tuple[str, str]]
     return path
 
 
-def size_brackets(rows: list[dict[str, Any]], path: Path, title: str,
-                  defaults: Mapping[str, str] | None = None) -> Path:
-    """Accepted requests per size bracket, summed over seeds, one panel per topology."""
-    plt = pyplot()
-    scenarios = list(dict.fromkeys(r["scenario"] for r in rows))
-    allocators = list(dict.fromkeys(r["allocator"] for r in rows))
-    shown = allocator_labels(allocators, defaults)
-    columns = 4 if len(scenarios) > 4 else len(scenarios)
-    lines = -(-len(scenarios) // columns)
-    figure, axes = plt.subplots(lines, columns, figsize=(3.2 * columns, 2.4 * lines), sharey=True, squeeze=False)
-    width = 0.8 / len(allocators)
-    brackets = range(1, 9)
-    for position, scenario in enumerate(scenarios):
-        axis = axes[position // columns][position % columns]
-        for index, allocator in enumerate(allocators):
-            chosen = [r for r in rows if r["scenario"] == scenario and r["allocator"] == allocator]
-            counts = [sum(r.get(f"accepted_size_{k}", 0) for r in chosen) for k in brackets]
-            axis.bar([k - 0.4 + width * (index + 0.5) for k in brackets], counts, width,
-                     hatch="//" if shares_colour(allocator, allocators) else None,
-                     color=colour(allocator, index), label=plain(shown[allocator]))
-        axis.set_title(plain(topology_label(next(r for r in rows if r["scenario"] == scenario)).replace("\n", " ch, ")),
-                       fontsize=9)
-        axis.set_xticks(list(brackets))
-    for axis in axes[-1]:
-        axis.set_xlabel("request size (servers' worth)")
-    for line in axes:
-        line[0].set_ylabel("accepted requests")
-    for extra in range(len(scenarios), lines * columns):
-        axes[extra // columns][extra % columns].axis("off")
-    axes[0][0].legend(fontsize=7)
-    figure.suptitle(plain(title))
-    figure.tight_layout()
-    save_figure(figure, path, dpi=110)
-    plt.close(figure)
-    return path
-
-
-SPREAD_COLUMNS = ("spread_server", "spread_rack", "spread_pod", "spread_cross_pod")
-
-
-def ratio_order(ratio: str) -> tuple[float, str]:
-    """Sorts '1:1', '1:4', '1:16' by how oversubscribed; other labels after them, as they are."""
-    found = re.fullmatch(r"1:(\d+)", ratio)
-    return (float(found.group(1)), "") if found else (float("inf"), ratio)
-
-
-def greys(count: int) -> list[tuple[float, float, float]]:
-    """``count`` greys from light to dark: an order, in no hue an allocator is drawn in."""
-    levels = [0.55] if count == 1 else [0.88 - 0.7 * i / (count - 1) for i in range(count)]
-    return [(level, level, level) for level in levels]
-
-
-def averaged_over(rows: Sequence[dict[str, Any]]) -> str:
-    """What a bar of the spread figure is the mean of, stated from ``rows``:
-    "the 15 runs' shares at one oversubscription (8, 16, 32 channels per server link × seeds 0–4)"."""
-    measured = [r for r in rows if mean_ci([r["spread_rack"]])[2]]  # a run that accepted nothing has no shares
-    runs = {len([r for r in measured if r["allocator"] == a and ratio_label(r) == ratio])
-            for a in dict.fromkeys(r["allocator"] for r in rows) for ratio in dict.fromkeys(map(ratio_label, rows))}
-    counts = sorted({count for r in rows if (count := channels(r)) is not None})
-    of_channels = f"{', '.join(map(str, counts))} channels per server link × " if counts else ""
-    number = f"{runs.pop()}" if len(runs) == 1 else f"{min(runs)} to {max(runs)}"
-    return f"the {number} runs' shares at one oversubscription ({of_channels}{seeds_text(rows)})"
-
-
-def spread(rows: list[dict[str, Any]], path: Path, title: str, defaults: Mapping[str, str] | None = None
-           ) -> Path:
-    """Share of accepted requests at each spread level, per allocator and
-    oversubscription (the tiered papers' Fig. 5: every topology of a ratio
-    together). The ratios are greys, light to dark as oversubscription
-    grows, so that no bar takes the colour of an allocator."""
-    plt = pyplot()
-    allocators = list(dict.fromkeys(r["allocator"] for r in rows))
-    shown = allocator_labels(allocators, defaults)
-    ratios = sorted(dict.fromkeys(ratio_label(r) for r in rows), key=ratio_order)
-    shades = greys(len(ratios))
-    figure, axes = plt.subplots(1, len(allocators), figsize=(max(9.0, 3.2 * len(allocators)), 3.2), sharey=True,
-                                squeeze=False)
-    width = 0.8 / len(ratios)
-    for index, allocator in enumerate(allocators):
-        axis = axes[0][index]
-        for r_index, ratio in enumerate(ratios):
-            chosen = [r for r in rows if r["allocator"] == allocator and ratio_label(r) == ratio]
-            shares = [mean_ci(r[level] for r in chosen)[0] for level in SPREAD_COLUMNS]
-            axis.bar([i - 0.4 + width * (r_index + 0.5) for i in range(len(SPREAD_COLUMNS))], shares, width,
-                     color=shades[r_index], edgecolor="black", linewidth=0.5, label=plain(ratio))
-        axis.set_xticks(range(len(SPREAD_COLUMNS)))
-        axis.set_xticklabels(["server", "rack", "pod", "across\npods"], fontsize=8)
-        axis.set_title(plain(shown[allocator]), color=colour(allocator, index))
-    axes[0][0].set_ylabel("share of accepted requests")
-    axes[0][0].legend(title="oversubscription", fontsize=7, title_fontsize=7)
-    figure.suptitle(plain(title) + "\n" + plain(f"each bar: the mean of {averaged_over(rows)}"), fontsize=10)
-    figure.tight_layout()
-    save_figure(figure, path, dpi=110)
-    plt.close(figure)
-    return path
-
-
-JOB_PANELS = (("blocking_probability", "blocking prob."), ("latency_us", "latency (µs)"),
-              ("packet_loss", "packet loss"), ("reconfigurations_per_job", "reconf. per job"))
-
-
-def plot_jobs(rows: list[dict[str, Any]], out_dir: Path, name: str, defaults: Mapping[str, str] | None = None
-              ) -> list[Path]:
-    """The OCS paper's Figs. 5-7: blocking, latency, loss and reconfigurations
-    against the load, one figure per network size."""
-    paths = []
-    for topology, (file_name, label) in job_figures(rows).items():
-        chosen = [r for r in rows if r["topology"] == topology]
-        paths.append(metric_panels(chosen, JOB_PANELS, out_dir / file_name,
-                             f"{name}: {label}, {mean_over(chosen)}", xlabel="load (Erlangs)",
-                             defaults=defaults))
-    return paths
-
-
-def job_figure(topology: str, index: int) -> tuple[str, str]:
-    """The file name and title of the ``index``-th network size's figure."""
-    tors = re.search(r"tors=(\d+)", topology)
-    servers = re.search(r"servers=(\d+)", topology)
-    if tors and servers:
-        return f"jobs_{tors.group(1)}x{servers.group(1)}.png", f"{tors.group(1)} ToRs × {servers.group(1)} servers"
-    return f"jobs_{index}.png", topology
-
-
-TIERED_FIGURES = ("fig2_acceptance_cpu_memory.png", "fig3_link_utilisation.png", "fig5_spread.png",
-                  "fig8_size_brackets.png")
-
-
-def job_figures(rows: list[dict[str, Any]]) -> dict[str, tuple[str, str]]:
-    """Each topology's figure (`job_figure`); topologies of one size that
-    differ otherwise (an ad-hoc sweep of ``ocs:16`` and ``ocs:16,
-    reconfigurable=no``) are named by their place and spec, so that neither
-    figure replaces the other."""
-    topologies = list(dict.fromkeys(r["topology"] for r in rows))
-    named = {topology: job_figure(topology, index) for index, topology in enumerate(topologies)}
-    files = [name for name, _ in named.values()]
-    return {topology: (name, label) if files.count(name) == 1 else (f"jobs_{index}.png", topology)
-            for index, (topology, (name, label)) in enumerate(named.items())}
-
-
-def figure_names(rows: list[dict[str, Any]]) -> list[str]:
-    if is_job_sweep(rows):
-        return [name for name, _ in job_figures(rows).values()]
-    return list(TIERED_FIGURES)
-
-
 def save_figure(figure: Any, path: Path, dpi: int) -> None:
     """Save as PNG atomically: an interrupted save leaves the previous figure whole."""
     write_atomic(path, lambda temporary: figure.savefig(temporary, dpi=dpi, format="png"))
 
 
-TIERED_XLABEL = "oversubscription, in groups by channels per server link"
-FIG2_PANELS = (("acceptance_ratio", "acceptance"), ("cpu_util", "CPU util."), ("mem_util", "memory util."))
-FIG3_PANELS = (("link_util_tier1", "tier 1 (server-rack)"), ("link_util_tier2", "tier 2 (rack-agg.)"),
-               ("link_util_tier3", "tier 3 (agg.-core)"))
-
-
-def is_job_sweep(rows: list[dict[str, Any]]) -> bool:
-    return "reconfigurations_per_job" in rows[0]
-
-
-def check_rows(rows: list[dict[str, Any]]) -> None:
-    """Fail before anything is drawn or made if the figures cannot be drawn from ``rows``."""
+def check_rows(rows: list[Row], figures: Figures) -> None:
+    """Fail before anything is drawn or made if ``figures`` cannot be drawn from ``rows``."""
     if not rows:
         raise ResultsError("the summary has no rows; run the sweep first")
-    metrics = JOB_PANELS if is_job_sweep(rows) else FIG2_PANELS + FIG3_PANELS
-    needed = ("scenario", "allocator", "topology", *(column for column, _ in metrics),
-              *(() if is_job_sweep(rows) else SPREAD_COLUMNS))
-    missing = [column for column in needed if column not in rows[0]]
+    missing = [column for column in ("scenario", "allocator", "topology", *figures.columns) if column not in rows[0]]
     if missing:
         raise ResultsError(f"the summary has no column {missing[0]!r}, which the figures need; "
                            "run the sweep again to rebuild it")
 
 
-def plot_sweep(rows: list[dict[str, Any]], out_dir: Path, name: str, defaults: Mapping[str, str] | None = None
-               ) -> list[Path]:
-    """The papers' figures for a sweep: Figs. 2, 3, 5 and 8 of the tiered
-    papers, or Figs. 5-7 of the OCS paper for a sweep of jobs. Allocators
-    are named as in the report (`dcbench.harness.report.labels`). A folder this
-    makes is removed again if drawing fails."""
-    check_rows(rows)
+def plot_sweep(rows: list[Row], out_dir: Path, name: str, figures: DeclaredFigures, colours: Colours,
+               defaults: Mapping[str, str] | None = None) -> list[Path]:
+    """Draw a suite's declared figures of a sweep of it.
+
+    Args:
+        rows: The sweep's summary rows.
+        out_dir: The folder for the PNGs; a folder this makes is removed
+            again if drawing fails.
+        name: The suite's name, for the titles.
+        figures: The suite's figures (`suite_figures`).
+        colours: The allocators' colours (`allocator_colours`).
+        defaults: Each allocator's default spec, by name, for its label.
+
+    Returns:
+        The PNGs written.
+
+    Raises:
+        ResultsError: ``rows`` lack a column the figures need, or a figure
+            cannot be written there.
+        PluginError: Third-party figures failed to load or to draw.
+    """
+    if not rows:
+        raise ResultsError("the summary has no rows; run the sweep first")
+    return _draw([(rows, figures)], out_dir, name, colours, defaults)
+
+
+def plot_runs(rows: list[Row], out_dir: Path, name: str, figures: Mapping[str, DeclaredFigures],
+              columns: Sequence[Column], colours: Colours, defaults: Mapping[str, str] | None,
+              note: Callable[[str], None]) -> list[Path]:
+    """Draw the figures of runs no suite's figures draw (a folder of runs, an
+    ad-hoc sweep, a suite that declares none): the runs of each demand kind
+    apart, each drawn by the figures their topology family declares, from
+    the columns its runs have. Every figure's rows are checked before any
+    is drawn.
+
+    Args:
+        rows: The runs' summary rows.
+        out_dir: The folder for the PNGs; a folder this makes is removed
+            again if drawing fails.
+        name: The suite's or the folder's name, for the titles.
+        figures: Each topology family's figures, by its name (`topology_figures`).
+        columns: The metrics' declared columns, which tell the demand kinds apart.
+        colours: The allocators' colours (`allocator_colours`).
+        defaults: Each allocator's default spec, by name, for its label.
+        note: Told, in one line, of the runs that no figures draw.
+
+    Returns:
+        The PNGs written.
+
+    Raises:
+        ResultsError: Rows lack a column their figures need, or a figure
+            cannot be written there.
+        PluginError: Third-party figures failed to load or to draw.
+    """
+    owners = {declared.target: declared for declared in reversed(list(figures.values()))}  # the first family's
+    parts: list[tuple[list[Row], DeclaredFigures]] = []
+    for part in by_demand_kind(rows, columns).values():
+        by_target: dict[str, list[Row]] = {}
+        undrawn: list[str] = []
+        for row in part:
+            family = row["topology"].partition(":")[0]
+            if family in figures:
+                by_target.setdefault(figures[family].target, []).append(row)
+            elif family not in undrawn:
+                undrawn.append(family)
+        parts += [(chosen, owners[target]) for target, chosen in by_target.items()]
+        if undrawn:
+            note(f"no figures of the runs on {', '.join(undrawn)}: no installed topology plugin declares them "
+                 "(register(..., figures='module:attr'))")
+    return _draw(parts, out_dir, name, colours, defaults)
+
+
+def _draw(parts: list[tuple[list[Row], DeclaredFigures]], out_dir: Path, name: str, colours: Colours,
+          defaults: Mapping[str, str] | None) -> list[Path]:
+    """Draw each part's figures: all loaded and checked, with every file
+    they write, before ``out_dir`` is made or any figure replaced."""
+    if not parts:
+        return []
+    loaded = [(rows, declared, declared.load()) for rows, declared in parts]
+    files = []
+    for rows, declared, figures in loaded:
+        check_rows(rows, figures)
+        with declared.blamed("failed to name its figures' files"):
+            files += figures.files(rows)
     made = outermost_missing(out_dir)
     check_writable(out_dir, "plots")  # first: a file where the folder goes is named as such, not by a figure
-    for file_name in figure_names(rows):  # before any is replaced: all of them, or none
+    for file_name in files:  # before any is replaced: all of them, or none
         check_regular_file(out_dir / file_name, "another --out, or move it")
     try:
-        if is_job_sweep(rows):
-            return plot_jobs(rows, out_dir, name, defaults)
-        fig2, fig3, fig5, fig8 = (out_dir / file_name for file_name in TIERED_FIGURES)
-        over = mean_over(rows)
-        groups = fabric_groups(rows)
-
-        def group(row: dict[str, Any]) -> str:
-            return groups[row["scenario"]]
-
-        return [
-            metric_panels(rows, FIG2_PANELS, fig2, f"{name}: acceptance and utilisation, {over}",
-                          xlabel=TIERED_XLABEL, defaults=defaults, group_by=group, tick_label=ratio_label),
-            metric_panels(rows, FIG3_PANELS, fig3, f"{name}: link utilisation per tier, {over}",
-                          xlabel=TIERED_XLABEL, defaults=defaults, group_by=group, tick_label=ratio_label),
-            spread(rows, fig5, f"{name}: spread of accepted requests by oversubscription", defaults),
-            size_brackets(rows, fig8, f"{name}: accepted requests by size, summed over {seeds_text(rows)}",
-                          defaults),
-        ]
+        paths = []
+        for rows, declared, figures in loaded:
+            with declared.blamed("failed to draw its figures"):
+                paths += figures.draw(rows, out_dir, name, defaults, colours)
+        return paths
     except BaseException:
         if made is not None:
             shutil.rmtree(made, ignore_errors=True)
         raise
-
-
-def plot_runs(rows: list[dict[str, Any]], out_dir: Path, name: str, defaults: Mapping[str, str] | None = None
-              ) -> list[Path]:
-    """`plot_sweep` for runs no suite groups (a folder of runs, an ad-hoc
-    sweep): the tiered papers' figures of its runs of pools, the OCS
-    paper's of its runs of jobs, each from the columns its runs have. Every
-    figure's rows are checked before any is drawn."""
-    from dcbench.harness.report import by_demand_kind
-
-    parts = list(by_demand_kind(rows).values())
-    for part in parts:
-        check_rows(part)
-    return [path for part in parts for path in plot_sweep(part, out_dir, name, defaults)]
 
 
 def outermost_missing(folder: Path) -> Path | None:

@@ -537,16 +537,38 @@ def _overall(per_scenario: dict[str, list[Entry]], higher: bool) -> list[tuple[s
 
 def _plot(rows: list[dict[str, Any]], scenarios: list[str], metric: str, path: Path, title: str,
           defaults: Mapping[str, str]) -> Path:
-    from dcbench.harness.figures import metric_panels
+    """The suite ``title``'s ranking ``metric`` per scenario and allocator,
+    its scenarios named as its figures name them (`Figures.xlabel`,
+    `Figures.tick_label`); where it declares none (or is not installed), as
+    `dcbench plot` draws it: as the figures of its rows' one topology family
+    do, else by their labels. The allocators in the colours they declare."""
+    from dcbench.harness.figures import (
+        allocator_colours,
+        metric_panels,
+        scenario_label,
+        suite_figures,
+        topology_figures,
+    )
 
+    registry = get_registry()  # the one `dcbench leaderboard` builds with
+    declared = suite_figures(registry.entries("suite").get(title))
+    families = {r["topology"].partition(":")[0] for r in rows}
+    if declared is None and len(families) == 1:
+        declared = topology_figures(registry).get(families.pop())
     path.parent.mkdir(parents=True, exist_ok=True)
     ordered = sorted(rows, key=lambda r: (scenarios.index(r["scenario"]), r["allocator"], r["seed"]))
-    families = {r["topology"].split(":")[0] for r in rows}
-    xlabel = {"tiered": "topology (channels per server link / oversubscription)",
-              "ocs": "load in Erlangs (54..78: 16 ToRs; 300: 32 ToRs; 1,320: 64 ToRs)"}.get(
-        families.pop() if len(families) == 1 else "", "scenario")
-    return metric_panels(ordered, [(metric, metric.replace("_", " "))], path, f"{title}: {metric} (mean, 95% CI)",
-                   xlabel=xlabel, defaults=defaults)
+    draw = functools.partial(
+        metric_panels, ordered, [(metric, metric.replace("_", " "))], path, f"{title}: {metric} (mean, 95% CI)",
+        allocator_colours(registry), defaults=defaults)
+    if declared is None:
+        return draw(xlabel="scenario", tick_label=scenario_label)
+    figures = declared.load()
+
+    def tick_label(row: dict[str, Any]) -> str:
+        with declared.blamed("failed to name a scenario"):
+            return figures.tick_label(row)
+
+    return draw(xlabel=figures.xlabel, tick_label=tick_label)
 
 
 def _delta(entry: Entry) -> str:

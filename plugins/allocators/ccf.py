@@ -38,4 +38,5 @@ def register_allocators(register):
         "(ccf = ODCN-CCF; ccf:reconfigure=no = ALL2ALL-CCF)",
         params=[RECONFIGURE_PARAM],
         demands=("job",),
+        colour={"": "C5", "reconfigure=no": "C7"},
     )

@@ -58,4 +58,5 @@ def register_allocators(register):
         "circuit capacity, then the least inter-rack traffic, then the best compute balance",
         params=[RECONFIGURE_PARAM],
         demands=("job",),
+        colour="C6",
     )

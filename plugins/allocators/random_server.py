@@ -24,4 +24,5 @@ def register_allocators(register):
         RandomAllocator,
         description="A uniformly random allowed server per step, or rack per VM (seeded by the run)",
         demands=("pool", "job"),
+        colour="C4",
     )

@@ -84,7 +84,7 @@ def nalb(**params) -> WalkAllocator:
 
 @hookimpl
 def register_allocators(register):
-    register("nulb", nulb, params=PARAMS, demands=("pool",),
+    register("nulb", nulb, params=PARAMS, demands=("pool",), colour="C3",
              description="Network-unaware: Tetris first pick, then a walk in graph order")
-    register("nalb", nalb, params=PARAMS, demands=("pool",),
+    register("nalb", nalb, params=PARAMS, demands=("pool",), colour="C2",
              description="Network-aware: Tetris first pick, then a walk along the links with most free channels")

@@ -90,6 +90,7 @@ def register_topologies(register):
         build,
         description="Spine-leaf optical DCN: racks joined by reconfigurable OCS circuits (directed, Gbps)",
         params=PARAMS,
+        figures="dcbench.plugins.topologies.ocs_figures:FIGURES",
     )
 
 
@@ -123,4 +124,5 @@ def register_suites(register):
         "ring jobs, warm-up of 5 holding times then 10,000 measured jobs, seeds 0..4",
         primary_metric="blocking_probability",
         higher_is_better=False,
+        figures="dcbench.plugins.topologies.ocs_figures:ODCN2025",
     ))

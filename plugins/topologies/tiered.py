@@ -119,6 +119,7 @@ def register_topologies(register):
         build,
         description="Tiered disaggregated fabric (servers, racks, two aggregation and core planes)",
         params=PARAMS,
+        figures="dcbench.plugins.topologies.tiered_figures:FIGURES",
     )
 
 
@@ -144,10 +145,12 @@ def register_suites(register):
         description="The tiered papers' 12 topologies (8/16/32 channels × 1:1..1:16), 64 servers, "
         "128-request episodes, the reference connectivity rule, seeds 0..4",
         primary_metric="acceptance_ratio",
+        figures="dcbench.plugins.topologies.tiered_figures:FIGURES",
     ))
     register(Suite(
         name="nara2022-large",
         scenarios=nara2022_scenarios(",pods=8,racks=8", 2048),
         description="The same 12 topologies at 1,024 servers (8 pods × 8 racks), 2,048-request episodes",
         primary_metric="acceptance_ratio",
+        figures="dcbench.plugins.topologies.tiered_figures:FIGURES",
     ))

@@ -117,10 +117,21 @@ def test_allocators_are_named_by_the_options_that_tell_them_apart():
 
 
 def test_a_second_variant_with_the_same_colour_is_drawn_dashed():
-    from dcbench.harness.figures import shares_colour
-
+    colours = paper_colours()
     specs = ["tetris:fit_last=no", "tetris:fit_last=yes", "nalb", "ccf:reconfigure=no", "ccf:reconfigure=yes"]
-    assert [shares_colour(s, specs) for s in specs] == [False, True, False, False, False]
+    assert [colours.shares(s, specs) for s in specs] == [False, True, False, False, False]
+
+
+def test_allocators_are_drawn_in_the_colours_their_plugins_declare():
+    from dcbench.harness.figures import Colours
+
+    colours = paper_colours()  # the papers': agent blue, Tetris orange, NALB green, NULB red, random purple, ...
+    specs = ["gnn_ppo:checkpoint=x.pt", "tetris:penalty=0.9", "nalb:route=balance", "nulb", "random",
+             "a2c_multistep", "ccf:reconfigure=yes", "ccf:reconfigure=no", "jcb:reconfigure=yes", "bestfit", "mine"]
+    assert [colours.of(spec, index) for index, spec in enumerate(specs)] == [
+        "C0", "C1", "C2", "C3", "C4", "C0", "C5", "C7", "C6", "C9", "C8"]  # undeclared: C8 or C9 by place
+    options = Colours({"m": {"a=1": "red", "b=2": "blue"}})  # the first option a spec has; no "": undeclared
+    assert [options.of(spec, 0) for spec in ("m:b=2,a=1", "m:b=2", "m:b=22", "m")] == ["red", "blue", "C8", "C8"]
 
 
 def test_paired_difference_against_the_best_baseline():
@@ -299,26 +310,22 @@ def test_paired_table_for_a_metric_where_lower_is_better():
 
 
 def test_job_sweeps_get_the_ocs_figures(tmp_path):
-    from dcbench.harness.figures import plot_sweep
-
     rows = [{"scenario": f"16x32-load{load}", "allocator": a, "seed": seed, "topology": "ocs:tors=16,servers=32",
              "workload": f"vmjobs:load={load}", "blocking_probability": 0.1, "latency_us": 0.1,
              "packet_loss": 0.01, "reconfigurations_per_job": 0.5}
             for load in (54, 66) for a in ("ccf:reconfigure=no", "jcb:reconfigure=yes") for seed in (0, 1)]
-    paths = plot_sweep(rows, tmp_path, "odcn2025")
+    paths = draw_sweep(rows, tmp_path, "odcn2025", "odcn2025")
     assert [p.name for p in paths] == ["jobs_16x32.png"] and paths[0].stat().st_size > 10_000
 
 
 def test_a_job_figure_joins_the_loads_of_its_network_size_only_and_says_over_which_seeds(tmp_path, monkeypatch):
-    from dcbench.harness.figures import plot_sweep
-
     rows = [{"scenario": f"{tors}-load{load}", "allocator": a, "seed": seed, "topology": f"ocs:tors={tors},servers=32",
              "workload": f"vmjobs:load={load}", "blocking_probability": tors / 100, "latency_us": 0.1,
              "packet_loss": 0.01, "reconfigurations_per_job": 0.5}
             for tors, loads in ((16, (54, 66, 78)), (32, (300,))) for load in loads for a in ("ccf", "jcb")
             for seed in (0, 1, 2)]
     figures = drawn_figures(monkeypatch)
-    plot_sweep(rows, tmp_path, "odcn2025")
+    draw_sweep(rows, tmp_path, "odcn2025", "odcn2025")
     assert list(figures) == ["jobs_16x32.png", "jobs_32x32.png"]
     for (name, figure), (tors, loads) in zip(figures.items(), ((16, 3), (32, 1))):
         assert figure._suptitle.get_text() == f"odcn2025: {tors} ToRs × 32 servers, mean over seeds 0–2 with 95% CI"
@@ -327,23 +334,19 @@ def test_a_job_figure_joins_the_loads_of_its_network_size_only_and_says_over_whi
 
 
 def test_two_fabrics_of_one_size_get_a_job_figure_each_not_one_over_the_other(tmp_path, monkeypatch):
-    from dcbench.harness.figures import plot_sweep
-
     fixed = "ocs:tors=16,servers=32,reconfigurable=no"
     rows = [{"scenario": topology, "allocator": "jcb", "seed": seed, "topology": topology, "workload": "vmjobs:load=66",
              "blocking_probability": 0.1, "latency_us": 0.1, "packet_loss": 0.01, "reconfigurations_per_job": 0.5}
             for topology in ("ocs:tors=16,servers=32,reconfigurable=yes", fixed) for seed in (0, 1)]
     figures = drawn_figures(monkeypatch)
-    plot_sweep(rows, tmp_path, "mine")
+    draw_sweep(rows, tmp_path, "mine", "odcn2025")
     assert list(figures) == ["jobs_0.png", "jobs_1.png"]
     assert figures["jobs_1.png"]._suptitle.get_text() == f"mine: {fixed}, mean over seeds 0, 1 with 95% CI"
 
 
 def test_every_figure_says_over_which_seeds_its_points_and_bars_are_taken(tmp_path, monkeypatch):
-    from dcbench.harness.figures import plot_sweep
-
     figures = drawn_figures(monkeypatch)
-    plot_sweep(tiered_rows(seeds=(0, 2, 7)), tmp_path, "mine")
+    draw_sweep(tiered_rows(seeds=(0, 2, 7)), tmp_path, "mine")
     titles = {name: figure._suptitle.get_text() for name, figure in figures.items()}
     assert titles["fig2_acceptance_cpu_memory.png"] == "mine: acceptance and utilisation, mean over seeds 0, 2, 7 " \
                                                        "with 95% CI"
@@ -356,10 +359,10 @@ def test_every_figure_says_over_which_seeds_its_points_and_bars_are_taken(tmp_pa
     for row in rows[:3]:  # tetris on 8-1x1, every seed: nothing accepted, so no share of anything
         row.update({column: float("nan") for column in ("spread_server", "spread_rack", "spread_pod",
                                                          "spread_cross_pod")})
-    plot_sweep(rows, tmp_path, "mine")
+    draw_sweep(rows, tmp_path, "mine")
     assert "each bar: the mean of the 6 to 9 runs' shares at one" in figures["fig5_spread.png"]._suptitle.get_text()
     figures.clear()
-    plot_sweep(tiered_rows(seeds=(3,)), tmp_path, "mine")
+    draw_sweep(tiered_rows(seeds=(3,)), tmp_path, "mine")
     assert figures["fig2_acceptance_cpu_memory.png"]._suptitle.get_text() == \
         "mine: acceptance and utilisation, seed 3 alone (no CI)"
 
@@ -367,10 +370,29 @@ def test_every_figure_says_over_which_seeds_its_points_and_bars_are_taken(tmp_pa
 def drawn_figures(monkeypatch):
     """The figures plot_sweep draws, by file name, kept instead of written (their artists stay readable)."""
     import dcbench.harness.figures as plots
+    import dcbench.plugins.topologies.tiered_figures as tiered
 
     figures = {}
-    monkeypatch.setattr(plots, "save_figure", lambda figure, path, dpi: figures.setdefault(path.name, figure))
+    for module in (plots, tiered):
+        monkeypatch.setattr(module, "save_figure", lambda figure, path, dpi: figures.setdefault(path.name, figure))
     return figures
+
+
+def paper_colours():
+    """The colours the built-in allocators declare."""
+    from dcbench.harness.figures import allocator_colours
+    from dcbench.registry import get_registry
+
+    return allocator_colours(get_registry())
+
+
+def draw_sweep(rows, out_dir, name, suite="nara2022"):
+    """`plot_sweep` of ``rows`` with the built-in ``suite``'s declared figures."""
+    from dcbench.harness.figures import plot_sweep, suite_figures
+    from dcbench.registry import get_registry
+
+    figures = suite_figures(get_registry().entries("suite")[suite])
+    return plot_sweep(rows, out_dir, name, figures, paper_colours())
 
 
 SUITE_ORDER = [(channels, ratio) for channels in (8, 16, 32) for ratio in (1, 4, 8, 16)]
@@ -409,10 +431,8 @@ def separators(axis):
 
 @pytest.mark.parametrize("order", [SUITE_ORDER, INTERLEAVED], ids=["suite-order", "interleaved"])
 def test_fig2_and_fig3_join_only_points_of_one_channel_group_and_separate_the_groups(tmp_path, monkeypatch, order):
-    from dcbench.harness.figures import plot_sweep
-
     figures = drawn_figures(monkeypatch)
-    plot_sweep(tiered_rows(order), tmp_path, "nara2022")
+    draw_sweep(tiered_rows(order), tmp_path, "nara2022")
     for name in ("fig2_acceptance_cpu_memory.png", "fig3_link_utilisation.png"):
         axes = [axis for axis in figures[name].axes if data_lines(axis)]
         assert len(axes) == 3
@@ -436,11 +456,9 @@ def test_fig2_and_fig3_join_only_points_of_one_channel_group_and_separate_the_gr
 
 
 def test_fabrics_of_one_channel_count_but_other_sizes_are_groups_of_their_own(tmp_path, monkeypatch):
-    from dcbench.harness.figures import plot_sweep
-
     figures = drawn_figures(monkeypatch)
     order = [(8, 1), (8, 4)]
-    plot_sweep(tiered_rows(order, pods=2) + tiered_rows(order, pods=8), tmp_path, "mine")  # an ad-hoc sweep, say
+    draw_sweep(tiered_rows(order, pods=2) + tiered_rows(order, pods=8), tmp_path, "mine")  # an ad-hoc sweep, say
     axis = figures["fig2_acceptance_cpu_memory.png"].axes[0]
     assert len(separators(axis)) == 1 and [len(line.get_xdata()) for line in data_lines(axis)] == [2] * 4
     bottom = figures["fig2_acceptance_cpu_memory.png"].axes[2]
@@ -452,7 +470,8 @@ def test_panels_without_groups_are_drawn_as_before_one_line_per_allocator(tmp_pa
     from dcbench.harness.figures import metric_panels
 
     figures = drawn_figures(monkeypatch)
-    metric_panels(tiered_rows(), [("acceptance_ratio", "acceptance")], tmp_path / "board.png", "board")
+    metric_panels(tiered_rows(), [("acceptance_ratio", "acceptance")], tmp_path / "board.png", "board",
+                  paper_colours())
     (axis,) = figures["board.png"].axes  # the leaderboard's plot: its caller groups nothing
     assert [len(line.get_xdata()) for line in data_lines(axis)] == [12, 12] and separators(axis) == []
 
@@ -461,13 +480,13 @@ def test_fig5_draws_the_ratios_in_greys_no_allocator_is_drawn_in_and_says_what_a
                                                                                             monkeypatch):
     from matplotlib.colors import to_rgb
 
-    from dcbench.harness.figures import PAPER_COLOURS, colour, plot_sweep
 
     figures = drawn_figures(monkeypatch)
     rows = tiered_rows(allocators=("tetris", "nalb", "random", "gnn_ppo", "mine"))
-    plot_sweep(rows, tmp_path, "nara2022")
+    draw_sweep(rows, tmp_path, "nara2022")
     figure = figures["fig5_spread.png"]
-    allocator_colours = {to_rgb(colour(spec, index)) for index, spec in enumerate([*PAPER_COLOURS, "x", "y"])}
+    declared = [[each] if isinstance(each, str) else list(each.values()) for each in paper_colours().declared.values()]
+    allocator_colours = {to_rgb(colour) for colour in ["C8", "C9", *(colour for each in declared for colour in each)]}
     assert len(figure.axes) == 5
     by_ratio = {}
     for axis in figure.axes:
@@ -553,11 +572,11 @@ def test_plot_checks_its_rows_before_it_makes_a_folder_and_removes_one_it_made_i
 
     out = tmp_path / "figures" / "nara2022"
     with pytest.raises(ResultsError, match="the summary has no rows; run the sweep first"):
-        plots.plot_sweep([], out, "nara2022")
+        draw_sweep([], out, "nara2022")
     rows = [{"scenario": "8-1x4", "allocator": "random", "seed": 0, "topology": "tiered:8,1x4",
              "acceptance_ratio": 0.5}]
     with pytest.raises(ResultsError, match="the summary has no column 'cpu_util', which the figures need; run the"):
-        plots.plot_sweep(rows, out, "nara2022")
+        draw_sweep(rows, out, "nara2022")
     assert list(tmp_path.iterdir()) == []
 
     def full_disk(figure, path, dpi):
@@ -568,11 +587,11 @@ def test_plot_checks_its_rows_before_it_makes_a_folder_and_removes_one_it_made_i
                  "workload": "vmjobs:load=54", "blocking_probability": 0.1, "latency_us": 0.1, "packet_loss": 0.01,
                  "reconfigurations_per_job": 0.5}]
     with pytest.raises(OSError):
-        plots.plot_sweep(job_rows, out, "odcn2025")
+        draw_sweep(job_rows, out, "odcn2025", "odcn2025")
     assert list(tmp_path.iterdir()) == []  # figures/ as well as figures/nara2022: both were made for the plot
     (tmp_path / "mine").mkdir()
     with pytest.raises(OSError):
-        plots.plot_sweep(job_rows, tmp_path / "mine", "odcn2025")
+        draw_sweep(job_rows, tmp_path / "mine", "odcn2025", "odcn2025")
     assert (tmp_path / "mine").is_dir()  # a folder that was there stays
 
 
@@ -695,7 +714,7 @@ def test_dollars_and_markdown_in_names_are_drawn_and_tabled_as_the_text_they_are
         save(figure, path, dpi)
 
     monkeypatch.setattr(plots, "save_figure", keep_legend)
-    paths = plots.plot_sweep(hostile, tmp_path / "figures", "a $\\frac{$ suite")  # mathtext failed on these
+    paths = draw_sweep(hostile, tmp_path / "figures", "a $\\frac{$ suite")  # mathtext failed on these
     assert all(path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for path in paths)
     assert drawn["fig2_acceptance_cpu_memory.png"] == [  # '\$' is shown as '$'; ' _hidden' is not left out
         "mine:x=\\$\\frac{\\$", "mine:x=a\\$\\bad\\$b", " _hidden", "pipe"]
@@ -821,3 +840,133 @@ def test_scenarios_are_named_by_what_tells_them_apart():
     every_pair = (a[0], uniform.format("all"), 128)
     assert list(scenario_labels([a, every_pair], registry).values()) == ["tiered uniform:pairs=reference",
                                                                          "tiered uniform:pairs=all"]
+
+
+FIGURES_PLUGIN = '''
+from dcbench import Scenario, Suite, hookimpl
+from dcbench.harness import metric_panels
+from dcbench.plugins.allocators.random_server import RandomAllocator
+from dcbench.plugins.topologies.tiered import PARAMS, build
+
+
+class Acceptance:
+    """One panel of acceptance, each scenario's tick its label in capitals."""
+
+    xlabel = "my fabrics"
+    columns = ("acceptance_ratio",)
+
+    def tick_label(self, row):
+        return row["scenario"].upper()
+
+    def files(self, rows):
+        return ["acceptance.png"]
+
+    def draw(self, rows, out_dir, name, defaults, colours):
+        return [metric_panels(rows, [("acceptance_ratio", "accepted")], out_dir / "acceptance.png", name, colours,
+                              xlabel=self.xlabel, defaults=defaults, tick_label=self.tick_label)]
+
+
+class Failing(Acceptance):
+    def draw(self, rows, out_dir, name, defaults, colours):
+        raise ZeroDivisionError("division by zero")
+
+
+ACCEPTANCE, FAILING, NOT_FIGURES = Acceptance(), Failing(), object()
+
+
+def suite(name, figures):
+    return Suite(name=name, figures=figures, scenarios=(
+        Scenario(topology="tiered:8,1x4", workload="uniform", requests=8, seeds=(0, 1), name="small"),))
+
+
+@hookimpl
+def register_allocators(register):
+    register("painted", RandomAllocator, description="random, in a colour of its own", colour="#123456")
+
+
+@hookimpl
+def register_topologies(register):
+    register("plain", build, description="the tiered fabric, with no figures of its own", params=PARAMS)
+
+
+@hookimpl
+def register_suites(register):
+    register(suite("mine", "tp_figures:ACCEPTANCE"))
+    for broken in ("tp_figures:MISSING", "tp_figures:FAILING", "tp_figures:NOT_FIGURES", "tp_missing:FIGURES"):
+        register(suite("broken-" + broken.replace(":", "-").lower(), broken))
+'''
+
+
+@pytest.fixture
+def figures_plugin(tmp_path, monkeypatch, fresh_registry):
+    """A third party's plugin (tp_figures): a suite 'mine' that declares its own figures, suites whose figures
+    are broken, an allocator 'painted' that declares its colour and a topology 'plain' that declares no figures."""
+    import importlib.metadata
+    import sys
+
+    (tmp_path / "tp_figures.py").write_text(FIGURES_PLUGIN)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "tp_figures", raising=False)
+    monkeypatch.setattr(importlib.metadata, "entry_points",
+                        lambda group: [importlib.metadata.EntryPoint("figplug", "tp_figures", group)])
+
+
+def test_a_suite_is_drawn_by_the_figures_it_declares_and_an_allocator_in_the_colour_it_declares(
+        tmp_path, monkeypatch, figures_plugin):
+    from matplotlib.colors import to_rgb
+
+    runner = CliRunner()
+    results = tmp_path / "mine"
+    assert runner.invoke(cli, ["sweep", "-s", "mine", "-a", "painted,tetris", "--out", str(results), "-j", "1",
+                               "-q"]).exit_code == 0
+    figures = drawn_figures(monkeypatch)
+    result = runner.invoke(cli, ["plot", str(results)])
+    assert result.exit_code == 0, result.output
+    assert result.stdout == f"{results / 'plots' / 'acceptance.png'}\n" and list(figures) == ["acceptance.png"]
+    plotted = figures.pop("acceptance.png")
+    for command in (["submit", str(results)], []):
+        result = runner.invoke(cli, ["leaderboard", "--root", str(tmp_path / "board"), *command])
+        assert result.exit_code == 0, result.output
+    for figure in (plotted, figures["mine.png"]):  # the leaderboard's plot names the scenarios as the figures do
+        (axis,) = figure.axes
+        assert [label.get_text() for label in axis.get_xticklabels()] == ["SMALL"]
+        assert axis.get_xlabel() == "my fabrics"
+        assert {to_rgb(line.get_color()) for line in data_lines(axis)} == {to_rgb("#123456"), to_rgb("C1")}
+
+
+def test_runs_on_a_topology_that_declares_no_figures_are_not_drawn_and_plot_says_so(tmp_path, figures_plugin):
+    runner = CliRunner()
+    results = tmp_path / "results"
+    for topology in ("plain:8,1x4", "tiered:8,1x4"):
+        assert runner.invoke(cli, ["run", "-a", "painted", "-t", topology, "-w", "uniform", "-n", "8", "--out",
+                                   str(results), "-q"]).exit_code == 0
+    result = runner.invoke(cli, ["plot", str(results)])
+    assert result.exit_code == 0, result.output
+    assert result.stderr == ("Note: no figures of the runs on plain: no installed topology plugin declares them "
+                             "(register(..., figures='module:attr'))\n")
+    assert sorted(p.name for p in (results / "plots").iterdir()) == [
+        "fig2_acceptance_cpu_memory.png", "fig3_link_utilisation.png", "fig5_spread.png", "fig8_size_brackets.png"]
+
+
+@pytest.mark.parametrize("target, problem", [
+    ("tp_figures:MISSING", "failed to load its figures 'tp_figures:MISSING': AttributeError: module 'tp_figures' "
+                           "has no attribute 'MISSING'; report it to the plugin's authors"),
+    ("tp_missing:FIGURES", "failed to load its figures 'tp_missing:FIGURES': ModuleNotFoundError: No module named "
+                           "'tp_missing'; install the package that provides 'tp_missing', or report it to the plugin's "
+                           "authors"),
+    ("tp_figures:NOT_FIGURES", "declares figures 'tp_figures:NOT_FIGURES' that have no 'xlabel' (see "
+                               "dcbench.harness.Figures); report it to the plugin's authors"),
+    ("tp_figures:FAILING", "failed to draw its figures: ZeroDivisionError: division by zero; report it to the "
+                           "plugin's authors"),
+])
+def test_figures_a_plugin_declares_that_fail_are_one_line_naming_the_plugin(tmp_path, figures_plugin, target,
+                                                                            problem):
+    suite = "broken-" + target.replace(":", "-").lower()
+    runner = CliRunner()
+    results = tmp_path / suite
+    assert runner.invoke(cli, ["sweep", "-s", suite, "-a", "painted", "--out", str(results), "-j", "1",
+                               "-q"]).exit_code == 0
+    result = runner.invoke(cli, ["plot", str(results), "--out", str(tmp_path / "figures")])
+    assert result.exit_code == 2
+    assert result.output == f"Error: suite {suite!r} (plugin figplug) {problem}\n"
+    assert not (tmp_path / "figures").exists()

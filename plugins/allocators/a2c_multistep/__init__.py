@@ -19,6 +19,7 @@ def register_allocators(register):
         description="The OCS paper's multi-step A2C agent: an MLP over the per-rack state picks a rack per VM",
         params=[Param("checkpoint", str, None, "checkpoint file (default: the shipped one for the ToR count)")],
         demands=("job",),
+        colour="C0",
         learned=True,
         trainer="dcbench.plugins.allocators.a2c_multistep.train:train",
         training_options="dcbench.plugins.allocators.a2c_multistep.config:A2CConfig",

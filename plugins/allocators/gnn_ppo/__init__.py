@@ -17,6 +17,7 @@ def register_allocators(register):
         description="GraphSAGE-style GNN over servers and switches, trained with PPO; a server per step",
         params=[Param("checkpoint", str, None, "checkpoint file (default: the shipped one for the topology)")],
         demands=("pool",),
+        colour="C0",
         learned=True,
         trainer="dcbench.plugins.allocators.gnn_ppo.train:train",
         training_options="dcbench.plugins.allocators.gnn_ppo.config:PPOConfig",

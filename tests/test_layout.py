@@ -100,16 +100,14 @@ COMMAND_DEFAULTS = {("commands/bench.py", "tiered:32,1x4"), ("commands/bench.py"
 # Words that are also a metric's name, used as themselves: the requests table's spread column, the demand
 # kind "jobs" as headings name it, the acceptance in a benchmark's table.
 WORDS = {("engine/simulation.py", "spread"), ("harness/report.py", "jobs"), ("harness/bench.py", "acceptance")}
-# Where the core's logic still names a built-in plugin (issue #29, to move out): scenarios resolved with the
-# random allocator, which serves every demand kind; the environment's default scenario.
-STILL_NAMED = {("commands/train.py", "random"), ("envs/__init__.py", "random"), ("harness/leaderboard.py", "random"),
-               ("envs/__init__.py", "tiered:32,1x4"), ("envs/__init__.py", "uniform")}
+# The environment's defaults, as a command's: its default topology, and the examples its errors give.
+ENV_DEFAULTS = {("envs/__init__.py", "tiered:32,1x4"), ("envs/__init__.py", "uniform")}
 
 
 def test_the_core_names_no_builtin_plugin_in_its_logic():
     sources("core")
     found = set(plugin_names_in_logic(ROOT / "core", builtin_plugin_names()))
-    allowed = COMMAND_DEFAULTS | WORDS | STILL_NAMED
+    allowed = COMMAND_DEFAULTS | WORDS | ENV_DEFAULTS
     assert found - allowed == set()
     assert allowed <= found  # one gone: take it off its list
 

@@ -56,7 +56,7 @@ def train(allocator: str, topology: str, workload: str | None, steps: int | None
         learned = sorted(n for n, e in registry.entries("allocator").items() if "trainer" in e.extra)
         raise UserError(f"allocator {entry.name!r} is not trained; "
                         f"trainable allocators: {', '.join(learned) or 'none'}")
-    plan = Runner(registry).resolve("random", topology, workload)  # check the scenario before training
+    plan = Runner(registry).resolve_scenario(topology, workload)  # check the scenario before training
     kind = getattr(plan.workload_model, "kind", "pool")
     if kind not in entry.demands:
         example = example_topology(registry, entry.demands)

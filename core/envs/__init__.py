@@ -136,7 +136,7 @@ class AllocationEnv(gym.Env):
         if not isinstance(reconfigure, (bool, np.bool_)):
             raise SpecError(f"reconfigure must be True or False, got {_shown(reconfigure)}")
         runner = runner or Runner()
-        plan = runner.resolve("random", topology, workload, requests)
+        plan = runner.resolve_scenario(topology, workload, requests)
         self.plan = plan
         self.network: Network = plan.network
         self.workload = plan.workload_model

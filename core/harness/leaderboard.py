@@ -144,9 +144,8 @@ def _check_rows(suite: Any, rows: list[dict[str, Any]], runner: Runner) -> None:
     suite_name = suite.name
     expected: dict[tuple[str, int], tuple[str, str, int]] = {}
     for scenario in suite.scenarios:
-        # The scenario as a run resolves it (random serves every demand kind), the workload's own
-        # default number of requests included.
-        resolved = runner.resolve("random", scenario.topology, scenario.workload, scenario.requests)
+        # The scenario as a run resolves it, the workload's own default number of requests included.
+        resolved = runner.resolve_scenario(scenario.topology, scenario.workload, scenario.requests)
         for seed in scenario.seeds:
             expected[(scenario.label, seed)] = (resolved.topology, resolved.workload, resolved.requests)
     allocators = _allocators(rows)

@@ -89,7 +89,7 @@ class ResolvedRun:
     network: Network
     workload_model: Any  # what the workload plugin built: its generate() draws the requests
     workload_entry: PluginEntry
-    allocator_entry: PluginEntry
+    allocator_entry: PluginEntry | None  # None for a scenario resolved without one (`Runner.resolve_scenario`)
 
 
 def with_distributions(fingerprint: str, entries: tuple[PluginEntry, ...]) -> str:
@@ -232,7 +232,13 @@ class Runner:
             self._networks[topology] = cached or (resolved, compiled(entry, built.obj))
         return self._networks[topology]
 
-    def resolve(self, allocator: str, topology: str, workload: str | None = None,
+    def resolve_scenario(self, topology: str, workload: str | None = None, requests: int | None = None
+                         ) -> ResolvedRun:
+        """`resolve` without an allocator: a scenario's specs, requests and
+        network, checked (``allocator`` is "" and ``allocator_entry`` None)."""
+        return self.resolve(None, topology, workload, requests)
+
+    def resolve(self, allocator: str | None, topology: str, workload: str | None = None,
                 requests: int | None = None) -> ResolvedRun:
         """Check a combination before anything runs; what `run` would use."""
         topology_spec, network = self.network(topology)
@@ -246,10 +252,12 @@ class Runner:
             entry = self.registry.get("topology", Spec.parse(topology).name)  # its default workload is wrong
             raise entry.error(f"has the default workload {network.default_workload!r}, which does not build "
                               f"({exc}); give a workload with -w") from exc
-        allocator_spec = Spec.parse(allocator)
-        entry = self.registry.get("allocator", allocator_spec.name)
-        allocator_built = entry.build(allocator_spec)
-        fingerprint = getattr(allocator_built.obj, "fingerprint", None)
+        entry = allocator_built = fingerprint = None
+        if allocator is not None:
+            allocator_spec = Spec.parse(allocator)
+            entry = self.registry.get("allocator", allocator_spec.name)
+            allocator_built = entry.build(allocator_spec)
+            fingerprint = getattr(allocator_built.obj, "fingerprint", None)
         kind = getattr(workload_built.obj, "kind", "pool")
         if kind not in network.demand_kinds:
             family = topology_spec.split(":")[0]
@@ -258,7 +266,7 @@ class Runner:
                 f"{workload_built.spec.split(':')[0]!r} makes {kind} demands"
                 + (f"; use its default workload {network.default_workload!r}" if network.default_workload else "")
             )
-        if kind not in entry.demands:
+        if entry is not None and kind not in entry.demands:
             serving = sorted(name for name, e in self.registry.entries("allocator").items()
                              if kind in e.demands)
             raise IncompatibleError(
@@ -272,18 +280,20 @@ class Runner:
             raise SpecError(f"--requests must be at most {MAX_REQUESTS:,}, got {requests:,}")
         workload_entry = self.registry.get("workload", Spec.parse(workload_built.spec).name)
         topology_entry = self.registry.get("topology", Spec.parse(topology_spec).name)
+        entries = (topology_entry, workload_entry) + ((entry,) if entry is not None else ())
         return ResolvedRun(
-            topology=topology_spec, workload=workload_built.spec, allocator=allocator_built.spec,
+            topology=topology_spec, workload=workload_built.spec,
+            allocator=allocator_built.spec if allocator_built is not None else "",
             requests=requests or self._default_requests(workload_entry, workload_built.obj, network),
-            fingerprint=with_distributions(self._fingerprint(entry, fingerprint, network),
-                                           (topology_entry, workload_entry, entry)),
+            fingerprint=with_distributions(self._fingerprint(entry, fingerprint, network), entries),
             network=network,
             workload_model=workload_built.obj, workload_entry=workload_entry, allocator_entry=entry,
         )
 
     @staticmethod
-    def _fingerprint(entry: PluginEntry, fingerprint: Callable[[Network], str] | None, network: Network) -> str:
-        if fingerprint is None:
+    def _fingerprint(entry: PluginEntry | None, fingerprint: Callable[[Network], str] | None, network: Network
+                     ) -> str:
+        if entry is None or fingerprint is None:
             return ""
         with blamed_on(entry, "failed in fingerprint(network)"):
             try:

@@ -131,14 +131,11 @@ def ranking_columns(declared: Iterable[Column]) -> dict[str, tuple[str, bool]]:
 
 def demand_kind(row: Any, columns: Sequence[Column]) -> str:
     """The demand kind of a run from its summary ``row``: the first kind,
-    other than pools (every run's default), that a column declared for it
-    alone has a value for; else "pool"."""
+    other than pools (every run's default), that the row has a column
+    declared for it alone (NaN included: a run of jobs that measured none;
+    a sweep's table gives its runs of pools None there); else "pool"."""
     for kind in DEMAND_KINDS[1:]:
-        if any(column.demands == (kind,) and "*" not in column.name and _has_value(row.get(column.name))
+        if any(column.demands == (kind,) and "*" not in column.name and row.get(column.name) is not None
                for column in columns):
             return kind
     return DEMAND_KINDS[0]
-
-
-def _has_value(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and value == value

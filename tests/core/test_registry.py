@@ -334,11 +334,11 @@ def test_a_column_is_a_headline_and_ranks_only_for_its_own_demand_kinds():
                                                                       "job": ("blocking", False)}
 
 
-def test_a_run_is_of_jobs_where_a_column_declared_for_jobs_alone_has_a_value():
+def test_a_run_is_of_jobs_where_it_has_a_column_declared_for_jobs_alone():
     declared = [Column("accepted", "accepted", demands=("pool",)), Column("swaps", "swaps", demands=("job",))]
     assert demand_kind({"accepted": 0.5, "swaps": 2.0}, declared) == "job"
     assert demand_kind({"accepted": 0.5, "swaps": None}, declared) == "pool"
-    assert demand_kind({"accepted": 0.5, "swaps": float("nan")}, declared) == "pool"
+    assert demand_kind({"accepted": 0.5, "swaps": float("nan")}, declared) == "job"  # a run of jobs measuring none
     assert demand_kind({"accepted": 0.5}, declared) == "pool"
 
 

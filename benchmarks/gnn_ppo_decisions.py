@@ -14,7 +14,7 @@ import time
 
 import torch
 
-from dcbench import Runner
+from dcbench.harness import Runner
 from dcbench.plugins.allocators.gnn_ppo.allocator import GnnPpoAllocator
 
 # (topology, requests timed): 64, 1,024 and 8,192 servers

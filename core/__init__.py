@@ -1,9 +1,21 @@
 """dcbench: a benchmark harness for network-aware resource allocation.
 
-This module is the public API that plugins use; everything else is internal.
+This module is the API for plugin authors: what a topology, workload,
+allocator, metric or suite plugin builds and returns. The other public
+modules serve other audiences:
+
+- `dcbench.harness`: runs, tables, files and figures, for plugin commands
+  and trainers;
+- `dcbench.envs`: the Gymnasium environments, for RL libraries.
+
+Everything else is internal and may change without notice.
 """
 
 from __future__ import annotations
+
+import importlib
+import warnings
+from typing import Any
 
 from dcbench._version import __version__
 from dcbench.engine.jobs import RECONFIGURE_PARAM, JobAllocator, JobBuilder, PoolAndJobAllocator
@@ -20,30 +32,46 @@ from dcbench.errors import (
     UnknownPluginError,
     describe,
 )
-from dcbench.harness.figures import pyplot, save_figure
-from dcbench.harness.files import write_all_atomic, write_atomic, write_text_atomic
-from dcbench.harness.locks import folder_lock, sole_writer
-from dcbench.harness.paths import check_writable
-from dcbench.harness.runner import ResolvedRun, Runner, RunResult
-from dcbench.harness.stats import format_ci, mean_ci
-from dcbench.harness.tables import curve_columns, write_table_atomic
 from dcbench.hookspecs import hookimpl
-from dcbench.model.allocation import Allocation, Reject, Route, State, Swap, check_allocation, required_pairs
-from dcbench.model.network import Circuits, Network, PathCatalogue, Topology
+from dcbench.model.allocation import Allocation, Reject, Route, State, Swap, check_allocation
+from dcbench.model.network import Circuits, Network, Topology
 from dcbench.model.requests import CONNECTIVITY_RULES, PacketModel, Request, RequestSequence, Workload
 from dcbench.model.suite import Scenario, Suite
-from dcbench.registry import Column, blamed_on, get_registry
-from dcbench.spec import MAX_TRAINING_STEPS, Param, Range, Spec, config_options
+from dcbench.registry.columns import Column
+from dcbench.spec import Param, Range, Spec
 
 __all__ = [
-    "__version__", "Allocation", "Allocator", "AllocatorError", "CONNECTIVITY_RULES", "Circuits", "Column",
-    "DcbenchError",
-    "IncompatibleError", "JobAllocator", "JobBuilder", "MAX_TRAINING_STEPS", "Network", "Param", "PathCatalogue",
-    "PacketModel", "PluginError", "PoolAllocator", "PoolAndJobAllocator", "PoolBuilder", "RECONFIGURE_PARAM", "Range",
-    "Reject", "Request", "RequestSequence", "ResolvedRun", "ResultsError", "Route", "RunResult", "RunTables", "Runner",
-    "SPREAD_LEVELS", "Scenario", "Spec", "SpecError", "State", "Suite", "Swap", "Topology", "UnknownPluginError",
-    "WEIGHTINGS", "WeightedRouter", "Workload", "blamed_on", "check_allocation", "check_writable", "config_options",
-    "curve_columns", "describe", "folder_lock", "format_ci", "get_registry", "hookimpl", "mean_ci", "pyplot",
-    "required_pairs", "save_figure", "simulate", "sole_writer", "write_all_atomic", "write_atomic",
-    "write_table_atomic", "write_text_atomic",
+    "__version__",
+    # plugin hooks and their declarations
+    "hookimpl", "Param", "Range", "Spec", "Column", "Scenario", "Suite",
+    # what a topology or workload plugin builds
+    "Topology", "Network", "Circuits", "Workload", "Request", "RequestSequence", "PacketModel",
+    "CONNECTIVITY_RULES",
+    # what an allocator returns, and the engine it runs in
+    "Allocation", "Reject", "Route", "Swap", "State", "check_allocation", "Allocator", "RunTables",
+    "SPREAD_LEVELS", "simulate", "PoolBuilder", "PoolAllocator", "JobBuilder", "JobAllocator",
+    "PoolAndJobAllocator", "RECONFIGURE_PARAM", "WeightedRouter", "WEIGHTINGS",
+    # errors
+    "DcbenchError", "SpecError", "UnknownPluginError", "PluginError", "IncompatibleError", "AllocatorError",
+    "ResultsError", "describe",
 ]
+
+# Names that left the top level in 0.4 and still import from here, with a DeprecationWarning, until 0.5.
+MOVED = {
+    **dict.fromkeys(
+        ("Runner", "RunResult", "ResolvedRun", "get_registry", "blamed_on", "config_options", "MAX_TRAINING_STEPS",
+         "write_atomic", "write_all_atomic", "write_table_atomic", "write_text_atomic", "curve_columns",
+         "check_writable", "folder_lock", "sole_writer", "pyplot", "save_figure", "mean_ci", "format_ci"),
+        "dcbench.harness"),
+    "PathCatalogue": "dcbench.model.network",
+    "required_pairs": "dcbench.model.allocation",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in MOVED:
+        raise AttributeError(f"module 'dcbench' has no attribute {name!r}")
+    home = MOVED[name]
+    warnings.warn(f"dcbench.{name} moved to {home}.{name}; import it from there (dcbench.{name} goes in 0.5)",
+                  DeprecationWarning, stacklevel=2)
+    return getattr(importlib.import_module(home), name)

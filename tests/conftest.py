@@ -5,7 +5,8 @@ import json
 import numpy as np
 import pytest
 
-from dcbench import Network, Runner, get_registry
+from dcbench import Network
+from dcbench.harness import Runner, get_registry
 from dcbench.registry import reset_registry
 
 
@@ -109,7 +110,7 @@ def run_tables_digest(runs: list[tuple[str, str, str, int, int]], env: dict[str,
     script = f"""
 import hashlib
 import numpy as np
-from dcbench import Runner
+from dcbench.harness import Runner
 
 digest = hashlib.sha256()
 for run in {runs!r}:

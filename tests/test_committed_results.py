@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from dcbench import Runner
+from dcbench.harness import Runner
 from dcbench.harness.leaderboard import load_submissions, rerun
 
 LEADERBOARD = Path(__file__).resolve().parent.parent / "leaderboard"

@@ -1,10 +1,13 @@
-"""The layout's two import rules (docs/plugins.md): the core imports nothing
-from the plugins, and every plugin, built-in ones included, imports from
-dcbench only its public API: ``dcbench`` (its ``__all__``), ``dcbench.envs``
-and ``dcbench.harness`` (what figures are drawn with). And the core's logic
-names no built-in plugin."""
+"""The layout's rules (docs/concepts.md, docs/plugins.md): the core's layers
+import only the layers below them, with no import cycle and no import of
+the package root; the core imports nothing from the plugins and its logic
+names no built-in plugin; every plugin, built-in ones included, imports
+from dcbench only its public API: ``dcbench``, ``dcbench.envs`` and
+``dcbench.harness`` (the names of their ``__all__``), besides the plugins'
+own modules."""
 
 import ast
+import importlib
 import re
 from pathlib import Path
 
@@ -48,10 +51,36 @@ def test_plugins_import_only_the_public_api():
                 continue  # a plugin's own modules, or a built-in one it builds on
             if module not in PUBLIC_MODULES:
                 offending.append(f"{path.relative_to(ROOT)}: {module}")
-            elif module == "dcbench":
-                offending += [f"{path.relative_to(ROOT)}: dcbench.{name}" for name in names
-                              if name not in dcbench.__all__]
+            else:
+                public = importlib.import_module(module).__all__
+                offending += [f"{path.relative_to(ROOT)}: {module}.{name}" for name in names if name not in public]
     assert offending == []
+
+
+def test_a_name_that_left_the_top_level_still_imports_from_there_with_a_warning_naming_its_home():
+    import dcbench.harness
+
+    for name, home in dcbench.MOVED.items():
+        assert name not in dcbench.__all__
+        with pytest.warns(DeprecationWarning, match=rf"dcbench\.{name} moved to {home}\.{name}; import it from"):
+            moved = getattr(dcbench, name)
+        assert moved is getattr(importlib.import_module(home), name)
+    assert set(dcbench.harness.__all__) >= {n for n, home in dcbench.MOVED.items() if home == "dcbench.harness"}
+    with pytest.raises(AttributeError, match="module 'dcbench' has no attribute 'Runer'"):
+        dcbench.Runer
+
+
+def test_every_public_name_is_documented_with_what_it_takes_and_gives():
+    import dcbench.envs
+    import dcbench.harness
+
+    undocumented = []
+    for module in (dcbench, dcbench.harness, dcbench.envs):
+        for name in module.__all__:
+            value = getattr(module, name)
+            if callable(value) and not (getattr(value, "__doc__", None) or "").strip():
+                undocumented.append(f"{module.__name__}.{name}")
+    assert undocumented == []
 
 
 def test_the_check_sees_an_internal_import(tmp_path):
@@ -62,7 +91,7 @@ def test_the_check_sees_an_internal_import(tmp_path):
 
 def builtin_plugin_names() -> set[str]:
     """The names of the registered topologies, workloads, allocators, metrics and suites."""
-    registry = dcbench.get_registry()
+    registry = dcbench.harness.get_registry()
     return {name for kind in ("topology", "workload", "allocator", "metric", "suite")
             for name in registry.entries(kind)}
 
@@ -122,3 +151,129 @@ def test_the_check_sees_a_plugin_named_in_logic(tmp_path):
         'else f"{spec} is tetris"\n')
     assert plugin_names_in_logic(tmp_path, {"tiered", "ccf", "tetris"}) == [("colours.py", "ccf:"),
                                                                            ("commands/plot.py", "tiered")]
+
+
+# The layers of the core, bottom up, and what each may import (besides itself): docs/concepts.md draws them.
+# Lazy imports inside functions count: they are dependencies all the same.
+LAYERS = {
+    "errors": set(),
+    "_version": set(),
+    "hookspecs": set(),
+    "spec": {"errors"},
+    "model": {"errors", "spec"},
+    "engine": {"model", "spec", "errors"},
+    "registry": {"model", "spec", "hookspecs", "errors", "_version"},
+    "harness": {"engine", "model", "registry", "spec", "errors", "_version"},
+    "envs": {"harness", "engine", "model", "registry", "spec", "errors"},
+    "commands": {"harness", "envs", "engine", "model", "registry", "spec", "hookspecs", "errors", "_version"},
+}
+ENTRY_MODULES = {"dcbench", "dcbench.__main__"}  # the public facade and `python -m dcbench`, above every layer
+
+
+def module_name(path: Path) -> str:
+    parts = ["dcbench", *path.relative_to(ROOT / "core").with_suffix("").parts]
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Every core module and the core modules it imports (a ``from M import name`` of a submodule counts as it)."""
+    modules = {module_name(path): path for path in sources("core")}
+    graph = {}
+    for name, path in modules.items():
+        targets = set()
+        for module, names in dcbench_imports(path):
+            if module.startswith("dcbench.plugins"):
+                targets.add(module)
+                continue
+            submodules = {f"{module}.{n}" for n in names} & modules.keys()
+            targets |= submodules or {module}
+            if submodules and len(submodules) < len(names):
+                targets.add(module)
+        graph[name] = targets - {name}
+    return graph
+
+
+def layer_of(module: str) -> str:
+    return module.split(".")[1] if module.count(".") else module
+
+
+def layer_violations(graph: dict[str, set[str]]) -> list[str]:
+    """Each import that breaks the layering: a layer importing one it may not, a module
+    importing the package root, anything importing the commands, the plugins or a command
+    module importing another."""
+    found = []
+    for module, targets in sorted(graph.items()):
+        for target in sorted(targets):
+            if module in ENTRY_MODULES:
+                continue
+            if target == "dcbench":
+                found.append(f"{module} imports the package root")
+            elif target.startswith("dcbench.plugins"):
+                found.append(f"{module} imports the plugin {target}")
+            elif layer_of(module) == "commands" and layer_of(target) == "commands":
+                if module != "dcbench.commands" and target != "dcbench.commands.base":
+                    found.append(f"{module} imports the command module {target}")
+            elif layer_of(target) != layer_of(module) and layer_of(target) not in LAYERS[layer_of(module)]:
+                found.append(f"{module} ({layer_of(module)}) imports {target} ({layer_of(target)})")
+    return found
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The import cycles of ``graph`` (its strongly connected parts of more than one module), Tarjan's way."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for target in graph.get(node, ()):
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            part = []
+            while True:
+                member = stack.pop()
+                part.append(member)
+                if member == node:
+                    break
+            if len(part) > 1:
+                found.append(sorted(part))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_every_layer_imports_only_the_layers_below_it():
+    graph = import_graph()
+    assert {layer_of(m) for m in graph if m not in ENTRY_MODULES} <= set(LAYERS), "a new module: give it a layer"
+    assert layer_violations(graph) == []
+
+
+def test_there_is_no_import_cycle_in_dcbench():
+    assert cycles(import_graph()) == []
+
+
+def test_the_layer_checks_fail_on_a_planted_violation():
+    graph = import_graph()
+    planted = {**graph, "dcbench.model.network": graph["dcbench.model.network"] | {"dcbench.harness.runner"}}
+    assert layer_violations(planted) == ["dcbench.model.network (model) imports dcbench.harness.runner (harness)"]
+    planted["dcbench.harness.runner"] = graph["dcbench.harness.runner"] | {"dcbench", "dcbench.commands.run"}
+    assert "dcbench.harness.runner imports the package root" in layer_violations(planted)
+    assert "dcbench.harness.runner (harness) imports dcbench.commands.run (commands)" in layer_violations(planted)
+    planted["dcbench.commands.sweep"] = graph["dcbench.commands.sweep"] | {"dcbench.commands.run"}
+    assert "dcbench.commands.sweep imports the command module dcbench.commands.run" in layer_violations(planted)
+    # model.network -> harness.runner -> ... -> model.network
+    assert any({"dcbench.model.network", "dcbench.harness.runner"} <= set(cycle) for cycle in cycles(planted))
+
+
+def test_the_graph_sees_lazy_imports_and_submodules_imported_by_name(tmp_path):
+    graph = import_graph()
+    assert "dcbench.harness.journal" in graph["dcbench.harness.files"]  # imported inside write_atomic
+    assert "dcbench.hookspecs" in graph["dcbench.registry.manager"]  # `import dcbench.hookspecs as hookspecs`

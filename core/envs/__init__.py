@@ -38,6 +38,8 @@ from dcbench.model.network import Circuits, Network
 from dcbench.model.requests import PacketModel
 from dcbench.spec import Range
 
+__all__ = ["AllocationEnv", "PoolFeatures", "JobFeatures", "job_step_rewards", "SUCCESS_REWARD", "FAILURE_REWARD"]
+
 SUCCESS_REWARD = 10.0
 
 

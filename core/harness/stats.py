@@ -61,6 +61,16 @@ def best_mean(means: Iterable[float], higher_is_better: bool) -> float:
 
 
 def format_ci(mean: float, half: float, digits: int = 3) -> str:
+    """A mean and its confidence interval's half-width as a table shows them.
+
+    Args:
+        mean: The mean (NaN: no value).
+        half: The half-width (NaN: no interval, one seed).
+        digits: Decimal places of both.
+
+    Returns:
+        "0.937 ± 0.004"; "0.937" without an interval; "–" without a mean.
+    """
     if math.isnan(mean):
         return "–"
     if math.isnan(half):

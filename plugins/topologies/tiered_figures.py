@@ -12,8 +12,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from dcbench import mean_ci, pyplot, save_figure
-from dcbench.harness import Colours, allocator_labels, mean_over, metric_panels, plain, seeds_text
+from dcbench.harness import (
+    Colours,
+    allocator_labels,
+    mean_ci,
+    mean_over,
+    metric_panels,
+    plain,
+    pyplot,
+    save_figure,
+    seeds_text,
+)
 
 Row = dict[str, Any]
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from dcbench import write_all_atomic, write_atomic
 from dcbench.harness import journal as atomic
+from dcbench.harness import write_all_atomic, write_atomic
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="kills a forked writer")
 

@@ -278,7 +278,7 @@ def blas_kernels_this_cpu_runs() -> list[str]:
 
 QOS_OF_THREE_RUNS = """
 import json
-from dcbench import Runner
+from dcbench.harness import Runner
 runner = Runner()
 runs = [runner.run(allocator, "ocs:16", "vmjobs:load=66,warmup=50", 300, seed).summary
         for allocator, seed in (("ccf", 0), ("jcb", 1), ("jcb", 3))]

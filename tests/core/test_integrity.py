@@ -15,7 +15,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dcbench import Allocation, Reject, Route, Runner, hookimpl, simulate
+from dcbench import Allocation, Reject, Route, hookimpl, simulate
+from dcbench.harness import Runner
 from dcbench.registry import create_registry
 
 TOPOLOGY, WORKLOAD, REQUESTS = "tiered:8,1x16", "uniform", 64

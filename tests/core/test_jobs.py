@@ -20,9 +20,9 @@ from dcbench import (
     State,
     Swap,
     check_allocation,
-    get_registry,
     simulate,
 )
+from dcbench.harness import get_registry
 from dcbench.model.allocation import circuit_changes
 from dcbench.plugins.allocators.random_server import RandomAllocator
 

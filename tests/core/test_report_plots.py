@@ -821,7 +821,7 @@ def test_a_damaged_run_in_a_folder_of_runs_is_one_line_and_nothing_is_written(fo
 
 
 def test_scenarios_are_named_by_what_tells_them_apart():
-    from dcbench import get_registry
+    from dcbench.harness import get_registry
     from dcbench.harness.report import compact_spec, scenario_labels
 
     registry = get_registry()

@@ -5,7 +5,8 @@ import re
 import numpy as np
 import pytest
 
-from dcbench import IncompatibleError, PluginError, Runner, SpecError, UnknownPluginError
+from dcbench import IncompatibleError, PluginError, SpecError, UnknownPluginError
+from dcbench.harness import Runner
 from dcbench.harness.runner import run_hash
 from dcbench.registry import create_registry
 

@@ -118,7 +118,7 @@ def test_an_integer_beyond_2_to_the_53_is_refused():
 def test_training_options_are_finite_too():
     from dataclasses import dataclass
 
-    from dcbench import config_options
+    from dcbench.harness import config_options
 
     @dataclass
     class Config:
@@ -162,7 +162,8 @@ def test_a_trainers_config_fields_are_params_with_their_help_and_bounds():
 def test_a_training_option_is_refused_with_the_message_of_a_parameter():
     from dataclasses import dataclass
 
-    from dcbench import Range, config_options
+    from dcbench import Range
+    from dcbench.harness import config_options
 
     @dataclass
     class Config:
@@ -242,7 +243,7 @@ def test_digits_must_be_ascii(text, fragment):
 def test_a_number_with_non_ascii_digits_is_refused_as_a_parameter_and_a_training_option():
     from dataclasses import dataclass
 
-    from dcbench import config_options
+    from dcbench.harness import config_options
 
     @dataclass
     class Config:

@@ -488,7 +488,7 @@ def test_phi_sweep_refuses_a_bad_training_spec(tmp_path, allocator, fragment):
 
 
 def test_a_second_phi_sweep_into_one_folder_is_refused_in_one_line(tmp_path):
-    from dcbench import folder_lock, sole_writer
+    from dcbench.harness import folder_lock, sole_writer
 
     with sole_writer(folder_lock(tmp_path), "sweep", tmp_path):  # another command writing there
         result = CliRunner().invoke(cli, ["phi-sweep", "-t", TOPOLOGY, "-w", WORKLOAD, "--costs", "0", "--steps", "10",

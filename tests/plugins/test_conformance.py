@@ -5,7 +5,8 @@ import math
 import numpy as np
 import pytest
 
-from dcbench import Network, get_registry
+from dcbench import Network
+from dcbench.harness import get_registry
 from dcbench.registry import create_registry
 
 REGISTRY = get_registry()

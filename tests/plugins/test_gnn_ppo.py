@@ -12,8 +12,8 @@ import pyarrow.parquet as pq
 import pytest
 import torch
 
-from dcbench import curve_columns
 from dcbench.envs import AllocationEnv
+from dcbench.harness import curve_columns
 from dcbench.plugins.allocators.gnn_ppo.allocator import GnnPpoAllocator, checkpoint_for, load_policy
 from dcbench.plugins.allocators.gnn_ppo.model import GraphPolicy, as_tensors, with_self_loops
 from dcbench.plugins.allocators.gnn_ppo.train import train

@@ -1,7 +1,8 @@
 import numpy as np
 import pytest
 
-from dcbench import Circuits, Network, SpecError, get_registry
+from dcbench import Circuits, Network, SpecError
+from dcbench.harness import get_registry
 from dcbench.plugins.topologies.ocs import initial_circuits
 
 

@@ -1,7 +1,8 @@
 import numpy as np
 import pytest
 
-from dcbench import Network, get_registry
+from dcbench import Network
+from dcbench.harness import get_registry
 from dcbench.plugins.workloads.vmjobs import VM_TYPES
 
 

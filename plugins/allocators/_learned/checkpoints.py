@@ -31,7 +31,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import torch
 
-from dcbench import Range, ResultsError, curve_columns, describe, write_all_atomic, write_atomic
+from dcbench import Range, ResultsError, describe
+from dcbench.harness import curve_columns, write_all_atomic, write_atomic
 
 Loaded = TypeVar("Loaded")
 

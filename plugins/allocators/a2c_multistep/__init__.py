@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from dcbench import Param, check_writable, folder_lock, hookimpl, sole_writer
+from dcbench import Param, hookimpl
+from dcbench.harness import check_writable, folder_lock, sole_writer
 
 
 @hookimpl
@@ -55,7 +56,8 @@ def register_commands(cli):
     @click.option("--quiet", "-q", is_flag=True, help="No progress lines (a line per training episode and test run).")
     def phi_sweep_command(allocator, topology, workload, costs, steps, seeds, requests, episode_jobs, out, quiet):
         """Blocking and reconfigurations of a2c_multistep against Φ_reconf (the OCS paper's Fig. 3)."""
-        from dcbench import MAX_TRAINING_STEPS, SpecError
+        from dcbench import SpecError
+        from dcbench.harness import MAX_TRAINING_STEPS
         from dcbench.plugins.allocators.a2c_multistep.phi_sweep import phi_sweep
 
         try:

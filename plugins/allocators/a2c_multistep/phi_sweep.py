@@ -13,18 +13,8 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from dcbench import (
-    IncompatibleError,
-    Runner,
-    Spec,
-    SpecError,
-    check_writable,
-    format_ci,
-    mean_ci,
-    pyplot,
-    save_figure,
-    write_table_atomic,
-)
+from dcbench import IncompatibleError, Spec, SpecError
+from dcbench.harness import Runner, check_writable, format_ci, mean_ci, pyplot, save_figure, write_table_atomic
 
 
 def phi_sweep(topology: str, workload: str, costs: list[float], steps: int, seeds: list[int],

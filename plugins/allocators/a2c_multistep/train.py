@@ -33,8 +33,9 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
-from dcbench import SpecError, config_options
+from dcbench import SpecError
 from dcbench.envs import AllocationEnv
+from dcbench.harness import config_options
 from dcbench.plugins.allocators._learned.checkpoints import (
     command_line,
     export_checkpoint,

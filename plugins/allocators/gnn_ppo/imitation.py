@@ -17,8 +17,9 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
-from dcbench import DcbenchError, Spec, SpecError, blamed_on, get_registry
+from dcbench import DcbenchError, Spec, SpecError
 from dcbench.envs import AllocationEnv
+from dcbench.harness import blamed_on, get_registry
 from dcbench.plugins.allocators.gnn_ppo.model import as_tensors
 
 BEST_TEACHERS = ("tetris", "nalb")  # teacher=best, the default: the one of these that accepts more on trial episodes

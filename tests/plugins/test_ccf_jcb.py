@@ -8,7 +8,7 @@ from dcbench import State
 from dcbench.commands import cli
 from dcbench.plugins.allocators.ccf import CCFAllocator
 from dcbench.plugins.allocators.jcb import JCBAllocator
-from tests.core.test_jobs import SMALL_VM, job, ocs
+from tests.core.engine.test_jobs import SMALL_VM, job, ocs
 
 
 def place(allocator, network, request, state):

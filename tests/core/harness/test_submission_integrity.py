@@ -24,7 +24,7 @@ from dcbench.commands import cli
 from dcbench.harness.runner import run_hash
 from dcbench.harness.submissions import SPEC_CHARACTERS, spec_problem, submission_name, value_range, values_problem
 from dcbench.harness.summary import RUN_IDENTITY
-from tests.core.test_leaderboard import copied_submission, snapshot
+from tests.core.harness.test_leaderboard import copied_submission, snapshot
 
 
 def write_rows(path, rows, provenance):

@@ -437,7 +437,7 @@ def test_a_column_only_the_submission_has_is_refused_and_one_only_this_installat
     edited = runner.invoke(cli, verify)
     assert edited.exit_code == 1 and edited.stdout.count(": other best_score (not made here)") == 2
     rewrite_summary(submission, lambda table: table.drop_columns(["best_score"]))
-    from tests.core.test_sweep import with_plugin
+    from tests.core.harness.test_sweep import with_plugin
 
     with_plugin(tmp_path, monkeypatch, "extra_metric", """
 from dcbench import hookimpl

@@ -26,7 +26,13 @@ _KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 @dataclass(frozen=True)
 class Spec:
-    """A parsed spec: a plugin name, positional and keyword arguments (strings)."""
+    """A parsed spec: a plugin name, positional and keyword arguments (strings).
+
+    Attributes:
+        name: The plugin's name (``tiered``).
+        args: The positional arguments as written, in order (``("32", "1x4")``).
+        kwargs: The keyword arguments, ``KEY`` to ``VALUE`` text, in the order given.
+    """
 
     name: str
     args: tuple[str, ...] = ()
@@ -35,7 +41,19 @@ class Spec:
     @classmethod
     def parse(cls, text: str) -> "Spec":
         """Whitespace around the name, ``:``, ``,`` and ``=`` is dropped, so
-        ``tiered : 8, 1x4`` is ``tiered:8,1x4`` (the same run id)."""
+        ``tiered : 8, 1x4`` is ``tiered:8,1x4`` (the same run id).
+
+        Args:
+            text: The spec as typed: ``NAME[:ARG,...,KEY=VALUE,...]``.
+
+        Returns:
+            The parsed spec, its values still text.
+
+        Raises:
+            SpecError: A bad name, nothing after ``:``, an empty argument, a
+                bad or repeated keyword, or a positional argument after a
+                keyword.
+        """
         text = text.strip()
         expected = "expected NAME[:ARG,...,KEY=VALUE], e.g. 'tiered:32,1x4,pods=8'"
         name, sep, rest = (part.strip() for part in text.partition(":"))
@@ -141,6 +159,21 @@ class Param:
     ``positional`` parameters may also be given without their key, in
     declaration order (``tiered:32,1x4``). A default of ``None`` means "the
     plugin decides" (for instance a value that scales with the topology).
+
+    Attributes:
+        name: The parameter's name: the ``KEY`` of ``KEY=VALUE``, and the
+            keyword its value is passed to the plugin's factory by.
+        type: What its text converts to: ``str``, ``int``, ``float`` or
+            ``bool`` (yes/no, true/false, 1/0, on/off).
+        default: Its value where a spec gives none; left out, the parameter
+            is required.
+        help: One line for ``dcbench list NAME``: what it does.
+        choices: The only values it may take (None: any of its type).
+        positional: Whether it may also be given by position.
+        minimum: The smallest value a number may take (None: no bound).
+        above: Whether ``minimum`` itself is excluded (``minimum=0,
+            above=True``: greater than 0).
+        maximum: The largest value a number may take (None: no bound).
     """
 
     name: str
@@ -155,6 +188,7 @@ class Param:
 
     @property
     def required(self) -> bool:
+        """Whether a spec must give it: it was declared without a default."""
         return self.default is _REQUIRED
 
     @staticmethod
@@ -181,6 +215,21 @@ class Param:
         return field(default=default, metadata={_OPTION: declared})
 
     def convert(self, owner: str, raw: str) -> Any:
+        """``raw`` as a value of the parameter's type, checked against its
+        choices and range.
+
+        Args:
+            owner: The plugin's name, which starts every error.
+            raw: The value's text in the spec.
+
+        Returns:
+            The typed value.
+
+        Raises:
+            SpecError: ``raw`` is not of the parameter's type (a number with
+                other digits than ASCII 0-9, nan or ±inf included), not one
+                of its choices, outside its range, or an integer beyond 2**53.
+        """
         try:
             value = _PARSERS[self.type](raw)
         except (ValueError, KeyError):
@@ -200,6 +249,13 @@ class Param:
         return value
 
     def describe(self) -> str:
+        """The parameter in a plugin's usage line.
+
+        Returns:
+            ``name=a|b`` with choices, ``name=default`` with a default,
+            ``name (required)`` without one, and the bare name where the
+            plugin decides its default.
+        """
         text = self.name
         if self.choices is not None:
             text += "=" + "|".join(format_value(c) for c in self.choices)
@@ -210,7 +266,15 @@ class Param:
         return text
 
     def explain(self, width: int = 16) -> str:
-        """One line for `dcbench list NAME`: name (padded to ``width``), allowed values, default, help."""
+        """One line for `dcbench list NAME`: name (padded to ``width``), allowed values, default, help.
+
+        Args:
+            width: The characters the name is padded to, so that a plugin's
+                parameters line up.
+
+        Returns:
+            The line, without a newline.
+        """
         if self.required:
             default = "required"
         elif self.default is None:
@@ -282,14 +346,28 @@ def resolved_spec(name: str, values: Mapping[str, Any]) -> str:
 @dataclass(frozen=True)
 class Range:
     """The values a numeric parameter or training option may take: from
-    ``low`` (excluded where ``above``) to ``high``, either end open when None."""
+    ``low`` (excluded where ``above``) to ``high``, either end open when None.
+
+    Attributes:
+        low: The smallest value (None: no lower bound).
+        high: The largest value, included (None: no upper bound).
+        above: Whether ``low`` itself is excluded.
+    """
 
     low: float | None = None
     high: float | None = None
     above: bool = False
 
     def violation(self, value: float) -> str | None:
-        """What ``value`` must be instead, or None when it is in range."""
+        """What ``value`` must be instead, or None when it is in range.
+
+        Args:
+            value: The number to check.
+
+        Returns:
+            The bound it breaks, as an error says it ("at least 1 and at
+            most 256", "greater than 0"), or None when it is in range.
+        """
         if self.low is not None and (value <= self.low if self.above else value < self.low):
             low = f"greater than {format_value(self.low)}" if self.above else f"at least {format_value(self.low)}"
             return low + (f" and at most {format_value(self.high)}" if self.high is not None else "")

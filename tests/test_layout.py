@@ -8,15 +8,18 @@ own modules."""
 
 import ast
 import importlib
+import inspect
 import re
+import textwrap
 from pathlib import Path
+from typing import Any, Collection
 
 import pytest
 
 import dcbench
 
 ROOT = Path(__file__).resolve().parent.parent
-PUBLIC_MODULES = {"dcbench", "dcbench.envs", "dcbench.harness"}
+PUBLIC_MODULES = {"dcbench", "dcbench.envs", "dcbench.harness", "dcbench.testing"}
 
 
 def dcbench_imports(path: Path) -> list[tuple[str, list[str]]]:
@@ -70,17 +73,252 @@ def test_a_name_that_left_the_top_level_still_imports_from_there_with_a_warning_
         dcbench.Runer
 
 
-def test_every_public_name_is_documented_with_what_it_takes_and_gives():
+SECTION = re.compile(r"^(Args|Arguments|Attributes|Returns|Yields|Raises):\s*$")
+
+
+def doc_sections(doc: str | None) -> dict[str, list[str]]:
+    """A Google-style docstring's sections (Args, Attributes, Returns, Yields,
+    Raises): by heading, the names its entries start with (``source:``,
+    ``SpecError:``); the Returns and Yields sections list their first words."""
+    lines = inspect.cleandoc(doc or "").splitlines()
+    sections: dict[str, list[str]] = {}
+    for at, line in enumerate(lines):
+        heading = SECTION.match(line)
+        if heading is None:
+            continue
+        indent = len(line) - len(line.lstrip())
+        body = []
+        for following in lines[at + 1:]:
+            if following.strip() and len(following) - len(following.lstrip()) <= indent:
+                break
+            body.append(following)
+        depth = min((len(b) - len(b.lstrip()) for b in body if b.strip()), default=0)
+        entries = [re.match(r"\**(\w+)", b.strip()) for b in body if b.strip() and len(b) - len(b.lstrip()) == depth]
+        name = {"Arguments": "Args"}.get(heading[1], heading[1])
+        sections.setdefault(name, []).extend(entry[1] for entry in entries if entry)
+    return sections
+
+
+def raised_errors(function: Any) -> set[str]:
+    """The dcbench error classes ``function``'s own body raises by name
+    (``raise SpecError(...)``, ``raise dcbench.SpecError``, ``raise
+    AllocatorError.of_allocator(...)``), nested functions left out; an error
+    made elsewhere (``raise entry.error(...)``) is not seen."""
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(function)))
+    except (OSError, TypeError):
+        return set()
+    found = set()
+    nodes = list(ast.iter_child_nodes(tree.body[0]))
+    while nodes:
+        node = nodes.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            continue
+        nodes.extend(ast.iter_child_nodes(node))
+        if isinstance(node, ast.Raise) and node.exc is not None:
+            chain, named = [], node.exc.func if isinstance(node.exc, ast.Call) else node.exc
+            while isinstance(named, ast.Attribute):
+                chain.insert(0, named.attr)
+                named = named.value
+            value = function.__globals__.get(named.id) if isinstance(named, ast.Name) else None
+            for attribute in [None, *chain]:  # the first of dcbench.SpecError, AllocatorError.of_allocator
+                value = value if attribute is None else getattr(value, attribute, None)
+                if isinstance(value, type) and issubclass(value, dcbench.DcbenchError):
+                    found.add(value.__name__)
+                    break
+    return found
+
+
+def returns_a_value(function: Any) -> tuple[bool, bool]:
+    """Whether ``function`` gives something back, and whether it is a generator
+    that yields values (a context manager's bare ``yield`` gives nothing):
+    from its return annotation, else from a ``return VALUE`` in its body."""
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(function))).body[0]
+    except (OSError, TypeError):
+        return False, False
+    own, nodes = [], list(ast.iter_child_nodes(tree))
+    while nodes:
+        node = nodes.pop()
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            own.append(node)
+            nodes.extend(ast.iter_child_nodes(node))
+    yields = [node for node in own if isinstance(node, (ast.Yield, ast.YieldFrom))]
+    if yields:
+        return False, any(node.value is not None for node in yields)
+    annotation = tree.returns
+    if annotation is not None:
+        return not (isinstance(annotation, ast.Constant) and annotation.value in (None, "None")), False
+    return any(isinstance(node, ast.Return) and node.value is not None for node in own), False
+
+
+def documentation_gaps(label: str, function: Any, skip_first: bool = False) -> list[str]:
+    """What ``function``'s own docstring leaves out of what it takes, gives
+    and raises: each parameter (but ``self``/``cls`` and ``*args``/``**kwargs``)
+    under Args, Returns (Yields for a generator) where it returns a value,
+    and under Raises each dcbench error its body raises."""
+    function = inspect.unwrap(function)
+    doc = function.__doc__
+    if not (doc or "").strip():
+        return [f"{label}: no docstring"]
+    sections = doc_sections(doc)
+    gaps = []
+    parameters = list(inspect.signature(function).parameters.values())
+    for parameter in parameters[1:] if skip_first else parameters:
+        if parameter.kind in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD):
+            continue
+        if parameter.name not in sections.get("Args", []):
+            gaps.append(f"{label}: no Args: for {parameter.name!r}")
+    gives, yields = returns_a_value(function)
+    if gives and "Returns" not in sections:
+        gaps.append(f"{label}: no Returns:")
+    if yields and "Yields" not in sections:
+        gaps.append(f"{label}: no Yields:")
+    gaps += [f"{label}: no Raises: for {error}" for error in sorted(raised_errors(function))
+             if error not in sections.get("Raises", [])]
+    return gaps
+
+
+def class_documentation_gaps(label: str, cls: type, checked_apart: Collection[type] = (),
+                             ours: str = "dcbench") -> list[str]:
+    """What a public class's docstring and its public methods leave out: its
+    constructor's parameters under the class's Args or Attributes, the dcbench
+    errors its ``__init__`` raises under its Raises, then each method defined
+    in dcbench's own code, the modules named ``ours...`` (`documentation_gaps`;
+    a property needs a docstring). Methods of stdlib or third-party bases
+    (tuple, Exception, gymnasium.Env), and those dataclasses and NamedTuples
+    generate, are not dcbench's to document; those of a base in
+    ``checked_apart`` (a public class itself) are checked there."""
+    doc = cls.__doc__
+    if not (doc or "").strip():
+        return [f"{label}: no docstring"]
+    sections = doc_sections(doc)
+    documented = sections.get("Args", []) + sections.get("Attributes", [])
+    try:
+        parameters = list(inspect.signature(cls).parameters.values())
+    except ValueError:  # an Exception's own constructor
+        parameters = []
+    gaps = [f"{label}: no Args: or Attributes: for {parameter.name!r}" for parameter in parameters
+            if parameter.kind not in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD)
+            and not parameter.name.startswith("_") and parameter.name not in documented]
+    init = vars(cls).get("__init__")
+    if inspect.isfunction(init) and init.__module__.startswith(ours):
+        gaps += [f"{label}: no Raises: for {error}" for error in sorted(raised_errors(init))
+                 if error not in sections.get("Raises", [])]
+    seen = set()
+    for base in cls.__mro__:
+        if not base.__module__.startswith(ours) or (base is not cls and base in checked_apart):
+            continue
+        for name, member in vars(base).items():
+            if name.startswith("_") or name in seen:
+                continue
+            seen.add(name)
+            where = f"{label}.{name}"
+            if isinstance(member, property):
+                if not (member.__doc__ or "").strip():
+                    gaps.append(f"{where}: no docstring")
+            elif isinstance(member, (staticmethod, classmethod)):
+                gaps += documentation_gaps(where, member.__func__, skip_first=isinstance(member, classmethod))
+            elif inspect.isfunction(member):
+                gaps += documentation_gaps(where, member, skip_first=True)
+    return gaps
+
+
+def public_documentation_gaps() -> list[str]:
+    """Every gap `documentation_gaps` and `class_documentation_gaps` find in
+    the public modules' ``__all__`` (constants need no sections; a callable
+    from another package, pluggy's ``hookimpl``, only a docstring)."""
     import dcbench.envs
     import dcbench.harness
 
-    undocumented = []
-    for module in (dcbench, dcbench.harness, dcbench.envs):
+    gaps = []
+    modules = (dcbench, dcbench.harness, dcbench.envs)
+    public_classes = {value for module in modules for name in module.__all__
+                      if isinstance(value := getattr(module, name), type)}
+    for module in modules:
         for name in module.__all__:
             value = getattr(module, name)
-            if callable(value) and not (getattr(value, "__doc__", None) or "").strip():
-                undocumented.append(f"{module.__name__}.{name}")
-    assert undocumented == []
+            label = f"{module.__name__}.{name}"
+            if not callable(value):
+                continue
+            if not getattr(inspect.unwrap(value), "__module__", "").startswith("dcbench"):
+                if not (value.__doc__ or "").strip():
+                    gaps.append(f"{label}: no docstring")
+            elif isinstance(value, type):
+                gaps += class_documentation_gaps(label, value, public_classes)
+            else:
+                gaps += documentation_gaps(label, value)
+    return gaps
+
+
+def test_every_public_name_is_documented_with_what_it_takes_and_gives():
+    gaps = public_documentation_gaps()
+    assert not gaps, "public names whose docstrings miss what they take, give or raise:\n" + "\n".join(gaps)
+
+
+def test_the_documentation_check_sees_what_a_docstring_leaves_out():
+    def path_ids(network, source: int, target: int = 0) -> list[int]:
+        """Paths between two nodes.
+
+        Args:
+            network: The network.
+        """
+        if source == target:
+            raise dcbench.SpecError("the same node")
+        return []
+
+    assert documentation_gaps("sample.path_ids", path_ids) == [
+        "sample.path_ids: no Args: for 'source'", "sample.path_ids: no Args: for 'target'",
+        "sample.path_ids: no Returns:", "sample.path_ids: no Raises: for SpecError"]
+
+    def documented(network, source: int, target: int = 0) -> list[int]:
+        """Paths between two nodes.
+
+        Args:
+            network: The network.
+            source: A node.
+            target: Another.
+
+        Returns:
+            Their paths.
+
+        Raises:
+            SpecError: The same node twice.
+        """
+        if source == target:
+            raise dcbench.SpecError("the same node")
+        return []
+
+    assert documentation_gaps("sample.documented", documented) == []
+
+    def pairs(count: int):
+        """Pairs, one at a time.
+
+        Args:
+            count: How many.
+        """
+        yield from range(count)
+
+    assert documentation_gaps("sample.pairs", pairs) == ["sample.pairs: no Yields:"]
+
+    class Sample:
+        """A sample.
+
+        Args:
+            size: Its size.
+        """
+
+        def __init__(self, size: int, name: str) -> None:
+            if size < 0:
+                raise dcbench.AllocatorError.of_allocator("took a negative size")
+
+        def grow(self, by: int) -> int:
+            """Grow."""
+            return by
+
+    assert class_documentation_gaps("sample.Sample", Sample, ours=__name__) == [
+        "sample.Sample: no Args: or Attributes: for 'name'", "sample.Sample: no Raises: for AllocatorError",
+        "sample.Sample.grow: no Args: for 'by'", "sample.Sample.grow: no Returns:"]
 
 
 def test_the_check_sees_an_internal_import(tmp_path):
@@ -131,12 +369,15 @@ COMMAND_DEFAULTS = {("commands/bench.py", "tiered:32,1x4"), ("commands/bench.py"
 WORDS = {("engine/simulation.py", "spread"), ("harness/report.py", "jobs"), ("harness/bench.py", "acceptance")}
 # The environment's defaults, as a command's: its default topology, and the examples its errors give.
 ENV_DEFAULTS = {("envs/__init__.py", "tiered:32,1x4"), ("envs/__init__.py", "uniform")}
+# The conformance checks' small scenarios (dcbench.testing.SCENARIOS) and the allocators a metric is checked on.
+TESTING_DEFAULTS = {("testing.py", spec) for spec in (
+    "tiered:8,1x4", "uniform:max_cpu=32,max_mem=32", "ocs:4,servers=4", "vmjobs:load=4,warmup=10", "random", "tetris")}
 
 
 def test_the_core_names_no_builtin_plugin_in_its_logic():
     sources("core")
     found = set(plugin_names_in_logic(ROOT / "core", builtin_plugin_names()))
-    allowed = COMMAND_DEFAULTS | WORDS | ENV_DEFAULTS
+    allowed = COMMAND_DEFAULTS | WORDS | ENV_DEFAULTS | TESTING_DEFAULTS
     assert found - allowed == set()
     assert allowed <= found  # one gone: take it off its list
 
@@ -165,6 +406,7 @@ LAYERS = {
     "registry": {"model", "spec", "hookspecs", "errors", "_version"},
     "harness": {"engine", "model", "registry", "spec", "errors", "_version"},
     "envs": {"harness", "engine", "model", "registry", "spec", "errors"},
+    "testing": {"harness", "engine", "model", "registry", "spec", "errors"},
     "commands": {"harness", "envs", "engine", "model", "registry", "spec", "hookspecs", "errors", "_version"},
 }
 ENTRY_MODULES = {"dcbench", "dcbench.__main__"}  # the public facade and `python -m dcbench`, above every layer

@@ -49,7 +49,51 @@ def rack_link_matrix(network: Network) -> np.ndarray:
 
 
 class JobBuilder:
-    """Builds one job allocation a VM at a time. Reuse it across requests."""
+    """Builds one job allocation a VM at a time. Reuse it across requests.
+
+    `start` a job, `place` each VM on one of the racks `rack_fits` allows,
+    then `route` the placed job; `result` is then the allocation or the
+    refusal.
+
+    Args:
+        network: The network it builds on, with rack switches.
+        reconfigure: Whether it may re-point idle circuits for a flow that
+            no route can carry (only where the topology's circuits are
+            reconfigurable).
+
+    Attributes:
+        network: That network.
+        n_racks: The number of racks.
+        racks: Each server's rack (servers,).
+        rack_link: ``rack_link[u, v]``, the link from rack ``u``'s switch to
+            rack ``v``'s, or ``n_links`` where there is none.
+        reconfigure_allowed: Whether it may reconfigure circuits.
+        circuit: One circuit's capacity (Gbps; 0 without circuits).
+        max_hops: The most circuits a route may cross.
+        server_capacity: Each server's capacity, servers × resources.
+        rack_capacity: Each rack's total capacity, racks × resources.
+        rack_servers: The indices of each rack's servers.
+        free_resources: Each server's free capacity after the VMs placed.
+        rack_free: Each rack's free capacity after the VMs placed.
+        free_links: Each link's free Gbps after this job's routes, then one
+            slot that is never free, for pairs without a link (links + 1,).
+        link_capacity: Each link's capacity after this job's swaps (links + 1,).
+        request: The job being built (set by `start`).
+        vms: Its VMs × resources.
+        flows: Its flows × 3 (source VM, destination VM, Gbps).
+        hosts: The server of each VM placed so far.
+        host_racks: The rack of each VM placed so far.
+        pending: The Gbps from rack ``u`` to rack ``v`` among the VMs
+            placed, racks × racks.
+        routes: The routes `route` reserved.
+        swaps: The circuit swaps `route` made.
+        status: "open" while VMs are placed, "placed" once all are, then
+            "done" or "failed".
+        reason: Why it failed ("no_server", "no_bandwidth", ...); "" otherwise.
+
+    Raises:
+        AllocatorError: The network has no rack switches.
+    """
 
     def __init__(self, network: Network, reconfigure: bool = True):
         self.network = network
@@ -79,6 +123,15 @@ class JobBuilder:
         self.reason = ""
 
     def start(self, request: Request, state: State) -> None:
+        """Begin building ``request``, forgetting the previous job.
+
+        Args:
+            request: The job.
+            state: The free capacities to start from (copied).
+
+        Raises:
+            AllocatorError: ``request`` is not a job (it has no VMs).
+        """
         if request.vms is None or request.flows is None:
             raise AllocatorError(f"request {request.id} is not a job (it has no VMs)")
         np.copyto(self.free_resources, state.free_resources)
@@ -112,6 +165,7 @@ class JobBuilder:
 
     @property
     def is_open(self) -> bool:
+        """Whether VMs are still to be placed."""
         return self.status == OPEN
 
     @property
@@ -125,7 +179,12 @@ class JobBuilder:
         return self.vms[self.step]
 
     def server_fits(self) -> np.ndarray:
-        """Servers with room for the next VM."""
+        """Servers with room for the next VM.
+
+        Returns:
+            A boolean mask over the servers (servers,), kept until the next
+            `place`.
+        """
         if self._fits is None:
             free = self.free_resources
             need = (self.vm - _TOLERANCE).tolist()
@@ -136,7 +195,11 @@ class JobBuilder:
         return self._fits
 
     def rack_fits(self) -> np.ndarray:
-        """Racks with a server that has room for the next VM."""
+        """Racks with a server that has room for the next VM.
+
+        Returns:
+            A boolean mask over the racks (racks,).
+        """
         fits = self.server_fits()
         if self._rack_shape is not None:
             return fits.reshape(self._rack_shape).any(axis=1)
@@ -144,18 +207,33 @@ class JobBuilder:
 
     def partners(self) -> list[tuple[int, float, bool]]:
         """The flows between the next VM and the VMs already placed: (the
-        partner's rack, Gbps, whether the flow leaves the next VM)."""
+        partner's rack, Gbps, whether the flow leaves the next VM).
+
+        Returns:
+            One ``(rack, Gbps, outgoing)`` per flow.
+        """
         racks = self.host_racks
         return [(racks[partner], rate, out) for partner, rate, out in self._partners[self.step]]
 
     def share_left(self) -> np.ndarray:
         """Per rack, the smallest free share over its resources if the next
-        VM went there (negative where the rack's total cannot hold it)."""
+        VM went there (negative where the rack's total cannot hold it).
+
+        Returns:
+            The shares (racks,).
+        """
         return ((self.rack_free - self.vm) / self.rack_capacity).min(axis=1)
 
     def server_in(self, rack: int) -> int | None:
         """The rack's server that the next VM would go to: of those with room,
-        the one left with the largest smallest free share (balanced load)."""
+        the one left with the largest smallest free share (balanced load).
+
+        Args:
+            rack: The rack's index.
+
+        Returns:
+            The server's index, or None where no server of the rack has room.
+        """
         members = self.rack_servers[rack]
         fits = self.server_fits()[members]
         if not fits.any():
@@ -166,7 +244,19 @@ class JobBuilder:
 
     def place(self, rack: int) -> bool:
         """Place the next VM on ``rack``; False (and the job fails) if no
-        server of the rack has room."""
+        server of the rack has room.
+
+        Args:
+            rack: The rack's index, one of `rack_fits`.
+
+        Returns:
+            True if placed (``status`` is "placed" after the last VM);
+            False if no server of the rack has room: the job has failed
+            ("no_server").
+
+        Raises:
+            AllocatorError: The job is not open, or ``rack`` is out of range.
+        """
         if self.status != OPEN:
             raise AllocatorError(f"builder: place({rack}) on a job that is already {self.status}")
         rack = int(rack)
@@ -190,6 +280,11 @@ class JobBuilder:
         return True
 
     def fail(self, reason: str) -> None:
+        """End the job as failed.
+
+        Args:
+            reason: Why, as the `Reject` will say it ("no_server").
+        """
         self.status = FAILED
         self.reason = reason
 
@@ -246,7 +341,20 @@ class JobBuilder:
     def route(self) -> bool:
         """Route every inter-rack flow of the placed job: direct, else two
         hops, else (when the builder may reconfigure) a new direct circuit.
-        False if it fails."""
+        False if it fails.
+
+        Flows go largest first. Reconfiguration is tried only where routing
+        without it fails, and then for the whole job again.
+
+        Returns:
+            True if every flow is routed (``status`` "done"); False if one
+            is not: the job has failed ("no_bandwidth") and nothing is
+            reserved.
+
+        Raises:
+            AllocatorError: The job is not placed (a VM is left, or it has
+                failed or is routed already).
+        """
         if self.status != PLACED:
             raise AllocatorError(f"builder: route() on a job that is {self.status}, not placed")
         flows = self._inter_rack_flows()
@@ -287,6 +395,12 @@ class JobBuilder:
         return True
 
     def result(self) -> Allocation | Reject:
+        """What the job came to.
+
+        Returns:
+            The `Allocation` where it is placed and routed; else a `Reject`
+            with the failure's reason ("incomplete" where it is not done).
+        """
         if self.status != DONE:
             return Reject(self.reason or "incomplete")
         hosts = np.asarray(self.hosts, dtype=np.int64)
@@ -307,23 +421,76 @@ class JobAllocator:
     Subclasses implement `choose_rack`; `allocate` places the VMs in order,
     then lets the builder route the job (reconfiguring the circuits when
     ``reconfigure`` is set and the topology allows it).
+
+    Attributes:
+        reconfigure: Whether its builder may reconfigure circuits (a class
+            attribute; a plugin sets it from `RECONFIGURE_PARAM`).
+        network: The run's network (set by `reset`).
+        rng: The run's random generator (set by `reset`).
+        job_builder: The `JobBuilder` it drives (made by `reset`; None on a
+            topology without rack switches).
     """
 
     reconfigure: bool = True
 
     def reset(self, network: Network, rng: np.random.Generator) -> None:
+        """Prepare for a run: keep ``network`` and ``rng``, and make the
+        job builder where the topology has rack switches.
+
+        Args:
+            network: The run's network.
+            rng: The allocator's random generator.
+        """
         self.network = network
         self.rng = rng
         self.job_builder = JobBuilder(network, self.reconfigure) if network.rack_node is not None else None
 
     def choose_rack(self, builder: JobBuilder, allowed: np.ndarray) -> int:
-        """The rack for the next VM, one of ``np.flatnonzero(allowed)``."""
+        """The rack for the next VM, one of ``np.flatnonzero(allowed)``.
+
+        Args:
+            builder: The builder, with the job and the VMs placed so far
+                (``builder.vm`` is the VM to place).
+            allowed: The racks with a server that has room for it, a
+                boolean mask (racks,) with at least one set.
+
+        Returns:
+            The rack's index.
+        """
         raise NotImplementedError
 
     def allocate(self, request: Request, state: State) -> Allocation | Reject:
+        """Serve a job: `allocate_job`.
+
+        Args:
+            request: The job.
+            state: The free capacities now, read-only.
+
+        Returns:
+            The `Allocation`, or a `Reject` (see `allocate_job`).
+
+        Raises:
+            AllocatorError: As `allocate_job`.
+        """
         return self.allocate_job(request, state)
 
     def allocate_job(self, request: Request, state: State) -> Allocation | Reject:
+        """Place the job's VMs in order, each on the rack `choose_rack`
+        picks, then route its traffic.
+
+        Args:
+            request: The job.
+            state: The free capacities now, read-only.
+
+        Returns:
+            The `Allocation`, or a `Reject`: "no_server" where a VM fits no
+            rack (or none of the chosen rack's servers), "no_bandwidth"
+            where the job's traffic cannot be routed.
+
+        Raises:
+            AllocatorError: The topology has no rack switches, ``request``
+                is not a job, or `choose_rack` returned a rack out of range.
+        """
         builder = self.job_builder
         if builder is None:
             raise AllocatorError("jobs need a topology with rack switches (an ocs topology)")
@@ -344,10 +511,29 @@ class PoolAndJobAllocator(PoolAllocator, JobAllocator):
     for pools, `choose_rack` racks for jobs."""
 
     def reset(self, network: Network, rng: np.random.Generator) -> None:
+        """Prepare for a run: both builders (`PoolAllocator.reset`, `JobAllocator.reset`).
+
+        Args:
+            network: The run's network.
+            rng: The allocator's random generator.
+        """
         PoolAllocator.reset(self, network, rng)
         JobAllocator.reset(self, network, rng)
 
     def allocate(self, request: Request, state: State) -> Allocation | Reject:
+        """Serve a job with `JobAllocator.allocate_job`, a pool with `PoolAllocator.allocate`.
+
+        Args:
+            request: The request.
+            state: The free capacities now, read-only.
+
+        Returns:
+            The `Allocation`, or a `Reject`.
+
+        Raises:
+            AllocatorError: `choose` or `choose_rack` returned a server or a
+                rack that may not be taken.
+        """
         if request.kind == "job":
             return self.allocate_job(request, state)
         return PoolAllocator.allocate(self, request, state)

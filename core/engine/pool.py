@@ -40,7 +40,30 @@ class Router(Protocol):
 
 
 class PoolBuilder:
-    """Builds one pool allocation a server at a time. Reuse it across requests."""
+    """Builds one pool allocation a server at a time. Reuse it across requests.
+
+    `start` a request, then `add` servers among those `allowed` until
+    ``status`` is "done" (the demand is met) or "failed"; `result` is then
+    the allocation or the refusal.
+
+    Args:
+        network: The network it builds on.
+        router: Chooses the candidate paths between two servers (None: the
+            network's k shortest paths by hop count).
+
+    Attributes:
+        network: That network.
+        router: That router.
+        free_resources: Each server's free capacity, servers × resources,
+            after this request's servers so far.
+        chosen: The servers added so far, in order.
+        chosen_mask: Whether each server is chosen (servers,).
+        amounts: What each chosen server gives, per resource.
+        routes: The reservations so far: (server, server, links, channels).
+        status: "open" while the request is built, then "done" or "failed".
+        reason: Why it failed ("no_path", "no_server", ...); "" otherwise.
+        request: The request being built (None before the first).
+    """
 
     def __init__(self, network: Network, router: Router | None = None):
         self.network = network
@@ -65,6 +88,12 @@ class PoolBuilder:
         self.request: Request | None = None
 
     def start(self, request: Request, state: State) -> None:
+        """Begin building ``request``, forgetting the previous one.
+
+        Args:
+            request: The pool request.
+            state: The free capacities to start from (copied).
+        """
         np.copyto(self.free_resources, state.free_resources)
         np.copyto(self._free_links_array, state.free_links)
         self._free_links = state.free_links.tolist()
@@ -81,7 +110,14 @@ class PoolBuilder:
         self._refresh_allowed()
 
     def link_free(self, link: int) -> float:
-        """Free capacity of one link, after this request's reservations so far."""
+        """Free capacity of one link, after this request's reservations so far.
+
+        Args:
+            link: The link's index.
+
+        Returns:
+            Its free channels.
+        """
         return self._free_links[link]
 
     @property
@@ -109,15 +145,40 @@ class PoolBuilder:
 
     @property
     def is_open(self) -> bool:
+        """Whether the request is still being built."""
         return self.status == OPEN
 
     def allowed(self) -> np.ndarray:
         """Servers that may be added now: not chosen yet, and with a free
-        share of some resource the request still needs. Read-only."""
+        share of some resource the request still needs. Read-only.
+
+        Returns:
+            A boolean mask over the servers (servers,), the builder's own:
+            it changes as servers are added.
+        """
         return self._allowed
 
     def add(self, server: int) -> bool:
-        """Add ``server``; False if the request failed (no path)."""
+        """Add ``server``; False if the request failed (no path).
+
+        The server gives min(free, still needed) of every resource, and is
+        joined to the chosen servers that the request's connectivity rule
+        pairs it with, each over the first candidate path with a free
+        channel on every link.
+
+        Args:
+            server: A server's index, one of `allowed`.
+
+        Returns:
+            True if it was added (``status`` says whether the demand is now
+            met); False if no path joined it to a server it must reach:
+            the request has failed ("no_path").
+
+        Raises:
+            AllocatorError: The request is not open, or ``server`` is out
+                of range, already chosen, or has nothing the request still
+                needs.
+        """
         if self.status != OPEN:
             raise AllocatorError(f"builder: add({server}) on a request that is already {self.status}")
         server = int(server)
@@ -168,10 +229,21 @@ class PoolBuilder:
         return True
 
     def fail(self, reason: str) -> None:
+        """End the request as failed.
+
+        Args:
+            reason: Why, as the `Reject` will say it ("no_server").
+        """
         self.status = FAILED
         self.reason = reason
 
     def result(self) -> Allocation | Reject:
+        """What the request came to.
+
+        Returns:
+            The `Allocation` where the demand is met; else a `Reject` with
+            the failure's reason ("incomplete" while still open).
+        """
         if self.status == DONE:
             return Allocation(np.asarray(self.chosen, dtype=np.int64), np.asarray(self.amounts, dtype=np.float64),
                               tuple(map(Route._make, self.routes)))
@@ -183,22 +255,64 @@ class PoolAllocator:
 
     Subclasses implement `choose`; `allocate` runs the builder until the
     request is met or fails. Override `reset` to prepare per-run state.
+
+    Attributes:
+        network: The run's network (set by `reset`).
+        rng: The run's random generator (set by `reset`).
+        builder: The `PoolBuilder` it drives (made by `reset`).
     """
 
     def reset(self, network: Network, rng: np.random.Generator) -> None:
+        """Prepare for a run: keep ``network`` and ``rng``, and make the
+        builder with `make_router`'s router.
+
+        Args:
+            network: The run's network.
+            rng: The allocator's random generator.
+        """
         self.network = network
         self.rng = rng
         self.builder = PoolBuilder(network, router=self.make_router(network))
 
     def make_router(self, network: Network) -> Router | None:
-        """The router the builder uses; None for the k shortest paths by hop count."""
+        """The router the builder uses; None for the k shortest paths by hop count.
+
+        Args:
+            network: The run's network.
+
+        Returns:
+            The router (a `WeightedRouter`, say), or None.
+        """
         return None
 
     def choose(self, builder: PoolBuilder, allowed: np.ndarray) -> int:
-        """The next server, one of ``np.flatnonzero(allowed)``."""
+        """The next server, one of ``np.flatnonzero(allowed)``.
+
+        Args:
+            builder: The builder, with the request and the servers chosen so far.
+            allowed: The servers that may be added, a boolean mask (servers,)
+                with at least one set.
+
+        Returns:
+            The server's index.
+        """
         raise NotImplementedError
 
     def allocate(self, request: Request, state: State) -> Allocation | Reject:
+        """Build ``request`` a server at a time, each chosen by `choose`.
+
+        Args:
+            request: The pool request.
+            state: The free capacities now, read-only.
+
+        Returns:
+            The `Allocation`, or a `Reject`: "no_server" where no server may
+            be added before the demand is met, "no_path" where a chosen
+            server cannot be joined.
+
+        Raises:
+            AllocatorError: `choose` returned a server that may not be added.
+        """
         builder = self.builder
         builder.start(request, state)
         while builder.is_open:

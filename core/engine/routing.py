@@ -30,6 +30,24 @@ class WeightedRouter:
     ``reference``: a link weighs its free channels, as in the reference code,
     which therefore prefers the *fullest* links.
     Ties keep the hop-count order.
+
+    A `PoolBuilder`'s router: called with the builder and two servers, it
+    returns the paths to try, lightest first.
+
+    Args:
+        network: The network whose paths it ranks.
+        weighting: How a link weighs: "balance" or "reference" (`WEIGHTINGS`).
+        k: The most paths it offers for a pair.
+        candidates: How many of the shortest paths by hop count it ranks.
+
+    Attributes:
+        catalogue: The network's catalogue of the ``candidates`` shortest paths.
+        capacity: Each link's capacity, as a list.
+        weighting: ``weighting`` as given.
+        k: ``k`` as given.
+
+    Raises:
+        ValueError: ``weighting`` is not one of `WEIGHTINGS`.
     """
 
     def __init__(self, network: Network, weighting: str = "balance", k: int = 3, candidates: int = 16):
@@ -41,6 +59,17 @@ class WeightedRouter:
         self.k = k
 
     def __call__(self, builder: "PoolBuilder", a: int, b: int) -> Sequence[Path]:
+        """The paths to try between two servers, lightest first.
+
+        Args:
+            builder: The builder, whose free links (after this request's
+                reservations) weigh the paths.
+            a: A server's index.
+            b: Another server's index.
+
+        Returns:
+            At most ``k`` paths, each a tuple of link indices.
+        """
         candidates = self.catalogue.between_servers(a, b)
         if len(candidates) <= 1:
             return candidates

@@ -30,17 +30,48 @@ class Allocator(Protocol):
     are declared when it is registered, ``register(..., demands=...)``)."""
 
     def reset(self, network: Network, rng: np.random.Generator) -> None:
-        """Prepare for a new run on ``network``; draw any randomness from ``rng``."""
+        """Prepare for a new run on ``network``; draw any randomness from ``rng``.
+
+        Args:
+            network: The run's network: the allocator's own copy.
+            rng: The allocator's random generator, drawn from the run's seed.
+        """
         ...
 
     def allocate(self, request: Request, state: State) -> Allocation | Reject | None:
-        """Serve ``request`` given the read-only ``state``, or refuse it."""
+        """Serve ``request`` given the read-only ``state``, or refuse it.
+
+        Args:
+            request: The request to serve (the allocator's own copy).
+            state: The free capacities now, read-only.
+
+        Returns:
+            An `Allocation`, which the engine checks before it commits it
+            (an invalid one counts as a rejection); a `Reject` with its
+            reason; or None, a rejection for no stated reason.
+        """
         ...
 
 
 @dataclass
 class RunTables:
-    """The recorded run: per-request rows and the utilisation timeline, as columns."""
+    """The recorded run: per-request rows and the utilisation timeline, as columns.
+
+    Attributes:
+        requests: One row per request, by column name: ``request_id``,
+            ``arrival_time``, ``offer_time``, ``holding_time``,
+            ``departure_time``, ``demand_<resource>``, ``size`` (the fewest
+            of the largest servers that could hold it), ``outcome``
+            (accepted, rejected or skipped), ``reason``, ``detail``,
+            ``servers_used``, ``spread`` (one of `SPREAD_LEVELS`),
+            ``channels_tier<t>``, ``measured``, ``reconfigurations``, and for
+            jobs ``vms`` and ``inter_rack_gbps``.
+        timeline: One row per arrival or departure, by column name:
+            ``time``, ``event``, ``request_id``, ``active`` (requests held),
+            ``<resource>_util`` and ``link_util_tier<t>`` (shares of the
+            total), and with a packet model ``inter_rack_gbps``,
+            ``latency_us`` and ``packet_loss``.
+    """
 
     requests: dict[str, np.ndarray]
     timeline: dict[str, np.ndarray]
@@ -336,6 +367,28 @@ def simulate(
 
     ``state`` (fresh by default) is the state the run starts from and leaves
     behind; with ``drain`` every request still held at the end departs.
+
+    Args:
+        network: The compiled topology; the allocator gets a copy of its own.
+        sequence: The episode's requests.
+        allocator: What an allocator plugin built: `Allocator.reset` once,
+            then `Allocator.allocate` for each request offered.
+        rng: The allocator's random generator, passed to its ``reset``.
+        progress: Called with the number of requests done, every hundredth
+            of the sequence (None: not called).
+        state: The state to start from and to leave behind (None: a fresh
+            one, every capacity free).
+        drain: Whether every request still held at the end departs.
+
+    Returns:
+        The recorded run.
+
+    Raises:
+        AllocatorError: The allocator raised (a `DcbenchError` it raises
+            passes as it is), could not start on this network, returned
+            something other than an `Allocation`, a `Reject` or None, an
+            `Allocation` with fields of the wrong kind, or a reason that is
+            no short line of text.
     """
     simulation = Simulation(network, sequence, state)
     try:

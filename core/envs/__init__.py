@@ -57,6 +57,19 @@ def job_step_rewards(steps: int, blocked_at: int | None, latency_ns: float, reco
     1 + α / l for every step, minus Φ_reconf if the job needed a
     reconfiguration; l is the network-wide mean latency in nanoseconds right
     after the job is committed.
+
+    Args:
+        steps: The decisions taken for the job.
+        blocked_at: The step it was blocked at, or None where it was served.
+        latency_ns: l (ns); where it is not positive the α / l term is left out.
+        reconfigured: Whether serving it needed a reconfiguration.
+        alpha: α.
+        reconfiguration_cost: Φ_reconf.
+        vms: K, the job's VMs (None: ``steps``).
+
+    Returns:
+        One reward per step: ``steps`` of them where served,
+        ``blocked_at + 1`` where blocked.
     """
     if blocked_at is not None:
         return [0.5] * blocked_at + [-float(vms if vms is not None else steps)]
@@ -121,6 +134,43 @@ class AllocationEnv(gym.Env):
     ``reconfigure`` (True or False, nothing else: ``'no'`` is refused, not
     taken as true) lets the job builder reconfigure circuits where the
     topology can. Settings of the wrong type or range are a `SpecError`.
+
+    Args:
+        topology: The topology spec.
+        workload: The workload spec (None: the topology's default).
+        requests: Requests per episode.
+        runner: Resolves the scenario (None: a new `Runner` on the
+            process's plugins).
+        alpha: α of the jobs' reward.
+        reconfiguration_cost: Φ_reconf of the jobs' reward.
+        reconfigure: Whether the job builder may reconfigure circuits.
+
+    Attributes:
+        plan: The resolved scenario (`ResolvedRun`).
+        network: Its network.
+        workload: What the workload plugin built (its spec is in ``spec_text``).
+        kind: The demand kind: "pool" or "job".
+        requests: Requests per episode.
+        spec_text: The resolved topology and workload specs, by
+            "topology" and "workload".
+        alpha: α, a float.
+        reconfiguration_cost: Φ_reconf, a float.
+        builder: The `PoolBuilder` or `JobBuilder` the steps drive.
+        features: The `PoolFeatures` or `JobFeatures` that observe them.
+        action_space: Discrete: a server for pools, a rack for jobs.
+        observation_space: The features' space.
+        simulation: The engine's loop of the episode (None before `reset`).
+        floor_latency_ns: One packet's transmission time on a circuit (ns),
+            the least l of the episode (NaN before `reset`).
+        accepted: Requests accepted so far in the episode (set by `reset`).
+        offered: Requests settled so far in the episode (set by `reset`).
+
+    Raises:
+        SpecError: A setting of the wrong type or range, or a malformed
+            spec or parameter.
+        UnknownPluginError: A spec names no registered plugin.
+        IncompatibleError: The topology serves no demand of the workload's kind.
+        PluginError: A third-party plugin failed to build the scenario.
     """
 
     metadata = {"render_modes": []}
@@ -162,11 +212,35 @@ class AllocationEnv(gym.Env):
     def served_latency_ns(self) -> float:
         """l of Eq. 1 once a job is committed: the network-wide mean packet
         latency, at least one packet's transmission time (the latency when
-        no traffic crosses racks, where the engine reports none: NaN)."""
+        no traffic crosses racks, where the engine reports none: NaN).
+
+        Returns:
+            The latency in nanoseconds.
+        """
         latency_us = self.simulation.network_qos()[0]
         return self.floor_latency_ns if np.isnan(latency_us) else max(latency_us * 1e3, self.floor_latency_ns)
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        """Start an episode: draw its requests and move to the first decision.
+
+        Requests that no server (or rack) can take are refused on the way.
+
+        Args:
+            seed: The episode's seed, whose requests are those of ``dcbench
+                run --seed`` (None: drawn from the environment's generator).
+            options: Not read.
+
+        Returns:
+            ``(observation, info)``: the first decision's observation (zeros
+            where there is none), and ``info`` with
+            ``reward_before_first_step`` (the rewards of pool requests refused
+            on the way) and ``done`` (no decision in the whole episode).
+
+        Raises:
+            SpecError: The workload refuses its parameters for this network.
+            PluginError: A third-party workload failed or returned an
+                unusable request sequence.
+        """
         super().reset(seed=seed)
         if seed is None:
             seed = int(self.np_random.integers(2**62))
@@ -242,6 +316,27 @@ class AllocationEnv(gym.Env):
         return float(sum(rewards)), info
 
     def step(self, action):
+        """Take one decision: a server for the current pool request, or a
+        rack for the current job's next VM.
+
+        Args:
+            action: The server's or the rack's index: an int, a numpy integer
+                or a 0-d integer array. One outside the mask fails the request.
+
+        Returns:
+            ``(observation, reward, terminated, truncated, info)``.
+            ``truncated`` is always False. For pools, the reward is +10 or −10
+            when the request is settled (plus the refusals on the way to the
+            next decision), 0 otherwise; for jobs, the sum of the settled
+            job's step rewards. ``info`` has ``accepted`` and ``offered`` so
+            far, ``invalid_action`` where the action was outside the mask,
+            ``acceptance_ratio`` at the end, and for a settled job
+            ``step_rewards``, ``job_accepted`` and ``reconfigurations``.
+
+        Raises:
+            AllocatorError: ``action`` is not an integer (nothing changes).
+            gymnasium.error.ResetNeeded: No episode is under way.
+        """
         if self.simulation is None:
             raise gym.error.ResetNeeded("call reset() before the first step()")
         if self._done:

@@ -39,6 +39,24 @@ class PoolFeatures:
     - the action mask: the builder's allowed servers.
 
     Servers are nodes ``0..servers−1``; shapes are fixed for a topology.
+
+    Args:
+        network: The network observed; its resources must be (cpu, mem).
+
+    Attributes:
+        network: That network.
+        edge_index: The end nodes of every edge, 2 × (2 · links): each
+            link both ways.
+        edge_link: The link of each edge (2 · links,).
+        total: The servers' total capacity, per resource.
+        inverse_capacity: 1 / each server's capacity, servers × resources.
+        inverse_link_capacity: 1 / the capacity of each edge's link.
+        holding_scale: H, the holding time that maps to 1.
+        n_nodes: The number of nodes.
+        n_servers: The number of servers.
+
+    Raises:
+        ValueError: The network's resources are not (cpu, mem).
     """
 
     def __init__(self, network: Network):
@@ -57,6 +75,13 @@ class PoolFeatures:
         self._switch_value = float(_squash(np.zeros(1))[0])
 
     def space(self) -> gym.spaces.Dict:
+        """The observation space.
+
+        Returns:
+            A Dict of float32 boxes in [0, 1], "node_features" (nodes × 5),
+            "edge_features" (2 · links × 2) and "global_features" (3,; the
+            holding time up to 1,000), and "action_mask" (servers,), int8.
+        """
         return gym.spaces.Dict({
             "node_features": gym.spaces.Box(0.0, 1.0, (self.n_nodes, len(NODE_FEATURES)), np.float32),
             "edge_features": gym.spaces.Box(0.0, 1.0, (len(self.edge_link), len(EDGE_FEATURES)), np.float32),
@@ -65,6 +90,15 @@ class PoolFeatures:
         })
 
     def observe(self, builder: PoolBuilder, state: State) -> dict[str, np.ndarray]:
+        """The observation of the builder's next step.
+
+        Args:
+            builder: The pool builder, started on the request.
+            state: The engine's state: the committed free capacities.
+
+        Returns:
+            Arrays by the keys of `space`.
+        """
         nodes = np.full((self.n_nodes, len(NODE_FEATURES)), self._switch_value, dtype=np.float32)
         remaining = builder.remaining
         inverse = np.divide(1.0, remaining, out=np.zeros_like(remaining), where=remaining > 0)
@@ -111,6 +145,22 @@ class JobFeatures:
     - global features (4): committed share of CPU, memory, disk; the share
       of the job's VMs placed so far;
     - the action mask: racks with a server for the VM.
+
+    Args:
+        network: The network observed: rack switches, and three resources
+            (CPU, memory, disk).
+        builder: The job builder whose steps it observes.
+
+    Attributes:
+        network: That network.
+        builder: That builder.
+        n_racks: The number of racks.
+        total: The servers' total capacity, per resource.
+        full_bundle: The most Gbps a bundle can have: all of a ToR's ports
+            (1 without circuits).
+        out_links: ``out_links[u, v]``, the link from rack ``u`` to rack ``v``
+            (``n_links`` where none).
+        in_links: ``in_links[u, v]``, the link from rack ``v`` to rack ``u``.
     """
 
     def __init__(self, network: Network, builder: JobBuilder):
@@ -124,6 +174,14 @@ class JobFeatures:
         self.in_links = builder.rack_link.T.copy()
 
     def space(self) -> gym.spaces.Dict:
+        """The observation space.
+
+        Returns:
+            A Dict of float32 boxes, "rack_state" (2 · racks,) and
+            "node_features" (racks × 6) in [−1, 1], "edge_features" (links
+            × 2) and "global_features" (4,) in [0, 1], and "action_mask"
+            (racks,), int8.
+        """
         racks, links = self.n_racks, self.network.n_links
         return gym.spaces.Dict({
             "rack_state": gym.spaces.Box(-1.0, 1.0, (2 * racks,), np.float32),
@@ -134,7 +192,13 @@ class JobFeatures:
         })
 
     def rack_state(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """The paper's two values per rack (IT, bandwidth) and the mask."""
+        """The paper's two values per rack (IT, bandwidth) and the mask.
+
+        Returns:
+            ``(it, bandwidth, fits)``: per rack (racks,), the IT and the
+            bandwidth residual shares if the next VM went there (−1 where
+            it cannot), and the boolean mask of racks with room for it.
+        """
         builder = self.builder
         fits = builder.rack_fits()
         it = builder.share_left()
@@ -166,7 +230,11 @@ class JobFeatures:
     def traffic_kept(self) -> np.ndarray:
         """Per rack, the share of the next VM's Gbps to the VMs already
         placed that would stay inside the rack if it went there (0 for a
-        job's first VM)."""
+        job's first VM).
+
+        Returns:
+            The shares (racks,).
+        """
         kept = np.zeros(self.n_racks)
         total = 0.0
         for other, rate, _ in self.builder.partners():
@@ -175,6 +243,17 @@ class JobFeatures:
         return kept / total if total > 0 else kept
 
     def observe(self, builder: JobBuilder, state: State) -> dict[str, np.ndarray]:
+        """The observation of the builder's next step.
+
+        Args:
+            builder: The job builder, started on the job: the one these
+                features were made with (`rack_state` and `traffic_kept`
+                read that one).
+            state: The engine's state: the committed free capacities.
+
+        Returns:
+            Arrays by the keys of `space`.
+        """
         it, bandwidth, fits = self.rack_state()
         n_vms = len(builder.vms)
         nodes = np.empty((self.n_racks, len(RACK_FEATURES)), dtype=np.float32)

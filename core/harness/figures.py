@@ -93,12 +93,23 @@ class Colours:
     colour of the first of those options it has, else ``""``'s. An
     allocator that declares none is drawn in C8 or C9, by its place in the
     figure.
+
+    Attributes:
+        declared: Each allocator's declaration, by plugin name.
     """
 
     declared: Mapping[str, str | Mapping[str, str]] = field(default_factory=dict)
 
     def of(self, spec: str, index: int) -> str:
-        """The colour of the allocator ``spec``, the ``index``-th of its figure."""
+        """The colour of the allocator ``spec``, the ``index``-th of its figure.
+
+        Args:
+            spec: The allocator's spec (``tetris:fit_last=yes``).
+            index: Its place among the figure's allocators, from 0.
+
+        Returns:
+            A matplotlib colour: the declared one, else "C8" or "C9".
+        """
         name, _, arguments = spec.partition(":")
         declared = self.declared.get(name)
         if isinstance(declared, str):
@@ -114,7 +125,18 @@ class Colours:
     def shares(self, spec: str, specs: Sequence[str]) -> bool:
         """Whether an earlier allocator in ``specs`` has the colour of
         ``spec`` (a variant of the same paper method, say): ``spec`` is then
-        drawn dashed (hatched for bars)."""
+        drawn dashed (hatched for bars).
+
+        Args:
+            spec: An allocator's spec, one of ``specs``.
+            specs: The figure's allocators, in order.
+
+        Returns:
+            Whether ``spec`` is to be drawn dashed.
+
+        Raises:
+            ValueError: ``spec`` is not in ``specs``.
+        """
         position = specs.index(spec)
         mine = self.of(spec, position)
         return any(self.of(other, index) == mine for index, other in enumerate(specs[:position]))
@@ -221,7 +243,14 @@ def topology_figures(registry: Any) -> dict[str, DeclaredFigures]:
 
 
 def pyplot() -> Any:
-    """matplotlib's pyplot on the Agg backend, or a one-line error saying how to install it."""
+    """matplotlib's pyplot on the Agg backend, or a one-line error saying how to install it.
+
+    Returns:
+        The ``matplotlib.pyplot`` module.
+
+    Raises:
+        DcbenchError: matplotlib is not installed.
+    """
     try:
         import matplotlib
     except ImportError:
@@ -236,7 +265,14 @@ def plain(text: str) -> str:
     """``text`` for matplotlib to show as it is: its '$' escaped, which would
     start mathtext (a '$…$' in an allocator's spec or a scenario's label is
     drawn as a formula, or fails to parse and the figure with it), and a
-    leading '_' kept from hiding a legend's entry."""
+    leading '_' kept from hiding a legend's entry.
+
+    Args:
+        text: A label, title or legend entry.
+
+    Returns:
+        The text with each '$' escaped, and a space before a leading '_'.
+    """
     text = text.replace("$", r"\$")
     return " " + text if text.startswith("_") else text
 
@@ -262,7 +298,14 @@ def _series(rows: list[Row], metric: str, scenarios: Sequence[str]) -> tuple[lis
 
 
 def seeds_text(rows: Sequence[Row]) -> str:
-    """'seeds 0–4', 'seed 3' or 'seeds 0, 2, 7': the seeds of ``rows``."""
+    """'seeds 0–4', 'seed 3' or 'seeds 0, 2, 7': the seeds of ``rows``.
+
+    Args:
+        rows: Summary rows; those without a ``seed`` are left out.
+
+    Returns:
+        The text: a range for three or more consecutive seeds.
+    """
     seeds = sorted({int(r["seed"]) for r in rows if r.get("seed") is not None})
     if len(seeds) == 1:
         return f"seed {seeds[0]}"
@@ -272,7 +315,14 @@ def seeds_text(rows: Sequence[Row]) -> str:
 
 
 def mean_over(rows: Sequence[Row]) -> str:
-    """What a point of a panel is: 'mean over seeds 0–4 with 95% CI', or one seed's value."""
+    """What a point of a panel is: 'mean over seeds 0–4 with 95% CI', or one seed's value.
+
+    Args:
+        rows: The summary rows drawn.
+
+    Returns:
+        The text; 'seed 3 alone (no CI)' for a single seed.
+    """
     seeds = seeds_text(rows)
     return f"mean over {seeds} with 95% CI" if seeds.startswith("seeds") else f"{seeds} alone (no CI)"
 
@@ -343,6 +393,10 @@ def metric_panels(rows: list[Row], metrics: Sequence[tuple[str, str]], path: Pat
 
     Returns:
         ``path``.
+
+    Raises:
+        DcbenchError: matplotlib is not installed.
+        ResultsError: As `save_figure`.
     """
     plt = pyplot()
     figure, grid = plt.subplots(len(metrics), 1, figsize=(9, 2.6 * len(metrics) + (0.5 if len(metrics) == 1 else 0)),
@@ -387,7 +441,17 @@ def metric_panels(rows: list[Row], metrics: Sequence[tuple[str, str]], path: Pat
 
 
 def save_figure(figure: Any, path: Path, dpi: int) -> None:
-    """Save as PNG atomically: an interrupted save leaves the previous figure whole."""
+    """Save as PNG atomically: an interrupted save leaves the previous figure whole.
+
+    Args:
+        figure: A matplotlib figure.
+        path: The PNG to write; its folder is made where it is missing.
+        dpi: Its resolution, in dots per inch.
+
+    Raises:
+        ResultsError: As `write_atomic`: ``path`` is a folder or no regular file.
+        OSError: The file system failed.
+    """
     write_atomic(path, lambda temporary: figure.savefig(temporary, dpi=dpi, format="png"))
 
 

@@ -86,7 +86,18 @@ def write_atomic(path: Path, write: Callable[[Path], None]) -> None:
     is written through (the file it names is replaced, the link stays) and
     a file replaced keeps its permissions. What a killed `write_all_atomic`
     of ``path`` left is settled first (`dcbench.harness.journal.recover`), so that
-    it cannot later be finished over this file."""
+    it cannot later be finished over this file.
+
+    Args:
+        path: The file to write; its folder is made where it is missing.
+        write: Writes the new contents to the temporary path it is given.
+
+    Raises:
+        ResultsError: ``path`` is a folder or no regular file, lies below a
+            file, or its folder holds a damaged journal.
+        OSError: The file system failed (a full disk), named by ``path``;
+            the old file is left whole.
+    """
     from dcbench.harness.journal import recover
 
     recover([path.resolve() if path.is_symlink() else path])
@@ -99,12 +110,30 @@ def write_all_atomic(writers: Sequence[tuple[Path, Callable[[Path], None]]]) -> 
     all are renamed into place, or none, whatever stops the write: a full
     disk, Ctrl-C, or SIGKILL at any point, after which the next write of
     any of them (or `dcbench.harness.journal.recover`) finishes the renames or
-    removes the temporary files (`dcbench.harness.journal.write_together`)."""
+    removes the temporary files (`dcbench.harness.journal.write_together`).
+
+    Args:
+        writers: ``(path, write)`` for each file: ``write`` writes the new
+            contents to the temporary path it is given.
+
+    Raises:
+        ResultsError: As `write_atomic`, for any of the paths.
+        OSError: The file system failed, named by the file concerned.
+    """
     from dcbench.harness.journal import write_together
 
     write_together(writers)
 
 
 def write_text_atomic(path: Path, text: str) -> None:
-    """Write a text file atomically (temporary file, then rename)."""
+    """Write a text file atomically (temporary file, then rename).
+
+    Args:
+        path: The file to write.
+        text: Its contents, written as UTF-8 with line endings as they are.
+
+    Raises:
+        ResultsError: As `write_atomic`.
+        OSError: As `write_atomic`.
+    """
     write_atomic(path, lambda temporary: temporary.write_text(text, encoding="utf-8", newline=""))

@@ -29,7 +29,14 @@ FOLDER_LOCK = ".dcbench.lock"
 
 
 def folder_lock(folder: Path) -> Path:
-    """The lock file of a results folder."""
+    """The lock file of a results folder.
+
+    Args:
+        folder: The results folder.
+
+    Returns:
+        Its ``.dcbench.lock`` path, for `sole_writer`.
+    """
     return folder / FOLDER_LOCK
 
 
@@ -43,7 +50,19 @@ def sole_writer(lock: Path, command: str, written: Path) -> Iterator[None]:
     """Hold ``lock`` while the block runs; where another process holds it,
     a `ResultsError` saying that another dcbench ``command`` (its own word)
     is writing to ``written``. Folders made for the lock file are removed
-    again if they are left empty."""
+    again if they are left empty.
+
+    A context manager. Where the platform has no ``flock`` (Windows) it
+    locks nothing.
+
+    Args:
+        lock: The lock file (`folder_lock`).
+        command: The command's name, for the message another one gets ("sweep").
+        written: What the command writes, for that message.
+
+    Raises:
+        ResultsError: Another process holds the lock.
+    """
     if fcntl is None:
         yield
         return

@@ -18,7 +18,16 @@ def check_writable(out_dir: Path, what: str = "results") -> None:
 
     The folders made to find out are removed again (the writers make them
     when they write), so a command that fails later, or is killed, leaves
-    no empty folders behind."""
+    no empty folders behind.
+
+    Args:
+        out_dir: The folder to write to.
+        what: What is written there, as the error says it ("results", "plots").
+
+    Raises:
+        ResultsError: A file is in the way of ``out_dir``, or a file cannot be
+            made in it (no permission, a read-only file system).
+    """
     blocker = in_the_way(out_dir)
     if blocker is not None:
         raise ResultsError(f"cannot write {what} to '{out_dir}': {no_folder(blocker, out_dir)}; "

@@ -289,7 +289,25 @@ def progress_bar(quiet: bool, *status: str, console: Any = None, write: Callable
     """The progress of a command: nothing when ``quiet``; rich's bar (a
     description, the bar, the count, the time, then the task's ``status``
     fields) where stderr is a terminal; a `ProgressLog` on stderr
-    otherwise. stdout carries only results either way."""
+    otherwise. stdout carries only results either way.
+
+    Args:
+        quiet: Whether to report nothing (``-q``).
+        *status: The names of the tasks' status fields, shown after the
+            count in this order.
+        console: The rich console to draw on (None: one on stderr); a bar
+            is drawn only where it is a terminal.
+        write: Writes a log's line where it is not (None: to stderr, flushed).
+        clock: The time in seconds, for a log's intervals and elapsed times.
+        interval: The most seconds between two lines of a log while work
+            goes on.
+        heartbeat: Whether a log's thread writes that line also while
+            nothing reports.
+
+    Returns:
+        A `Progress`, to use as a context manager: ``add_task``,
+        ``update``, ``advance`` and ``note``.
+    """
     if quiet:
         return Progress()
     if console is None:

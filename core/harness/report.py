@@ -58,7 +58,19 @@ def labels(specs: Sequence[str], defaults: Mapping[str, str] | None = None) -> d
     options on which they differ; where one does, the options that differ
     from the plugin's defaults (``defaults``: plugin name -> the resolved
     spec of its defaults), so ``tetris:fit_last=yes`` is never shown as
-    ``tetris``. `display_name` for a plugin whose defaults are not known."""
+    ``tetris``. `display_name` for a plugin whose defaults are not known.
+
+    Args:
+        specs: The allocators' resolved specs.
+        defaults: The resolved spec of each plugin's defaults, by plugin
+            name (None: none known).
+
+    Returns:
+        Each spec's label, by spec.
+
+    Raises:
+        SpecError: A spec, or a default, is malformed.
+    """
     options = {spec: dict(Spec.parse(spec).kwargs) for spec in specs}
     shown = {}
     for spec in specs:

@@ -29,6 +29,20 @@ LATER_COLUMNS = ("dcbench_version", "scenario")
 
 @dataclass
 class RunResult:
+    """One run's results, as `Runner.run` returns them.
+
+    Attributes:
+        run_id: The run's id: 16 hex digits hashing its resolved specs,
+            requests, seed, dcbench's version and the allocator's fingerprint.
+        summary: The summary row: the run's identity and counts, then each
+            metric's columns.
+        tables: The per-request and timeline tables.
+        provenance: What made the run (versions, plugins, git commit, ...),
+            written into every table's metadata.
+        notes: What makes its figures n/a or thinner than asked for, and
+            the allocator's own notes, one line each.
+    """
+
     run_id: str
     summary: dict[str, Any]
     tables: RunTables
@@ -36,6 +50,18 @@ class RunResult:
     notes: list[str] = field(default_factory=list)
 
     def write(self, out_dir: Path) -> Path:
+        """Write the run's three tables into ``out_dir/<run_id>/``, atomically.
+
+        Args:
+            out_dir: The results folder; made where it is missing.
+
+        Returns:
+            The run's folder.
+
+        Raises:
+            ResultsError: The folder cannot be written, or something that is
+                no run folder is in the way.
+        """
         return write_run(out_dir, self.run_id, {
             "requests": self.tables.requests,
             "timeline": self.tables.timeline,
@@ -79,7 +105,22 @@ def run_notes(requests: Mapping[str, np.ndarray]) -> list[str]:
 class ResolvedRun:
     """A combination `Runner.resolve` checked: the resolved specs (what
     identifies a run, with the seed), the number of requests, and what a run
-    of it is made of."""
+    of it is made of.
+
+    Attributes:
+        topology: The resolved topology spec, every parameter given.
+        workload: The resolved workload spec.
+        allocator: The resolved allocator spec ("" for a scenario resolved
+            without one).
+        requests: Requests per run.
+        fingerprint: What besides its spec decides the allocator (a
+            checkpoint's bytes) and the third-party plugins' distributions;
+            "" if nothing.
+        network: The compiled topology.
+        workload_model: What the workload plugin built.
+        workload_entry: The workload's registry entry.
+        allocator_entry: The allocator's registry entry, or None.
+    """
 
     topology: str
     workload: str
@@ -216,13 +257,32 @@ def draw_requests(plan: ResolvedRun, requests: int, rng: np.random.Generator) ->
 
 @dataclass
 class Runner:
-    """Builds scenarios from specs and runs them; compiled topologies are cached."""
+    """Builds scenarios from specs and runs them; compiled topologies are cached.
+
+    Attributes:
+        registry: The plugins it builds from (the process's, `get_registry`,
+            by default).
+    """
 
     registry: Registry = field(default_factory=get_registry)
     _networks: dict[str, tuple[str, Network]] = field(default_factory=dict)
 
     def network(self, topology: str) -> tuple[str, Network]:
-        """The resolved spec and compiled network of a topology spec."""
+        """The resolved spec and compiled network of a topology spec.
+
+        Args:
+            topology: The topology spec (``tiered:32,1x4``).
+
+        Returns:
+            ``(resolved spec, network)``, the same network for specs that
+            resolve alike.
+
+        Raises:
+            SpecError: A malformed spec, or a parameter the plugin refuses.
+            UnknownPluginError: No such topology is registered.
+            PluginError: A third-party plugin failed to build it, or built
+                a topology that does not compile.
+        """
         if topology not in self._networks:
             spec = Spec.parse(topology)
             entry = self.registry.get("topology", spec.name)
@@ -235,12 +295,52 @@ class Runner:
     def resolve_scenario(self, topology: str, workload: str | None = None, requests: int | None = None
                          ) -> ResolvedRun:
         """`resolve` without an allocator: a scenario's specs, requests and
-        network, checked (``allocator`` is "" and ``allocator_entry`` None)."""
+        network, checked (``allocator`` is "" and ``allocator_entry`` None).
+
+        Args:
+            topology: The topology spec.
+            workload: The workload spec (None: the topology's default).
+            requests: Requests per run (None: the workload's default).
+
+        Returns:
+            The resolved scenario.
+
+        Raises:
+            SpecError: As `resolve`.
+            UnknownPluginError: As `resolve`.
+            IncompatibleError: As `resolve`.
+            PluginError: As `resolve`.
+        """
         return self.resolve(None, topology, workload, requests)
 
     def resolve(self, allocator: str | None, topology: str, workload: str | None = None,
                 requests: int | None = None) -> ResolvedRun:
-        """Check a combination before anything runs; what `run` would use."""
+        """Check a combination before anything runs; what `run` would use.
+
+        Args:
+            allocator: The allocator spec (None: the scenario alone,
+                `resolve_scenario`).
+            topology: The topology spec.
+            workload: The workload spec (None: the topology's default).
+            requests: Requests per run (None: the workload's
+                ``default_requests(network)``, else two per server).
+
+        Returns:
+            The resolved run, without a seed.
+
+        Raises:
+            SpecError: A malformed spec, a parameter a plugin refuses, no
+                workload for a topology without a default one, or
+                ``requests`` outside 1 to 1,000,000.
+            UnknownPluginError: A spec names no registered plugin.
+            IncompatibleError: The topology or the allocator serves no
+                demand of the workload's kind.
+            PluginError: A third-party plugin failed to build, or returned
+                something unusable; a topology's default workload does not
+                build.
+            AllocatorError: The allocator's fingerprint cannot be taken (a
+                missing or unreadable checkpoint).
+        """
         topology_spec, network = self.network(topology)
         if not workload and not network.default_workload:
             raise SpecError(f"topology {Spec.parse(topology).name!r} names no default workload; give one with -w")
@@ -318,6 +418,33 @@ class Runner:
 
     def run(self, allocator: str, topology: str, workload: str | None = None, requests: int | None = None,
             seed: int = 0, progress: Callable[[int], None] | None = None) -> RunResult:
+        """Run an allocator on a scenario with a seed, and compute its metrics.
+
+        The seed draws the requests and, apart, the allocator's random
+        numbers: the same arguments make the same run id and tables.
+
+        Args:
+            allocator: The allocator spec.
+            topology: The topology spec.
+            workload: The workload spec (None: the topology's default).
+            requests: Requests per run (None: the workload's default).
+            seed: A non-negative integer.
+            progress: Called with the number of requests done, every
+                hundredth of the run (None: not called).
+
+        Returns:
+            The run's results, not yet written (`RunResult.write`).
+
+        Raises:
+            SpecError: As `resolve`, or a seed that is no non-negative integer.
+            UnknownPluginError: As `resolve`.
+            IncompatibleError: As `resolve`.
+            PluginError: A third-party plugin failed or returned something
+                unusable (requests, metric columns, notes); a third-party
+                allocator that misbehaves is one too, naming its plugin.
+            AllocatorError: A built-in allocator misbehaved, or its
+                fingerprint cannot be taken.
+        """
         from dcbench._version import __version__
 
         if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:

@@ -45,7 +45,16 @@ def mean_sd(values: Iterable[float]) -> tuple[float, float, int]:
 
 
 def mean_ci(values: Iterable[float]) -> tuple[float, float, int]:
-    """Mean, half-width of the 95% confidence interval, and the number of finite values."""
+    """Mean, half-width of the 95% confidence interval, and the number of finite values.
+
+    Args:
+        values: The values, one per seed say; NaN and None are left out.
+
+    Returns:
+        ``(mean, half-width, n)``: the half-width is Student's t for n − 1
+        degrees of freedom times the standard error, NaN with fewer than two
+        values; the mean is NaN with none.
+    """
     mean, sd, n = mean_sd(values)
     if n < 2:
         return mean, float("nan"), n

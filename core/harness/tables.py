@@ -83,13 +83,34 @@ def _replaceable_run_folder(folder: Path) -> bool:
 
 def curve_columns(rows: list[dict[str, float]]) -> dict[str, list[float]]:
     """A training curve's rows as columns: every key any row has, NaN where a
-    row lacks it (validation scores come every few rows; older rows lack new keys)."""
+    row lacks it (validation scores come every few rows; older rows lack new keys).
+
+    Args:
+        rows: The curve's rows, each a mapping of name to value.
+
+    Returns:
+        Each key, in the order the rows first have it, with its column of
+        values; ``{"steps": []}`` where there are no rows.
+    """
     keys = list(dict.fromkeys(key for row in rows for key in row)) if rows else ["steps"]
     return {key: [row.get(key, float("nan")) for row in rows] for key in keys}
 
 
 def write_table_atomic(path: Path, columns: Any, provenance: Mapping[str, Any] | None = None) -> None:
-    """Write one Parquet file atomically (temporary file, then rename)."""
+    """Write one Parquet file atomically (temporary file, then rename).
+
+    Args:
+        path: The file to write.
+        columns: A mapping of column name to values (a column of Python
+            objects is written as strings), or a pyarrow Table, written as
+            it is.
+        provenance: For a mapping, written as JSON into the file's metadata
+            under the ``dcbench`` key (None: ``{}``).
+
+    Raises:
+        ResultsError: As `write_atomic`.
+        OSError: As `write_atomic`.
+    """
     import pyarrow as pa
     import pyarrow.parquet as pq
 

@@ -25,7 +25,15 @@ CHANNELS_PER_PAIR = 1.0
 
 class Swap(NamedTuple):
     """An OCS reconfiguration between racks: the idle circuits ``a→b`` and
-    ``c→d`` are re-pointed to ``a→d`` and ``c→b``. Every port stays in use."""
+    ``c→d`` are re-pointed to ``a→d`` and ``c→b``. Every port stays in use.
+
+    Attributes:
+        a: The rack (an index from 0, as are the others) whose idle circuit
+            to ``b`` is re-pointed to ``d``.
+        b: The rack at the other end of that circuit.
+        c: The rack whose idle circuit to ``d`` is re-pointed to ``b``.
+        d: The rack at the other end of that circuit; all four are distinct.
+    """
 
     a: int
     b: int
@@ -34,7 +42,16 @@ class Swap(NamedTuple):
 
 
 class Route(NamedTuple):
-    """``amount`` reserved on every link of ``links``, a path from node ``a`` to node ``b``."""
+    """``amount`` reserved on every link of ``links``, a path from node ``a`` to node ``b``.
+
+    Attributes:
+        a: The node the path starts at: a server for a pool, a rack's
+            switch for a job.
+        b: The node it ends at.
+        links: The path's link indices, in order.
+        amount: What it reserves on each link: exactly one channel for a
+            pool's pair of servers, Gbps of the job's traffic for a job.
+    """
 
     a: int
     b: int
@@ -51,6 +68,16 @@ class Allocation:
     For a job, ``vm_servers[k]`` hosts VM ``k`` (``amounts`` then sums
     each server's VMs), routes join rack switches, and ``reconfigure`` lists
     the circuit swaps made, in order, before the routes are reserved.
+
+    Attributes:
+        servers: The chosen servers' indices, in the order chosen (servers,).
+        amounts: What each server gives, servers × resources; the rows sum
+            to the request's demand.
+        routes: The link reservations: for a pool, one route for each pair
+            of its servers that needs a path; for a job, routes between the
+            switches of the racks whose VMs exchange traffic, carrying it all.
+        vm_servers: Jobs: the server of each VM (VMs,); None for a pool.
+        reconfigure: Jobs: the circuit swaps to make first, in order.
     """
 
     servers: np.ndarray
@@ -62,7 +89,12 @@ class Allocation:
 
 @dataclass(frozen=True, slots=True)
 class Reject:
-    """An allocator's refusal, with a short reason such as ``no_path``."""
+    """An allocator's refusal, with a short reason such as ``no_path``.
+
+    Attributes:
+        reason: One short printable line, recorded in the requests table's
+            ``reason`` column.
+    """
 
     reason: str = "rejected"
 
@@ -70,7 +102,18 @@ class Reject:
 class State:
     """Free capacity of every server and link, and every link's capacity
     (which OCS reconfiguration changes); the engine owns the only copy that
-    counts, allocators get it read-only."""
+    counts, allocators get it read-only.
+
+    Args:
+        network: The network whose capacities it starts from, all free.
+
+    Attributes:
+        network: The network it belongs to; in an allocator's read-only
+            view, the allocator's private copy.
+        free_resources: Each server's free capacity, servers × resources.
+        free_links: Each link's free capacity (links,), channels or Gbps.
+        link_capacity: Each link's capacity now (links,).
+    """
 
     def __init__(self, network: Network):
         self.network = network
@@ -80,7 +123,14 @@ class State:
 
     def read_only(self, network: Network | None = None) -> "State":
         """A live view of this state that cannot be written through; its
-        ``network`` is ``network`` (an allocator's private copy) if given."""
+        ``network`` is ``network`` (an allocator's private copy) if given.
+
+        Args:
+            network: The network the view names; None: this state's.
+
+        Returns:
+            The view: its arrays follow every change to this state.
+        """
         view = State.__new__(State)
         view.network = self.network if network is None else network
         for name in ("free_resources", "free_links", "link_capacity"):
@@ -157,7 +207,21 @@ def partners(rule: str, gives_cpu: Sequence[bool], i: int) -> list[tuple[int, in
 def check_allocation(allocation: Allocation, request: Request, state: State) -> tuple[str | None, np.ndarray]:
     """Why ``allocation`` is invalid for ``request`` in ``state`` (None if it
     is valid), and the amount it reserves on every link. Raises TypeError or
-    ValueError for a field of the wrong kind (`owned`)."""
+    ValueError for a field of the wrong kind (`owned`).
+
+    Args:
+        allocation: What an allocator returned.
+        request: The request it answers.
+        state: The free capacities it must fit.
+
+    Returns:
+        The problem (one line) or None, and the amount reserved on every
+        link (links,); zeros where it fails before its routes are read.
+
+    Raises:
+        TypeError: A field of the wrong kind (amounts of text, say).
+        ValueError: A field that cannot be read as numbers.
+    """
     return check_owned(owned(allocation), request, state)
 
 

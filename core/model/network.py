@@ -52,14 +52,26 @@ class Circuits:
 class Topology:
     """What a topology plugin builds.
 
-    ``graph`` holds every server and switch; each edge has ``capacity``
-    (channels or Gbps, see ``link_unit``) and ``tier`` (1 = nearest the
-    servers). ``servers`` lists the server nodes in index order; ``capacity``
-    is servers × resources; ``racks`` and ``pods`` label each server.
-    ``default_workload`` is the workload spec run when none is given (None:
-    one must be given). ``circuits`` describes the optical circuits between
-    the rack switches of a reconfigurable fabric (None: it has none). ``info``
-    is descriptive only: the engine reads none of it.
+    `Network.compile` checks it and turns it into the arrays a run uses.
+
+    Attributes:
+        graph: A networkx graph of every server and switch; each edge has
+            ``capacity`` (channels or Gbps, see ``link_unit``) and ``tier``
+            (1 = nearest the servers, and where none is given).
+        servers: The server nodes of ``graph``, in index order.
+        resources: The resources' names, such as ("cpu", "mem").
+        capacity: Each server's capacity, servers × resources.
+        racks: Each server's rack, an integer label from 0 (servers,).
+        pods: Each server's pod, an integer label from 0 (servers,).
+        link_unit: What a link's capacity counts: "channels" or "Gbps".
+        default_workload: The workload spec run when none is given (None:
+            one must be given).
+        info: Descriptive only: the engine reads none of it.
+        rack_nodes: The rack switches, rack ``r``'s at ``rack_nodes[r]``
+            (None: it has none; jobs need them).
+        demand_kinds: The demand kinds it serves: "pool", "job".
+        circuits: The optical circuits between the rack switches of a
+            reconfigurable fabric (None: it has none).
     """
 
     graph: "nx.Graph"
@@ -85,6 +97,56 @@ class Network:
     copy for each run (`private_copy`), with caches of its own, so nothing
     it does to the network it is handed reaches the engine's checks or
     another run.
+
+    Nodes are numbered servers first (``0..n_servers-1``, in the topology's
+    order), then switches; links in the graph's edge order.
+
+    Args:
+        topology: What a topology plugin built.
+        k_paths: Paths per pair in the path catalogue ``paths``.
+
+    Attributes:
+        nodes: Every node of the topology's graph, by index.
+        node_index: A node's index, by node.
+        n_servers: The number of servers.
+        n_nodes: The number of nodes, servers and switches.
+        n_links: The number of links.
+        n_racks: The number of racks (the largest rack label + 1).
+        resources: The resources' names, such as ("cpu", "mem").
+        server_capacity: Each server's capacity, servers × resources.
+        racks: Each server's rack label (servers,).
+        pods: Each server's pod label (servers,).
+        link_unit: What a link's capacity counts: "channels" or "Gbps".
+        default_workload: The workload spec run when none is given, or None.
+        circuits: The topology's optical circuits, or None.
+        info: The topology's descriptive information.
+        demand_kinds: The demand kinds it serves.
+        directed: Whether its links go one way only (a directed graph).
+        rack_node: The node index of each rack's switch (racks,), or None
+            where the topology names no rack switches.
+        link_ends: Each link's two end nodes, links × 2 (the lower index
+            first on an undirected graph).
+        link_capacity: Each link's capacity (links,), in ``link_unit``.
+        link_tier: Each link's tier (links,).
+        tiers: The tiers there are, in rising order.
+        link_of_pair: A link's index, by its ends ``(a, b)`` (``a < b`` on an
+            undirected graph); `link_between` looks it up either way.
+        adjacency: For each node, its ``(neighbour, link)`` pairs in index order.
+        graph_neighbours: For each node, its ``(neighbour, link)`` pairs in
+            the topology graph's own order.
+        server_link: The link of each server that has exactly one, else -1.
+        server_attachment: The node at the other end of that link (the
+            server itself where it has several).
+        k_paths: Paths per pair in ``paths``.
+        paths: The catalogue of the ``k_paths`` shortest paths between
+            nodes, filled as it is used (`catalogue`).
+
+    Raises:
+        SpecError: The topology is unusable: no servers, a server listed
+            twice or missing from the graph, capacities or labels of the
+            wrong shape, negative or not finite, a rack node missing from
+            the graph, malformed circuits, or a link's capacity negative or
+            not finite.
     """
 
     def __init__(self, topology: Topology, k_paths: int = 3):
@@ -190,7 +252,11 @@ class Network:
         """This network with caches of its own: the same read-only arrays,
         tuples and mappings, and an empty path catalogue. What is done to
         the copy's caches (or, bypassing the seal, to its attributes) stays
-        in the copy."""
+        in the copy.
+
+        Returns:
+            The copy.
+        """
         copy = Network.__new__(Network)
         for name, value in self.__dict__.items():
             if name not in _PER_COPY:
@@ -221,22 +287,63 @@ class Network:
         return self._graph_copy
 
     def link_between(self, a: int, b: int) -> int:
-        """The link from node ``a`` to node ``b`` (either way on an undirected graph); KeyError if none."""
+        """The link from node ``a`` to node ``b`` (either way on an undirected graph); KeyError if none.
+
+        Args:
+            a: A node's index.
+            b: Another node's index.
+
+        Returns:
+            The link's index.
+
+        Raises:
+            KeyError: No link joins them.
+        """
         return self.link_of_pair[(a, b) if self.directed else _pair(a, b)]
 
     @classmethod
     def compile(cls, topology: Topology, k_paths: int = 3) -> "Network":
+        """The network of ``topology``: ``Network(topology, k_paths)``.
+
+        Args:
+            topology: What a topology plugin built.
+            k_paths: Paths per pair in the path catalogue ``paths``.
+
+        Returns:
+            The compiled network.
+
+        Raises:
+            SpecError: The topology is unusable (see `Network`).
+        """
         return cls(topology, k_paths)
 
     def catalogue(self, k: int) -> "PathCatalogue":
-        """A path catalogue with the k shortest paths (shared, cached)."""
+        """A path catalogue with the k shortest paths (shared, cached).
+
+        Args:
+            k: Paths per pair.
+
+        Returns:
+            The catalogue, the same object for the same ``k``: its
+            ``between_servers(a, b)`` and ``between_nodes(a, b)`` give the
+            paths as tuples of link indices, shortest first.
+        """
         if k not in self._catalogues:
             self._catalogues[k] = PathCatalogue(self, k)
         return self._catalogues[k]
 
     def path_ends(self, links: Path) -> tuple[int, int] | None:
         """The two end nodes of the simple path formed by ``links`` (in
-        order), or None if they form none. Cached: the same paths recur."""
+        order), or None if they form none. Cached: the same paths recur.
+
+        Args:
+            links: Link indices, in the order the path crosses them.
+
+        Returns:
+            ``(first node, last node)``, or None where ``links`` form no
+            simple path: none at all, an index that is no link (or not an
+            integer), links that do not join, or a node crossed twice.
+        """
         known = self.path_ends_by_id.get(id(links))
         if known is not None and known[0] is links:
             return known[1]

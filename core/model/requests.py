@@ -23,8 +23,8 @@ class PacketModel:
     model of each inter-rack link's packet latency and loss.
 
     Attributes:
-        packet_bytes: the size of a packet (bytes).
-        buffer_packets: the most packets a link holds, queued or in
+        packet_bytes: The size of a packet (bytes).
+        buffer_packets: The most packets a link holds, queued or in
             transmission (the K of M/M/1/K).
     """
 
@@ -37,22 +37,39 @@ class RequestSequence:
     """A whole episode of requests, drawn up front so that every allocator
     sees the same sequence for the same seed.
 
-    ``gaps[i]`` is the time from the previous arrival to request ``i``;
-    ``holding[i]`` how long it holds what it is given. ``demand`` is
-    requests × resources. When ``wait_until_fits`` is set, a request is
-    offered only once the total free capacity covers it: until then the
-    clock advances by ``time_step`` and requests depart.
-
     Jobs (``kind == "job"``) also carry their VMs and flows, flat with
-    offsets so that a long episode is a handful of arrays: the VMs of
-    request ``i`` are ``vm_demand[vm_offsets[i]:vm_offsets[i + 1]]`` (VMs ×
-    resources, in placement order) and its flows
-    ``flows[flow_offsets[i]:flow_offsets[i + 1]]`` (source VM, destination
-    VM, Gbps; VMs numbered within the job). ``measured`` marks the requests
-    the metrics count (all of them by default; a warm-up is left out).
-    ``packets``, for jobs, lets the engine report each link's packet latency
-    and loss (None: it reports none). ``extra`` is the workload's own: the
-    engine reads none of it.
+    offsets so that a long episode is a handful of arrays. The runner
+    checks every array (shapes, finite non-negative numbers, offsets and
+    flows within bounds) and locks it before a run.
+
+    Attributes:
+        kind: The demand kind: "pool" or "job".
+        gaps: ``gaps[i]``, the time from the previous arrival to request
+            ``i`` (requests,).
+        holding: ``holding[i]``, how long request ``i`` holds what it is
+            given (requests,).
+        demand: What each request asks for, requests × resources, in the
+            units of the topology's server capacities.
+        connectivity: Which pairs of a pool's servers need a network path,
+            one of `CONNECTIVITY_RULES`.
+        wait_until_fits: Whether a request is offered only once the total
+            free capacity covers it: until then the clock advances by
+            ``time_step`` and requests depart (one that exceeds the whole
+            capacity is skipped).
+        time_step: The clock's step while a request waits.
+        extra: The workload's own: the engine reads none of it.
+        measured: Booleans (requests,) marking the requests the metrics
+            count (None: all of them; a warm-up is left out).
+        vm_offsets: Jobs: requests + 1 rising integers from 0; the VMs of
+            request ``i`` are ``vm_demand[vm_offsets[i]:vm_offsets[i + 1]]``.
+        vm_demand: Jobs: VMs × resources, each job's VMs in placement
+            order; a job's ``demand`` is the sum of its VMs'.
+        flow_offsets: Jobs: requests + 1 rising integers from 0; the flows
+            of request ``i`` are ``flows[flow_offsets[i]:flow_offsets[i + 1]]``.
+        flows: Jobs: flows × 3, (source VM, destination VM, Gbps), VMs
+            numbered within their job.
+        packets: Jobs: the packet model from which the engine reports each
+            link's packet latency and loss (None: it reports none).
     """
 
     kind: str
@@ -74,11 +91,29 @@ class RequestSequence:
         return len(self.gaps)
 
     def vms(self, i: int) -> np.ndarray | None:
+        """The VMs of one job.
+
+        Args:
+            i: The request's index.
+
+        Returns:
+            Its VMs × resources, a view of ``vm_demand``; None where the
+            sequence has no VMs (pools).
+        """
         if self.vm_offsets is None or self.vm_demand is None:
             return None
         return self.vm_demand[self.vm_offsets[i]:self.vm_offsets[i + 1]]
 
     def job_flows(self, i: int) -> np.ndarray | None:
+        """The flows of one job.
+
+        Args:
+            i: The request's index.
+
+        Returns:
+            Its flows × 3 (source VM, destination VM, Gbps), a view of
+            ``flows``; None where the sequence has no flows (pools).
+        """
         if self.flow_offsets is None or self.flows is None:
             return None
         return self.flows[self.flow_offsets[i]:self.flow_offsets[i + 1]]
@@ -87,7 +122,21 @@ class RequestSequence:
 @dataclass(frozen=True, slots=True)
 class Request:
     """One request as an allocator sees it: read-only, and the allocator's
-    own copy (the engine checks allocations against one of its own)."""
+    own copy (the engine checks allocations against one of its own).
+
+    Attributes:
+        id: Its index in the sequence, from 0.
+        arrival: The time it is offered: its arrival, or later where the
+            workload waits until it fits.
+        holding: How long it holds what it is given.
+        demand: What it asks for, per resource (resources,), read-only.
+        kind: The demand kind: "pool" or "job".
+        connectivity: Which pairs of a pool's servers need a path, one of
+            `CONNECTIVITY_RULES`.
+        vms: Jobs: its VMs × resources, in placement order (None for pools).
+        flows: Jobs: its flows × 3, (source VM, destination VM, Gbps), VMs
+            numbered within the job (None for pools).
+    """
 
     id: int
     arrival: float
@@ -100,12 +149,33 @@ class Request:
 
 
 class Workload(Protocol):
-    """What a workload plugin's factory returns."""
+    """What a workload plugin's factory returns.
+
+    It may also have ``default_requests(network) -> int``, the episode
+    length when none is given (two requests per server otherwise).
+
+    Attributes:
+        kind: The demand kind of its sequences: "pool" or "job".
+    """
 
     kind: str
 
     def generate(self, network: Network, requests: int, rng: np.random.Generator) -> RequestSequence:
-        """Draw ``requests`` requests for ``network`` from ``rng``."""
+        """Draw ``requests`` requests for ``network`` from ``rng``.
+
+        Args:
+            network: The compiled topology (a copy of its own).
+            requests: How many requests to draw.
+            rng: The generator to draw every random number from: the same
+                seed makes the same sequence.
+
+        Returns:
+            The sequence: ``requests`` long, of kind ``kind``.
+
+        Raises:
+            ValueError: Its parameters do not suit ``network`` or
+                ``requests``; dcbench reports it as a `SpecError`.
+        """
         ...
 
     # Optional: ``default_requests(network) -> int``, the episode length when

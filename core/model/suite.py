@@ -7,7 +7,17 @@ from dataclasses import dataclass, field
 
 @dataclass(frozen=True)
 class Scenario:
-    """A topology, a workload, an episode length and the seeds to run."""
+    """A topology, a workload, an episode length and the seeds to run.
+
+    Attributes:
+        topology: The topology spec (``tiered:32,1x4``).
+        workload: The workload spec (None: the topology's default workload).
+        requests: Requests per run (None: the workload's default, else two
+            per server).
+        seeds: The seeds each allocator runs it with.
+        name: Its label in sweeps, reports and the leaderboard ("": its
+            topology spec).
+    """
 
     topology: str
     workload: str | None = None
@@ -17,6 +27,7 @@ class Scenario:
 
     @property
     def label(self) -> str:
+        """Its name, or its topology spec where it has none."""
         return self.name or self.topology
 
 
@@ -27,6 +38,16 @@ class Suite:
     ``figures`` is the ``"module:attr"`` of the figures that ``dcbench plot``
     draws of a sweep of it (`dcbench.harness.figures.Figures`), imported only
     when drawn; None draws none of its own.
+
+    Attributes:
+        name: The suite's name (``dcbench sweep --suite NAME``).
+        scenarios: Its scenarios, in the order reports show them.
+        description: One line for ``dcbench list`` and the leaderboard.
+        primary_metric: The summary column that ranks allocators.
+        higher_is_better: Whether a larger ``primary_metric`` ranks higher.
+        figures: Its figures' ``"module:attr"``, or None.
+        plugin: The plugin that registered it: set by the registry, not
+            compared.
     """
 
     name: str

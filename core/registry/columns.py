@@ -24,7 +24,7 @@ DESCRIPTION_LENGTH = 100
 class Column:
     """A summary column a metric plugin writes.
 
-    Args:
+    Attributes:
         name: The column's name. One ``*`` may stand for what varies with
             the topology, letters and digits: ``link_util_tier*`` is
             ``link_util_tier1``, not ``link_util_tier1_last25``.
@@ -50,15 +50,37 @@ class Column:
     description: str | None = None
 
     def is_headline(self, kind: str) -> bool:
-        """Whether a run's table shows it for runs of ``kind``."""
+        """Whether a run's table shows it for runs of ``kind``.
+
+        Args:
+            kind: A demand kind: "pool" or "job".
+
+        Returns:
+            True where it belongs to ``kind`` and is a headline for it.
+        """
         return kind in self.demands and (self.headline is True or self.headline is not False and kind in self.headline)
 
     def ranks_kind(self, kind: str) -> bool:
-        """Whether it ranks runs of ``kind``."""
+        """Whether it ranks runs of ``kind``.
+
+        Args:
+            kind: A demand kind: "pool" or "job".
+
+        Returns:
+            True where it belongs to ``kind`` and ranks it.
+        """
         return kind in self.demands and (self.ranks is True or self.ranks is not False and kind in self.ranks)
 
     def matches(self, columns: Iterable[str]) -> list[tuple[str, str]]:
-        """(column, heading) of each of ``columns`` this declares, in their order."""
+        """(column, heading) of each of ``columns`` this declares, in their order.
+
+        Args:
+            columns: Summary column names (a run's, say).
+
+        Returns:
+            Each one this declares, with its heading (``{}`` filled in with
+            what ``*`` stood for).
+        """
         if "*" not in self.name:
             return [(self.name, self.heading)] if self.name in columns else []
         start, end = (re.escape(part) for part in self.name.split("*"))

@@ -112,7 +112,19 @@ def blamed_on(entry: PluginEntry, failure: str) -> Iterator[None]:
     """Report an exception of a third-party plugin's code as a one-line
     `PluginError` (``failure`` says where it happened), keeping the exception
     as its cause. A built-in plugin's exception is a bug of dcbench itself,
-    so it keeps its traceback."""
+    so it keeps its traceback.
+
+    A context manager: the plugin's code runs in its block. A `DcbenchError`
+    and KeyboardInterrupt pass as they are.
+
+    Args:
+        entry: The registry entry of the plugin whose code runs in the block.
+        failure: Where it failed, as the message says it ("failed in generate()").
+
+    Raises:
+        PluginError: The block raised anything else, in a third-party
+            plugin's code.
+    """
     try:
         yield
     except DcbenchError:

@@ -215,7 +215,16 @@ _REGISTRY: Registry | None = None
 
 
 def get_registry() -> Registry:
-    """The process-wide registry, created on first use."""
+    """The process-wide registry, created on first use.
+
+    Returns:
+        The registry of the built-in and the installed third-party plugins
+        (a broken third-party plugin is skipped with a `PluginLoadWarning`).
+
+    Raises:
+        PluginError: A third-party plugin is broken and the environment sets
+            ``DCBENCH_STRICT_PLUGINS=1``.
+    """
     global _REGISTRY
     if _REGISTRY is None:
         _REGISTRY = create_registry()

@@ -1,0 +1,630 @@
+"""Conformance checks for plugins, to call from a plugin's own tests.
+
+As Gymnasium's ``check_env`` checks an environment, each check runs one
+plugin on small generated scenarios and returns None when it honours every
+contract of its kind, or raises `ContractError` (an `AssertionError`) naming
+the plugin, the contract it broke and what was seen::
+
+    from dcbench.testing import check_allocator
+
+    def test_firstfit():
+        check_allocator("firstfit")
+
+Each check takes about a second. Nothing here imports pytest: the checks
+serve unittest or a plain script as well. ``registry=`` (default: the
+process's plugins, `dcbench.harness.get_registry`) is for tests that build
+their own.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, Iterator, Mapping, cast
+
+import numpy as np
+
+from dcbench.errors import IncompatibleError, SpecError, describe
+from dcbench.spec import Spec
+
+if TYPE_CHECKING:
+    from dcbench.engine.simulation import RunTables
+    from dcbench.harness import ResolvedRun, Runner
+    from dcbench.model.network import Network
+    from dcbench.model.requests import RequestSequence
+    from dcbench.registry import Registry
+
+__all__ = ["ContractError", "SCENARIOS", "check_allocator", "check_topology", "check_workload", "check_metric",
+           "check_suite"]
+
+# The small scenario each check runs by demand kind, (topology, workload): little demand on much room.
+SCENARIOS: Mapping[str, tuple[str, str]] = MappingProxyType({
+    "pool": ("tiered:8,1x4", "uniform:max_cpu=32,max_mem=32"),
+    "job": ("ocs:4,servers=4", "vmjobs:load=4,warmup=10"),
+})
+METRIC_ALLOCATORS = ("random", "tetris")  # the allocators whose runs a metric is checked on; both serve both kinds
+REQUESTS = 60
+
+
+class ContractError(AssertionError):
+    """A plugin broke a contract of its kind (`AssertionError`, so a test
+    framework reports it as a failure, not an error).
+
+    Args:
+        kind: The plugin's kind: "allocator", "topology", "workload", "metric" or "suite".
+        name: The plugin's name or spec, as checked.
+        contract: The contract it broke, in a few words.
+        seen: What the check saw, in a line.
+    """
+
+    def __init__(self, kind: str, name: str, contract: str, seen: str):
+        super().__init__(f'{kind} {name!r} broke "{contract}": {seen}')
+        self.kind, self.name, self.contract, self.seen = kind, name, contract, seen
+
+    def __reduce__(self) -> Any:  # pickled whole (pytest-xdist, multiprocessing)
+        return type(self), (self.kind, self.name, self.contract, self.seen)
+
+
+@contextlib.contextmanager
+def _failing(kind: str, name: str, contract: str, where: str) -> Iterator[None]:
+    """Whatever the plugin raises inside is a broken ``contract``; a bad spec of the caller's is not."""
+    try:
+        yield
+    except (ContractError, SpecError, IncompatibleError):
+        raise
+    except Exception as exc:
+        raise ContractError(kind, name, contract, f"{where}: {describe(exc, 300)}") from exc
+
+
+class _WithoutMetrics:
+    """A registry that shows a runner no metric: the checks' runs compute none, so that a broken metric
+    fails its own check alone (and the runs take less time)."""
+
+    def __init__(self, registry: Registry):
+        self._registry = registry
+
+    def entries(self, kind: str) -> dict[str, Any]:
+        return {} if kind == "metric" else self._registry.entries(kind)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._registry, name)
+
+
+def _runner(registry: Registry | None) -> tuple[Runner, Registry]:
+    """A runner that runs no metric, and the registry itself."""
+    from dcbench.harness import Runner, get_registry
+
+    plugins = registry if registry is not None else get_registry()
+    return Runner(cast("Registry", _WithoutMetrics(plugins))), plugins
+
+
+def _scenarios(runner: Runner, topology: str | None, workload: str | None) -> dict[str, tuple[str, str | None]]:
+    """`SCENARIOS`, the caller's (topology, workload) in place of the one of its demand kind."""
+    scenarios: dict[str, tuple[str, str | None]] = dict(SCENARIOS)
+    if topology is None and workload is None:
+        return scenarios
+    if topology is None:
+        topology = SCENARIOS[_kind(runner.registry.build("workload", cast(str, workload)).obj)][0]
+    plan = runner.resolve_scenario(topology, workload)
+    scenarios[_kind(plan.workload_model)] = (topology, workload)
+    return scenarios
+
+
+def _kind(workload: Any) -> str:
+    return str(getattr(workload, "kind", "pool"))
+
+
+def _where(kind: str, topology: str, workload: str | None) -> str:
+    return f"{kind}s on {topology} with {workload or 'its default workload'}"
+
+
+def check_allocator(name_or_spec: str, *, topology: str | None = None, workload: str | None = None,
+                    requests: int = REQUESTS, registry: Registry | None = None) -> None:
+    """Check an allocator on a small scenario of each demand kind it declares.
+
+    It runs through the engine twice with seed 0 on `SCENARIOS` (small
+    demands on an empty, roomy topology), each time without raising, makes
+    no impossible allocation (the requests table's ``invalid_allocation``),
+    accepts some requests, and decides the same both times, so it neither
+    ignores its seed nor keeps state from one run to the next.
+
+    Args:
+        name_or_spec: The allocator's name or spec (``"firstfit:stay_in_rack=no"``).
+        topology: A topology spec to run on instead of the default of the
+            demand kind its workload makes (a learned allocator's
+            checkpoint may need one); give it room to spare.
+        workload: A workload spec to run with (default: the topology's own
+            where a topology is given, else the demand kind's default).
+        requests: Requests in each run.
+        registry: The plugins to look the names up in (default: the process's).
+
+    Raises:
+        ContractError: The allocator raised, made an impossible allocation,
+            accepted nothing or decided differently for the same seed.
+        SpecError: A spec does not parse or names no registered plugin.
+        IncompatibleError: The scenario's demands are of a kind the allocator does not declare.
+    """
+    runner, plugins = _runner(registry)
+    entry = plugins.get("allocator", Spec.parse(name_or_spec).name)
+    scenarios = _scenarios(runner, topology, workload)
+    for kind in entry.demands:
+        scenario_topology, scenario_workload = scenarios[kind]
+        where = _where(kind, scenario_topology, scenario_workload)
+        with _failing("allocator", name_or_spec, "builds for the scenario", where):
+            plan = runner.resolve(name_or_spec, scenario_topology, scenario_workload, requests)
+        runs = []
+        for _ in range(2):  # each with an allocator of its own, as each run of a sweep
+            with _failing("allocator", name_or_spec, "builds for the scenario", where):
+                recorder = _Recorder(entry.build(plan.allocator).obj)
+            with _failing("allocator", name_or_spec, "runs without raising", where):
+                runs.append((_simulate(plan, recorder, seed=0), recorder.decisions))
+        table = runs[0][0].requests
+        invalid = np.flatnonzero(table["reason"] == "invalid_allocation")
+        if len(invalid):
+            raise ContractError("allocator", name_or_spec, "valid allocations on easy requests",
+                                f"{where}, request {invalid[0]}: {table['detail'][invalid[0]]}")
+        if not (table["outcome"] == "accepted").any():
+            raise ContractError("allocator", name_or_spec, "accepts requests with room to spare",
+                                f"{where}: none of {requests} small requests accepted on the empty topology")
+        (first, decided), (second, again) = runs
+        difference = _first_decision_difference(decided, again) or _first_difference(first, second)
+        if difference is not None:
+            raise ContractError("allocator", name_or_spec, "the same decisions for the same seed",
+                                f"{where}, two runs of seed 0: {difference}")
+
+
+def _simulate(plan: ResolvedRun, allocator: Any, seed: int) -> RunTables:
+    """A run of a resolved scenario with ``allocator``: `Runner.run`'s streams of ``seed``, and no metric."""
+    from dcbench.engine.simulation import simulate
+    from dcbench.harness.runner import draw_requests
+
+    workload_rng, allocator_rng = np.random.default_rng(seed).spawn(2)
+    return simulate(plan.network, draw_requests(plan, plan.requests, workload_rng), allocator, allocator_rng)
+
+
+Decision = tuple[int, tuple[tuple[str, str], ...]]  # a request's id, and the parts of the answer to it
+
+
+class _Recorder:
+    """An allocator whose answers are recorded, part by part, and passed on unchanged."""
+
+    def __init__(self, allocator: Any):
+        self.allocator = allocator
+        self.decisions: list[Decision] = []
+
+    def reset(self, network: Network, rng: np.random.Generator) -> None:
+        self.allocator.reset(network, rng)
+
+    def allocate(self, request: Any, state: Any) -> Any:
+        answer = self.allocator.allocate(request, state)
+        try:
+            routes = answer.routes if isinstance(answer.routes, (tuple, list)) else ()  # an iterator: not consumed
+            parts = (("servers", str(np.asarray(answer.servers).tolist())),
+                     ("amounts", str(np.asarray(answer.amounts).tolist())),
+                     ("routes", str([tuple(route) for route in routes])),
+                     ("VMs' servers", str(answer.vm_servers)), ("swaps", str(answer.reconfigure)))
+        except Exception:  # a refusal, or what the engine will call malformed
+            parts = (("answer", _short(answer)),)
+        self.decisions.append((request.id, parts))
+        return answer
+
+
+def _first_decision_difference(first: list[Decision], second: list[Decision]) -> str | None:
+    """The first request the two runs answered differently, and how, or None."""
+    for (request, a), (_, b) in zip(first, second):
+        if a != b:
+            if len(a) != len(b):  # an allocation, then a refusal
+                return f"request {request}: {_cut(a[0][1])}, then {_cut(b[0][1])}"
+            part, one, other = next((part, one, other) for (part, one), (_, other) in zip(a, b) if one != other)
+            return f"request {request}: {part} {_cut(one)}, then {_cut(other)}"
+    return None
+
+
+def _first_difference(first: RunTables, second: RunTables) -> str | None:
+    """Where two runs' tables first differ (NaN equals NaN), or None."""
+    for table in ("requests", "timeline"):
+        a, b = getattr(first, table), getattr(second, table)
+        if list(a) != list(b):
+            return f"the {table} tables have columns {list(a)}, then {list(b)}"
+        for column in a:
+            x, y = np.asarray(a[column]), np.asarray(b[column])
+            if x.shape != y.shape:
+                return f"the {table} table has {len(x)} rows, then {len(y)}"
+            same = np.asarray(x == y, dtype=bool) | (_isnan(x) & _isnan(y))
+            if not same.all():
+                row = int(np.flatnonzero(~same)[0])
+                return f"{table}[{column!r}] differs first at row {row}: {x[row]!r}, then {y[row]!r}"
+    return None
+
+
+def _isnan(values: np.ndarray) -> np.ndarray:
+    if values.dtype.kind in "fc":
+        return np.isnan(values)
+    if values.dtype.kind == "O":
+        return np.frompyfunc(lambda value: value != value, 1, 1)(values).astype(bool)
+    return np.zeros(values.shape, dtype=bool)
+
+
+def check_topology(name_or_spec: str, *, registry: Registry | None = None) -> None:
+    """Check that a topology builds and compiles into a consistent network.
+
+    Its factory returns a `dcbench.Topology` with servers, a capacity of
+    each resource per server (none negative, none of a server's or a
+    resource's all zero), a rack and a pod label per server
+    and the demand kinds it serves (``pool`` and/or ``job``); it compiles;
+    its links have capacity; for pools every server reaches the others, for
+    jobs every rack has a switch linked to every other rack's; its default
+    workload is registered and makes demands it serves (or is None).
+
+    Args:
+        name_or_spec: The topology's name or spec (``"tiered:8,1x4"``).
+        registry: The plugins to look the names up in (default: the process's).
+
+    Raises:
+        ContractError: The topology broke one of those contracts.
+        SpecError: The spec does not parse or names no registered topology.
+    """
+    from dcbench.model.network import Network, Topology
+
+    runner, plugins = _runner(registry)
+
+    def broke(contract: str, seen: str) -> ContractError:
+        return ContractError("topology", name_or_spec, contract, seen)
+
+    with _failing("topology", name_or_spec, "builds a dcbench.Topology", "its factory"):
+        topology = plugins.build("topology", name_or_spec).obj
+    if not isinstance(topology, Topology):
+        raise broke("builds a dcbench.Topology", f"its factory returned {type(topology).__name__}")
+    servers = len(topology.servers)
+    expected = (servers, len(topology.resources))
+    capacity = np.asarray(topology.capacity)
+    if servers == 0:
+        raise broke("has servers", "it lists none")
+    contract = "capacities are servers × resources, positive"
+    if capacity.shape != expected:
+        raise broke(contract, f"capacity has shape {capacity.shape}, expected {expected} ({servers} servers of "
+                              f"{', '.join(map(str, topology.resources))})")
+    if capacity.dtype.kind not in "iuf":
+        raise broke(contract, f"capacity holds {capacity.dtype}, not numbers")
+    if not (np.isfinite(capacity) & (capacity >= 0)).all():
+        raise broke(contract, f"capacity holds {float(capacity[~(np.isfinite(capacity) & (capacity >= 0))][0])}")
+    for axis, what in ((1, "server"), (0, "resource")):  # a server without a GPU, yes; a server of nothing, no
+        if not (capacity.sum(axis=axis) > 0).all():
+            bad = int(np.flatnonzero(capacity.sum(axis=axis) <= 0)[0])
+            name = topology.servers[bad] if axis else topology.resources[bad]
+            raise broke(contract, f"{what} {name!r} has no capacity at all")
+    for labels in ("racks", "pods"):
+        values = np.asarray(getattr(topology, labels))
+        if values.shape != (servers,) or values.dtype.kind not in "iu" or (values < 0).any():
+            raise broke("labels each server's rack and pod",
+                        f"{labels} has shape {values.shape} and dtype {values.dtype}, expected {servers} "
+                        "integers from 0")
+    kinds = topology.demand_kinds
+    if not isinstance(kinds, tuple) or not kinds or not set(kinds) <= {"pool", "job"}:
+        raise broke("serves pool and/or job demands", f"demand_kinds={kinds!r}")
+    with _failing("topology", name_or_spec, "compiles into a network", "Network.compile"):
+        network = Network.compile(topology)
+    if network.n_links == 0 or not network.link_capacity.sum() > 0:
+        raise broke("links of some capacity", f"{network.n_links} links of {network.link_capacity.sum()} in all")
+    if "pool" in kinds:
+        for server in np.unique(np.linspace(1, network.n_servers - 1, min(network.n_servers - 1, 256), dtype=int)):
+            if not network.paths.between_servers(0, int(server)):
+                raise broke("every server reaches the others (pools)",
+                            f"no path from server {network.nodes[0]!r} to {network.nodes[server]!r}")
+    if "job" in kinds:
+        if network.rack_node is None or len(network.rack_node) != network.n_racks:
+            raise broke("a switch for every rack (jobs)", f"rack_nodes={topology.rack_nodes!r} for "
+                                                          f"{network.n_racks} racks")
+        nodes = network.rack_node.tolist()
+        for a in nodes:
+            for b in nodes:
+                if a != b and (a, b) not in network.link_of_pair and (b, a) not in network.link_of_pair:
+                    raise broke("every rack's switch linked to every other's (jobs)",
+                                f"no link between {network.nodes[a]!r} and {network.nodes[b]!r}")
+    default = network.default_workload
+    if default is not None:
+        contract = "a default workload that is registered and serves it (or None)"
+        if not isinstance(default, str) or Spec.parse(default).name not in plugins.entries("workload"):
+            raise broke(contract, f"default_workload={default!r}; registered: "
+                                  f"{', '.join(sorted(plugins.entries('workload')))}")
+        try:
+            runner.resolve_scenario(name_or_spec)
+        except Exception as exc:
+            raise broke(contract, describe(exc, 300)) from exc
+
+
+def check_workload(name_or_spec: str, *, topology: str | None = None, requests: int = 50,
+                   varies_with_seed: bool = True, registry: Registry | None = None) -> None:
+    """Check that a workload generates a sane request sequence from its seed alone.
+
+    ``generate`` returns a `dcbench.RequestSequence` of its declared kind
+    with as many requests as asked for, demands of the network's resources,
+    none negative nor all zero, positive holding times, non-negative gaps,
+    and nothing else the engine refuses; the same seed gives the same
+    sequence, another seed another one.
+
+    Args:
+        name_or_spec: The workload's name or spec (``"uniform:max_cpu=64"``).
+        topology: The topology spec to generate for (default: the small one
+            of `SCENARIOS` for the workload's demand kind).
+        requests: Requests to generate.
+        varies_with_seed: Whether another seed must give other requests;
+            False only for a workload that replays a fixed trace (one that
+            ignores its random generator otherwise makes a suite's seeds
+            the same run over and over).
+        registry: The plugins to look the names up in (default: the process's).
+
+    Raises:
+        ContractError: The workload broke one of those contracts.
+        SpecError: A spec does not parse or names no registered plugin.
+        IncompatibleError: The topology does not serve the workload's demand kind.
+    """
+    from dcbench.model.requests import RequestSequence, SequenceProblem, checked_sequence
+
+    runner, plugins = _runner(registry)
+
+    def broke(contract: str, seen: str) -> ContractError:
+        return ContractError("workload", name_or_spec, contract, seen)
+
+    with _failing("workload", name_or_spec, "builds", "its factory"):
+        kind = _kind(plugins.build("workload", name_or_spec).obj)
+    if kind not in SCENARIOS:
+        raise broke("makes pool or job demands", f"its kind is {kind!r}")
+    topology = topology or SCENARIOS[kind][0]
+    plan = runner.resolve_scenario(topology, name_or_spec, requests)
+    network = plan.network
+
+    def draw(seed: int) -> RequestSequence:
+        with _failing("workload", name_or_spec, "generate() runs", f"on {topology}, seed {seed}"):
+            sequence = plan.workload_model.generate(network.private_copy(), requests, np.random.default_rng(seed))
+        if not isinstance(sequence, RequestSequence):
+            raise broke("generate() returns a dcbench.RequestSequence", f"it returned {type(sequence).__name__}")
+        return sequence
+
+    first = draw(0)
+    shapes = {"gaps": (requests,), "holding": (requests,), "demand": (requests, len(network.resources))}
+    arrays = {}
+    for field, shape in shapes.items():
+        arrays[field] = np.asarray(getattr(first, field))
+        if arrays[field].shape != shape or arrays[field].dtype.kind not in "iuf":
+            raise broke("as many requests as asked for, of the network's resources",
+                        f"{field} has shape {arrays[field].shape} and dtype {arrays[field].dtype}, expected numbers "
+                        f"of shape {shape} for {requests} requests on {topology}")
+    demand, holding, gaps = arrays["demand"], arrays["holding"], arrays["gaps"]
+    bad = ~(np.isfinite(demand) & (demand >= 0)).all(axis=1) | ~(demand.sum(axis=1) > 0)
+    if bad.any():
+        row = int(np.flatnonzero(bad)[0])
+        raise broke("demands non-negative and not all zero", f"request {row} demands {demand[row].tolist()}")
+    if not (np.isfinite(holding) & (holding > 0)).all():
+        raise broke("positive holding times", f"holding holds {float(holding.min())}")
+    if not (np.isfinite(gaps) & (gaps >= 0)).all():
+        raise broke("non-negative gaps", f"gaps holds {float(gaps.min())}")
+    try:
+        checked_sequence(first, network, requests, kind)
+    except SequenceProblem as exc:
+        raise broke("a sequence the engine runs", str(exc)) from None
+    difference = _sequence_difference(first, draw(0))
+    if difference is not None:
+        raise broke("the same requests for the same seed", f"two draws of seed 0 differ in {difference}")
+    if varies_with_seed and _sequence_difference(first, draw(1)) is None:
+        raise broke("other requests for another seed",
+                    "seeds 0 and 1 give the same requests: draw them from the rng generate() is given")
+
+
+def _sequence_difference(first: RequestSequence, second: RequestSequence) -> str | None:
+    """The first field (but ``extra``, the workload's own) in which two sequences differ, or None."""
+    for field in dataclasses.fields(first):
+        a, b = getattr(first, field.name), getattr(second, field.name)
+        if field.name == "extra" or (a is None and b is None):
+            continue
+        if a is None or b is None:
+            return field.name
+        if isinstance(a, (str, bool, int, float)) or dataclasses.is_dataclass(a):
+            if a != b:
+                return field.name
+        elif not np.array_equal(np.asarray(a), np.asarray(b), equal_nan=np.asarray(a).dtype.kind in "fc"):
+            return field.name
+    return None
+
+
+@dataclasses.dataclass
+class _MetricRun:
+    label: str
+    kind: str
+    tables: RunTables
+    network: Network
+    measured: bool = True  # whether any request is measured; False: the metric has nothing to measure
+    ordinary: bool = True  # a run of a registered allocator, as a sweep makes
+
+
+class _RejectsAll:
+    """The allocator of a run where nothing is accepted."""
+
+    def reset(self, network: Network, rng: np.random.Generator) -> None:
+        pass
+
+    def allocate(self, request: Any, state: Any) -> None:
+        return None
+
+
+def _metric_runs(runner: Runner, scenarios: Mapping[str, tuple[str, str | None]]) -> tuple[list[_MetricRun], set[str]]:
+    """Per demand kind: runs of two allocators (seeds 0 and 1), one that accepts nothing, one that measures
+    nothing; and the summary columns the core writes."""
+    from dcbench.harness.runner import LATER_COLUMNS
+
+    runs: list[_MetricRun] = []
+    core = set(LATER_COLUMNS)
+    for kind, (topology, workload) in scenarios.items():
+        where = _where(kind, topology, workload)
+        for seed, allocator in enumerate(METRIC_ALLOCATORS):
+            result = runner.run(allocator, topology, workload, REQUESTS, seed=seed)
+            core |= set(result.summary)
+            runs.append(_MetricRun(f"run {len(runs) + 1} ({allocator}, seed {seed}, {where})", kind, result.tables,
+                                   runner.network(topology)[1]))
+        plan = runner.resolve_scenario(topology, workload, REQUESTS)
+        tables = _simulate(plan, _RejectsAll(), seed=0)
+        runs.append(_MetricRun(f"run {len(runs) + 1} (nothing accepted, {where})", kind, tables, plan.network,
+                               ordinary=False))
+        measured = runs[-3]
+        nothing = np.zeros_like(measured.tables.requests["measured"])
+        tables = dataclasses.replace(measured.tables, requests={**measured.tables.requests, "measured": nothing})
+        runs.append(_MetricRun(f"run {len(runs) + 1} (nothing measured, {where})", kind, tables, measured.network,
+                               measured=False, ordinary=False))
+    return runs, core
+
+
+def check_metric(name: str, *, topology: str | None = None, workload: str | None = None,
+                 registry: Registry | None = None) -> None:
+    """Check a metric on a few small runs of each demand kind.
+
+    The runs: the allocators of `METRIC_ALLOCATORS` with seeds 0 and 1, one
+    where nothing is accepted and one where nothing is measured (all in a
+    warm-up), for pools and for jobs. On each the metric returns a dict of
+    columns named as summary columns, other than the core's and other
+    metrics' declared ones, each a number in the range its name promises
+    (``*_ratio``, ``*_share``, ``*_probability`` and ``*_util`` from 0 to 1,
+    ``*_count`` whole: the leaderboard's rule), NaN or 0 where nothing is
+    measured; the same columns in every run of a scenario; a number other
+    than NaN in some run of an allocator; and every column it declares
+    (``columns=``) in some run of the demand kinds it declares it for.
+
+    Args:
+        name: The metric's name.
+        topology: A topology spec to run on instead of the default of the
+            demand kind its workload makes.
+        workload: A workload spec to run with (default: the topology's own
+            where a topology is given, else the demand kind's default).
+        registry: The plugins to look the names up in (default: the process's).
+
+    Raises:
+        ContractError: The metric broke one of those contracts.
+        SpecError: A spec does not parse or names no registered plugin.
+    """
+    from dcbench.engine.simulation import RunTables
+    from dcbench.harness.runner import COLUMN_NAME, read_only_copy
+    from dcbench.harness.submissions import value_range
+
+    runner, plugins = _runner(registry)
+    entry = plugins.get("metric", name)
+
+    def broke(contract: str, seen: str) -> ContractError:
+        return ContractError("metric", name, contract, seen)
+
+    runs, core = _metric_runs(runner, _scenarios(runner, topology, workload))
+    others = {column.name: other for other, metric in plugins.entries("metric").items() if other != name
+              for column in metric.columns if "*" not in column.name}
+    written: dict[str, list[str]] = {}
+    measures = False
+    for run in runs:
+        with _failing("metric", name, "runs on every run's tables", run.label):
+            columns = entry.load()(RunTables(read_only_copy(run.tables.requests), read_only_copy(run.tables.timeline)),
+                                   run.network.private_copy())
+        if not isinstance(columns, Mapping) or not columns:
+            raise broke("returns a dict of summary columns", f"{run.label}: it returned {_short(columns)}")
+        for column, value in columns.items():
+            if not isinstance(column, str) or not COLUMN_NAME.fullmatch(column):
+                raise broke("columns named with letters, digits and _", f"{run.label}: a column {_short(column)}")
+            if column in core or column in others:
+                owner = "the core" if column in core else f"metric {others[column]!r}"
+                raise broke("adds only columns of its own", f"{run.label}: {column!r}, which {owner} writes")
+            number = _number(value)
+            if number is None:
+                raise broke("a number in every column", f"{run.label}: {column}={_short(value)}")
+            allowed = value_range(column)
+            if not allowed.allowed(np.array([number]))[0]:
+                raise broke("values in the range their names promise",
+                            f"{run.label}: {column}={number!r} is not {allowed.what}")
+            if not run.measured and not (np.isnan(number) or number == 0):
+                raise broke("NaN (or 0) where nothing is measured", f"{run.label}: {column}={number!r}")
+            measures |= run.ordinary and not np.isnan(number)
+        first = next(other for other in runs if other.kind == run.kind)
+        reference = written.get(first.label, list(columns))
+        lacks, adds = sorted(set(reference) - set(columns)), sorted(set(columns) - set(reference))
+        if lacks or adds:
+            seen = " and ".join([f"lacks {lacks}"] * bool(lacks) + [f"adds {adds}"] * bool(adds))
+            raise broke("the same columns whatever the run did", f"{run.label} {seen}, beside {first.label}")
+        written[run.label] = list(columns)
+    if not measures:
+        raise broke("measures something in an ordinary run",
+                    f"every column is NaN in every run of {' and '.join(METRIC_ALLOCATORS)}")
+    kinds = {run.kind for run in runs}
+    for declared in entry.columns:
+        if set(declared.demands) <= kinds and not any(declared.matches(written[run.label]) for run in runs
+                                                      if run.kind in declared.demands):
+            everything = sorted({column for columns in written.values() for column in columns})
+            raise broke("writes every column it declares", f"it declares {declared.name!r} for "
+                        f"{'/'.join(declared.demands)} runs, but no run has it (they have {everything})")
+
+
+def _short(value: Any, limit: int = 60) -> str:
+    """``value``'s repr on one line, cut at ``limit`` characters."""
+    return _cut(" ".join(repr(value).split()), limit)
+
+
+def _cut(text: str, limit: int = 80) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _number(value: Any) -> float | None:
+    """``value`` as a summary stores it; None for text and what is no number."""
+    if isinstance(value, (str, bytes)):
+        return None
+    try:
+        return float(value)
+    except Exception:  # TypeError, ValueError, OverflowError, or a __float__ that fails
+        return None
+
+
+def check_suite(name: str, *, registry: Registry | None = None) -> None:
+    """Check that a suite's scenarios resolve and its ranking is declared.
+
+    Every scenario resolves (its topology compiles, its workload builds and
+    makes demands the topology serves, its episode length is in range), its
+    seeds are distinct non-negative integers, its primary metric is a
+    column some metric declares for its scenarios' demand kinds, and
+    ``higher_is_better`` agrees with that column's ``better``.
+
+    Args:
+        name: The suite's name.
+        registry: The plugins to look the names up in (default: the process's).
+
+    Raises:
+        ContractError: The suite broke one of those contracts.
+        SpecError: No suite of that name is registered.
+    """
+    runner, plugins = _runner(registry)
+    suite = plugins.get("suite", name)
+
+    def broke(contract: str, seen: str) -> ContractError:
+        return ContractError("suite", name, contract, seen)
+
+    if not suite.scenarios:
+        raise broke("has scenarios", "it has none")
+    kinds = set()
+    for scenario in suite.scenarios:
+        where = f"scenario {scenario.label!r}"
+        try:
+            plan = runner.resolve_scenario(scenario.topology, scenario.workload, scenario.requests)
+        except Exception as exc:
+            raise broke("every scenario resolves", f"{where}: {describe(exc, 300)}") from exc
+        kinds.add(_kind(plan.workload_model))
+        seeds = scenario.seeds
+        if (not isinstance(seeds, tuple) or not seeds or len(set(seeds)) != len(seeds)
+                or not all(isinstance(seed, (int, np.integer)) and not isinstance(seed, bool) and seed >= 0
+                           for seed in seeds)):
+            raise broke("seeds are distinct non-negative integers", f"{where} has seeds={seeds!r}")
+    primary = suite.primary_metric
+    declared = [column for column in plugins.columns() if column.matches([primary])]
+    if not declared:
+        raise broke("a primary metric some metric declares",
+                    f"no metric declares {primary!r} (declared: "
+                    f"{', '.join(c.name for c in plugins.columns())})")
+    column = declared[0]
+    if not kinds <= set(column.demands):
+        raise broke("a primary metric of its scenarios' demands",
+                    f"{primary!r} is declared for {'/'.join(column.demands)} runs, its scenarios make "
+                    f"{'/'.join(sorted(kinds))} demands")
+    if column.better is not None and (column.better == "higher") != suite.higher_is_better:
+        raise broke("ranks as its primary metric says", f"higher_is_better={suite.higher_is_better} but "
+                                                        f"{primary!r} is better {column.better}")

@@ -50,6 +50,17 @@ def register_allocators(register):
     demands=("pool",))``. ``factory(**params)`` returns a `dcbench.Allocator`;
     ``demands`` lists the demand kinds it serves (``"pool"``, ``"job"``).
 
+    The allocator protocol: ``reset(network, rng)`` once per run, then
+    ``allocate(request, state)`` per request, returning a
+    `dcbench.Allocation`, a `dcbench.Reject` or None. Optionally,
+    ``check(network) -> None`` refuses parameters that do not suit the
+    network: it is called when a run's specs are resolved, before anything
+    is drawn, with a private copy of the network, and raises
+    `dcbench.SpecError` ("k=12 but the topology has only 8 racks"), which
+    is reported as an error in the spec; anything else it raises is the
+    plugin's bug. `dcbench.Allocator`, `dcbench.PoolAllocator` and
+    `dcbench.JobAllocator` give a ``check`` that accepts any network.
+
     ``colour=`` (optional) is the colour of its lines and bars in figures:
     a matplotlib colour ("C1"), or a mapping from "" and ``KEY=VALUE``
     options of its spec to colours (``{"": "C5", "reconfigure=no": "C7"}``).

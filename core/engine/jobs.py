@@ -22,6 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from dcbench.engine.pool import PoolAllocator
+from dcbench.engine.simulation import Allocator
 from dcbench.errors import AllocatorError
 from dcbench.model.allocation import Allocation, Reject, Route, State, Swap
 from dcbench.model.network import Network
@@ -59,7 +60,8 @@ class JobBuilder:
         network: The network it builds on, with rack switches.
         reconfigure: Whether it may re-point idle circuits for a flow that
             no route can carry (only where the topology's circuits are
-            reconfigurable).
+            reconfigurable). A `JobAllocator` sets it from its own
+            ``reconfigure`` before it routes each job.
 
     Attributes:
         network: That network.
@@ -67,7 +69,8 @@ class JobBuilder:
         racks: Each server's rack (servers,).
         rack_link: ``rack_link[u, v]``, the link from rack ``u``'s switch to
             rack ``v``'s, or ``n_links`` where there is none.
-        reconfigure_allowed: Whether it may reconfigure circuits.
+        reconfigure: ``reconfigure`` as given, or as last set: read by
+            `route`.
         circuit: One circuit's capacity (Gbps; 0 without circuits).
         max_hops: The most circuits a route may cross.
         server_capacity: Each server's capacity, servers × resources.
@@ -78,8 +81,8 @@ class JobBuilder:
         free_links: Each link's free Gbps after this job's routes, then one
             slot that is never free, for pairs without a link (links + 1,).
         link_capacity: Each link's capacity after this job's swaps (links + 1,).
-        request: The job being built (set by `start`).
-        vms: Its VMs × resources.
+        request: The job being built (None before the first `start`).
+        vms: Its VMs × resources, in placement order.
         flows: Its flows × 3 (source VM, destination VM, Gbps).
         hosts: The server of each VM placed so far.
         host_racks: The rack of each VM placed so far.
@@ -102,7 +105,8 @@ class JobBuilder:
         self.rack_link = rack_link_matrix(network)
         circuits = network.circuits
         # Without circuits nothing is re-pointed and a flow takes its direct link only.
-        self.reconfigure_allowed = bool(reconfigure and circuits is not None and circuits.reconfigurable)
+        self.reconfigure = bool(reconfigure)
+        self._reconfigurable = bool(circuits is not None and circuits.reconfigurable)
         self.circuit = float(circuits.port_gbps) if circuits is not None else 0.0
         self.max_hops = int(circuits.max_hops) if circuits is not None else 1
         self.server_capacity = network.server_capacity
@@ -119,6 +123,17 @@ class JobBuilder:
         self.link_capacity = np.zeros(network.n_links + 1)
         self.free_resources = network.server_capacity.copy()
         self.rack_free = self.rack_capacity.copy()
+        # The job's own, until the first `start`: no job, nothing placed.
+        self.request: Request | None = None
+        self.vms = np.zeros((0, len(network.resources)))
+        self.flows = np.zeros((0, 3))
+        self.hosts: list[int] = []
+        self.host_racks: list[int] = []
+        self._partners: list[list[tuple[int, float, bool]]] = []
+        self.pending = np.zeros((self.n_racks, self.n_racks))
+        self.routes: list[Route] = []
+        self.swaps: list[Swap] = []
+        self._fits: np.ndarray | None = None
         self.status = DONE
         self.reason = ""
 
@@ -146,10 +161,10 @@ class JobBuilder:
         self.request = request
         self.vms = np.asarray(request.vms, dtype=np.float64)
         self.flows = np.asarray(request.flows, dtype=np.float64).reshape(-1, 3)
-        self.hosts: list[int] = []
-        self.host_racks: list[int] = []
+        self.hosts = []
+        self.host_racks = []
         # Per VM, its flows with the VMs placed before it: (VM, Gbps, outgoing).
-        self._partners: list[list[tuple[int, float, bool]]] = [[] for _ in range(len(self.vms))]
+        self._partners = [[] for _ in range(len(self.vms))]
         for source, target, rate in self.flows.tolist():
             source, target = int(source), int(target)
             if source > target:
@@ -157,11 +172,17 @@ class JobBuilder:
             elif target > source:
                 self._partners[target].append((source, rate, False))
         self.pending = np.zeros((self.n_racks, self.n_racks))  # inter-rack Gbps among the VMs placed
-        self.routes: list[Route] = []
-        self.swaps: list[Swap] = []
+        self.routes = []
+        self.swaps = []
         self.status = OPEN
         self.reason = ""
-        self._fits: np.ndarray | None = None
+        self._fits = None
+
+    @property
+    def reconfigure_allowed(self) -> bool:
+        """Whether `route` may reconfigure circuits: ``reconfigure`` is set and
+        the topology's circuits are reconfigurable."""
+        return self.reconfigure and self._reconfigurable
 
     @property
     def is_open(self) -> bool:
@@ -415,16 +436,21 @@ class JobBuilder:
 RECONFIGURE_PARAM = Param("reconfigure", bool, True, "re-point idle OCS circuits when a job's traffic needs them")
 
 
-class JobAllocator:
+class JobAllocator(Allocator):
     """Base class for policies that pick one rack per VM.
 
     Subclasses implement `choose_rack`; `allocate` places the VMs in order,
     then lets the builder route the job (reconfiguring the circuits when
-    ``reconfigure`` is set and the topology allows it).
+    ``reconfigure`` is set and the topology allows it). Override `reset` to
+    prepare per-run state (calling ``super().reset(network, rng)``), and
+    `Allocator.check` to refuse parameters that do not suit the network.
 
     Attributes:
-        reconfigure: Whether its builder may reconfigure circuits (a class
-            attribute; a plugin sets it from `RECONFIGURE_PARAM`).
+        reconfigure: Whether its builder may reconfigure circuits (True
+            unless set; a plugin sets it from `RECONFIGURE_PARAM`). Read at
+            every job, so it takes effect wherever it is set: in
+            ``__init__``, in `reset` before or after ``super().reset()``,
+            or between jobs.
         network: The run's network (set by `reset`).
         rng: The run's random generator (set by `reset`).
         job_builder: The `JobBuilder` it drives (made by `reset`; None on a
@@ -502,7 +528,8 @@ class JobAllocator:
                 break
             builder.place(self.choose_rack(builder, allowed))
         if builder.status == PLACED:
-            builder.route()  # the builder was made with this allocator's reconfigure
+            builder.reconfigure = bool(self.reconfigure)  # as the allocator says now, wherever it set it
+            builder.route()
         return builder.result()
 
 

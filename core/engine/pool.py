@@ -20,6 +20,7 @@ from typing import Protocol, Sequence
 
 import numpy as np
 
+from dcbench.engine.simulation import Allocator
 from dcbench.errors import AllocatorError
 from dcbench.model.allocation import CHANNELS_PER_PAIR, Allocation, Reject, Route, State, partners
 from dcbench.model.network import Network, Path
@@ -250,11 +251,13 @@ class PoolBuilder:
         return Reject(self.reason or "incomplete")
 
 
-class PoolAllocator:
+class PoolAllocator(Allocator):
     """Base class for policies that pick one server per builder step.
 
     Subclasses implement `choose`; `allocate` runs the builder until the
-    request is met or fails. Override `reset` to prepare per-run state.
+    request is met or fails. Override `reset` to prepare per-run state
+    (calling ``super().reset(network, rng)``), and `Allocator.check` to
+    refuse parameters that do not suit the network.
 
     Attributes:
         network: The run's network (set by `reset`).

@@ -27,7 +27,12 @@ SPREAD_LEVELS = ("server", "rack", "pod", "cross_pod")
 
 class Allocator(Protocol):
     """What an allocator plugin's factory returns (the demand kinds it serves
-    are declared when it is registered, ``register(..., demands=...)``)."""
+    are declared when it is registered, ``register(..., demands=...)``).
+
+    `reset` and `allocate` are required; `check` is optional, a no-op for
+    an allocator that subclasses this class or one of dcbench's bases
+    (`dcbench.PoolAllocator`, `dcbench.JobAllocator`).
+    """
 
     def reset(self, network: Network, rng: np.random.Generator) -> None:
         """Prepare for a new run on ``network``; draw any randomness from ``rng``.
@@ -51,6 +56,28 @@ class Allocator(Protocol):
             reason; or None, a rejection for no stated reason.
         """
         ...
+
+    def check(self, network: Network) -> None:
+        """Refuse parameters that do not suit ``network``, before anything runs.
+
+        Called where a run's specs are resolved (`dcbench.harness.Runner.resolve`),
+        before the requests are drawn and before `reset`, with a private copy
+        of the run's network; the default accepts every network. Raise
+        `dcbench.SpecError` with one sentence saying what is wrong and what
+        would do ("k=12 but the topology has only 8 racks; give k=8 or
+        less"): it is reported as an error in the spec, one line, exit code
+        2. Anything else it raises is the plugin's bug. Keep it cheap and
+        free of side effects: it may be called more than once, and on an
+        allocator other than the one that runs (the runner builds a fresh
+        one from the same spec).
+
+        Args:
+            network: The run's network: a private copy, read-only.
+
+        Raises:
+            SpecError: The allocator's parameters do not suit ``network``.
+        """
+        return None
 
 
 @dataclass

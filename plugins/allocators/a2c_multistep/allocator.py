@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from dcbench import JobAllocator, JobBuilder, Network
+from dcbench import JobAllocator, JobBuilder, Network, SpecError
 from dcbench.envs import JobFeatures
 from dcbench.plugins.allocators._learned.checkpoints import (
     check_config,
@@ -55,6 +55,14 @@ def load_model(path: Path) -> tuple[ActorCritic, dict]:
     return load_checkpoint(path, "a2c_multistep", build)
 
 
+def check_racks(model: ActorCritic, path: Path, network: Network) -> None:
+    """A model trained for as many ToRs as ``network`` has (its state and actions are per rack), else a SpecError."""
+    if model.racks != network.n_racks:
+        raise SpecError(f"checkpoint {path.name} is for {model.racks} ToRs, the topology has {network.n_racks}; "
+                        f"give one trained for it (`dcbench train --allocator a2c_multistep --topology "
+                        f"ocs:{network.n_racks}`)")
+
+
 class A2CAllocator(JobAllocator):
     def __init__(self, checkpoint: str | None = None):
         self.checkpoint = checked_checkpoint(checkpoint)
@@ -66,14 +74,18 @@ class A2CAllocator(JobAllocator):
         """The checkpoint's content (retrained weights make new runs) and `ACTOR_NUMERICS`."""
         return content_fingerprint(self._path(network), salt=ACTOR_NUMERICS)
 
+    def check(self, network: Network) -> None:
+        """Refuse a ``checkpoint=PATH`` trained for another number of ToRs (the
+        shipped checkpoint is picked by the number of ToRs)."""
+        if self.checkpoint is not None:
+            path = Path(self.checkpoint)
+            check_racks(load_model(path)[0], path, network)
+
     def reset(self, network: Network, rng: np.random.Generator) -> None:
         torch.set_num_threads(1)
         path = self._path(network)
         self.model, config = load_model(path)
-        if self.model.racks != network.n_racks:
-            raise ValueError(f"checkpoint {path.name} is for {self.model.racks} ToRs, the topology has "
-                             f"{network.n_racks}; give one trained for it (`dcbench train --allocator "
-                             f"a2c_multistep --topology ocs:{network.n_racks}`)")
+        check_racks(self.model, path, network)  # (`check` refuses it first, in a run)
         self.masked = bool(config.get("a2c", {}).get("mask", True))
         super().reset(network, rng)  # JobAllocator's builder reconfigures where the topology allows (the paper's)
         self.features = JobFeatures(network, self.job_builder)

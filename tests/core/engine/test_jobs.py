@@ -212,6 +212,58 @@ def test_the_builder_and_the_check_reconfigure_as_the_typed_circuits_say(reconfi
         assert result.reason == "no_bandwidth"
 
 
+class SetsReconfigureLate(Fixed):
+    """Sets ``self.reconfigure`` after ``super().reset()`` made the builder
+    (the trap of #30: the builder once kept the setting it was made with)."""
+
+    def __init__(self, racks, late):
+        super().__init__(racks, reconfigure=not late)
+        self.late = late
+
+    def reset(self, network, rng):
+        super().reset(network, rng)
+        self.reconfigure = self.late
+
+
+@pytest.mark.parametrize("late", [False, True])
+def test_reconfigure_set_after_super_reset_takes_effect(late):
+    network = ocs("ocs:4,servers=2,ports=3")  # one 40 Gbps circuit per ordered pair
+    request = job([SMALL_VM, SMALL_VM], [[0, 1, 50.0]])  # needs a second circuit
+    allocator = SetsReconfigureLate([0, 1], late)
+    allocator.reset(network, np.random.default_rng(0))
+    assert allocator.job_builder.reconfigure is not late  # made with the constructor's setting...
+    result = allocator.allocate(request, State(network).read_only())
+    if late:  # ...and routed with the one the allocator set afterwards
+        assert len(result.reconfigure) == 1 and check_allocation(result, request, State(network))[0] is None
+    else:
+        assert result.reason == "no_bandwidth"
+    assert allocator.job_builder.reconfigure is late
+    allocator.reconfigure = not late  # between two jobs, too
+    again = allocator.allocate(request, State(network).read_only())
+    assert (len(again.reconfigure) == 1) if not late else (again.reason == "no_bandwidth")
+
+
+def test_the_builders_own_reconfigure_decides_and_its_reconfigure_allowed_is_read_only():
+    network = ocs("ocs:4,servers=2,ports=3")
+    builder = JobBuilder(network)
+    assert builder.reconfigure and builder.reconfigure_allowed
+    builder.reconfigure = False
+    assert not builder.reconfigure_allowed
+    with pytest.raises(AttributeError):
+        builder.reconfigure_allowed = True
+    request = job([SMALL_VM, SMALL_VM], [[0, 1, 50.0]])
+    builder.start(request, State(network).read_only())
+    builder.place(0)
+    builder.place(1)
+    assert not builder.route() and builder.reason == "no_bandwidth"
+    builder.reconfigure = True
+    builder.start(request, State(network).read_only())
+    builder.place(0)
+    builder.place(1)
+    assert builder.route() and len(builder.swaps) == 1
+    assert not JobBuilder(ocs("ocs:4,servers=2,ports=3,reconfigurable=no")).reconfigure_allowed
+
+
 def test_a_topology_without_circuits_has_none_whatever_its_info_says():
     network = optical(None, ports=3, port_gbps=40.0, reconfigurable=True, max_hops=2)
     builder = JobBuilder(network)

@@ -20,7 +20,9 @@ from typing import Any, Callable, Mapping, Sequence
 
 from dcbench.errors import SpecError
 
-_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-]*$")
+# A plugin's name, or a third-party one's qualified by its distribution's normalized name, which may start
+# with a digit (``3d-pack.firstfit``).
+_NAME = re.compile(r"^(?:[A-Za-z_][A-Za-z0-9_.\-]*|[A-Za-z0-9][A-Za-z0-9\-]*\.[A-Za-z_][A-Za-z0-9_\-]*)$")
 _KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 

@@ -48,11 +48,14 @@ def site(tmp_path_factory):
     return target
 
 
-def dcbench(site, *args, strict=False):
+def dcbench(site, *args, strict=False, disable=None):
     env = dict(os.environ, PYTHONPATH=str(site))
     env.pop("DCBENCH_STRICT_PLUGINS", None)
+    env.pop("DCBENCH_DISABLE_PLUGINS", None)
     if strict:
         env["DCBENCH_STRICT_PLUGINS"] = "1"
+    if disable is not None:
+        env["DCBENCH_DISABLE_PLUGINS"] = disable
     return subprocess.run([sys.executable, "-m", "dcbench", *args], capture_output=True, text=True, env=env)
 
 
@@ -76,6 +79,29 @@ def test_plugins_shows_the_distribution_and_version(site):
     assert "broken: plugin broken (dcbench-broken 0.1.0)" in done.stdout
 
 
+def test_the_installed_allocator_is_known_by_its_qualified_name_too(site):
+    done = dcbench(site, "list", "dcbench-firstfit.firstfit")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("allocator dcbench-firstfit.firstfit\n")
+    assert dcbench(site, "list", "firstfit").stdout == done.stdout  # the bare name, while no other plugin has it
+
+
+def test_a_plugin_turned_off_is_not_loaded_and_is_listed_as_disabled(site, tmp_path):
+    done = dcbench(site, "plugins", disable="dcbench-firstfit,broken")
+    assert done.returncode == 0 and done.stderr == "", done.stderr  # the broken one is not even imported
+    assert "dcbench-firstfit 0.1.0  (disabled by DCBENCH_DISABLE_PLUGINS)" in done.stdout
+    assert "dcbench-broken 0.1.0  (disabled by DCBENCH_DISABLE_PLUGINS)" in done.stdout
+    assert "(third-party)" not in done.stdout and "broken:" not in done.stdout
+    done = dcbench(site, "run", "-a", "firstfit", "-t", "tiered:8,1x4", "-n", "8", "--out", str(tmp_path),
+                   disable="dcbench_FirstFit")
+    assert done.returncode == 2 and done.stderr.splitlines()[-1].startswith("Error: unknown allocator 'firstfit'")
+    done = dcbench(site, "list", "allocators", disable="firstfitt")
+    assert "dcbench-firstfit.firstfit" in done.stdout
+    assert ("Warning: DCBENCH_DISABLE_PLUGINS turns nothing off: unknown third-party plugin 'firstfitt'; did you "
+            "mean 'firstfit'? Known third-party plugins: broken, dcbench-broken, dcbench-firstfit, firstfit (set "
+            "DCBENCH_STRICT_PLUGINS=1 to make this an error)") in done.stderr.splitlines()
+
+
 def test_strict_mode_makes_the_broken_plugin_an_error(site):
     done = dcbench(site, "list", strict=True)
     assert done.returncode == 2
@@ -93,7 +119,7 @@ def test_the_example_runs_a_suite_and_enters_the_leaderboard(site, tmp_path):
     assert done.returncode == 0, done.stderr
     page = (board / "README.md").read_text()
     ranking = page.split("| rank | allocator | mean over scenarios |")[1].split("\n\n")[0]
-    assert "`firstfit`" in ranking and "`tetris`" in ranking
+    assert "`dcbench-firstfit.firstfit`" in ranking and "`tetris`" in ranking  # the run's name, as installed
 
 
 PROBE = """
@@ -230,8 +256,8 @@ def test_a_broken_plugin_is_one_line_of_error_and_one_of_warning(probe_site, tmp
     done = dcbench(probe_site, *command, "-a", "probe_explodes", "--out", str(tmp_path), "-q")
     assert done.returncode == 2 and "Traceback" not in done.stderr
     lines = done.stderr.splitlines()
-    assert lines[-1] == ("Error: allocator 'probe_explodes' (plugin probeplug, dcbench-probe 0.1.0) failed when "
-                         "built: RuntimeError: boom in init; report it to the plugin's authors")
+    assert lines[-1] == ("Error: allocator 'dcbench-probe.probe_explodes' (plugin probeplug, dcbench-probe 0.1.0) "
+                         "failed when built: RuntimeError: boom in init; report it to the plugin's authors")
     assert probe_warnings(done.stderr) == PROBE_WARNINGS
 
 
@@ -244,7 +270,8 @@ def test_a_plugin_that_raises_what_is_no_exception_is_one_line_all_the_same(prob
                                                                            failure):
     done = dcbench(probe_site, "run", "-t", "tiered:8,1x4", "-n", "8", "-a", allocator, "--out", str(tmp_path), "-q")
     assert done.returncode == 2 and "Traceback" not in done.stderr
-    assert done.stderr.splitlines()[-1] == (f"Error: allocator {allocator!r} (plugin probeplug, dcbench-probe 0.1.0) "
+    assert done.stderr.splitlines()[-1] == (f"Error: allocator 'dcbench-probe.{allocator}' (plugin probeplug, "
+                                            "dcbench-probe 0.1.0) "
                                             f"{failure}; report it to the plugin's authors")
     assert probe_warnings(done.stderr) == PROBE_WARNINGS  # a hook that raises no Exception: a warning all the same
     assert list(tmp_path.iterdir()) == []
@@ -276,7 +303,8 @@ def test_a_suite_that_leaves_the_episode_length_to_its_workload_can_be_submitted
 def test_a_third_party_trainer_that_raises_is_one_line(probe_site, tmp_path):
     done = dcbench(probe_site, "train", "-a", "probe_learned", "-t", "tiered:8,1x4", "--out", str(tmp_path / "x.pt"))
     assert done.returncode == 2 and "Traceback" not in done.stderr
-    assert done.stderr.splitlines()[-1] == ("Error: allocator 'probe_learned' (plugin probeplug, dcbench-probe 0.1.0) "
+    assert done.stderr.splitlines()[-1] == ("Error: allocator 'dcbench-probe.probe_learned' (plugin probeplug, "
+                                            "dcbench-probe 0.1.0) "
                                             "failed in its trainer: ValueError: no GPU found; report it to the "
                                             "plugin's authors")
 
@@ -292,7 +320,8 @@ def test_a_trainer_that_writes_no_checkpoint_is_one_line_and_a_trainer_that_is_n
                                                                                                      tmp_path):
     done = dcbench(probe_site, "train", "-a", "probe_lazy", "-t", "tiered:8,1x4", "--out", str(tmp_path / "x.pt"))
     assert done.returncode == 2 and "Traceback" not in done.stderr
-    assert done.stderr.splitlines()[-1] == ("Error: allocator 'probe_lazy' (plugin probeplug, dcbench-probe 0.1.0) "
+    assert done.stderr.splitlines()[-1] == ("Error: allocator 'dcbench-probe.probe_lazy' (plugin probeplug, "
+                                            "dcbench-probe 0.1.0) "
                                             "trainer returned None, not the path of the checkpoint it wrote; "
                                             "report it to the plugin's authors")
     assert ("Warning: plugin 'probeplug' (dcbench-probe 0.1.0) registers allocator 'probe_no_trainer': its trainer "

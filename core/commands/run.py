@@ -239,11 +239,13 @@ def training_options(entry: PluginEntry) -> list[Param]:
 
 @click.command()
 def plugins() -> None:
-    """List the loaded plugin modules with their distributions and versions."""
+    """List the loaded plugin modules with their distributions and versions, and those turned off."""
     registry = load_registry()
     for plugin in registry.plugins:
         origin = "built-in" if plugin.builtin else "third-party"
         click.echo(f"{plugin.name:<42} {plugin.distribution} {plugin.version}  ({origin})")
+    for plugin in registry.disabled:
+        click.echo(f"{plugin.name:<42} {plugin.distribution} {plugin.version}  (disabled by DCBENCH_DISABLE_PLUGINS)")
     for failure in registry.failures:
         click.echo(f"broken: {failure}")
 

@@ -134,11 +134,12 @@ class ResolvedRun:
 
 
 def with_distributions(fingerprint: str, entries: tuple[PluginEntry, ...]) -> str:
-    """An allocator's fingerprint with the distribution and version of every
-    third-party plugin the run uses (the run id hashes dcbench's own version,
-    not theirs), so that a plugin's new release makes new runs. Unchanged
-    where every plugin is built in."""
-    third_party = sorted({entry.distribution or entry.plugin for entry in entries if not entry.builtin})
+    """An allocator's fingerprint with the identity of every third-party
+    plugin the run uses, its distribution, version and a digest of its source
+    (`PluginEntry.identity`; the run id hashes dcbench's own version, not
+    theirs), so that a plugin's new release or changed code makes new runs.
+    Unchanged where every plugin is built in."""
+    third_party = sorted({entry.identity for entry in entries if not entry.builtin})
     parts = [fingerprint] if fingerprint else []
     return "; ".join(parts + [f"plugin {name}" for name in third_party])
 

@@ -126,14 +126,15 @@ def names_problem(suite: Any, columns: list[str], rows: list[dict[str, Any]]) ->
 
 def registered_problem(allocator: str, registry: Any) -> str | None:
     """Why ``allocator`` (a spec `spec_problem` passed) is no allocator of a
-    plugin installed here, written as a run writes it, or None."""
+    plugin installed here, written as a run writes it (a third-party one's
+    name qualified by its distribution's), or None."""
     spec = Spec.parse(allocator)
     entry = registry.entries("allocator").get(spec.name)
     if entry is None:
         return (f"allocator {spec.name!r} is no plugin installed here, so its runs could never be verified; "
                 "install the plugin that registers it (`dcbench list allocators` lists those installed)")
     try:
-        resolved = resolved_spec(spec.name, bind(spec.name, entry.params, spec))
+        resolved = resolved_spec(entry.name, bind(entry.name, entry.params, spec))
     except SpecError as exc:
         return f"allocator {allocator!r} does not bind to its plugin's parameters ({exc})"
     if resolved != allocator:

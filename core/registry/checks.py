@@ -14,12 +14,18 @@ from dcbench.registry.columns import columns_problem
 from dcbench.registry.kinds import DEMAND_KINDS, PLURALS, REGISTER_KEYWORDS
 from dcbench.spec import PARAM_TYPES, Param, Spec, bind, resolved_spec
 
+# A third-party plugin's names are qualified by its distribution's, after a '.': `dcbench-firstfit.firstfit`.
+QUALIFIER_DOT = ("its name has a '.', which dcbench keeps for the distribution's name that qualifies it "
+                 "(DIST.NAME); use '_' or '-'")
+
 
 def registration_problem(kind: str, name: Any, target: Any, params: Any, extra: Mapping[str, Any],
                          description: Any = "") -> str | None:
     """What makes ``register(name, target, params=..., **extra)`` unusable, or None."""
-    if not isinstance(name, str) or not _is_spec_name(name):
-        return "no spec can give that name; use letters, digits, '_', '.' and '-', starting with a letter or '_'"
+    if not isinstance(name, str) or not is_spec_name(name):
+        return "no spec can give that name; use letters, digits, '_' and '-', starting with a letter or '_'"
+    if "." in name:
+        return QUALIFIER_DOT
     if not isinstance(description, str):
         return f"its description {description!r} is not a string"
     if not _loadable(target):
@@ -115,8 +121,10 @@ def suite_problem(suite: Any) -> str | None:
     have runs, and each (scenario, seed) one row of its own."""
     if not isinstance(suite, Suite):
         return f"it is a {type(suite).__name__}, not a dcbench.Suite"
-    if not isinstance(suite.name, str) or not _is_spec_name(suite.name):
-        return "its name is no name --suite can give; use letters, digits, '_', '.' and '-'"
+    if not isinstance(suite.name, str) or not is_spec_name(suite.name):
+        return "its name is no name --suite can give; use letters, digits, '_' and '-'"
+    if "." in suite.name:
+        return QUALIFIER_DOT
     if not isinstance(suite.primary_metric, str) or not suite.primary_metric:
         return f"primary_metric={suite.primary_metric!r} is not a summary column's name"
     if not isinstance(suite.higher_is_better, bool):
@@ -154,7 +162,8 @@ def _scenario_problem(scenario: Scenario) -> str | None:
     return None
 
 
-def _is_spec_name(name: str) -> bool:
+def is_spec_name(name: str) -> bool:
+    """Whether ``name`` is a spec's whole name, as ``Spec.parse`` reads it."""
     try:
         return Spec.parse(name) == Spec(name)
     except SpecError:

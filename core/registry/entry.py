@@ -12,6 +12,7 @@ from typing import Any, Callable, Iterator, Mapping
 
 from dcbench.errors import DcbenchError, PluginError, SpecError, describe
 from dcbench.registry.columns import Column
+from dcbench.registry.distributions import normalized
 from dcbench.registry.kinds import BUILTIN_PLUGINS
 from dcbench.spec import Param, Spec, bind, resolved_spec
 
@@ -37,6 +38,7 @@ class PluginEntry:
     plugin: str = ""
     extra: Mapping[str, Any] = field(default_factory=dict)
     distribution: str = ""  # "NAME VERSION" of a third-party plugin's distribution, where known
+    source: str = ""  # the digest of a third-party plugin's source (`distributions.source_digest`), where known
 
     @property
     def demands(self) -> tuple[str, ...]:
@@ -61,6 +63,16 @@ class PluginEntry:
     @property
     def builtin(self) -> bool:
         return self.plugin in BUILTIN_PLUGINS
+
+    @property
+    def identity(self) -> str:
+        """What a third-party plugin is, for the run ids that use it: ``DIST
+        VERSION src=DIGEST`` (``dcbench-firstfit 0.1.0 src=1a2b3c4d5e6f``),
+        its plugin's name where its distribution is unknown; "" for a
+        built-in one (dcbench's version covers it)."""
+        if self.builtin:
+            return ""
+        return (self.distribution or self.plugin) + (f" src={self.source}" if self.source else "")
 
     @property
     def origin(self) -> str:
@@ -139,9 +151,28 @@ def blamed_on(entry: PluginEntry, failure: str) -> Iterator[None]:
 
 @dataclass
 class PluginInfo:
-    """A loaded plugin module, for ``dcbench plugins``."""
+    """A loaded plugin module, for ``dcbench plugins``: its entry point's
+    name (a built-in one's module), its distribution's name and version
+    ("?" where unknown) and, for a third-party one, the digest of its source."""
 
     name: str
     distribution: str
     version: str
     builtin: bool
+    source: str = ""
+
+    @property
+    def qualifier(self) -> str:
+        """What qualifies the names a third-party plugin registers (``DIST.NAME``):
+        its distribution's normalized name; "" for a built-in plugin and one
+        whose distribution is unknown (an entry point made by hand), whose
+        names stay as registered."""
+        return "" if self.builtin or self.distribution == "?" else normalized(self.distribution)
+
+    @property
+    def identity(self) -> str:
+        """``DIST VERSION src=DIGEST`` of a third-party plugin, as `PluginEntry.identity`; "" for a built-in one."""
+        if self.builtin:
+            return ""
+        owner = f"{self.distribution} {self.version}" if self.distribution != "?" else self.name
+        return owner + (f" src={self.source}" if self.source else "")

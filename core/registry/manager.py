@@ -4,7 +4,14 @@ Built-in plugins are the modules in `BUILTIN_PLUGINS`; third-party plugins
 come through the ``dcbench`` entry-point group. A third-party plugin that
 fails to import or to register is skipped with a one-line warning naming it
 (``DCBENCH_STRICT_PLUGINS=1`` turns that into an error), so one broken
-package never takes the command line down with it."""
+package never takes the command line down with it; one the user turned off
+(``DCBENCH_DISABLE_PLUGINS``) is not imported at all.
+
+A third-party plugin's names are qualified by its distribution's
+(``dcbench-firstfit.firstfit``), so that what a run is called does not
+depend on what else is installed; the bare name is an alias where it is
+unambiguous (`Entries`).
+"""
 
 from __future__ import annotations
 
@@ -14,14 +21,22 @@ import importlib
 import importlib.metadata
 import os
 import warnings
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 import pluggy
 
 import dcbench.hookspecs as hookspecs
 from dcbench.errors import PluginError, SpecError, UnknownPluginError, describe
-from dcbench.registry.checks import registration_problem, suite_problem
+from dcbench.registry.checks import is_spec_name, registration_problem, suite_problem
 from dcbench.registry.columns import Column
+from dcbench.registry.distributions import (
+    builtin_names,
+    disable_problems,
+    disabled_names,
+    is_disabled,
+    normalized,
+    source_digest,
+)
 from dcbench.registry.entry import Built, PluginEntry, PluginInfo
 from dcbench.registry.kinds import BUILTIN_PLUGINS, HOOK_OF_KIND, KINDS, PLURALS
 from dcbench.spec import Param, Spec, unknown
@@ -31,17 +46,52 @@ class PluginLoadWarning(UserWarning):
     """A third-party plugin was skipped because it is broken."""
 
 
+class Entries(Mapping[str, Any]):
+    """One kind's registered entries, each once, under its canonical name: a
+    built-in plugin's name as registered, a third-party one's qualified by
+    its distribution (``dcbench-firstfit.firstfit``). A lookup by a bare
+    name (``firstfit``) finds the entry where exactly one distribution
+    registers that name and no built-in plugin has it; `ambiguous` holds
+    the bare names that more than one registers, with their qualified names."""
+
+    def __init__(self, by_name: dict[str, Any]):
+        self._by_name = by_name
+        self.aliases: dict[str, str] = {}
+        self.ambiguous: dict[str, tuple[str, ...]] = {}
+        claims: dict[str, list[str]] = {}
+        for name in by_name:
+            _, dot, bare = name.partition(".")
+            if dot and bare not in by_name:  # a plugin of unknown distribution keeps its bare name
+                claims.setdefault(bare, []).append(name)
+        for bare, names in claims.items():
+            if len(names) == 1:
+                self.aliases[bare] = names[0]
+            else:
+                self.ambiguous[bare] = tuple(sorted(names))
+
+    def __getitem__(self, name: str) -> Any:
+        return self._by_name[self.aliases.get(name, name)]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._by_name)
+
+    def __len__(self) -> int:
+        return len(self._by_name)
+
+
 class Registry:
     """Everything registered by the loaded plugins, by kind and name."""
 
-    def __init__(self, manager: pluggy.PluginManager, plugins: list[PluginInfo], failures: list[str]):
+    def __init__(self, manager: pluggy.PluginManager, plugins: list[PluginInfo], failures: list[str],
+                 disabled: list[PluginInfo] | None = None):
         self.manager = manager
         self.plugins = plugins
         self.failures = failures
+        self.disabled = disabled or []  # turned off by DCBENCH_DISABLE_PLUGINS: never imported
         self.builtin_commands: list[str] = []
-        self._entries: dict[str, dict[str, Any]] = {}
+        self._entries: dict[str, Entries] = {}
 
-    def entries(self, kind: str) -> dict[str, Any]:
+    def entries(self, kind: str) -> Entries:
         if kind not in KINDS:
             raise SpecError(f"unknown kind {kind!r}; kinds are {', '.join(KINDS)}")
         if kind not in self._entries:
@@ -53,26 +103,36 @@ class Registry:
         return tuple(column for metric in self.entries("metric").values() for column in metric.columns)
 
     def get(self, kind: str, name: str) -> Any:
+        """The entry ``name`` (canonical, or a bare alias) names; UnknownPluginError where none or several."""
         entries = self.entries(kind)
         if name in entries:
             return entries[name]
-        raise UnknownPluginError(unknown(kind, name, sorted(entries), PLURALS[kind]))
+        if name in entries.ambiguous:
+            choices = " or ".join(map(repr, entries.ambiguous[name]))
+            raise UnknownPluginError(f"{kind} {name!r} is registered by more than one plugin; give {choices}")
+        raise UnknownPluginError(unknown(kind, name, sorted({*entries, *entries.aliases}), PLURALS[kind]))
 
     def build(self, kind: str, spec: Spec | str) -> Built:
         if isinstance(spec, str):
             spec = Spec.parse(spec)
         return self.get(kind, spec.name).build(spec)
 
-    def _collect(self, kind: str) -> dict[str, Any]:
-        entries: dict[str, Any] = {}
+    def _collect(self, kind: str) -> Entries:
+        registered: dict[str, Any] = {}
         hook = getattr(self.manager.hook, HOOK_OF_KIND[kind])
         # Call each plugin's implementation on its own so that one broken
         # plugin is reported by name and the others still register.
         for impl in self.hook_implementations(hook.name):
-            self.call_plugin(impl, hook.name, functools.partial(self._register, kind, entries, impl.plugin_name))
+            self.call_plugin(impl, hook.name, functools.partial(self._register, kind, registered, impl.plugin_name))
+        # Third-party entries by distribution (each plugin's in its own order), whatever order they installed in.
+        entries = Entries(dict(sorted(registered.items(), key=lambda item: _qualifier_of(item[0]))))
+        for bare, names in entries.ambiguous.items():
+            owners = _listed([self.label(registered[name].plugin) for name in names], "and")
+            self.fail(f"{kind} {bare!r} is registered by plugins {owners}; give its qualified name, "
+                      f"{_listed([repr(name) for name in names], 'or')}")
         return entries
 
-    def _register(self, kind: str, entries: dict[str, Any], plugin_name: str, name_or_suite: Any,
+    def _register(self, kind: str, registered: dict[str, Any], plugin_name: str, name_or_suite: Any,
                   target: Any = None, *, description: str = "", params: Sequence[Param] = (), **extra: Any) -> None:
         """What a plugin's ``register`` calls: ``register(name, target, ...)``, or ``register(suite)``."""
         if kind == "suite":
@@ -85,17 +145,24 @@ class Registry:
         if problem is not None:
             self.fail(f"plugin {self.label(plugin_name)} registers {kind} {name!r}: {problem}; ignored")
             return
-        if kind != "suite":
-            description = " ".join(description.split())  # one line in `dcbench list`, whatever was given
-            entry = PluginEntry(kind, name, target, description, tuple(params), plugin_name, extra,
-                                self._distribution(plugin_name))
-        if name in entries:
-            self.fail(f"plugin {self.label(plugin_name)} registers {kind} {name!r}, "
-                       f"already registered by {_owner(entries[name])!r}; ignored")
+        info = self._third_party(plugin_name)
+        canonical = _qualified(info, name)
+        if not is_spec_name(canonical):
+            self.fail(f"plugin {self.label(plugin_name)} registers {kind} {name!r} as {canonical!r}, which no spec "
+                      "can give: its distribution's name is no PEP 508 name; ignored")
             return
-        if kind == "suite":
-            entry = dataclasses.replace(entry, plugin=plugin_name)  # the plugin's own Suite stays as it made it
-        entries[name] = entry
+        taken = canonical if canonical in registered else name if _builtin_entry(registered.get(name)) else None
+        if taken is not None:  # a built-in name, or a name its own distribution registered already
+            self.fail(f"plugin {self.label(plugin_name)} registers {kind} {name!r}, "
+                      f"already registered by {_owner(registered[taken])!r}; ignored")
+            return
+        if kind == "suite":  # the plugin's own Suite stays as it made it
+            entry = dataclasses.replace(entry, name=canonical, plugin=plugin_name)
+        else:
+            description = " ".join(description.split())  # one line in `dcbench list`, whatever was given
+            entry = PluginEntry(kind, canonical, target, description, tuple(params), plugin_name, extra,
+                                self._distribution(plugin_name), info.source if info is not None else "")
+        registered[canonical] = entry
 
     def add_builtin(self, module_name: str) -> None:
         """Register the built-in plugin module ``module_name`` now (once): the
@@ -135,9 +202,12 @@ class Registry:
             return False
         return True
 
+    def _third_party(self, plugin_name: str) -> PluginInfo | None:
+        return next((p for p in self.plugins if p.name == plugin_name and not p.builtin), None)
+
     def _distribution(self, plugin_name: str) -> str:
         """``NAME VERSION`` of a third-party plugin's distribution; empty where unknown."""
-        info = next((p for p in self.plugins if p.name == plugin_name and not p.builtin), None)
+        info = self._third_party(plugin_name)
         return f"{info.distribution} {info.version}" if info is not None and info.distribution != "?" else ""
 
     def label(self, plugin_name: str) -> str:
@@ -150,6 +220,26 @@ class Registry:
 
 def _owner(entry: Any) -> str:
     return getattr(entry, "plugin", "?")
+
+
+def _qualified(info: PluginInfo | None, name: str) -> str:
+    """The canonical name of what a plugin registers as ``name``: ``DIST.NAME`` for a third-party plugin."""
+    return f"{info.qualifier}.{name}" if info is not None and info.qualifier else name
+
+
+def _qualifier_of(name: str) -> str:
+    """The distribution's name that qualifies a canonical name; "" for a built-in one's."""
+    qualifier, dot, _ = name.partition(".")
+    return qualifier if dot else ""
+
+
+def _builtin_entry(entry: Any) -> bool:
+    return entry is not None and getattr(entry, "plugin", None) in BUILTIN_PLUGINS
+
+
+def _listed(items: list[str], conjunction: str) -> str:
+    """``a``, ``a and b``, ``a, b and c``."""
+    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} {conjunction} {items[-1]}"
 
 
 class StrictRefusal(PluginError):
@@ -185,30 +275,48 @@ def create_registry(entry_points: Iterable[importlib.metadata.EntryPoint] | None
         plugins.append(PluginInfo(module_name, "dcbench", __version__, builtin=True))
     if entry_points is None:
         entry_points = importlib.metadata.entry_points(group="dcbench")
+    requested = disabled_names()
+    turned_off = {normalized(name) for name in requested}
+    disabled: list[PluginInfo] = []
+    seen: list[tuple[str, str]] = []  # (entry point, distribution) of every third-party plugin installed
     for entry_point in entry_points:
         dist = entry_point.dist
-        dist_name = dist.metadata["Name"] if dist is not None else "?"
-        dist_version = dist.version if dist is not None else "?"
-        label = f"{entry_point.name} ({dist_name} {dist_version})"
-        try:
-            module = entry_point.load()
-            manager.register(module, name=entry_point.name)
-        except pluggy.PluginValidationError as exc:  # its first line names the hook, its last the reason
-            lines = str(exc).splitlines()
-            _report(f"plugin {label} failed to load: {lines[0]}: {lines[-1]}", failures)
-            continue
-        except KeyboardInterrupt:  # Ctrl-C (or SIGTERM) stops the command
-            raise
-        except BaseException as exc:
-            _report(f"plugin {label} failed to load: {describe(exc)}", failures)
-            continue
-        for name in unknown_hooks(module):
-            _report(f"plugin {label} implements {unknown('hook', name, HOOK_NAMES)}", failures)
-        plugins.append(PluginInfo(entry_point.name, dist_name, dist_version, builtin=False))
-    registry = Registry(manager, plugins, failures)
+        info = PluginInfo(entry_point.name, dist.metadata["Name"] if dist is not None else "?",
+                          dist.version if dist is not None else "?", builtin=False)
+        seen.append((info.name, info.distribution))
+        if is_disabled(info.name, info.distribution, turned_off):
+            disabled.append(info)
+        elif _load(manager, entry_point, info, failures):
+            plugins.append(info)
+    for problem in disable_problems(requested, seen, builtin_names(BUILTIN_PLUGINS)):
+        _report(problem, [])  # a warning (an error when strict), but no broken plugin
+    registry = Registry(manager, plugins, failures, disabled)
     for kind in KINDS:  # now, so that a broken registration is reported with the broken imports
         registry.entries(kind)
     return registry
+
+
+def _load(manager: pluggy.PluginManager, entry_point: importlib.metadata.EntryPoint, info: PluginInfo,
+          failures: list[str]) -> bool:
+    """Import a third-party plugin and register it with ``manager``, and take
+    the digest of its source into ``info``; False where it failed (warned)."""
+    label = f"{info.name} ({info.distribution} {info.version})"
+    try:
+        module = entry_point.load()
+        manager.register(module, name=entry_point.name)
+    except pluggy.PluginValidationError as exc:  # its first line names the hook, its last the reason
+        lines = str(exc).splitlines()
+        _report(f"plugin {label} failed to load: {lines[0]}: {lines[-1]}", failures)
+        return False
+    except KeyboardInterrupt:  # Ctrl-C (or SIGTERM) stops the command
+        raise
+    except BaseException as exc:
+        _report(f"plugin {label} failed to load: {describe(exc)}", failures)
+        return False
+    for name in unknown_hooks(module):
+        _report(f"plugin {label} implements {unknown('hook', name, HOOK_NAMES)}", failures)
+    info.source = source_digest(getattr(entry_point, "module", None) or getattr(module, "__name__", ""))
+    return True
 
 
 _REGISTRY: Registry | None = None

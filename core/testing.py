@@ -512,7 +512,7 @@ def check_metric(name: str, *, topology: str | None = None, workload: str | None
         return ContractError("metric", name, contract, seen)
 
     runs, core = _metric_runs(runner, _scenarios(runner, topology, workload))
-    others = {column.name: other for other, metric in plugins.entries("metric").items() if other != name
+    others = {column.name: other for other, metric in plugins.entries("metric").items() if other != entry.name
               for column in metric.columns if "*" not in column.name}
     written: dict[str, list[str]] = {}
     measures = False

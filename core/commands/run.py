@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import click
 
@@ -67,18 +67,25 @@ BETTER_MARK = {"higher": " ↑", "lower": " ↓", None: ""}
 
 
 def print_summary(summaries: list[dict[str, Any]], scenario: Mapping[str, Any], kind: str,
-                  registry: Registry) -> None:
+                  registry: Registry, asked_columns: Sequence[str] = ()) -> None:
     """The resolved scenario, a line per part (specs are long; wrapped they are hard to copy), then
     the headline columns the metric plugins declare for the run's demand ``kind`` that it has values
-    in, over the seeds, to three significant digits."""
+    in, and every column of the metrics asked for with --metric that declare none (``asked_columns``),
+    over the seeds, to three significant digits."""
     from rich.console import Console
     from rich.table import Table
 
-    from dcbench.harness.report import headline_columns
+    from dcbench.harness.report import has_value, headline_columns
 
     for part, value in scenario.items():
         click.echo(f"{part:<10} {value}")
     columns = headline_columns(registry.columns(), kind, summaries)
+    shown = {column for column, _, _ in columns}
+    for name in asked_columns:
+        if name not in shown and any(has_value(summary.get(name)) for summary in summaries):
+            heading, better = next(((heading, declaration.better) for declaration in registry.columns()
+                                    for _, heading in declaration.matches([name])), (name, None))
+            columns.append((name, heading, better))
     if not columns:
         click.echo("no headline metric has a value in these runs (see the notes)")
         return
@@ -106,9 +113,11 @@ def print_summary(summaries: list[dict[str, Any]], scenario: Mapping[str, Any], 
 @click.option("--checkpoint", type=PATH, default=None,
               help="Weights for a learned allocator instead of its shipped checkpoint "
                    "(the same as -a NAME:checkpoint=PATH).")
+@click.option("--metric", "-m", "metrics", multiple=True,
+              help="Also compute this third-party metric (repeat for more); dcbench's own metrics always run.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar and no summary table.")
 def run(allocator: str, topology: str, workload: str | None, requests: int | None, seed: int | None,
-        seeds: int | None, out: Path, checkpoint: Path | None, quiet: bool) -> None:
+        seeds: int | None, out: Path, checkpoint: Path | None, metrics: tuple[str, ...], quiet: bool) -> None:
     """Run one allocator on one scenario and write its Parquet tables."""
     from dcbench.harness.journal import remove_leftovers
     from dcbench.harness.locks import folder_lock, sole_writer
@@ -122,20 +131,24 @@ def run(allocator: str, topology: str, workload: str | None, requests: int | Non
         allocator = with_checkpoint(registry, allocator, checkpoint)
     runner = Runner(registry)
     with plugin_prints_to_stderr():
-        plan = runner.resolve(allocator, topology, workload, requests)
+        plan = runner.resolve(allocator, topology, workload, requests, metrics)
     check_writable(out)
     total = plan.requests * len(seed_list)
     summaries = []
+    asked_columns: dict[str, None] = {}  # what the metrics asked for that declare no columns wrote: all shown
     notes: set[str] = set()
     with sole_writer(folder_lock(out), "run", out), plugin_prints_to_stderr(), progress_bar(quiet) as progress:
         remove_leftovers(out)  # what killed commands left: none can be writing now
         task = progress.add_task(f"{plan.allocator} on {plan.topology}", total=total, noun="requests")
         for index, run_seed in enumerate(seed_list):
             done_before = index * plan.requests
-            result = runner.run(allocator, topology, workload, requests, run_seed,
+            result = runner.run(allocator, topology, workload, requests, run_seed, metrics=metrics,
                                 progress=lambda k, base=done_before: progress.update(task, completed=base + k))
             result.write(out)
             summaries.append(result.summary)
+            for entry in plan.metrics:
+                if not entry.columns:  # (one that declares its columns has said which are headlines)
+                    asked_columns.update(dict.fromkeys(result.metric_columns.get(entry.name, ())))
             notes.update(result.notes)
             progress.update(task, completed=done_before + plan.requests, unit_done=True)  # a seed done
     for note in sorted(notes):
@@ -146,7 +159,7 @@ def run(allocator: str, topology: str, workload: str | None, requests: int | Non
     if not quiet:
         print_summary(summaries, {"allocator": plan.allocator, "topology": plan.topology,
                                   "workload": plan.workload, "requests": f"{plan.requests} per seed"},
-                      getattr(plan.workload_model, "kind", "pool"), registry)
+                      getattr(plan.workload_model, "kind", "pool"), registry, list(asked_columns))
 
 
 @click.command(name="list")

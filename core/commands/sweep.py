@@ -37,6 +37,9 @@ from dcbench.hookspecs import hookimpl
                    f"{MAX_SEEDS:,}).")
 @click.option("--allocator", "-a", "allocator_values", multiple=True, required=True,
               help="Allocator spec; repeat it, or list specs with commas: tetris,nalb or ccf:reconfigure=no,jcb.")
+@click.option("--metric", "-m", "metrics", multiple=True,
+              help="Also compute this third-party metric in every run (repeat for more), besides the suite's; "
+                   "dcbench's own metrics always run.")
 @click.option("--out", type=PATH, default=None,
               help="Results folder (default: results/<suite>, results/sweep for -t). One command writes to it at "
                    "a time.")
@@ -47,8 +50,8 @@ from dcbench.hookspecs import hookimpl
 @click.option("--address", default=None, help="Ray cluster address (default: start a local Ray instance).")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
 def sweep(suite_name: str | None, topologies: tuple[str, ...], workloads: tuple[str, ...], requests: int | None,
-          seeds: int | None, allocator_values: tuple[str, ...], out: Path | None, jobs: int | None, executor: str,
-          address: str | None, quiet: bool) -> None:
+          seeds: int | None, allocator_values: tuple[str, ...], metrics: tuple[str, ...], out: Path | None,
+          jobs: int | None, executor: str, address: str | None, quiet: bool) -> None:
     """Run every scenario, allocator and seed of a suite, or of topologies
     given with -t (an ad-hoc sweep, which report and plot read as they read
     a suite's); resumes where it stopped."""
@@ -78,7 +81,7 @@ def sweep(suite_name: str | None, topologies: tuple[str, ...], workloads: tuple[
                                        ADHOC_SEEDS if seeds is None else seeds, allocators)
         else:
             suite = registry.get("suite", suite_name)
-        planned = sweeps.plan(runner, suite, allocators)
+        planned = sweeps.plan(runner, suite, allocators, metrics)
     out = out or Path("results") / (sweeps.ADHOC_OUT if adhoc else suite.name)
     check_writable(out)
     with sole_writer(folder_lock(out), "sweep", out):
@@ -98,7 +101,7 @@ def sweep(suite_name: str | None, topologies: tuple[str, ...], workloads: tuple[
                 raise
         combined = sweeps.combine(planned, out, {
             **sweeps.described(suite), "allocators": allocators, "dcbench_version": __version__,
-            "runs": [job.run_id for job in planned]})
+            "runs": [job.run_id for job in planned], **({"metrics": list(metrics)} if metrics else {})})
         sweeps.check_ranked_by(suite, combined, out)
     click.echo(f"{len(planned)} runs ({len(planned) - len(todo)} already done) -> {out / sweeps.SUMMARY}")
     if left_out:

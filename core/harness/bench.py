@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import time
+import warnings
 from typing import Callable
 
-from dcbench.errors import IncompatibleError, SpecError
+from dcbench.errors import DcbenchError, IncompatibleError, SpecError
 from dcbench.harness.runner import Runner
-from dcbench.registry import Registry
+from dcbench.registry import PluginLoadWarning, Registry
 
 
 def run_bench(registry: Registry, allocators: list[str], topologies: list[str], requests: int | None,
@@ -19,7 +20,9 @@ def run_bench(registry: Registry, allocators: list[str], topologies: list[str], 
     fills the path catalogue, which later runs reuse as a sweep would. An
     allocator that cannot serve a topology's demand kind is left out there;
     with ``every_allocator_runs`` (allocators the user named) one that serves
-    none of the topologies is an error.
+    none of the topologies is an error. Without it (the default set), a
+    third-party allocator that fails is left out with one warning line, so
+    that one broken plugin does not stop the benchmark of the others.
     """
     runner = Runner(registry)
     kinds: dict[str, set[str]] = {}
@@ -27,6 +30,8 @@ def run_bench(registry: Registry, allocators: list[str], topologies: list[str], 
         kinds[topology] = set(runner.network(topology)[1].demand_kinds)
     serves: dict[str, set[str]] = {}
     given: dict[str, str] = {}
+    if not every_allocator_runs:
+        allocators = [a for a in allocators if _works(registry, runner, a, topologies, workload, requests or 4096)]
     for allocator in allocators:
         resolved = registry.build("allocator", allocator).spec
         if resolved in given:
@@ -47,14 +52,24 @@ def run_bench(registry: Registry, allocators: list[str], topologies: list[str], 
     rows: list[dict[str, float | str]] = []
     echo("| topology | servers | allocator | requests | acceptance | requests/s | µs/request |")
     echo("|---|---:|---|---:|---:|---:|---:|")
+    failed: set[str] = set()
     for topology, allocator in cells:
+        if allocator in failed:
+            continue
         _, network = runner.network(topology)
         best = float("inf")
         result = None
-        for _ in range(max(1, repeat)):
-            start = time.perf_counter()
-            result = runner.run(allocator, topology, workload, requests=n, seed=0)
-            best = min(best, time.perf_counter() - start)
+        try:
+            for _ in range(max(1, repeat)):
+                start = time.perf_counter()
+                result = runner.run(allocator, topology, workload, requests=n, seed=0)
+                best = min(best, time.perf_counter() - start)
+        except DcbenchError as exc:
+            if every_allocator_runs or registry.get("allocator", allocator.split(":")[0]).builtin:
+                raise
+            _leave_out(allocator, exc)
+            failed.add(allocator)
+            continue
         assert result is not None
         acceptance = result.summary["accepted"] / max(1, result.summary["offered"])
         row = {"topology": topology, "servers": network.n_servers, "allocator": allocator, "requests": n,
@@ -64,3 +79,27 @@ def run_bench(registry: Registry, allocators: list[str], topologies: list[str], 
         echo(f"| {topology} | {network.n_servers:,} | {allocator} | {n:,} | {row['acceptance']:.3f} "
              f"| {row['requests_per_s']:,.0f} | {row['us_per_request']:,.1f} |")
     return rows
+
+
+def _works(registry: Registry, runner: Runner, allocator: str, topologies: list[str], workload: str | None,
+           requests: int) -> bool:
+    """Whether a default-set ``allocator`` builds and resolves on each topology
+    it serves; a third-party one that does not is left out with a warning (a
+    built-in one's failure is dcbench's bug, and raises)."""
+    entry = registry.get("allocator", allocator.split(":")[0])
+    try:
+        registry.build("allocator", allocator)
+        for topology in topologies:
+            if set(entry.demands) & set(runner.network(topology)[1].demand_kinds):
+                runner.resolve(allocator, topology, workload, requests)
+    except DcbenchError as exc:
+        if entry.builtin:
+            raise
+        _leave_out(allocator, exc)
+        return False
+    return True
+
+
+def _leave_out(allocator: str, failure: Exception) -> None:
+    warnings.warn(f"bench leaves out allocator {allocator!r}, which fails: {failure}; name it with -a to see it "
+                  "fail alone", PluginLoadWarning, stacklevel=3)

@@ -21,7 +21,8 @@ import json
 import math
 import os
 import shutil
-from dataclasses import dataclass
+import warnings
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
@@ -30,7 +31,7 @@ from dcbench.harness.files import staging_folder, swapped_in
 from dcbench.harness.paths import in_the_way, no_folder
 from dcbench.harness.renames import prepare_atomic, replace_all
 from dcbench.harness.report import cell, default_specs, labels
-from dcbench.harness.runner import Runner
+from dcbench.harness.runner import Runner, metrics_of
 from dcbench.harness.stats import format_ci, mean_ci
 from dcbench.harness.submissions import (
     SPECS,
@@ -51,6 +52,7 @@ from dcbench.harness.summary import (
 )
 from dcbench.harness.tables import UnreadableTable, provenance_of, read_table, table_at
 from dcbench.registry import Column, Registry, get_registry
+from dcbench.registry.columns import columns_problem
 
 SUBMISSIONS = "submissions"
 
@@ -61,6 +63,8 @@ class Submission:
     suite: str
     allocators: list[str]
     rows: list[dict[str, Any]]
+    ranked_by: tuple[str, bool] | None = None  # what its suite ranked by when submitted (older ones: None)
+    columns: tuple[Column, ...] = ()  # the metrics' declarations of its columns, when submitted
 
 
 @dataclass
@@ -115,7 +119,9 @@ def validate(results: Path, registry: Registry) -> Submission:
     except _RowsProblem as exc:
         raise _refuse(str(exc)) from None
     name = submission_name(suite_name, allocators, [row["run_id"] for row in rows], __version__)
-    return Submission(name, suite_name, allocators, rows)
+    suite = suites[suite_name]
+    declared = tuple(column for column in registry.columns() if column.matches(rows[0]))
+    return Submission(name, suite_name, allocators, rows, (suite.primary_metric, suite.higher_is_better), declared)
 
 
 def check_contents(table: Any, rows: list[dict[str, Any]], suites: Mapping[str, Any], runner: Runner) -> None:
@@ -207,9 +213,8 @@ def submit(results: Path, root: Path, registry: Registry) -> Path:
     staging = staging_folder(folder)  # readable by all, as results are for sharing (mkdtemp's is private)
     try:
         pq.write_table(table, staging / "summary.parquet")
-        (staging / "submission.json").write_text(json.dumps(
-            {"name": submission.name, "suite": submission.suite, "allocators": submission.allocators,
-             "runs": len(submission.rows)}, indent=2, sort_keys=True) + "\n")
+        (staging / "submission.json").write_text(json.dumps(submission_record(submission), indent=2,
+                                                            sort_keys=True) + "\n")
         os.replace(staging, folder)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
@@ -251,10 +256,55 @@ def load_submissions(root: Path, registry: Registry | None = None) -> list[Submi
         except _RowsProblem as exc:
             raise _damaged(path, str(exc)) from None
         record = _submission_record(path)
-        if record != {"name": path.name, "suite": suite, "allocators": allocators, "runs": len(rows)}:
+        described = {key: record.get(key) for key in IDENTITY_KEYS} if isinstance(record, dict) else record
+        if described != {"name": path.name, "suite": suite, "allocators": allocators, "runs": len(rows)}:
             raise _damaged(path, "its submission.json does not describe its summary")
-        submissions.append(Submission(path.name, suite, allocators, rows))
+        ranked_by, columns = _ranking_of_record(record, rows, path)
+        submissions.append(Submission(path.name, suite, allocators, rows, ranked_by, columns))
     return submissions
+
+
+IDENTITY_KEYS = ("name", "suite", "allocators", "runs")  # what every submission.json says
+RANKING_KEYS = ("ranked_by", "columns")  # what it says since 0.4 (`submission_record`)
+
+
+def submission_record(submission: Submission) -> dict[str, Any]:
+    """What ``submission.json`` says of a submission: what it is, and what
+    ranks it (its suite's primary metric and direction, and the metrics'
+    declarations of its columns), so that pages rebuilt where the suite's
+    plugin is not installed rank and head it as where it is."""
+    record: dict[str, Any] = {"name": submission.name, "suite": submission.suite,
+                              "allocators": submission.allocators, "runs": len(submission.rows)}
+    if submission.ranked_by is not None:
+        metric, higher = submission.ranked_by
+        record["ranked_by"] = {"metric": metric, "higher_is_better": higher}
+        record["columns"] = [asdict(column) for column in submission.columns]
+    return record
+
+
+def _ranking_of_record(record: dict[str, Any], rows: list[dict[str, Any]], path: Path
+                       ) -> tuple[tuple[str, bool] | None, tuple[Column, ...]]:
+    """The ranking and column declarations a ``submission.json`` records
+    (`submission_record`), checked: None and none for one that records none."""
+    unknown_keys = sorted(set(record) - set(IDENTITY_KEYS) - set(RANKING_KEYS))
+    if unknown_keys:
+        raise _damaged(path, f"its submission.json has unknown keys {unknown_keys}")
+    if not any(key in record for key in RANKING_KEYS):
+        return None, ()
+    ranked_by, declarations = record.get("ranked_by"), record.get("columns")
+    if (not isinstance(ranked_by, dict) or set(ranked_by) != {"metric", "higher_is_better"}
+            or ranked_by["metric"] not in rows[0] or not isinstance(ranked_by["higher_is_better"], bool)):
+        raise _damaged(path, "its submission.json's ranked_by is not {metric: a column of its summary, "
+                             "higher_is_better: true or false}")
+    names = {field.name for field in fields(Column)}
+    if not isinstance(declarations, list) or not all(isinstance(d, dict) and set(d) == names for d in declarations):
+        raise _damaged(path, "its submission.json's columns are not column declarations")
+    columns = tuple(Column(**{key: tuple(value) if isinstance(value, list) else value for key, value in d.items()})
+                    for d in declarations)
+    problem = columns_problem(columns)
+    if problem is not None:
+        raise _damaged(path, f"its submission.json's {problem}")
+    return (ranked_by["metric"], ranked_by["higher_is_better"]), columns
 
 
 def first_conflict(submissions: list[Submission]) -> tuple[str, str, str, str] | None:
@@ -308,7 +358,8 @@ def rerun(row: Mapping[str, Any], runner: Runner) -> list[str]:
         problem = spec_problem(kind, row[kind])
         if problem is not None:
             raise ResultsError(f"{problem}; only checkpoints that ship with an installed plugin are loaded")
-    again = runner.run(row["allocator"], row["topology"], row["workload"], int(row["requests"]), int(row["seed"]))
+    again = runner.run(row["allocator"], row["topology"], row["workload"], int(row["requests"]), int(row["seed"]),
+                       metrics=metrics_of(row.get("allocator_fingerprint") or ""))
     if again.run_id != row["run_id"]:
         return ["run_id"]
     # The submission's columns: a column only this installation adds (a metric
@@ -407,7 +458,10 @@ def build(root: Path, registry: Registry) -> list[Path]:
     staging = staging_folder(plots_dir)
     prepared: list[tuple[Path, Path]] = []
     try:
-        sections = _sections(by_suite, suites, baseline_names, defaults, registry.columns(), staging, plots_dir)
+        declared = [*registry.columns()]
+        for submission in submissions:  # a metric not installed here heads its columns as where it was
+            declared += [c for c in submission.columns if not any(d.name == c.name for d in declared)]
+        sections = _sections(by_suite, suites, baseline_names, defaults, declared, staging, plots_dir)
         for name, text in (("README.md", _markdown(sections, submissions, __version__, root)),
                            ("index.html", _html(sections, submissions, __version__, root))):
             prepared.append(prepare_atomic(root / name, lambda path, text=text: path.write_text(
@@ -481,7 +535,7 @@ def _section(suite_name: str, submissions: list[Submission], suites: Mapping[str
             by_run.setdefault(row["run_id"], row)
     rows = sorted(by_run.values(), key=lambda r: (r["scenario"], r["allocator"], r["seed"]))
     suite = suites.get(suite_name)
-    metric, higher = ranking_of(suite)
+    metric, higher = ranking_of(suite) if suite is not None else recorded_ranking(suite_name, submissions)
     order = [s.label for s in suite.scenarios] if suite else sorted({r["scenario"] for r in rows})
     scenarios = [s for s in order if any(r["scenario"] == s for r in rows)]
     metrics = _metric_columns(rows, metric, columns)
@@ -493,6 +547,22 @@ def _section(suite_name: str, submissions: list[Submission], suites: Mapping[str
     plot = plots_dir / drawn.name
     label = labels([a for a, _, _ in overall], defaults)
     return Section(suite_name, suite, metric, higher, scenarios, per_scenario, overall, metrics, plot, label)
+
+
+def recorded_ranking(suite_name: str, submissions: list[Submission]) -> tuple[str, bool]:
+    """What ranks a suite no installed plugin registers: what its submissions
+    recorded (the first one's, by name, where they differ: the suite changed
+    between them), or acceptance_ratio, higher is better, with a warning."""
+    recorded = [s.ranked_by for s in submissions if s.ranked_by is not None]
+    if not recorded:
+        warnings.warn(f"suite {suite_name!r} is not installed here and its submissions record no ranking; ranked by "
+                      "acceptance_ratio (higher is better): install its plugin to rank it by its own metric",
+                      stacklevel=2)
+        return ranking_of(None)
+    if len(set(recorded)) > 1:
+        warnings.warn(f"the submissions of suite {suite_name!r} record different rankings; ranked by "
+                      f"{recorded[0][0]}, as the first one says", stacklevel=2)
+    return recorded[0]
 
 
 def _unrankable(submissions: list[Submission], exc: Exception, section: Callable[..., Section],

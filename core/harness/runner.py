@@ -11,7 +11,7 @@ import subprocess
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -41,6 +41,7 @@ class RunResult:
             written into every table's metadata.
         notes: What makes its figures n/a or thinner than asked for, and
             the allocator's own notes, one line each.
+        metric_columns: The summary columns each metric wrote, by metric name.
     """
 
     run_id: str
@@ -48,6 +49,7 @@ class RunResult:
     tables: RunTables
     provenance: dict[str, Any]
     notes: list[str] = field(default_factory=list)
+    metric_columns: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     def write(self, out_dir: Path) -> Path:
         """Write the run's three tables into ``out_dir/<run_id>/``, atomically.
@@ -120,6 +122,7 @@ class ResolvedRun:
         workload_model: What the workload plugin built.
         workload_entry: The workload's registry entry.
         allocator_entry: The allocator's registry entry, or None.
+        metrics: The registry entries of the third-party metrics asked for.
     """
 
     topology: str
@@ -131,6 +134,7 @@ class ResolvedRun:
     workload_model: Any  # what the workload plugin built: its generate() draws the requests
     workload_entry: PluginEntry
     allocator_entry: PluginEntry | None  # None for a scenario resolved without one (`Runner.resolve_scenario`)
+    metrics: tuple[PluginEntry, ...] = ()  # the third-party metrics asked for (dcbench's own always run)
 
 
 def with_distributions(fingerprint: str, entries: tuple[PluginEntry, ...]) -> str:
@@ -142,6 +146,26 @@ def with_distributions(fingerprint: str, entries: tuple[PluginEntry, ...]) -> st
     third_party = sorted({entry.identity for entry in entries if not entry.builtin})
     parts = [fingerprint] if fingerprint else []
     return "; ".join(parts + [f"plugin {name}" for name in third_party])
+
+
+METRICS_PART = "metrics "  # how a run's fingerprint names the third-party metrics it computed
+
+
+def with_metrics(fingerprint: str, metrics: tuple[PluginEntry, ...]) -> str:
+    """A run's fingerprint naming the third-party ``metrics`` it computes:
+    what a run asked for decides its columns, so it is part of its id (and a
+    row says by itself what to compute again). Unchanged for none."""
+    if not metrics:
+        return fingerprint
+    return "; ".join([*([fingerprint] if fingerprint else []), METRICS_PART + ",".join(m.name for m in metrics)])
+
+
+def metrics_of(fingerprint: str) -> tuple[str, ...]:
+    """The third-party metrics a run's fingerprint (`with_metrics`) says it computed."""
+    for part in fingerprint.split("; "):
+        if part.startswith(METRICS_PART):
+            return tuple(part.removeprefix(METRICS_PART).split(","))
+    return ()
 
 
 def run_id_of(plan: ResolvedRun, seed: int) -> str:
@@ -225,6 +249,20 @@ def allocator_notes(entry: PluginEntry, allocator: Any) -> list[str]:
 def _short(value: Any, limit: int = 60) -> str:
     text = " ".join(repr(value).split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def checked_against(entry: PluginEntry, allocator: Any, network: Network) -> None:
+    """Call the allocator's ``check(network)``, where it refuses parameters
+    that do not suit the network: its `SpecError` reads as a spec error
+    naming the allocator's spec; anything else it raises is its bug."""
+    check = getattr(allocator.obj, "check", None)
+    if check is None:
+        return
+    with blamed_on(entry, "failed in check(network)"):
+        try:
+            check(network.private_copy())
+        except SpecError as exc:
+            raise SpecError(f"{allocator.spec}: {exc}") from None
 
 
 @contextlib.contextmanager
@@ -315,7 +353,7 @@ class Runner:
         return self.resolve(None, topology, workload, requests)
 
     def resolve(self, allocator: str | None, topology: str, workload: str | None = None,
-                requests: int | None = None) -> ResolvedRun:
+                requests: int | None = None, metrics: Sequence[str] = ()) -> ResolvedRun:
         """Check a combination before anything runs; what `run` would use.
 
         Args:
@@ -325,14 +363,17 @@ class Runner:
             workload: The workload spec (None: the topology's default).
             requests: Requests per run (None: the workload's
                 ``default_requests(network)``, else two per server).
+            metrics: Third-party metrics to compute besides dcbench's own
+                (which every run computes); their names enter the run id.
 
         Returns:
             The resolved run, without a seed.
 
         Raises:
-            SpecError: A malformed spec, a parameter a plugin refuses, no
-                workload for a topology without a default one, or
-                ``requests`` outside 1 to 1,000,000.
+            SpecError: A malformed spec, a parameter a plugin refuses (the
+                allocator's ``check(network)`` too), no workload for a
+                topology without a default one, or ``requests`` outside 1
+                to 1,000,000.
             UnknownPluginError: A spec names no registered plugin.
             IncompatibleError: The topology or the allocator serves no
                 demand of the workload's kind.
@@ -375,21 +416,44 @@ class Runner:
                 f"{workload_built.spec.split(':')[0]!r} makes {kind} demands; "
                 f"allocators for {kind} demands: {', '.join(serving) or 'none'}"
             )
+        if entry is not None:  # (once it is known to serve the workload's demands)
+            checked_against(entry, allocator_built, network)
         if requests is not None and requests < 1:
             raise SpecError(f"--requests must be at least 1, got {requests}")
         if requests is not None and requests > MAX_REQUESTS:
             raise SpecError(f"--requests must be at most {MAX_REQUESTS:,}, got {requests:,}")
         workload_entry = self.registry.get("workload", Spec.parse(workload_built.spec).name)
         topology_entry = self.registry.get("topology", Spec.parse(topology_spec).name)
-        entries = (topology_entry, workload_entry) + ((entry,) if entry is not None else ())
+        asked = self.asked_metrics(metrics)
+        entries = (topology_entry, workload_entry) + ((entry,) if entry is not None else ()) + asked
         return ResolvedRun(
             topology=topology_spec, workload=workload_built.spec,
             allocator=allocator_built.spec if allocator_built is not None else "",
             requests=requests or self._default_requests(workload_entry, workload_built.obj, network),
-            fingerprint=with_distributions(self._fingerprint(entry, fingerprint, network), entries),
+            fingerprint=with_metrics(with_distributions(self._fingerprint(entry, fingerprint, network), entries),
+                                     asked),
             network=network,
             workload_model=workload_built.obj, workload_entry=workload_entry, allocator_entry=entry,
+            metrics=asked,
         )
+
+    def asked_metrics(self, names: Sequence[str]) -> tuple[PluginEntry, ...]:
+        """The third-party metrics among ``names``, once each, in the order
+        they registered (so the order given changes neither columns nor id);
+        dcbench's own metrics run anyway.
+
+        Args:
+            names: Metric names, as ``--metric`` or a suite's ``metrics`` give them.
+
+        Returns:
+            Their registry entries, built-in ones left out.
+
+        Raises:
+            UnknownPluginError: A name no metric plugin registers.
+        """
+        wanted = {self.registry.get("metric", name).name for name in names}
+        return tuple(entry for name, entry in self.registry.entries("metric").items()
+                     if name in wanted and not entry.builtin)
 
     @staticmethod
     def _fingerprint(entry: PluginEntry | None, fingerprint: Callable[[Network], str] | None, network: Network
@@ -418,7 +482,8 @@ class Runner:
         return int(value)
 
     def run(self, allocator: str, topology: str, workload: str | None = None, requests: int | None = None,
-            seed: int = 0, progress: Callable[[int], None] | None = None) -> RunResult:
+            seed: int = 0, progress: Callable[[int], None] | None = None, metrics: Sequence[str] = ()
+            ) -> RunResult:
         """Run an allocator on a scenario with a seed, and compute its metrics.
 
         The seed draws the requests and, apart, the allocator's random
@@ -432,6 +497,8 @@ class Runner:
             seed: A non-negative integer.
             progress: Called with the number of requests done, every
                 hundredth of the run (None: not called).
+            metrics: Third-party metrics to compute besides dcbench's own
+                (`resolve`).
 
         Returns:
             The run's results, not yet written (`RunResult.write`).
@@ -450,7 +517,7 @@ class Runner:
 
         if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
             raise SpecError(f"a seed is a non-negative integer, got {seed!r}")
-        plan = self.resolve(allocator, topology, workload, requests)
+        plan = self.resolve(allocator, topology, workload, requests, metrics)
         network = plan.network
         n_requests = plan.requests
         run_id = run_id_of(plan, seed)
@@ -474,11 +541,15 @@ class Runner:
             "accepted": int((tables.requests["outcome"] == "accepted").sum()),
         }
         written_by = dict.fromkeys([*summary, *LATER_COLUMNS], "the core")
-        for entry in self.registry.entries("metric").values():
+        builtin_metrics = [entry for entry in self.registry.entries("metric").values() if entry.builtin]
+        columns_of: dict[str, tuple[str, ...]] = {}
+        for entry in [*builtin_metrics, *plan.metrics]:
             with blamed_on(entry, "failed"):  # (its columns too: a mapping may fail as it is read)
                 columns = entry.load()(RunTables(read_only_copy(tables.requests), read_only_copy(tables.timeline)),
                                        network.private_copy())
-                summary.update(metric_columns(entry, columns, written_by))
+                values = metric_columns(entry, columns, written_by)
+            summary.update(values)
+            columns_of[entry.name] = tuple(values)
         summary["dcbench_version"] = __version__
 
         provenance = {
@@ -491,6 +562,7 @@ class Runner:
             "requests": n_requests,
             "seed": seed,
             "plugins": {p.name: f"{p.distribution} {p.version}" for p in self.registry.plugins},
+            **({"metrics": [entry.name for entry in plan.metrics]} if plan.metrics else {}),
             "git_commit": git_commit(),
             "python": platform.python_version(),
             "numpy": np.__version__,
@@ -498,7 +570,7 @@ class Runner:
         notes = [*run_notes(tables.requests), *allocator_notes(plan.allocator_entry, allocator_obj)]
         if notes:
             provenance["notes"] = notes
-        return RunResult(run_id, summary, tables, provenance, notes)
+        return RunResult(run_id, summary, tables, provenance, notes, columns_of)
 
 
 def read_only_copy(columns: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:

@@ -49,6 +49,7 @@ class Job:
     requests: int | None
     seed: int
     run_id: str
+    metrics: tuple[str, ...] = ()  # the third-party metrics its run computes (`Runner.resolve`)
 
 
 def split_allocators(values: Iterable[str]) -> list[str]:
@@ -117,12 +118,14 @@ def described(suite: Suite) -> dict[str, Any]:
                            "seeds": list(s.seeds)} for s in suite.scenarios]}
 
 
-def plan(runner: Runner, suite: Suite, allocators: Sequence[str]) -> list[Job]:
+def plan(runner: Runner, suite: Suite, allocators: Sequence[str], metrics: Sequence[str] = ()) -> list[Job]:
     """Every run of the sweep, checked and identified before anything runs.
     An allocator given twice (``random,random``, or ``tetris`` and
     ``tetris:penalty=0.9``, its default) is refused: its runs would count
     twice in every mean and interval. ``suite`` is a registered suite, or
-    an ad-hoc sweep's (`adhoc_suite`)."""
+    an ad-hoc sweep's (`adhoc_suite`); every run computes the suite's
+    third-party ``metrics`` and those given."""
+    metrics = (*suite.metrics, *metrics)
     given: dict[str, str] = {}
     for allocator in allocators:
         resolved = resolved_allocator(runner.registry, allocator)
@@ -135,7 +138,8 @@ def plan(runner: Runner, suite: Suite, allocators: Sequence[str]) -> list[Job]:
     for scenario in suite.scenarios:
         for allocator in allocators:
             try:
-                resolved = runner.resolve(allocator, scenario.topology, scenario.workload, scenario.requests)
+                resolved = runner.resolve(allocator, scenario.topology, scenario.workload, scenario.requests,
+                                          metrics)
             except (SpecError, IncompatibleError) as exc:  # say where in the suite (a third-party one's specs)
                 where = "scenario" if is_adhoc_suite(suite) else f"suite {suite.name!r}, scenario"
                 raise type(exc)(f"{where} {scenario.label!r}: {exc}") from exc
@@ -146,7 +150,7 @@ def plan(runner: Runner, suite: Suite, allocators: Sequence[str]) -> list[Job]:
                                       f"{scenario_of[run_id]!r} and {scenario.label!r}, which resolve to the same "
                                       "runs; they would count twice in every mean: report it to the plugin's authors")
                 jobs.append(Job(scenario.label, allocator, scenario.topology, scenario.workload,
-                                scenario.requests, seed, run_id))
+                                scenario.requests, seed, run_id, tuple(metrics)))
     return jobs
 
 
@@ -159,7 +163,8 @@ def _run(job: Job) -> Any:
     global _WORKER_RUNNER
     if _WORKER_RUNNER is None or _WORKER_RUNNER.registry is not get_registry():
         _WORKER_RUNNER = Runner()
-    return _WORKER_RUNNER.run(job.allocator, job.topology, job.workload, job.requests, job.seed)
+    return _WORKER_RUNNER.run(job.allocator, job.topology, job.workload, job.requests, job.seed,
+                              metrics=job.metrics)
 
 
 def execute(job: Job, out_dir: Path) -> str:

@@ -46,6 +46,9 @@ class Suite:
         primary_metric: The summary column that ranks allocators.
         higher_is_better: Whether a larger ``primary_metric`` ranks higher.
         figures: Its figures' ``"module:attr"``, or None.
+        metrics: Third-party metrics its runs compute besides dcbench's
+            own (a run computes only the metrics it asks for, so that
+            installing a metric plugin changes no other run).
         plugin: The plugin that registered it: set by the registry, not
             compared.
     """
@@ -56,4 +59,5 @@ class Suite:
     primary_metric: str = "acceptance_ratio"
     higher_is_better: bool = True
     figures: str | None = None
+    metrics: tuple[str, ...] = ()
     plugin: str = field(default="", compare=False)

@@ -323,8 +323,8 @@ def register_metrics(register):
 
 
 @pytest.mark.parametrize("command", [
-    ["run", "-a", "chatty", "-t", "tiered:8,1x4", "-n", "6", "-q"],
-    ["sweep", "-s", "nara2022", "-a", "chatty", "-j", "1", "-q"],
+    ["run", "-a", "chatty", "-t", "tiered:8,1x4", "-n", "6", "-q", "-m", "chatty_metric"],
+    ["sweep", "-s", "nara2022", "-a", "chatty", "-j", "1", "-q", "-m", "chatty_metric"],
     ["bench", "-a", "chatty", "-t", "tiered:8,1x4", "-n", "6", "--repeat", "1"],
 ])
 def test_what_a_plugin_prints_goes_to_stderr_not_into_the_results(tmp_path, monkeypatch, fresh_registry, command):
@@ -343,6 +343,40 @@ def test_what_a_plugin_prints_goes_to_stderr_not_into_the_results(tmp_path, monk
     for said in ("imported", "registering", "allocating", "measuring"):
         if command[0] != "bench" or said != "measuring":  # (bench computes no metrics)
             assert f"chatty: {said}" in result.stderr
+
+
+BROKEN = '''
+from dcbench import hookimpl
+from dcbench.plugins.allocators.tetris import TetrisAllocator
+
+
+class Broken(TetrisAllocator):
+    def allocate(self, request, state):
+        raise RuntimeError("oops")
+
+
+@hookimpl
+def register_allocators(register):
+    register("broken", Broken, description="Tetris that raises")
+'''
+
+
+def test_bench_leaves_a_broken_third_party_allocator_out_of_its_default_set_with_one_line(
+        tmp_path, monkeypatch, fresh_registry):
+    import importlib.metadata
+
+    (tmp_path / "tp_broken.py").write_text(BROKEN)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "tp_broken", raising=False)
+    monkeypatch.setattr(importlib.metadata, "entry_points",
+                        lambda group: [importlib.metadata.EntryPoint("broken", "tp_broken", group)])
+    result = CliRunner().invoke(cli, ["bench", "-t", "tiered:8,1x4", "-n", "6", "--repeat", "1"])
+    assert result.exit_code == 0, result.output
+    assert "| tetris |" in result.stdout and "broken" not in result.stdout
+    (line,) = [line for line in result.stderr.splitlines() if "broken" in line]
+    assert "bench leaves out allocator" in line and "RuntimeError: oops" in line and "name it with -a" in line
+    named = CliRunner().invoke(cli, ["bench", "-a", "broken", "-t", "tiered:8,1x4", "-n", "6", "--repeat", "1"])
+    assert named.exit_code == 2 and "RuntimeError: oops" in named.output
 
 
 def table_rows(output):
@@ -436,7 +470,9 @@ def test_a_third_party_metric_is_in_the_run_table_by_its_column_declaration(tmp_
     monkeypatch.delitem(sys.modules, "tp_paths", raising=False)
     monkeypatch.setattr(importlib.metadata, "entry_points",
                         lambda group: [importlib.metadata.EntryPoint("paths", "tp_paths", group)])
-    result = invoke("run", "-a", "tetris", "-t", "tiered:8,1x4", "-n", "16", "--out", str(tmp_path / "out"))
+    run = ("run", "-a", "tetris", "-t", "tiered:8,1x4", "-n", "16", "--out", str(tmp_path / "out"))
+    assert "path_share" not in table_rows(invoke(*run).output)  # not asked for: not computed
+    result = invoke(*run, "-m", "paths")
     assert result.exit_code == 0, result.output
     rows = table_rows(result.output)
     assert rows["path_share"] == ("share of paths ↓", "0.250")  # after the built-in metrics', as registered

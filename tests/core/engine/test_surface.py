@@ -330,7 +330,6 @@ def fussy(tmp_path, monkeypatch):
     return Runner(registry), importlib.import_module("tp_fussy")
 
 
-@pytest.mark.xfail(reason="Runner.resolve calls check() — wired by the runner's owner", strict=False)
 def test_a_spec_error_from_check_stops_the_run_before_it_starts(fussy):
     runner, module = fussy
     assert runner.run("fussy:k=4", "tiered:8,1x4", requests=5).summary["requests"] == 5
@@ -340,7 +339,6 @@ def test_a_spec_error_from_check_stops_the_run_before_it_starts(fussy):
     assert module.RESET == []  # refused before any allocator was reset
 
 
-@pytest.mark.xfail(reason="Runner.resolve calls check() — wired by the runner's owner", strict=False)
 def test_anything_else_from_check_is_the_plugins_bug(fussy):
     runner, _ = fussy
     with pytest.raises(dcbench.PluginError, match=r"fussy.*check\(network\).*KeyError"):

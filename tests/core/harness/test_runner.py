@@ -7,7 +7,8 @@ import pytest
 
 from dcbench import IncompatibleError, PluginError, SpecError, UnknownPluginError
 from dcbench.harness import Runner
-from dcbench.harness.runner import run_hash
+from dcbench.harness.runner import metrics_of, run_hash
+from dcbench.harness.summary import RUN_IDENTITY
 from dcbench.registry import create_registry
 
 
@@ -276,13 +277,13 @@ def test_a_metric_returns_new_columns_of_numbers_only(probe, monkeypatch, column
     runner, module = probe
     monkeypatch.setattr(module, "METRIC_COLUMNS", columns)
     with pytest.raises(PluginError, match=probe_error("metric 'probe_metric'", problem)):
-        runner.run("tetris", "tiered:8,1x4", requests=8)
+        runner.run("tetris", "tiered:8,1x4", requests=8, metrics=["probe_metric"])
 
 
 def test_a_metric_adds_its_own_columns(probe, monkeypatch):
     runner, module = probe
     monkeypatch.setattr(module, "METRIC_COLUMNS", {"mine": np.int64(3), "also_mine": 0.5})
-    summary = runner.run("tetris", "tiered:8,1x4", requests=8).summary
+    summary = runner.run("tetris", "tiered:8,1x4", requests=8, metrics=["probe_metric"]).summary
     assert summary["mine"] == 3.0 and summary["also_mine"] == 0.5 and summary["seed"] == 0
 
 
@@ -360,9 +361,9 @@ def test_a_metric_cannot_change_the_tables_that_are_written_or_the_network(probe
     monkeypatch.setattr(module, "TAMPER", Tampering(target))
     if error is not None:
         with pytest.raises(PluginError, match=probe_error("metric 'probe_metric'", f"failed: {error}")):
-            runner.run("tetris", "tiered:8,1x4", requests=16)
+            runner.run("tetris", "tiered:8,1x4", requests=16, metrics=["probe_metric"])
     else:
-        result = runner.run("tetris", "tiered:8,1x4", requests=16)
+        result = runner.run("tetris", "tiered:8,1x4", requests=16, metrics=["probe_metric"])
         assert "outcome" in result.tables.requests and result.summary["accepted"] < 16
         untouched = Runner().run("tetris", "tiered:8,1x4", requests=16)
         for table in ("requests", "timeline"):
@@ -411,8 +412,51 @@ def test_a_third_party_plugins_release_makes_new_run_ids_and_builtin_runs_keep_t
 
     plans = {version: Runner(create_registry([Released(version)])) for version in ("0.1", "0.2")}
     first, second = (plans[v].resolve("released", "tiered:8,1x4", requests=10) for v in ("0.1", "0.2"))
-    assert first.fingerprint == "plugin dcbench-released 0.1" and second.fingerprint == "plugin dcbench-released 0.2"
+    # the release and its source (`src=`, a digest of the package's files: the same in both here)
+    assert re.fullmatch(r"plugin dcbench-released 0\.1 src=[0-9a-f]{12}", first.fingerprint)
+    assert second.fingerprint == first.fingerprint.replace(" 0.1 ", " 0.2 ")
     assert run_id_of(first, 0) != run_id_of(second, 0)
     builtin = plans["0.1"].resolve("random", "tiered:8,1x4", requests=10)
     assert builtin.fingerprint == "" and run_id_of(builtin, 0) == run_id_of(Runner().resolve(
         "random", "tiered:8,1x4", requests=10), 0)
+
+
+def test_an_installed_metric_changes_no_run_that_does_not_ask_for_it(probe, monkeypatch):
+    runner, module = probe
+    monkeypatch.setattr(module, "METRIC_COLUMNS", {"mine": 1.0})
+    builtins_only = Runner(create_registry([])).run("tetris", "tiered:8,1x4", requests=16, seed=2)
+    plain = runner.run("tetris", "tiered:8,1x4", requests=16, seed=2)
+    assert plain.run_id == builtins_only.run_id
+    assert list(plain.summary) == list(builtins_only.summary) and "mine" not in plain.summary
+    assert plain.summary["allocator_fingerprint"] == ""
+    assert "metrics" not in plain.provenance
+    monkeypatch.setattr(module, "METRIC_COLUMNS", {"mine": "broken"})  # fails the runs that ask, only them
+    assert runner.run("tetris", "tiered:8,1x4", requests=16, seed=2).run_id == plain.run_id
+    with pytest.raises(PluginError, match="metric 'probe_metric'"):
+        runner.run("tetris", "tiered:8,1x4", requests=16, seed=2, metrics=["probe_metric"])
+
+
+def test_a_metric_asked_for_adds_its_columns_and_enters_the_run_id(probe, monkeypatch):
+    runner, module = probe
+    monkeypatch.setattr(module, "METRIC_COLUMNS", {"mine": 1.0})
+    plain = runner.run("tetris", "tiered:8,1x4", requests=16, seed=2)
+    asked = runner.run("tetris", "tiered:8,1x4", requests=16, seed=2, metrics=["probe_metric"])
+    assert asked.run_id != plain.run_id and asked.summary["mine"] == 1.0
+    assert asked.metric_columns["probe_metric"] == ("mine",)
+    name = asked.provenance["metrics"][0]
+    assert metrics_of(asked.summary["allocator_fingerprint"]) == (name,)
+    identity = ("mine", "run_id", "allocator_fingerprint")
+    assert repr({k: v for k, v in asked.summary.items() if k not in identity}) == \
+        repr({k: v for k, v in plain.summary.items() if k not in identity})  # (repr: NaN is NaN)
+    # the row says by itself what made it: its id is the hash of its columns, as a submission's check recomputes
+    assert run_hash(*(asked.summary[c] for c in RUN_IDENTITY[1:])) == asked.run_id
+    # asking twice, or for dcbench's own metrics too, is the same run
+    again = runner.run("tetris", "tiered:8,1x4", requests=16, seed=2, metrics=["acceptance", name, "probe_metric"])
+    assert again.run_id == asked.run_id and list(again.summary) == list(asked.summary)
+    assert runner.run("tetris", "tiered:8,1x4", requests=16, seed=2, metrics=["acceptance"]).run_id == plain.run_id
+
+
+def test_an_unknown_metric_asked_for_is_a_spec_error(probe):
+    runner, _ = probe
+    with pytest.raises(UnknownPluginError, match="unknown metric 'nosuch'"):
+        runner.resolve("tetris", "tiered:8,1x4", metrics=["nosuch"])

@@ -1,3 +1,4 @@
+import dataclasses
 import json
 import os
 import shutil
@@ -12,7 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 
-from dcbench import ResultsError, SpecError
+from dcbench import ResultsError, SpecError, UnknownPluginError
 from dcbench.commands import cli
 from dcbench.harness.sweep import split_allocators
 
@@ -321,10 +322,93 @@ def test_runs_in_this_process_use_the_plugins_loaded_now(tmp_path, monkeypatch, 
     from dcbench.registry import reset_registry
 
     with_plugin(tmp_path, monkeypatch, "counting", COUNTING_METRIC)
-    job = sweeps.Job("small", "random", "tiered:8,1x4", None, 8, 0, "")
+    job = sweeps.Job("small", "random", "tiered:8,1x4", None, 8, 0, "", metrics=("counting",))
     assert sweeps._run(job).summary["counted"] == 8.0
     reset_registry()  # the plugin uninstalled, say: a sweep with -j 1 must not run with it still
-    assert "counted" not in sweeps._run(job).summary
+    with pytest.raises(UnknownPluginError, match="unknown metric 'counting'"):
+        sweeps._run(job)
+    assert "counted" not in sweeps._run(dataclasses.replace(job, metrics=())).summary
+
+
+BUSY_PLUGIN = '''
+from dcbench import Column, Scenario, Suite, hookimpl
+
+@hookimpl
+def register_metrics(register):
+    register("busy", busy, columns=[Column("busy_share", "share busy", "lower", headline=True,
+                                           description="Requests accepted"),
+                                    Column("idle_share", "share idle", "higher", description="Requests refused")])
+
+def busy(tables, network):
+    accepted = float((tables.requests["outcome"] == "accepted").mean())
+    return {"busy_share": accepted, "idle_share": 1 - accepted}
+
+@hookimpl
+def register_suites(register):
+    register(Suite("busy_suite", (Scenario("tiered:8,1x4", requests=8, seeds=(0, 1)),), metrics=("busy",),
+                   primary_metric="busy_share", higher_is_better=False))
+'''
+
+
+def test_a_third_party_metric_runs_where_a_suite_or_an_option_asks_for_it_and_nowhere_else(tmp_path, monkeypatch):
+    with_plugin(tmp_path, monkeypatch, "busy", BUSY_PLUGIN)
+    runner = CliRunner()
+    out = tmp_path / "busy"
+    swept = runner.invoke(cli, ["sweep", "-s", "busy_suite", "-a", "random,tetris", "--out", str(out), "-q", "-j", "1"])
+    assert swept.exit_code == 0, swept.output
+    assert pq.read_table(out / "summary.parquet").column("busy_share").null_count == 0
+    adhoc = ["sweep", "-t", "tiered:8,1x4", "-n", "8", "--seeds", "1", "-a", "tetris", "-q", "-j", "1", "--out"]
+    assert runner.invoke(cli, [*adhoc, str(tmp_path / "plain")]).exit_code == 0
+    assert "busy_share" not in pq.read_table(tmp_path / "plain" / "summary.parquet").column_names
+    assert runner.invoke(cli, [*adhoc, str(tmp_path / "asked"), "-m", "busy"]).exit_code == 0
+    assert "busy_share" in pq.read_table(tmp_path / "asked" / "summary.parquet").column_names
+    shown = runner.invoke(cli, ["run", "-a", "tetris", "-t", "tiered:8,1x4", "-n", "8", "-m", "busy",
+                                "--out", str(tmp_path / "runs")])
+    assert shown.exit_code == 0 and "share busy ↓" in shown.stdout and "busy_share" in shown.stdout
+    not_shown = runner.invoke(cli, ["run", "-a", "tetris", "-t", "tiered:8,1x4", "-n", "8",
+                                    "--out", str(tmp_path / "runs")])
+    assert not_shown.exit_code == 0 and "busy" not in not_shown.stdout
+    unknown = runner.invoke(cli, ["run", "-a", "tetris", "-t", "tiered:8,1x4", "-m", "bussy"])
+    assert unknown.exit_code == 2 and "unknown metric 'bussy'" in unknown.output
+
+
+def test_a_submission_is_ranked_as_it_was_submitted_where_its_plugin_is_not_installed(tmp_path, monkeypatch):
+    import dcbench.registry
+
+    with_plugin(tmp_path, monkeypatch, "busy", BUSY_PLUGIN)
+    runner = CliRunner()
+    out, root = tmp_path / "busy", tmp_path / "board"
+    swept = runner.invoke(cli, ["sweep", "-s", "busy_suite", "-a", "random,tetris", "--out", str(out), "-q", "-j", "1"])
+    assert swept.exit_code == 0, swept.output
+    submitted = runner.invoke(cli, ["leaderboard", "--root", str(root), "submit", str(out)])
+    assert submitted.exit_code == 0, submitted.output
+    (record,) = (json.loads(p.read_text()) for p in root.glob("submissions/*/submission.json"))
+    assert record["ranked_by"] == {"metric": "busy_share", "higher_is_better": False}
+    assert [c["name"] for c in record["columns"]][-2:] == ["busy_share", "idle_share"]
+    assert runner.invoke(cli, ["leaderboard", "--root", str(root)]).exit_code == 0
+    with_plugin_page = (root / "README.md").read_text()
+    monkeypatch.setattr(dcbench.registry.manager, "_REGISTRY", dcbench.registry.create_registry([]))  # uninstalled
+    rebuilt = runner.invoke(cli, ["leaderboard", "--root", str(root)])
+    assert rebuilt.exit_code == 0, rebuilt.output
+    page = (root / "README.md").read_text()
+    for built in (with_plugin_page, page):  # ranked, and its other column shown, as the plugin declares them
+        assert "Ranked by `busy_share` (lower is better)" in built and "| busy_share | Δ vs best baseline |" in built
+        assert " idle_share |" in built
+    record.pop("ranked_by")  # a submission of an older dcbench records nothing: ranked by default, and said so
+    record.pop("columns")
+    (path,) = root.glob("submissions/*/submission.json")
+    path.write_text(json.dumps(record))
+    old = runner.invoke(cli, ["leaderboard", "--root", str(root)])
+    assert old.exit_code == 0 and "Ranked by `acceptance_ratio` (higher is better)" in (root / "README.md").read_text()
+    assert "'busy_suite' is not installed here and its submissions record no ranking" in old.stderr
+    for damage, problem in [({"ranked_by": {"metric": "nosuch", "higher_is_better": True}, "columns": []},
+                             "its submission.json's ranked_by is not {metric: a column of its summary"),
+                            ({"ranked_by": {"metric": "busy_share", "higher_is_better": False}, "columns": [{}]},
+                             "its submission.json's columns are not column declarations"),
+                            ({"ranks": "busy_share"}, "its submission.json has unknown keys ['ranks']")]:
+        path.write_text(json.dumps({**record, **damage}))
+        damaged = runner.invoke(cli, ["leaderboard", "--root", str(root)])
+        assert damaged.exit_code == 2 and problem in damaged.output, damaged.output
 
 
 def test_a_sweep_removes_what_killed_commands_left_in_its_folder_and_nothing_else(random_sweep, tmp_path):

@@ -1,28 +1,12 @@
-"""First fit: the lowest-numbered server that can still help, rack by rack.
-
-A complete third-party allocator: a policy on top of dcbench's pool builder,
-a parameter, and the registration hook.
-"""
+"""The plugin module the entry point names: one hook per kind, each
+registering what this package adds to dcbench."""
 
 from __future__ import annotations
 
-import numpy as np
-
-from dcbench import Param, PoolAllocator, PoolBuilder, hookimpl
-
-
-class FirstFit(PoolAllocator):
-    def __init__(self, stay_in_rack: bool = True):
-        self.stay_in_rack = stay_in_rack
-
-    def choose(self, builder: PoolBuilder, allowed: np.ndarray) -> int:
-        candidates = np.flatnonzero(allowed)
-        if self.stay_in_rack and builder.chosen:
-            rack = self.network.racks[builder.chosen[-1]]
-            same_rack = candidates[self.network.racks[candidates] == rack]
-            if len(same_rack):
-                return int(same_rack[0])
-        return int(candidates[0])
+from dcbench import Column, Param, Scenario, Suite, hookimpl
+from dcbench_firstfit.allocator import FirstFit
+from dcbench_firstfit.metric import rack_locality
+from dcbench_firstfit.workload import CpuHeavy
 
 
 @hookimpl
@@ -34,3 +18,40 @@ def register_allocators(register):
         params=[Param("stay_in_rack", bool, True, "prefer servers in the rack of the previous pick")],
         demands=("pool",),
     )
+
+
+@hookimpl
+def register_workloads(register):
+    register(
+        "cpuheavy",
+        CpuHeavy,
+        description="CPU-heavy requests: half to all of max_cpu, at most max_mem memory",
+        params=[Param("max_cpu", int, 96, "largest CPU demand", minimum=2),
+                Param("max_mem", int, 16, "largest memory demand", minimum=1),
+                Param("hold", int, 30, "longest holding time", minimum=1, maximum=100_000)],
+    )
+
+
+@hookimpl
+def register_metrics(register):
+    register(
+        "locality",
+        rack_locality,
+        description="rack_local_share: accepted requests placed within one rack",
+        columns=[Column("rack_local_share", "within one rack", "higher", demands=("pool",), headline=True,
+                        description="Share of accepted requests placed within one rack")],
+    )
+
+
+@hookimpl
+def register_suites(register):
+    # A suite asks for the third-party metrics its runs compute: dcbench's own always run.
+    register(Suite(
+        "firstfit-small",
+        scenarios=(Scenario("tiered:8,1x4", "uniform", requests=64, seeds=(0, 1, 2), name="uniform-8"),
+                   Scenario("tiered:8,1x4", "cpuheavy", requests=64, seeds=(0, 1, 2), name="cpuheavy-8"),
+                   Scenario("tiered:16,1x8", "cpuheavy", requests=64, seeds=(0, 1, 2), name="cpuheavy-16")),
+        description="First fit's home ground: small tiered fabrics, uniform and CPU-heavy requests, seeds 0..2",
+        metrics=("locality",),
+        primary_metric="acceptance_ratio",
+    ))

@@ -131,6 +131,8 @@ def suite_problem(suite: Any) -> str | None:
         return f"higher_is_better={suite.higher_is_better!r} is not True or False"
     if suite.figures is not None and not (isinstance(suite.figures, str) and _loadable(suite.figures)):
         return f"figures={_short_repr(suite.figures)} is not a 'module:attr' string"
+    if not isinstance(suite.metrics, (list, tuple)) or not all(isinstance(m, str) and m for m in suite.metrics):
+        return f"metrics={_short_repr(suite.metrics)} is not a tuple of metric names"
     if not isinstance(suite.scenarios, (list, tuple)) or not suite.scenarios:
         return "it has no scenarios; give scenarios=[dcbench.Scenario(...), ...]"
     labels: set[Any] = set()

@@ -430,6 +430,7 @@ def register_suites(register):
     register(Suite("zero_requests", (Scenario(TIERED, requests=0),)))
     register(Suite("same_label", (Scenario(TIERED), Scenario(TIERED, "uniform:pairs=reference"))))
     register(Suite("metric_none", (Scenario(TIERED),), primary_metric=None))
+    register(Suite("metrics_text", (Scenario(TIERED),), metrics="locality"))
     register(Suite("fine", [Scenario(TIERED, seeds=[0, 1]), Scenario(TIERED, name="again")]))
 '''
 
@@ -443,6 +444,7 @@ def register_suites(register):
     ("zero_requests", "scenario 'tiered:8,1x4' has requests=0, not a positive integer or None"),
     ("same_label", "two scenarios are labelled 'tiered:8,1x4'; give each its own name="),
     ("metric_none", "primary_metric=None is not a summary column's name"),
+    ("metrics_text", "metrics='locality' is not a tuple of metric names"),
 ])
 def test_an_unusable_suite_is_skipped_with_a_warning(tmp_path, monkeypatch, name, fragment):
     (tmp_path / "tp_suites.py").write_text(SUITES)
@@ -454,7 +456,7 @@ def test_an_unusable_suite_is_skipped_with_a_warning(tmp_path, monkeypatch, name
     suites = registry.entries("suite")
     assert name not in suites and "fine" in suites and "nara2022" in suites
     assert sum(f"plugin 'suites' registers suite {name!r}: {fragment}" in m for m in plugin_warnings(caught)) == 1
-    assert len(registry.failures) == 8
+    assert len(registry.failures) == 9
 
 
 def test_a_plugin_that_exits_while_loading_is_reported_not_obeyed(tmp_path, monkeypatch):

@@ -357,6 +357,8 @@ def test_a_third_party_metric_runs_where_a_suite_or_an_option_asks_for_it_and_no
     swept = runner.invoke(cli, ["sweep", "-s", "busy_suite", "-a", "random,tetris", "--out", str(out), "-q", "-j", "1"])
     assert swept.exit_code == 0, swept.output
     assert pq.read_table(out / "summary.parquet").column("busy_share").null_count == 0
+    report = runner.invoke(cli, ["report", str(out)])
+    assert report.exit_code == 0 and "#### Requests accepted" in report.stdout  # its declared description
     adhoc = ["sweep", "-t", "tiered:8,1x4", "-n", "8", "--seeds", "1", "-a", "tetris", "-q", "-j", "1", "--out"]
     assert runner.invoke(cli, [*adhoc, str(tmp_path / "plain")]).exit_code == 0
     assert "busy_share" not in pq.read_table(tmp_path / "plain" / "summary.parquet").column_names

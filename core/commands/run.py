@@ -162,19 +162,26 @@ def run(allocator: str, topology: str, workload: str | None, requests: int | Non
                       getattr(plan.workload_model, "kind", "pool"), registry, list(asked_columns))
 
 
+ENVS = ("envs", "env")  # `dcbench list envs`: the Gymnasium ids of the suites' scenarios
+
+
 @click.command(name="list")
 @click.argument("kind", required=False, metavar="[KIND|NAME]")
 def list_(kind: str | None) -> None:
     """List topologies, workloads, allocators, metrics and suites; `list KIND`
-    lists one kind, `list NAME` shows one plugin with every parameter."""
+    lists one kind, `list NAME` shows one plugin with every parameter, and
+    `list envs` the Gymnasium environment of every suite scenario."""
     from dcbench.spec import unknown
 
     registry = load_registry()
+    if kind in ENVS:
+        list_envs(registry)
+        return
     if kind is not None and kind not in KIND_ALIASES:
         named = [(current, registry.entries(current)[kind]) for current in KINDS if kind in registry.entries(current)]
         if not named:
             names = sorted({name for current in KINDS for name in registry.entries(current)})
-            raise UserError(unknown("kind or plugin", kind, [PLURALS[k] for k in KINDS] + names,
+            raise UserError(unknown("kind or plugin", kind, [PLURALS[k] for k in KINDS] + [ENVS[0]] + names,
                                     plural="kinds and plugins"))
         for current, entry in named:
             show_entry(current, entry)
@@ -200,6 +207,37 @@ def list_(kind: str | None) -> None:
                 details.append(f"from: {entry.plugin}")
             for detail in details:
                 click.echo(f"  {'':<16}   {detail}")
+
+
+def list_envs(registry: Registry) -> None:
+    """`dcbench list envs`: one line per registered environment id (docs/envs.md)."""
+    import dcbench.envs as envs
+    from dcbench.errors import DcbenchError
+    from dcbench.harness.runner import Runner
+
+    runner = Runner(registry)
+    rows = []
+    for env in envs.suite_envs(registry):
+        scenario = env.scenario
+        try:
+            measured, warmup = envs.scenario_episode(scenario, runner)
+            episode = f"{measured:,}" + (f" + {warmup:,} warm-up" if warmup else "")
+        except DcbenchError as exc:
+            episode = f"n/a ({exc})"
+        seeds = ",".join(str(seed) for seed in scenario.seeds)
+        rows.append((env.id, env.suite, scenario.label, scenario.topology,
+                     scenario.workload or "(its default)", episode, seeds))
+    click.secho("environments", bold=True)
+    if not rows:
+        click.echo("  (none)")
+        return
+    header = ("id", "suite", "scenario", "topology", "workload", "requests/episode", "test seeds")
+    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header) - 1)]
+    for row in [header, *rows]:
+        click.echo("  " + "  ".join(cell.ljust(width) for cell, width in zip(row, widths)) + "  " + row[-1])
+    click.echo(f"  and {envs.ALLOCATION_ENV_ID} for any topology and workload; train on seeds from "
+               f"{envs.TRAINING_SEEDS_FROM:,} up outside {envs.VALIDATION_SEEDS.start:,}.."
+               f"{envs.VALIDATION_SEEDS.stop - 1:,} (validation), never the test seeds (docs/envs.md)")
 
 
 def show_entry(kind: str, entry: Any) -> None:

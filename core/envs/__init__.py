@@ -22,6 +22,7 @@ one per step (what an actor-critic learner stores per sample)."""
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from numbers import Real
 from typing import Any
 
@@ -30,62 +31,35 @@ import numpy as np
 
 from dcbench.engine.jobs import PLACED, JobBuilder
 from dcbench.engine.pool import PoolBuilder
-from dcbench.engine.simulation import Simulation
-from dcbench.envs.features import JobFeatures, PoolFeatures
+from dcbench.engine.simulation import ACCEPTED, SKIPPED, Simulation
+from dcbench.envs.features import NODE_KINDS, JobFeatures, PoolFeatures, StaticGraph
+from dcbench.envs.hints import HINT_FEATURES, PoolHints, hint_names
+from dcbench.envs.rewards import FAILURE_REWARD, SUCCESS_REWARD, _floor_latency_ns, job_step_rewards
+from dcbench.envs.suites import (
+    TRAINING_SEEDS_FROM,
+    VALIDATION_SEEDS,
+    SeedSplit,
+    SuiteEnv,
+    env_id,
+    find_scenario,
+    register_suite_envs,
+    scenario_episode,
+    suite_envs,
+    warmup_requests,
+)
 from dcbench.errors import AllocatorError, SpecError
 from dcbench.harness.runner import Runner, draw_requests
-from dcbench.model.network import Circuits, Network
-from dcbench.model.requests import PacketModel
+from dcbench.model.network import Network
+from dcbench.model.suite import Scenario
 from dcbench.spec import Range
 
-__all__ = ["AllocationEnv", "PoolFeatures", "JobFeatures", "job_step_rewards", "SUCCESS_REWARD", "FAILURE_REWARD"]
-
-SUCCESS_REWARD = 10.0
-
-
-FAILURE_REWARD = -10.0
+__all__ = ["AllocationEnv", "PoolFeatures", "JobFeatures", "job_step_rewards", "SUCCESS_REWARD", "FAILURE_REWARD",
+           "ScenarioEnv", "SeedSplit", "SuiteEnv", "StaticGraph", "PoolHints", "HINT_FEATURES", "NODE_KINDS",
+           "TRAINING_SEEDS_FROM", "VALIDATION_SEEDS", "ALLOCATION_ENV_ID", "env_id", "suite_envs",
+           "register_suite_envs", "scenario_episode"]
 
 
-def job_step_rewards(steps: int, blocked_at: int | None, latency_ns: float, reconfigured: bool,
-                     alpha: float = 100.0, reconfiguration_cost: float = 25.0, vms: int | None = None) -> list[float]:
-    """The OCS paper's Eq. 1 for the ``steps`` decisions taken for one job
-    of ``vms`` VMs (K; ``steps`` by default).
-
-    Blocked at step k (0-based, the last decision taken: a job whose next
-    VM fits nowhere, or whose traffic cannot be routed, is blocked at the
-    decision before): −K for step k, 0.5 for the steps before it. Served:
-    1 + α / l for every step, minus Φ_reconf if the job needed a
-    reconfiguration; l is the network-wide mean latency in nanoseconds right
-    after the job is committed.
-
-    Args:
-        steps: The decisions taken for the job.
-        blocked_at: The step it was blocked at, or None where it was served.
-        latency_ns: l (ns); where it is not positive the α / l term is left out.
-        reconfigured: Whether serving it needed a reconfiguration.
-        alpha: α.
-        reconfiguration_cost: Φ_reconf.
-        vms: K, the job's VMs (None: ``steps``).
-
-    Returns:
-        One reward per step: ``steps`` of them where served,
-        ``blocked_at + 1`` where blocked.
-    """
-    if blocked_at is not None:
-        return [0.5] * blocked_at + [-float(vms if vms is not None else steps)]
-    reward = 1.0 + (alpha / latency_ns if latency_ns > 0 else 0.0)
-    if reconfigured:
-        reward -= reconfiguration_cost
-    return [reward] * steps
-
-
-def _floor_latency_ns(packets: PacketModel | None, circuits: Circuits | None) -> float:
-    """One packet's transmission time on one circuit (ns): the latency of a
-    packet that waits for nothing. Where the sequence has no packet model or
-    the topology no circuits, the OCS paper's 296-byte packets and 40 Gbps
-    circuits stand in."""
-    packet_bits = 8.0 * (packets.packet_bytes if packets is not None else 296)
-    return packet_bits / float(circuits.port_gbps if circuits is not None else 40.0)
+ALLOCATION_ENV_ID = "dcbench/Allocation-v0"  # AllocationEnv: any topology and workload
 
 
 def _shown(value: Any) -> str:
@@ -135,15 +109,33 @@ class AllocationEnv(gym.Env):
     taken as true) lets the job builder reconfigure circuits where the
     topology can. Settings of the wrong type or range are a `SpecError`.
 
+    The observation's "action_mask" is the decision's allowed actions, and
+    `action_masks` returns it as booleans (what sb3-contrib's MaskablePPO
+    calls, through ``get_wrapper_attr``). Where no decision is pending (the
+    observation that ends an episode, or a reset whose episode has no
+    decision at all) the observation is zeros with an all-ones mask, so that
+    a masked policy sampling it (a vector env's next-step autoreset) never
+    sees an empty mask; the action it picks there is never taken.
+
+    ``hints`` adds the per-server `PoolHints` (pools only) as
+    "hint_features"; `graph` is the static graph of "node_features" and
+    "edge_features". ``reset()`` without a seed draws a training seed of at
+    least 3,000,000 (`SeedSplit`). The ``info`` of the step that ends an
+    episode has ``measured_acceptance_ratio``: the acceptance over the
+    measured requests offered, what dcbench's metrics count (a workload's
+    warm-up left out; the OCS suite's blocking probability is 1 minus it).
+
     Args:
         topology: The topology spec.
         workload: The workload spec (None: the topology's default).
-        requests: Requests per episode.
+        requests: Requests per episode (a workload's warm-up included).
         runner: Resolves the scenario (None: a new `Runner` on the
             process's plugins).
         alpha: α of the jobs' reward.
         reconfiguration_cost: Φ_reconf of the jobs' reward.
         reconfigure: Whether the job builder may reconfigure circuits.
+        hints: The `PoolHints` in the observation: False (none), True
+            (all of `HINT_FEATURES`) or a sequence of their names.
 
     Attributes:
         plan: The resolved scenario (`ResolvedRun`).
@@ -157,6 +149,11 @@ class AllocationEnv(gym.Env):
         reconfiguration_cost: Φ_reconf, a float.
         builder: The `PoolBuilder` or `JobBuilder` the steps drive.
         features: The `PoolFeatures` or `JobFeatures` that observe them.
+        graph: The `StaticGraph` the observations describe.
+        hints: The names of the hint features in the observation (empty
+            without).
+        seeds: Which seeds are for what (`SeedSplit`; no test seeds here,
+            a suite's in `ScenarioEnv`).
         action_space: Discrete: a server for pools, a rack for jobs.
         observation_space: The features' space.
         simulation: The engine's loop of the episode (None before `reset`).
@@ -164,10 +161,11 @@ class AllocationEnv(gym.Env):
             the least l of the episode (NaN before `reset`).
         accepted: Requests accepted so far in the episode (set by `reset`).
         offered: Requests settled so far in the episode (set by `reset`).
+        episode_seed: The seed of the episode under way (None before `reset`).
 
     Raises:
         SpecError: A setting of the wrong type or range, or a malformed
-            spec or parameter.
+            spec or parameter; hints for jobs.
         UnknownPluginError: A spec names no registered plugin.
         IncompatibleError: The topology serves no demand of the workload's kind.
         PluginError: A third-party plugin failed to build the scenario.
@@ -177,7 +175,7 @@ class AllocationEnv(gym.Env):
 
     def __init__(self, topology: str = "tiered:32,1x4", workload: str | None = None, requests: int = 32,
                  runner: Runner | None = None, alpha: float = 100.0, reconfiguration_cost: float = 25.0,
-                 reconfigure: bool = True):
+                 reconfigure: bool = True, hints: bool | Sequence[str] = False):
         for name, value, example in (("topology", topology, "tiered:32,1x4"), ("workload", workload, "uniform")):
             if not isinstance(value, str) and not (name == "workload" and value is None):
                 raise SpecError(f"{name} must be a spec such as {example!r}, got {_shown(value)}")
@@ -187,6 +185,7 @@ class AllocationEnv(gym.Env):
         self.reconfiguration_cost = _reward_weight("reconfiguration_cost", reconfiguration_cost)
         if not isinstance(reconfigure, (bool, np.bool_)):
             raise SpecError(f"reconfigure must be True or False, got {_shown(reconfigure)}")
+        self.hints = hint_names(hints)
         runner = runner or Runner()
         plan = runner.resolve_scenario(topology, workload, requests)
         self.plan = plan
@@ -196,17 +195,23 @@ class AllocationEnv(gym.Env):
         self.requests = plan.requests
         self.spec_text = {"topology": plan.topology, "workload": plan.workload}
         if self.kind == "job":
+            if self.hints:
+                raise SpecError("hints are per-server features of pool steps; a job step (a rack per VM) has none")
             self.builder = JobBuilder(self.network, bool(reconfigure))
             self.features = JobFeatures(self.network, self.builder)
             self.action_space = gym.spaces.Discrete(self.network.n_racks)
         else:
-            self.features = PoolFeatures(self.network)
+            self.features = PoolFeatures(self.network, self.hints)
             self.action_space = gym.spaces.Discrete(self.network.n_servers)
             self.builder = PoolBuilder(self.network)
         self.observation_space = self.features.space()
+        self.graph: StaticGraph = self.features.graph()
+        self.seeds = SeedSplit()
         self.simulation: Simulation | None = None
         self._open = False
         self._done = False
+        self._mask: np.ndarray | None = None  # the last observation's "action_mask" (`action_masks`)
+        self.episode_seed: int | None = None
         self.floor_latency_ns = math.nan  # of the sequence `reset` draws
 
     def served_latency_ns(self) -> float:
@@ -227,12 +232,13 @@ class AllocationEnv(gym.Env):
 
         Args:
             seed: The episode's seed, whose requests are those of ``dcbench
-                run --seed`` (None: drawn from the environment's generator).
+                run --seed`` (None: a training seed of at least 3,000,000
+                drawn from the environment's generator).
             options: Not read.
 
         Returns:
             ``(observation, info)``: the first decision's observation (zeros
-            where there is none), and ``info`` with
+            and an all-ones mask where there is none), and ``info`` with
             ``reward_before_first_step`` (the rewards of pool requests refused
             on the way) and ``done`` (no decision in the whole episode).
 
@@ -242,8 +248,9 @@ class AllocationEnv(gym.Env):
                 unusable request sequence.
         """
         super().reset(seed=seed)
-        if seed is None:
-            seed = int(self.np_random.integers(2**62))
+        if seed is None:  # a training seed, never a test or a validation one
+            seed = int(self.np_random.integers(VALIDATION_SEEDS.stop, 2**62))
+        self.episode_seed = seed
         workload_rng, _ = np.random.default_rng(seed).spawn(2)
         sequence = draw_requests(self.plan, self.requests, workload_rng)
         self.simulation = Simulation(self.network, sequence)
@@ -257,9 +264,29 @@ class AllocationEnv(gym.Env):
         return self._observation(), {"reward_before_first_step": reward, "done": done}
 
     def _observation(self) -> dict[str, np.ndarray]:
-        if not self._open or self.simulation.request is None:
-            return {k: np.zeros(v.shape, v.dtype) for k, v in self.observation_space.spaces.items()}
-        return self.features.observe(self.builder, self.simulation.view)
+        if not self._open or self.simulation.request is None:  # no decision: zeros, every action allowed
+            observation = {k: np.zeros(v.shape, v.dtype) for k, v in self.observation_space.spaces.items()}
+            observation["action_mask"][:] = 1
+        else:
+            observation = self.features.observe(self.builder, self.simulation.view)
+        self._mask = observation["action_mask"]
+        return observation
+
+    def action_masks(self) -> np.ndarray:
+        """The allowed actions of the current decision: the last
+        observation's "action_mask" as booleans (all True where no decision
+        is pending). sb3-contrib's MaskablePPO calls it (a vector env through
+        ``get_wrapper_attr``; a single wrapped env: ``env.unwrapped``).
+
+        Returns:
+            One boolean per action, a copy.
+
+        Raises:
+            gymnasium.error.ResetNeeded: Before the first `reset`.
+        """
+        if self._mask is None:
+            raise gym.error.ResetNeeded("call reset() before action_masks()")
+        return self._mask.astype(bool)
 
     def _resolve(self, result) -> float:
         accepted = self.simulation.resolve(result)
@@ -330,7 +357,8 @@ class AllocationEnv(gym.Env):
             next decision), 0 otherwise; for jobs, the sum of the settled
             job's step rewards. ``info`` has ``accepted`` and ``offered`` so
             far, ``invalid_action`` where the action was outside the mask,
-            ``acceptance_ratio`` at the end, and for a settled job
+            ``acceptance_ratio`` and ``measured_acceptance_ratio`` at the
+            end, and for a settled job
             ``step_rewards``, ``job_accepted`` and ``reconfigurations``.
 
         Raises:
@@ -355,10 +383,17 @@ class AllocationEnv(gym.Env):
         return result
 
     def _counts(self, info: dict[str, Any], done: bool) -> dict[str, Any]:
-        """``info`` with the episode's counts so far, and its acceptance ratio at the end."""
+        """``info`` with the episode's counts so far, and its acceptance
+        ratios at the end: over every request settled, and over the measured
+        ones offered, as dcbench's metrics count them (NaN where none)."""
         info.update(accepted=self.accepted, offered=self.offered)
         if done:
             info["acceptance_ratio"] = self.accepted / max(1, self.offered)
+            outcome = self.simulation.outcome
+            offered = self.simulation.measured & (outcome != SKIPPED)
+            n_offered = int(offered.sum())
+            info["measured_acceptance_ratio"] = (int((offered & (outcome == ACCEPTED)).sum()) / n_offered
+                                                 if n_offered else math.nan)
         return info
 
     def _step_pool(self, action: int):
@@ -381,4 +416,68 @@ class AllocationEnv(gym.Env):
         return self._observation(), reward, done, False, self._counts(info, done)
 
 
-gym.register("dcbench/Allocation-v0", entry_point="dcbench.envs:AllocationEnv")
+class ScenarioEnv(AllocationEnv):
+    """A suite's scenario as an environment: what each registered id
+    (``dcbench/<suite>-<scenario>-v0``, `env_id`) makes, with the
+    scenario's topology, workload and episode, and its seeds.
+
+    The episode is the workload's warm-up (the vmjobs workload's first
+    jobs, which the metrics leave out; none for most workloads), then
+    ``requests`` measured requests: by default the scenario's own length,
+    so that ``reset(seed=s)`` draws exactly the requests of the suite's run
+    on seed s. The warm-up's decisions are the agent's too, with their
+    rewards, as an allocator's are in a run; the episode's
+    ``info["measured_acceptance_ratio"]`` leaves them out, as the suite's
+    metrics do.
+
+    Args:
+        suite: The suite's name (qualified, or a bare alias).
+        scenario: The scenario's label in it (`Scenario.label`).
+        requests: Measured requests per episode, after the warm-up (None:
+            the scenario's).
+        runner: Resolves the scenario (None: a new `Runner` on the
+            process's plugins, which must have registered the suite).
+        alpha: α of the jobs' reward.
+        reconfiguration_cost: Φ_reconf of the jobs' reward.
+        reconfigure: Whether the job builder may reconfigure circuits.
+        hints: The `PoolHints` in the observation (pools only).
+
+    Attributes:
+        suite: The suite's qualified name.
+        scenario: The `Scenario`.
+        warmup: Requests of the warm-up at the start of every episode.
+        measured_requests: Requests measured after it.
+        seeds: Its `SeedSplit`: the suite's seeds of the scenario are its
+            test seeds.
+
+    Raises:
+        UnknownPluginError: No such suite, or a spec names no registered plugin.
+        SpecError: No such scenario in the suite, ``requests`` not a whole
+            number of at least 1, or a setting as `AllocationEnv`'s.
+        IncompatibleError: As `AllocationEnv`.
+        PluginError: As `AllocationEnv`.
+    """
+
+    def __init__(self, suite: str, scenario: str, requests: int | None = None, runner: Runner | None = None,
+                 alpha: float = 100.0, reconfiguration_cost: float = 25.0, reconfigure: bool = True,
+                 hints: bool | Sequence[str] = False):
+        runner = runner or Runner()
+        found_suite, found = find_scenario(runner.registry, suite, scenario)
+        if requests is not None and (isinstance(requests, bool) or not isinstance(requests, (int, np.integer))
+                                     or requests < 1):
+            raise SpecError(f"requests must be a whole number of measured requests, at least 1, "
+                            f"got {_shown(requests)}")
+        own = runner.resolve_scenario(found.topology, found.workload, found.requests)
+        warmup = warmup_requests(own)
+        measured = own.requests - warmup if requests is None else int(requests)
+        super().__init__(found.topology, found.workload, warmup + measured, runner, alpha, reconfiguration_cost,
+                         reconfigure, hints)
+        self.suite = found_suite.name
+        self.scenario: Scenario = found
+        self.warmup = warmup
+        self.measured_requests = measured
+        self.seeds = SeedSplit(tuple(int(seed) for seed in found.seeds))
+
+
+gym.register(ALLOCATION_ENV_ID, entry_point="dcbench.envs:AllocationEnv")
+register_suite_envs()  # one id per suite scenario, third parties' included (dcbench.envs.suites)

@@ -1,17 +1,69 @@
 """What a learned policy sees of a step: the observations of a pool step
-(`PoolFeatures`, a graph) and of a job step (`JobFeatures`, per rack and
-link), computed from the builders' preallocated state.
+(`PoolFeatures`, a graph, with the optional `PoolHints`) and of a job step
+(`JobFeatures`, per rack and link), computed from the builders' preallocated
+state, and the static graph both observe (`StaticGraph`).
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 import gymnasium as gym
 import numpy as np
 
 from dcbench.engine.jobs import JobBuilder
 from dcbench.engine.pool import PoolBuilder
+from dcbench.envs.hints import PoolHints
 from dcbench.model.allocation import State
 from dcbench.model.network import Network
+
+NODE_KINDS = ("server", "switch", "rack")
+
+
+@dataclass(frozen=True, eq=False)
+class StaticGraph:
+    """The graph an environment's observations describe, the same at every
+    step of every episode: nodes in the order of the rows of
+    ``observation["node_features"]``, edges in the order of the rows of
+    ``observation["edge_features"]``.
+
+    Pools: the nodes are the network's (servers ``0..servers−1``, then the
+    switches) and each link is two edges, one each way. Jobs: the nodes are
+    the racks, and each edge is one of the network's links between rack
+    switches, once, from its first end to its second (on a directed network
+    such as the OCS topology's, a one-way circuit bundle).
+
+    Attributes:
+        edge_index: The ends of every edge (2 × edges, int64): edge ``j``
+            goes from node ``edge_index[0, j]`` to node ``edge_index[1, j]``
+            (PyTorch Geometric's layout).
+        node_kind: Each node's kind (nodes,), an index into `NODE_KINDS`:
+            "server", "switch" (pools) or "rack" (jobs).
+        network_node: Each node's index among the network's nodes (for a
+            rack, its switch's).
+        edge_link: The network link of each edge (edges,).
+        directed: Whether the edges are links that carry traffic one way
+            only (jobs on a directed network, the OCS topology's); False
+            where links carry it both ways (pools list each twice).
+    """
+
+    edge_index: np.ndarray
+    node_kind: np.ndarray
+    network_node: np.ndarray
+    edge_link: np.ndarray
+    directed: bool
+
+    @property
+    def n_nodes(self) -> int:
+        """The number of nodes."""
+        return len(self.node_kind)
+
+    @property
+    def n_edges(self) -> int:
+        """The number of edges."""
+        return self.edge_index.shape[1]
+
 
 NODE_FEATURES = ("free_over_needed_cpu", "free_over_needed_mem", "chosen", "free_share_cpu", "free_share_mem")
 
@@ -36,12 +88,16 @@ class PoolFeatures:
       and, an addition, the free share of the link's channels;
     - global features: 1 − free/total of each resource (committed state) and
       the holding time over H = 30 per 64 servers;
-    - the action mask: the builder's allowed servers.
+    - the action mask: the builder's allowed servers;
+    - with ``hints``, "hint_features" (nodes × len(hints)): those of the
+      `PoolHints` (what the shipped ``gnn_ppo`` reads besides the node
+      features).
 
     Servers are nodes ``0..servers−1``; shapes are fixed for a topology.
 
     Args:
         network: The network observed; its resources must be (cpu, mem).
+        hints: The `PoolHints` features to add, by name (none by default).
 
     Attributes:
         network: That network.
@@ -54,12 +110,14 @@ class PoolFeatures:
         holding_scale: H, the holding time that maps to 1.
         n_nodes: The number of nodes.
         n_servers: The number of servers.
+        hints: The `PoolHints` that compute the "hint_features", or None.
 
     Raises:
         ValueError: The network's resources are not (cpu, mem).
+        SpecError: A hint that is no `PoolHints` feature.
     """
 
-    def __init__(self, network: Network):
+    def __init__(self, network: Network, hints: Sequence[str] = ()):
         if network.resources != ("cpu", "mem"):
             raise ValueError(f"pool features need resources (cpu, mem), got {network.resources}")
         self.network = network
@@ -73,6 +131,7 @@ class PoolFeatures:
         self.n_nodes = network.n_nodes
         self.n_servers = network.n_servers
         self._switch_value = float(_squash(np.zeros(1))[0])
+        self.hints = PoolHints(network, hints) if len(hints) else None
 
     def space(self) -> gym.spaces.Dict:
         """The observation space.
@@ -80,14 +139,32 @@ class PoolFeatures:
         Returns:
             A Dict of float32 boxes in [0, 1], "node_features" (nodes × 5),
             "edge_features" (2 · links × 2) and "global_features" (3,; the
-            holding time up to 1,000), and "action_mask" (servers,), int8.
+            holding time up to 1,000), "action_mask" (servers,), int8, and
+            with hints "hint_features" (nodes × hints; `PoolHints.high`).
         """
-        return gym.spaces.Dict({
+        spaces = {
             "node_features": gym.spaces.Box(0.0, 1.0, (self.n_nodes, len(NODE_FEATURES)), np.float32),
             "edge_features": gym.spaces.Box(0.0, 1.0, (len(self.edge_link), len(EDGE_FEATURES)), np.float32),
             "global_features": gym.spaces.Box(0.0, np.array([1.0, 1.0, 1e3], np.float32), (3,), np.float32),
             "action_mask": gym.spaces.Box(0, 1, (self.n_servers,), np.int8),
-        })
+        }
+        if self.hints is not None:
+            shape = (self.n_nodes, len(self.hints.names))
+            spaces["hint_features"] = gym.spaces.Box(np.zeros(shape, np.float32),
+                                                     np.broadcast_to(self.hints.high(), shape), shape, np.float32)
+        return gym.spaces.Dict(spaces)
+
+    def graph(self) -> StaticGraph:
+        """The static graph the observations describe: the network's nodes,
+        each link as two edges (the rows of "edge_features").
+
+        Returns:
+            The graph.
+        """
+        kind = np.full(self.n_nodes, NODE_KINDS.index("switch"), dtype=np.int8)
+        kind[: self.n_servers] = NODE_KINDS.index("server")
+        return StaticGraph(self.edge_index.copy(), kind, np.arange(self.n_nodes, dtype=np.int64),
+                           self.edge_link.astype(np.int64), directed=False)
 
     def observe(self, builder: PoolBuilder, state: State) -> dict[str, np.ndarray]:
         """The observation of the builder's next step.
@@ -113,12 +190,15 @@ class PoolFeatures:
         edges[:, 1] = free_links * self.inverse_link_capacity
         used = 1.0 - state.free_resources.sum(axis=0) / self.total
         holding = builder.request.holding / self.holding_scale
-        return {
+        observation = {
             "node_features": nodes,
             "edge_features": edges,
             "global_features": np.array([used[0], used[1], holding], dtype=np.float32),
             "action_mask": builder.allowed().astype(np.int8),
         }
+        if self.hints is not None:
+            observation["hint_features"] = self.hints.compute(builder)
+        return observation
 
 
 RACK_FEATURES = ("free_share_cpu", "free_share_mem", "free_share_disk", "it_if_placed", "job_vms_here",
@@ -190,6 +270,21 @@ class JobFeatures:
             "global_features": gym.spaces.Box(0.0, 1.0, (4,), np.float32),
             "action_mask": gym.spaces.Box(0, 1, (racks,), np.int8),
         })
+
+    def graph(self) -> StaticGraph:
+        """The static graph the observations describe: the racks, and each
+        link between two rack switches one way (the rows of
+        "edge_features", in the network's link order).
+
+        Returns:
+            The graph.
+        """
+        rack_of_node = np.full(self.network.n_nodes, -1, dtype=np.int64)
+        rack_of_node[self.network.rack_node] = np.arange(self.n_racks)
+        return StaticGraph(rack_of_node[self.network.link_ends].T.copy(),
+                           np.full(self.n_racks, NODE_KINDS.index("rack"), dtype=np.int8),
+                           np.asarray(self.network.rack_node, dtype=np.int64).copy(),
+                           np.arange(self.network.n_links, dtype=np.int64), directed=self.network.directed)
 
     def rack_state(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The paper's two values per rack (IT, bandwidth) and the mask.

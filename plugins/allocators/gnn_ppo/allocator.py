@@ -21,8 +21,8 @@ from dcbench.plugins.allocators._learned.checkpoints import (
 from dcbench.plugins.allocators.gnn_ppo.model import (
     CONFIG_LIMITS,
     GraphPolicy,
-    ServerHints,
     as_tensors,
+    hint_features,
     weight_shapes,
     with_self_loops,
 )
@@ -88,9 +88,8 @@ class GnnPpoAllocator(PoolAllocator):
             path, note = checkpoint_for(network)
         self.notes = [note] if note else []
         self.model = load_policy(path)
-        self.features = PoolFeatures(network)
-        self.hints = (ServerHints(network, self.model.extra_features, self.model.sixth_hint)
-                      if self.model.extra_features else None)
+        # The checkpoint's hint features come with the observation, as "hint_features" (dcbench.envs.PoolHints).
+        self.features = PoolFeatures(network, hint_features(self.model.extra_features, self.model.sixth_hint))
         self.edge_index = with_self_loops(self.features.edge_index, self.features.n_nodes)
         self._state: State | None = None
 
@@ -100,8 +99,6 @@ class GnnPpoAllocator(PoolAllocator):
 
     def choose(self, builder: PoolBuilder, allowed: np.ndarray) -> int:
         observation = self.features.observe(builder, self._state)
-        if self.hints is not None:
-            observation["node_features"] = self.hints(builder, observation["node_features"])
         with torch.no_grad():
             logits, _ = self.model(*as_tensors({k: v[None] for k, v in observation.items()}), self.edge_index)
         return int(torch.argmax(logits[0]))

@@ -13,9 +13,12 @@ Observations are batched as tensors of shape (batch, nodes, features) over
 one static ``edge_index``: message passing runs on ``node_dim=-2``.
 
 With ``extra_features`` 5 or 6 (the shipped checkpoints) the node features
-also carry that many `ServerHints`, which the allocator and the trainer
-append to the environment's observation; checkpoints without the key in
-their configuration read the environment's five node features only.
+also carry that many hint features, the environment's public
+``dcbench.envs.PoolHints`` (`hint_features` names them; the allocator and
+the trainer ask the features for them, ``hints=``, and `as_tensors` appends
+the observation's "hint_features" to its "node_features"); checkpoints
+without the key in their configuration read the environment's five node
+features only.
 """
 
 from __future__ import annotations
@@ -30,14 +33,15 @@ from torch import nn
 from torch_geometric.nn import MessagePassing
 
 from dcbench import Range
-from dcbench.plugins.allocators._fit import own_link_free, tightest_completing
-from dcbench.plugins.allocators.bestfit import BestFitAllocator  # the heuristic it learns from and takes hints from
+from dcbench.envs import HINT_FEATURES, PoolHints
 
 MASKED = -1e9
 LOGIT_HIDDEN = 32
 VALUE_HIDDEN = 64
 EXTRA_FEATURES = 6
 SIXTH_HINTS = ("bestfit", "fit_last")
+# The public hint feature each sixth hint of a checkpoint's configuration is (dcbench.envs.HINT_FEATURES).
+SIXTH_HINT_FEATURES = {"bestfit": "best_fit_rank", "fit_last": "fit_last_rank"}
 
 
 class EdgeMeanConv(MessagePassing):
@@ -156,75 +160,49 @@ def with_self_loops(edge_index, n_nodes: int) -> torch.Tensor:
 
 
 def as_tensors(observations: dict) -> tuple[torch.Tensor, ...]:
-    """Stacked numpy observations (batch first) as the model's inputs."""
-    return (torch.as_tensor(observations["node_features"]), torch.as_tensor(observations["edge_features"]),
+    """Stacked numpy observations (batch first) as the model's inputs; the
+    "hint_features", where the observation has them, after the node features."""
+    nodes = observations["node_features"]
+    if "hint_features" in observations:
+        nodes = np.concatenate([nodes, observations["hint_features"]], axis=-1)
+    return (torch.as_tensor(nodes), torch.as_tensor(observations["edge_features"]),
             torch.as_tensor(observations["global_features"]), torch.as_tensor(observations["action_mask"]))
 
 
+def hint_features(count: int, sixth: str = "bestfit") -> tuple[str, ...]:
+    """The environment's hint features (``dcbench.envs.HINT_FEATURES``) a
+    checkpoint reads, in its order: none for ``count`` 0, the first five for
+    5, and for 6 also the sixth: ``best_fit_rank`` (``sixth="bestfit"``,
+    ``fit_hint=yes`` in training) or ``fit_last_rank`` (``"fit_last"``,
+    ``fit_last_hint=yes``)."""
+    if count not in (0, 5, EXTRA_FEATURES):
+        raise ValueError(f"ServerHints: count={count}; checkpoints have 5 or {EXTRA_FEATURES} hint features")
+    if sixth not in SIXTH_HINTS:
+        raise ValueError(f"ServerHints: sixth={sixth!r}; the sixth hint is one of {', '.join(SIXTH_HINTS)}")
+    if not count:
+        return ()
+    return HINT_FEATURES[:5] + ((SIXTH_HINT_FEATURES[sixth],) if count > 5 else ())
+
+
 class ServerHints:
-    """Extra per-node features (``extra_features`` = ``count``), computed
-    from the pool builder alone and all independent of the fabric's size:
+    """The node features with ``count`` hint features appended: the
+    environment's `PoolHints` (``dcbench.envs``) that `hint_features`
+    names, computed from the pool builder alone (switches get zeros). The
+    allocator and the trainer read them from the environment's features
+    (``hints=``); this is the same computation for a caller that holds node
+    features and a builder.
 
-    - free share of the server's own link (after this request's reservations);
-    - same rack as the request's first chosen server; same pod as it;
-      same rack as the last chosen server (0 before the first choice);
-    - the Tetris alignment score, free · demand / 100 + free channels of the
-      server's link, divided by its maximum over the allowed servers;
-    - with ``count=6``, one more: ``sixth="bestfit"`` (``fit_hint=yes`` in
-      training), the server's place in `bestfit`'s order of the allowed
-      servers: 1 for its choice, falling linearly to 1/allowed for its last,
-      0 for servers not allowed; ``sixth="fit_last"`` (``fit_last_hint=yes``),
-      the server's place among those that would complete the request in a
-      rack it already uses, tightest first (`tetris:fit_last=yes`'s rule):
-      1 for the tightest, falling linearly to 1/candidates, 0 for the rest.
-
-    Switches get zeros. The reference's features leave all of these to three
-    layers of mean aggregation with L2 normalisation, which blurs them: a
-    behaviour-cloned policy agreed with NALB's choices only ~83 % of the time.
+    The reference's features leave all of these to three layers of mean
+    aggregation with L2 normalisation, which blurs them: a behaviour-cloned
+    policy agreed with NALB's choices only ~83 % of the time.
     """
 
     def __init__(self, network, count: int = 5, sixth: str = "bestfit"):
         if count not in (5, EXTRA_FEATURES):
             raise ValueError(f"ServerHints: count={count}; checkpoints have 5 or {EXTRA_FEATURES} hint features")
-        if sixth not in SIXTH_HINTS:
-            raise ValueError(f"ServerHints: sixth={sixth!r}; the sixth hint is one of {', '.join(SIXTH_HINTS)}")
         self.count = count
         self.sixth = sixth
-        if count > 5 and sixth == "bestfit":
-            self.bestfit = BestFitAllocator()
-            self.bestfit.reset(network, np.random.default_rng(0))
-        self.own_link_buffer = np.empty(network.n_servers)
-        self.network = network
-        self.n_servers = network.n_servers
-        self.has_link = network.server_link >= 0
-        self.links = np.where(self.has_link, network.server_link, 0)
-        self.link_capacity = network.link_capacity[self.links]
-        self.racks = network.racks
-        self.pods = network.pods
+        self.hints = PoolHints(network, hint_features(count, sixth))
 
     def __call__(self, builder, node_features):
-        n = self.n_servers
-        extra = np.zeros((node_features.shape[0], self.count), dtype=np.float32)
-        if builder.request is None:
-            return np.concatenate([node_features, extra], axis=1)
-        link_free = np.where(self.has_link, builder.free_links[self.links], 0.0)
-        extra[:n, 0] = link_free / self.link_capacity
-        if builder.chosen:
-            first, last = builder.chosen[0], builder.chosen[-1]
-            extra[:n, 1] = self.racks == self.racks[first]
-            extra[:n, 2] = self.pods == self.pods[first]
-            extra[:n, 3] = self.racks == self.racks[last]
-        score = builder.free_resources @ (builder.request.demand / 100.0) + link_free
-        allowed = builder.allowed()
-        top = score[allowed].max() if allowed.any() else 0.0
-        extra[:n, 4] = score / top if top > 0 else 0.0
-        if self.count > 5 and allowed.any():
-            if self.sixth == "bestfit":
-                candidates = np.flatnonzero(allowed)
-                ranked = candidates[np.argsort(-self.bestfit.preference(builder, allowed)[candidates], kind="stable")]
-            else:
-                own_link = own_link_free(builder, self.links, self.has_link, self.own_link_buffer)
-                ranked = tightest_completing(builder, allowed, own_link, self.racks)
-            extra[ranked, 5] = 1.0 - np.arange(len(ranked)) / max(len(ranked), 1)
-        return np.concatenate([node_features, extra], axis=1)
-
+        return np.concatenate([node_features, self.hints.compute(builder)], axis=1)

@@ -50,8 +50,8 @@ from dcbench.plugins.allocators.gnn_ppo.imitation import ImitationWarmStart, che
 from dcbench.plugins.allocators.gnn_ppo.model import (
     EXTRA_FEATURES,
     GraphPolicy,
-    ServerHints,
     as_tensors,
+    hint_features,
     with_self_loops,
 )
 
@@ -69,29 +69,6 @@ QUICK = {"envs": 2, "batch": 256, "epochs": 2, "episode_requests": 32, "imitatio
 QUICK_STEPS = 1_000  # --steps under --quick when it is not given
 
 
-class HintedEnv:
-    """An `AllocationEnv` whose node features carry `ServerHints` too."""
-
-    def __init__(self, env: AllocationEnv, count: int, sixth: str):
-        self.env = env
-        self.hints = ServerHints(env.network, count, sixth)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.env, name)
-
-    def _hinted(self, observation: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        observation["node_features"] = self.hints(self.env.builder, observation["node_features"])
-        return observation
-
-    def reset(self, **kwargs: Any):
-        observation, info = self.env.reset(**kwargs)
-        return self._hinted(observation), info
-
-    def step(self, action: int):
-        observation, *rest = self.env.step(action)
-        return (self._hinted(observation), *rest)
-
-
 class Trainer(ImitationWarmStart):
     def __init__(self, topology: str, workload: str | None, config: PPOConfig, seed: int, out: Path,
                  quick: bool = False):
@@ -100,7 +77,12 @@ class Trainer(ImitationWarmStart):
         self.quick = quick  # --steps counts every environment step, warm start included, exactly (QUICK)
         self.out = Path(out)
         self.state_dir = self.out.with_name(self.out.name + ".train")
-        self.envs = [AllocationEnv(topology, workload, config.episode_requests) for _ in range(config.envs)]
+        hint_count = EXTRA_FEATURES if config.fit_hint or config.fit_last_hint else 5
+        sixth_hint = "fit_last" if config.fit_last_hint else "bestfit"
+        # The hints come with the environment's observation, as "hint_features" (dcbench.envs.PoolHints).
+        hints = hint_features(hint_count, sixth_hint) if config.hints else ()
+        self.envs = [AllocationEnv(topology, workload, config.episode_requests, hints=hints)
+                     for _ in range(config.envs)]
         if config.fit_hint and config.fit_last_hint:
             raise SpecError("gnn_ppo: fit_hint and fit_last_hint are two choices of the one sixth hint; "
                             "set at most one")
@@ -108,10 +90,6 @@ class Trainer(ImitationWarmStart):
             raise SpecError(f"gnn_ppo: batch={config.batch} must be at least envs={config.envs} "
                             "(each environment takes batch / envs steps an iteration)")
         check_teacher(config.teacher)
-        hint_count = EXTRA_FEATURES if config.fit_hint or config.fit_last_hint else 5
-        sixth_hint = "fit_last" if config.fit_last_hint else "bestfit"
-        if config.hints:
-            self.envs = [HintedEnv(env, hint_count, sixth_hint) for env in self.envs]
         features = self.envs[0].features
         self.edge_index = with_self_loops(features.edge_index, features.n_nodes)
         self.topology = self.envs[0].spec_text["topology"]

@@ -1,0 +1,202 @@
+"""Per-server hint features of a pool step (`PoolHints`): what the shipped
+``gnn_ppo`` policy reads besides the observation's node features, computed
+here so that any learner can read the same (``hints=`` of the environments).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from dcbench.engine.pool import PoolBuilder
+from dcbench.errors import SpecError
+from dcbench.model.network import Network
+
+HINT_FEATURES = ("own_link_free_share", "same_rack_as_first", "same_pod_as_first", "same_rack_as_last",
+                 "alignment", "best_fit_rank", "fit_last_rank")
+
+
+# The one hint that is not a share or a flag: a server outside the mask may score above the best allowed one.
+UNBOUNDED_HINTS = ("alignment",)
+
+
+def hint_names(hints: bool | str | Sequence[str]) -> tuple[str, ...]:
+    """The hint features ``hints`` asks for, in the order given.
+
+    Args:
+        hints: False (none), True (all of `HINT_FEATURES`), or a sequence of
+            their names.
+
+    Returns:
+        Their names.
+
+    Raises:
+        SpecError: A name that is no hint, one given twice, or a value of
+            another type.
+    """
+    if isinstance(hints, (bool, np.bool_)):
+        return HINT_FEATURES if hints else ()
+    if isinstance(hints, str) or not isinstance(hints, Sequence):
+        shown = repr(hints) if isinstance(hints, str) or hints is None else f"a {type(hints).__name__}"
+        raise SpecError(f"hints must be True, False or a sequence of hint names ({', '.join(HINT_FEATURES)}), "
+                        f"got {shown}")
+    names = tuple(hints)
+    unknown = [name for name in names if name not in HINT_FEATURES]
+    if unknown:
+        raise SpecError(f"hints: {unknown[0]!r} is not a hint feature; they are {', '.join(HINT_FEATURES)}")
+    if len(set(names)) != len(names):
+        raise SpecError(f"hints: a hint feature is named twice in {list(names)}")
+    return names
+
+
+class PoolHints:
+    """Per-server hint features of a pool step, computed from the pool
+    builder alone, all independent of the fabric's size (switches get 0):
+
+    - ``own_link_free_share``: the free share of the server's own link,
+      after this request's reservations (0 for a server without one);
+    - ``same_rack_as_first``, ``same_pod_as_first``: 1 where the server
+      shares the rack (the pod) of the request's first chosen server;
+      ``same_rack_as_last``: the rack of the last one (all 0 before the
+      first choice);
+    - ``alignment``: the Tetris alignment score, free · demand / 100 + free
+      channels of the server's own link, over its maximum over the allowed
+      servers (0 where that is not positive; a server outside the mask may
+      exceed 1);
+    - ``best_fit_rank``: the server's place in the `bestfit` heuristic's
+      order of the allowed servers: 1 for its choice, falling linearly to
+      1/allowed for its last, 0 outside the mask;
+    - ``fit_last_rank``: the server's place among the allowed servers that
+      would complete the request in a rack it already uses (anywhere for its
+      first server), tightest first (least CPU and memory left over, then
+      fewest free channels, then lowest index; ``tetris:fit_last=yes``'s
+      rule): 1 for the tightest, falling linearly to 1/candidates, 0 for the
+      rest.
+
+    These are the shipped ``gnn_ppo`` checkpoints' "ServerHints": the
+    first five, and with six the sixth is ``best_fit_rank`` or
+    ``fit_last_rank``.
+
+    Args:
+        network: The network observed.
+        names: The hint features computed, in this order (all of
+            `HINT_FEATURES` by default).
+
+    Attributes:
+        names: Those names.
+        network: That network.
+        n_servers: The number of servers.
+        n_nodes: The number of nodes.
+
+    Raises:
+        SpecError: A name that is no hint feature.
+    """
+
+    def __init__(self, network: Network, names: Sequence[str] = HINT_FEATURES):
+        self.names = hint_names(list(names))
+        self.network = network
+        self.n_servers = network.n_servers
+        self.n_nodes = network.n_nodes
+        self._column = {name: i for i, name in enumerate(self.names)}
+        self._has_link = network.server_link >= 0
+        self._links = np.where(self._has_link, network.server_link, 0)
+        self._link_capacity = network.link_capacity[self._links]
+        self._racks = network.racks
+        self._pods = network.pods
+        self._capacity = network.server_capacity
+        self._largest_server = self._capacity.max(axis=0)
+        self._own_link = np.empty(network.n_servers)
+
+    def high(self) -> np.ndarray:
+        """The upper bound of each column (1, or infinity for ``alignment``).
+
+        Returns:
+            The bounds (len(names),), float32.
+        """
+        return np.array([np.inf if name in UNBOUNDED_HINTS else 1.0 for name in self.names], dtype=np.float32)
+
+    def compute(self, builder: PoolBuilder) -> np.ndarray:
+        """The hint features of the builder's next step.
+
+        Args:
+            builder: The pool builder, started on the request (zeros where it
+                has none).
+
+        Returns:
+            The features, nodes × len(names), float32.
+        """
+        n, column = self.n_servers, self._column
+        extra = np.zeros((self.n_nodes, len(self.names)), dtype=np.float32)
+        if builder.request is None or not self.names:
+            return extra
+        link_free = np.where(self._has_link, builder.free_links[self._links], 0.0)
+        if "own_link_free_share" in column:
+            extra[:n, column["own_link_free_share"]] = link_free / self._link_capacity
+        if builder.chosen:
+            first, last = builder.chosen[0], builder.chosen[-1]
+            for name, labels, server in (("same_rack_as_first", self._racks, first),
+                                         ("same_pod_as_first", self._pods, first),
+                                         ("same_rack_as_last", self._racks, last)):
+                if name in column:
+                    extra[:n, column[name]] = labels == labels[server]
+        allowed = builder.allowed()
+        if "alignment" in column:
+            score = builder.free_resources @ (builder.request.demand / 100.0) + link_free
+            top = score[allowed].max() if allowed.any() else 0.0
+            extra[:n, column["alignment"]] = score / top if top > 0 else 0.0
+        if allowed.any():
+            for name, ranking in (("best_fit_rank", self._best_fit_order), ("fit_last_rank", self._fit_last_order)):
+                if name in column:
+                    ranked = ranking(builder, allowed)
+                    extra[ranked, column[name]] = 1.0 - np.arange(len(ranked)) / max(len(ranked), 1)
+        return extra
+
+    # The two rankings are the bestfit and tetris:fit_last=yes heuristics' own rules, restated here (the
+    # core imports no plugin); tests/core/envs/test_hints.py checks them against the heuristics.
+    def _own_link_free(self, builder: PoolBuilder) -> np.ndarray:
+        """Free channels of every server's own link; a server without a link
+        of its own is never short of them."""
+        link_free = builder.free_links.take(self._links, out=self._own_link)
+        return link_free if self._has_link.all() else np.where(self._has_link, link_free, np.inf)
+
+    @staticmethod
+    def _completing(builder: PoolBuilder, allowed: np.ndarray, link_free: np.ndarray) -> np.ndarray:
+        """The allowed servers that cover everything the request still needs
+        and have a free channel on their own link for each server chosen."""
+        remaining = builder.remaining
+        needed = remaining > 0
+        covers = (builder.free_resources[:, needed] >= remaining[needed]).all(axis=1)
+        return allowed & covers & (link_free >= len(builder.chosen))
+
+    def _best_fit_order(self, builder: PoolBuilder, allowed: np.ndarray) -> np.ndarray:
+        """The allowed servers in the best-fit heuristic's order of preference."""
+        remaining = builder.remaining
+        free = builder.free_resources
+        link_free = self._own_link_free(builder)
+        n_chosen = len(builder.chosen)
+        estimated_size = n_chosen + int(np.ceil((remaining / self._largest_server).max()))
+        gives = (np.minimum(free, remaining) / self._capacity).sum(axis=1)
+        enough_channels = link_free >= estimated_size - 1
+        score = np.where(enough_channels, 1e13 + gives * 1e6 - link_free, gives * 1e6 + link_free)
+        if n_chosen:
+            outside = self._racks != self._racks[builder.chosen[-1]]
+            score -= np.where(enough_channels, 0.5 * outside, 0.0)
+        covers = self._completing(builder, allowed, link_free)
+        if covers.any():
+            leftover = (free - remaining).clip(min=0).sum(axis=1)
+            score = np.where(covers, 1e15 - leftover * 1e3 - link_free, score)
+        preference = np.where(allowed, score, -np.inf)
+        candidates = np.flatnonzero(allowed)
+        return candidates[np.argsort(-preference[candidates], kind="stable")]
+
+    def _fit_last_order(self, builder: PoolBuilder, allowed: np.ndarray) -> np.ndarray:
+        """The allowed servers that complete the request in a rack it already
+        uses, tightest first."""
+        link_free = self._own_link_free(builder)
+        covers = self._completing(builder, allowed, link_free)
+        if builder.chosen:
+            covers &= np.isin(self._racks, self._racks[builder.chosen])
+        candidates = np.flatnonzero(covers)
+        leftover = (builder.free_resources[candidates] - builder.remaining).clip(min=0).sum(axis=1)
+        return candidates[np.lexsort((link_free[candidates], leftover))]

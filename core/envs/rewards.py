@@ -1,0 +1,54 @@
+"""The rewards of the environments: the tiered papers' for pools, the OCS
+paper's Eq. 1 for jobs."""
+
+from __future__ import annotations
+
+from dcbench.model.network import Circuits
+from dcbench.model.requests import PacketModel
+
+SUCCESS_REWARD = 10.0
+
+
+FAILURE_REWARD = -10.0
+
+
+def job_step_rewards(steps: int, blocked_at: int | None, latency_ns: float, reconfigured: bool,
+                     alpha: float = 100.0, reconfiguration_cost: float = 25.0, vms: int | None = None) -> list[float]:
+    """The OCS paper's Eq. 1 for the ``steps`` decisions taken for one job
+    of ``vms`` VMs (K; ``steps`` by default).
+
+    Blocked at step k (0-based, the last decision taken: a job whose next
+    VM fits nowhere, or whose traffic cannot be routed, is blocked at the
+    decision before): −K for step k, 0.5 for the steps before it. Served:
+    1 + α / l for every step, minus Φ_reconf if the job needed a
+    reconfiguration; l is the network-wide mean latency in nanoseconds right
+    after the job is committed.
+
+    Args:
+        steps: The decisions taken for the job.
+        blocked_at: The step it was blocked at, or None where it was served.
+        latency_ns: l (ns); where it is not positive the α / l term is left out.
+        reconfigured: Whether serving it needed a reconfiguration.
+        alpha: α.
+        reconfiguration_cost: Φ_reconf.
+        vms: K, the job's VMs (None: ``steps``).
+
+    Returns:
+        One reward per step: ``steps`` of them where served,
+        ``blocked_at + 1`` where blocked.
+    """
+    if blocked_at is not None:
+        return [0.5] * blocked_at + [-float(vms if vms is not None else steps)]
+    reward = 1.0 + (alpha / latency_ns if latency_ns > 0 else 0.0)
+    if reconfigured:
+        reward -= reconfiguration_cost
+    return [reward] * steps
+
+
+def _floor_latency_ns(packets: PacketModel | None, circuits: Circuits | None) -> float:
+    """One packet's transmission time on one circuit (ns): the latency of a
+    packet that waits for nothing. Where the sequence has no packet model or
+    the topology no circuits, the OCS paper's 296-byte packets and 40 Gbps
+    circuits stand in."""
+    packet_bits = 8.0 * (packets.packet_bytes if packets is not None else 296)
+    return packet_bits / float(circuits.port_gbps if circuits is not None else 40.0)

@@ -1,0 +1,265 @@
+"""The environments of the suites' scenarios: their Gymnasium ids
+(`env_id`, `suite_envs`, `register_suite_envs`), their episodes
+(`scenario_episode`) and which seeds are for what (`SeedSplit`).
+
+``import dcbench.envs`` registers one id per scenario of every registered
+suite, third parties' included, as ``dcbench/<suite>-<scenario>-v0``; the
+environment behind each is `dcbench.envs.ScenarioEnv`.
+"""
+
+from __future__ import annotations
+
+import re
+import warnings
+from dataclasses import dataclass
+
+import gymnasium as gym
+import numpy as np
+
+from dcbench.errors import SpecError
+from dcbench.harness.runner import ResolvedRun, Runner, draw_requests
+from dcbench.model.suite import Scenario, Suite
+from dcbench.registry import Registry, get_registry
+
+NAMESPACE = "dcbench"
+VERSION = 0
+ENTRY_POINT = "dcbench.envs:ScenarioEnv"
+
+# The seeds: the suites' test seeds are small (0..4 for dcbench's own); training and validation seeds are at
+# least TRAINING_SEEDS_FROM, as the shipped trainers draw them (1,000,000 + run · 100,000,000 + episode for
+# training, 2,000,000 + k for validation).
+TRAINING_SEEDS_FROM = 1_000_000
+VALIDATION_SEEDS = range(2_000_000, 3_000_000)
+RUN_STRIDE = 100_000_000  # between the training seeds of two runs (`SeedSplit.training`)
+EPISODES_PER_RUN = VALIDATION_SEEDS.start - TRAINING_SEEDS_FROM
+
+
+@dataclass(frozen=True)
+class SeedSplit:
+    """Which seeds of an environment are for what, so that nobody trains or
+    selects a model on the seeds it is tested on.
+
+    - test: the suite's seeds of the scenario, those ``dcbench sweep`` runs
+      and the leaderboard ranks (0..4 for dcbench's suites);
+    - validation: `VALIDATION_SEEDS`, 2,000,000..2,999,999, for early
+      stopping and model selection (the shipped trainers score
+      2,000,000 + k);
+    - training: every other seed from 1,000,000 up; `training` numbers
+      them as the shipped trainers do (1,000,000 + run · 100,000,000 +
+      episode), and ``reset()`` without a seed draws one of at least
+      3,000,000.
+
+    Seeds below 1,000,000 that are no test seed are for nothing.
+
+    Attributes:
+        test: The test seeds (none for ``dcbench/Allocation-v0``).
+        validation: The validation seeds.
+    """
+
+    test: tuple[int, ...] = ()
+    validation: range = VALIDATION_SEEDS
+
+    def training(self, episode: int, run: int = 0) -> int:
+        """The seed of a training episode: 1,000,000 + run · 100,000,000 +
+        episode, never a validation or a test seed.
+
+        Args:
+            episode: The episode's number in the run, 0 to 999,999.
+            run: The training run's number (a trainer's ``--seed``), 0 or more.
+
+        Returns:
+            The seed.
+
+        Raises:
+            ValueError: ``episode`` or ``run`` out of range, or the seed is
+                one of the test seeds (a suite whose seeds reach 1,000,000).
+        """
+        if not 0 <= episode < EPISODES_PER_RUN:
+            raise ValueError(f"episode must be 0 to {EPISODES_PER_RUN - 1:,}, got {episode!r}")
+        if run < 0:
+            raise ValueError(f"run must be 0 or more, got {run!r}")
+        seed = TRAINING_SEEDS_FROM + run * RUN_STRIDE + episode
+        if seed in self.test:
+            raise ValueError(f"training seed {seed} is one of this scenario's test seeds")
+        return seed
+
+    def role(self, seed: int) -> str:
+        """What a seed is for.
+
+        Args:
+            seed: The seed.
+
+        Returns:
+            "test", "validation", "training", or "none" (below 1,000,000
+            and no test seed).
+        """
+        if seed in self.test:
+            return "test"
+        if seed in self.validation:
+            return "validation"
+        return "training" if seed >= TRAINING_SEEDS_FROM else "none"
+
+
+def _id_part(text: str) -> str:
+    """``text`` with every run of characters a Gymnasium id name does not
+    take (or a module-prefixed id would split on, ':') as one '-'."""
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-") or "-"
+
+
+def env_id(suite: str, scenario: str) -> str:
+    """The Gymnasium id of a suite's scenario: ``dcbench/<suite>-<scenario>-v0``,
+    each part with the characters an id does not take (':', ',', '=', spaces
+    and anything not ASCII) as '-' (``tiered:8,1x4`` → ``tiered-8-1x4``); a
+    third party's qualified suite name keeps its '.'
+    (``dcbench/dcbench-firstfit.firstfit-small-uniform-8-v0``).
+
+    Args:
+        suite: The suite's (qualified) name.
+        scenario: The scenario's label (`Scenario.label`).
+
+    Returns:
+        The id.
+    """
+    return f"{NAMESPACE}/{_id_part(suite)}-{_id_part(scenario)}-v{VERSION}"
+
+
+@dataclass(frozen=True)
+class SuiteEnv:
+    """One registered environment: a suite's scenario under its id.
+
+    Attributes:
+        id: Its Gymnasium id (`env_id`).
+        suite: The suite's qualified name.
+        scenario: The scenario.
+    """
+
+    id: str
+    suite: str
+    scenario: Scenario
+
+
+def suite_envs(registry: Registry | None = None) -> tuple[SuiteEnv, ...]:
+    """The environment of every scenario of every suite, by suite name then
+    in the suite's order. Where two scenarios would have the same id, the
+    first keeps it and the other has none, with a warning naming both.
+
+    Args:
+        registry: The plugins (None: the process's, `get_registry`).
+
+    Returns:
+        The environments.
+    """
+    registry = registry or get_registry()
+    found: dict[str, SuiteEnv] = {}
+    for name, suite in sorted(registry.entries("suite").items()):
+        for scenario in suite.scenarios:
+            env = SuiteEnv(env_id(name, scenario.label), name, scenario)
+            if env.id in found:
+                first = found[env.id]
+                warnings.warn(f"dcbench.envs: suite {name!r} scenario {scenario.label!r} has no environment: its "
+                              f"id {env.id} is that of suite {first.suite!r} scenario {first.scenario.label!r}",
+                              stacklevel=2)
+                continue
+            found[env.id] = env
+    return tuple(found.values())
+
+
+_REGISTERED: set[str] = set()  # the ids register_suite_envs put in gymnasium's registry
+
+
+def register_suite_envs(registry: Registry | None = None) -> tuple[str, ...]:
+    """Register one Gymnasium id per suite scenario (`suite_envs`), with
+    ``dcbench.envs:ScenarioEnv`` and the suite and scenario as its keywords;
+    ``import dcbench.envs`` does it with the process's plugins. Called
+    again (after plugins are installed, or with another registry), it
+    replaces the ids it registered before; an id registered by someone else
+    is left alone, with a warning.
+
+    Args:
+        registry: The plugins (None: the process's, `get_registry`).
+
+    Returns:
+        The ids registered.
+    """
+    envs = suite_envs(registry)
+    for stale in _REGISTERED - {env.id for env in envs}:
+        gym.registry.pop(stale, None)
+        _REGISTERED.discard(stale)
+    registered = []
+    for env in envs:
+        if env.id in gym.registry and env.id not in _REGISTERED:
+            warnings.warn(f"dcbench.envs: {env.id} is already registered by {gym.registry[env.id].entry_point}; "
+                          f"suite {env.suite!r} scenario {env.scenario.label!r} keeps no id", stacklevel=2)
+            continue
+        gym.registry.pop(env.id, None)
+        gym.register(env.id, entry_point=ENTRY_POINT, kwargs={"suite": env.suite, "scenario": env.scenario.label})
+        _REGISTERED.add(env.id)
+        registered.append(env.id)
+    return tuple(registered)
+
+
+def find_scenario(registry: Registry, suite: str, scenario: str) -> tuple[Suite, Scenario]:
+    """A suite and one of its scenarios, by name and label.
+
+    Args:
+        registry: The plugins.
+        suite: The suite's name (qualified, or a bare alias).
+        scenario: The scenario's label.
+
+    Returns:
+        ``(suite, scenario)``.
+
+    Raises:
+        UnknownPluginError: No such suite.
+        SpecError: The suite has no scenario of that label.
+    """
+    entry = registry.get("suite", suite)
+    for candidate in entry.scenarios:
+        if candidate.label == scenario:
+            return entry, candidate
+    labels = ", ".join(candidate.label for candidate in entry.scenarios)
+    raise SpecError(f"suite {suite!r} has no scenario {scenario!r}; its scenarios are {labels}")
+
+
+def warmup_requests(plan: ResolvedRun) -> int:
+    """The requests at the start of an episode that the workload leaves out
+    of the metrics (the vmjobs workload's warm-up; 0 for most): those before
+    the first measured one in a draw of ``plan.requests`` on seed 0.
+
+    Args:
+        plan: The resolved scenario.
+
+    Returns:
+        The number of requests.
+
+    Raises:
+        SpecError: The workload refuses its parameters for this network.
+        PluginError: A third-party workload failed.
+    """
+    measured = draw_requests(plan, plan.requests, np.random.default_rng(0)).measured
+    if measured is None or measured.all():
+        return 0
+    return int(np.argmax(measured)) if measured.any() else len(measured)
+
+
+def scenario_episode(scenario: Scenario, runner: Runner | None = None) -> tuple[int, int]:
+    """A scenario's episode as its environment runs it by default.
+
+    Args:
+        scenario: The scenario.
+        runner: Resolves it (None: a new `Runner` on the process's plugins).
+
+    Returns:
+        ``(measured, warmup)``: the requests measured after the warm-up (the
+        scenario's requests less the warm-up), and the warm-up's.
+
+    Raises:
+        SpecError: As `Runner.resolve_scenario`, or the workload refuses its
+            parameters.
+        UnknownPluginError: A spec names no registered plugin.
+        IncompatibleError: The topology serves no demand of the workload's kind.
+        PluginError: A third-party plugin failed.
+    """
+    plan = (runner or Runner()).resolve_scenario(scenario.topology, scenario.workload, scenario.requests)
+    warmup = warmup_requests(plan)
+    return plan.requests - warmup, warmup

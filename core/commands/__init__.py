@@ -33,6 +33,7 @@ BUILTIN_COMMANDS = (
     "dcbench.commands.report",
     "dcbench.commands.bench",
     "dcbench.commands.leaderboard",
+    "dcbench.commands.policy",
 )
 
 

@@ -32,6 +32,17 @@ import numpy as np
 from dcbench.engine.jobs import PLACED, JobBuilder
 from dcbench.engine.pool import PoolBuilder
 from dcbench.engine.simulation import ACCEPTED, SKIPPED, Simulation
+from dcbench.envs.evaluate import (
+    POLICY_ALLOCATOR,
+    StoredPolicy,
+    add_policy,
+    evaluate,
+    load_policy,
+    policy_digest,
+    policy_function,
+    policy_store,
+    stored_policies,
+)
 from dcbench.envs.features import NODE_KINDS, JobFeatures, PoolFeatures, StaticGraph
 from dcbench.envs.hints import HINT_FEATURES, PoolHints, hint_names
 from dcbench.envs.rewards import FAILURE_REWARD, SUCCESS_REWARD, _floor_latency_ns, job_step_rewards
@@ -57,6 +68,8 @@ __all__ = ["AllocationEnv", "PoolFeatures", "JobFeatures", "job_step_rewards", "
            "ScenarioEnv", "SeedSplit", "SuiteEnv", "StaticGraph", "PoolHints", "HINT_FEATURES", "NODE_KINDS",
            "TRAINING_SEEDS_FROM", "VALIDATION_SEEDS", "ALLOCATION_ENV_ID", "env_id", "suite_envs",
            "register_suite_envs", "scenario_episode"]
+__all__ += ["evaluate", "policy_function", "policy_digest", "load_policy", "add_policy", "stored_policies",
+            "policy_store", "StoredPolicy", "POLICY_ALLOCATOR"]  # any policy, run as an allocator (envs/evaluate.py)
 
 
 ALLOCATION_ENV_ID = "dcbench/Allocation-v0"  # AllocationEnv: any topology and workload

@@ -19,6 +19,7 @@ BUILTIN_PLUGINS = (
     "dcbench.plugins.allocators.jcb",
     "dcbench.plugins.allocators.gnn_ppo",
     "dcbench.plugins.allocators.a2c_multistep",
+    "dcbench.plugins.allocators.policy",
     "dcbench.plugins.metrics.acceptance",
     "dcbench.plugins.metrics.utilisation",
     "dcbench.plugins.metrics.spread",

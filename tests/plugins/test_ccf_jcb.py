@@ -74,7 +74,7 @@ def test_reconfiguration_lowers_ccf_blocking_on_the_papers_network(runner):
 
 @pytest.mark.parametrize("args, fragment", [
     (["--allocator", "nalb", "--topology", "ocs:4"],
-     "allocators for job demands: a2c_multistep, ccf, jcb, random, tetris"),
+     "allocators for job demands: a2c_multistep, ccf, jcb, policy, random, tetris"),
     (["--allocator", "ccf", "--topology", "tiered:8,1x4"], "serves job demands but workload 'uniform'"),
     (["--allocator", "ccf", "--topology", "ocs:4", "--workload", "uniform"], "use its default workload 'vmjobs'"),
 ])

@@ -218,7 +218,7 @@ from tp_names_srcpkg.policy import Policy
 
 @hookimpl
 def register_allocators(register):
-    register("policy", Policy)
+    register("versioned", Policy)
 '''
 
 POLICY = '''
@@ -237,7 +237,7 @@ def test_a_plugins_changed_source_makes_new_run_ids_and_the_same_source_the_same
     def identity_and_run_id():
         registry, warned = created(*entry_points)
         assert warned == []
-        plan = Runner(registry).resolve("policy", "tiered:8,1x4", requests=10)
+        plan = Runner(registry).resolve("versioned", "tiered:8,1x4", requests=10)
         return plan.allocator_entry.identity, run_id_of(plan, 0)
 
     identity, run_id = identity_and_run_id()

@@ -26,6 +26,7 @@ from dcbench.errors import (
     AllocatorError,
     DcbenchError,
     IncompatibleError,
+    NotInstalledError,
     PluginError,
     ResultsError,
     SpecError,
@@ -52,8 +53,8 @@ __all__ = [
     "SPREAD_LEVELS", "simulate", "PoolBuilder", "PoolAllocator", "JobBuilder", "JobAllocator",
     "PoolAndJobAllocator", "RECONFIGURE_PARAM", "WeightedRouter", "WEIGHTINGS",
     # errors
-    "DcbenchError", "SpecError", "UnknownPluginError", "PluginError", "IncompatibleError", "AllocatorError",
-    "ResultsError", "describe",
+    "DcbenchError", "SpecError", "UnknownPluginError", "NotInstalledError", "PluginError", "IncompatibleError",
+    "AllocatorError", "ResultsError", "describe",
 ]
 
 # Names that left the top level in 0.4 and still import from here, with a DeprecationWarning, until 0.5.

@@ -35,6 +35,15 @@ class UnknownPluginError(SpecError):
     """
 
 
+class NotInstalledError(UnknownPluginError):
+    """What a spec names is not on this machine, though the spec is sound:
+    a stored policy (``policy:sha256=ID``) missing from the policy store.
+
+    `dcbench leaderboard verify` skips the runs that need it, as it skips
+    runs of a plugin that is not installed.
+    """
+
+
 class PluginError(DcbenchError):
     """A plugin failed to load, to register, or to build what it registered.
 

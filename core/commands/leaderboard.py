@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from dcbench.commands.base import PATH, UserError, check_bounds, load_registry, plugin_prints_to_stderr
-from dcbench.errors import DcbenchError
+from dcbench.errors import DcbenchError, NotInstalledError
 from dcbench.harness.progress import progress_bar
 from dcbench.hookspecs import hookimpl
 
@@ -87,10 +87,15 @@ def verify(root: Path, count: int, seed: int, quiet: bool) -> None:
         for (name, row), plugin_missing in zip(pairs, absent):
             drawn = f"{name}: {row['scenario']} {row['allocator']} seed {row['seed']}"
             progress.update(task, run=drawn)
+            try:
+                columns = [] if plugin_missing else rerun_named(name, row, runner)
+            except NotInstalledError as exc:
+                columns, plugin_missing = [], str(exc).split(";")[0]
             if plugin_missing:
                 skipped += 1
-                outcome = f"skipped ({plugin_missing} is not installed)"
-            elif columns := rerun_named(name, row, runner):
+                outcome = (f"skipped ({plugin_missing})" if " is not " in plugin_missing
+                           else f"skipped ({plugin_missing} is not installed)")
+            elif columns:
                 outcome = ("another run id: this installation's dcbench version, specs or checkpoint are not the "
                            "submission's") if columns == ["run_id"] else "other " + ", ".join(columns)
                 differences.append(f"{drawn}: {outcome}")
@@ -101,6 +106,9 @@ def verify(root: Path, count: int, seed: int, quiet: bool) -> None:
     for line in outcomes:  # every run drawn, with what came of it
         click.echo(line)
     checked = len(pairs) - skipped
+    if not checked:  # (every run needed a stored policy this machine lacks)
+        raise UserError(f"none of the {len(pairs)} runs drawn can be re-run here: what they need is not "
+                        "installed (see above); install it, or draw others with --seed")
     note = f" ({skipped} skipped: a plugin they use is not installed)" if skipped else ""
     if differences:
         click.echo(f"{len(differences)} of {checked} runs came out otherwise{note}")
@@ -116,6 +124,8 @@ def rerun_named(submission: str, row: dict[str, Any], runner: Runner) -> list[st
 
     try:
         return rerun(row, runner)
+    except NotInstalledError:  # (a stored policy this machine lacks: skipped, as a plugin it lacks is)
+        raise
     except DcbenchError as exc:
         raise DcbenchError(f"submission {submission}, run {row['run_id']} ({row['scenario']} seed {row['seed']}), "
                            f"cannot be re-run here: {exc}; put back what it needs, or draw other runs with "

@@ -50,7 +50,7 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
-from dcbench.errors import AllocatorError, DcbenchError, PluginError, SpecError, describe
+from dcbench.errors import AllocatorError, DcbenchError, NotInstalledError, PluginError, SpecError, describe
 from dcbench.harness.runner import Runner
 from dcbench.model.suite import Scenario, Suite
 from dcbench.registry import Registry
@@ -545,8 +545,9 @@ def load_policy(policy_id: str, store: Path | None = None) -> tuple[Any, str]:
         ``(policy, sha256)``: the policy, and the full digest of its content.
 
     Raises:
-        SpecError: ``policy_id`` is not 16 hex digits, no policy of that ID
-            is in the store, or its record or file is damaged or changed.
+        SpecError: ``policy_id`` is not 16 hex digits, or its record or
+            file is damaged or changed.
+        NotInstalledError: No policy of that ID is in the store.
         PluginError: The policy's code, or its loader, raised.
     """
     if not isinstance(policy_id, str) or not POLICY_ID.fullmatch(policy_id):
@@ -559,7 +560,7 @@ def load_policy(policy_id: str, store: Path | None = None) -> tuple[Any, str]:
     if key not in _LOADED:
         stored = _stored(policy_id, store)
         if stored is None:
-            raise SpecError(f"policy {policy_id} is not in the policy store here ('{store}', set by "
+            raise NotInstalledError(f"policy {policy_id} is not in the policy store here ('{store}', set by "
                             f"${STORE_VARIABLE}); add it with `dcbench policy add FILE` (its id is its content's, "
                             "so the same file gives the same id)")
         _LOADED[key] = (stored.sha256, _load_record(stored))

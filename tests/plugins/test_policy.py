@@ -152,6 +152,12 @@ def test_a_sweep_of_a_stored_policy_is_submitted_and_verified(tmp_path, store):
     assert verified.exit_code == 0 and "3 runs re-run: every one gave the submitted summary" in verified.output
     built = runner.invoke(cli, ["leaderboard", "--root", str(root)])
     assert built.exit_code == 0 and f"`{spec}`" in (root / "README.md").read_text()
+    # where the policy is not in the store, its runs are skipped as runs of a plugin not installed are
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("DCBENCH_POLICIES", str(tmp_path / "elsewhere"))
+        lacking = runner.invoke(cli, ["leaderboard", "--root", str(root), "verify", "-n", "2"])
+    assert lacking.exit_code == 2 and "none of the 2 runs drawn can be re-run here" in lacking.output
+    assert "skipped (policy " in lacking.stdout and "is not in the policy store here" in lacking.stdout
 
 
 def test_a_maskable_ppo_model_runs_as_in_the_environment(tmp_path, store):

@@ -180,6 +180,9 @@ def list_(kind: str | None) -> None:
     if kind is not None and kind not in KIND_ALIASES:
         named = [(current, registry.entries(current)[kind]) for current in KINDS if kind in registry.entries(current)]
         if not named:
+            for current in KINDS:  # a bare name two distributions register: say which to give
+                if kind in registry.entries(current).ambiguous:
+                    registry.get(current, kind)
             names = sorted({name for current in KINDS for name in registry.entries(current)})
             raise UserError(unknown("kind or plugin", kind, [PLURALS[k] for k in KINDS] + [ENVS[0]] + names,
                                     plural="kinds and plugins"))

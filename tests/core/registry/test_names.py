@@ -131,6 +131,17 @@ def test_a_name_two_distributions_register_is_refused_bare_for_both_whatever_the
     runs = [run_id_of(Runner(registry).resolve("dcbench-beta.firstfit", "tiered:8,1x4", requests=10), 0)
             for registry, _ in registries]
     assert runs[0] == runs[1]
+    from click.testing import CliRunner
+
+    import dcbench.registry
+    from dcbench.commands import cli
+
+    with pytest.MonkeyPatch.context() as patch:  # `dcbench list firstfit` says which to give, too
+        patch.setattr(dcbench.registry.manager, "_REGISTRY", one)
+        listed = CliRunner().invoke(cli, ["list", "firstfit"])
+    assert listed.exit_code == 2 and listed.output == (
+        "Error: allocator 'firstfit' is registered by more than one plugin; give 'dcbench-alpha.firstfit' or "
+        "'dcbench-beta.firstfit'\n")
 
 
 def test_a_name_a_plugin_alone_registers_has_the_same_run_id_when_another_plugin_is_installed(site):

@@ -477,6 +477,7 @@ class PathCatalogue:
         # Keyed by a * servers + b: an int hashes faster than a pair.
         self.server_pair_cache: dict[int, tuple[Path, ...]] = {}
         self._distance_to: dict[int, np.ndarray] = {}
+        self._transit_cache: _TransitGraph | None = None
 
     def between_servers(self, a: int, b: int) -> tuple[Path, ...]:
         """Paths from server ``a`` to server ``b`` (``a != b``)."""
@@ -512,50 +513,81 @@ class PathCatalogue:
             return paths
         return tuple(path[::-1] for path in paths)
 
-    def _distances(self, target: int) -> np.ndarray:
+    def _transit_graph(self) -> "_TransitGraph":
+        graph = self._transit_cache
+        if graph is None:
+            graph = self._transit_cache = _TransitGraph(self.network, self._transit)
+        return graph
+
+    def _distances(self, target: int) -> list[int]:
+        """Hops from each transit node to ``target`` through transit nodes
+        only (`_UNREACHED` where there is no such walk), by compact index."""
         distance = self._distance_to.get(target)
-        if distance is not None:
-            return distance
-        adjacency = self._incoming
-        distance = np.full(self.network.n_nodes, np.iinfo(np.int64).max // 2, dtype=np.int64)
-        distance[target] = 0
-        frontier = [target]
-        while frontier:
-            following = []
-            for node in frontier:
-                for neighbour, _ in adjacency[node]:
-                    if distance[neighbour] > distance[node] + 1 and self._transit[neighbour]:
-                        distance[neighbour] = distance[node] + 1
-                        following.append(neighbour)
-            frontier = following
-        self._distance_to[target] = distance
-        return distance
+        if distance is None:
+            graph = self._transit_graph()
+            if len(self._distance_to) * max(graph.size, 1) >= _DISTANCE_CACHE:
+                self._distance_to.clear()
+            distance = self._distance_to[target] = graph.distances(target, self._incoming)
+        return distance.tolist()
 
     def _search(self, source: int, target: int) -> tuple[Path, ...]:
         """Simple paths in order of length, by depth-first search bounded by
-        the distance to the target, until k are found or none is left."""
-        distance = self._distances(target)
-        adjacency = self.network.adjacency
-        transit = self._transit
-        found: list[Path] = []
-        if distance[source] >= np.iinfo(np.int64).max // 2:
+        the distance to the target, until k are found or none is left.
+
+        The walk runs on the transit nodes only (a node of degree one is
+        never inside a simple path) and reaches the target over its own
+        links, so it gives exactly the paths of a plain search over the whole graph
+        (tests/core/model/test_paths.py keeps one), in the same order.
+        """
+        k = self.k
+        if k <= 0:
             return ()
-        on_path = np.zeros(self.network.n_nodes, dtype=bool)
-        longest = int(transit.sum()) + 1  # no simple path through transit nodes is longer
-        budget = int(distance[source])
+        if source == target:
+            return ((),)
+        graph = self._transit_graph()
+        start = graph.compact[source]
+        if start < 0:
+            return ()  # a source that is not a transit node has no distance to the target
+        distance = self._distances(target)
+        if distance[start] >= _UNREACHED:
+            return ()
+        end = graph.compact[target]
+        # Transit nodes with a link into the target, in index order, and that link.
+        into_target = {graph.compact[node]: link for node, link in self._incoming[target]
+                       if graph.compact[node] >= 0 and node != target}
+        last_hops = sorted(into_target.items())
+        link_between = graph.link_between
+        adjacency = graph.adjacency
+        on_path = [False] * graph.size
+        found: list[Path] = []
         links: list[int] = []
+        longest = graph.size + 1  # no simple path through transit nodes is longer
 
         def walk(node: int, remaining: int) -> bool:
-            if node == target:
-                if remaining == 0:
-                    found.append(tuple(links))
-                    return len(found) >= self.k
-                return False
+            # node is a transit node other than the target, remaining >= 1.
+            if remaining == 1:
+                link = into_target.get(node)
+                if link is None:
+                    return False
+                found.append((*links, link))
+                return len(found) >= k
             on_path[node] = True
+            if remaining == 2 and len(last_hops) <= len(adjacency[node]):
+                # Only the target's transit neighbours are one hop from it.
+                for neighbour, last in last_hops:
+                    if on_path[neighbour]:
+                        continue
+                    link = link_between.get((node, neighbour))
+                    if link is None:
+                        continue
+                    found.append((*links, link, last))
+                    if len(found) >= k:
+                        on_path[node] = False
+                        return True
+                on_path[node] = False
+                return False
             for neighbour, link in adjacency[node]:
-                if on_path[neighbour] or distance[neighbour] > remaining - 1:
-                    continue
-                if neighbour != target and not transit[neighbour]:
+                if on_path[neighbour] or distance[neighbour] > remaining - 1 or neighbour == end:
                     continue
                 links.append(link)
                 done = walk(neighbour, remaining - 1)
@@ -566,8 +598,92 @@ class PathCatalogue:
             on_path[node] = False
             return False
 
-        while len(found) < self.k and budget <= longest:
-            if walk(source, budget):
+        budget = distance[start]
+        while len(found) < k and budget <= longest:
+            if walk(start, budget):
                 break
             budget += 1
         return tuple(found)
+
+
+# Distances kept per catalogue, in entries (transit nodes × targets): at most
+# 4 bytes each, so about 200 MB, whatever the number of servers.
+_DISTANCE_CACHE = 50_000_000
+# The distance of a node that cannot reach the target.
+_UNREACHED = 1 << 30
+
+
+class _TransitGraph:
+    """The links between transit nodes (degree above one), with the nodes
+    renumbered ``0..size-1`` in index order: what a path search walks.
+
+    Attributes:
+        size: The number of transit nodes.
+        compact: Each node's transit index, -1 for a node that is not one.
+        adjacency: For each transit node, its ``(transit neighbour, link)``
+            pairs in index order.
+        link_between: The link from one transit node to another, by pair.
+        indptr: Where each transit node's incoming transit neighbours
+            start in ``indices`` (size + 1,).
+        indices: The incoming transit neighbours, node after node.
+    """
+
+    def __init__(self, network: Network, transit: np.ndarray):
+        members = np.flatnonzero(transit)
+        self.size = int(members.size)
+        compact = np.full(network.n_nodes, -1, dtype=np.int64)
+        compact[members] = np.arange(self.size)
+        self.compact: list[int] = compact.tolist()
+        ends = network.link_ends
+        both = transit[ends[:, 0]] & transit[ends[:, 1]]
+        links = np.flatnonzero(both)
+        heads, tails = compact[ends[links, 0]], compact[ends[links, 1]]
+        if not network.directed:  # each way
+            heads, tails, links = (np.concatenate([heads, tails]), np.concatenate([tails, heads]),
+                                   np.concatenate([links, links]))
+        order = np.lexsort((links, tails, heads))  # by node, then neighbour, then link
+        heads, tails, links = heads[order], tails[order], links[order]
+        starts = np.searchsorted(heads, np.arange(self.size + 1))
+        pairs = list(zip(tails.tolist(), links.tolist()))
+        self.adjacency: list[list[tuple[int, int]]] = [
+            pairs[a:b] for a, b in zip(starts[:-1].tolist(), starts[1:].tolist())]
+        self.link_between: dict[tuple[int, int], int] = dict(zip(zip(heads.tolist(), tails.tolist()),
+                                                                 links.tolist()))
+        # Incoming neighbours (for distances to a node), as compressed rows.
+        by_tail = np.argsort(tails, kind="stable")
+        self.indices = heads[by_tail]
+        self.indptr = np.searchsorted(tails[by_tail], np.arange(self.size + 1))
+
+    def distances(self, target: int, incoming: Sequence[Sequence[tuple[int, int]]]) -> np.ndarray:
+        """Hops from each transit node to ``target`` through transit nodes,
+        a breadth-first search over whole levels at once.
+
+        Args:
+            target: A node's index (transit or not).
+            incoming: For each node, its ``(neighbour, link)`` pairs whose
+                link leads into it.
+
+        Returns:
+            The distances by transit index (size,), `_UNREACHED` where none.
+        """
+        distance = np.full(self.size, _UNREACHED, dtype=np.int32)
+        end = self.compact[target]
+        if end >= 0:
+            distance[end] = 0
+        first = sorted({self.compact[node] for node, _ in incoming[target]} - {-1, end})
+        frontier = np.asarray(first, dtype=np.int64)
+        level = 1
+        indptr, indices = self.indptr, self.indices
+        while frontier.size:
+            distance[frontier] = level
+            level += 1
+            starts = indptr[frontier]
+            counts = indptr[frontier + 1] - starts
+            total = int(counts.sum())
+            if total == 0:
+                break
+            offsets = np.repeat(starts - (np.cumsum(counts) - counts), counts)
+            neighbours = indices[offsets + np.arange(total)]
+            neighbours = neighbours[distance[neighbours] == _UNREACHED]
+            frontier = np.unique(neighbours)
+        return distance

@@ -24,7 +24,7 @@ from dcbench.engine.simulation import Allocator
 from dcbench.errors import AllocatorError
 from dcbench.model.allocation import CHANNELS_PER_PAIR, Allocation, Reject, Route, State, partners
 from dcbench.model.network import Network, Path
-from dcbench.model.requests import Request
+from dcbench.model.requests import Departing, Request
 
 OPEN, DONE, FAILED = "open", "done", "failed"
 
@@ -47,14 +47,26 @@ class PoolBuilder:
     ``status`` is "done" (the demand is met) or "failed"; `result` is then
     the allocation or the refusal.
 
+    Two rules of the reference code are the request's to set (its workload's
+    options): ``request.allowed_servers == "free"`` allows every server with
+    any free CPU or memory, and ``request.departing`` is freed once the first
+    server is placed. A server that gives nothing (allowed by the "free"
+    rule, or added where ``accept_useless``) is joined to the others as any
+    server is, its channels reserved while the request is built, but the
+    allocation leaves it and its routes out: the engine commits no server
+    that gives nothing.
+
     Args:
         network: The network it builds on.
         router: Chooses the candidate paths between two servers (None: the
             network's k shortest paths by hop count).
+        accept_useless: Whether `add` takes a server that gives nothing
+            whatever the request's rule (an allocator's published quirk).
 
     Attributes:
         network: That network.
         router: That router.
+        accept_useless: That choice.
         free_resources: Each server's free capacity, servers × resources,
             after this request's servers so far.
         chosen: The servers added so far, in order.
@@ -66,9 +78,12 @@ class PoolBuilder:
         request: The request being built (None before the first).
     """
 
-    def __init__(self, network: Network, router: Router | None = None):
+    def __init__(self, network: Network, router: Router | None = None, accept_useless: bool = False):
         self.network = network
         self.router = router
+        self.accept_useless = accept_useless
+        self._any_free = False
+        self._useless: list[bool] = []
         self.free_resources = network.server_capacity.copy()
         self._free_links_array = network.link_capacity.copy()
         # Routing reads and writes single links, which is much faster on a
@@ -102,10 +117,12 @@ class PoolBuilder:
         self.chosen_mask[self.chosen] = False
         self.chosen = []
         self._gives_cpu = []
+        self._useless = []
         self.amounts = []
         self.routes = []
         self._remaining = request.demand.tolist()
         self.request = request
+        self._any_free = request.allowed_servers == "free"
         self.status = OPEN
         self.reason = ""
         self._refresh_allowed()
@@ -140,7 +157,10 @@ class PoolBuilder:
         # needed resource exactly when its free amounts summed over the
         # needed resources are positive.
         self._needed[:] = [r > 0 for r in self._remaining]
-        np.greater(self.free_resources @ self._needed, 0, out=self._allowed)
+        if self._any_free:  # the reference code's mask: anything free at all, needed or not
+            np.greater(self.free_resources.sum(axis=1), 0, out=self._allowed)
+        else:
+            np.greater(self.free_resources @ self._needed, 0, out=self._allowed)
         if self.chosen:
             self._allowed[self.chosen] = False
 
@@ -151,7 +171,8 @@ class PoolBuilder:
 
     def allowed(self) -> np.ndarray:
         """Servers that may be added now: not chosen yet, and with a free
-        share of some resource the request still needs. Read-only.
+        share of some resource the request still needs (of any resource,
+        with the request's "free" rule). Read-only.
 
         Returns:
             A boolean mask over the servers (servers,), the builder's own:
@@ -178,7 +199,8 @@ class PoolBuilder:
         Raises:
             AllocatorError: The request is not open, or ``server`` is out
                 of range, already chosen, or has nothing the request still
-                needs.
+                needs where neither the request's "free" rule nor
+                ``accept_useless`` lets such a server in.
         """
         if self.status != OPEN:
             raise AllocatorError(f"builder: add({server}) on a request that is already {self.status}")
@@ -187,7 +209,8 @@ class PoolBuilder:
             raise AllocatorError(f"builder: server {server} is out of range or already chosen")
         free = self.free_resources[server].tolist()
         take = [min(f, r) for f, r in zip(free, self._remaining)]
-        if not any(t > 0 for t in take):
+        useless = not any(t > 0 for t in take)
+        if useless and not (self.accept_useless or self._any_free):
             raise AllocatorError(f"builder: server {server} has nothing the request still needs")
         self._gives_cpu.append(take[self._cpu] > 0)
         catalogue = self.network.paths
@@ -199,7 +222,12 @@ class PoolBuilder:
         amount = CHANNELS_PER_PAIR
         chosen = self.chosen
         rule = self.request.connectivity
-        pairs_with = chosen if rule == "all" else [chosen[j] for j, _ in partners(rule, self._gives_cpu, len(chosen))]
+        if rule == "all":
+            pairs_with = chosen
+        elif not (useless or any(self._useless)):
+            pairs_with = [chosen[j] for j, _ in partners(rule, self._gives_cpu, len(chosen))]
+        else:
+            pairs_with = self._useless_aware_partners(rule, useless)
         for partner in pairs_with:
             if self.router is None:
                 paths = known_paths.get(partner * n_servers + server) or catalogue.between_servers(partner, server)
@@ -220,14 +248,38 @@ class PoolBuilder:
         self.free_resources[server] = [f - t for f, t in zip(free, take)]
         self._remaining = remaining = [r - t for r, t in zip(self._remaining, take)]
         chosen.append(server)
+        self._useless.append(useless)
         self.chosen_mask[server] = True
         self._allowed[server] = False
         self.amounts.append(take)
         if not any(r > 0 for r in remaining):
             self.status = DONE
+        elif len(chosen) == 1 and self.request.departing is not None:
+            self._release(self.request.departing)
         elif any(r <= 0 and n for r, n in zip(remaining, self._needed.tolist())):
             self._refresh_allowed()  # a resource is now covered: the mask narrows
         return True
+
+    def _useless_aware_partners(self, rule: str, useless: bool) -> list[int]:
+        # A useful server pairs as the engine's check will see it, among the
+        # useful servers only (the allocation leaves the useless out); a
+        # useless one pairs by the rule over every server chosen so far.
+        chosen = self.chosen
+        if useless:
+            return [chosen[j] for j, _ in partners(rule, self._gives_cpu, len(chosen))]
+        kept = [j for j, u in enumerate(self._useless) if not u]
+        gives_cpu = [self._gives_cpu[j] for j in kept] + [self._gives_cpu[-1]]
+        return [chosen[kept[j]] for j, _ in partners(rule, gives_cpu, len(kept))]
+
+    def _release(self, departing: Departing) -> None:
+        # The reference code's departures after a partial step: what the
+        # requests due now hold is free for the rest of this request.
+        np.add.at(self.free_resources, departing.servers, departing.amounts)
+        free_links = self._free_links
+        for link, amount in zip(departing.links.tolist(), departing.link_amounts.tolist()):
+            free_links[link] += amount
+        self._stale_links.extend(departing.links.tolist())
+        self._refresh_allowed()
 
     def fail(self, reason: str) -> None:
         """End the request as failed.
@@ -246,6 +298,12 @@ class PoolBuilder:
             the failure's reason ("incomplete" while still open).
         """
         if self.status == DONE:
+            if any(self._useless):  # committed without the servers that give nothing, and their routes
+                kept = [s for s, u in zip(self.chosen, self._useless) if not u]
+                amounts = [a for a, u in zip(self.amounts, self._useless) if not u]
+                routes = [r for r in self.routes if r[0] in kept and r[1] in kept]
+                return Allocation(np.asarray(kept, dtype=np.int64), np.asarray(amounts, dtype=np.float64),
+                                  tuple(map(Route._make, routes)))
             return Allocation(np.asarray(self.chosen, dtype=np.int64), np.asarray(self.amounts, dtype=np.float64),
                               tuple(map(Route._make, self.routes)))
         return Reject(self.reason or "incomplete")
@@ -263,7 +321,12 @@ class PoolAllocator(Allocator):
         network: The run's network (set by `reset`).
         rng: The run's random generator (set by `reset`).
         builder: The `PoolBuilder` it drives (made by `reset`).
+        accept_useless: Whether its builder adds a server that gives
+            nothing (`PoolBuilder`'s ``accept_useless``; a class default of
+            False, which a published quirk sets before `reset`).
     """
+
+    accept_useless: bool = False
 
     def reset(self, network: Network, rng: np.random.Generator) -> None:
         """Prepare for a run: keep ``network`` and ``rng``, and make the
@@ -275,7 +338,7 @@ class PoolAllocator(Allocator):
         """
         self.network = network
         self.rng = rng
-        self.builder = PoolBuilder(network, router=self.make_router(network))
+        self.builder = PoolBuilder(network, router=self.make_router(network), accept_useless=self.accept_useless)
 
     def make_router(self, network: Network) -> Router | None:
         """The router the builder uses; None for the k shortest paths by hop count.

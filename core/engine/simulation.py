@@ -19,7 +19,7 @@ from dcbench.engine.qos import mm1k
 from dcbench.errors import AllocatorError, DcbenchError, describe
 from dcbench.model.allocation import Allocation, Reject, State, check_owned, circuit_changes, owned
 from dcbench.model.network import Network
-from dcbench.model.requests import Request, RequestSequence
+from dcbench.model.requests import Departing, Request, RequestSequence
 
 ACCEPTED, REJECTED, SKIPPED = "accepted", "rejected", "skipped"
 SPREAD_LEVELS = ("server", "rack", "pod", "cross_pod")
@@ -239,6 +239,16 @@ class Simulation:
             self._traffic -= traffic
             self._record(when, "departure", request_id)
 
+    def _departing_now(self) -> Departing | None:
+        # The requests due at the clock itself: held while the request is
+        # offered, released once its first server is placed (in `resolve`).
+        due = [request_id for when, request_id in self._departures if when <= self.clock]
+        if not due:
+            return None
+        held = [self._holdings[request_id] for request_id in due]
+        return Departing(np.concatenate([h[0] for h in held]), np.concatenate([h[1] for h in held]),
+                         np.concatenate([h[2] for h in held]), np.concatenate([h[3] for h in held]))
+
     def next_request(self) -> Request | None:
         """Advance to the next request to offer; None when the episode is over."""
         sequence = self.sequence
@@ -258,8 +268,10 @@ class Simulation:
                     self._depart_before(self.clock)
             self.offer_time[i] = self.clock
             fields = (i, self.clock, float(sequence.holding[i]), demand, sequence.kind, sequence.connectivity)
-            if self.is_job:
-                fields += (sequence.vms(i), sequence.job_flows(i))
+            fields += (sequence.vms(i), sequence.job_flows(i)) if self.is_job else (None, None)
+            if not self.is_job:
+                departing = self._departing_now() if sequence.departures_within else None
+                fields += (sequence.allowed_servers, departing)
             # Two of them: the allocator's, and the one the engine checks against.
             self.request = Request(*fields)
             return Request(*fields)
@@ -273,6 +285,10 @@ class Simulation:
         assert request is not None, "resolve() without a request: call next_request() first"
         i = request.id
         accepted = False
+        if request.departing is not None:
+            # Departures inside a request: those due now have left by the time it is checked (every
+            # allocation of it fits the freed state, as its first server was chosen before they left).
+            self._depart_before(np.nextafter(self.clock, np.inf))
         if isinstance(result, Allocation):
             try:
                 allocation = owned(result)

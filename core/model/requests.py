@@ -16,6 +16,11 @@ from dcbench.model.network import Network, frozen
 #   reference  the reference code's rule, with its sticky flag.
 CONNECTIVITY_RULES = ("all", "cpu", "reference")
 
+# Which servers a pool request's next step may choose (see docs/scenarios/tiered.md):
+#   needed  those with a free share of a resource the request still needs (dcbench's);
+#   free    those with any free CPU or memory at all, needed or not (the reference code's mask).
+ALLOWED_SERVER_RULES = ("needed", "free")
+
 
 @dataclass(frozen=True, slots=True)
 class PacketModel:
@@ -57,6 +62,11 @@ class RequestSequence:
             ``time_step`` and requests depart (one that exceeds the whole
             capacity is skipped).
         time_step: The clock's step while a request waits.
+        allowed_servers: Which servers a pool request's next step may
+            choose, one of `ALLOWED_SERVER_RULES`.
+        departures_within: Whether the requests due at a pool request's
+            offer time depart after its first server is placed (the
+            reference code's), rather than before it is offered.
         extra: The workload's own: the engine reads none of it.
         measured: Booleans (requests,) marking the requests the metrics
             count (None: all of them; a warm-up is left out).
@@ -79,6 +89,8 @@ class RequestSequence:
     connectivity: str = "all"
     wait_until_fits: bool = False
     time_step: float = 1.0
+    allowed_servers: str = "needed"
+    departures_within: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
     measured: np.ndarray | None = None
     vm_offsets: np.ndarray | None = None
@@ -120,6 +132,25 @@ class RequestSequence:
 
 
 @dataclass(frozen=True, slots=True)
+class Departing:
+    """What requests departing inside a request free (the reference code's
+    departures after a partial step), as flat arrays.
+
+    Attributes:
+        servers: The servers freed, one row per (request, server); a server
+            may appear more than once.
+        amounts: What each row frees, rows × resources.
+        links: The links freed, one entry per (request, link).
+        link_amounts: The channels each entry frees.
+    """
+
+    servers: np.ndarray
+    amounts: np.ndarray
+    links: np.ndarray
+    link_amounts: np.ndarray
+
+
+@dataclass(frozen=True, slots=True)
 class Request:
     """One request as an allocator sees it: read-only, and the allocator's
     own copy (the engine checks allocations against one of its own).
@@ -136,6 +167,11 @@ class Request:
         vms: Jobs: its VMs × resources, in placement order (None for pools).
         flows: Jobs: its flows × 3, (source VM, destination VM, Gbps), VMs
             numbered within the job (None for pools).
+        allowed_servers: Which servers a pool request's next step may
+            choose, one of `ALLOWED_SERVER_RULES`.
+        departing: What the requests due at its offer time free once its
+            first server is placed, where the workload lets requests depart
+            inside a request (None: nothing departs while it is built).
     """
 
     id: int
@@ -146,6 +182,8 @@ class Request:
     connectivity: str = "all"
     vms: np.ndarray | None = None
     flows: np.ndarray | None = None
+    allowed_servers: str = "needed"
+    departing: Departing | None = None
 
 
 class Workload(Protocol):

@@ -12,6 +12,20 @@ channel for each server chosen so far, and lies in a rack the request
 already uses (anywhere, for the first pick), the tightest such server is
 taken instead: least CPU and memory left over, then fewest free channels.
 
+``published=yes`` turns on the quirks of the authors' code (each is also an
+option of its own, so that one at a time can be turned off again):
+
+- ``link_column=by_name``: the link feature a server is scored with is
+  another server's. The reference stacks the free channels of the *allowed*
+  servers' own links, in index order, under zero padding, while its rows
+  are the nodes sorted by name (``Resource_0, Resource_1, Resource_10, …``):
+  the server at position p of that order gets the link of the allowed server
+  at position p - (servers - allowed), and 0 where that is negative.
+- ``anchor=previous``: the locality penalty's anchor is the previous pick
+  even of the previous request, so a request's first pick is penalised
+  outside the rack of the last server picked before it (none in a run's
+  first request).
+
 For jobs the same rule picks a rack per VM: free · demand over the rack's
 free share of each resource and the VM's share of a server, plus the free
 share of the rack's outgoing circuit capacity (the counterpart of the
@@ -27,12 +41,16 @@ from dcbench.plugins.allocators._fit import own_link_free, tightest_completing
 
 
 class TetrisAllocator(PoolAndJobAllocator):
-    def __init__(self, penalty: float = 0.9, scale: float = 10.0, fit_last: bool = False):
+    def __init__(self, penalty: float = 0.9, scale: float = 10.0, fit_last: bool = False,
+                 published: bool | None = None, link_column: str | None = None, anchor: str | None = None):
         if not 0 <= penalty <= 1:
             raise ValueError(f"penalty={penalty:g} must be between 0 and 1")
         self.penalty = penalty
         self.scale = scale
         self.fit_last = fit_last
+        self.link_by_name = (link_column or ("by_name" if published else "own")) == "by_name"
+        self.anchor_previous = (anchor or ("previous" if published else "request")) == "previous"
+        self._last_pick = -1
 
     def reset(self, network: Network, rng: np.random.Generator) -> None:
         super().reset(network, rng)
@@ -50,6 +68,10 @@ class TetrisAllocator(PoolAndJobAllocator):
         self._link_free = np.empty(network.n_servers)
         self._scored: tuple[object, object] | None = None
         self._largest_server = network.server_capacity.max(axis=0)  # a VM's demand as a share of a server
+        self._last_pick = -1
+        # The position of each server among the servers sorted by name ("Resource_10" before "Resource_2").
+        self._name_position = np.empty(network.n_servers, dtype=np.int64)
+        self._name_position[sorted(range(network.n_servers), key=str)] = np.arange(network.n_servers)
 
     def _score_all(self, builder: PoolBuilder) -> None:
         # (free / scale) · (demand / scale), over every server at once.
@@ -59,10 +81,17 @@ class TetrisAllocator(PoolAndJobAllocator):
         self._scored = (builder, builder.request)
 
     def choose(self, builder: PoolBuilder, allowed: np.ndarray) -> int:
+        pick = self._choose(builder, allowed)
+        self._last_pick = pick
+        return pick
+
+    def _choose(self, builder: PoolBuilder, allowed: np.ndarray) -> int:
         if self.fit_last:
             last = self._tightest_last_server(builder, allowed)
             if last >= 0:
                 return last
+        if self.link_by_name or self.anchor_previous:
+            return self._choose_published(builder, allowed)
         scored = self._scored
         if (not builder.chosen or not self._scores_stay or scored is None
                 or scored[0] is not builder or scored[1] is not builder.request):
@@ -75,6 +104,35 @@ class TetrisAllocator(PoolAndJobAllocator):
             scores *= self.penalty
             scores[members] = inside
         return int(np.where(allowed, scores, -np.inf).argmax())
+
+    def _choose_published(self, builder: PoolBuilder, allowed: np.ndarray) -> int:
+        scores = builder.free_resources @ (builder.request.demand / self.scale**2)
+        if self.link_by_name:
+            scores += self.link_column_by_name(builder, allowed)
+        else:
+            scores += np.where(self._has_link, builder.free_links.take(self._links), 0.0)
+        anchor = builder.chosen[-1] if builder.chosen else (self._last_pick if self.anchor_previous else -1)
+        if anchor >= 0:
+            outside = self.network.racks != self.network.racks[anchor]
+            scores[outside] *= self.penalty
+        return int(np.where(allowed, scores, -np.inf).argmax())
+
+    def link_column_by_name(self, builder: PoolBuilder, allowed: np.ndarray) -> np.ndarray:
+        """The reference code's link feature of every server: the free
+        channels of another server's own link (the module's ``link_column``).
+
+        Args:
+            builder: The builder, with the request and its reservations so far.
+            allowed: The servers that may be added (servers,).
+
+        Returns:
+            Each server's link feature (servers,).
+        """
+        allowed_servers = np.flatnonzero(allowed)
+        link_free = np.where(self._has_link, builder.free_links.take(self._links), 0.0)[allowed_servers]
+        position = self._name_position - (self.network.n_servers - len(allowed_servers))
+        return np.where(position >= 0, link_free[position.clip(min=0, max=max(len(link_free) - 1, 0))]
+                        if len(link_free) else 0.0, 0.0)
 
     def _tightest_last_server(self, builder: PoolBuilder, allowed: np.ndarray) -> int:
         link_free = own_link_free(builder, self._links, self._has_link, self._link_free)
@@ -108,6 +166,12 @@ def register_allocators(register):
             Param("scale", float, 10.0, "divisor of CPU and memory in the score", minimum=0, above=True),
             Param("fit_last", bool, False, "the tightest server that completes a request, in its racks "
                   "(not in the paper)"),
+            Param("published", bool, None, "the authors' code's quirks: link_column=by_name, anchor=previous"),
+            Param("link_column", str, None, "the link feature: own (the server's own link) or by_name (the "
+                  "reference's: another server's; default by_name with published=yes)", choices=("own", "by_name")),
+            Param("anchor", str, None, "the penalty's anchor: request (the request's previous pick) or previous "
+                  "(the previous pick, even of the previous request; default previous with published=yes)",
+                  choices=("request", "previous")),
         ],
         demands=("pool", "job"),
         colour="C1",

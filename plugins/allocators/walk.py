@@ -10,6 +10,24 @@ to them. Pairs are routed over weighted k-shortest paths (`WeightedRouter`).
 Options that reproduce the reference code: ``route=reference`` (a link weighs
 its free channels, so the fullest links are preferred) and ``queue=lifo``
 (the reference pops from the end of its queue, a depth-first walk).
+
+``published=yes`` runs the walk as the reference code does: ``route`` and
+``queue`` at their defaults read as ``reference`` and ``lifo``, and the
+quirks below are turned on. Each quirk is also an option of its own (to
+leave one out, name the others without ``published``):
+
+- ``first_pick=published``: the first server is the published Tetris's
+  (tetris's ``link_column=by_name`` and ``anchor=previous``: the anchor is
+  the last server placed for the previous request).
+- ``plan=any_free``: at the first pick the walk plans the servers that cover
+  the request, taking every server it meets with anything free, even of a
+  resource the request no longer needs; such a server gives nothing but is
+  still joined to the others (its channels reserved while the request is
+  built; the allocation leaves it out, as the engine commits no server
+  that gives nothing).
+- ``order=reversed``: the plan is placed from its end, the reverse of the
+  order the walk found its servers (each server gives min(free, still
+  needed) as it is placed; once the plan is spent the walk goes on).
 """
 
 from __future__ import annotations
@@ -24,12 +42,24 @@ from dcbench.plugins.allocators.tetris import TetrisAllocator
 
 
 class WalkAllocator(TetrisAllocator):
-    def __init__(self, by_free_channels: bool, route: str = "balance", queue: str = "fifo", candidates: int = 16):
-        super().__init__()  # (Tetris's penalty would only weigh later picks: the walk makes those)
+    def __init__(self, by_free_channels: bool, route: str = "balance", queue: str = "fifo", candidates: int = 16,
+                 published: bool | None = None, first_pick: str | None = None, plan: str | None = None,
+                 order: str | None = None):
+        first_published = (first_pick or ("published" if published else "tetris")) == "published"
+        # (Tetris's penalty would only weigh later picks, the walk makes those: unless it is anchored on the
+        # previous request's last pick.)
+        super().__init__(published=first_published or None)
+        if published:  # the reference's routing and walk too, unless named otherwise than dcbench's defaults
+            route = "reference" if route == "balance" else route
+            queue = "lifo" if queue == "fifo" else queue
         self.by_free_channels = by_free_channels
         self.route = route
         self.queue = queue
         self.candidates = candidates
+        self.plan_any_free = (plan or ("any_free" if published else "needed")) == "any_free"
+        self.order_reversed = (order or ("reversed" if published else "walk")) == "reversed"
+        self.accept_useless = self.plan_any_free
+        self._plan: list[int] = []
 
     def make_router(self, network: Network) -> WeightedRouter:
         return WeightedRouter(network, self.route, k=3, candidates=self.candidates)
@@ -38,11 +68,41 @@ class WalkAllocator(TetrisAllocator):
         if not builder.chosen:
             first = super().choose(builder, allowed)
             self._walk = self._servers_from(first, builder)
+            if self.plan_any_free or self.order_reversed:
+                self._plan = self._planned(first, builder)
             return first
+        pick = self._next(builder, allowed)
+        self._last_pick = pick
+        return pick
+
+    def _next(self, builder: PoolBuilder, allowed: np.ndarray) -> int:
+        while self._plan:
+            server = self._plan.pop()
+            if not builder.chosen_mask[server] and (allowed[server] or self.plan_any_free):
+                return server
         for server in self._walk:
             if allowed[server]:
                 return server
         return int(np.flatnonzero(allowed)[0])  # unreachable in a connected topology
+
+    def _planned(self, first: int, builder: PoolBuilder) -> list[int]:
+        """The servers the walk plans at the first pick, in the order it
+        found them (reversed where ``order=reversed``): those that give
+        something of what is still needed, or (``plan=any_free``) those with
+        anything free, until what they give covers the request."""
+        remaining = np.maximum(builder.request.demand - builder.free_resources[first], 0.0)
+        free = builder.free_resources  # (the first server's take is not yet subtracted; it is not met again)
+        plan: list[int] = []
+        for server in self._walk:
+            if not remaining.any():
+                break
+            take = np.minimum(free[server], remaining)
+            if take.any() or (self.plan_any_free and free[server].any()):
+                plan.append(server)
+                remaining -= take
+        if not self.order_reversed:
+            plan.reverse()  # popped from the end: the walk's own order
+        return plan
 
     def _servers_from(self, first: int, builder: PoolBuilder) -> Iterator[int]:
         """Servers in the order the walk meets them."""
@@ -71,6 +131,14 @@ PARAMS = [
           choices=WEIGHTINGS),
     Param("queue", str, "fifo", "walk order: fifo (breadth-first) or lifo (the reference's)", choices=("fifo", "lifo")),
     Param("candidates", int, 16, "shortest paths by hop count the router ranks", minimum=3),
+    Param("published", bool, None, "the authors' code's quirks: first_pick=published, plan=any_free, "
+          "order=reversed (with route=reference,queue=lifo for the whole of it)"),
+    Param("first_pick", str, None, "tetris (dcbench's) or published (the published Tetris: another server's "
+          "link, anchored on the previous request's last pick)", choices=("tetris", "published")),
+    Param("plan", str, None, "which servers the walk plans: needed (those with something still needed) or "
+          "any_free (the reference's: anything free)", choices=("needed", "any_free")),
+    Param("order", str, None, "the plan's placement: walk (the order found) or reversed (the reference's)",
+          choices=("walk", "reversed")),
 ]
 
 

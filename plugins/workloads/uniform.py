@@ -4,15 +4,25 @@ CPU and memory are independent uniform integers (1..128 by default, up to
 eight 16-unit servers' worth); holding times are uniform integers 1..H with
 H = 30 per 64 servers; one request arrives per time unit and is offered only
 once the data centre's total free CPU and memory cover it.
+
+Two options give the reference code's environment (both off by default):
+``allowed=free``, any server with free CPU or memory may be chosen, needed
+or not (dcbench's rule, ``needed``: a free share of a resource the request
+still needs); ``departures=within``, the requests due at a request's offer
+time depart once its first server is placed (dcbench's, ``between``: after
+the request). The suite ``nara2022-published`` runs the papers' twelve
+topologies with both.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
 
-from dcbench import CONNECTIVITY_RULES, Network, Param, RequestSequence, hookimpl
+from dcbench import CONNECTIVITY_RULES, Network, Param, RequestSequence, Suite, hookimpl
+from dcbench.model.requests import ALLOWED_SERVER_RULES
 
 PARAMS = [
     Param("max_cpu", int, 128, "largest CPU demand", minimum=1),
@@ -24,6 +34,10 @@ PARAMS = [
     # The suites', the leaderboard's and the shipped checkpoints' rule (the reference code's), so that a plain
     # `dcbench run` gives the numbers the docs give; `all` is the papers' text (docs/scenarios/tiered.md).
     Param("pairs", str, "reference", "which of a request's server pairs need a path", choices=CONNECTIVITY_RULES),
+    Param("allowed", str, None, "which servers a step may choose: needed (default: with a free share of a "
+          "resource still needed) or free (the reference's: any free CPU or memory)", choices=ALLOWED_SERVER_RULES),
+    Param("departures", str, None, "when requests due at an offer depart: between (default: before the "
+          "request) or within (the reference's: after its first server)", choices=("between", "within")),
 ]
 
 
@@ -41,6 +55,8 @@ class UniformWorkload:
     hold: int | None = None
     wait: bool = True
     pairs: str = "reference"
+    allowed: str | None = None
+    departures: str | None = None
     kind: str = "pool"
 
     def __post_init__(self) -> None:
@@ -71,6 +87,8 @@ class UniformWorkload:
             connectivity=self.pairs,
             wait_until_fits=self.wait,
             time_step=1.0,
+            allowed_servers=self.allowed or "needed",
+            departures_within=self.departures == "within",
         )
 
 
@@ -82,3 +100,22 @@ def register_workloads(register):
         description="Tiered papers' requests: uniform CPU and memory, one arrival per time unit",
         params=PARAMS,
     )
+
+
+@hookimpl
+def register_suites(register):
+    from dcbench.plugins.topologies.tiered import nara2022_scenarios
+
+    register(Suite(
+        name="nara2022-published",
+        scenarios=tuple(dataclasses.replace(scenario, workload=PUBLISHED_ENVIRONMENT)
+                        for scenario in nara2022_scenarios()),
+        description="nara2022 in the reference code's environment: any server with free CPU or memory "
+        "may be chosen, and requests due at an offer depart after its first server "
+        "(run the baselines as published with published=yes)",
+        primary_metric="acceptance_ratio",
+        figures="dcbench.plugins.topologies.tiered_figures:FIGURES",
+    ))
+
+
+PUBLISHED_ENVIRONMENT = "uniform:pairs=reference,allowed=free,departures=within"

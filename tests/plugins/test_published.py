@@ -1,0 +1,195 @@
+"""The published quirks of the tiered baselines and of their environment, each on a small hand-built state
+against what the reference code's lines do (docs/scenarios/tiered.md, "The baselines as published")."""
+
+import numpy as np
+import pytest
+
+from dcbench import PoolBuilder, Request, RequestSequence, State
+from dcbench.engine.simulation import simulate
+from dcbench.model.allocation import check_allocation
+from dcbench.plugins.allocators.random_server import RandomAllocator
+from dcbench.plugins.allocators.tetris import TetrisAllocator
+from dcbench.plugins.allocators.walk import nalb, nulb
+from dcbench.plugins.workloads.uniform import UniformWorkload
+
+
+def request(demand, rule="all", allowed="needed", i=0):
+    return Request(i, 0.0, 1.0, np.asarray(demand, dtype=float), "pool", rule, allowed_servers=allowed)
+
+
+def started(allocator, network):
+    allocator.reset(network, np.random.default_rng(0))
+    return allocator
+
+
+def test_the_published_link_column_is_the_allowed_servers_links_under_zero_padding_in_name_order(small_network):
+    # rollout.py:288-328: rows are the nodes sorted by name (Resource_0, Resource_1, Resource_10, ...); the
+    # link column is the allowed servers' link ports in graph order, stacked under zeros.
+    tetris = started(TetrisAllocator(link_column="by_name"), small_network)
+    state = State(small_network)
+    state.free_links[small_network.server_link] = np.arange(small_network.n_servers) + 1.0
+    builder = tetris.builder
+    builder.start(request([16, 16]), state)
+    n = small_network.n_servers
+    names = sorted(range(n), key=str)
+    for allowed_servers in (np.arange(n), np.array([3, 7, 40])):
+        allowed = np.zeros(n, dtype=bool)
+        allowed[allowed_servers] = True
+        column = np.concatenate([np.zeros(n - len(allowed_servers)), allowed_servers + 1.0])  # by row
+        expected = np.empty(n)
+        expected[names] = column  # row r is the server names[r]
+        assert tetris.link_column_by_name(builder, allowed).tolist() == expected.tolist()
+
+
+def test_published_tetris_scores_a_server_with_another_servers_link(small_network):
+    state = State(small_network)
+    state.free_links[small_network.server_link] = 4
+    state.free_links[small_network.server_link[12]] = 8  # row 12 in name order is Resource_2
+    pick = started(TetrisAllocator(), small_network).allocate(request([16, 16]), state).servers[0]
+    published = started(TetrisAllocator(published=True), small_network).allocate(request([16, 16]), state)
+    assert pick == 12 and published.servers[0] == 2
+
+
+def test_the_published_penalty_is_anchored_on_the_previous_requests_last_pick(small_network):
+    # rollout.py: last_action persists across requests, so a request's first pick is already penalised.
+    state = State(small_network)
+    state.free_resources[:] = [4, 4]
+    state.free_resources[20] = [16, 16]  # rack 1: the first request's pick
+    state.free_resources[0] = [12, 12]  # rack 0: the best of the second request, unpenalised
+    state.free_resources[21] = [11, 11]  # rack 1: the best once rack 0 is scored × 0.9
+    for anchor, second in (("request", 0), ("previous", 21)):
+        tetris = started(TetrisAllocator(anchor=anchor), small_network)
+        assert tetris.allocate(request([16, 16]), state).servers.tolist() == [20]
+        after = State(small_network)
+        after.free_resources[:] = state.free_resources
+        after.free_resources[20] = 0
+        assert tetris.allocate(request([8, 8], i=1), after).servers.tolist() == [second]
+
+
+def test_published_implies_both_tetris_quirks_and_each_can_be_left_out():
+    assert TetrisAllocator(published=True).link_by_name and TetrisAllocator(published=True).anchor_previous
+    assert not TetrisAllocator(published=True, link_column="own").link_by_name
+    assert not TetrisAllocator(published=True, anchor="request").anchor_previous
+    assert not TetrisAllocator().link_by_name and not TetrisAllocator().anchor_previous
+
+
+def test_the_walks_first_pick_is_the_published_tetris(small_network):
+    # rollout.py:350, :438: NALB and NULB start from the same Tetris as published.
+    state = State(small_network)
+    state.free_links[small_network.server_link] = 4
+    state.free_links[small_network.server_link[12]] = 8
+    for walk in (nalb, nulb):
+        assert started(walk(), small_network).allocate(request([16, 16]), state).servers[0] == 12
+        assert started(walk(first_pick="published"), small_network).allocate(request([16, 16]), state).servers[0] == 2
+
+
+def walk_state(network, free):
+    state = State(network)
+    state.free_resources[:] = 0
+    state.free_resources[5] = [16, 16]  # the first pick
+    for server, amount in free.items():
+        state.free_resources[server] = amount
+    return state
+
+
+def test_the_published_walk_plans_servers_with_nothing_still_needed(small_network):
+    # rollout.py:395, :486: np.sum(amount) > 0 — a server with free memory joins the plan of a request that
+    # needs only CPU; it gives nothing but is still joined to the others (its paths reserved).
+    state = walk_state(small_network, {0: [0, 16], 1: [16, 0], 2: [16, 0]})
+    corrected = started(nulb(), small_network)
+    assert corrected.allocate(request([48, 16]), state).servers.tolist() == [5, 1, 2]
+    published = started(nulb(plan="any_free"), small_network)
+    allocation = published.allocate(request([48, 16]), state)
+    assert published.builder.chosen == [5, 0, 1, 2]
+    assert any(0 in route[:2] for route in published.builder.routes)  # joined while the request was built
+    assert allocation.servers.tolist() == [5, 1, 2]  # the engine commits no server that gives nothing
+    assert check_allocation(allocation, request([48, 16]), state)[0] is None
+
+
+def test_the_published_walk_places_its_plan_in_reverse(small_network):
+    # rollout.py:383, :414, :472, :505: servers are popped from the end of the plan; each gives min(free,
+    # still needed) as it is placed.
+    state = walk_state(small_network, {0: [12, 12], 1: [12, 12], 2: [12, 12]})
+    assert started(nulb(), small_network).allocate(request([40, 40]), state).servers.tolist() == [5, 0, 1]
+    allocation = started(nulb(order="reversed"), small_network).allocate(request([40, 40]), state)
+    assert allocation.servers.tolist() == [5, 1, 0]
+    assert allocation.amounts.tolist() == [[16, 16], [12, 12], [12, 12]]
+
+
+def test_published_walk_turns_on_every_quirk_and_the_reference_routing():
+    walk = nalb(published=True)
+    assert walk.link_by_name and walk.anchor_previous and walk.plan_any_free and walk.order_reversed
+    assert (walk.route, walk.queue) == ("reference", "lifo")
+    assert nalb().route == "balance" and not nalb().plan_any_free and not nalb().link_by_name
+    left_out = nalb(first_pick="published", plan="any_free")
+    assert left_out.link_by_name and left_out.plan_any_free and not left_out.order_reversed
+
+
+def test_published_random_draws_from_every_server_with_anything_free(small_network):
+    # rollout.py:271-274 over packing_env.py:538-544: only servers with no free CPU and no free memory are
+    # masked, so a memory-only request may draw a server with free CPU only.
+    state = State(small_network)
+    state.free_resources[:] = 0
+    state.free_resources[0] = [16, 0]
+    state.free_resources[1] = [0, 16]
+    corrected_firsts, published_firsts = set(), set()
+    for seed in range(20):
+        corrected = RandomAllocator()
+        corrected.reset(small_network, np.random.default_rng(seed))
+        assert corrected.allocate(request([0, 16]), state).servers.tolist() == [1]
+        corrected_firsts.add(corrected.builder.chosen[0])
+        published = RandomAllocator(published=True)
+        published.reset(small_network, np.random.default_rng(seed))
+        assert published.allocate(request([0, 16]), state).servers.tolist() == [1]
+        published_firsts.add(published.builder.chosen[0])
+    assert corrected_firsts == {1} and published_firsts == {0, 1}
+
+
+def test_the_free_rule_allows_servers_with_anything_free_and_commits_only_those_that_give(small_network):
+    # packing_env.py:538-544; the pairs a kept server routes are those the engine's check asks for, so a
+    # useless server never makes an allocation invalid (A gives CPU, U nothing, B CPU, M memory only).
+    state = State(small_network)
+    state.free_resources[:] = 0
+    state.free_resources[[0, 2]] = [16, 0]
+    state.free_resources[1] = [16, 0]
+    state.free_resources[3] = [0, 16]
+    builder = PoolBuilder(small_network)
+    demand = request([16, 16], rule="reference", allowed="free")
+    builder.start(demand, state)
+    assert builder.allowed()[[0, 1, 2, 3]].all() and builder.allowed().sum() == 4
+    builder.add(0)
+    assert builder.allowed()[1]  # free CPU, CPU no longer needed: allowed all the same
+    for server in (1, 2, 3):
+        assert builder.add(server)
+    allocation = builder.result()
+    assert builder.chosen == [0, 1, 2, 3]
+    assert allocation.servers.tolist() == [0, 3]
+    assert check_allocation(allocation, demand, state)[0] is None
+    needed = PoolBuilder(small_network)
+    needed.start(request([16, 16], rule="reference"), state)
+    needed.add(0)
+    assert not needed.allowed()[1]
+
+
+def sequence(departures_within):
+    # Request 0 holds the memory of 62 of the 64 servers until t = 1; request 1, offered at t = 1, needs 4
+    # servers' (memory only: with the "cpu" rule no pair needs a path).
+    return RequestSequence(kind="pool", gaps=np.ones(2), holding=np.ones(2), demand=np.array([[0.0, 992.0],
+                           [0.0, 64.0]]), connectivity="cpu", departures_within=departures_within)
+
+
+def test_requests_due_at_an_offer_depart_after_its_first_server(small_network):
+    # packing_env.py:340: _check_holding_times(time_increment=False) after each partial step releases the
+    # requests due now, in the middle of placing a request.
+    between = simulate(small_network, sequence(False), TetrisAllocator(), np.random.default_rng(0))
+    within = simulate(small_network, sequence(True), TetrisAllocator(), np.random.default_rng(0))
+    assert between.requests["outcome"].tolist() == ["accepted", "rejected"]
+    assert within.requests["outcome"].tolist() == ["accepted", "accepted"]
+    assert within.timeline["event"].tolist() == ["arrival", "departure", "arrival"]
+
+
+@pytest.mark.parametrize("spec", [{}, {"allowed": "free"}, {"departures": "within"}])
+def test_the_uniform_workload_carries_the_environment_options(small_network, spec):
+    drawn = UniformWorkload(**spec).generate(small_network, 4, np.random.default_rng(0))
+    assert drawn.allowed_servers == spec.get("allowed", "needed")
+    assert drawn.departures_within == (spec.get("departures") == "within")

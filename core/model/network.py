@@ -674,6 +674,8 @@ class _TransitGraph:
         frontier = np.asarray(first, dtype=np.int64)
         level = 1
         indptr, indices = self.indptr, self.indices
+        unreached = distance == _UNREACHED
+        unreached[frontier] = False
         while frontier.size:
             distance[frontier] = level
             level += 1
@@ -683,7 +685,9 @@ class _TransitGraph:
             if total == 0:
                 break
             offsets = np.repeat(starts - (np.cumsum(counts) - counts), counts)
-            neighbours = indices[offsets + np.arange(total)]
-            neighbours = neighbours[distance[neighbours] == _UNREACHED]
-            frontier = np.unique(neighbours)
+            reached = np.zeros(self.size, dtype=bool)
+            reached[indices[offsets + np.arange(total)]] = True
+            reached &= unreached
+            frontier = np.flatnonzero(reached)
+            unreached[frontier] = False
         return distance

@@ -67,6 +67,12 @@ class TetrisAllocator(PoolAndJobAllocator):
         self._scores = np.empty(network.n_servers)
         self._link_free = np.empty(network.n_servers)
         self._scored: tuple[object, object] | None = None
+        self._finite = False
+        self._kept = np.empty(network.n_servers)  # _choose_kept's scores of the allowed servers
+        self._pen = np.empty(network.n_servers)
+        self._seen = np.zeros(network.n_servers, dtype=bool)  # the allowed mask they were kept for
+        self._changed = np.empty(network.n_servers, dtype=bool)
+        self._kept_for: tuple[object, object] | None = None
         self._largest_server = network.server_capacity.max(axis=0)  # a VM's demand as a share of a server
         self._last_pick = -1
         # The position of each server among the servers sorted by name ("Resource_10" before "Resource_2").
@@ -79,6 +85,42 @@ class TetrisAllocator(PoolAndJobAllocator):
         link_free = builder.free_links.take(self._links, out=self._link_free)
         self._base += link_free if self._all_linked else np.where(self._has_link, link_free, 0.0)
         self._scored = (builder, builder.request)
+        self._kept_for = None
+        self._finite = bool(np.isfinite(self._base.sum()))  # no NaN or inf: base × penalty is finite too
+
+    def _choose_kept(self, builder: PoolBuilder, allowed: np.ndarray) -> int:
+        # A later pick of a request whose scores stay: the penalised scores
+        # (base × penalty, as the plain path computes them) of the allowed
+        # servers are kept from pick to pick, -inf elsewhere, and updated
+        # only where the allowed mask changed. The best server outside the
+        # previous pick's rack (first index among equal maxima) is then
+        # weighed against the best inside it (unpenalised), the lower index
+        # winning a tie: the plain path's arg-max over every server.
+        kept, pen, seen = self._kept, self._pen, self._seen
+        if self._kept_for is not self._scored:
+            np.multiply(self._base, self.penalty, out=pen)
+            np.copyto(kept, -np.inf)
+            np.copyto(kept, pen, where=allowed)
+            np.copyto(seen, allowed)
+            self._kept_for = self._scored
+        else:
+            changed = np.flatnonzero(np.not_equal(allowed, seen, out=self._changed))
+            if len(changed):
+                now = allowed[changed]
+                kept[changed] = np.where(now, pen[changed], -np.inf)
+                seen[changed] = now
+        members = self._rack_members[self.network.racks[builder.chosen[-1]]]
+        saved = kept[members]
+        kept[members] = -np.inf
+        outside = int(kept.argmax())
+        best_outside = kept[outside]
+        kept[members] = saved
+        inside_scores = np.where(allowed[members], self._base[members], -np.inf)
+        j = int(inside_scores.argmax())
+        inside, best_inside = int(members[j]), inside_scores[j]
+        if best_inside > best_outside or (best_inside == best_outside and inside < outside):
+            return inside
+        return outside
 
     def choose(self, builder: PoolBuilder, allowed: np.ndarray) -> int:
         pick = self._choose(builder, allowed)
@@ -96,6 +138,8 @@ class TetrisAllocator(PoolAndJobAllocator):
         if (not builder.chosen or not self._scores_stay or scored is None
                 or scored[0] is not builder or scored[1] is not builder.request):
             self._score_all(builder)
+        elif self._finite:
+            return self._choose_kept(builder, allowed)
         scores = self._scores
         np.copyto(scores, self._base)
         if builder.chosen:

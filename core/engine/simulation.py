@@ -17,7 +17,7 @@ import numpy as np
 
 from dcbench.engine.qos import mm1k
 from dcbench.errors import AllocatorError, DcbenchError, describe
-from dcbench.model.allocation import Allocation, Reject, State, check_owned, circuit_changes, owned
+from dcbench.model.allocation import Allocation, LinkUsage, Reject, State, check_owned, circuit_changes, owned
 from dcbench.model.network import Network
 from dcbench.model.requests import Departing, Request, RequestSequence
 
@@ -317,13 +317,12 @@ class Simulation:
         self.request = None
         return accepted
 
-    def _commit(self, request: Request, allocation: Allocation, usage: np.ndarray) -> None:
+    def _commit(self, request: Request, allocation: Allocation, usage: LinkUsage) -> None:
         i = request.id
         state = self.state
         servers = allocation.servers.astype(np.int64, copy=False)  # (owned: the allocator cannot change them)
         amounts = allocation.amounts
-        links = np.flatnonzero(usage)
-        link_amounts = usage[links]
+        links, link_amounts = usage  # (ascending, none zero: what flatnonzero of the full array gave)
         if allocation.reconfigure:
             _, change = circuit_changes(self.network, allocation.reconfigure, state.free_links)
             state.link_capacity += change

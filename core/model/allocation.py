@@ -59,6 +59,58 @@ class Route(NamedTuple):
     amount: float = 1.0
 
 
+class LinkUsage(NamedTuple):
+    """What an allocation reserves on the links its routes use, and only those.
+
+    Attributes:
+        links: The links used, ascending, each once (n,), int64.
+        amounts: What is reserved on each of them (n,), every one summed
+            over the routes in their order; none is zero.
+    """
+
+    links: np.ndarray
+    amounts: np.ndarray
+
+    def dense(self, n_links: int) -> np.ndarray:
+        """The amount reserved on every link.
+
+        Args:
+            n_links: How many links the network has.
+
+        Returns:
+            The amounts (n_links,), zero on the links no route uses.
+        """
+        usage = np.zeros(n_links)
+        usage[self.links] = self.amounts
+        return usage
+
+
+_NO_USAGE = LinkUsage(np.zeros(0, dtype=np.int64), np.zeros(0))
+_NO_USAGE.links.flags.writeable = False
+_NO_USAGE.amounts.flags.writeable = False
+
+
+def _pool_usage(route_links: list[int]) -> LinkUsage:
+    """The channels ``route_links`` (every route's links, one after another)
+    reserve: one on a link for each time it appears."""
+    if not route_links:
+        return _NO_USAGE
+    links, counts = np.unique(np.asarray(route_links, dtype=np.int64), return_counts=True)
+    return LinkUsage(links, counts * CHANNELS_PER_PAIR)
+
+
+def _job_usage(route_links: list[int], route_amounts: list[float]) -> LinkUsage:
+    """The Gbps reserved when ``route_amounts[k]`` is added to link
+    ``route_links[k]``, in that order (so each link's sum is the one adding
+    the routes in turn to an array of zeros gives, bit for bit)."""
+    if not route_links:
+        return _NO_USAGE
+    links, inverse = np.unique(np.asarray(route_links, dtype=np.int64), return_inverse=True)
+    # bincount adds the weights in their order, from 0.0, as np.add.at did route by route.
+    return LinkUsage(links, np.bincount(inverse, weights=np.asarray(route_amounts, dtype=np.float64),
+                                        minlength=len(links)))
+
+
 @dataclass(frozen=True, slots=True)
 class Allocation:
     """What an allocator grants a request.
@@ -222,16 +274,28 @@ def check_allocation(allocation: Allocation, request: Request, state: State) -> 
         TypeError: A field of the wrong kind (amounts of text, say).
         ValueError: A field that cannot be read as numbers.
     """
-    return check_owned(owned(allocation), request, state)
+    problem, usage = check_owned(owned(allocation), request, state)
+    return problem, usage.dense(state.network.n_links)
 
 
-def check_owned(allocation: Allocation, request: Request, state: State) -> tuple[str | None, np.ndarray]:
+def check_owned(allocation: Allocation, request: Request, state: State) -> tuple[str | None, LinkUsage]:
     """`check_allocation` of what `owned` made of an allocation (the engine
-    commits the very allocation it checked)."""
+    commits the very allocation it checked), in time that grows with the
+    links its routes use, not with the network's.
+
+    Args:
+        allocation: What `owned` made of an allocator's answer.
+        request: The request it answers.
+        state: The free capacities it must fit.
+
+    Returns:
+        The problem (one line) or None, and what it reserves on the links
+        its routes use; none where it fails before its routes are read.
+    """
     if request.kind == "job":
         return check_job_allocation(allocation, request, state)
     network = state.network
-    usage = np.zeros(network.n_links)
+    usage = _NO_USAGE
     if allocation.reconfigure or allocation.vm_servers is not None:
         return "a pool allocation has no VMs and reconfigures nothing", usage
     servers = allocation.servers
@@ -279,12 +343,12 @@ def check_owned(allocation: Allocation, request: Request, state: State) -> tuple
             return f"servers {a} and {b} are joined by two routes; a pair reserves one path", usage
         route_links.extend(links)
         routed.add(pair)
-    if route_links:
-        usage = np.bincount(route_links, minlength=network.n_links) * CHANNELS_PER_PAIR
-    over_links = usage > state.free_links + _TOLERANCE
+    usage = _pool_usage(route_links)
+    free = state.free_links[usage.links]
+    over_links = usage.amounts > free + _TOLERANCE
     if over_links.any():
-        link = int(np.flatnonzero(over_links)[0])
-        return f"link {link} over capacity: reserves {usage[link]:g}, {state.free_links[link]:g} free", usage
+        k = int(np.flatnonzero(over_links)[0])  # (links ascending: the lowest link over capacity)
+        return f"link {int(usage.links[k])} over capacity: reserves {usage.amounts[k]:g}, {free[k]:g} free", usage
 
     n = len(server_list)
     if request.connectivity == "all" and len(routed) == n * (n - 1) // 2:
@@ -335,12 +399,22 @@ def circuit_changes(network: Network, swaps: Sequence[Swap], free_links: np.ndar
     return None, change
 
 
-def check_job_allocation(allocation: Allocation, request: Request, state: State) -> tuple[str | None, np.ndarray]:
-    """`check_allocation` for a job: every VM on a server, each server's
+def check_job_allocation(allocation: Allocation, request: Request, state: State) -> tuple[str | None, LinkUsage]:
+    """`check_owned` for a job: every VM on a server, each server's
     share the sum of its VMs, the circuit swaps allowed, and the traffic of
-    every pair of racks carried by routes between their switches."""
+    every pair of racks carried by routes between their switches.
+
+    Args:
+        allocation: What `owned` made of an allocator's answer.
+        request: The job it answers.
+        state: The free capacities it must fit.
+
+    Returns:
+        The problem (one line) or None, and what the routes read so far
+        reserve on the links they use.
+    """
     network = state.network
-    usage = np.zeros(network.n_links)
+    usage = _NO_USAGE
     if network.rack_node is None:
         return "this topology has no rack switches to place jobs on", usage
     vms = np.asarray(request.vms, dtype=np.float64)
@@ -372,7 +446,6 @@ def check_job_allocation(allocation: Allocation, request: Request, state: State)
     problem, change = circuit_changes(network, allocation.reconfigure, state.free_links)
     if problem is not None:
         return problem, usage
-    free = state.free_links + change
 
     rack_of_node = {int(node): rack for rack, node in enumerate(network.rack_node.tolist())}
     max_hops = network.circuits.max_hops if network.circuits is not None else np.inf
@@ -383,24 +456,31 @@ def check_job_allocation(allocation: Allocation, request: Request, state: State)
         if pair[0] != pair[1]:
             needed[pair] = needed.get(pair, 0.0) + gbps
     carried: dict[tuple[int, int], float] = {}
+    route_links: list[int] = []
+    route_amounts: list[float] = []
     for a, b, links, amount in allocation.routes:
         pair = (rack_of_node.get(a, -1), rack_of_node.get(b, -1))
         if pair not in needed:
-            return f"route {a}->{b} does not join two racks that exchange traffic in this job", usage
+            return (f"route {a}->{b} does not join two racks that exchange traffic in this job",
+                    _job_usage(route_links, route_amounts))
         if not amount > 0:
-            return f"route {a}->{b} reserves a non-positive amount", usage
+            return f"route {a}->{b} reserves a non-positive amount", _job_usage(route_links, route_amounts)
         if network.path_ends(links) != (a, b):
-            return f"route {a}->{b} is not a path from one to the other", usage
+            return f"route {a}->{b} is not a path from one to the other", _job_usage(route_links, route_amounts)
         if len(links) > max_hops:
-            return f"route {a}->{b} crosses {len(links)} circuits; this topology allows {max_hops}", usage
-        np.add.at(usage, list(links), amount)
+            return (f"route {a}->{b} crosses {len(links)} circuits; this topology allows {max_hops}",
+                    _job_usage(route_links, route_amounts))
+        route_links.extend(links)
+        route_amounts.extend([amount] * len(links))
         carried[pair] = carried.get(pair, 0.0) + amount
+    usage = _job_usage(route_links, route_amounts)
     for pair, gbps in needed.items():
         if abs(carried.get(pair, 0.0) - gbps) > 1e-6:
             return (f"racks {pair[0]}->{pair[1]} exchange {gbps:g} Gbps, "
                     f"the routes carry {carried.get(pair, 0.0):g}"), usage
-    over_links = usage > free + _TOLERANCE
+    free = state.free_links[usage.links] + change[usage.links]
+    over_links = usage.amounts > free + _TOLERANCE
     if over_links.any():
-        link = int(np.flatnonzero(over_links)[0])
-        return f"link {link} over capacity: reserves {usage[link]:g}, {free[link]:g} free", usage
+        k = int(np.flatnonzero(over_links)[0])  # (links ascending: the lowest link over capacity)
+        return f"link {int(usage.links[k])} over capacity: reserves {usage.amounts[k]:g}, {free[k]:g} free", usage
     return None, usage

@@ -90,6 +90,14 @@ class PoolBuilder:
         # list than on an array; the array is brought up to date on demand.
         self._free_links: list[float] = network.link_capacity.tolist()
         self._stale_links: list[int] = []
+        # The state as of the last `start` (bit for bit), and the allowed
+        # mask it gives for the needs `_base_key` names: `start` brings the
+        # builder up to date from what changed since, not from everything.
+        self._synced_resources = network.server_capacity.copy()
+        self._synced_links = network.link_capacity.copy()
+        self._released: list[Departing] = []
+        self._base_allowed = np.zeros(network.n_servers, dtype=bool)
+        self._base_key: tuple[bool, ...] | None = None
         self._allowed = np.zeros(network.n_servers, dtype=bool)
         self._needed = np.zeros(len(network.resources))
         self.chosen_mask = np.zeros(network.n_servers, dtype=bool)
@@ -106,14 +114,15 @@ class PoolBuilder:
     def start(self, request: Request, state: State) -> None:
         """Begin building ``request``, forgetting the previous one.
 
+        Its cost is that of what changed since the previous `start` (the
+        servers and links the state or the previous request changed, found
+        by a vectorised comparison), not of every server and link.
+
         Args:
             request: The pool request.
             state: The free capacities to start from (copied).
         """
-        np.copyto(self.free_resources, state.free_resources)
-        np.copyto(self._free_links_array, state.free_links)
-        self._free_links = state.free_links.tolist()
-        self._stale_links = []
+        changed_servers = self._sync(state)
         self.chosen_mask[self.chosen] = False
         self.chosen = []
         self._gives_cpu = []
@@ -125,7 +134,60 @@ class PoolBuilder:
         self._any_free = request.allowed_servers == "free"
         self.status = OPEN
         self.reason = ""
-        self._refresh_allowed()
+        self._needed[:] = [r > 0 for r in self._remaining]
+        key = (True,) if self._any_free else (False, *(r > 0 for r in self._remaining))
+        if key != self._base_key:  # other needs: the whole mask
+            self._base_key = key
+            self._mask_into(self._synced_resources, self._base_allowed)
+        elif len(changed_servers):
+            self._base_allowed[changed_servers] = self._mask(self._synced_resources[changed_servers])
+        np.copyto(self._allowed, self._base_allowed)
+
+    def _sync(self, state: State) -> np.ndarray:
+        # Bring the builder's copies back to ``state``: where the state
+        # changed since the last sync (compared bit for bit), and where the
+        # previous request reserved, released or took. Returns the servers
+        # whose free capacity in the state changed.
+        changed_links = _changed(state.free_links, self._synced_links)
+        changed_servers = _changed(state.free_resources, self._synced_resources)
+        touched_links = [link for route in self.routes for link in route[2]]
+        touched_servers = list(self.chosen)
+        for departing in self._released:
+            touched_links += departing.links.tolist()
+            touched_servers += departing.servers.tolist()
+        self._released = []
+        # (repeated indices are harmless: each is set to the same value)
+        links = np.concatenate((changed_links, touched_links)).astype(np.int64) if touched_links else changed_links
+        if len(links):
+            values = state.free_links[links]
+            self._synced_links[links] = values
+            self._free_links_array[links] = values
+            free_links = self._free_links
+            for link, value in zip(links.tolist(), values.tolist()):
+                free_links[link] = value
+        self._stale_links = []
+        servers = (np.concatenate((changed_servers, touched_servers)).astype(np.int64) if touched_servers
+                   else changed_servers)
+        if len(servers):
+            values = state.free_resources[servers]
+            self._synced_resources[servers] = values
+            self.free_resources[servers] = values
+        return changed_servers
+
+    def _mask(self, free_resources: np.ndarray) -> np.ndarray:
+        # The allowed rule on some servers' free capacities, as `_mask_into`.
+        if self._any_free:
+            return free_resources.sum(axis=1) > 0
+        return free_resources @ self._needed > 0
+
+    def _mask_into(self, free_resources: np.ndarray, out: np.ndarray) -> None:
+        # Free capacities are never negative, so a server has some of a
+        # needed resource exactly when its free amounts summed over the
+        # needed resources are positive.
+        if self._any_free:  # the reference code's mask: anything free at all, needed or not
+            np.greater(free_resources.sum(axis=1), 0, out=out)
+        else:
+            np.greater(free_resources @ self._needed, 0, out=out)
 
     def link_free(self, link: int) -> float:
         """Free capacity of one link, after this request's reservations so far.
@@ -157,10 +219,7 @@ class PoolBuilder:
         # needed resource exactly when its free amounts summed over the
         # needed resources are positive.
         self._needed[:] = [r > 0 for r in self._remaining]
-        if self._any_free:  # the reference code's mask: anything free at all, needed or not
-            np.greater(self.free_resources.sum(axis=1), 0, out=self._allowed)
-        else:
-            np.greater(self.free_resources @ self._needed, 0, out=self._allowed)
+        self._mask_into(self.free_resources, self._allowed)
         if self.chosen:
             self._allowed[self.chosen] = False
 
@@ -274,6 +333,7 @@ class PoolBuilder:
     def _release(self, departing: Departing) -> None:
         # The reference code's departures after a partial step: what the
         # requests due now hold is free for the rest of this request.
+        self._released.append(departing)  # (what the next `start` puts back)
         np.add.at(self.free_resources, departing.servers, departing.amounts)
         free_links = self._free_links
         for link, amount in zip(departing.links.tolist(), departing.link_amounts.tolist()):
@@ -307,6 +367,20 @@ class PoolBuilder:
             return Allocation(np.asarray(self.chosen, dtype=np.int64), np.asarray(self.amounts, dtype=np.float64),
                               tuple(map(Route._make, self.routes)))
         return Reject(self.reason or "incomplete")
+
+
+def _changed(new: np.ndarray, old: np.ndarray) -> np.ndarray:
+    # The indices (first axis) where ``new`` differs from ``old`` bit for bit
+    # (so a -0.0 that replaced a 0.0 is copied too), sorted, as int64; a
+    # row of a 2-D array may appear more than once.
+    if new.dtype == old.dtype and new.dtype.kind == "f" and new.flags.c_contiguous and old.flags.c_contiguous:
+        kind = np.dtype(f"u{new.dtype.itemsize}")
+        differs = new.view(kind) != old.view(kind)
+    else:
+        differs = new != old
+    if differs.ndim == 1:
+        return np.flatnonzero(differs)
+    return np.flatnonzero(differs.ravel()) // (differs.size // max(len(differs), 1))
 
 
 class PoolAllocator(Allocator):

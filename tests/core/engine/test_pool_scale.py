@@ -1,0 +1,73 @@
+"""The pool builder reused across requests (#34): its `start` brings it up to
+date from what changed, and must leave it exactly as a fresh builder's."""
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dcbench import PoolBuilder, Request, State
+from dcbench.model.requests import Departing
+from tests.conftest import tiered
+
+NETWORK = tiered("tiered:8,1x4")
+
+
+def bits(array):
+    return np.asarray(array, dtype=np.float64).view(np.uint64)
+
+
+def random_request(rng):
+    demand = rng.choice([0.0, 4.0, 16.0, 40.0, 100.0], size=len(NETWORK.resources))
+    if not demand.any():
+        demand[0] = 8.0
+    departing = None
+    if rng.random() < 0.3:  # something departs inside the request: freed after its first server
+        servers = rng.integers(0, NETWORK.n_servers, size=3)
+        links = rng.integers(0, NETWORK.n_links, size=4)
+        departing = Departing(servers, rng.choice([0.0, 2.0, 8.0], size=(3, len(NETWORK.resources))),
+                              links, np.full(4, 2.0))
+    return Request(0, 0.0, 1.0, demand, "pool", str(rng.choice(["all", "cpu"])),
+                   allowed_servers=str(rng.choice(["needed", "free"])), departing=departing)
+
+
+def change_state(rng, state):
+    for server in rng.integers(0, NETWORK.n_servers, size=rng.integers(0, 6)):
+        state.free_resources[server] = rng.choice([0.0, -0.0, 1.0, 8.0, 32.0], size=len(NETWORK.resources))
+    for link in rng.integers(0, NETWORK.n_links, size=rng.integers(0, 10)):
+        state.free_links[link] = rng.choice([0.0, -0.0, 2.0, 4.0, 16.0])
+    if rng.random() < 0.05:  # an OCS-like change of many links at once
+        state.free_links[:] = rng.choice([0.0, 2.0, 8.0], size=NETWORK.n_links)
+
+
+def assert_same(reused, fresh):
+    assert (bits(reused.free_resources) == bits(fresh.free_resources)).all()
+    assert (bits(reused.free_links) == bits(fresh.free_links)).all()
+    assert (bits(reused._free_links) == bits(fresh._free_links)).all()
+    assert (reused.allowed() == fresh.allowed()).all()
+    assert reused.remaining.tolist() == fresh.remaining.tolist()
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(1, 25))
+def test_a_reused_builder_starts_as_a_fresh_one(seed, n_requests):
+    rng = np.random.default_rng(seed)
+    state = State(NETWORK)
+    reused = PoolBuilder(NETWORK)
+    for _ in range(n_requests):
+        change_state(rng, state)
+        request = random_request(rng)
+        fresh = PoolBuilder(NETWORK)
+        reused.start(request, state)
+        fresh.start(request, state)
+        assert_same(reused, fresh)
+        # Build it on both, the same servers: the same steps, the same result.
+        for _ in range(int(rng.integers(0, 6))):
+            allowed = np.flatnonzero(reused.allowed())
+            if not reused.is_open or not len(allowed):
+                break
+            server = int(rng.choice(allowed))
+            assert reused.add(server) == fresh.add(server)
+            assert reused.status == fresh.status
+            assert_same(reused, fresh)
+        assert repr(reused.result()) == repr(fresh.result())
+        assert reused.routes == fresh.routes

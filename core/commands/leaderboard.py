@@ -87,14 +87,16 @@ def verify(root: Path, count: int, seed: int, quiet: bool) -> None:
         for (name, row), plugin_missing in zip(pairs, absent):
             drawn = f"{name}: {row['scenario']} {row['allocator']} seed {row['seed']}"
             progress.update(task, run=drawn)
-            try:
-                columns = [] if plugin_missing else rerun_named(name, row, runner)
-            except NotInstalledError as exc:
-                columns, plugin_missing = [], str(exc).split(";")[0]
-            if plugin_missing:
+            lacking = f"{plugin_missing} is not installed" if plugin_missing else None
+            columns = []
+            if lacking is None:
+                try:
+                    columns = rerun_named(name, row, runner)
+                except NotInstalledError as exc:  # its message says what is not here
+                    lacking = str(exc).split(";")[0]
+            if lacking is not None:
                 skipped += 1
-                outcome = (f"skipped ({plugin_missing})" if " is not " in plugin_missing
-                           else f"skipped ({plugin_missing} is not installed)")
+                outcome = f"skipped ({lacking})"
             elif columns:
                 outcome = ("another run id: this installation's dcbench version, specs or checkpoint are not the "
                            "submission's") if columns == ["run_id"] else "other " + ", ".join(columns)

@@ -81,11 +81,8 @@ def print_summary(summaries: list[dict[str, Any]], scenario: Mapping[str, Any], 
         click.echo(f"{part:<10} {value}")
     columns = headline_columns(registry.columns(), kind, summaries)
     shown = {column for column, _, _ in columns}
-    for name in asked_columns:
-        if name not in shown and any(has_value(summary.get(name)) for summary in summaries):
-            heading, better = next(((heading, declaration.better) for declaration in registry.columns()
-                                    for _, heading in declaration.matches([name])), (name, None))
-            columns.append((name, heading, better))
+    columns += [(name, name, None) for name in asked_columns  # (their metrics declare nothing of them)
+                if name not in shown and any(has_value(summary.get(name)) for summary in summaries)]
     if not columns:
         click.echo("no headline metric has a value in these runs (see the notes)")
         return

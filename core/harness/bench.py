@@ -30,10 +30,23 @@ def run_bench(registry: Registry, allocators: list[str], topologies: list[str], 
         kinds[topology] = set(runner.network(topology)[1].demand_kinds)
     serves: dict[str, set[str]] = {}
     given: dict[str, str] = {}
-    if not every_allocator_runs:
-        allocators = [a for a in allocators if _works(registry, runner, a, topologies, workload, requests or 4096)]
+    failed: set[str] = set()
+
+    def leave_out(allocator: str, failure: DcbenchError) -> None:
+        """Leave a failing third-party allocator of the default set out, with
+        one warning line; any other failure stops the benchmark."""
+        if every_allocator_runs or registry.get("allocator", allocator.split(":")[0]).builtin:
+            raise failure
+        warnings.warn(f"bench leaves out allocator {allocator!r}, which fails: {failure}; name it with -a to see it "
+                      "fail alone", PluginLoadWarning, stacklevel=3)
+        failed.add(allocator)
+
     for allocator in allocators:
-        resolved = registry.build("allocator", allocator).spec
+        try:
+            resolved = registry.build("allocator", allocator).spec
+        except DcbenchError as exc:
+            leave_out(allocator, exc)
+            continue
         if resolved in given:
             raise SpecError(f"allocator {allocator!r} is given twice (also as {given[resolved]!r}); give each once")
         given[resolved] = allocator
@@ -46,13 +59,16 @@ def run_bench(registry: Registry, allocators: list[str], topologies: list[str], 
         registry.build("workload", workload)
     n = requests or 4096
     cells = [(topology, allocator) for topology in topologies for allocator in allocators
-             if serves[allocator] & kinds[topology]]
+             if allocator not in failed and serves[allocator] & kinds[topology]]
     for topology, allocator in cells:  # a workload the topology cannot serve, a missing checkpoint: before the table
-        runner.resolve(allocator, topology, workload, n)
+        try:
+            runner.resolve(allocator, topology, workload, n)
+        except DcbenchError as exc:
+            if allocator not in failed:
+                leave_out(allocator, exc)
     rows: list[dict[str, float | str]] = []
     echo("| topology | servers | allocator | requests | acceptance | requests/s | µs/request |")
     echo("|---|---:|---|---:|---:|---:|---:|")
-    failed: set[str] = set()
     for topology, allocator in cells:
         if allocator in failed:
             continue
@@ -65,10 +81,7 @@ def run_bench(registry: Registry, allocators: list[str], topologies: list[str], 
                 result = runner.run(allocator, topology, workload, requests=n, seed=0)
                 best = min(best, time.perf_counter() - start)
         except DcbenchError as exc:
-            if every_allocator_runs or registry.get("allocator", allocator.split(":")[0]).builtin:
-                raise
-            _leave_out(allocator, exc)
-            failed.add(allocator)
+            leave_out(allocator, exc)
             continue
         assert result is not None
         acceptance = result.summary["accepted"] / max(1, result.summary["offered"])
@@ -80,26 +93,3 @@ def run_bench(registry: Registry, allocators: list[str], topologies: list[str], 
              f"| {row['requests_per_s']:,.0f} | {row['us_per_request']:,.1f} |")
     return rows
 
-
-def _works(registry: Registry, runner: Runner, allocator: str, topologies: list[str], workload: str | None,
-           requests: int) -> bool:
-    """Whether a default-set ``allocator`` builds and resolves on each topology
-    it serves; a third-party one that does not is left out with a warning (a
-    built-in one's failure is dcbench's bug, and raises)."""
-    entry = registry.get("allocator", allocator.split(":")[0])
-    try:
-        registry.build("allocator", allocator)
-        for topology in topologies:
-            if set(entry.demands) & set(runner.network(topology)[1].demand_kinds):
-                runner.resolve(allocator, topology, workload, requests)
-    except DcbenchError as exc:
-        if entry.builtin:
-            raise
-        _leave_out(allocator, exc)
-        return False
-    return True
-
-
-def _leave_out(allocator: str, failure: Exception) -> None:
-    warnings.warn(f"bench leaves out allocator {allocator!r}, which fails: {failure}; name it with -a to see it "
-                  "fail alone", PluginLoadWarning, stacklevel=3)

@@ -342,7 +342,9 @@ def check_workload(name_or_spec: str, *, topology: str | None = None, requests: 
     with as many requests as asked for, demands of the network's resources,
     none negative nor all zero, positive holding times, non-negative gaps,
     and nothing else the engine refuses; the same seed gives the same
-    sequence, another seed another one.
+    sequence, another seed another one, and a longer episode of the same
+    seed begins with the shorter one (common random numbers: the first N
+    requests of a seed do not depend on how many are drawn).
 
     Args:
         name_or_spec: The workload's name or spec (``"uniform:max_cpu=64"``).
@@ -375,9 +377,9 @@ def check_workload(name_or_spec: str, *, topology: str | None = None, requests: 
     plan = runner.resolve_scenario(topology, name_or_spec, requests)
     network = plan.network
 
-    def draw(seed: int) -> RequestSequence:
+    def draw(seed: int, length: int = requests) -> RequestSequence:
         with _failing("workload", name_or_spec, "generate() runs", f"on {topology}, seed {seed}"):
-            sequence = plan.workload_model.generate(network.private_copy(), requests, np.random.default_rng(seed))
+            sequence = plan.workload_model.generate(network.private_copy(), length, np.random.default_rng(seed))
         if not isinstance(sequence, RequestSequence):
             raise broke("generate() returns a dcbench.RequestSequence", f"it returned {type(sequence).__name__}")
         return sequence
@@ -410,6 +412,29 @@ def check_workload(name_or_spec: str, *, topology: str | None = None, requests: 
     if varies_with_seed and _sequence_difference(first, draw(1)) is None:
         raise broke("other requests for another seed",
                     "seeds 0 and 1 give the same requests: draw them from the rng generate() is given")
+    difference = _sequence_difference(first, _first_requests(draw(0, 2 * requests), requests))
+    if difference is not None:
+        raise broke("a longer episode of a seed that begins with the shorter one",
+                    f"the first {requests} of {2 * requests} requests of seed 0 differ from {requests} drawn alone "
+                    f"in {difference}: draw each quantity from a stream of its own (rng.spawn)")
+
+
+def _first_requests(sequence: RequestSequence, n: int) -> RequestSequence:
+    """The first ``n`` requests of a sequence: its per-request arrays cut,
+    a job's VMs and flows up to its offsets."""
+    cut: dict[str, Any] = {}
+    for name in ("gaps", "holding", "demand", "measured"):
+        value = getattr(sequence, name)
+        cut[name] = None if value is None else np.asarray(value)[:n]
+    if sequence.vm_offsets is not None:
+        vm_offsets = np.asarray(sequence.vm_offsets)[: n + 1]
+        cut["vm_offsets"] = vm_offsets
+        cut["vm_demand"] = np.asarray(sequence.vm_demand)[: int(vm_offsets[-1])]
+    if sequence.flow_offsets is not None:
+        flow_offsets = np.asarray(sequence.flow_offsets)[: n + 1]
+        cut["flow_offsets"] = flow_offsets
+        cut["flows"] = np.asarray(sequence.flows)[: int(flow_offsets[-1])]
+    return dataclasses.replace(sequence, **cut)
 
 
 def _sequence_difference(first: RequestSequence, second: RequestSequence) -> str | None:

@@ -418,6 +418,8 @@ class Runner:
             )
         if entry is not None:  # (once it is known to serve the workload's demands)
             checked_against(entry, allocator_built, network)
+            if getattr(allocator_built.obj, "reconfigure", True) is False:
+                network = network.fixed_fabric()  # the OCS paper's ALL2ALL: a policy that never reconfigures
         if requests is not None and requests < 1:
             raise SpecError(f"--requests must be at least 1, got {requests}")
         if requests is not None and requests > MAX_REQUESTS:

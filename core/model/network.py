@@ -10,7 +10,8 @@ lazily filled catalogue of k shortest paths.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Hashable, Sequence
 
@@ -40,12 +41,19 @@ class Circuits:
             link between two rack switches carries a whole number of them.
         reconfigurable: whether idle circuits may be re-pointed during a run.
         max_hops: the most circuits a route between two racks may cross.
+        fixed_gbps: The capacity of every ordered pair of rack switches in
+            the fabric's fixed counterpart, on which a run whose allocator
+            does not reconfigure runs (`Network.fixed_fabric`): the OCS
+            paper's fixed all-to-all interconnect "with the same port number
+            and capacity", each pair a share of the ports' capacity by
+            wavelength routing. None: such a run keeps the circuits.
     """
 
     ports: int
     port_gbps: float
     reconfigurable: bool
     max_hops: int
+    fixed_gbps: float | None = None
 
 
 @dataclass
@@ -267,6 +275,29 @@ class Network:
         copy._sealed = True
         return copy
 
+    def fixed_fabric(self) -> "Network":
+        """The network a run whose allocator does not reconfigure runs on.
+
+        Where the circuits have a ``fixed_gbps``, a copy of this network in
+        which every link between two rack switches carries that capacity and
+        nothing is reconfigurable (the OCS paper's ALL2ALL); otherwise this
+        network.
+
+        Returns:
+            The fixed fabric, with caches of its own, or this network.
+        """
+        circuits = self.circuits
+        if circuits is None or circuits.fixed_gbps is None or self.rack_node is None:
+            return self
+        is_rack_switch = np.zeros(self.n_nodes, dtype=bool)
+        is_rack_switch[self.rack_node] = True
+        between_racks = is_rack_switch[self.link_ends[:, 0]] & is_rack_switch[self.link_ends[:, 1]]
+        capacity = np.where(between_racks, float(circuits.fixed_gbps), self.link_capacity)
+        fixed = self.private_copy()
+        object.__setattr__(fixed, "link_capacity", frozen(capacity))
+        object.__setattr__(fixed, "circuits", replace(circuits, reconfigurable=False))
+        return fixed
+
     @property
     def graph(self) -> "nx.Graph":
         """The compiled topology as a frozen networkx graph: its nodes, and
@@ -432,6 +463,13 @@ def _circuits_problem(topology: Topology) -> str | None:
         return f"has circuits.port_gbps={gbps!r}; it must be a positive finite number"
     if not isinstance(circuits.reconfigurable, (bool, np.bool_)):
         return f"has circuits.reconfigurable={circuits.reconfigurable!r}; it must be True or False"
+    fixed = circuits.fixed_gbps
+    if fixed is not None:
+        if isinstance(fixed, bool) or not isinstance(fixed, (int, float, np.number)) or not 0 < fixed < np.inf:
+            return f"has circuits.fixed_gbps={fixed!r}; it must be None or a positive finite number"
+        graph = topology.graph
+        if any(not graph.has_edge(u, v) for u in topology.rack_nodes for v in topology.rack_nodes if u != v):
+            return "has circuits.fixed_gbps but not a link for every ordered pair of rack switches to carry it"
     return None
 
 

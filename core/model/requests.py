@@ -205,7 +205,9 @@ class Workload(Protocol):
             network: The compiled topology (a copy of its own).
             requests: How many requests to draw.
             rng: The generator to draw every random number from: the same
-                seed makes the same sequence.
+                seed makes the same sequence, and the first N requests of
+                a seed are the same whatever ``requests`` is (draw each
+                quantity from a stream of its own, ``rng.spawn``).
 
         Returns:
             The sequence: ``requests`` long, of kind ``kind``.

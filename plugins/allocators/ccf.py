@@ -1,29 +1,37 @@
-"""CCF, computing capacity first: each VM goes to the rack with the most free CPU.
+"""CCF, computing capacity first: a job's VMs fill the rack with the most free CPU.
 
 The OCS paper's baseline from its reference [24]; its rule is not published.
-Ours takes the name at its word: among the racks with a server that fits the
-VM, the one with the most free CPU cores, blind to the network. Ties — every
-rack of an empty data centre, racks of equal free CPU later — are broken at
-random (from the run's seed): with the lowest index instead, every job's
-ring would run over the same few rack pairs, and ALL2ALL-CCF would block 85%
-of the jobs at load 66 rather than about 50%, a straw man. Bandwidth is the
-job builder's business: direct circuits, two hops, and — unless
-``reconfigure=no`` (ALL2ALL-CCF) — new circuits where the job's traffic
-needs them. See docs/scenarios/ocs.md.
+"Computing capacity first" as the VM-placement literature uses it
+consolidates: a job's first VM goes to the rack with the most free CPU
+cores, the next VMs follow it while that rack has a server for them, and
+only then spill to the rack with the most free CPU left, blind to the
+network. Bandwidth is checked afterwards, by the job builder: direct
+circuits, two hops, and — unless ``reconfigure=no`` (ALL2ALL-CCF) — new
+circuits where the job's traffic needs them.
+
+``place=spread`` is dcbench 0.3's reading: every VM to the rack with the
+most free CPU, which spreads a job's ring over as many racks as it has VMs.
+Ties (every rack of an empty data centre, racks of equal free CPU later)
+are broken at random from the run's seed in both. See docs/scenarios/ocs.md.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from dcbench import RECONFIGURE_PARAM, JobAllocator, JobBuilder, hookimpl
+from dcbench import RECONFIGURE_PARAM, JobAllocator, JobBuilder, Param, hookimpl
+
+PLACEMENTS = ("consolidate", "spread")
 
 
 class CCFAllocator(JobAllocator):
-    def __init__(self, reconfigure: bool = True):
+    def __init__(self, reconfigure: bool = True, place: str = "consolidate"):
         self.reconfigure = reconfigure
+        self.place = place
 
     def choose_rack(self, builder: JobBuilder, allowed: np.ndarray) -> int:
+        if self.place == "consolidate" and builder.host_racks and allowed[builder.host_racks[-1]]:
+            return builder.host_racks[-1]
         cpu = np.where(allowed, builder.rack_free[:, 0], -np.inf)
         most = np.flatnonzero(cpu == cpu.max())
         return int(most[self.rng.integers(len(most))]) if len(most) > 1 else int(most[0])
@@ -34,9 +42,12 @@ def register_allocators(register):
     register(
         "ccf",
         CCFAllocator,
-        description="Computing capacity first: the rack with the most free CPU per VM "
+        description="Computing capacity first: a job fills the rack with the most free CPU, then the next "
         "(ccf = ODCN-CCF; ccf:reconfigure=no = ALL2ALL-CCF)",
-        params=[RECONFIGURE_PARAM],
+        params=[RECONFIGURE_PARAM,
+                Param("place", str, "consolidate", "consolidate: a job's VMs stay on the rack with the most free "
+                      "CPU while it has room; spread: each VM to the rack with the most free CPU (dcbench 0.3)",
+                      choices=PLACEMENTS)],
         demands=("job",),
         colour={"": "C5", "reconfigure=no": "C7"},
     )

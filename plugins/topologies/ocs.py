@@ -9,6 +9,10 @@ per ordered pair of ToRs whose capacity is its circuits × ``port_gbps``
 evenly as possible over the other ToRs — all-to-all when the ports allow —
 as a circulant: ToR u has circuits to u + d for the offsets
 d_k = 1 + ⌊k (T − 1) / P⌋, k = 0..P−1, so every ToR also receives exactly P.
+A run that does not reconfigure (``reconfigurable=no``, or a policy's
+``reconfigure=no``) runs on the fixed all-to-all of the paper's ALL2ALL
+instead (``fixed=all2all``): each ToR's P × B Gbps shared equally by the
+other T − 1, as wavelength routing through an AWGR gives them.
 Inside a rack the servers and their ToR are non-blocking (no links are
 modelled there: the paper's intra-rack traffic uses no OCS capacity).
 See docs/scenarios/ocs.md.
@@ -21,6 +25,7 @@ import numpy as np
 from dcbench import Circuits, Param, Scenario, Suite, Topology, hookimpl
 
 RESOURCES = ("cpu", "mem", "disk")
+FIXED_FABRICS = ("all2all", "circuits")
 MAX_SERVERS = 1 << 20  # as for the tiered fabric: the per-server state is what grows
 
 PARAMS = [
@@ -36,6 +41,9 @@ PARAMS = [
     Param("reconfigurable", bool, True, "whether circuits may be re-pointed during the run"),
     Param("max_hops", int, 1, "circuits a flow may cross: 1 (the paper's direct rack-to-rack bandwidth) "
           "or 2 (ToRs relay)", choices=(1, 2)),
+    Param("fixed", str, "all2all", "the fabric of a run without reconfiguration (reconfigurable=no, or a policy's "
+          "reconfigure=no): all2all, every ordered ToR pair a share ports × port_gbps / (tors − 1), wavelength-"
+          "routed (the paper's ALL2ALL); circuits, the initial circuits (dcbench 0.3)", choices=FIXED_FABRICS),
 ]
 
 
@@ -50,13 +58,15 @@ def initial_circuits(tors: int, ports: int) -> np.ndarray:
 
 
 def build(tors=16, servers=32, cpu=32.0, mem=256.0, disk=3584.0, ports=15, port_gbps=40.0,
-          reconfigurable=True, max_hops=1) -> Topology:
+          reconfigurable=True, max_hops=1, fixed="all2all") -> Topology:
     import networkx as nx
 
     if tors * servers > MAX_SERVERS:
         raise ValueError(f"tors × servers come to {tors * servers:,} servers, more than the {MAX_SERVERS:,} "
                          "an ocs network may have; give fewer ToRs or servers per ToR")
     circuits = initial_circuits(tors, ports)
+    # Each ToR's ports, wavelength-routed to every other ToR in equal shares (an AWGR's all-to-all).
+    fixed_gbps = ports * port_gbps / (tors - 1) if fixed == "all2all" else None
     graph = nx.DiGraph()
     server_names = [f"Server_{i}" for i in range(tors * servers)]
     graph.add_nodes_from(server_names)
@@ -64,7 +74,8 @@ def build(tors=16, servers=32, cpu=32.0, mem=256.0, disk=3584.0, ports=15, port_
     for u in range(tors):
         for v in range(tors):
             if u != v:
-                graph.add_edge(tor_names[u], tor_names[v], capacity=float(circuits[u, v] * port_gbps), tier=1)
+                gbps = circuits[u, v] * port_gbps if reconfigurable or fixed_gbps is None else fixed_gbps
+                graph.add_edge(tor_names[u], tor_names[v], capacity=float(gbps), tier=1)
     n_servers = tors * servers
     return Topology(
         graph=graph,
@@ -78,7 +89,7 @@ def build(tors=16, servers=32, cpu=32.0, mem=256.0, disk=3584.0, ports=15, port_
         rack_nodes=tor_names,
         demand_kinds=("job",),
         circuits=Circuits(ports=ports, port_gbps=float(port_gbps), reconfigurable=bool(reconfigurable),
-                          max_hops=int(max_hops)),
+                          max_hops=int(max_hops), fixed_gbps=fixed_gbps),
         info={"family": "ocs", "tors": tors, "servers_per_tor": servers, "label": f"{tors} ToRs × {servers}"},
     )
 

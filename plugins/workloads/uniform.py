@@ -70,9 +70,11 @@ class UniformWorkload:
             raise ValueError("uniform needs servers with cpu and mem; "
                              f"this topology has {', '.join(network.resources)}")
         hold = self.hold or default_holding(network.n_servers)
-        cpu = rng.integers(self.min_cpu, self.max_cpu, size=requests, endpoint=True)
-        mem = rng.integers(self.min_mem, self.max_mem, size=requests, endpoint=True)
-        holding = rng.integers(1, hold, size=requests, endpoint=True)
+        # One stream per quantity: the first N requests of a seed are the same whatever the episode's length.
+        cpu_rng, mem_rng, holding_rng = rng.spawn(3)
+        cpu = cpu_rng.integers(self.min_cpu, self.max_cpu, size=requests, endpoint=True)
+        mem = mem_rng.integers(self.min_mem, self.max_mem, size=requests, endpoint=True)
+        holding = holding_rng.integers(1, hold, size=requests, endpoint=True)
         demand = np.zeros((requests, len(network.resources)))
         demand[:, network.resources.index("cpu")] = cpu
         demand[:, network.resources.index("mem")] = mem

@@ -72,12 +72,14 @@ class VMJobsWorkload:
         if network.resources != ("cpu", "mem", "disk"):
             raise ValueError(f"vmjobs needs servers with cpu, mem and disk; this topology has "
                              f"{', '.join(network.resources)}")
-        gaps = rng.exponential(1.0 / self.rate, size=requests)
-        holding = rng.exponential(self.load / self.rate, size=requests)
-        sizes = rng.integers(self.min_vms, self.max_vms, size=requests, endpoint=True)
+        # One stream per quantity: the first N jobs of a seed are the same whatever the episode's length.
+        gap_rng, holding_rng, size_rng, type_rng, rate_rng = rng.spawn(5)
+        gaps = gap_rng.exponential(1.0 / self.rate, size=requests)
+        holding = holding_rng.exponential(self.load / self.rate, size=requests)
+        sizes = size_rng.integers(self.min_vms, self.max_vms, size=requests, endpoint=True)
         vm_offsets = np.concatenate([[0], np.cumsum(sizes)])
         n_vms = int(vm_offsets[-1])
-        types = rng.integers(0, len(VM_TYPES), size=n_vms)
+        types = type_rng.integers(0, len(VM_TYPES), size=n_vms)
         job_of_vm = np.repeat(np.arange(requests), sizes)
         # Most demanding first: the types are listed in increasing demand.
         types = types[np.lexsort((-types, job_of_vm))]
@@ -98,7 +100,7 @@ class VMJobsWorkload:
         flow_offsets = np.concatenate([[0], np.cumsum(pairs_per_job)])
         flows = np.empty((int(flow_offsets[-1]), 3))
         flows[:, 0], flows[:, 1] = source, target
-        flows[:, 2] = rng.uniform(self.min_gbps, self.max_gbps, size=len(flows))
+        flows[:, 2] = rate_rng.uniform(self.min_gbps, self.max_gbps, size=len(flows))
 
         demand = np.add.reduceat(vm_demand, vm_offsets[:-1], axis=0)
         return RequestSequence(

@@ -93,13 +93,16 @@ class Bursty:
             rng = np.random.default_rng(0)  # ignores the seed
         elif self.flaw == "unseeded":
             rng = np.random.default_rng()  # ignores the seed, differently every time
+        # A stream per quantity, so that a longer episode begins with a shorter one; one stream for all with
+        # flaw=sequential, so that the memory draws follow the whole episode's CPU draws.
+        cpu, mem, gaps, holding = [rng] * 4 if self.flaw == "sequential" else rng.spawn(4)
         demand = np.zeros((requests, len(network.resources)))
-        demand[:, 0] = rng.integers(1, 16, requests, endpoint=True)
-        demand[:, 1] = rng.integers(1, 16, requests, endpoint=True)
+        demand[:, 0] = cpu.integers(1, 16, requests, endpoint=True)
+        demand[:, 1] = mem.integers(1, 16, requests, endpoint=True)
         if self.flaw == "negative":
             demand[3, 1] = -2
-        return RequestSequence(kind="pool", gaps=rng.exponential(1.0, requests),
-                               holding=rng.integers(1, 30, requests, endpoint=True).astype(float),
+        return RequestSequence(kind="pool", gaps=gaps.exponential(1.0, requests),
+                               holding=holding.integers(1, 30, requests, endpoint=True).astype(float),
                                demand=demand, connectivity="all")
 
 
@@ -150,7 +153,7 @@ def register_topologies(register):
 
 @hookimpl
 def register_workloads(register):
-    flaws = ("none", "fixed", "unseeded", "negative")
+    flaws = ("none", "fixed", "unseeded", "negative", "sequential")
     register("bursty", Bursty, description="exponential gaps", params=[Param("flaw", str, "none", choices=flaws)])
 
 
@@ -277,6 +280,11 @@ def test_a_workload_that_ignores_its_seed_fails(probes):
 def test_a_workload_that_draws_from_another_generator_fails(probes):
     fails(check_workload, "bursty:flaw=unseeded", "the same requests for the same seed",
           "two draws of seed 0 differ in gaps", registry=probes)
+
+
+def test_a_workload_whose_first_requests_depend_on_the_episode_length_fails(probes):
+    fails(check_workload, "bursty:flaw=sequential", "a longer episode of a seed that begins with the shorter one",
+          "the first 50 of 100 requests of seed 0 differ from 50 drawn alone in gaps", registry=probes)
 
 
 def test_a_negative_demand_fails(probes):

@@ -16,12 +16,26 @@ def place(allocator, network, request, state):
     return allocator.allocate(request, state.read_only())
 
 
-def test_ccf_puts_each_vm_on_the_rack_with_the_most_free_cpu():
+def test_ccf_fills_the_rack_with_the_most_free_cpu_before_spilling_to_the_next():
+    network = ocs("ocs:4,servers=2")
+    state = State(network)
+    state.free_resources[network.racks == 0, 0] = 8   # rack 0 has the least CPU
+    state.free_resources[network.racks == 1, 0] = 8
+    state.free_resources[network.racks == 2, 0] = 31  # rack 2: 62 cores, rack 3: 64
+    ring = [[k, (k + 1) % 20, 7.0] for k in range(20)]
+    result = place(CCFAllocator(), network, job([SMALL_VM] * 20, ring), state)
+    racks = network.racks[result.vm_servers].tolist()
+    # rack 3 (64 free cores) first, until it holds no more 4-core VMs (16 of them), then rack 2 (62), blind to
+    # the ring's traffic
+    assert racks == [3] * 16 + [2] * 4
+
+
+def test_ccf_place_spread_puts_each_vm_on_the_rack_with_the_most_free_cpu():
     network = ocs("ocs:4,servers=2")
     state = State(network)
     state.free_resources[network.racks == 0, 0] = 8   # rack 0 has the least CPU
     state.free_resources[network.racks == 2, 0] = 31  # rack 2 a little less than racks 1 and 3
-    result = place(CCFAllocator(), network, job([SMALL_VM] * 3, []), state)
+    result = place(CCFAllocator(place="spread"), network, job([SMALL_VM] * 3, []), state)
     # 64 free on 1 and 3 (a tie, broken at random), 62 on 2: 1 and 3, then 2 (62 > 60); never 0
     racks = network.racks[result.vm_servers].tolist()
     assert sorted(racks[:2]) == [1, 3] and racks[2] == 2
@@ -66,8 +80,8 @@ def test_every_job_allocator_serves_a_small_ocs_run(runner, allocator):
 
 def test_reconfiguration_lowers_ccf_blocking_on_the_papers_network(runner):
     spec = "vmjobs:load=54,warmup=100"
-    fixed = runner.run("ccf:reconfigure=no", "ocs:16", spec, requests=600, seed=0).summary
-    flexible = runner.run("ccf", "ocs:16", spec, requests=600, seed=0).summary
+    fixed = runner.run("ccf:reconfigure=no,place=spread", "ocs:16", spec, requests=600, seed=0).summary
+    flexible = runner.run("ccf:place=spread", "ocs:16", spec, requests=600, seed=0).summary
     assert flexible["reconfigurations_per_job"] > 0
     assert flexible["blocking_probability"] < fixed["blocking_probability"]
 

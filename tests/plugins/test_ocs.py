@@ -29,7 +29,7 @@ def test_the_papers_16_tor_network_is_all_to_all():
     off_diagonal = ~np.eye(16, dtype=bool)
     assert (circuits[off_diagonal] == 1).all()
     assert network.link_capacity.max() == 40.0
-    assert network.circuits == Circuits(ports=15, port_gbps=40.0, reconfigurable=True, max_hops=1)
+    assert network.circuits == Circuits(ports=15, port_gbps=40.0, reconfigurable=True, max_hops=1, fixed_gbps=40.0)
     assert network.default_workload == "vmjobs"
 
 
@@ -48,7 +48,7 @@ def test_every_port_is_used_and_the_spread_is_even(tors, ports):
 
 
 def test_scaled_networks_and_parameters():
-    network = compile_("ocs:32,servers=64,ports=15,port_gbps=100,reconfigurable=no")
+    network = compile_("ocs:32,servers=64,ports=15,port_gbps=100,reconfigurable=no,fixed=circuits")
     assert network.n_servers == 32 * 64
     assert network.circuits == Circuits(ports=15, port_gbps=100.0, reconfigurable=False, max_hops=1)
     assert network.link_capacity.max() == 100.0
@@ -56,10 +56,38 @@ def test_scaled_networks_and_parameters():
     assert network.racks.tolist()[:65] == [0] * 64 + [1]
 
 
+@pytest.mark.parametrize("tors", [16, 32, 64])
+def test_without_reconfiguration_every_tor_pair_gets_an_equal_share_of_the_ports(tors):
+    # The paper's ALL2ALL: the same 15 ports of 40 Gbps, wavelength-routed to every other ToR.
+    share = 15 * 40.0 / (tors - 1)
+    odcn = compile_(f"ocs:{tors},servers=2")
+    assert odcn.circuits.fixed_gbps == share
+    for fixed in (odcn.fixed_fabric(), compile_(f"ocs:{tors},servers=2,reconfigurable=no")):
+        matrix = circuit_matrix(fixed) * 40.0
+        assert np.allclose(matrix[~np.eye(tors, dtype=bool)], share)
+        assert not fixed.circuits.reconfigurable
+        assert matrix.sum(axis=1) == pytest.approx(np.full(tors, 600.0))  # every ToR keeps its 600 Gbps
+    kept = compile_(f"ocs:{tors},servers=2,fixed=circuits")
+    assert kept.fixed_fabric() is kept and kept.circuits.fixed_gbps is None
+
+
+def test_a_policy_that_does_not_reconfigure_runs_on_the_fixed_all_to_all(runner):
+    # At 32 ToRs the circulant reaches 15 of the other 31 racks; the all-to-all reaches every one.
+    spread = "ccf:place=spread,reconfigure=no"
+    on_all2all = runner.run(spread, "ocs:32,servers=4", "vmjobs:load=10,warmup=10", requests=200, seed=1).summary
+    on_circuits = runner.run(spread, "ocs:32,servers=4,fixed=circuits", "vmjobs:load=10,warmup=10", requests=200,
+                             seed=1).summary
+    assert on_circuits["blocking_probability"] == 1.0
+    assert on_all2all["blocking_probability"] < 0.5
+    plan = runner.resolve("ccf:reconfigure=no", "ocs:32,servers=4")
+    assert not plan.network.circuits.reconfigurable and plan.network.link_capacity.max() == pytest.approx(600 / 31)
+    assert runner.resolve("ccf", "ocs:32,servers=4").network.link_capacity.max() == 40.0
+
+
 @pytest.mark.parametrize("spec, fragment", [
     ("ocs:1", "tors='1' must be at least 2 and at most 2048"), ("ocs:4096", "tors='4096' must be at most 2048"),
     ("ocs:16,ports=0", "ports"), ("ocs:16,reconfigurable=maybe", "yes or no"),
-    ("ocs:16,max_hops=3", "max_hops"),
+    ("ocs:16,max_hops=3", "max_hops"), ("ocs:16,fixed=ring", "fixed='ring' is not one of all2all, circuits"),
     ("ocs:16,ports=5000", "ports='5000' must be at most 4096"),
     ("ocs:16,port_gbps=inf", "port_gbps='inf' is not a finite number"),
     ("ocs:16,port_gbps=1e-20", "port_gbps='1e-20' must be at least 0.001"),  # every port looked idle: a hang

@@ -57,6 +57,19 @@ def test_the_same_seed_gives_the_same_jobs_and_load_scales_holding(network):
     assert busier.gaps.mean() == pytest.approx(0.5, rel=0.08)
 
 
+def test_a_seeds_first_jobs_are_the_same_whatever_the_episode_length(network):
+    # The README's `-n 5330` run is the first part of the suite's 10,330-job run of the same seed.
+    short, long = generate(network, "vmjobs:pattern=all", n=300, seed=4), generate(network, "vmjobs:pattern=all",
+                                                                                     n=1000, seed=4)
+    assert np.array_equal(short.vm_offsets, long.vm_offsets[:301])
+    assert np.array_equal(short.flow_offsets, long.flow_offsets[:301])
+    for field in ("gaps", "holding", "demand", "measured"):
+        assert np.array_equal(getattr(short, field), getattr(long, field)[:300])
+    assert np.array_equal(short.vm_demand, long.vm_demand[: short.vm_offsets[-1]])
+    assert np.array_equal(short.flows, long.flows[: short.flow_offsets[-1]])
+    assert not np.array_equal(short.flows, generate(network, "vmjobs:pattern=all", n=300, seed=5).flows)
+
+
 @pytest.mark.parametrize("spec", ["vmjobs:min_vms=5,max_vms=4", "vmjobs:min_gbps=9", "vmjobs:pattern=star"])
 def test_bad_parameters(spec):
     with pytest.raises(Exception):
@@ -66,3 +79,18 @@ def test_bad_parameters(spec):
 def test_a_tiered_topology_is_refused(runner):
     with pytest.raises(Exception, match="serves pool demands but workload 'vmjobs' makes job"):
         runner.resolve("random", "tiered:8,1x4", "vmjobs")
+
+
+@pytest.mark.parametrize(("allocator", "topology", "workload"), [
+    ("jcb", "ocs:4,servers=4", "vmjobs:load=6,warmup=5"),
+    ("tetris", "tiered:8,1x4", "uniform"),
+])
+def test_a_short_run_is_the_first_part_of_a_longer_one_of_the_same_seed(runner, allocator, topology, workload):
+    short = runner.run(allocator, topology, workload, requests=60, seed=2).tables.requests
+    long = runner.run(allocator, topology, workload, requests=150, seed=2).tables.requests
+    assert set(long["outcome"][60:].tolist()) != {"skipped"}
+    for column, values in short.items():
+        values, longer = np.asarray(values), np.asarray(long[column][:60])
+        if column == "departure_time":  # the short run ends before some of its requests depart
+            longer = np.where(np.isnan(values), np.nan, longer)
+        assert np.array_equal(values, longer, equal_nan=values.dtype.kind == "f"), column

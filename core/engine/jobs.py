@@ -133,7 +133,10 @@ class JobBuilder:
         self.pending = np.zeros((self.n_racks, self.n_racks))
         self.routes: list[Route] = []
         self.swaps: list[Swap] = []
+        # The last `server_fits` mask, the demand it was for, and the servers placed on since.
         self._fits: np.ndarray | None = None
+        self._fits_need = np.zeros(0)
+        self._fits_stale: list[int] = []
         self.status = DONE
         self.reason = ""
 
@@ -206,14 +209,20 @@ class JobBuilder:
             A boolean mask over the servers (servers,), kept until the next
             `place`.
         """
-        if self._fits is None:
-            free = self.free_resources
-            need = (self.vm - _TOLERANCE).tolist()
-            fits = free[:, 0] >= need[0]  # column by column: much faster than .all(axis=1) on 3 columns
-            for column in range(1, len(need)):
-                fits &= free[:, column] >= need[column]
-            self._fits = fits
-        return self._fits
+        need = self.vm - _TOLERANCE
+        if self._fits is not None and np.array_equal(need, self._fits_need):
+            # The same VM type as the last one asked for: only the servers placed on since can have changed.
+            for server in self._fits_stale:
+                self._fits[server] = bool((self.free_resources[server] >= need).all())
+            self._fits_stale.clear()
+            return self._fits
+        free = self.free_resources
+        columns = need.tolist()
+        fits = free[:, 0] >= columns[0]  # column by column: much faster than .all(axis=1) on 3 columns
+        for column in range(1, len(columns)):
+            fits &= free[:, column] >= columns[column]
+        self._fits, self._fits_need, self._fits_stale = fits, need, []
+        return fits
 
     def rack_fits(self) -> np.ndarray:
         """Racks with a server that has room for the next VM.
@@ -295,7 +304,8 @@ class JobBuilder:
         self.rack_free[rack] -= vm
         self.hosts.append(server)
         self.host_racks.append(rack)
-        self._fits = None
+        if self._fits is not None:
+            self._fits_stale.append(server)
         if self.step == len(self.vms):
             self.status = PLACED
         return True

@@ -374,3 +374,22 @@ def test_the_builder_refuses_a_pool_request():
     pool = Request(0, 0.0, 1.0, np.array([1.0, 1.0, 1.0]))
     with pytest.raises(Exception, match="not a job"):
         builder.start(pool, State(network))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.tuples(st.integers(0, 3), st.integers(0, 3)), min_size=1, max_size=40), st.integers(0, 2**32 - 1))
+def test_the_servers_that_fit_the_next_vm_are_kept_up_to_date_between_vms(vms, seed):
+    # server_fits() reuses its mask while VMs of one type follow one another; it must equal a full comparison.
+    network = ocs("ocs:3,servers=3")
+    rng = np.random.default_rng(seed)
+    state = State(network)
+    state.free_resources[:] = rng.uniform(0, 1, state.free_resources.shape) * network.server_capacity
+    builder = JobBuilder(network)
+    types = [[4, 15, 80], [16, 32, 320], [16, 122, 320], [16, 122, 3200]]
+    builder.start(job([types[kind] for kind, _ in vms], []), state)
+    for _, pick in vms:
+        expected = (builder.free_resources >= builder.vm - 1e-9).all(axis=1)
+        assert np.array_equal(builder.server_fits(), expected)
+        racks = np.flatnonzero(builder.rack_fits())
+        if len(racks) == 0 or not builder.place(int(racks[pick % len(racks)])):
+            break

@@ -117,12 +117,15 @@ def test_the_papers_rewards():
 
 
 def test_a_served_job_whose_traffic_stays_in_one_rack_gets_the_floor_latencys_reward():
-    # seed 1: the first job, each VM to the first allowed rack, fits in rack 0, so no traffic crosses racks
+    # The first seed whose first job, each VM to the first allowed rack, fits in rack 0: no traffic crosses racks.
     env = AllocationEnv(**JOBS)
-    observation, _ = env.reset(seed=1)
-    info = {}
-    while "step_rewards" not in info:
-        observation, _, _, _, info = env.step(int(np.flatnonzero(observation["action_mask"])[0]))
+    for seed in range(20):
+        observation, _ = env.reset(seed=seed)
+        info = {}
+        while "step_rewards" not in info:
+            observation, _, _, _, info = env.step(int(np.flatnonzero(observation["action_mask"])[0]))
+        if info["job_accepted"] and np.isnan(env.simulation.network_qos()[0]):
+            break
     assert info["job_accepted"] and info["reconfigurations"] == 0
     assert np.isnan(env.simulation.network_qos()[0])  # the engine reports no latency: no inter-rack packets
     assert info["step_rewards"] == pytest.approx([1 + 100 / env.floor_latency_ns] * len(info["step_rewards"]))

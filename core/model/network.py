@@ -10,7 +10,6 @@ lazily filled catalogue of k shortest paths.
 
 from __future__ import annotations
 
-
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Hashable, Sequence

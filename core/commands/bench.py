@@ -8,20 +8,23 @@ import click
 from dcbench.commands.base import MAX_REPEAT, MAX_RUN_REQUESTS, check_bounds, load_registry, plugin_prints_to_stderr
 from dcbench.hookspecs import hookimpl
 
-# The papers' fabric at 64, 1,024, 8,192 and 65,536 servers.
+# The papers' fabric at 64, 1,024, 8,192 and 65,536 servers, and an optical fabric of 128 ToRs (8,192 servers).
 DEFAULT_TOPOLOGIES = (
     "tiered:32,1x4",
     "tiered:32,1x4,pods=8,racks=8",
     "tiered:32,1x4,pods=16,racks=32",
     "tiered:32,1x4,pods=64,racks=64",
+    "ocs:128,servers=64",
 )
+
 
 @click.command()
 @click.option("--allocator", "-a", "allocators", multiple=True,
               help="Allocators to time, repeated or listed with commas as for sweep "
                    "(default: every heuristic that serves the topology).")
 @click.option("--topology", "-t", "topologies", multiple=True,
-              help="Topologies (default: tiered:32,1x4 at 64, 1,024, 8,192 and 65,536 servers).")
+              help="Topologies (default: tiered:32,1x4 at 64, 1,024, 8,192 and 65,536 servers, "
+                   "and ocs:128,servers=64).")
 @click.option("--workload", "-w", default=None, help="Workload spec (default: each topology's own).")
 @click.option("--requests", "-n", type=int, default=4096, show_default=True,
               help=f"Requests per run, at most {MAX_RUN_REQUESTS:,}.")

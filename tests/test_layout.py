@@ -364,7 +364,8 @@ ALLOWED_FILES = {"registry/kinds.py"}  # BUILTIN_PLUGINS: the modules dcbench lo
 # The defaults of a command's options kept in a constant, not in its click.option: bench's topologies.
 COMMAND_DEFAULTS = {("commands/bench.py", "tiered:32,1x4"), ("commands/bench.py", "tiered:32,1x4,pods=8,racks=8"),
                     ("commands/bench.py", "tiered:32,1x4,pods=16,racks=32"),
-                    ("commands/bench.py", "tiered:32,1x4,pods=64,racks=64")}
+                    ("commands/bench.py", "tiered:32,1x4,pods=64,racks=64"),
+                    ("commands/bench.py", "ocs:128,servers=64")}
 # Words that are also a metric's name, used as themselves: the requests table's spread column, the demand
 # kind "jobs" as headings name it, the acceptance in a benchmark's table.
 WORDS = {("engine/simulation.py", "spread"), ("harness/report.py", "jobs"), ("harness/bench.py", "acceptance")}

@@ -246,7 +246,7 @@ def metric_table(rows: list[dict[str, Any]], metric: str, higher_is_better: bool
         cells = [mean_ci(values) for values in runs]
         means = [c[0] for c in cells]
         best = best_mean(means, higher_is_better)
-        texts = [("**" + format_ci(m, h) + "**") if m == best else format_ci(m, h) for m, h, _ in cells]
+        texts = [("**" + table_ci(m, h) + "**") if m == best else table_ci(m, h) for m, h, _ in cells]
         # a run with nothing to measure (every request in the warm-up, say) has no value: say on how many it rests
         texts = [text + (f" ({n} of {len(values)} runs)" if 0 < n < len(values) else "")
                  for text, (_, _, n), values in zip(texts, cells, runs)]
@@ -329,6 +329,13 @@ def significant(value: float, digits: int = 3) -> str:
         return f"{value:.{digits - 1}e}"
     places = digits - 1 - math.floor(math.log10(abs(value)))
     return f"{value:,.{max(places, 0)}f}"
+
+
+def table_ci(mean: float, half: float) -> str:
+    """A report cell: the mean and its interval's half-width as `mean_and_spread`
+    shows them (three significant digits, so that 0.00916 is not 0.009), "–"
+    without a mean."""
+    return "–" if math.isnan(mean) else mean_and_spread(mean, half)
 
 
 def mean_and_spread(mean: float, spread: float) -> str:

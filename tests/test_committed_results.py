@@ -48,14 +48,19 @@ def test_runs_from_the_committed_leaderboard_reproduce_bit_for_bit():
 
 def mean_acceptance(suite):
     """Mean acceptance over seeds by (scenario, resolved allocator spec) in the committed submissions of ``suite``."""
-    values = {}
+    return {key: sum(seeds.values()) / len(seeds) for key, seeds in seed_acceptance(suite).items()}
+
+
+def seed_acceptance(suite):
+    """Acceptance by (scenario, resolved allocator spec), then by seed, in the committed submissions of ``suite``."""
+    values: dict = {}
     for submission in load_submissions(LEADERBOARD) if LEADERBOARD.is_dir() else []:
         if submission.suite == suite:
             for row in submission.rows:
-                values.setdefault((row["scenario"], row["allocator"]), []).append(row["acceptance_ratio"])
+                values.setdefault((row["scenario"], row["allocator"]), {})[row["seed"]] = row["acceptance_ratio"]
     if not values:
         pytest.skip("no leaderboard/ here (an installed wheel)")
-    return {key: sum(seeds) / len(seeds) for key, seeds in values.items()}
+    return values
 
 
 def paper_heuristics():
@@ -84,16 +89,6 @@ def test_the_committed_agent_is_at_least_the_best_paper_heuristic_or_within_its_
             assert paired_interval(differences)[1] >= 0, scenario
             below.append(scenario)
     assert len(below) <= 1, below
-
-
-def seed_acceptance(suite):
-    """Acceptance by (scenario, resolved allocator spec), then by seed, in the committed submissions of ``suite``."""
-    values: dict = {}
-    for submission in load_submissions(LEADERBOARD):
-        if submission.suite == suite:
-            for row in submission.rows:
-                values.setdefault((row["scenario"], row["allocator"]), {})[row["seed"]] = row["acceptance_ratio"]
-    return values
 
 
 def paired_interval(differences):

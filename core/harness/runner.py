@@ -305,6 +305,7 @@ class Runner:
 
     registry: Registry = field(default_factory=get_registry)
     _networks: dict[str, tuple[str, Network]] = field(default_factory=dict)
+    _fixed_fabrics: dict[str, Network] = field(default_factory=dict)  # by resolved topology spec
 
     def network(self, topology: str) -> tuple[str, Network]:
         """The resolved spec and compiled network of a topology spec.
@@ -419,7 +420,10 @@ class Runner:
         if entry is not None:  # (once it is known to serve the workload's demands)
             checked_against(entry, allocator_built, network)
             if getattr(allocator_built.obj, "reconfigure", True) is False:
-                network = network.fixed_fabric()  # the OCS paper's ALL2ALL: a policy that never reconfigures
+                # The OCS paper's ALL2ALL: a policy that never reconfigures. Made once, shared like `network`.
+                if topology_spec not in self._fixed_fabrics:
+                    self._fixed_fabrics[topology_spec] = network.fixed_fabric()
+                network = self._fixed_fabrics[topology_spec]
         if requests is not None and requests < 1:
             raise SpecError(f"--requests must be at least 1, got {requests}")
         if requests is not None and requests > MAX_REQUESTS:

@@ -235,22 +235,26 @@ def run_local(jobs: Sequence[Job], out_dir: Path, workers: int, advance: Callabl
             advance(job)
         return
     context = multiprocessing.get_context("spawn")
+    # The pool starts its workers at the first submissions, so the whole pool lives in the one-thread settings.
     with one_math_thread_per_worker():
         pool = concurrent.futures.ProcessPoolExecutor(max_workers=min(workers, len(jobs)), mp_context=context,
                                                       initializer=start_worker, initargs=(os.getpid(),))
-    try:
-        futures = {pool.submit(execute, job, out_dir): job for job in jobs}  # (it starts the workers)
-        for future in concurrent.futures.as_completed(futures):
-            future.result()
-            advance(futures[future])
-    except concurrent.futures.process.BrokenProcessPool:
-        stop(pool)
-        raise ResultsError("a worker process died (killed for want of memory?); the runs it finished are kept: "
-                           "run the same sweep again to resume it, with fewer workers (-j)") from None
-    except BaseException:  # a run's error, or Ctrl-C: the runs under way are not waited for
-        stop(pool)
-        raise
-    pool.shutdown()
+        try:
+            # Longest first, the episode's length standing for a run's time: the runs left for the end
+            # are short ones, so the workers finish together (a suite's largest scenario is often its last).
+            longest_first = sorted(jobs, key=lambda job: -(job.requests or 0))
+            futures = {pool.submit(execute, job, out_dir): job for job in longest_first}  # (it starts the workers)
+            for future in concurrent.futures.as_completed(futures):
+                future.result()
+                advance(futures[future])
+        except concurrent.futures.process.BrokenProcessPool:
+            stop(pool)
+            raise ResultsError("a worker process died (killed for want of memory?); the runs it finished are "
+                               "kept: run the same sweep again to resume it, with fewer workers (-j)") from None
+        except BaseException:  # a run's error, or Ctrl-C: the runs under way are not waited for
+            stop(pool)
+            raise
+        pool.shutdown()
 
 
 def stop(pool: concurrent.futures.ProcessPoolExecutor) -> None:
@@ -281,8 +285,9 @@ def one_math_thread_per_worker() -> Iterator[None]:
     """The workers already fill the cores: a BLAS that also starts a thread
     per core in each of them spins against the others (the shared-actor
     a2c_multistep went from 0.5 to 4.4 ms a decision). Spawned workers read
-    these at import, so they are set while the pool starts them; a value
-    the user set is kept."""
+    these at import, so they are set while the pool starts them (the caller
+    keeps the pool in this block: it starts workers as jobs are submitted);
+    a value the user set is kept."""
     saved = {name: os.environ.get(name) for name in MATH_THREAD_VARIABLES}
     for name in MATH_THREAD_VARIABLES:
         os.environ.setdefault(name, "1")

@@ -6,6 +6,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -110,17 +111,62 @@ def test_a_killed_sweep_resumes_without_duplicates_or_gaps(tmp_path):
     assert [p.name for p in out.iterdir() if p.name.startswith(".")] == []  # staging of the killed run removed
 
 
-def test_parallel_workers_start_with_one_math_thread_and_the_caller_keeps_its_settings(monkeypatch):
-    from dcbench.harness.sweep import one_math_thread_per_worker
+def test_parallel_workers_start_with_one_math_thread_and_the_caller_keeps_its_settings(tmp_path, monkeypatch):
+    """Each worker's BLAS reads these when it starts: a worker started with
+    the caller's environment runs a thread per core and spins against the
+    other workers (the pool starts its workers at the first submissions,
+    after the settings had been put back: 0.4.0's odcn2025 sweep took 35
+    minutes, not 15)."""
+    import concurrent.futures
+
+    from dcbench.harness import sweep as sweeps
 
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
     monkeypatch.delenv("MKL_NUM_THREADS", raising=False)
     monkeypatch.setenv("OPENBLAS_NUM_THREADS", "3")
-    with one_math_thread_per_worker():
-        assert os.environ["OMP_NUM_THREADS"] == "1" and os.environ["MKL_NUM_THREADS"] == "1"
-        assert os.environ["OPENBLAS_NUM_THREADS"] == "3"  # the user's choice
+    submit = concurrent.futures.ProcessPoolExecutor.submit
+    started = {}
+
+    def submit_and_read_the_workers_environment(pool, *args, **kwargs):
+        future = submit(pool, *args, **kwargs)
+        for pid in pool._processes:  # what each worker was started with, as its BLAS read it
+            variables = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+            started[pid] = {name: value for name, _, value in (v.decode().partition("=") for v in variables)
+                            if name in sweeps.MATH_THREAD_VARIABLES}
+        return future
+
+    monkeypatch.setattr(concurrent.futures.ProcessPoolExecutor, "submit", submit_and_read_the_workers_environment)
+    resolved = sweeps.Runner().resolve("random", "tiered:8,1x4", None, 8)
+    jobs = [sweeps.Job("small", "random", "tiered:8,1x4", None, 8, seed, sweeps.run_id_of(resolved, seed))
+            for seed in (0, 1, 2)]
+    sweeps.run_local(jobs, tmp_path, 2, lambda job: None)
+    assert len(started) == 2
+    assert all(environment == {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "3"}
+               for environment in started.values())  # one thread, where the user set no number of their own
     assert "OMP_NUM_THREADS" not in os.environ and "MKL_NUM_THREADS" not in os.environ
     assert os.environ["OPENBLAS_NUM_THREADS"] == "3"
+
+
+def test_parallel_workers_get_the_longest_runs_first(tmp_path, monkeypatch):
+    import concurrent.futures
+
+    from dcbench.harness import sweep as sweeps
+
+    submit = concurrent.futures.ProcessPoolExecutor.submit
+    submitted = []
+
+    def submit_and_note(pool, function, job, *args, **kwargs):
+        submitted.append((job.requests, job.seed))
+        return submit(pool, function, job, *args, **kwargs)
+
+    monkeypatch.setattr(concurrent.futures.ProcessPoolExecutor, "submit", submit_and_note)
+    runner = sweeps.Runner()
+    jobs = [sweeps.Job("s", "random", "tiered:8,1x4", None, requests, seed,
+                       sweeps.run_id_of(runner.resolve("random", "tiered:8,1x4", None, requests), seed))
+            for requests, seed in ((8, 0), (30, 0), (8, 1), (30, 1), (16, 0))]
+    sweeps.run_local(jobs, tmp_path, 2, lambda job: None)
+    assert submitted == [(30, 0), (30, 1), (16, 0), (8, 0), (8, 1)]  # the plan's order among equals
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(job.run_id for job in jobs)
 
 
 def contents(folder):

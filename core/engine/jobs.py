@@ -133,10 +133,17 @@ class JobBuilder:
         self.pending = np.zeros((self.n_racks, self.n_racks))
         self.routes: list[Route] = []
         self.swaps: list[Swap] = []
-        # The last `server_fits` mask, the demand it was for, and the servers placed on since.
+        self._rack_of = network.racks.tolist()
+        # The last `server_fits` mask, the demand it was for (as a tuple), the servers placed on since, and
+        # per rack how many of its servers the mask holds.
         self._fits: np.ndarray | None = None
-        self._fits_need = np.zeros(0)
+        self._fits_key: tuple[float, ...] = ()
         self._fits_stale: list[int] = []
+        self._rack_fit_count = np.zeros(self.n_racks, dtype=np.int64)
+        self._needs = np.zeros((0, len(network.resources)))  # each VM's demand less the tolerance
+        self._need_keys: list[tuple[float, ...]] = []
+        self._bundle_free: np.ndarray | None = None
+        self._bundle_capacity: np.ndarray | None = None
         self.status = DONE
         self.reason = ""
 
@@ -163,6 +170,8 @@ class JobBuilder:
             np.add.at(self.rack_free, self.racks, self.free_resources)
         self.request = request
         self.vms = np.asarray(request.vms, dtype=np.float64)
+        self._needs = self.vms - _TOLERANCE
+        self._need_keys = [tuple(need) for need in self._needs.tolist()]
         self.flows = np.asarray(request.flows, dtype=np.float64).reshape(-1, 3)
         self.hosts = []
         self.host_racks = []
@@ -180,6 +189,7 @@ class JobBuilder:
         self.status = OPEN
         self.reason = ""
         self._fits = None
+        self._bundle_free = self._bundle_capacity = None
 
     @property
     def reconfigure_allowed(self) -> bool:
@@ -209,19 +219,29 @@ class JobBuilder:
             A boolean mask over the servers (servers,), kept until the next
             `place`.
         """
-        need = self.vm - _TOLERANCE
-        if self._fits is not None and np.array_equal(need, self._fits_need):
+        step = len(self.hosts)
+        key = self._need_keys[step]
+        fits = self._fits
+        if fits is not None and key == self._fits_key:
             # The same VM type as the last one asked for: only the servers placed on since can have changed.
-            for server in self._fits_stale:
-                self._fits[server] = bool((self.free_resources[server] >= need).all())
-            self._fits_stale.clear()
-            return self._fits
+            if self._fits_stale:
+                need = self._needs[step]
+                for server in self._fits_stale:
+                    now = bool((self.free_resources[server] >= need).all())
+                    if now != fits[server]:
+                        fits[server] = now
+                        self._rack_fit_count[self._rack_of[server]] += 1 if now else -1
+                self._fits_stale.clear()
+            return fits
         free = self.free_resources
-        columns = need.tolist()
-        fits = free[:, 0] >= columns[0]  # column by column: much faster than .all(axis=1) on 3 columns
-        for column in range(1, len(columns)):
-            fits &= free[:, column] >= columns[column]
-        self._fits, self._fits_need, self._fits_stale = fits, need, []
+        fits = free[:, 0] >= key[0]  # column by column: much faster than .all(axis=1) on 3 columns
+        for column in range(1, len(key)):
+            fits &= free[:, column] >= key[column]
+        if self._rack_shape is not None:
+            fits.reshape(self._rack_shape).sum(axis=1, out=self._rack_fit_count)
+        else:
+            self._rack_fit_count[:] = np.bincount(self.racks, weights=fits, minlength=self.n_racks)
+        self._fits, self._fits_key, self._fits_stale = fits, key, []
         return fits
 
     def rack_fits(self) -> np.ndarray:
@@ -230,10 +250,8 @@ class JobBuilder:
         Returns:
             A boolean mask over the racks (racks,).
         """
-        fits = self.server_fits()
-        if self._rack_shape is not None:
-            return fits.reshape(self._rack_shape).any(axis=1)
-        return np.bincount(self.racks, weights=fits, minlength=self.n_racks) > 0
+        self.server_fits()
+        return self._rack_fit_count > 0
 
     def partners(self) -> list[tuple[int, float, bool]]:
         """The flows between the next VM and the VMs already placed: (the
@@ -244,6 +262,30 @@ class JobBuilder:
         """
         racks = self.host_racks
         return [(racks[partner], rate, out) for partner, rate, out in self._partners[self.step]]
+
+    def bundle_free(self) -> np.ndarray:
+        """`free_links` as a racks × racks matrix: ``[u, v]``, the free Gbps
+        of the circuits from rack ``u`` to rack ``v`` (−inf where there is
+        no link). Placing VMs leaves the links as they are, so it is made
+        once per job; read it, do not write it.
+
+        Returns:
+            The matrix (racks, racks).
+        """
+        if self._bundle_free is None:
+            self._bundle_free = self.free_links[self.rack_link]
+        return self._bundle_free
+
+    def bundle_capacity(self) -> np.ndarray:
+        """`link_capacity` as a racks × racks matrix, as `bundle_free` (0
+        where there is no link; made once per job; read it, do not write it).
+
+        Returns:
+            The matrix (racks, racks).
+        """
+        if self._bundle_capacity is None:
+            self._bundle_capacity = self.link_capacity[self.rack_link]
+        return self._bundle_capacity
 
     def share_left(self) -> np.ndarray:
         """Per rack, the smallest free share over its resources if the next
@@ -264,12 +306,20 @@ class JobBuilder:
         Returns:
             The server's index, or None where no server of the rack has room.
         """
-        members = self.rack_servers[rack]
-        fits = self.server_fits()[members]
-        if not fits.any():
+        fits = self.server_fits()
+        if self._rack_fit_count[rack] == 0:
             return None
-        candidates = members[fits]
-        after = (self.free_resources[candidates] - self.vm) / self.server_capacity[candidates]
+        vm = self.vms[len(self.hosts)]
+        if self._rack_shape is not None:  # the rack's servers are a slice: score them all, pick among those with room
+            first = rack * self._rack_shape[1]
+            servers = slice(first, first + self._rack_shape[1])
+            after = ((self.free_resources[servers] - vm) / self.server_capacity[servers]).min(axis=1)
+            best = int(np.where(fits[servers], after, -np.inf).argmax())
+            if fits[first + best] and after[best] > -np.inf:  # (else a zero capacity: the general way below)
+                return first + best
+        members = self.rack_servers[rack]
+        candidates = members[fits[members]]
+        after = (self.free_resources[candidates] - vm) / self.server_capacity[candidates]
         return int(candidates[after.min(axis=1).argmax()])
 
     def place(self, rack: int) -> bool:
@@ -299,7 +349,7 @@ class JobBuilder:
         for other, rate, out in self.partners():
             if other != rack:
                 self.pending[(rack, other) if out else (other, rack)] += rate
-        vm = self.vm
+        vm = self.vms[len(self.hosts)]
         self.free_resources[server] -= vm
         self.rack_free[rack] -= vm
         self.hosts.append(server)
@@ -388,6 +438,7 @@ class JobBuilder:
         """
         if self.status != PLACED:
             raise AllocatorError(f"builder: route() on a job that is {self.status}, not placed")
+        self._bundle_free = self._bundle_capacity = None  # the links change from here
         flows = self._inter_rack_flows()
         saved = self.free_links.copy(), self.link_capacity.copy()
         for attempt in (False, True):

@@ -298,11 +298,10 @@ class JobFeatures:
         fits = builder.rack_fits()
         it = builder.share_left()
         it = np.where(fits, np.clip(it, 0.0, 1.0), -1.0)
-        free = builder.free_links
-        capacity = builder.link_capacity
+        bundle_free = builder.bundle_free()
         # Free bandwidth of every rack's bundles, out (u -> v) and in (v -> u), after this job's placed traffic.
-        out_free = free[self.out_links] - builder.pending
-        in_free = free[self.in_links] - builder.pending.T
+        out_free = bundle_free - builder.pending
+        in_free = bundle_free.T - builder.pending.T
         feasible = np.ones(self.n_racks, dtype=bool)
         for other, rate, outgoing in builder.partners():
             column = (out_free if outgoing else in_free)[:, other].copy()
@@ -312,8 +311,8 @@ class JobFeatures:
                 out_free[:, other] -= rate
             else:
                 in_free[:, other] -= rate
-        out_capacity = capacity[self.out_links]
-        in_capacity = capacity[self.in_links]
+        out_capacity = builder.bundle_capacity()
+        in_capacity = out_capacity.T
         with np.errstate(divide="ignore", invalid="ignore"):
             out_share = np.where(out_capacity > 0, out_free / out_capacity, np.inf)
             in_share = np.where(in_capacity > 0, in_free / in_capacity, np.inf)

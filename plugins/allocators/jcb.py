@@ -30,20 +30,22 @@ class JCBAllocator(JobAllocator):
     def choose_rack(self, builder: JobBuilder, allowed: np.ndarray) -> int:
         balance = builder.share_left()
         partners = builder.partners()
+        if not partners:  # no shortfall and no added traffic anywhere: the balance decides
+            return int(np.lexsort((-balance, ~allowed))[0])
         n_racks = builder.n_racks
         shortfall = np.zeros(n_racks)
         added = np.zeros(n_racks)
-        if partners:
-            for other, rate, out in partners:
-                added += rate
-                added[other] -= rate
-                if out:
-                    room = builder.free_links[builder.rack_link[:, other]] - builder.pending[:, other]
-                else:
-                    room = builder.free_links[builder.rack_link[other, :]] - builder.pending[other, :]
-                short = np.maximum(0.0, rate - room)
-                short[other] = 0.0  # same rack: no circuit needed
-                shortfall += short
+        bundle_free = builder.bundle_free()
+        for other, rate, out in partners:
+            added += rate
+            added[other] -= rate
+            if out:
+                room = bundle_free[:, other] - builder.pending[:, other]
+            else:
+                room = bundle_free[other, :] - builder.pending[other, :]
+            short = np.maximum(0.0, rate - room)
+            short[other] = 0.0  # same rack: no circuit needed
+            shortfall += short
         # np.lexsort sorts by the last key first; the first allowed entry wins.
         order = np.lexsort((-balance, np.round(added, 9), np.round(shortfall, 9), ~allowed))
         return int(order[0])

@@ -378,8 +378,9 @@ def test_the_builder_refuses_a_pool_request():
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(st.tuples(st.integers(0, 3), st.integers(0, 3)), min_size=1, max_size=40), st.integers(0, 2**32 - 1))
-def test_the_servers_that_fit_the_next_vm_are_kept_up_to_date_between_vms(vms, seed):
-    # server_fits() reuses its mask while VMs of one type follow one another; it must equal a full comparison.
+def test_the_servers_and_racks_that_fit_the_next_vm_are_kept_up_to_date_between_vms(vms, seed):
+    # server_fits() reuses its mask while VMs of one type follow one another, rack_fits() counts per rack
+    # and server_in() scores a rack's servers as one slice: each must equal the plain computation.
     network = ocs("ocs:3,servers=3")
     rng = np.random.default_rng(seed)
     state = State(network)
@@ -390,6 +391,11 @@ def test_the_servers_that_fit_the_next_vm_are_kept_up_to_date_between_vms(vms, s
     for _, pick in vms:
         expected = (builder.free_resources >= builder.vm - 1e-9).all(axis=1)
         assert np.array_equal(builder.server_fits(), expected)
+        assert np.array_equal(builder.rack_fits(), [expected[network.racks == r].any() for r in range(3)])
+        for rack in range(3):
+            members = np.flatnonzero((network.racks == rack) & expected)
+            after = ((builder.free_resources[members] - builder.vm) / network.server_capacity[members]).min(axis=1)
+            assert builder.server_in(rack) == (int(members[after.argmax()]) if len(members) else None)
         racks = np.flatnonzero(builder.rack_fits())
         if len(racks) == 0 or not builder.place(int(racks[pick % len(racks)])):
             break

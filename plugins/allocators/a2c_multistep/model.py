@@ -117,18 +117,35 @@ class NumpyActor:
 
     def __call__(self, state: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray:
         x = np.asarray(state, dtype=np.float32).astype(np.float64)
+        rows = None  # the shared actor scores one state's allowed racks only: the others' logits are masked anyway
         if self.shared:  # as SharedRackActor.forward
             per_rack = np.swapaxes(x.reshape(*x.shape[:-1], self.features, self.racks), -1, -2)
             context = np.broadcast_to(per_rack.mean(axis=-2, keepdims=True), per_rack.shape)
             x = np.concatenate([per_rack, context], axis=-1)
+            if mask is not None and x.ndim == 2:
+                rows = np.flatnonzero(mask)
+                x = x[rows]
         last = len(self.weights) - 1
         for index, (weight, bias) in enumerate(zip(self.weights, self.biases)):
-            x = x @ weight + bias
+            x = x @ weight
+            x += bias
             if index < last:
-                x = np.where(x > 0, x, np.expm1(np.minimum(x, 0)))  # ELU
+                elu(x)
         if self.shared:
             x = x[..., 0]
         x = x.astype(np.float32)
+        if rows is not None:
+            logits = np.full(self.racks, MASKED, dtype=np.float32)
+            logits[rows] = x
+            return logits
         if mask is not None:
             x = np.where(mask, x, np.float32(MASKED))
         return x
+
+
+def elu(x: np.ndarray) -> None:
+    """ELU in place, bit for bit torch's: x where x > 0, else exp(x) - 1."""
+    negative = np.minimum(x, 0.0)
+    np.expm1(negative, out=negative)
+    np.maximum(x, 0.0, out=x)
+    x += negative

@@ -56,6 +56,11 @@ def test_the_numpy_actor_matches_the_torch_one(features, actor):
     got = NumpyActor(model)(states.numpy(), mask.numpy())
     assert np.allclose(got, expected, atol=1e-5)
     assert np.allclose(NumpyActor(model)(states[0].numpy(), mask[0].numpy()), expected[0], atol=1e-5)
+    # One state at a time (as the allocator asks), the shared actor scores only the allowed racks: the
+    # logits must be those of the whole batch bit for bit, the others masked.
+    actor = NumpyActor(model)
+    for state, allowed, batch in zip(states.numpy(), mask.numpy(), got):
+        assert np.array_equal(actor(state, allowed), batch)
 
 
 @pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64"), reason="OPENBLAS_CORETYPE names x86 kernels")

@@ -27,6 +27,8 @@ from dcbench.model.network import Network, Path
 from dcbench.model.requests import Departing, Request
 
 OPEN, DONE, FAILED = "open", "done", "failed"
+# Servers plus links below which `PoolBuilder.start` copies the whole state rather than finding what changed.
+COPY_WHOLE_BELOW = 4096
 
 
 class Router(Protocol):
@@ -96,6 +98,8 @@ class PoolBuilder:
         self._synced_resources = network.server_capacity.copy()
         self._synced_links = network.link_capacity.copy()
         self._released: list[Departing] = []
+        # Below this size copying the whole state at every `start` is cheaper than finding what changed.
+        self._copy_whole = network.n_links + network.n_servers <= COPY_WHOLE_BELOW
         self._base_allowed = np.zeros(network.n_servers, dtype=bool)
         self._base_key: tuple[bool, ...] | None = None
         self._allowed = np.zeros(network.n_servers, dtype=bool)
@@ -116,13 +120,22 @@ class PoolBuilder:
 
         Its cost is that of what changed since the previous `start` (the
         servers and links the state or the previous request changed, found
-        by a vectorised comparison), not of every server and link.
+        by a vectorised comparison), not of every server and link; on a
+        network smaller than `COPY_WHOLE_BELOW` (servers plus links) it
+        copies the whole state, which costs less there.
 
         Args:
             request: The pool request.
             state: The free capacities to start from (copied).
         """
-        changed_servers = self._sync(state)
+        if self._copy_whole:
+            np.copyto(self.free_resources, state.free_resources)
+            np.copyto(self._free_links_array, state.free_links)
+            self._free_links = state.free_links.tolist()
+            self._stale_links = []
+            self._released = []
+        else:
+            changed_servers = self._sync(state)
         self.chosen_mask[self.chosen] = False
         self.chosen = []
         self._gives_cpu = []
@@ -135,6 +148,9 @@ class PoolBuilder:
         self.status = OPEN
         self.reason = ""
         self._needed[:] = [r > 0 for r in self._remaining]
+        if self._copy_whole:
+            self._mask_into(self.free_resources, self._allowed)
+            return
         key = (True,) if self._any_free else (False, *(r > 0 for r in self._remaining))
         if key != self._base_key:  # other needs: the whole mask
             self._base_key = key

@@ -3,6 +3,7 @@ one the straightforward rule takes (every server scored, × penalty outside the 
 arg-max over the allowed servers, lowest index on ties), on random builder states full of ties."""
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -28,15 +29,17 @@ def reference_choose(tetris: TetrisAllocator, builder, allowed: np.ndarray) -> i
 values = st.sampled_from([0.0, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0])
 
 
+@pytest.mark.parametrize("keep", [True, False], ids=["scores-kept", "scored-per-pick"])
 @settings(max_examples=150, deadline=None)
 @given(penalty=st.sampled_from([0.0, 0.5, 0.9, 1.0]), scale=st.sampled_from([1.0, 10.0]),
        requests=st.lists(st.tuples(st.integers(0, 2**32 - 1), st.sampled_from([0.0, 4.0, 16.0, 40.0]),
                                    st.sampled_from([0.0, 4.0, 16.0, 40.0]), st.sampled_from(["needed", "free"])),
                          min_size=1, max_size=3))
-def test_tetris_picks_what_the_straightforward_rule_picks(penalty, scale, requests):
+def test_tetris_picks_what_the_straightforward_rule_picks(keep, penalty, scale, requests):
     tetris = TetrisAllocator(penalty=penalty, scale=scale)
     tetris.reset(NETWORK, np.random.default_rng(0))
-    assert tetris._scores_stay  # the path that keeps scores from pick to pick is the one tested
+    assert tetris._scores_stay
+    tetris._keep = keep  # keeping the scores from pick to pick (KEEP_SCORES_FROM servers on), or not
     builder = tetris.builder
     n = NETWORK.n_servers
     for i, (seed, cpu, mem, rule) in enumerate(requests):

@@ -7,7 +7,8 @@ from hypothesis import strategies as st
 
 from dcbench import Allocation, Network, Request, Route, State, check_allocation
 from dcbench.harness import get_registry
-from dcbench.model.allocation import CHANNELS_PER_PAIR, check_owned, owned, required_pairs
+from dcbench.model import allocation as allocation_module
+from dcbench.model.allocation import CHANNELS_PER_PAIR, COUNT_ALL_LINKS_BELOW, check_owned, owned, required_pairs
 
 TOLERANCE = 1e-9
 
@@ -102,9 +103,13 @@ def pool_cases(draw):
     return Allocation(np.array(servers), amounts, tuple(routes)), request, state
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@pytest.mark.parametrize("count_all_links_below", [COUNT_ALL_LINKS_BELOW, 0], ids=["bincount", "unique"])
+@settings(max_examples=200, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(pool_cases())
-def test_the_pool_check_refuses_and_reports_as_the_full_array_check(case):
+def test_the_pool_check_refuses_and_reports_as_the_full_array_check(monkeypatch, count_all_links_below, case):
+    # A small network's usage is counted over every link, a large one's from its routes' links sorted: both ways.
+    monkeypatch.setattr(allocation_module, "COUNT_ALL_LINKS_BELOW", count_all_links_below)
     allocation, request, state = case
     expected, expected_usage = reference_pool(owned(allocation), request, state)
     problem, usage = check_allocation(allocation, request, state)

@@ -2,6 +2,7 @@
 date from what changed, and must leave it exactly as a fresh builder's."""
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -47,16 +48,20 @@ def assert_same(reused, fresh):
     assert reused.remaining.tolist() == fresh.remaining.tolist()
 
 
+@pytest.mark.parametrize("copy_whole", [False, True], ids=["what-changed", "whole-copy"])
 @settings(max_examples=40, deadline=None)
 @given(st.integers(0, 2**32 - 1), st.integers(1, 25))
-def test_a_reused_builder_starts_as_a_fresh_one(seed, n_requests):
+def test_a_reused_builder_starts_as_a_fresh_one(copy_whole, seed, n_requests):
+    # Small networks copy the whole state at `start` (COPY_WHOLE_BELOW), large ones what changed: both ways.
     rng = np.random.default_rng(seed)
     state = State(NETWORK)
     reused = PoolBuilder(NETWORK)
+    reused._copy_whole = copy_whole
     for _ in range(n_requests):
         change_state(rng, state)
         request = random_request(rng)
         fresh = PoolBuilder(NETWORK)
+        fresh._copy_whole = copy_whole
         reused.start(request, state)
         fresh.start(request, state)
         assert_same(reused, fresh)

@@ -23,6 +23,7 @@ cProfile. Run from a checkout with dcbench installed:
 
     python benchmarks/env_steps.py --breakdown
     python benchmarks/env_steps.py --profile --vector ''
+    python benchmarks/env_steps.py --only pool --vector '' --scale   # and 65,536 servers
 """
 
 from __future__ import annotations
@@ -56,7 +57,7 @@ class Case:
     suite: str
     scenario: str  # its name in the suite
     topology: str
-    workload: str
+    workload: str | None  # None: the topology's own
     requests: int
     servers: int
 
@@ -67,6 +68,17 @@ SCENARIOS = (
     ("pool", "nara2022-large", "tiered:32,1x4,pods=8,racks=8", None),
     ("job", "odcn2025", "ocs:16", "16x32-load54"),
 )
+
+
+# Data-centre scale (--scale, issue #34): no suite runs there, so the topology's own workload and a
+# 4,096-request episode; a single env only (a vectorised env would hold one 65,536-server copy per env).
+SCALE = ("pool", "tiered:32,1x4,pods=64,racks=64", 4096)
+
+
+def scale_case() -> Case:
+    label, topology, requests = SCALE
+    servers = gymnasium.make(ENV_ID, topology=topology, requests=1).unwrapped.network.n_servers
+    return Case(label, "", "", topology, None, requests, servers)
 
 
 def cases() -> list[Case]:
@@ -228,6 +240,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--vector", default="2,4", help="sizes of the vectorised envs, comma-separated "
                         "(default 2,4; '' for none)")
     parser.add_argument("--only", choices=("pool", "job"), help="only the pool or only the job cases")
+    parser.add_argument("--scale", action="store_true", help="also the single env on 65,536 servers "
+                        "(tiered:32,1x4,pods=64,racks=64, its own workload, 4,096 requests an episode)")
     parser.add_argument("--breakdown", action="store_true", help="also time the single-env loop without "
                         "the wrappers, without the features, and the policy alone")
     parser.add_argument("--profile", action="store_true", help="also profile the single-env pool "
@@ -238,6 +252,8 @@ def main(argv: list[str] | None = None) -> None:
     sizes = [int(n) for n in args.vector.split(",") if n.strip()]
 
     chosen = [c for c in cases() if args.only in (None, c.label)]
+    if args.scale and args.only in (None, SCALE[0]):
+        chosen.append(scale_case())
     print(f"{args.steps:,} steps timed per repeat after {args.warmup:,} untimed, best of {args.repeat}; "
           f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} at the start\n")
     print("| mode | topology | servers | workload (suite scenario) | requests/episode | env | envs "
@@ -245,7 +261,7 @@ def main(argv: list[str] | None = None) -> None:
     print("|---|---|---:|---|---:|---|---:|---:|---:|---:|")
     for case in chosen:
         loops = [("single", 1, lambda: Single(case, seed=0))]
-        for kind in (SyncVectorEnv, AsyncVectorEnv):
+        for kind in (SyncVectorEnv, AsyncVectorEnv) if case.suite else ():
             loops += [(kind.__name__, n, functools.partial(Vector, case, 0, kind, n)) for n in sizes]
         for name, n, build in loops:
             loop = build()
@@ -253,8 +269,9 @@ def main(argv: list[str] | None = None) -> None:
                 timed, rate = best_rate(loop, args.steps, args.warmup, args.repeat)
             finally:
                 loop.close()
-            print(f"| {case.label} | {case.topology} | {case.servers:,} | {case.workload} "
-                  f"({case.suite} {case.scenario}) | {case.requests:,} | {name} | {n} | {timed:,} "
+            where = f"{case.workload} ({case.suite} {case.scenario})" if case.suite else "the topology's own"
+            print(f"| {case.label} | {case.topology} | {case.servers:,} | {where} "
+                  f"| {case.requests:,} | {name} | {n} | {timed:,} "
                   f"| {rate:,.0f} | {1e6 / rate:.1f} |", flush=True)
     if args.breakdown:
         breakdown(chosen, args.steps, args.warmup, args.repeat)

@@ -17,8 +17,9 @@ import torch
 from dcbench.harness import Runner
 from dcbench.plugins.allocators.gnn_ppo.allocator import GnnPpoAllocator
 
-# (topology, requests timed): 64, 1,024 and 8,192 servers
-TOPOLOGIES = (("tiered:32,1x4", 1024), ("tiered:32,1x4,pods=8,racks=8", 1024), ("tiered:32,1x4,pods=16,racks=32", 256))
+# (topology, requests timed): 64, 1,024, 8,192 and 65,536 servers
+TOPOLOGIES = (("tiered:32,1x4", 1024), ("tiered:32,1x4,pods=8,racks=8", 1024), ("tiered:32,1x4,pods=16,racks=32", 256),
+              ("tiered:32,1x4,pods=64,racks=64", 64))
 
 
 def main() -> None:

@@ -33,6 +33,15 @@ OPEN, PLACED, DONE, FAILED = "open", "placed", "done", "failed"
 _TOLERANCE = 1e-9
 
 
+def _changed_rows(new: np.ndarray, old: np.ndarray) -> np.ndarray:
+    """The rows where ``new`` differs from ``old`` bit for bit (a -0.0 for
+    a 0.0 too), ascending; a row may appear more than once."""
+    if new.dtype != np.float64 or old.dtype != np.float64 or not (new.flags.c_contiguous and old.flags.c_contiguous):
+        return np.arange(len(new))
+    differs = new.view(np.uint64) != old.view(np.uint64)
+    return np.flatnonzero(differs.ravel()) // new.shape[1]
+
+
 def rack_link_matrix(network: Network) -> np.ndarray:
     """``matrix[u, v]``: the link from rack ``u``'s switch to rack ``v``'s,
     or ``n_links`` (one past the last link) where there is none."""
@@ -123,6 +132,7 @@ class JobBuilder:
         self.link_capacity = np.zeros(network.n_links + 1)
         self.free_resources = network.server_capacity.copy()
         self.rack_free = self.rack_capacity.copy()
+        self._every_rack_stale = True  # the first `start` sums every rack
         # The job's own, until the first `start`: no job, nothing placed.
         self.request: Request | None = None
         self.vms = np.zeros((0, len(network.resources)))
@@ -159,13 +169,25 @@ class JobBuilder:
         """
         if request.vms is None or request.flows is None:
             raise AllocatorError(f"request {request.id} is not a job (it has no VMs)")
-        np.copyto(self.free_resources, state.free_resources)
+        if self._rack_shape is not None:
+            # A rack's sum depends on its own servers only: sum again the racks whose servers changed
+            # since the last job, and those it placed VMs on (which it took from the sums), as summing
+            # every rack would.
+            changed = _changed_rows(state.free_resources, self.free_resources)
+            np.copyto(self.free_resources, state.free_resources)
+            if self._every_rack_stale:
+                stale = np.arange(self.n_racks)
+                self._every_rack_stale = False
+            else:
+                stale = np.union1d(self.racks[changed], self.host_racks).astype(np.int64)
+            if len(stale):
+                self.rack_free[stale] = self.free_resources.reshape(*self._rack_shape, -1)[stale].sum(axis=1)
+        else:
+            np.copyto(self.free_resources, state.free_resources)
         self.free_links[:-1] = state.free_links
         self.free_links[-1] = -np.inf
         self.link_capacity[:-1] = state.link_capacity
-        if self._rack_shape is not None:
-            self.free_resources.reshape(*self._rack_shape, -1).sum(axis=1, out=self.rack_free)
-        else:
+        if self._rack_shape is None:
             self.rack_free.fill(0.0)
             np.add.at(self.rack_free, self.racks, self.free_resources)
         self.request = request

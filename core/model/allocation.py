@@ -433,23 +433,26 @@ def check_job_allocation(allocation: Allocation, request: Request, state: State)
         return f"vm_servers must give a server index for each of the {len(vms)} VMs", usage
     if hosts.min() < 0 or hosts.max() >= network.n_servers:
         return "a server index is out of range", usage
-    servers, first = np.unique(hosts, return_index=True)
-    servers = servers[np.argsort(first)]
-    summed = np.zeros((network.n_servers, vms.shape[1]))
-    np.add.at(summed, hosts, vms)
+    ascending, first, host_row = np.unique(hosts, return_index=True, return_inverse=True)
+    # Each server's VMs summed in VM order (as adding them one by one into a row per server does).
+    summed = np.zeros((len(ascending), vms.shape[1]))
+    np.add.at(summed, host_row, vms)
+    in_order = np.argsort(first)  # the servers in the order of their first VM
+    servers = ascending[in_order]
     given_servers = allocation.servers
     given_amounts = allocation.amounts
-    if (given_servers.shape != servers.shape or given_servers.dtype.kind not in "iu"
+    if (given_servers.shape != servers.shape or given_servers.dtype.kind not in "iu"  # (a NaN fails the last test)
             or set(given_servers.tolist()) != set(servers.tolist())
             or given_amounts.shape != (len(servers), vms.shape[1])
-            or not np.abs(given_amounts - summed[given_servers]).max() <= 1e-6):  # (NaN fails it)
+            or not np.abs(given_amounts - summed[np.searchsorted(ascending, given_servers)]).max() <= 1e-6):
         return "servers and amounts must be the servers of the VMs and the sum of each one's VMs", usage
-    over = summed[servers] > state.free_resources[servers] + _TOLERANCE
+    taken = summed[in_order]
+    over = taken > state.free_resources[servers] + _TOLERANCE
     if over.any():
         row, column = np.argwhere(over)[0]
         server = int(servers[row])
         return (f"server {server} over capacity on {network.resources[column]}: "
-                f"takes {summed[server, column]:g}, {state.free_resources[server, column]:g} free"), usage
+                f"takes {taken[row, column]:g}, {state.free_resources[server, column]:g} free"), usage
 
     problem, change = circuit_changes(network, allocation.reconfigure, state.free_links)
     if problem is not None:

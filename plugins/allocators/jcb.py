@@ -32,20 +32,23 @@ class JCBAllocator(JobAllocator):
         partners = builder.partners()
         if not partners:  # no shortfall and no added traffic anywhere: the balance decides
             return int(np.lexsort((-balance, ~allowed))[0])
-        n_racks = builder.n_racks
-        shortfall = np.zeros(n_racks)
-        added = np.zeros(n_racks)
         bundle_free = builder.bundle_free()
+        shortfall = added = None
         for other, rate, out in partners:
-            added += rate
-            added[other] -= rate
             if out:
                 room = bundle_free[:, other] - builder.pending[:, other]
             else:
                 room = bundle_free[other, :] - builder.pending[other, :]
             short = np.maximum(0.0, rate - room)
             short[other] = 0.0  # same rack: no circuit needed
-            shortfall += short
+            if shortfall is None:  # the first partner (the only one, mostly): what adding it to zeros gives
+                shortfall = short
+                added = np.full(builder.n_racks, rate)
+                added[other] = 0.0
+            else:
+                shortfall += short
+                added += rate
+                added[other] -= rate
         # np.lexsort sorts by the last key first; the first allowed entry wins.
         order = np.lexsort((-balance, np.round(added, 9), np.round(shortfall, 9), ~allowed))
         return int(order[0])

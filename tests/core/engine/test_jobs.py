@@ -166,6 +166,46 @@ def test_invalid_job_allocations_are_named(mutate, fragment):
     assert problem is not None and fragment in problem
 
 
+def test_the_job_check_sums_each_servers_vms_and_names_the_first_server_over_capacity():
+    network = ocs()
+    request = job([SMALL_VM, BIG_VM, SMALL_VM, SMALL_VM], [])
+    hosts = np.array([3, 1, 3, 0])  # server 3 holds the first and the third VM
+    amounts = np.array([np.add(SMALL_VM, SMALL_VM), BIG_VM, SMALL_VM], dtype=float)
+    valid = Allocation(np.array([3, 1, 0]), amounts, (), hosts)
+    assert check_allocation(valid, request, State(network))[0] is None
+    reordered = Allocation(np.array([0, 3, 1]), amounts[[2, 0, 1]], (), hosts)  # any order of the servers
+    assert check_allocation(reordered, request, State(network))[0] is None
+    state = State(network)
+    state.free_resources[3] = [6.0, 1000.0, 1000.0]  # room for one small VM's 4 CPUs, not two
+    state.free_resources[1] = [1.0, 1000.0, 1000.0]  # and less for the big one, but server 3 comes first
+    assert check_allocation(valid, request, state)[0] == "server 3 over capacity on cpu: takes 8, 6 free"
+    wrong_sum = Allocation(np.array([3, 1, 0]), amounts[[0, 2, 1]], (), hosts)
+    assert "sum of each one's VMs" in check_allocation(wrong_sum, request, State(network))[0]
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(1, 12))
+def test_a_reused_builder_sums_each_rack_as_summing_every_rack_would(seed, n_jobs):
+    # `start` sums again only the racks that changed; the sums must be those of all racks, bit for bit,
+    # fractional capacities included.
+    network = ocs("ocs:4,servers=8")
+    rng = np.random.default_rng(seed)
+    state = State(network)
+    builder = JobBuilder(network)
+    for _ in range(n_jobs):
+        for server in rng.integers(0, network.n_servers, size=rng.integers(0, 6)):
+            state.free_resources[server] = rng.uniform(0, 1, 3) * network.server_capacity[server]
+        builder.start(job([SMALL_VM] * int(rng.integers(1, 6)), []), state)
+        every_rack = state.free_resources.reshape(4, 8, 3).sum(axis=1)
+        assert builder.rack_free.tobytes() == every_rack.tobytes()
+        while builder.is_open:
+            racks = np.flatnonzero(builder.rack_fits())
+            if not len(racks) or not builder.place(int(rng.choice(racks))):
+                break
+        if rng.random() < 0.5:  # committed: the state takes the very values the builder left on its servers
+            state.free_resources[builder.hosts] = builder.free_resources[builder.hosts]
+
+
 def optical(circuits, **info):
     """`ocs()` with ``circuits`` and these keys added to its info, which is
     descriptive only: what the info says of circuits is never read."""

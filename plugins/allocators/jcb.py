@@ -50,7 +50,7 @@ class JCBAllocator(JobAllocator):
                 added += rate
                 added[other] -= rate
         # np.lexsort sorts by the last key first; the first allowed entry wins.
-        order = np.lexsort((-balance, np.round(added, 9), np.round(shortfall, 9), ~allowed))
+        order = np.lexsort((-balance, added.round(9), shortfall.round(9), ~allowed))
         return int(order[0])
 
 

@@ -120,7 +120,9 @@ class AllocationEnv(gym.Env):
     Φ_reconf of the paper's reward, finite numbers of at least 0, and
     ``reconfigure`` (True or False, nothing else: ``'no'`` is refused, not
     taken as true) lets the job builder reconfigure circuits where the
-    topology can. Settings of the wrong type or range are a `SpecError`.
+    topology can; with False the episode runs on the fabric's fixed
+    all-to-all (`Network.fixed_fabric`), as a run of an allocator that does
+    not reconfigure does. Settings of the wrong type or range are a `SpecError`.
 
     The observation's "action_mask" is the decision's allowed actions, and
     `action_masks` returns it as booleans (what sb3-contrib's MaskablePPO
@@ -202,7 +204,8 @@ class AllocationEnv(gym.Env):
         runner = runner or Runner()
         plan = runner.resolve_scenario(topology, workload, requests)
         self.plan = plan
-        self.network: Network = plan.network
+        # A policy that never reconfigures runs on the fabric's fixed all-to-all, as `Runner` runs it.
+        self.network: Network = plan.network if reconfigure else plan.network.fixed_fabric()
         self.workload = plan.workload_model
         self.kind = self.workload.kind
         self.requests = plan.requests

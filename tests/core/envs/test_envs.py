@@ -221,6 +221,30 @@ def test_reconfigure_false_turns_reconfiguration_off():
     assert not AllocationEnv(**JOBS, reconfigure=np.bool_(False)).builder.reconfigure_allowed
 
 
+@pytest.mark.parametrize("reconfigure", [True, False])
+def test_the_env_runs_jcb_as_a_run_does_with_and_without_reconfiguration(reconfigure):
+    # Without reconfiguration a run uses the fabric's fixed all-to-all (the OCS paper's ALL2ALL): so must the env.
+    from dcbench.harness import Runner
+    from dcbench.plugins.allocators.jcb import JCBAllocator
+
+    # 32 ToRs: with 15 ports each the reconfigurable fabric's circuits reach 15 of the 31 others, the fixed
+    # all-to-all every one (on 4 ToRs the two fabrics are the same)
+    settings = {"topology": "ocs:32,servers=2", "workload": "vmjobs:load=20,warmup=5", "requests": 60}
+    env = AllocationEnv(**settings, reconfigure=reconfigure)
+    compiled = Runner().network(settings["topology"])[1]
+    expected = compiled if reconfigure else compiled.fixed_fabric()
+    assert np.array_equal(env.network.link_capacity, expected.link_capacity)
+    assert env.network.circuits.reconfigurable == reconfigure
+    observation, _ = env.reset(seed=5)
+    done = False
+    while not done:
+        action = JCBAllocator().choose_rack(env.builder, observation["action_mask"].astype(bool))
+        observation, _, done, _, info = env.step(action)
+    result = Runner().run(f"jcb:reconfigure={'yes' if reconfigure else 'no'}", seed=5, **settings)
+    assert list(env.simulation.tables().requests["outcome"]) == list(result.tables.requests["outcome"])
+    assert 0 < info["accepted"] < 60
+
+
 @pytest.mark.parametrize("action, shown", [
     (2.7, "2.7"), ("x", "'x'"), (np.float64(3.0), "np.float64(3.0)"), (True, "True"), (None, "None"),
     (np.array([3]), "a int64 array of shape (1,)"), (np.array(3.0), "a float64 array of shape ()"),

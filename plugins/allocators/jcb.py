@@ -28,8 +28,15 @@ class JCBAllocator(JobAllocator):
         self.reconfigure = reconfigure
 
     def choose_rack(self, builder: JobBuilder, allowed: np.ndarray) -> int:
-        balance = builder.share_left()
         partners = builder.partners()
+        if len(partners) == 1:
+            other, rate, _ = partners[0]
+            if rate >= 1e-6 and allowed[other]:
+                # The partner's rack is the only one where the flow needs no circuit (shortfall 0) and adds
+                # no inter-rack traffic (every other rack adds the rate, > 0 once rounded): the first key
+                # the rule below compares decides it, whatever the balance.
+                return int(other)
+        balance = builder.share_left()
         if not partners:  # no shortfall and no added traffic anywhere: the balance decides
             return int(np.lexsort((-balance, ~allowed))[0])
         bundle_free = builder.bundle_free()

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from dcbench.engine.pool import PoolAllocator
+from dcbench.engine.pool import PoolAllocator, changed_rows
 from dcbench.engine.simulation import Allocator
 from dcbench.errors import AllocatorError
 from dcbench.model.allocation import Allocation, Reject, Route, State, Swap
@@ -31,15 +31,6 @@ from dcbench.spec import Param
 
 OPEN, PLACED, DONE, FAILED = "open", "placed", "done", "failed"
 _TOLERANCE = 1e-9
-
-
-def _changed_rows(new: np.ndarray, old: np.ndarray) -> np.ndarray:
-    """The rows where ``new`` differs from ``old`` bit for bit (a -0.0 for
-    a 0.0 too), ascending; a row may appear more than once."""
-    if new.dtype != np.float64 or old.dtype != np.float64 or not (new.flags.c_contiguous and old.flags.c_contiguous):
-        return np.arange(len(new))
-    differs = new.view(np.uint64) != old.view(np.uint64)
-    return np.flatnonzero(differs.ravel()) // new.shape[1]
 
 
 def _row_minimum(values: np.ndarray) -> np.ndarray:
@@ -141,7 +132,8 @@ class JobBuilder:
         self.link_capacity = np.zeros(network.n_links + 1)
         self.free_resources = network.server_capacity.copy()
         self.rack_free = self.rack_capacity.copy()
-        self._every_rack_stale = True  # the first `start` sums every rack
+        if self._rack_shape is not None:  # summed as `start` sums a rack, so that it sums again only what changes
+            self.rack_free = self.free_resources.reshape(*self._rack_shape, -1).sum(axis=1)
         # The job's own, until the first `start`: no job, nothing placed.
         self.request: Request | None = None
         self.vms = np.zeros((0, len(network.resources)))
@@ -182,13 +174,9 @@ class JobBuilder:
             # A rack's sum depends on its own servers only: sum again the racks whose servers changed
             # since the last job, and those it placed VMs on (which it took from the sums), as summing
             # every rack would.
-            changed = _changed_rows(state.free_resources, self.free_resources)
+            changed = changed_rows(state.free_resources, self.free_resources)
             np.copyto(self.free_resources, state.free_resources)
-            if self._every_rack_stale:
-                stale = np.arange(self.n_racks)
-                self._every_rack_stale = False
-            else:
-                stale = np.union1d(self.racks[changed], self.host_racks).astype(np.int64)
+            stale = np.union1d(self.racks[changed], self.host_racks).astype(np.int64)
             if len(stale):
                 self.rack_free[stale] = self.free_resources.reshape(*self._rack_shape, -1)[stale].sum(axis=1)
         else:

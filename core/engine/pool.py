@@ -98,7 +98,6 @@ class PoolBuilder:
         self._synced_resources = network.server_capacity.copy()
         self._synced_links = network.link_capacity.copy()
         self._released: list[Departing] = []
-        # Below this size copying the whole state at every `start` is cheaper than finding what changed.
         self._copy_whole = network.n_links + network.n_servers <= COPY_WHOLE_BELOW
         self._base_allowed = np.zeros(network.n_servers, dtype=bool)
         self._base_key: tuple[bool, ...] | None = None
@@ -164,8 +163,8 @@ class PoolBuilder:
         # changed since the last sync (compared bit for bit), and where the
         # previous request reserved, released or took. Returns the servers
         # whose free capacity in the state changed.
-        changed_links = _changed(state.free_links, self._synced_links)
-        changed_servers = _changed(state.free_resources, self._synced_resources)
+        changed_links = changed_rows(state.free_links, self._synced_links)
+        changed_servers = changed_rows(state.free_resources, self._synced_resources)
         touched_links = [link for route in self.routes for link in route[2]]
         touched_servers = list(self.chosen)
         for departing in self._released:
@@ -385,10 +384,11 @@ class PoolBuilder:
         return Reject(self.reason or "incomplete")
 
 
-def _changed(new: np.ndarray, old: np.ndarray) -> np.ndarray:
-    # The indices (first axis) where ``new`` differs from ``old`` bit for bit
-    # (so a -0.0 that replaced a 0.0 is copied too), sorted, as int64; a
-    # row of a 2-D array may appear more than once.
+def changed_rows(new: np.ndarray, old: np.ndarray) -> np.ndarray:
+    """The indices (first axis) where ``new`` differs from ``old`` bit for
+    bit (so a -0.0 that replaced a 0.0 counts), sorted, as int64; a row of
+    a 2-D array may appear more than once. The builders' `start` brings
+    their copies of the state up to date with it."""
     if new.dtype == old.dtype and new.dtype.kind == "f" and new.flags.c_contiguous and old.flags.c_contiguous:
         kind = np.dtype(f"u{new.dtype.itemsize}")
         differs = new.view(kind) != old.view(kind)

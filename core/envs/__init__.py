@@ -205,7 +205,7 @@ class AllocationEnv(gym.Env):
         plan = runner.resolve_scenario(topology, workload, requests)
         self.plan = plan
         # A policy that never reconfigures runs on the fabric's fixed all-to-all, as `Runner` runs it.
-        self.network: Network = plan.network if reconfigure else plan.network.fixed_fabric()
+        self.network: Network = plan.network if reconfigure else runner.fixed_fabric(topology)
         self.workload = plan.workload_model
         self.kind = self.workload.kind
         self.requests = plan.requests

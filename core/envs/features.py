@@ -238,9 +238,6 @@ class JobFeatures:
         total: The servers' total capacity, per resource.
         full_bundle: The most Gbps a bundle can have: all of a ToR's ports
             (1 without circuits).
-        out_links: ``out_links[u, v]``, the link from rack ``u`` to rack ``v``
-            (``n_links`` where none).
-        in_links: ``in_links[u, v]``, the link from rack ``v`` to rack ``u``.
     """
 
     def __init__(self, network: Network, builder: JobBuilder):
@@ -250,8 +247,6 @@ class JobFeatures:
         self.total = network.server_capacity.sum(axis=0)
         circuits = network.circuits
         self.full_bundle = float(circuits.ports) * float(circuits.port_gbps) if circuits is not None else 1.0
-        self.out_links = builder.rack_link
-        self.in_links = builder.rack_link.T.copy()
 
     def space(self) -> gym.spaces.Dict:
         """The observation space.

@@ -332,6 +332,22 @@ class Runner:
             self._networks[topology] = cached or (resolved, compiled(entry, built.obj))
         return self._networks[topology]
 
+    def fixed_fabric(self, topology: str) -> Network:
+        """The network a run that never reconfigures runs on
+        (`Network.fixed_fabric` of the topology's), made once and shared
+        like `network`'s.
+
+        Args:
+            topology: The topology spec.
+
+        Returns:
+            The fixed fabric.
+        """
+        topology_spec, network = self.network(topology)
+        if topology_spec not in self._fixed_fabrics:
+            self._fixed_fabrics[topology_spec] = network.fixed_fabric()
+        return self._fixed_fabrics[topology_spec]
+
     def resolve_scenario(self, topology: str, workload: str | None = None, requests: int | None = None
                          ) -> ResolvedRun:
         """`resolve` without an allocator: a scenario's specs, requests and
@@ -420,10 +436,7 @@ class Runner:
         if entry is not None:  # (once it is known to serve the workload's demands)
             checked_against(entry, allocator_built, network)
             if getattr(allocator_built.obj, "reconfigure", True) is False:
-                # The OCS paper's ALL2ALL: a policy that never reconfigures. Made once, shared like `network`.
-                if topology_spec not in self._fixed_fabrics:
-                    self._fixed_fabrics[topology_spec] = network.fixed_fabric()
-                network = self._fixed_fabrics[topology_spec]
+                network = self.fixed_fabric(topology)  # the OCS paper's ALL2ALL: a policy that never reconfigures
         if requests is not None and requests < 1:
             raise SpecError(f"--requests must be at least 1, got {requests}")
         if requests is not None and requests > MAX_REQUESTS:

@@ -190,9 +190,8 @@ class TetrisAllocator(PoolAndJobAllocator):
     def choose_rack(self, builder: JobBuilder, allowed: np.ndarray) -> int:
         vm_share = builder.vm / self._largest_server
         scores = (builder.rack_free / builder.rack_capacity) @ vm_share
-        out_links = builder.rack_link
-        out_capacity = builder.link_capacity[out_links].sum(axis=1)
-        out_free = np.where(out_links < self.network.n_links, builder.free_links[out_links], 0.0).sum(axis=1)
+        out_capacity = builder.bundle_capacity().sum(axis=1)
+        out_free = np.where(builder.rack_link < self.network.n_links, builder.bundle_free(), 0.0).sum(axis=1)
         scores += np.divide(out_free, out_capacity, out=np.zeros_like(out_free), where=out_capacity > 0)
         if builder.host_racks:
             previous = builder.host_racks[-1]

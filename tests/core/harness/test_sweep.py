@@ -110,6 +110,16 @@ def test_a_killed_sweep_resumes_without_duplicates_or_gaps(tmp_path):
     assert [p.name for p in out.iterdir() if p.name.startswith(".")] == []  # staging of the killed run removed
 
 
+def small_jobs(*requests_and_seeds):
+    """Sweep jobs of `random` on tiered:8,1x4, one per (requests, seed)."""
+    from dcbench.harness import sweep as sweeps
+
+    runner = sweeps.Runner()
+    return [sweeps.Job("small", "random", "tiered:8,1x4", None, requests, seed,
+                       sweeps.run_id_of(runner.resolve("random", "tiered:8,1x4", None, requests), seed))
+            for requests, seed in requests_and_seeds]
+
+
 def test_parallel_workers_start_with_one_math_thread_and_the_caller_keeps_its_settings(tmp_path, monkeypatch):
     """Each worker's BLAS reads these when it starts: a worker started with
     the caller's environment runs a thread per core and spins against the
@@ -133,10 +143,7 @@ def test_parallel_workers_start_with_one_math_thread_and_the_caller_keeps_its_se
         return future
 
     monkeypatch.setattr(concurrent.futures.ProcessPoolExecutor, "submit", submit_and_ask_a_worker)
-    resolved = sweeps.Runner().resolve("random", "tiered:8,1x4", None, 8)
-    jobs = [sweeps.Job("small", "random", "tiered:8,1x4", None, 8, seed, sweeps.run_id_of(resolved, seed))
-            for seed in (0, 1, 2)]
-    sweeps.run_local(jobs, tmp_path, 2, lambda job: None)
+    sweeps.run_local(small_jobs((8, 0), (8, 1), (8, 2)), tmp_path, 2, lambda job: None)
     assert len(probes) == 3
     for probe in probes:  # one thread, where the user set no number of their own
         assert {name: answer.result() for name, answer in probe.items()} == {
@@ -158,10 +165,7 @@ def test_parallel_workers_get_the_longest_runs_first(tmp_path, monkeypatch):
         return submit(pool, function, job, *args, **kwargs)
 
     monkeypatch.setattr(concurrent.futures.ProcessPoolExecutor, "submit", submit_and_note)
-    runner = sweeps.Runner()
-    jobs = [sweeps.Job("s", "random", "tiered:8,1x4", None, requests, seed,
-                       sweeps.run_id_of(runner.resolve("random", "tiered:8,1x4", None, requests), seed))
-            for requests, seed in ((8, 0), (30, 0), (8, 1), (30, 1), (16, 0))]
+    jobs = small_jobs((8, 0), (30, 0), (8, 1), (30, 1), (16, 0))
     sweeps.run_local(jobs, tmp_path, 2, lambda job: None)
     assert submitted == [(30, 0), (30, 1), (16, 0), (8, 0), (8, 1)]  # the plan's order among equals
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(job.run_id for job in jobs)

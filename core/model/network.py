@@ -234,6 +234,9 @@ class Network:
             if getattr(self, name) is not None:
                 setattr(self, name, frozen(getattr(self, name)))
         self.k_paths = k_paths
+        # The link ends as Python ints, for walks that read them one at a time.
+        self._link_tail = tuple(self.link_ends[:, 0].tolist())
+        self._link_head = tuple(self.link_ends[:, 1].tolist())
         self._new_caches()
         self._sealed = True
 
@@ -392,25 +395,24 @@ class Network:
         return ends
 
     def _walk(self, links: Path) -> tuple[int, int] | None:
-        if not links or not all(0 <= link < self.n_links for link in links):  # (path_ends checked they are integers)
+        n_links = self.n_links
+        if not links or not all(0 <= link < n_links for link in links):  # (path_ends checked they are integers)
             return None
-        first = self.link_ends[links[0]]
-        for start in (int(first[0]),) if self.directed else (int(first[0]), int(first[1])):
-            node, seen, ok = start, {start}, True
+        tail, head, directed = self._link_tail, self._link_head, self.directed
+        first = links[0]
+        for start in (tail[first],) if directed else (tail[first], head[first]):
+            node, seen = start, {start}
             for link in links:
-                a, b = int(self.link_ends[link][0]), int(self.link_ends[link][1])
-                if a == node:
-                    node = b
-                elif b == node and not self.directed:
-                    node = a
+                if tail[link] == node:
+                    node = head[link]
+                elif head[link] == node and not directed:
+                    node = tail[link]
                 else:
-                    ok = False
                     break
                 if node in seen:
-                    ok = False
                     break
                 seen.add(node)
-            if ok:
+            else:
                 return start, node
         return None
 

@@ -60,6 +60,9 @@ class TetrisAllocator(PoolAndJobAllocator):
         self._all_linked = bool((links >= 0).all())
         self._has_link = links >= 0
         self._links = np.where(self._has_link, links, 0)
+        first = int(links[0])
+        consecutive = self._all_linked and bool((links == np.arange(first, first + len(links))).all())
+        self._link_run = slice(first, first + len(links)) if consecutive else None
         # When every server hangs off one link, a request's routes only touch
         # the links of its own (chosen) servers, so the scores of the other
         # servers cannot change while it is being placed: score them once.
@@ -72,10 +75,8 @@ class TetrisAllocator(PoolAndJobAllocator):
         self._finite = False
         # Keeping the penalised scores between picks pays off only on many servers.
         self._keep = network.n_servers >= KEEP_SCORES_FROM
-        self._kept = np.empty(network.n_servers)  # _choose_kept's scores of the allowed servers
-        self._pen = np.empty(network.n_servers)
-        self._seen = np.zeros(network.n_servers, dtype=bool)  # the allowed mask they were kept for
-        self._changed = np.empty(network.n_servers, dtype=bool)
+        self._kept = np.empty(network.n_servers)  # _choose_kept's penalised scores
+        self._excluded = 0  # how many of the request's chosen servers are -inf in them
         self._kept_for: tuple[object, object] | None = None
         self._largest_server = network.server_capacity.max(axis=0)  # a VM's demand as a share of a server
         self._last_pick = -1
@@ -86,38 +87,43 @@ class TetrisAllocator(PoolAndJobAllocator):
     def _score_all(self, builder: PoolBuilder) -> None:
         # (free / scale) · (demand / scale), over every server at once.
         np.dot(builder.free_resources, builder.request.demand / self.scale**2, out=self._base)
-        link_free = builder.free_links.take(self._links, out=self._link_free)
+        if self._link_run is not None:  # the servers' own links are one run of link indices: a view
+            link_free = builder.free_links[self._link_run]
+        else:
+            link_free = builder.free_links.take(self._links, out=self._link_free)
         self._base += link_free if self._all_linked else np.where(self._has_link, link_free, 0.0)
         self._scored = (builder, builder.request)
         self._kept_for = None
         self._finite = bool(np.isfinite(self._base.sum()))  # no NaN or inf: base × penalty is finite too
 
     def _choose_kept(self, builder: PoolBuilder, allowed: np.ndarray) -> int:
-        # A later pick of a request whose scores stay: the penalised scores
-        # (base × penalty, as the plain path computes them) of the allowed
-        # servers are kept from pick to pick, -inf elsewhere, and updated
-        # only where the allowed mask changed. The best server outside the
-        # previous pick's rack (first index among equal maxima) is then
-        # weighed against the best inside it (unpenalised), the lower index
-        # winning a tie: the plain path's arg-max over every server.
-        kept, pen, seen = self._kept, self._pen, self._seen
+        # A later pick of a request whose scores stay. The penalised scores
+        # (base × penalty, as the plain path computes them) are kept from
+        # pick to pick, -inf at the servers already chosen. The best outside
+        # the previous pick's rack is their arg-max with that rack set aside:
+        # the candidates include every allowed server outside it, so when
+        # the arg-max is allowed it is the first of the allowed maxima, and
+        # only when it is not (a full server, say) is the mask applied. It
+        # is then weighed against the best inside the rack (unpenalised),
+        # the lower index winning a tie: the plain path's arg-max.
+        kept = self._kept
         if self._kept_for is not self._scored:
-            np.multiply(self._base, self.penalty, out=pen)
-            np.copyto(kept, -np.inf)
-            np.copyto(kept, pen, where=allowed)
-            np.copyto(seen, allowed)
+            np.multiply(self._base, self.penalty, out=kept)
             self._kept_for = self._scored
-        else:
-            changed = np.flatnonzero(np.not_equal(allowed, seen, out=self._changed))
-            if len(changed):
-                now = allowed[changed]
-                kept[changed] = np.where(now, pen[changed], -np.inf)
-                seen[changed] = now
-        members = self._rack_members[self.network.racks[builder.chosen[-1]]]
+            self._excluded = 0
+        chosen = builder.chosen
+        if self._excluded < len(chosen):
+            kept[chosen[self._excluded:]] = -np.inf
+            self._excluded = len(chosen)
+        members = self._rack_members[self.network.racks[chosen[-1]]]
         saved = kept[members]
         kept[members] = -np.inf
         outside = int(kept.argmax())
         best_outside = kept[outside]
+        if best_outside > -np.inf and not allowed[outside]:
+            masked = np.where(allowed, kept, -np.inf)
+            outside = int(masked.argmax())
+            best_outside = masked[outside]
         kept[members] = saved
         inside_scores = np.where(allowed[members], self._base[members], -np.inf)
         j = int(inside_scores.argmax())
@@ -144,6 +150,10 @@ class TetrisAllocator(PoolAndJobAllocator):
             self._score_all(builder)
         elif self._finite and self._keep:
             return self._choose_kept(builder, allowed)
+        if not builder.chosen and self._finite:
+            top = int(self._base.argmax())
+            if allowed[top]:  # the first of the maxima, so the first of the allowed ones too
+                return top
         scores = self._scores
         np.copyto(scores, self._base)
         if builder.chosen:

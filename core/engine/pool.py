@@ -22,7 +22,7 @@ import numpy as np
 
 from dcbench.engine.simulation import Allocator
 from dcbench.errors import AllocatorError
-from dcbench.model.allocation import CHANNELS_PER_PAIR, Allocation, Reject, Route, State, partners
+from dcbench.model.allocation import CHANNELS_PER_PAIR, Allocation, Reject, Route, State, StateJournal, partners
 from dcbench.model.network import Network, Path
 from dcbench.model.requests import Departing, Request
 
@@ -98,6 +98,8 @@ class PoolBuilder:
         self._synced_resources = network.server_capacity.copy()
         self._synced_links = network.link_capacity.copy()
         self._released: list[Departing] = []
+        self._journal: StateJournal | None = None  # the journal of the state last synced with, and where it was
+        self._journal_writes = 0
         self._copy_whole = network.n_links + network.n_servers <= COPY_WHOLE_BELOW
         self._base_allowed = np.zeros(network.n_servers, dtype=bool)
         self._base_key: tuple[bool, ...] | None = None
@@ -118,10 +120,11 @@ class PoolBuilder:
         """Begin building ``request``, forgetting the previous one.
 
         Its cost is that of what changed since the previous `start` (the
-        servers and links the state or the previous request changed, found
-        by a vectorised comparison), not of every server and link; on a
-        network smaller than `COPY_WHOLE_BELOW` (servers plus links) it
-        copies the whole state, which costs less there.
+        servers and links the state or the previous request changed, read
+        from the state's journal, else found by a vectorised comparison),
+        not of every server and link; on a network smaller than
+        `COPY_WHOLE_BELOW` (servers plus links) it copies the whole state,
+        which costs less there.
 
         Args:
             request: The pool request.
@@ -160,11 +163,19 @@ class PoolBuilder:
 
     def _sync(self, state: State) -> np.ndarray:
         # Bring the builder's copies back to ``state``: where the state
-        # changed since the last sync (compared bit for bit), and where the
-        # previous request reserved, released or took. Returns the servers
-        # whose free capacity in the state changed.
-        changed_links = changed_rows(state.free_links, self._synced_links)
-        changed_servers = changed_rows(state.free_resources, self._synced_resources)
+        # changed since the last sync (as its journal says, else compared
+        # bit for bit), and where the previous request reserved, released or
+        # took. Returns the servers whose free capacity in the state changed
+        # (or may have: the journal's, some perhaps repeated).
+        journal = state.journal
+        written = journal.since(self._journal_writes) if journal is not None and journal is self._journal else None
+        if written is None:
+            changed_links = changed_rows(state.free_links, self._synced_links)
+            changed_servers = changed_rows(state.free_resources, self._synced_resources)
+        else:
+            changed_servers, changed_links = written
+        self._journal = journal
+        self._journal_writes = journal.writes if journal is not None else 0
         touched_links = [link for route in self.routes for link in route[2]]
         touched_servers = list(self.chosen)
         for departing in self._released:

@@ -17,9 +17,20 @@ import numpy as np
 
 from dcbench.engine.qos import mm1k
 from dcbench.errors import AllocatorError, DcbenchError, describe
-from dcbench.model.allocation import Allocation, LinkUsage, Reject, State, check_owned, circuit_changes, owned
+from dcbench.model.allocation import (
+    Allocation,
+    LinkUsage,
+    Reject,
+    State,
+    StateJournal,
+    check_owned,
+    circuit_changes,
+    owned,
+)
 from dcbench.model.network import Network
 from dcbench.model.requests import Departing, Request, RequestSequence
+
+_NO_SERVERS = np.zeros(0, dtype=np.int64)
 
 ACCEPTED, REJECTED, SKIPPED = "accepted", "rejected", "skipped"
 SPREAD_LEVELS = ("server", "rack", "pod", "cross_pod")
@@ -145,6 +156,7 @@ class Simulation:
         self._racks = network.racks.tolist()
         self._pods = network.pods.tolist()
         self.state = state if state is not None else State(network)
+        self.state.journal = StateJournal()  # (the view below shares it)
         # The allocator works on a copy of the network with caches of its own,
         # and a read-only view of the state: the engine's checks use neither.
         self.allocator_network = network.private_copy()
@@ -233,6 +245,7 @@ class Simulation:
             servers, amounts, links, link_amounts, traffic = self._holdings.pop(request_id)
             state.free_resources[servers] += amounts
             state.free_links[links] += link_amounts
+            state.journal.record(servers, links)
             self.used_resources -= amounts.sum(axis=0)
             self._tier_used -= np.bincount(self._tier_position[links], link_amounts,
                                            minlength=len(self._tier_used))
@@ -327,9 +340,11 @@ class Simulation:
             _, change = circuit_changes(self.network, allocation.reconfigure, state.free_links)
             state.link_capacity += change
             state.free_links += change
+            state.journal.record(_NO_SERVERS, np.flatnonzero(change))
             self.reconfigurations[i] = len(allocation.reconfigure)
         state.free_resources[servers] -= amounts
         state.free_links[links] -= link_amounts
+        state.journal.record(servers, links)
         self.used_resources += amounts.sum(axis=0)
         positions = self._tier_position[links]
         self.channels_per_tier[i] = np.bincount(positions, link_amounts, minlength=len(self._tier_used))

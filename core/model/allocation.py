@@ -173,6 +173,11 @@ class State:
         free_resources: Each server's free capacity, servers × resources.
         free_links: Each link's free capacity (links,), channels or Gbps.
         link_capacity: Each link's capacity now (links,).
+        journal: Where the engine has written these arrays during its run
+            (a `StateJournal`, shared with the allocator's view), so that a
+            builder keeping a copy catches up on what changed; None where
+            nobody keeps one (a state made outside a run, which builders
+            compare with their copy instead).
     """
 
     def __init__(self, network: Network):
@@ -180,6 +185,7 @@ class State:
         self.free_resources = network.server_capacity.copy()
         self.free_links = network.link_capacity.copy()
         self.link_capacity = network.link_capacity.copy()
+        self.journal: StateJournal | None = None
 
     def read_only(self, network: Network | None = None) -> "State":
         """A live view of this state that cannot be written through; its
@@ -189,13 +195,62 @@ class State:
             network: The network the view names; None: this state's.
 
         Returns:
-            The view: its arrays follow every change to this state.
+            The view: its arrays follow every change to this state, and
+            it shares the state's journal.
         """
         view = State.__new__(State)
         view.network = self.network if network is None else network
         for name in ("free_resources", "free_links", "link_capacity"):
             setattr(view, name, locked_view(getattr(self, name)))
+        view.journal = self.journal
         return view
+
+
+_NOTHING = np.zeros(0, dtype=np.int64)
+
+
+class StateJournal:
+    """The servers and links whose free capacity the engine has written,
+    write by write, for the builders' `start`: at 65,536 servers finding
+    what changed by comparing a copy with the state costs more than a
+    Tetris request's own scoring. Only the last `KEEP` writes are kept; a
+    builder further behind compares.
+
+    Whoever writes a state's arrays while it has a journal records the
+    write (the engine does, for commits, departures and reconfigurations).
+
+    Attributes:
+        writes: How many writes have been recorded.
+    """
+
+    KEEP = 64
+
+    def __init__(self) -> None:
+        self.writes = 0
+        self._servers: list[np.ndarray] = []
+        self._links: list[np.ndarray] = []
+
+    def record(self, servers: np.ndarray, links: np.ndarray) -> None:
+        """Note a write: the free capacity of ``servers`` and ``links``
+        (index arrays, not changed afterwards; repeats allowed) may have
+        changed."""
+        self._servers.append(servers)
+        self._links.append(links)
+        self.writes += 1
+        if len(self._servers) >= 2 * self.KEEP:
+            del self._servers[: self.KEEP], self._links[: self.KEEP]
+
+    def since(self, writes: int) -> tuple[np.ndarray, np.ndarray] | None:
+        """The servers and links written after the first ``writes`` writes
+        (int64 arrays; an index may repeat), or None where some of those
+        writes are no longer kept."""
+        behind = self.writes - writes
+        if behind == 0:
+            return _NOTHING, _NOTHING
+        if not 0 < behind <= len(self._servers):
+            return None
+        return (np.concatenate(self._servers[-behind:]).astype(np.int64, copy=False),
+                np.concatenate(self._links[-behind:]).astype(np.int64, copy=False))
 
 
 def owned(allocation: Allocation) -> Allocation:

@@ -4,7 +4,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dcbench import Allocation, AllocatorError, PoolAllocator, Reject, RequestSequence, Route, State, simulate
+from dcbench.harness import Runner
+from dcbench.harness.runner import draw_requests
 from dcbench.model.requests import checked_sequence
+from dcbench.plugins.allocators.jcb import JCBAllocator
 from dcbench.plugins.allocators.random_server import RandomAllocator
 from dcbench.plugins.allocators.tetris import TetrisAllocator
 from tests.conftest import tiered
@@ -301,3 +304,40 @@ def test_latency_and_loss_are_the_same_whatever_blas_kernel_the_cpu_picks():
                                       check=True, env=dict(os.environ, OPENBLAS_CORETYPE=kernel)).stdout
                for kernel in kernels}
     assert len(set(results.values())) == 1, results
+
+
+class JournalReading:
+    """Before each request, brings a mirror of the state up to date from the
+    state's journal alone, and checks it against the state bit for bit."""
+
+    def allocate(self, request, state):
+        journal = state.journal
+        if self.mirror is None:
+            self.mirror = (state.free_resources.copy(), state.free_links.copy())
+        else:
+            written = journal.since(self.writes)
+            assert written is not None, "the journal dropped writes a request apart"
+            servers, links = written
+            self.mirror[0][servers] = state.free_resources[servers]
+            self.mirror[1][links] = state.free_links[links]
+        self.writes = journal.writes
+        for mirror, now in zip(self.mirror, (state.free_resources, state.free_links)):
+            assert (mirror.view(np.uint64) == now.view(np.uint64)).all()
+        self.checked += 1
+        return super().allocate(request, state)
+
+
+@pytest.mark.parametrize("topology, allocator", [("tiered:8,1x4", TetrisAllocator), ("ocs:16,ports=4", JCBAllocator)])
+def test_the_engine_journals_every_write_to_the_state(topology, allocator):
+    # Commits, departures and (jcb on the OCS fabric) reconfigurations: what a builder catching up from the
+    # journal relies on.
+    plan = Runner().resolve_scenario(topology)
+    reader = type("Reader", (JournalReading, allocator), {})()
+    reader.mirror, reader.writes, reader.checked = None, 0, 0
+    tables = simulate(plan.network, draw_requests(plan, 400, np.random.default_rng(0)), reader,
+                      np.random.default_rng(1))
+    assert reader.checked == 400
+    assert (tables.requests["outcome"] == "accepted").sum() > 100
+    assert (tables.timeline["event"] == "departure").sum() > 100
+    if topology.startswith("ocs"):
+        assert tables.requests["reconfigurations"].sum() > 0

@@ -570,6 +570,26 @@ def test_train_takes_no_positional_option(tmp_path, monkeypatch):
     assert list(tmp_path.iterdir()) == []  # not even the default checkpoints/ folder
 
 
+@pytest.mark.parametrize("topology", ["tiered:8,1x4", "tiered:32,1x16", "tiered:16,1x8,pods=8,racks=8"])
+def test_a_decision_gives_the_batched_paths_logits_and_value_bit_for_bit(runner, topology, monkeypatch):
+    # One observation without gradients takes EdgeMeanConv.forward_by_target; with gradients it takes
+    # PyG's propagate, as training does. Every decision of a run, both ways.
+    compared = []
+    choose = GnnPpoAllocator.choose
+
+    def choose_both_ways(self, builder, allowed):
+        inputs = as_tensors({k: v[None] for k, v in self.features.observe(builder, self._state).items()})
+        with torch.no_grad():
+            fast = self.model(*inputs, self.edge_index)
+        batched = [t.detach() for t in self.model(*inputs, self.edge_index)]
+        compared.append(all(torch.equal(a, b) for a, b in zip(fast, batched)))
+        return choose(self, builder, allowed)
+
+    monkeypatch.setattr(GnnPpoAllocator, "choose", choose_both_ways)
+    runner.run("gnn_ppo", topology, requests=24)
+    assert len(compared) > 24 and all(compared)
+
+
 @pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64"), reason="the kernel switches are x86 ones")
 def test_the_shipped_policies_make_the_same_runs_whichever_cpu_kernels_run_them():
     # torch and MKL pick vector kernels by CPU; forcing others stands in for other

@@ -10,7 +10,10 @@ servers outside the mask are −10⁹ (probability exactly 0). The value head re
 the mean server embedding and the chosen-servers embedding.
 
 Observations are batched as tensors of shape (batch, nodes, features) over
-one static ``edge_index``: message passing runs on ``node_dim=-2``.
+one static ``edge_index``: message passing runs on ``node_dim=-2``. One
+observation without gradients (an allocator's decision) takes a faster
+path through the same arithmetic, the edges sorted by target
+(`EdgeMeanConv.forward_by_target`).
 
 With ``extra_features`` 5 or 6 (the shipped checkpoints) the node features
 also carry that many hint features, the environment's public
@@ -55,6 +58,39 @@ class EdgeMeanConv(MessagePassing):
     def message(self, x_j: torch.Tensor, edge_attr: torch.Tensor) -> torch.Tensor:
         return F.relu(self.linear(torch.cat([x_j, edge_attr], dim=-1)))
 
+    def forward_by_target(self, x: torch.Tensor, graph: "EdgesByTarget", edge_attr: torch.Tensor) -> torch.Tensor:
+        """`forward` on one graph (nodes × features, no batch), without
+        gradients: the same messages, each node's summed in the order
+        `propagate`'s scatter adds them, as one segment sum over the edges
+        sorted by target; ``edge_attr`` in that order. On every observation
+        tested the bits were the same (tests/plugins/test_gnn_ppo.py
+        compares them), at 1.2-1.8× the speed: no scatter over an expanded
+        index, no in-degree counted again, no bias broadcast copied."""
+        messages = torch.mm(torch.cat([x.index_select(0, graph.source), edge_attr], dim=-1), self.linear.weight.t())
+        messages += self.linear.bias
+        messages.clamp_(min=0)
+        summed = torch.segment_reduce(messages, "sum", lengths=graph.in_degree, axis=0)
+        return F.normalize(summed / graph.divisor, dim=-1)
+
+
+class EdgesByTarget:
+    """A static edge index sorted by target node, stably, so that each
+    node's incoming edges keep their order (the order in which PyG's
+    scatter adds their messages), for `EdgeMeanConv.forward_by_target`.
+
+    Args:
+        edge_index: The edge index (2 × edges), self loops included.
+        n_nodes: The number of nodes.
+    """
+
+    def __init__(self, edge_index: torch.Tensor, n_nodes: int):
+        self.edge_index = edge_index
+        target = edge_index[1]
+        self.order = torch.argsort(target, stable=True)
+        self.source = edge_index[0].index_select(0, self.order)
+        self.in_degree = torch.bincount(target, minlength=n_nodes)
+        self.divisor = self.in_degree.clamp(min=1).to(torch.float32)[:, None]  # (the mean's count, as PyG's)
+
 
 def _remove_generated_source(conv: type[MessagePassing]) -> None:
     """PyG renders each MessagePassing class's ``propagate`` to a temporary
@@ -94,6 +130,7 @@ class GraphPolicy(nn.Module):
                                    nn.Linear(LOGIT_HIDDEN, 1))
         self.value = nn.Sequential(nn.Linear(global_hidden + 2 * hidden, VALUE_HIDDEN), nn.Tanh(),
                                    nn.Linear(VALUE_HIDDEN, 1))
+        self._edges_by_target: EdgesByTarget | None = None  # the last edge index of one observation, sorted
 
     def forward(self, nodes: torch.Tensor, edges: torch.Tensor, globals_: torch.Tensor, mask: torch.Tensor,
                 edge_index: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -104,11 +141,14 @@ class GraphPolicy(nn.Module):
         """
         batch, n_nodes, _ = nodes.shape
         n_servers = mask.shape[-1]
-        loops = edges.new_zeros(batch, n_nodes, edges.shape[-1])
-        edge_attr = torch.cat([edges, loops], dim=1)
-        h = nodes
-        for conv in self.convs:
-            h = conv(h, edge_index, edge_attr)
+        if batch == 1 and not torch.is_grad_enabled():  # an allocator's decision
+            h = self._embed_one(nodes[0], edges[0], edge_index)[None]
+        else:
+            loops = edges.new_zeros(batch, n_nodes, edges.shape[-1])
+            edge_attr = torch.cat([edges, loops], dim=1)
+            h = nodes
+            for conv in self.convs:
+                h = conv(h, edge_index, edge_attr)
         servers = h[:, :n_servers]
         chosen = nodes[:, :n_servers, 2:3]
         pooled = (servers * chosen).sum(dim=1) / chosen.sum(dim=1).clamp(min=1.0)
@@ -119,6 +159,18 @@ class GraphPolicy(nn.Module):
         logits = self.logit(per_server).squeeze(-1).masked_fill(mask == 0, MASKED)
         value = self.value(torch.cat([g, servers.mean(dim=1), pooled], dim=-1)).squeeze(-1)
         return logits, value
+
+    def _embed_one(self, nodes: torch.Tensor, edges: torch.Tensor, edge_index: torch.Tensor) -> torch.Tensor:
+        # The convolutions on one observation, by `EdgeMeanConv.forward_by_target`.
+        graph = self._edges_by_target
+        if graph is None or graph.edge_index is not edge_index:
+            graph = self._edges_by_target = EdgesByTarget(edge_index, nodes.shape[0])
+        loops = edges.new_zeros(nodes.shape[0], edges.shape[-1])
+        edge_attr = torch.cat([edges, loops]).index_select(0, graph.order)
+        h = nodes
+        for conv in self.convs:
+            h = conv.forward_by_target(h, graph, edge_attr)
+        return h
 
 
 # What a checkpoint's configuration may say, checked before a GraphPolicy is built from it: the shipped

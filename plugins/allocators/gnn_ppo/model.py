@@ -64,8 +64,9 @@ class EdgeMeanConv(MessagePassing):
         `propagate`'s scatter adds them, as one segment sum over the edges
         sorted by target; ``edge_attr`` in that order. On every observation
         tested the bits were the same (tests/plugins/test_gnn_ppo.py
-        compares them), at 1.2-1.8× the speed: no scatter over an expanded
-        index, no in-degree counted again, no bias broadcast copied."""
+        compares them), and a decision takes 15-20 % less time: no scatter
+        over an expanded index, no in-degree counted again, no bias
+        broadcast copied (docs/performance.md)."""
         messages = torch.mm(torch.cat([x.index_select(0, graph.source), edge_attr], dim=-1), self.linear.weight.t())
         messages += self.linear.bias
         messages.clamp_(min=0)

@@ -158,21 +158,27 @@ class UnreadableTable(Exception):
 def table_at(path: Path) -> Any:
     """The table in the Parquet file at ``path``, checked as `read_table`
     says; `UnreadableTable` where it is none."""
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
     with _regular_file(path) as file:
+        # Read from memory, on this thread: Arrow's thread pools, once a read
+        # from a Python file starts them, can abort or hang the interpreter
+        # at exit (apache/arrow#34314, #50482). A results table is small, and
+        # `_regular_file` has checked its size.
+        contents = pa.BufferReader(file.read())
+    try:
+        parquet = pq.ParquetFile(contents)  # its footer only
+    except Exception as exc:
+        raise UnreadableTable(describe(exc), corrupt=True) from None
+    with parquet:
+        problem = footer_problem(parquet)
+        if problem is not None:
+            raise UnreadableTable(problem)
         try:
-            parquet = pq.ParquetFile(file)  # its footer only
+            return parquet.read(use_threads=False)
         except Exception as exc:
             raise UnreadableTable(describe(exc), corrupt=True) from None
-        with parquet:
-            problem = footer_problem(parquet)
-            if problem is not None:
-                raise UnreadableTable(problem)
-            try:
-                return parquet.read()
-            except Exception as exc:
-                raise UnreadableTable(describe(exc), corrupt=True) from None
 
 
 @contextlib.contextmanager

@@ -288,7 +288,8 @@ def read_training_curve(path: Path, state_dir: Path, columns: Collection[str]) -
     if not path.is_file():
         raise _not_a_curve(path, state_dir, "a folder or a device, not a file")
     try:
-        table = pq.read_table(path)
+        # From memory, on this thread: no Arrow thread pool to stop at exit (apache/arrow#34314).
+        table = pq.ParquetFile(pa.BufferReader(path.read_bytes())).read(use_threads=False)
     except Exception as exc:  # a file cut short, say: pyarrow's reason
         raise _not_a_curve(path, state_dir, describe(exc)) from exc
     problem = _curve_problem(table, columns)

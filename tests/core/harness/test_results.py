@@ -1,4 +1,6 @@
 
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -331,3 +333,18 @@ def test_an_adhoc_sweep_is_told_from_a_suites_by_its_provenance(tmp_path):
     assert not is_adhoc_sweep(tmp_path) and sweep_problem(suite, adhoc=False) is None
     (tmp_path / "summary.parquet").write_bytes(b"not parquet")
     assert not is_adhoc_sweep(tmp_path) and not is_adhoc_sweep(tmp_path / "none")
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="counts the process's threads in /proc")
+def test_reading_a_results_table_starts_no_arrow_thread(tmp_path):
+    # Arrow's thread pools, once a read starts them, can abort or hang the interpreter at exit
+    # (apache/arrow#34314, #50482): a command that read results must exit cleanly. In a fresh process, so that
+    # no earlier read has started them already.
+    path = tmp_path / "summary.parquet"
+    pq.write_table(pa.table({"x": np.arange(1000)}), path)
+    code = ("import os, sys; import pyarrow.parquet; from dcbench.harness.tables import table_at; "
+            "threads = lambda: len(os.listdir('/proc/self/task')); before = threads(); "
+            "rows = table_at(__import__('pathlib').Path(sys.argv[1])).num_rows; print(before, threads(), rows)")
+    before, after, rows = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True,
+                                         check=True).stdout.split()
+    assert rows == "1000" and after == before

@@ -724,3 +724,15 @@ def test_imitation_clones_jcb_and_warms_the_critic():
     agreement_after, error_after = _agreement_and_critic_error(cloned)
     assert agreement_before < 0.75 and agreement_after > 0.85
     assert error_after < 0.75 * error_before
+
+
+@pytest.mark.parametrize("temperature", [1.0, 4.0])
+def test_the_roulette_draws_from_the_policy_at_its_exploration_temperature(temperature, monkeypatch):
+    trainer = _trainer({"explore_temperature": str(temperature)})
+    logits = torch.tensor([2.0, 0.0, 0.0, -1.0])
+    monkeypatch.setattr(trainer, "_state", lambda observation: (torch.zeros(8), None))
+    monkeypatch.setattr(trainer.model, "logits", lambda states, masks: logits[None])
+    trainer.epsilon = 1.0  # every decision a draw
+    draws = np.bincount([trainer.act({}) for _ in range(4000)], minlength=4) / 4000
+    expected = torch.softmax(logits.double() / temperature, dim=-1).numpy()
+    assert np.abs(draws - expected).max() < 0.03, (draws, expected)

@@ -66,6 +66,9 @@ class A2CConfig:
                                         Range(0, 10))
     max_grad_norm: float = option(0.0, "> 0: clip the actor's and the critic's gradient norms, each",
                                   Range(0, 1e9))
+    explore_temperature: float = option(1.0, "ours: the roulette draws from softmax(logits / T), so T > 1 "
+                                             "explores more of what π ranks next (1: π itself, the paper's)",
+                                        Range(0, 100, above=True))
     reward_scale: float = option(1.0, "Eq. 1 rewards times this (Φ_reconf = 25 makes returns of ±hundreds)",
                                  Range(0, 1e6, above=True))
     validation_episodes: int = option(0, "> 0: after every episode score the greedy policy on this many held-out "

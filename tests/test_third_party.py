@@ -331,12 +331,16 @@ def test_a_trainer_that_writes_no_checkpoint_is_one_line_and_a_trainer_that_is_n
 
 @pytest.mark.parametrize("stop", ["ctrl-c", "sigterm"])
 def test_ctrl_c_or_sigterm_stops_a_parallel_sweep_at_once_and_leaves_nothing_behind(probe_site, tmp_path, stop):
-    env = dict(os.environ, PYTHONPATH=str(probe_site), PROBE_MARKER=str(tmp_path / "started"))
+    # (PYTHONFAULTHANDLER: a sweep that does not stop prints its threads' stacks on SIGABRT, for the failure)
+    env = dict(os.environ, PYTHONPATH=str(probe_site), PROBE_MARKER=str(tmp_path / "started"), PYTHONFAULTHANDLER="1")
     env.pop("DCBENCH_STRICT_PLUGINS", None)
     out = tmp_path / "out"
+    # A command run in a terminal takes Ctrl-C; pytest may run where SIGINT is ignored (a shell's background
+    # job), and a child inherits that: the sweep gets SIGINT's default back, as in a terminal.
     sweep = subprocess.Popen([sys.executable, "-m", "dcbench", "sweep", "-s", "probe", "-a", "probe_sleeps",
                               "-j", "2", "--out", str(out), "-q"],
-                             env=env, stderr=subprocess.PIPE, text=True, start_new_session=True)
+                             env=env, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         deadline = time.time() + 120
         while len(list(tmp_path.glob("started.*"))) < 2 and time.time() < deadline:
@@ -347,7 +351,11 @@ def test_ctrl_c_or_sigterm_stops_a_parallel_sweep_at_once_and_leaves_nothing_beh
             os.killpg(sweep.pid, signal.SIGINT)  # what Ctrl-C in a terminal does: to the command and its workers
         else:
             sweep.send_signal(signal.SIGTERM)  # what `kill` or `timeout` does: to the command alone
-        _, stderr = sweep.communicate(timeout=60)  # not the hour the runs would take
+        try:
+            _, stderr = sweep.communicate(timeout=60)  # not the hour the runs would take
+        except subprocess.TimeoutExpired:
+            sweep.send_signal(signal.SIGABRT)
+            pytest.fail(f"the sweep still runs 60 s after {stop}; its stacks:\n{sweep.communicate(timeout=30)[1]}")
     finally:
         if sweep.poll() is None:  # the test failed: leave no sleeping workers behind
             os.killpg(sweep.pid, signal.SIGKILL)

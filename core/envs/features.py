@@ -238,9 +238,14 @@ class JobFeatures:
         total: The servers' total capacity, per resource.
         full_bundle: The most Gbps a bundle can have: all of a ToR's ports
             (1 without circuits).
+
+    Raises:
+        ValueError: The network's resources are not (cpu, mem, disk).
     """
 
     def __init__(self, network: Network, builder: JobBuilder):
+        if network.resources != ("cpu", "mem", "disk"):
+            raise ValueError(f"job features need resources (cpu, mem, disk), got {network.resources}")
         self.network = network
         self.builder = builder
         self.n_racks = network.n_racks

@@ -277,3 +277,21 @@ def test_every_kind_of_integer_gymnasium_passes_is_an_action(action):
     observation, reward, done, truncated, info = env.step(action)
     assert (reward, done, truncated, info) == expected[1:]
     assert all(np.array_equal(observation[key], expected[0][key]) for key in observation)
+
+
+@pytest.mark.parametrize("kind, resources", [("job", ("cpu", "mem")), ("job", ("cpu", "mem", "gpu")),
+                                             ("pool", ("cpu",))])
+def test_features_of_other_resources_are_refused_by_name(kind, resources):
+    # The features are the papers': pools observe CPU and memory, jobs CPU, memory and disk. Another topology's
+    # resources are named at once, not met as a shape error in the middle of an episode.
+    import dataclasses
+
+    from dcbench import JobBuilder, Network
+    from dcbench.envs import JobFeatures, PoolFeatures
+    from dcbench.harness import get_registry
+
+    topology = get_registry().build("topology", "ocs:4,servers=4" if kind == "job" else "tiered:8,1x4").obj
+    capacity = np.ones((len(topology.servers), len(resources)))
+    network = Network(dataclasses.replace(topology, resources=resources, capacity=capacity))
+    with pytest.raises(ValueError, match=re.escape("features need resources") + ".*" + re.escape(str(resources))):
+        JobFeatures(network, JobBuilder(network)) if kind == "job" else PoolFeatures(network)

@@ -177,9 +177,9 @@ class Trainer:
         with torch.no_grad():
             logits = self.model.logits(state[None], None if mask is None else mask[None])[0]
         if self.rng.random() < self.epsilon:  # the roulette: the first action whose cumulative probability ≥ u
-            temperature = self.config.explore_temperature
-            drawn_from = logits.double() if temperature == 1 else logits.double() / temperature
-            cumulative = torch.softmax(drawn_from, dim=-1).cumsum(-1).numpy()
+            # (x / 1.0 is x exactly: the default draws as the paper's roulette did, bit for bit)
+            tempered = logits.double() / self.config.explore_temperature
+            cumulative = torch.softmax(tempered, dim=-1).cumsum(-1).numpy()
             return int(min(np.searchsorted(cumulative, self.rng.random() * cumulative[-1]), len(cumulative) - 1))
         return int(torch.argmax(logits))
 

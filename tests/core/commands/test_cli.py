@@ -530,3 +530,17 @@ def test_runs_says_what_it_leaves_out_and_refuses_what_is_no_folder_of_runs(tmp_
         assert len(result.output.splitlines()) == 1
     result = invoke("runs", str(tmp_path / "results" / "mine"))
     assert result.exit_code == 0 and result.stdout == "" and "no runs in" in result.stderr
+
+
+def test_bench_times_the_data_centre_and_128_tor_fabrics_by_default(monkeypatch):
+    # #34: the default table has a row at 65,536 servers and one on an optical fabric of 128 ToRs.
+    import dcbench.harness.bench as bench
+
+    asked = []
+    monkeypatch.setattr(bench, "run_bench", lambda registry, allocators, topologies, *rest, **options:
+                        asked.append((allocators, topologies)))
+    result = CliRunner().invoke(cli, ["bench"])
+    assert result.exit_code == 0, result.output
+    (allocators, topologies), = asked
+    assert "tiered:32,1x4,pods=64,racks=64" in topologies and "ocs:128,servers=64" in topologies
+    assert {"tetris", "nalb", "jcb"} <= set(allocators)

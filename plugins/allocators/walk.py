@@ -12,8 +12,8 @@ its free channels, so the fullest links are preferred) and ``queue=lifo``
 (the reference pops from the end of its queue, a depth-first walk).
 
 ``published=yes`` runs the walk as the reference code does: ``route`` and
-``queue`` at their defaults read as ``reference`` and ``lifo``, and the
-quirks below are turned on. Each quirk is also an option of its own (to
+``queue`` left out are ``reference`` and ``lifo`` (``balance`` and ``fifo``
+without it), and the quirks below are turned on. Each quirk is also an option of its own (to
 leave one out, name the others without ``published``):
 
 - ``first_pick=published``: the first server is the published Tetris's
@@ -42,19 +42,16 @@ from dcbench.plugins.allocators.tetris import TetrisAllocator
 
 
 class WalkAllocator(TetrisAllocator):
-    def __init__(self, by_free_channels: bool, route: str = "balance", queue: str = "fifo", candidates: int = 16,
+    def __init__(self, by_free_channels: bool, route: str | None = None, queue: str | None = None, candidates: int = 16,
                  published: bool | None = None, first_pick: str | None = None, plan: str | None = None,
                  order: str | None = None):
         first_published = (first_pick or ("published" if published else "tetris")) == "published"
         # (Tetris's penalty would only weigh later picks, the walk makes those: unless it is anchored on the
         # previous request's last pick.)
         super().__init__(published=first_published or None)
-        if published:  # the reference's routing and walk too, unless named otherwise than dcbench's defaults
-            route = "reference" if route == "balance" else route
-            queue = "lifo" if queue == "fifo" else queue
         self.by_free_channels = by_free_channels
-        self.route = route
-        self.queue = queue
+        self.route = route or ("reference" if published else "balance")
+        self.queue = queue or ("lifo" if published else "fifo")
         self.candidates = candidates
         self.plan_any_free = (plan or ("any_free" if published else "needed")) == "any_free"
         self.order_reversed = (order or ("reversed" if published else "walk")) == "reversed"
@@ -127,9 +124,10 @@ class WalkAllocator(TetrisAllocator):
 
 
 PARAMS = [
-    Param("route", str, "balance", "path weighting: balance (emptier links) or reference (free channels)",
-          choices=WEIGHTINGS),
-    Param("queue", str, "fifo", "walk order: fifo (breadth-first) or lifo (the reference's)", choices=("fifo", "lifo")),
+    Param("route", str, None, "path weighting: balance (emptier links; the default) or reference (free channels; "
+          "the default with published=yes)", choices=WEIGHTINGS),
+    Param("queue", str, None, "walk order: fifo (breadth-first; the default) or lifo (the reference's; the default "
+          "with published=yes)", choices=("fifo", "lifo")),
     Param("candidates", int, 16, "shortest paths by hop count the router ranks", minimum=3),
     Param("published", bool, None, "the authors' code's quirks: first_pick=published, plan=any_free, "
           "order=reversed (with route=reference,queue=lifo for the whole of it)"),

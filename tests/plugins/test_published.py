@@ -125,6 +125,20 @@ def test_published_walk_turns_on_every_quirk_and_the_reference_routing():
     assert left_out.link_by_name and left_out.plan_any_free and not left_out.order_reversed
 
 
+def test_the_published_walks_resolved_spec_says_the_routing_it_runs_and_a_named_one_is_kept():
+    from dcbench.harness.sweep import resolved_allocator
+    from dcbench.registry import get_registry
+
+    registry = get_registry()
+    # the spec a run records (its id, the summary's allocator column) may not name a routing it does not run
+    assert resolved_allocator(registry, "nalb:published=yes") == "nalb:candidates=16,published=yes"
+    assert resolved_allocator(registry, "nulb") == "nulb:candidates=16"
+    named = nalb(published=True, route="balance", queue="fifo")  # named, so not the published defaults
+    assert (named.route, named.queue) == ("balance", "fifo") and named.plan_any_free
+    assert resolved_allocator(registry, "nalb:published=yes,route=balance") == (
+        "nalb:route=balance,candidates=16,published=yes")
+
+
 def test_published_random_draws_from_every_server_with_anything_free(small_network):
     # rollout.py:271-274 over packing_env.py:538-544: only servers with no free CPU and no free memory are
     # masked, so a memory-only request may draw a server with free CPU only.

@@ -30,9 +30,9 @@ from dcbench.errors import DcbenchError, ResultsError, describe
 from dcbench.harness.files import staging_folder, swapped_in
 from dcbench.harness.paths import in_the_way, no_folder
 from dcbench.harness.renames import prepare_atomic, replace_all
-from dcbench.harness.report import cell, default_specs, labels
+from dcbench.harness.report import cell, default_specs, labels, significant, table_ci
 from dcbench.harness.runner import Runner, metrics_of
-from dcbench.harness.stats import format_ci, mean_ci
+from dcbench.harness.stats import mean_ci
 from dcbench.harness.submissions import (
     SPECS,
     folder_problem,
@@ -644,7 +644,7 @@ def _delta(entry: Entry) -> str:
     if entry.delta is None or entry.delta[2] == 0:
         return "–"
     mean, half, _ = entry.delta
-    return f"{mean:+.3f} ± {half:.3f}" if not math.isnan(half) else f"{mean:+.3f}"
+    return ("+" if mean >= 0 else "") + table_ci(mean, half)
 
 
 def _markdown(sections: Iterable[Section], submissions: list[Submission], version: str, root: Path) -> str:
@@ -660,7 +660,7 @@ def _markdown(sections: Iterable[Section], submissions: list[Submission], versio
                   f"Ranked by `{section.metric}` ({'higher' if section.higher else 'lower'} is better).", "",
                   "| rank | allocator | mean over scenarios | scenarios won |", "|---:|---|---:|---:|"]
         for rank, (allocator, mean, wins) in enumerate(section.overall, 1):
-            lines.append(f"| {rank} | {_code(name[allocator])} | {mean:.3f} | {wins} |")
+            lines.append(f"| {rank} | {_code(name[allocator])} | {significant(mean)} | {wins} |")
         lines += ["", f"![{suite}]({section.plot.relative_to(root).as_posix()})", ""]
         for scenario in section.scenarios:
             lines += [f"### {suite} / {cell(scenario)}", "",
@@ -668,8 +668,8 @@ def _markdown(sections: Iterable[Section], submissions: list[Submission], versio
                       + " | ".join(cell(m) for m in section.metrics) + " |",
                       "|---:|---|---:|---:|" + "---:|" * len(section.metrics)]
             for rank, entry in enumerate(section.per_scenario[scenario], 1):
-                cells = [format_ci(entry.metrics[m][0], entry.metrics[m][1]) for m in section.metrics]
-                lines.append(f"| {rank} | {_code(name[entry.allocator])} | {format_ci(*entry.primary[:2])} | "
+                cells = [table_ci(entry.metrics[m][0], entry.metrics[m][1]) for m in section.metrics]
+                lines.append(f"| {rank} | {_code(name[entry.allocator])} | {table_ci(*entry.primary[:2])} | "
                              f"{_delta(entry)} | " + " | ".join(cells) + " |")
             lines.append("")
     lines += ["## Submissions", ""] + [f"- {_code(s.name)}: {cell(s.suite)}, {len(s.rows)} runs, "
@@ -714,7 +714,7 @@ def _html(sections: Iterable[Section], submissions: list[Submission], version: s
         for rank, (allocator, mean, wins) in enumerate(section.overall, 1):
             out.append(f"<tr><td>{rank}</td><td><code title=\"{html.escape(allocator)}\">"
                        f"{html.escape(name[allocator])}</code></td>"
-                       f"<td>{mean:.3f}</td><td>{wins}</td></tr>")
+                       f"<td>{significant(mean)}</td><td>{wins}</td></tr>")
         out.append("</table>")
         out.append(f"<img src=\"{html.escape(section.plot.relative_to(root).as_posix())}\" "
                    f"alt=\"{html.escape(section.suite_name)}\">")
@@ -725,8 +725,8 @@ def _html(sections: Iterable[Section], submissions: list[Submission], version: s
                        + "".join(f"<th>{html.escape(m)}</th>" for m in section.metrics) + "</tr>")
             for rank, entry in enumerate(section.per_scenario[scenario], 1):
                 out.append(f"<tr><td>{rank}</td><td><code>{html.escape(name[entry.allocator])}</code></td>"
-                           f"<td>{format_ci(*entry.primary[:2])}</td><td>{_delta(entry)}</td>"
-                           + "".join(f"<td>{format_ci(*entry.metrics[m][:2])}</td>" for m in section.metrics)
+                           f"<td>{table_ci(*entry.primary[:2])}</td><td>{_delta(entry)}</td>"
+                           + "".join(f"<td>{table_ci(*entry.metrics[m][:2])}</td>" for m in section.metrics)
                            + "</tr>")
             out.append("</table></details>")
     out.append("<h2>Submissions</h2><ul>")

@@ -589,3 +589,30 @@ def test_verify_loads_no_checkpoint_file_a_submission_names(sweep_results, tmp_p
     with pytest.raises(ResultsError, match="names a checkpoint file.*; only checkpoints that ship with an installed "
                                            "plugin are loaded$"):
         rerun(row, Runner())
+
+
+def test_every_cell_shows_its_mean_to_three_significant_digits(sweep_results, tmp_path):
+    # a small value (a blocking of 0.00916, a loss of 5e-08) is not shown as 0.009 or 0.000
+    from dcbench.harness.stats import mean_ci
+
+    root = tmp_path / "leaderboard"
+    assert CliRunner().invoke(cli, ["leaderboard", "--root", str(root), "submit", str(sweep_results)]).exit_code == 0
+    assert CliRunner().invoke(cli, ["leaderboard", "--root", str(root)]).exit_code == 0
+    page = (root / "README.md").read_text()
+    rows = pq.read_table(sweep_results / "summary.parquet").to_pylist()
+    checked = 0
+    for scenario in sorted({row["scenario"] for row in rows}):
+        table = page.split(f"### nara2022 / {scenario}\n")[1].strip().split("\n\n")[0].splitlines()
+        header = [h.strip() for h in table[0].strip("|").split("|")]
+        for line in table[2:]:
+            cells = dict(zip(header, (c.strip() for c in line.strip("|").split("|"))))
+            allocator = cells["allocator"].strip("`")
+            runs = [r for r in rows if r["scenario"] == scenario and r["allocator"].split(":")[0] == allocator]
+            for column, shown in cells.items():
+                if column in ("rank", "allocator", "Δ vs best baseline") or shown == "–":
+                    continue
+                mean = mean_ci(r[column] for r in runs)[0]
+                value = float(shown.split(" ± ")[0].replace(",", ""))
+                assert value == pytest.approx(mean, rel=5e-3, abs=1e-300), (scenario, allocator, column, shown)
+                checked += mean != 0 and abs(mean) < 0.1
+    assert checked > 0  # small values were among them

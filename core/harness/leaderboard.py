@@ -30,7 +30,7 @@ from dcbench.errors import DcbenchError, ResultsError, describe
 from dcbench.harness.files import staging_folder, swapped_in
 from dcbench.harness.paths import in_the_way, no_folder
 from dcbench.harness.renames import prepare_atomic, replace_all
-from dcbench.harness.report import cell, default_specs, labels, significant, table_ci
+from dcbench.harness.report import cell, default_specs, labels, signed_ci, significant, table_ci
 from dcbench.harness.runner import Runner, metrics_of
 from dcbench.harness.stats import mean_ci
 from dcbench.harness.submissions import (
@@ -644,7 +644,7 @@ def _delta(entry: Entry) -> str:
     if entry.delta is None or entry.delta[2] == 0:
         return "–"
     mean, half, _ = entry.delta
-    return ("+" if mean >= 0 else "") + table_ci(mean, half)
+    return signed_ci(mean, half)
 
 
 def _markdown(sections: Iterable[Section], submissions: list[Submission], version: str, root: Path) -> str:

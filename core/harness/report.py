@@ -10,7 +10,7 @@ from typing import Any, Iterable, Mapping, Sequence
 from dcbench.errors import ResultsError, SpecError
 from dcbench.harness.files import write_text_atomic
 from dcbench.harness.paths import check_regular_file
-from dcbench.harness.stats import best_mean, format_ci, mean_ci
+from dcbench.harness.stats import best_mean, mean_ci
 from dcbench.registry.columns import Column, demand_kind, ranking_columns
 from dcbench.registry.kinds import DEMAND_KINDS
 from dcbench.spec import Spec, bind, resolved_spec
@@ -338,6 +338,11 @@ def table_ci(mean: float, half: float) -> str:
     return "–" if math.isnan(mean) else mean_and_spread(mean, half)
 
 
+def signed_ci(mean: float, half: float) -> str:
+    """A difference and its interval as `table_ci` shows them, with its sign: +0.0123 ± 0.0040, -0.00120 ± 0.00310."""
+    return ("+" if mean >= 0 else "") + table_ci(mean, half)
+
+
 def mean_and_spread(mean: float, spread: float) -> str:
     """``mean ± spread``, the mean to `significant` digits and the spread to
     as many decimal places (0.467 ± 0.004, 5.68 ± 0.26), or to its own
@@ -405,7 +410,7 @@ def paired_table(rows: list[dict[str, Any]], metric: str, baselines: set[str], h
             factors_all[challenger].append(factor)
             shown = f"{100 * relative:+.1f}%" if higher_is_better else f"{factor:.2f}×"
             lines.append(f"| {cell(scenario)} | {cell(label[challenger])} | {cell(label[best])} | "
-                         f"{format_ci(mean, half, 3) if mean < 0 else '+' + format_ci(mean, half, 3)} | {shown} |")
+                         f"{signed_ci(mean, half)} | {shown} |")
     lines.append("")
     for challenger, values in relative_all.items():
         if not values:

@@ -143,9 +143,19 @@ def test_paired_difference_against_the_best_baseline():
         for s, v in (("s1", 0.75), ("s2", 0.85)) for seed in range(3)]
     text = paired_table(rows, "acceptance_ratio", {"x", "y"})
     # s1: best baseline y (0.71 mean), learned 0.75 constant -> paired Δ varies with the seed
-    assert "| s1 | learned | y | +0.040 ± 0.025 |" in text
-    assert "| s2 | learned | x | -0.060 ± 0.025 |" in text
+    assert "| s1 | learned | y | +0.0400 ± 0.0248 |" in text
+    assert "| s2 | learned | x | -0.0600 ± 0.0248 |" in text
     assert "at least the best baseline's mean on 1 of 2 scenarios" in text
+
+
+def test_a_paired_difference_is_shown_to_three_significant_digits_with_its_sign():
+    from dcbench.harness.report import signed_ci
+
+    # the 64-ToR agent against jcb: three decimals would show -0.001 ± 0.003
+    assert signed_ci(-0.00122, 0.00314) == "-0.00122 ± 0.00314"
+    assert signed_ci(0.2, 0.0) == "+0.200 ± 0.000"
+    assert signed_ci(0.0, 0.0) == "+0 ± 0"
+    assert signed_ci(0.0123, float("nan")) == "+0.0123"
 
 
 def test_write_between_markers_keeps_the_prose(tmp_path):
@@ -304,7 +314,7 @@ def test_paired_table_for_a_metric_where_lower_is_better():
                               ("s2", {"ccf": 0.4, "jcb": 0.2, "agent": 0.4}))
             for a, value in values.items() for seed in (0, 1)]
     table = paired_table(rows, "blocking_probability", {"ccf", "jcb"}, higher_is_better=False)
-    assert "| s1 | agent | jcb | -0.050 ± 0.000 | 2.00× |" in table
+    assert "| s1 | agent | jcb | -0.0500 ± 0.0000 | 2.00× |" in table
     assert "| s2 | agent | jcb | +0.200 ± 0.000 | 0.50× |" in table
     assert "lower than the best baseline's on 1 of 2 scenarios" in table
     assert "1.25× on average (from 0.50× to 2.00×)" in table

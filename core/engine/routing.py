@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Sequence
 
-from dcbench.model.network import Network, Path
+from dcbench.model.network import Network, Path, share_divisor
 
 if TYPE_CHECKING:
     from dcbench.engine.pool import PoolBuilder
@@ -42,7 +42,8 @@ class WeightedRouter:
 
     Attributes:
         catalogue: The network's catalogue of the ``candidates`` shortest paths.
-        capacity: Each link's capacity, as a list.
+        capacity: Each link's capacity, as a list (1 for a link of none,
+            which has nothing free: `share_divisor`).
         weighting: ``weighting`` as given.
         k: ``k`` as given.
 
@@ -54,7 +55,7 @@ class WeightedRouter:
         if weighting not in WEIGHTINGS:
             raise ValueError(f"weighting {weighting!r} is not one of {', '.join(WEIGHTINGS)}")
         self.catalogue = network.catalogue(candidates)
-        self.capacity = network.link_capacity.tolist()
+        self.capacity = share_divisor(network.link_capacity).tolist()  # a link of no capacity weighs as full
         self.weighting = weighting
         self.k = k
 

@@ -16,7 +16,7 @@ from dcbench.engine.jobs import JobBuilder
 from dcbench.engine.pool import PoolBuilder
 from dcbench.envs.hints import PoolHints
 from dcbench.model.allocation import State
-from dcbench.model.network import Network
+from dcbench.model.network import Network, share_divisor
 
 NODE_KINDS = ("server", "switch", "rack")
 
@@ -105,8 +105,10 @@ class PoolFeatures:
             link both ways.
         edge_link: The link of each edge (2 · links,).
         total: The servers' total capacity, per resource.
-        inverse_capacity: 1 / each server's capacity, servers × resources.
-        inverse_link_capacity: 1 / the capacity of each edge's link.
+        inverse_capacity: 1 / each server's capacity, servers × resources
+            (1 where it has none, so that its free share reads 0).
+        inverse_link_capacity: 1 / the capacity of each edge's link (1 for
+            a link of none).
         holding_scale: H, the holding time that maps to 1.
         n_nodes: The number of nodes.
         n_servers: The number of servers.
@@ -125,8 +127,8 @@ class PoolFeatures:
         self.edge_index = np.concatenate([ends.T, ends[:, ::-1].T], axis=1).astype(np.int64)
         self.edge_link = np.concatenate([np.arange(network.n_links), np.arange(network.n_links)])
         self.total = network.server_capacity.sum(axis=0)
-        self.inverse_capacity = 1.0 / network.server_capacity
-        self.inverse_link_capacity = 1.0 / network.link_capacity[self.edge_link]
+        self.inverse_capacity = 1.0 / share_divisor(network.server_capacity)
+        self.inverse_link_capacity = 1.0 / share_divisor(network.link_capacity[self.edge_link])
         self.holding_scale = 30.0 * network.n_servers / 64.0
         self.n_nodes = network.n_nodes
         self.n_servers = network.n_servers
@@ -351,7 +353,7 @@ class JobFeatures:
         it, bandwidth, fits = self.rack_state()
         n_vms = len(builder.vms)
         nodes = np.empty((self.n_racks, len(RACK_FEATURES)), dtype=np.float32)
-        nodes[:, :3] = builder.rack_free / builder.rack_capacity
+        nodes[:, :3] = builder.rack_free / share_divisor(builder.rack_capacity)
         nodes[:, 3] = it
         nodes[:, 4] = np.bincount(builder.host_racks, minlength=self.n_racks) / n_vms
         nodes[:, 5] = self.traffic_kept()

@@ -11,7 +11,7 @@ import numpy as np
 
 from dcbench.engine.pool import PoolBuilder
 from dcbench.errors import SpecError
-from dcbench.model.network import Network
+from dcbench.model.network import Network, share_divisor
 
 HINT_FEATURES = ("own_link_free_share", "same_rack_as_first", "same_pod_as_first", "same_rack_as_last",
                  "alignment", "best_fit_rank", "fit_last_rank")
@@ -101,11 +101,11 @@ class PoolHints:
         self._column = {name: i for i, name in enumerate(self.names)}
         self._has_link = network.server_link >= 0
         self._links = np.where(self._has_link, network.server_link, 0)
-        self._link_capacity = network.link_capacity[self._links]
+        self._link_capacity = share_divisor(network.link_capacity[self._links])
         self._racks = network.racks
         self._pods = network.pods
-        self._capacity = network.server_capacity
-        self._largest_server = self._capacity.max(axis=0)
+        self._capacity = share_divisor(network.server_capacity)
+        self._largest_server = share_divisor(network.server_capacity.max(axis=0))
         self._own_link = np.empty(network.n_servers)
 
     def high(self) -> np.ndarray:

@@ -481,6 +481,14 @@ def frozen(array: np.ndarray) -> np.ndarray:
     return np.frombuffer(np.ascontiguousarray(array).tobytes(), dtype=array.dtype).reshape(array.shape)
 
 
+def share_divisor(capacity: np.ndarray) -> np.ndarray:
+    """``capacity`` with 1 where it is 0, to divide free amounts by: a
+    server or link with none of a resource (a memory-only blade's CPU) has
+    none of it free either, so its free share reads 0 / 1 = 0, not 0 / 0.
+    Every positive capacity divides as itself, bit for bit."""
+    return np.where(capacity > 0, capacity, 1.0)
+
+
 def _pair(a: int, b: int) -> tuple[int, int]:
     return (a, b) if a < b else (b, a)
 

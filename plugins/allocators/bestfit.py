@@ -41,8 +41,10 @@ class BestFitAllocator(PoolAllocator):
         links = network.server_link
         self._has_link = links >= 0
         self._links = np.where(self._has_link, links, 0)
-        self._capacity = network.server_capacity
-        self._largest_server = self._capacity.max(axis=0)
+        # 1 where there is none of a resource (nothing free there either: its share reads 0, not 0 / 0)
+        capacity = network.server_capacity
+        self._capacity = np.where(capacity > 0, capacity, 1.0)
+        self._largest_server = np.where(capacity.max(axis=0) > 0, capacity.max(axis=0), 1.0)
         self._link_free = np.empty(network.n_servers)
 
     def choose(self, builder: PoolBuilder, allowed: np.ndarray) -> int:

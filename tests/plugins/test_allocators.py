@@ -101,3 +101,36 @@ def test_tetris_fit_last_completes_a_request_on_the_tightest_server_of_its_racks
     fit_last.builder.start(request([19, 19]), state)
     fit_last.builder.add(0)  # rack 0; 3 of each still needed
     assert fit_last.choose(fit_last.builder, fit_last.builder.allowed()) == 5
+
+
+def disaggregated(registry):
+    """tiered:8,1x4 with CPU-only and memory-only blades and a core link of no capacity (a third party's
+    disaggregated topology may have all three; the built-in ones have none)."""
+    import dataclasses
+
+    topology = registry.build("topology", "tiered:8,1x4").obj
+    capacity = np.array(topology.capacity, dtype=float)
+    capacity[0::4, 1] = 0  # no memory
+    capacity[1::4, 0] = 0  # no CPU
+    graph = topology.graph.copy()
+    core_link = max(graph.edges(data=True), key=lambda edge: edge[2].get("tier", 1))
+    graph.edges[core_link[0], core_link[1]]["capacity"] = 0.0
+    return dataclasses.replace(topology, capacity=capacity, graph=graph)
+
+
+POOL_ALLOCATORS = ["tetris", "tetris:published=yes", "nalb", "nulb", "nalb:published=yes", "random", "bestfit",
+                   "bestfit:local=yes", "gnn_ppo"]
+
+
+@pytest.mark.parametrize("spec", POOL_ALLOCATORS)
+def test_a_server_or_link_with_none_of_a_resource_is_never_divided_by(registry, spec):
+    # 0 / 0 was a ZeroDivisionError in NALB/NULB's routing and silent NaN scores and features elsewhere
+    from dcbench import Network
+    from dcbench.engine.simulation import simulate
+
+    network = Network.compile(disaggregated(registry))
+    sequence = registry.build("workload", "uniform").obj.generate(network, 128, np.random.default_rng(0))
+    with np.errstate(divide="raise", invalid="raise"):
+        tables = simulate(network, sequence, registry.build("allocator", spec).obj, np.random.default_rng(1))
+    assert (tables.requests["outcome"] == "accepted").sum() > 10
+    assert all(np.isfinite(values).all() for name, values in tables.timeline.items() if name.endswith("util"))

@@ -93,9 +93,9 @@ def sweep(suite_name: str | None, topologies: tuple[str, ...], workloads: tuple[
                                      completed=len(planned) - len(todo), noun="runs")
             try:
                 if executor == "ray":
-                    sweeps.run_ray(todo, out, address, lambda job: progress.advance(task))
+                    sweeps.run_ray(todo, out, address, lambda run: progress.advance(task))
                 else:
-                    sweeps.run_local(todo, out, workers, lambda job: progress.advance(task))
+                    sweeps.run_local(todo, out, workers, lambda run: progress.advance(task))
             except BaseException:  # Ctrl-C or SIGTERM, too: the runs under way were stopped mid-write
                 remove_staging(out, [job.run_id for job in todo])
                 raise

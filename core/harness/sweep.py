@@ -39,8 +39,8 @@ MATH_THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THR
 
 
 @dataclass(frozen=True)
-class Job:
-    """One run of a sweep."""
+class PlannedRun:
+    """One run of a sweep, planned: what it runs and the id its folder will have."""
 
     scenario: str
     allocator: str
@@ -118,7 +118,7 @@ def described(suite: Suite) -> dict[str, Any]:
                            "seeds": list(s.seeds)} for s in suite.scenarios]}
 
 
-def plan(runner: Runner, suite: Suite, allocators: Sequence[str], metrics: Sequence[str] = ()) -> list[Job]:
+def plan(runner: Runner, suite: Suite, allocators: Sequence[str], metrics: Sequence[str] = ()) -> list[PlannedRun]:
     """Every run of the sweep, checked and identified before anything runs.
     An allocator given twice (``random,random``, or ``tetris`` and
     ``tetris:penalty=0.9``, its default) is refused: its runs would count
@@ -133,7 +133,7 @@ def plan(runner: Runner, suite: Suite, allocators: Sequence[str], metrics: Seque
             raise SpecError(f"allocator {allocator!r} is given twice (also as {given[resolved]!r}, the same "
                             f"{resolved}); give each allocator once")
         given[resolved] = allocator
-    jobs = []
+    runs = []
     scenario_of: dict[str, str] = {}
     for scenario in suite.scenarios:
         for allocator in allocators:
@@ -149,32 +149,32 @@ def plan(runner: Runner, suite: Suite, allocators: Sequence[str], metrics: Seque
                     raise PluginError(f"suite {suite.name!r} (plugin {suite.plugin or '?'}) has scenarios "
                                       f"{scenario_of[run_id]!r} and {scenario.label!r}, which resolve to the same "
                                       "runs; they would count twice in every mean: report it to the plugin's authors")
-                jobs.append(Job(scenario.label, allocator, scenario.topology, scenario.workload,
+                runs.append(PlannedRun(scenario.label, allocator, scenario.topology, scenario.workload,
                                 scenario.requests, seed, run_id, tuple(metrics)))
-    return jobs
+    return runs
 
 
 _WORKER_RUNNER: Runner | None = None
 
 
-def _run(job: Job) -> Any:
-    """Run one job with this process's runner (which keeps compiled topologies
-    across jobs), made again when the plugins were loaded again (`reset_registry`)."""
+def _run(run: PlannedRun) -> Any:
+    """Make one planned run with this process's runner (which keeps compiled topologies
+    across runs), made again when the plugins were loaded again (`reset_registry`)."""
     global _WORKER_RUNNER
     if _WORKER_RUNNER is None or _WORKER_RUNNER.registry is not get_registry():
         _WORKER_RUNNER = Runner()
-    return _WORKER_RUNNER.run(job.allocator, job.topology, job.workload, job.requests, job.seed,
-                              metrics=job.metrics)
+    return _WORKER_RUNNER.run(run.allocator, run.topology, run.workload, run.requests, run.seed,
+                              metrics=run.metrics)
 
 
-def execute(job: Job, out_dir: Path) -> str:
-    """Run one job and write its folder (in a worker process or in this one)."""
-    result = _run(job)
-    if result.run_id != job.run_id:
-        raise ResultsError(f"run {job.run_id} came out as {result.run_id}: the worker resolved the specs "
+def execute(run: PlannedRun, out_dir: Path) -> str:
+    """Make one planned run and write its folder (in a worker process or in this one)."""
+    result = _run(run)
+    if result.run_id != run.run_id:
+        raise ResultsError(f"run {run.run_id} came out as {result.run_id}: the worker resolved the specs "
                            "differently (is the same dcbench installed everywhere?)")
     result.write(out_dir)
-    return job.run_id
+    return run.run_id
 
 
 def quiet_plugin_warnings() -> None:
@@ -228,22 +228,22 @@ def die_with(parent: int) -> None:
     threading.Thread(target=watch, name="dcbench-parent-watch", daemon=True).start()
 
 
-def run_local(jobs: Sequence[Job], out_dir: Path, workers: int, advance: Callable[[Job], None]) -> None:
-    if workers <= 1 or not jobs:
-        for job in jobs:
-            execute(job, out_dir)
-            advance(job)
+def run_local(runs: Sequence[PlannedRun], out_dir: Path, workers: int, advance: Callable[[PlannedRun], None]) -> None:
+    if workers <= 1 or not runs:
+        for run in runs:
+            execute(run, out_dir)
+            advance(run)
         return
     context = multiprocessing.get_context("spawn")
     # The pool starts its workers at the first submissions, so the whole pool lives in the one-thread settings.
     with one_math_thread_per_worker():
-        pool = concurrent.futures.ProcessPoolExecutor(max_workers=min(workers, len(jobs)), mp_context=context,
+        pool = concurrent.futures.ProcessPoolExecutor(max_workers=min(workers, len(runs)), mp_context=context,
                                                       initializer=start_worker, initargs=(os.getpid(),))
         try:
             # Longest first, the episode's length standing for a run's time: the runs left for the end
             # are short ones, so the workers finish together (a suite's largest scenario is often its last).
-            longest_first = sorted(jobs, key=lambda job: -(job.requests or 0))
-            futures = {pool.submit(execute, job, out_dir): job for job in longest_first}  # (it starts the workers)
+            longest_first = sorted(runs, key=lambda run: -(run.requests or 0))
+            futures = {pool.submit(execute, run, out_dir): run for run in longest_first}  # (it starts the workers)
             for future in concurrent.futures.as_completed(futures):
                 future.result()
                 advance(futures[future])
@@ -286,7 +286,7 @@ def one_math_thread_per_worker() -> Iterator[None]:
     per core in each of them spins against the others (the shared-actor
     a2c_multistep went from 0.5 to 4.4 ms a decision). Spawned workers read
     these at import, so they are set while the pool starts them (the caller
-    keeps the pool in this block: it starts workers as jobs are submitted);
+    keeps the pool in this block: it starts workers as runs are submitted);
     a value the user set is kept."""
     saved = {name: os.environ.get(name) for name in MATH_THREAD_VARIABLES}
     for name in MATH_THREAD_VARIABLES:
@@ -301,18 +301,19 @@ def one_math_thread_per_worker() -> Iterator[None]:
                 os.environ[name] = value
 
 
-def _run_remote(job: Job) -> tuple[str, dict[str, Any], dict[str, Any]]:
-    """A Ray task: run one job where Ray places it and send the tables back."""
+def _run_remote(run: PlannedRun) -> tuple[str, dict[str, Any], dict[str, Any]]:
+    """A Ray task: make one run where Ray places it and send the tables back."""
     if _WORKER_RUNNER is None:
         start_worker()  # into the worker's log, once per worker: the driver has warned already
-    result = _run(job)
+    result = _run(run)
     tables = {"requests": result.tables.requests, "timeline": result.tables.timeline,
               "summary": {k: [v] for k, v in result.summary.items()}}
     return result.run_id, tables, result.provenance
 
 
-def run_ray(jobs: Sequence[Job], out_dir: Path, address: str | None, advance: Callable[[Job], None]) -> None:
-    """Run the jobs as Ray tasks; the driver writes every run folder itself, so
+def run_ray(runs: Sequence[PlannedRun], out_dir: Path, address: str | None,
+            advance: Callable[[PlannedRun], None]) -> None:
+    """Make the runs as Ray tasks; the driver writes every run folder itself, so
     the workers need no shared file system and resumption works as locally."""
     try:
         import ray
@@ -326,10 +327,10 @@ def run_ray(jobs: Sequence[Job], out_dir: Path, address: str | None, advance: Ca
         ray.init(address=address, include_dashboard=False, log_to_driver=False, configure_logging=False)
     try:
         task = ray.remote(_run_remote)
-        pending = {task.remote(job): job for job in jobs}
+        pending = {task.remote(run): run for run in runs}
         while pending:
             done, _ = ray.wait(list(pending), num_returns=1)
-            job = pending.pop(done[0])
+            run = pending.pop(done[0])
             try:
                 run_id, tables, provenance = ray.get(done[0])
             except ray.exceptions.RayTaskError as exc:
@@ -337,11 +338,11 @@ def run_ray(jobs: Sequence[Job], out_dir: Path, address: str | None, advance: Ca
                 if cause is not None:
                     raise cause from None
                 raise
-            if run_id != job.run_id:
-                raise ResultsError(f"run {job.run_id} came out as {run_id} on the cluster: "
+            if run_id != run.run_id:
+                raise ResultsError(f"run {run.run_id} came out as {run_id} on the cluster: "
                                    "is the same dcbench installed on every node?")
             write_run(out_dir, run_id, tables, provenance)
-            advance(job)
+            advance(run)
     finally:
         if started_here:
             ray.shutdown()
@@ -364,13 +365,13 @@ def check_reachable(address: str | None, timeout: float = 5.0) -> None:
                            "with `ray start --head`, or leave out --address to start a local one") from None
 
 
-def combine(jobs: Sequence[Job], out_dir: Path, provenance: dict[str, Any]) -> Any:
+def combine(runs: Sequence[PlannedRun], out_dir: Path, provenance: dict[str, Any]) -> Any:
     """Write ``out_dir/summary.parquet`` from the plan's run folders, in plan order."""
     import pyarrow as pa
 
-    tables = [read_table(out_dir / job.run_id / SUMMARY) for job in jobs]
+    tables = [read_table(out_dir / run.run_id / SUMMARY) for run in runs]
     combined = pa.concat_tables([t.replace_schema_metadata(None) for t in tables], promote_options="default")
-    scenario = pa.array([job.scenario for job in jobs], type=pa.string())
+    scenario = pa.array([run.scenario for run in runs], type=pa.string())
     combined = combined.add_column(1, "scenario", scenario)
     combined = combined.replace_schema_metadata({b"dcbench": json.dumps(provenance, sort_keys=True).encode()})
     write_table_atomic(out_dir / SUMMARY, combined)
@@ -443,5 +444,5 @@ def resolved_allocator(registry: Any, allocator: str) -> str:
         return allocator
 
 
-def pending(jobs: Sequence[Job], out_dir: Path) -> list[Job]:
-    return [job for job in jobs if not is_complete(out_dir / job.run_id)]
+def pending(runs: Sequence[PlannedRun], out_dir: Path) -> list[PlannedRun]:
+    return [run for run in runs if not is_complete(out_dir / run.run_id)]

@@ -115,7 +115,7 @@ def small_jobs(*requests_and_seeds):
     from dcbench.harness import sweep as sweeps
 
     runner = sweeps.Runner()
-    return [sweeps.Job("small", "random", "tiered:8,1x4", None, requests, seed,
+    return [sweeps.PlannedRun("small", "random", "tiered:8,1x4", None, requests, seed,
                        sweeps.run_id_of(runner.resolve("random", "tiered:8,1x4", None, requests), seed))
             for requests, seed in requests_and_seeds]
 
@@ -370,7 +370,7 @@ def test_runs_in_this_process_use_the_plugins_loaded_now(tmp_path, monkeypatch, 
     from dcbench.registry import reset_registry
 
     with_plugin(tmp_path, monkeypatch, "counting", COUNTING_METRIC)
-    job = sweeps.Job("small", "random", "tiered:8,1x4", None, 8, 0, "", metrics=("counting",))
+    job = sweeps.PlannedRun("small", "random", "tiered:8,1x4", None, 8, 0, "", metrics=("counting",))
     assert sweeps._run(job).summary["counted"] == 8.0
     reset_registry()  # the plugin uninstalled, say: a sweep with -j 1 must not run with it still
     with pytest.raises(UnknownPluginError, match="unknown metric 'counting'"):
@@ -620,7 +620,7 @@ def test_ctrl_c_while_the_pool_starts_its_workers_ends_those_started(tmp_path, m
         return submitted[-1]
 
     monkeypatch.setattr(concurrent.futures.ProcessPoolExecutor, "submit", interrupted_at_the_second)
-    jobs = [sweeps.Job("small", "random", "tiered:8,1x4", None, 8, seed, "") for seed in (0, 1)]
+    jobs = [sweeps.PlannedRun("small", "random", "tiered:8,1x4", None, 8, seed, "") for seed in (0, 1)]
     with pytest.raises(KeyboardInterrupt):
         sweeps.run_local(jobs, tmp_path, 2, lambda job: None)
     deadline = time.time() + 30  # (the pool's own thread may be the one to reap the worker it ended)

@@ -23,9 +23,9 @@ from dcbench.model.allocation import (
     Reject,
     State,
     StateJournal,
-    check_owned,
+    check_snapshot,
     circuit_changes,
-    owned,
+    snapshot_allocation,
 )
 from dcbench.model.network import Network
 from dcbench.model.requests import Departing, Request, RequestSequence
@@ -304,8 +304,8 @@ class Simulation:
             self._depart_before(np.nextafter(self.clock, np.inf))
         if isinstance(result, Allocation):
             try:
-                allocation = owned(result)
-                problem, usage = check_owned(allocation, request, self.state)
+                allocation = snapshot_allocation(result)
+                problem, usage = check_snapshot(allocation, request, self.state)
             except Exception as exc:  # fields of the wrong kind: routes=None, amounts of text, ...
                 raise AllocatorError.of_allocator(
                     f"returned a malformed Allocation for request {i} ({describe(exc)})") from exc
@@ -333,7 +333,7 @@ class Simulation:
     def _commit(self, request: Request, allocation: Allocation, usage: LinkUsage) -> None:
         i = request.id
         state = self.state
-        servers = allocation.servers.astype(np.int64, copy=False)  # (owned: the allocator cannot change them)
+        servers = allocation.servers.astype(np.int64, copy=False)  # (a snapshot: the allocator cannot change them)
         amounts = allocation.amounts
         links, link_amounts = usage  # (ascending, none zero: what flatnonzero of the full array gave)
         if allocation.reconfigure:

@@ -28,7 +28,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from dcbench.errors import DcbenchError, ResultsError, describe
 from dcbench.harness.files import staging_folder, swapped_in
-from dcbench.harness.paths import in_the_way, no_folder
+from dcbench.harness.paths import blocking_path, no_folder
 from dcbench.harness.renames import prepare_atomic, replace_all
 from dcbench.harness.report import cell, default_specs, labels, signed_ci, significant, table_ci
 from dcbench.harness.runner import Runner, metrics_of
@@ -179,7 +179,7 @@ def _check_rows(suite: Any, rows: list[dict[str, Any]], runner: Runner) -> None:
 
 def check_root(root: Path) -> None:
     """Refuse a leaderboard folder that is a file, or lies below one."""
-    blocker = in_the_way(root)
+    blocker = blocking_path(root)
     if blocker is not None:
         raise ResultsError(f"cannot use '{root}' as the leaderboard folder: {no_folder(blocker, root)}; "
                            "give a folder with --root")

@@ -28,7 +28,7 @@ def check_writable(out_dir: Path, what: str = "results") -> None:
         ResultsError: A file is in the way of ``out_dir``, or a file cannot be
             made in it (no permission, a read-only file system).
     """
-    blocker = in_the_way(out_dir)
+    blocker = blocking_path(out_dir)
     if blocker is not None:
         raise ResultsError(f"cannot write {what} to '{out_dir}': {no_folder(blocker, out_dir)}; "
                            "choose another folder with --out")
@@ -45,7 +45,7 @@ def check_writable(out_dir: Path, what: str = "results") -> None:
                 folder.rmdir()
 
 
-def in_the_way(folder: Path) -> Path | None:
+def blocking_path(folder: Path) -> Path | None:
     """The nearest of ``folder`` and its parents that is there, where that
     is no folder (a file, say): ``folder`` can then be neither used nor
     made, as mkdir would fail with "File exists" or "Not a directory"; None
@@ -59,7 +59,7 @@ def in_the_way(folder: Path) -> Path | None:
 
 
 def no_folder(part: Path, folder: Path | None = None) -> str:
-    """What `in_the_way` found, said ("it" where that is ``folder`` itself)."""
+    """What `blocking_path` found, said ("it" where that is ``folder`` itself)."""
     name = "it" if part == folder else f"'{part}'"
     return f"{name} is {'a file, not a folder' if part.is_file() else 'not a folder'}"
 
@@ -75,7 +75,7 @@ def check_regular_file(path: Path, give: str = "the path of a file to write") ->
     if path.exists() and not path.is_file():
         kind = "a folder" if path.is_dir() else "not a regular file (a device or a pipe)"
         raise ResultsError(f"'{path}' is {kind}; give {give}")
-    blocker = in_the_way(path.parent)
+    blocker = blocking_path(path.parent)
     if blocker is not None:
         raise ResultsError(f"cannot write '{path}': {no_folder(blocker)}; give {give}")
 

@@ -192,7 +192,7 @@ def default_requests(network: Network) -> int:
     return 2 * network.n_servers
 
 
-def compiled(entry: PluginEntry, topology: Any) -> Network:
+def compile_topology(entry: PluginEntry, topology: Any) -> Network:
     """The network of what a topology plugin built."""
     if not isinstance(topology, Topology):
         raise entry.error(f"returned {type(topology).__name__} when built, not a dcbench.Topology")
@@ -266,7 +266,7 @@ def checked_against(entry: PluginEntry, allocator: Any, network: Network) -> Non
 
 
 @contextlib.contextmanager
-def named_in_errors(entry: PluginEntry) -> Iterator[None]:
+def naming_the_allocator(entry: PluginEntry) -> Iterator[None]:
     """The engine's `AllocatorError` (an allocator that raised, or returned
     something malformed) names a third-party allocator's plugin."""
     try:
@@ -329,7 +329,7 @@ class Runner:
             built = entry.build(spec)
             resolved = built.spec
             cached = next((v for v in self._networks.values() if v[0] == resolved), None)
-            self._networks[topology] = cached or (resolved, compiled(entry, built.obj))
+            self._networks[topology] = cached or (resolved, compile_topology(entry, built.obj))
         return self._networks[topology]
 
     def fixed_fabric(self, topology: str) -> Network:
@@ -545,7 +545,7 @@ class Runner:
         workload_rng, allocator_rng = rng.spawn(2)
         sequence = draw_requests(plan, n_requests, workload_rng)
         allocator_obj = plan.allocator_entry.build(plan.allocator).obj
-        with named_in_errors(plan.allocator_entry):
+        with naming_the_allocator(plan.allocator_entry):
             tables = simulate(network, sequence, allocator_obj, allocator_rng, progress)
 
         summary: dict[str, Any] = {

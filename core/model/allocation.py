@@ -253,7 +253,7 @@ class StateJournal:
                 np.concatenate(self._links[-behind:]).astype(np.int64, copy=False))
 
 
-def owned(allocation: Allocation) -> Allocation:
+def snapshot_allocation(allocation: Allocation) -> Allocation:
     """``allocation`` read once into the engine's own arrays and tuples, so
     that what is checked is what is committed (an allocator may reuse its
     arrays for the next request, or hand over iterators). Raises TypeError
@@ -322,7 +322,7 @@ def partners(rule: str, gives_cpu: Sequence[bool], i: int) -> list[tuple[int, in
 def check_allocation(allocation: Allocation, request: Request, state: State) -> tuple[str | None, np.ndarray]:
     """Why ``allocation`` is invalid for ``request`` in ``state`` (None if it
     is valid), and the amount it reserves on every link. Raises TypeError or
-    ValueError for a field of the wrong kind (`owned`).
+    ValueError for a field of the wrong kind (`snapshot_allocation`).
 
     Args:
         allocation: What an allocator returned.
@@ -337,17 +337,17 @@ def check_allocation(allocation: Allocation, request: Request, state: State) -> 
         TypeError: A field of the wrong kind (amounts of text, say).
         ValueError: A field that cannot be read as numbers.
     """
-    problem, usage = check_owned(owned(allocation), request, state)
+    problem, usage = check_snapshot(snapshot_allocation(allocation), request, state)
     return problem, usage.dense(state.network.n_links)
 
 
-def check_owned(allocation: Allocation, request: Request, state: State) -> tuple[str | None, LinkUsage]:
-    """`check_allocation` of what `owned` made of an allocation (the engine
+def check_snapshot(allocation: Allocation, request: Request, state: State) -> tuple[str | None, LinkUsage]:
+    """`check_allocation` of what `snapshot_allocation` made of an allocation (the engine
     commits the very allocation it checked), in time that grows with the
     links its routes use, not with the network's.
 
     Args:
-        allocation: What `owned` made of an allocator's answer.
+        allocation: What `snapshot_allocation` made of an allocator's answer.
         request: The request it answers.
         state: The free capacities it must fit.
 
@@ -463,12 +463,12 @@ def circuit_changes(network: Network, swaps: Sequence[Swap], free_links: np.ndar
 
 
 def check_job_allocation(allocation: Allocation, request: Request, state: State) -> tuple[str | None, LinkUsage]:
-    """`check_owned` for a job: every VM on a server, each server's
+    """`check_snapshot` for a job: every VM on a server, each server's
     share the sum of its VMs, the circuit swaps allowed, and the traffic of
     every pair of racks carried by routes between their switches.
 
     Args:
-        allocation: What `owned` made of an allocator's answer.
+        allocation: What `snapshot_allocation` made of an allocator's answer.
         request: The job it answers.
         state: The free capacities it must fit.
 

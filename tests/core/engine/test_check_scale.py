@@ -8,7 +8,13 @@ from hypothesis import strategies as st
 from dcbench import Allocation, Network, Request, Route, State, check_allocation
 from dcbench.harness import get_registry
 from dcbench.model import allocation as allocation_module
-from dcbench.model.allocation import CHANNELS_PER_PAIR, COUNT_ALL_LINKS_BELOW, check_owned, owned, required_pairs
+from dcbench.model.allocation import (
+    CHANNELS_PER_PAIR,
+    COUNT_ALL_LINKS_BELOW,
+    check_snapshot,
+    required_pairs,
+    snapshot_allocation,
+)
 
 TOLERANCE = 1e-9
 
@@ -111,11 +117,11 @@ def test_the_pool_check_refuses_and_reports_as_the_full_array_check(monkeypatch,
     # A small network's usage is counted over every link, a large one's from its routes' links sorted: both ways.
     monkeypatch.setattr(allocation_module, "COUNT_ALL_LINKS_BELOW", count_all_links_below)
     allocation, request, state = case
-    expected, expected_usage = reference_pool(owned(allocation), request, state)
+    expected, expected_usage = reference_pool(snapshot_allocation(allocation), request, state)
     problem, usage = check_allocation(allocation, request, state)
     assert problem == expected
     assert usage.tobytes() == expected_usage.tobytes()
-    _, sparse = check_owned(owned(allocation), request, state)
+    _, sparse = check_snapshot(snapshot_allocation(allocation), request, state)
     assert sparse.links.dtype == np.int64 and np.all(np.diff(sparse.links) > 0)
     assert np.array_equal(sparse.links, np.flatnonzero(expected_usage))
 
@@ -159,7 +165,7 @@ def test_a_valid_pool_allocation_commits_the_links_it_uses(drop):
                    for i in range(3) for j in range(i))
     allocation = Allocation(np.array(servers), np.array([[1.0, 1.0]] * 3), routes[1:] if drop else routes)
     request = Request(0, 0.0, 1.0, np.array([3.0, 3.0]), "pool", "all")
-    problem, usage = check_owned(owned(allocation), request, State(network))
+    problem, usage = check_snapshot(snapshot_allocation(allocation), request, State(network))
     assert (problem is not None) == drop
     expected = np.zeros(network.n_links)
     for route in allocation.routes:

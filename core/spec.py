@@ -250,7 +250,7 @@ class Param:
             raise SpecError(f"{owner}: {self.name}={raw!r} must be {problem}")
         return value
 
-    def describe(self) -> str:
+    def usage(self) -> str:
         """The parameter in a plugin's usage line.
 
         Returns:
@@ -267,7 +267,7 @@ class Param:
             text += " (required)"
         return text
 
-    def explain(self, width: int = 16) -> str:
+    def help_line(self, width: int = 16) -> str:
         """One line for `dcbench list NAME`: name (padded to ``width``), allowed values, default, help.
 
         Args:

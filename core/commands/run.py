@@ -200,7 +200,7 @@ def list_(kind: str | None) -> None:
             click.echo(f"  {name:<16} {entry.description}")
             details = []
             if entry.params:
-                details.append("params: " + ", ".join(p.describe() for p in entry.params))
+                details.append("params: " + ", ".join(p.usage() for p in entry.params))
             if current == "allocator":
                 details.append("serves: " + ", ".join(entry.demands))
             if not entry.plugin.startswith("dcbench.plugins."):
@@ -259,7 +259,7 @@ def show_entry(kind: str, entry: Any) -> None:
         positional = "; a positional one also without its KEY=" if any(p.positional for p in entry.params) else ""
         click.echo(f"  parameters ({entry.name}:KEY=VALUE,...{positional}):")
         for param in entry.params:
-            click.echo(f"    {param.explain()}")
+            click.echo(f"    {param.help_line()}")
     else:
         click.echo("  no parameters")
     options = training_options(entry)
@@ -267,7 +267,7 @@ def show_entry(kind: str, entry: Any) -> None:
         click.echo(f"  training options (-a {entry.name}:KEY=VALUE with dcbench train):")
         width = max(len(option.name) for option in options)
         for option in options:
-            click.echo(f"    {option.explain(width)}")
+            click.echo(f"    {option.help_line(width)}")
 
 
 def training_options(entry: PluginEntry) -> list[Param]:

@@ -143,7 +143,7 @@ def _allocators(rows: list[dict[str, Any]]) -> list[str]:
 
 def _check_rows(suite: Any, rows: list[dict[str, Any]], runner: Runner) -> None:
     """Check a submission's rows against its registered ``suite``: every run
-    one of its scenarios and seeds (whose run ids `runs_problem` checked),
+    one of its scenarios and seeds (whose run ids `summary_runs_problem` checked),
     each once, a finite primary metric, every scenario and seed for every
     allocator. ``runner`` resolves the scenarios (and keeps their networks
     for the next submission)."""

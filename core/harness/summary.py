@@ -90,13 +90,13 @@ def holds_runs(folder: Path) -> bool:
     return folder.is_dir() and not folder.is_symlink() and bool(run_folders(folder))
 
 
-def run_summary_problem(run_dir: Path) -> str | None:
+def run_identity_problem(run_dir: Path) -> str | None:
     """Why ``run_dir`` holds no finished run whose one-row summary reads
-    (`run_problem`, `read_table`) and whose id is the hash of its specs, or
-    None."""
+    (`run_folder_problem`, `read_table`) and whose id is the hash of its
+    specs, or None."""
     from dcbench.harness.runner import run_hash
 
-    problem = run_problem(run_dir)
+    problem = run_folder_problem(run_dir)
     if problem is not None:
         return problem
     try:
@@ -112,13 +112,13 @@ def run_summary_problem(run_dir: Path) -> str | None:
 
 def read_runs(folder: Path) -> tuple[list[dict[str, Any]], list[tuple[Path, str]]]:
     """The one-row summaries of the run folders right below ``folder``
-    (`run_folders`), each checked by `run_summary_problem`, in the order of
+    (`run_folders`), each checked by `run_identity_problem`, in the order of
     their names, and the run folders that failed a check with why. Each row
     has its run's own columns: a metric installed after a run was made is
     not in its row."""
     rows, damaged = [], []
     for run_dir in run_folders(folder):
-        problem = run_summary_problem(run_dir)
+        problem = run_identity_problem(run_dir)
         if problem is not None:
             damaged.append((run_dir, problem))
             continue
@@ -142,9 +142,9 @@ def read_run_folder(folder: Path) -> list[dict[str, Any]]:
 
 def check_run_folders(results: Path, rows: list[dict[str, Any]], runs_needed: bool = True) -> None:
     """Each row of a sweep's summary must say what its run folder's own
-    summary says (`row_problem`), the folder finished (`run_problem`): a
-    one-line error with the fix where a run was damaged since, or the summary
-    edited. A folder that is gone is such an error only where ``runs_needed``
+    summary says (`summary_row_problem`), the folder finished
+    (`run_folder_problem`): a one-line error with the fix where a run was
+    damaged since, or the summary edited. A folder that is gone is such an error only where ``runs_needed``
     (a submission, whose numbers must be the runs'): the summary holds all
     that a report or a plot reads, so removing the run folders, which hold
     each request's row, to save space is fine."""
@@ -152,19 +152,19 @@ def check_run_folders(results: Path, rows: list[dict[str, Any]], runs_needed: bo
         run_dir = results / row["run_id"]
         if not runs_needed and not run_dir.exists():
             continue
-        problem = run_problem(run_dir)
+        problem = run_folder_problem(run_dir)
         if problem is not None:
             raise ResultsError(f"run folder {run_dir} {problem}; run the sweep again to redo it")
-        problem = row_problem(row, run_dir)
+        problem = summary_row_problem(row, run_dir)
         if problem is not None:
             raise ResultsError(f"'{results / 'summary.parquet'}' is damaged ({problem}); {REBUILD_SUMMARY}")
 
 
-def row_problem(row: Mapping[str, Any], run_dir: Path) -> str | None:
+def summary_row_problem(row: Mapping[str, Any], run_dir: Path) -> str | None:
     """Where a row of a sweep's summary is not what its run folder's own
     summary says, or None. An empty cell for a column the run lacks is what
     a sweep writes where a metric was installed after that run was made."""
-    (own,) = read_table(run_dir / "summary.parquet").to_pylist()  # one row: `run_problem` checked it
+    (own,) = read_table(run_dir / "summary.parquet").to_pylist()  # one row: `run_folder_problem` checked it
     for column, value in own.items():
         given = row.get(column)
         if not same_value(given, value):
@@ -207,7 +207,7 @@ def is_adhoc_sweep(results: Path) -> bool:
     return provenance is not None and is_adhoc(provenance)
 
 
-def sweep_problem(table: Any, adhoc: bool = True) -> str | None:
+def sweep_provenance_problem(table: Any, adhoc: bool = True) -> str | None:
     """Why ``table`` is not the combined summary of a dcbench sweep (its
     provenance names the suite, or where ``adhoc`` lists the scenarios of an
     ad-hoc sweep, and it has a scenario column), or None."""
@@ -232,11 +232,11 @@ def sweep_problem(table: Any, adhoc: bool = True) -> str | None:
 
 def sweep_summary_problem(table: Any, registry: Any = None, adhoc: bool = False) -> str | None:
     """What is wrong with ``table`` as a sweep's combined summary
-    (`sweep_problem`, `summary_problem`, then `runs_problem`), or None. An
-    ad-hoc sweep's is one only where ``adhoc`` (`report` and `plot` read it,
-    the leaderboard does not). It must have its suite's primary metric; an
+    (`sweep_provenance_problem`, `summary_contents_problem`, then
+    `summary_runs_problem`), or None. An ad-hoc sweep's is one only where
+    ``adhoc`` (`report` and `plot` read it, the leaderboard does not). It must have its suite's primary metric; an
     ad-hoc sweep's, the acceptance ratio that every run has."""
-    problem = sweep_problem(table, adhoc)
+    problem = sweep_provenance_problem(table, adhoc)
     if problem is not None:
         return problem
     if registry is None:
@@ -244,7 +244,7 @@ def sweep_summary_problem(table: Any, registry: Any = None, adhoc: bool = False)
 
         registry = get_registry()
     suite = registry.entries("suite").get(provenance_of(table).get("suite"))
-    return summary_problem(table, ranking_of(suite)[0]) or runs_problem(table)
+    return summary_contents_problem(table, ranking_of(suite)[0]) or summary_runs_problem(table)
 
 
 # A run's id and, in `run_hash`'s order, the columns it is the hash of.
@@ -252,11 +252,12 @@ RUN_IDENTITY = ("run_id", "topology", "workload", "allocator", "requests", "seed
                 "allocator_fingerprint")
 
 
-def runs_problem(table: Any) -> str | None:
+def summary_runs_problem(table: Any) -> str | None:
     """Why the rows of a sweep's combined summary (checked by
-    `summary_problem`) are not the runs the sweep made, or None: they must be
-    the runs its provenance lists, each named by the hash of its specs (an
-    edited allocator, topology, workload, requests or seed breaks it)."""
+    `summary_contents_problem`) are not the runs the sweep made, or None:
+    they must be the runs its provenance lists, each named by the hash of
+    its specs (an edited allocator, topology, workload, requests or seed
+    breaks it)."""
     from dcbench.harness.runner import run_hash
 
     held = table.column("run_id").to_pylist()
@@ -277,7 +278,7 @@ def runs_problem(table: Any) -> str | None:
     return None
 
 
-def summary_problem(table: Any, primary: str) -> str | None:
+def summary_contents_problem(table: Any, primary: str) -> str | None:
     """What is wrong with the contents of a sweep's combined summary, or
     None: it has rows, `SUMMARY_COLUMNS` with their types, the suite's
     ``primary`` metric, and numbers in every metric column."""
@@ -288,7 +289,7 @@ def summary_problem(table: Any, primary: str) -> str | None:
         twice = [run_id for run_id, count in Counter(table.column("run_id").to_pylist()).items() if count > 1]
         if twice:
             return f"run {twice[0]} appears twice"
-    problem = columns_problem(table.schema, SUMMARY_COLUMNS)
+    problem = summary_schema_problem(table.schema, SUMMARY_COLUMNS)
     if problem is not None:
         return problem
     for column in SUMMARY_COLUMNS:
@@ -299,7 +300,7 @@ def summary_problem(table: Any, primary: str) -> str | None:
     return None
 
 
-def columns_problem(schema: Any, required: Mapping[str, str]) -> str | None:
+def summary_schema_problem(schema: Any, required: Mapping[str, str]) -> str | None:
     """What is wrong with a summary's columns, or None: the ``required``
     ones with their types, and numbers in every other (metric) column."""
     import pyarrow as pa
@@ -317,7 +318,7 @@ def columns_problem(schema: Any, required: Mapping[str, str]) -> str | None:
     return None
 
 
-def run_problem(run_dir: Path) -> str | None:
+def run_folder_problem(run_dir: Path) -> str | None:
     """Why ``run_dir`` does not hold a finished run, or None: each of its
     three tables must read (its footer: a cheap check that catches a
     truncated file), and its summary must be one row, with the summary's
@@ -338,11 +339,11 @@ def run_problem(run_dir: Path) -> str | None:
         return "holds another run"
     if footers["summary"].num_rows != 1:
         return f"has a summary.parquet of {footers['summary'].num_rows} rows, not one"
-    problem = columns_problem(summary, RUN_SUMMARY_COLUMNS)
+    problem = summary_schema_problem(summary, RUN_SUMMARY_COLUMNS)
     if problem is not None:
         return f"has a damaged summary.parquet ({problem})"
     return None
 
 
 def is_complete(run_dir: Path) -> bool:
-    return run_problem(run_dir) is None
+    return run_folder_problem(run_dir) is None

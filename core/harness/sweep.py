@@ -28,7 +28,7 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 from dcbench.errors import DcbenchError, IncompatibleError, PluginError, ResultsError, SpecError, describe
 from dcbench.harness.paths import starts_with
 from dcbench.harness.runner import Runner, run_id_of
-from dcbench.harness.summary import SUMMARY_COLUMNS, is_adhoc, is_complete, sweep_problem
+from dcbench.harness.summary import SUMMARY_COLUMNS, is_adhoc, is_complete, sweep_provenance_problem
 from dcbench.harness.tables import provenance_of, read_table, write_table_atomic
 from dcbench.model.suite import Scenario, Suite
 from dcbench.registry import get_registry
@@ -412,7 +412,7 @@ def previous_sweep(out_dir: Path, suite: Suite, allocators: Sequence[str], regis
             raise ResultsError(f"'{summary}' is not a dcbench sweep's summary (it is not a Parquet file); give "
                                "this sweep another --out, or remove that file") from None
         return []  # damaged past reading (a truncated copy, say): rebuilt from the run folders, as `report` advises
-    problem = sweep_problem(table)
+    problem = sweep_provenance_problem(table)
     if problem is not None:
         raise ResultsError(f"'{summary}' is not a dcbench sweep's summary ({problem}); give this sweep another "
                            "--out, or remove that file")

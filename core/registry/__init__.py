@@ -6,9 +6,10 @@ come through the ``dcbench`` entry-point group (`dcbench.registry.manager`).
 """
 
 from dcbench.registry.columns import Column
-from dcbench.registry.entry import Built, PluginEntry, PluginInfo, blamed_on
+from dcbench.registry.entry import BuiltPlugin, PluginEntry, PluginInfo, blamed_on
 from dcbench.registry.kinds import BUILTIN_PLUGINS, DEMAND_KINDS, KINDS, PLURALS
 from dcbench.registry.manager import PluginLoadWarning, Registry, create_registry, get_registry, reset_registry
 
-__all__ = ["BUILTIN_PLUGINS", "Built", "Column", "DEMAND_KINDS", "KINDS", "PLURALS", "PluginEntry", "PluginInfo",
-           "PluginLoadWarning", "Registry", "blamed_on", "create_registry", "get_registry", "reset_registry"]
+__all__ = ["BUILTIN_PLUGINS", "BuiltPlugin", "Column", "DEMAND_KINDS", "KINDS", "PLURALS", "PluginEntry",
+           "PluginInfo", "PluginLoadWarning", "Registry", "blamed_on", "create_registry", "get_registry",
+           "reset_registry"]

@@ -18,7 +18,7 @@ from dcbench.spec import Param, Spec, bind, resolved_spec
 
 
 @dataclass(frozen=True)
-class Built:
+class BuiltPlugin:
     """What `PluginEntry.build` returns: the object and its resolved spec."""
 
     obj: Any
@@ -102,7 +102,7 @@ class PluginEntry:
                 f"{self.target!r}: {describe(exc)}; {fix}"
             ) from exc
 
-    def build(self, spec: Spec | str) -> Built:
+    def build(self, spec: Spec | str) -> BuiltPlugin:
         """Bind ``spec`` to this entry's parameters and call its factory."""
         if isinstance(spec, str):
             spec = Spec.parse(spec)
@@ -116,7 +116,7 @@ class PluginEntry:
             except ValueError as exc:  # the factory refuses a parameter value: the spec's to fix
                 raise SpecError(f"{self.name}: {exc}") from exc
             # anything else (a TypeError: a signature that does not match its params, say) is the plugin's
-        return Built(obj, resolved_spec(self.name, values), values)
+        return BuiltPlugin(obj, resolved_spec(self.name, values), values)
 
 
 @contextlib.contextmanager

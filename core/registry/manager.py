@@ -37,7 +37,7 @@ from dcbench.registry.distributions import (
     normalized,
     source_digest,
 )
-from dcbench.registry.entry import Built, PluginEntry, PluginInfo
+from dcbench.registry.entry import BuiltPlugin, PluginEntry, PluginInfo
 from dcbench.registry.kinds import BUILTIN_PLUGINS, HOOK_OF_KIND, KINDS, PLURALS
 from dcbench.spec import Param, Spec, unknown
 
@@ -112,7 +112,7 @@ class Registry:
             raise UnknownPluginError(f"{kind} {name!r} is registered by more than one plugin; give {choices}")
         raise UnknownPluginError(unknown(kind, name, sorted({*entries, *entries.aliases}), PLURALS[kind]))
 
-    def build(self, kind: str, spec: Spec | str) -> Built:
+    def build(self, kind: str, spec: Spec | str) -> BuiltPlugin:
         if isinstance(spec, str):
             spec = Spec.parse(spec)
         return self.get(kind, spec.name).build(spec)

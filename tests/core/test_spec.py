@@ -156,7 +156,8 @@ def test_a_trainers_config_fields_are_params_with_their_help_and_bounds():
         Param("mask", bool, True),
     ]
     assert Config() == Config(100, 8, 0.1, "dense", True)  # the defaults are the fields' own
-    assert config_params(Config)[0].explain(8) == "envs     integer from 1 to 256; default 8 — environments in lockstep"
+    assert (config_params(Config)[0].help_line(8)
+            == "envs     integer from 1 to 256; default 8 — environments in lockstep")
 
 
 def test_a_training_option_is_refused_with_the_message_of_a_parameter():

@@ -255,7 +255,7 @@ def test_list_shows_every_training_option_with_its_help_without_importing_torch(
     options = config_params(A2CConfig)
     width = max(len(option.name) for option in options)
     heading = listed.index("  training options (-a a2c_multistep:KEY=VALUE with dcbench train):")
-    assert listed[heading + 1:] == [f"    {option.explain(width)}" for option in options]
+    assert listed[heading + 1:] == [f"    {option.help_line(width)}" for option in options]
     assert "    state                one of paper, placement; default paper — paper: 2 values per rack; placement " \
            "(ours): and the share of the VM's traffic to the job's placed VMs that would stay in the rack" in listed
 

@@ -688,7 +688,7 @@ def test_list_shows_every_training_option_with_its_help_without_importing_torch(
     options = config_params(PPOConfig)
     width = max(len(option.name) for option in options)
     heading = listed.index("  training options (-a gnn_ppo:KEY=VALUE with dcbench train):")
-    assert listed[heading + 1:] == [f"    {option.explain(width)}" for option in options]
+    assert listed[heading + 1:] == [f"    {option.help_line(width)}" for option in options]
     assert "    envs                    integer from 1 to 256; default 8 — environments stepped in lockstep, one " \
            "batched forward pass" in listed
 

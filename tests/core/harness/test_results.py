@@ -11,7 +11,7 @@ import pytest
 from dcbench import ResultsError
 from dcbench.harness.files import write_text_atomic
 from dcbench.harness.paths import check_writable
-from dcbench.harness.summary import is_complete, run_problem
+from dcbench.harness.summary import is_complete, run_folder_problem
 from dcbench.harness.tables import provenance_of, read_table
 
 
@@ -114,15 +114,15 @@ def test_a_run_folder_is_complete_only_if_its_tables_read_and_hold_its_run(runne
     import shutil
 
     folder = runner.run("tetris", "tiered:8,1x4", requests=16).write(tmp_path)
-    assert run_problem(folder) is None and is_complete(folder)
+    assert run_folder_problem(folder) is None and is_complete(folder)
     impostor = tmp_path / "0123456789abcdef"
     shutil.copytree(folder, impostor)
-    assert run_problem(impostor) == "holds another run"
+    assert run_folder_problem(impostor) == "holds another run"
     requests = folder / "requests.parquet"
     requests.write_bytes(requests.read_bytes()[:300])  # a truncated copy: its footer is gone
     assert not is_complete(folder)
-    assert run_problem(folder).startswith("has a damaged requests.parquet (ArrowInvalid: ")
-    assert run_problem(tmp_path / "nope") == "is missing or incomplete"
+    assert run_folder_problem(folder).startswith("has a damaged requests.parquet (ArrowInvalid: ")
+    assert run_folder_problem(tmp_path / "nope") == "is missing or incomplete"
 
 
 def test_results_are_as_readable_as_any_other_file(tmp_path):
@@ -315,7 +315,7 @@ def test_the_runs_of_a_folder_are_its_run_folders_each_checked_as_a_sweep_checks
 def test_an_adhoc_sweep_is_told_from_a_suites_by_its_provenance(tmp_path):
     import json
 
-    from dcbench.harness.summary import is_adhoc, is_adhoc_sweep, sweep_problem
+    from dcbench.harness.summary import is_adhoc, is_adhoc_sweep, sweep_provenance_problem
 
     def summary(provenance):
         table = pa.table({"scenario": ["a"]}).replace_schema_metadata({b"dcbench": json.dumps(provenance)})
@@ -324,13 +324,13 @@ def test_an_adhoc_sweep_is_told_from_a_suites_by_its_provenance(tmp_path):
 
     adhoc = summary({"scenarios": [{"name": "a"}], "allocators": ["random"]})
     assert is_adhoc_sweep(tmp_path) and is_adhoc(json.loads(adhoc.schema.metadata[b"dcbench"]))
-    assert sweep_problem(adhoc) is None
-    assert sweep_problem(adhoc, adhoc=False).startswith("it is an ad-hoc sweep's (of -t/-w specs), and the "
-                                                        "leaderboard ranks registered suites only")
-    assert sweep_problem(summary({"scenarios": "a"})) == "its dcbench provenance's scenarios are not a list of " \
-                                                         "scenarios"
+    assert sweep_provenance_problem(adhoc) is None
+    assert sweep_provenance_problem(adhoc, adhoc=False).startswith(
+        "it is an ad-hoc sweep's (of -t/-w specs), and the leaderboard ranks registered suites only")
+    assert (sweep_provenance_problem(summary({"scenarios": "a"}))
+            == "its dcbench provenance's scenarios are not a list of scenarios")
     suite = summary({"suite": "nara2022", "allocators": ["random"]})
-    assert not is_adhoc_sweep(tmp_path) and sweep_problem(suite, adhoc=False) is None
+    assert not is_adhoc_sweep(tmp_path) and sweep_provenance_problem(suite, adhoc=False) is None
     (tmp_path / "summary.parquet").write_bytes(b"not parquet")
     assert not is_adhoc_sweep(tmp_path) and not is_adhoc_sweep(tmp_path / "none")
 

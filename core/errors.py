@@ -132,3 +132,11 @@ def describe(exc: BaseException, limit: int = 200) -> str:
     if len(message) > limit:
         message = message[: limit - 1] + "…"
     return f"{type(exc).__name__}: {message}"
+
+
+def short_repr(value: Any, limit: int = 60) -> str:
+    """``value``'s repr on one line, cut at ``limit`` characters (an
+    ellipsis ends a cut one): how an error message quotes what a plugin
+    gave."""
+    text = " ".join(repr(value).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Iterator, Mapping, cast
 
 import numpy as np
 
-from dcbench.errors import IncompatibleError, SpecError, describe
+from dcbench.errors import IncompatibleError, SpecError, describe, short_repr
 from dcbench.spec import Spec
 
 if TYPE_CHECKING:
@@ -205,7 +205,7 @@ class _Recorder:
                      ("routes", str([tuple(route) for route in routes])),
                      ("VMs' servers", str(answer.vm_servers)), ("swaps", str(answer.reconfigure)))
         except Exception:  # a refusal, or what the engine will call malformed
-            parts = (("answer", _short(answer)),)
+            parts = (("answer", short_repr(answer)),)
         self.decisions.append((request.id, parts))
         return answer
 
@@ -527,7 +527,7 @@ def check_metric(name: str, *, topology: str | None = None, workload: str | None
         SpecError: A spec does not parse or names no registered plugin.
     """
     from dcbench.engine.simulation import RunTables
-    from dcbench.harness.runner import COLUMN_NAME, read_only_copy
+    from dcbench.harness.runner import COLUMN_NAME, read_only_copy, summary_number
     from dcbench.harness.submissions import value_range
 
     runner, plugins = _runner(registry)
@@ -546,16 +546,16 @@ def check_metric(name: str, *, topology: str | None = None, workload: str | None
             columns = entry.load()(RunTables(read_only_copy(run.tables.requests), read_only_copy(run.tables.timeline)),
                                    run.network.private_copy())
         if not isinstance(columns, Mapping) or not columns:
-            raise broke("returns a dict of summary columns", f"{run.label}: it returned {_short(columns)}")
+            raise broke("returns a dict of summary columns", f"{run.label}: it returned {short_repr(columns)}")
         for column, value in columns.items():
             if not isinstance(column, str) or not COLUMN_NAME.fullmatch(column):
-                raise broke("columns named with letters, digits and _", f"{run.label}: a column {_short(column)}")
+                raise broke("columns named with letters, digits and _", f"{run.label}: a column {short_repr(column)}")
             if column in core or column in others:
                 owner = "the core" if column in core else f"metric {others[column]!r}"
                 raise broke("adds only columns of its own", f"{run.label}: {column!r}, which {owner} writes")
-            number = _number(value)
+            number = summary_number(value)
             if number is None:
-                raise broke("a number in every column", f"{run.label}: {column}={_short(value)}")
+                raise broke("a number in every column", f"{run.label}: {column}={short_repr(value)}")
             allowed = value_range(column)
             if not allowed.allowed(np.array([number]))[0]:
                 raise broke("values in the range their names promise",
@@ -582,23 +582,8 @@ def check_metric(name: str, *, topology: str | None = None, workload: str | None
                         f"{'/'.join(declared.demands)} runs, but no run has it (they have {everything})")
 
 
-def _short(value: Any, limit: int = 60) -> str:
-    """``value``'s repr on one line, cut at ``limit`` characters."""
-    return _cut(" ".join(repr(value).split()), limit)
-
-
 def _cut(text: str, limit: int = 80) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def _number(value: Any) -> float | None:
-    """``value`` as a summary stores it; None for text and what is no number."""
-    if isinstance(value, (str, bytes)):
-        return None
-    try:
-        return float(value)
-    except Exception:  # TypeError, ValueError, OverflowError, or a __float__ that fails
-        return None
 
 
 def check_suite(name: str, *, registry: Registry | None = None) -> None:

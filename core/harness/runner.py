@@ -16,7 +16,7 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 import numpy as np
 
 from dcbench.engine.simulation import SKIPPED, RunTables, simulate
-from dcbench.errors import AllocatorError, IncompatibleError, SpecError
+from dcbench.errors import AllocatorError, IncompatibleError, SpecError, short_repr
 from dcbench.harness.tables import write_run
 from dcbench.model.network import Network, Topology
 from dcbench.model.requests import RequestSequence, SequenceProblem, checked_sequence
@@ -220,16 +220,17 @@ def metric_columns(entry: PluginEntry, columns: Any, written_by: dict[str, str])
         if column in written_by:
             raise entry.error(f"returned column {column!r}, which {written_by[column]} writes; "
                               "a metric may only add columns of its own")
-        number = _number(value)
+        number = summary_number(value)
         if number is None:
-            raise entry.error(f"returned {column}={_short(value)}, not a number")
+            raise entry.error(f"returned {column}={short_repr(value)}, not a number")
         values[column] = number
         written_by[column] = f"metric {entry.name!r}"
     return values
 
 
-def _number(value: Any) -> float | None:
-    """``value`` as the summary stores it; None for text (``float`` would parse it) and non-numbers."""
+def summary_number(value: Any) -> float | None:
+    """``value`` as the summary stores a metric; None for text (``float``
+    would parse it) and non-numbers."""
     if isinstance(value, (str, bytes)):
         return None
     try:
@@ -242,13 +243,8 @@ def allocator_notes(entry: PluginEntry, allocator: Any) -> list[str]:
     """The allocator's ``notes`` (what a run prints and records), each one line."""
     notes = getattr(allocator, "notes", [])
     if not isinstance(notes, (list, tuple)) or not all(isinstance(note, str) for note in notes):
-        raise entry.error(f"has notes={_short(notes)}, not a list of strings")
+        raise entry.error(f"has notes={short_repr(notes)}, not a list of strings")
     return [" ".join(note.split()) for note in notes]
-
-
-def _short(value: Any, limit: int = 60) -> str:
-    text = " ".join(repr(value).split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def checked_against(entry: PluginEntry, allocator: Any, network: Network) -> None:
@@ -496,7 +492,7 @@ class Runner:
         with blamed_on(entry, "failed in default_requests(network)"):
             value = chooser(network.private_copy())
         if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or not 1 <= value <= MAX_REQUESTS:
-            raise entry.error(f"returned {_short(value)} from default_requests(network), "
+            raise entry.error(f"returned {short_repr(value)} from default_requests(network), "
                               f"not an integer from 1 to {MAX_REQUESTS:,}")
         return int(value)
 

@@ -8,7 +8,7 @@ import difflib
 import re
 from typing import Any, Mapping
 
-from dcbench.errors import SpecError
+from dcbench.errors import SpecError, short_repr
 from dcbench.model.suite import Scenario, Suite
 from dcbench.registry.columns import columns_problem
 from dcbench.registry.kinds import DEMAND_KINDS, PLURALS, REGISTER_KEYWORDS
@@ -57,7 +57,7 @@ def registration_problem(kind: str, name: Any, target: Any, params: Any, extra: 
         return f"its trainer {trainer!r} is neither a callable nor a 'module:attr'"
     training_options = extra.get("training_options")
     if training_options is not None and not (isinstance(training_options, str) and _loadable(training_options)):
-        return f"training_options={_short_repr(training_options)} is not a 'module:attr' string"
+        return f"training_options={short_repr(training_options)} is not a 'module:attr' string"
     demands = extra.get("demands", ("pool",))
     if kind == "allocator" and (not isinstance(demands, (list, tuple)) or not demands
                                 or not set(demands) <= set(DEMAND_KINDS)):
@@ -67,7 +67,7 @@ def registration_problem(kind: str, name: Any, target: Any, params: Any, extra: 
     if "colour" in extra:
         return colour_problem(extra["colour"])
     if "figures" in extra and not (isinstance(extra["figures"], str) and _loadable(extra["figures"])):
-        return f"figures={_short_repr(extra['figures'])} is not a 'module:attr' string"
+        return f"figures={short_repr(extra['figures'])} is not a 'module:attr' string"
     return None
 
 
@@ -81,15 +81,10 @@ def colour_problem(colour: Any) -> str | None:
     colours = colour if isinstance(colour, Mapping) else {"": colour}
     for option, value in colours.items():
         if not isinstance(option, str) or option and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=[^,:=]+", option):
-            return f"colour has the key {_short_repr(option)}; give '' or an option of the spec, KEY=VALUE"
+            return f"colour has the key {short_repr(option)}; give '' or an option of the spec, KEY=VALUE"
         if not isinstance(value, str) or not value.strip() or not value.isprintable() or len(value) > COLOUR_LENGTH:
-            return f"colour={_short_repr(value)} is not a colour's name ('C1', 'tab:blue', '#1f77b4')"
+            return f"colour={short_repr(value)} is not a colour's name ('C1', 'tab:blue', '#1f77b4')"
     return None
-
-
-def _short_repr(value: Any, limit: int = 60) -> str:
-    text = " ".join(repr(value).split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _loadable(target: Any) -> bool:
@@ -130,9 +125,9 @@ def suite_problem(suite: Any) -> str | None:
     if not isinstance(suite.higher_is_better, bool):
         return f"higher_is_better={suite.higher_is_better!r} is not True or False"
     if suite.figures is not None and not (isinstance(suite.figures, str) and _loadable(suite.figures)):
-        return f"figures={_short_repr(suite.figures)} is not a 'module:attr' string"
+        return f"figures={short_repr(suite.figures)} is not a 'module:attr' string"
     if not isinstance(suite.metrics, (list, tuple)) or not all(isinstance(m, str) and m for m in suite.metrics):
-        return f"metrics={_short_repr(suite.metrics)} is not a tuple of metric names"
+        return f"metrics={short_repr(suite.metrics)} is not a tuple of metric names"
     if not isinstance(suite.scenarios, (list, tuple)) or not suite.scenarios:
         return "it has no scenarios; give scenarios=[dcbench.Scenario(...), ...]"
     labels: set[Any] = set()

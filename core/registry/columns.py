@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
+from dcbench.errors import short_repr
 from dcbench.registry.kinds import BETTER, DEMAND_KINDS
 
 COLUMN_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
@@ -92,13 +93,13 @@ class Column:
 def columns_problem(columns: Any) -> str | None:
     """What makes a metric's ``columns=`` unusable, or None."""
     if not isinstance(columns, (list, tuple)):
-        return f"columns={_short_repr(columns)} is not a list of dcbench.Column"
+        return f"columns={short_repr(columns)} is not a list of dcbench.Column"
     for column in columns:
         if not isinstance(column, Column):
-            return f"columns holds {_short_repr(column)}, not a dcbench.Column"
+            return f"columns holds {short_repr(column)}, not a dcbench.Column"
         problem = _column_problem(column)
         if problem is not None:
-            return f"column {_short_repr(column.name)} {problem}"
+            return f"column {short_repr(column.name)} {problem}"
     return None
 
 
@@ -107,17 +108,17 @@ def _column_problem(column: Column) -> str | None:
             or not COLUMN_NAME.fullmatch(column.name.replace("*", "x"))):
         return "is no summary column's name (letters, digits and '_', starting with a letter; one '*' where it varies)"
     if not _one_line(column.heading, HEADING_LENGTH):
-        return f"has heading {_short_repr(column.heading)}, not one line of 1 to {HEADING_LENGTH} characters"
+        return f"has heading {short_repr(column.heading)}, not one line of 1 to {HEADING_LENGTH} characters"
     if column.better not in BETTER:
-        return f"has better={_short_repr(column.better)}; give 'higher', 'lower' or None"
+        return f"has better={short_repr(column.better)}; give 'higher', 'lower' or None"
     if not _kinds(column.demands) or isinstance(column.demands, str):
-        return f"has demands={_short_repr(column.demands)}, not a tuple of {_demand_kinds()}"
+        return f"has demands={short_repr(column.demands)}, not a tuple of {_demand_kinds()}"
     for flag in ("headline", "ranks"):
         value = getattr(column, flag)
         if not isinstance(value, bool) and not _kinds(value):
-            return f"has {flag}={_short_repr(value)}; give True, False or a tuple of {_demand_kinds()}"
+            return f"has {flag}={short_repr(value)}; give True, False or a tuple of {_demand_kinds()}"
     if column.description is not None and not _one_line(column.description, DESCRIPTION_LENGTH):
-        return (f"has description {_short_repr(column.description)}, not one line of 1 to {DESCRIPTION_LENGTH} "
+        return (f"has description {short_repr(column.description)}, not one line of 1 to {DESCRIPTION_LENGTH} "
                 "characters (or None)")
     return None
 
@@ -132,11 +133,6 @@ def _kinds(value: Any) -> bool:
 
 def _demand_kinds() -> str:
     return " and/or ".join(map(repr, DEMAND_KINDS))
-
-
-def _short_repr(value: Any, limit: int = 60) -> str:
-    text = " ".join(repr(value).split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def ranking_columns(declared: Iterable[Column]) -> dict[str, tuple[str, bool]]:

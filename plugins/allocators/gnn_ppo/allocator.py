@@ -1,4 +1,5 @@
-"""The trained GNN policy as an allocator: the arg-max of its masked logits."""
+"""The trained GNN policy as an allocator: the arg-max of its masked
+logits, computed so that every CPU decides alike (`GreedyPolicy`)."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from dcbench.plugins.allocators._learned.checkpoints import (
 from dcbench.plugins.allocators.gnn_ppo.model import (
     CONFIG_LIMITS,
     GraphPolicy,
-    as_tensors,
+    GreedyPolicy,
     hint_features,
     weight_shapes,
     with_self_loops,
@@ -88,6 +89,7 @@ class GnnPpoAllocator(PoolAllocator):
             path, note = checkpoint_for(network)
         self.notes = [note] if note else []
         self.model = load_policy(path)
+        self.greedy = GreedyPolicy(self.model)
         # The checkpoint's hint features come with the observation, as "hint_features" (dcbench.envs.PoolHints).
         self.features = PoolFeatures(network, hint_features(self.model.extra_features, self.model.sixth_hint))
         self.edge_index = with_self_loops(self.features.edge_index, self.features.n_nodes)
@@ -99,6 +101,5 @@ class GnnPpoAllocator(PoolAllocator):
 
     def choose(self, builder: PoolBuilder, allowed: np.ndarray) -> int:
         observation = self.features.observe(builder, self._state)
-        with torch.no_grad():
-            logits, _ = self.model(*as_tensors({k: v[None] for k, v in observation.items()}), self.edge_index)
+        logits = self.greedy.logits({k: v[None] for k, v in observation.items()}, self.edge_index)
         return int(torch.argmax(logits[0]))

@@ -26,6 +26,7 @@ features only.
 
 from __future__ import annotations
 
+import copy
 import os
 import sys
 
@@ -172,6 +173,36 @@ class GraphPolicy(nn.Module):
         for conv in self.convs:
             h = conv.forward_by_target(h, graph, edge_attr)
         return h
+
+
+class GreedyPolicy:
+    """The arg-max of a `GraphPolicy`'s masked logits, as the allocator
+    and the trainer's validation act: the same decisions on every CPU.
+
+    A float32 matrix product comes out with other last bits under another
+    BLAS kernel (MKL picks its kernels by CPU, and by vendor), and an
+    arg-max between near-equal logits then goes the other way: dcbench
+    0.4.1's `gnn_ppo` runs at 1,024 servers, made on an AMD EPYC, decided
+    otherwise on an Intel Xeon. So a decision runs a float64 copy of the
+    policy and rounds its logits to float32. The kernels' float64
+    differences (about 1e-16 of a logit) vanish in that rounding, except
+    for a logit within that distance of a float32 rounding boundary.
+
+    Args:
+        model: The policy (float32, as trained); copied, so later updates
+            of its weights are not seen.
+    """
+
+    def __init__(self, model: GraphPolicy):
+        self.model = copy.deepcopy(model).double().eval()
+
+    def logits(self, observations: dict, edge_index: torch.Tensor) -> torch.Tensor:
+        """The masked logits (batch, servers) of stacked observations (batch
+        first), computed in float64 and rounded to float32."""
+        nodes, edges, globals_, mask = as_tensors(observations)
+        with torch.no_grad():
+            logits, _ = self.model(nodes.double(), edges.double(), globals_.double(), mask, edge_index)
+        return logits.float()
 
 
 # What a checkpoint's configuration may say, checked before a GraphPolicy is built from it: the shipped

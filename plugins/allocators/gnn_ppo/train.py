@@ -50,6 +50,7 @@ from dcbench.plugins.allocators.gnn_ppo.imitation import ImitationWarmStart, che
 from dcbench.plugins.allocators.gnn_ppo.model import (
     EXTRA_FEATURES,
     GraphPolicy,
+    GreedyPolicy,
     as_tensors,
     hint_features,
     with_self_loops,
@@ -192,14 +193,13 @@ class Trainer(ImitationWarmStart):
         """Mean acceptance of the greedy policy on the held-out episodes
         ``VALIDATION_SEED_OFFSET + k``, k < ``validation_episodes``."""
         seeds = [VALIDATION_SEED_OFFSET + k for k in range(self.config.validation_episodes)]
+        greedy = GreedyPolicy(self.model)
         acceptance = []
         while seeds:
             running = list(range(min(len(self.envs), len(seeds))))
             current = {i: self.envs[i].reset(seed=seeds.pop(0))[0] for i in running}
             while running:
-                batch = stack_observations([current[i] for i in running])
-                with torch.no_grad():
-                    logits, _ = self.model(*as_tensors(batch), self.edge_index)
+                logits = greedy.logits(stack_observations([current[i] for i in running]), self.edge_index)
                 still = []
                 for row, i in enumerate(running):
                     current[i], _, done, _, info = self.envs[i].step(int(logits[row].argmax()))

@@ -105,3 +105,26 @@ def test_the_committed_agent_keeps_its_acceptance_on_1024_servers():
     for (scenario, allocator), value in small.items():
         if allocator == "gnn_ppo":
             assert large[scenario, "gnn_ppo"] >= 0.94 * value, scenario
+
+
+def test_the_committed_optical_agent_blocks_less_than_the_best_baseline_everywhere_and_twice_less_on_average():
+    # #32's goal as docs/reproduction-odcn2025.md reads it: on every odcn2025 scenario the agent's mean blocking is
+    # below the best of ALL2ALL-CCF, ODCN-CCF and ODCN-JCB, and the best baseline's over the agent's is >= 2 on average.
+    blocking: dict = {}
+    for submission in load_submissions(LEADERBOARD) if LEADERBOARD.is_dir() else []:
+        if submission.suite == "odcn2025":
+            for row in submission.rows:
+                allocator = "a2c_multistep" if row["allocator"].startswith("a2c_multistep") else row["allocator"]
+                blocking.setdefault((row["scenario"], allocator), []).append(row["blocking_probability"])
+    if not blocking:
+        pytest.skip("no odcn2025 submission here")
+    means = {key: sum(values) / len(values) for key, values in blocking.items()}
+    scenarios = sorted({scenario for scenario, _ in means})
+    assert len(scenarios) == 7
+    ratios = []
+    for scenario in scenarios:
+        best = min(value for (where, allocator), value in means.items()
+                   if where == scenario and allocator != "a2c_multistep")
+        assert means[scenario, "a2c_multistep"] < best, scenario
+        ratios.append(best / means[scenario, "a2c_multistep"])
+    assert sum(ratios) / len(ratios) >= 2

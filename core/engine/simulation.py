@@ -16,7 +16,7 @@ from typing import Any, Callable, Protocol
 import numpy as np
 
 from dcbench.engine.qos import mm1k
-from dcbench.errors import AllocatorError, DcbenchError, describe
+from dcbench.errors import AllocatorError, DcbenchError, describe, short_repr
 from dcbench.model.allocation import (
     Allocation,
     LinkUsage,
@@ -126,6 +126,42 @@ def spread_level(racks: list[int], pods: list[int], servers: list[int]) -> str:
     return "cross_pod"
 
 
+MAX_REASON = 200  # characters of a reject reason that are recorded
+
+
+class Books:
+    """The engine's own record of the state: the capacities minus what it
+    committed and has not released, kept apart from the state that
+    allocators read and updated by the same operations, so that the two
+    are equal bit for bit unless someone else wrote the state. Compared
+    every `every` requests (a bounded cost per request at any size) and at
+    the end of a run.
+
+    Args:
+        state: The state the run starts from.
+    """
+
+    COMPARED_PER_REQUEST = 4096  # array elements compared per request, on average at most
+
+    def __init__(self, state: State):
+        self.free_resources = state.free_resources.copy()
+        self.free_links = state.free_links.copy()
+        self.link_capacity = state.link_capacity.copy()
+        size = self.free_resources.size + 2 * self.free_links.size
+        self.every = max(1, -(-size // self.COMPARED_PER_REQUEST))
+
+    def mismatch(self, state: State) -> str | None:
+        """Where ``state`` differs from the books, or None."""
+        for name in ("free_resources", "free_links", "link_capacity"):
+            kept, seen = getattr(self, name), np.asarray(getattr(state, name))
+            if seen.shape != kept.shape or seen.dtype != kept.dtype:
+                return f"its {name} is {seen.dtype} {seen.shape}, the engine's books {kept.dtype} {kept.shape}"
+            if seen.tobytes() != kept.tobytes():  # (bit for bit: both were written by the same operations)
+                where = tuple(np.argwhere(seen.view(np.uint64) != kept.view(np.uint64))[0].tolist())
+                return f"its {name}{list(where)} is {seen[where]:g}, the engine's books say {kept[where]:g}"
+        return None
+
+
 def minimum_servers(network: Network, demand: np.ndarray) -> np.ndarray:
     """How many of the largest servers a demand needs at least, per request."""
     largest = network.server_capacity.max(axis=0)
@@ -157,6 +193,7 @@ class Simulation:
         self._pods = network.pods.tolist()
         self.state = state if state is not None else State(network)
         self.state.journal = StateJournal()  # (the view below shares it)
+        self.books = Books(self.state)
         # The allocator works on a copy of the network with caches of its own,
         # and a read-only view of the state: the engine's checks use neither.
         self.allocator_network = network.private_copy()
@@ -243,8 +280,9 @@ class Simulation:
         while departures and departures[0][0] < time:
             when, request_id = heapq.heappop(departures)
             servers, amounts, links, link_amounts, traffic = self._holdings.pop(request_id)
-            state.free_resources[servers] += amounts
-            state.free_links[links] += link_amounts
+            for books in (state, self.books):
+                books.free_resources[servers] += amounts
+                books.free_links[links] += link_amounts
             state.journal.record(servers, links)
             self.used_resources -= amounts.sum(axis=0)
             self._tier_used -= np.bincount(self._tier_position[links], link_amounts,
@@ -302,6 +340,8 @@ class Simulation:
             # Departures inside a request: those due now have left by the time it is checked (every
             # allocation of it fits the freed state, as its first server was chosen before they left).
             self._depart_before(np.nextafter(self.clock, np.inf))
+        if i % self.books.every == 0:
+            self.check_books()
         if isinstance(result, Allocation):
             try:
                 allocation = snapshot_allocation(result)
@@ -316,9 +356,11 @@ class Simulation:
                 self.outcome[i], self.reason[i], self.detail[i] = REJECTED, "invalid_allocation", problem
         elif result is None or isinstance(result, Reject):
             reason = result.reason if result is not None else "rejected"
+            if isinstance(reason, str):
+                reason = str.__str__(reason)[:MAX_REASON]  # (a str subclass could answer as it likes)
             if not isinstance(reason, str) or not reason or not reason.isprintable():
                 raise AllocatorError.of_allocator(
-                    f"rejected request {i} with the reason {reason!r}; a reason is a short line of text "
+                    f"rejected request {i} with the reason {short_repr(reason)}; a reason is a short line of text "
                     "such as 'no_path'")
             self.outcome[i] = REJECTED
             self.reason[i] = reason
@@ -338,12 +380,14 @@ class Simulation:
         links, link_amounts = usage  # (ascending, none zero: what flatnonzero of the full array gave)
         if allocation.reconfigure:
             _, change = circuit_changes(self.network, allocation.reconfigure, state.free_links)
-            state.link_capacity += change
-            state.free_links += change
+            for books in (state, self.books):
+                books.link_capacity += change
+                books.free_links += change
             state.journal.record(_NO_SERVERS, np.flatnonzero(change))
             self.reconfigurations[i] = len(allocation.reconfigure)
-        state.free_resources[servers] -= amounts
-        state.free_links[links] -= link_amounts
+        for books in (state, self.books):
+            books.free_resources[servers] -= amounts
+            books.free_links[links] -= link_amounts
         state.journal.record(servers, links)
         self.used_resources += amounts.sum(axis=0)
         positions = self._tier_position[links]
@@ -364,6 +408,16 @@ class Simulation:
     def drain(self) -> None:
         """Let every request still held depart."""
         self._depart_before(np.inf)
+
+    def check_books(self) -> None:
+        """Refuse the run if its state is not what the engine's books say:
+        an allocator wrote the engine's arrays behind its back (through the
+        stack frames above its ``allocate``, say)."""
+        problem = self.books.mismatch(self.state)
+        if problem is not None:
+            raise AllocatorError.of_allocator(
+                f"changed the engine's state behind its back ({problem}, request {self.index}); the run is "
+                "invalid", fix=False)
 
     def tables(self) -> RunTables:
         network = self.network
@@ -472,4 +526,5 @@ def simulate(
             progress(request.id + 1)
     if drain:
         simulation.drain()
+    simulation.check_books()
     return simulation.tables()

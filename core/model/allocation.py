@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import operator
 from dataclasses import dataclass
-from typing import NamedTuple, Sequence
+from typing import Any, NamedTuple, Sequence
 
 import numpy as np
 
@@ -254,34 +254,63 @@ class StateJournal:
 
 
 def snapshot_allocation(allocation: Allocation) -> Allocation:
-    """``allocation`` read once into the engine's own arrays and tuples, so
-    that what is checked is what is committed (an allocator may reuse its
-    arrays for the next request, or hand over iterators). Raises TypeError
-    or ValueError for a field of the wrong kind."""
-    amounts = np.array(allocation.amounts)
-    if amounts.dtype.kind not in "iuf":
-        raise TypeError(f"amounts are of type {amounts.dtype}, not real numbers")
+    """``allocation`` read once into plain data the engine owns: fresh
+    arrays, and routes and swaps of Python ints and floats. The check and
+    the commit both read this copy, so an allocator that reuses its arrays,
+    hands over iterators, or gives objects that answer ``__index__``,
+    ``__int__``, ``__float__``, ``__eq__`` or ``__array__`` one way and then
+    another reserves exactly what was checked. Raises TypeError or
+    ValueError for a field of the wrong kind."""
     routes = allocation.routes
-    if type(routes) is not tuple or not all(type(route) is Route and type(route.links) is tuple
-                                            and type(route.a) is int and type(route.b) is int
-                                            and type(route.amount) is float for route in routes):
-        routes = tuple(_owned_route(*route) for route in routes)  # (the usual tuple of Routes is kept as it is)
+    if type(routes) is not tuple or not all(map(_is_plain, routes)):
+        routes = tuple(_plain_route(*route) for route in routes)  # (the usual tuple of plain Routes is kept)
     vm_servers = allocation.vm_servers
     return Allocation(
-        servers=np.array(allocation.servers),
-        amounts=amounts.astype(np.float64, copy=False),
+        servers=_indices(allocation.servers),
+        amounts=_numbers(allocation.amounts),
         routes=routes,
-        vm_servers=None if vm_servers is None else np.array(vm_servers),
-        reconfigure=tuple(tuple(swap) for swap in allocation.reconfigure),
+        vm_servers=None if vm_servers is None else _indices(vm_servers),
+        reconfigure=tuple(tuple(map(operator.index, swap)) for swap in allocation.reconfigure),
     )
 
 
-def _owned_route(a: int, b: int, links: Path, amount: float) -> Route:
-    """A route of plain ints and a float: an end or an amount that is some
-    other object could compare or add as it likes."""
+_INT = {int}
+
+
+def _is_plain(route: Any) -> bool:
+    """Whether ``route`` is already plain data: a Route of Python ints, a
+    float and a tuple of Python ints, none of which can answer two ways."""
+    return (type(route) is Route and type(route.a) is int and type(route.b) is int
+            and type(route.amount) is float and type(route.links) is tuple and set(map(type, route.links)) <= _INT)
+
+
+def _plain_route(a: Any, b: Any, links: Any, amount: Any) -> Route:
+    """A route of Python ints and a float, each read once (`operator.index`
+    always returns a plain int)."""
     if isinstance(amount, (str, bytes)):
         raise TypeError(f"a route's amount is {amount!r}, not a number")
-    return Route(operator.index(a), operator.index(b), links if type(links) is tuple else tuple(links), float(amount))
+    return Route(operator.index(a), operator.index(b), tuple(map(operator.index, links)), float(amount))
+
+
+def _indices(value: Any) -> np.ndarray:
+    """A fresh array of ``value``; objects (not numpy integers) read once through ``__index__``."""
+    array = np.array(value)
+    if array.dtype == object:
+        array = np.array([operator.index(item) for item in array.ravel()], dtype=np.int64).reshape(array.shape)
+    return array
+
+
+def _numbers(value: Any) -> np.ndarray:
+    """A fresh float64 array of ``value``; objects read once through ``__float__``, text refused."""
+    array = np.array(value)
+    if array.dtype == object:
+        items = array.ravel().tolist()
+        if any(isinstance(item, (str, bytes)) for item in items):
+            raise TypeError("amounts hold text, not numbers")
+        array = np.array([float(item) for item in items], dtype=np.float64).reshape(array.shape)
+    if array.dtype.kind not in "iuf":
+        raise TypeError(f"amounts are of type {array.dtype}, not real numbers")
+    return array.astype(np.float64, copy=False)
 
 
 def locked_view(array: np.ndarray) -> np.ndarray:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import hashlib
 import importlib.metadata
+from dataclasses import replace
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -18,6 +20,7 @@ from hypothesis import strategies as st
 from dcbench import Allocation, Reject, Route, hookimpl, simulate
 from dcbench.harness import Runner
 from dcbench.registry import create_registry
+from tests.conftest import tiered
 
 TOPOLOGY, WORKLOAD, REQUESTS = "tiered:8,1x16", "uniform", 64
 
@@ -279,3 +282,273 @@ def test_no_allocation_the_model_forbids_is_ever_committed(registry, data):
     outcome = simulate(plan.network, sequence, Mutating(), rng).requests["outcome"]
     for request_id, problem in offered:
         assert (outcome[request_id] == "accepted") == (problem is None), (request_id, problem)
+
+
+# ----- answers that lie: each read once, checked and reserved as read --------
+
+class Liar:
+    """A number that reads as ``first`` the first time any conversion asks, as
+    ``second`` ever after, and equals everything: read twice, the check and
+    the reservation would see two different allocations."""
+
+    def __init__(self, first, second):
+        self.values, self.reads = (first, second), 0
+
+    def _read(self):
+        self.reads += 1
+        return self.values[min(self.reads - 1, 1)]
+
+    def __index__(self):
+        return int(self._read())
+
+    __int__ = __index__
+
+    def __float__(self):
+        return float(self._read())
+
+    def __eq__(self, other):
+        return True
+
+    def __hash__(self):
+        return 0
+
+    def __array__(self, dtype=None, copy=None):
+        return np.asarray(self._read(), dtype=dtype)
+
+
+class LiarInt(np.int64):
+    """A numpy integer whose own value is ``second`` and whose ``__index__``
+    and ``__int__`` say ``first`` once, then ``second`` (the audit's
+    route links: the check walked one path, bincount reserved another)."""
+
+    def __new__(cls, first, second):
+        number = super().__new__(cls, second)
+        number.first, number.reads = first, 0
+        return number
+
+    def __index__(self):
+        self.reads += 1
+        return int(self.first) if self.reads == 1 else int(np.int64(self).item())
+
+    __int__ = __index__
+
+
+def elementwise(values, others, kind, shape=None):
+    """An object array of ``kind(value, other)``, made without reading them
+    (``np.array`` of a list would ask each for ``__array__``)."""
+    liars = np.empty(len(values), dtype=object)
+    for i, (a, b) in enumerate(zip(values, others)):
+        liars[i] = kind(a, b)
+    return liars.reshape(shape or len(values))
+
+
+def pool_lies(honest: Allocation, network) -> dict[str, Allocation]:
+    """``honest`` with one field made of liars that read first as honest and
+    then as something else, or first as something else and then as honest."""
+    servers, amounts, routes = honest.servers, honest.amounts, honest.routes
+    other_servers = (servers + 1) % network.n_servers
+    other_amounts = amounts * 0.5
+    lies = {}
+    for order, (a, b) in {"honest_first": (0, 1), "cheat_first": (1, 0)}.items():
+        def pair(x, y):
+            return (x, y) if a == 0 else (y, x)
+        lies[f"servers_array_{order}"] = Allocation(Liar(*pair(servers, other_servers)), amounts, routes)
+        lies[f"servers_items_{order}"] = Allocation(elementwise(*pair(servers, other_servers), Liar), amounts, routes)
+        lies[f"servers_numpy_{order}"] = Allocation(elementwise(*pair(servers, other_servers), LiarInt),
+                                                    amounts, routes)
+        lies[f"amounts_array_{order}"] = Allocation(servers, Liar(*pair(amounts, other_amounts)), routes)
+        lies[f"amounts_items_{order}"] = Allocation(
+            servers, elementwise(*pair(amounts.ravel(), other_amounts.ravel()), Liar, amounts.shape), routes)
+        if routes:
+            def shifted(link):
+                return (link + 1) % network.n_links
+            lies[f"links_numpy_{order}"] = Allocation(servers, amounts, tuple(
+                Route(r.a, r.b, tuple(LiarInt(*pair(link, shifted(link))) for link in r.links)) for r in routes))
+            lies[f"links_items_{order}"] = Allocation(servers, amounts, tuple(
+                Route(r.a, r.b, tuple(Liar(*pair(link, shifted(link))) for link in r.links)) for r in routes))
+            lies[f"ends_{order}"] = Allocation(servers, amounts, tuple(
+                Route(Liar(*pair(r.a, r.b)), Liar(*pair(r.b, r.a)), r.links) for r in routes))
+            lies[f"route_amount_{order}"] = Allocation(servers, amounts, tuple(
+                Route(r.a, r.b, r.links, Liar(*pair(1.0, 1e-9))) for r in routes))
+    return lies
+
+
+def first_reading(allocation: Allocation) -> Allocation:
+    """What each liar of an allocation says when first read (liars already read answer their second)."""
+    def value(x):
+        if isinstance(x, Liar):
+            return x.values[0]
+        if isinstance(x, LiarInt):
+            return x.first
+        return x
+
+    def array(x):
+        x = value(x)
+        return np.array([value(item) for item in np.asarray(x, dtype=object).ravel()],
+                        dtype=float).reshape(np.shape(x))
+
+    return Allocation(array(allocation.servers).astype(np.int64), array(allocation.amounts),
+                      tuple(Route(int(value(r.a)), int(value(r.b)), tuple(int(value(link)) for link in r.links),
+                                  float(value(r.amount))) for r in allocation.routes))
+
+
+def reserved(network, allocation: Allocation) -> tuple[np.ndarray, np.ndarray]:
+    """What ``allocation`` (plain data) takes from every server and link."""
+    resources = np.zeros(network.server_capacity.shape)
+    resources[allocation.servers] += allocation.amounts
+    links = np.zeros(network.n_links)
+    for route in allocation.routes:
+        links[list(route.links)] += route.amount
+    return resources, links
+
+
+POOL_LIES = sorted(pool_lies(Allocation(np.array([0, 1]), np.ones((2, 2)), (Route(0, 1, (0,)),)),
+                             SimpleNamespace(n_servers=2, n_links=1)))
+
+
+@pytest.mark.parametrize("lie", POOL_LIES)
+def test_a_pool_answer_that_lies_is_invalid_or_reserved_exactly_where_it_was_checked(registry, lie):
+    from dcbench.engine.simulation import Simulation
+    from dcbench.harness.runner import draw_requests
+
+    plan = Runner(registry).resolve("tetris", "tiered:8,1x4", "uniform:pairs=all", 48)
+    network = plan.network
+    sequence = draw_requests(plan, 48, np.random.default_rng(3))
+    simulation = Simulation(network, sequence)
+    honest = registry.build("allocator", "tetris").obj
+    honest.reset(simulation.allocator_network, np.random.default_rng(0))
+    committed = invalid = 0
+    while (request := simulation.next_request()) is not None:
+        answer = honest.allocate(request, simulation.view)
+        if isinstance(answer, Allocation) and len(answer.servers) > 1:
+            answer = pool_lies(answer, network)[lie]
+        before = (simulation.state.free_resources.copy(), simulation.state.free_links.copy())
+        accepted = simulation.resolve(answer)
+        taken = (before[0] - simulation.state.free_resources, before[1] - simulation.state.free_links)
+        if not isinstance(answer, Allocation):
+            continue
+        if not accepted:
+            assert not taken[0].any() and not taken[1].any()
+            invalid += simulation.reason[request.id] == "invalid_allocation"
+            continue
+        as_checked = first_reading(answer)
+        assert forbidden(network, request.demand, before[0], before[1], as_checked) is None
+        expected = reserved(network, as_checked)
+        # (departures are settled before the next request is offered, not in resolve)
+        np.testing.assert_array_equal(taken[0], expected[0])
+        np.testing.assert_array_equal(taken[1], expected[1])
+        committed += 1
+    assert committed + invalid > 0
+
+
+class RefillsTheEnginesState:
+    """Reaches the engine one stack frame up and gives itself every
+    capacity back before it answers (128/128 accepted in 0.4.2)."""
+
+    def __init__(self, at: int = 0):
+        self.at = at
+        self.honest = None
+
+    def reset(self, network, rng):
+        from dcbench.plugins.allocators.tetris import TetrisAllocator
+
+        self.honest = TetrisAllocator()
+        self.honest.reset(network, rng)
+        self.capacity = network.server_capacity.copy()
+
+    def allocate(self, request, state):
+        import sys
+
+        if request.id >= self.at:
+            engine = sys._getframe(1).f_locals["simulation"]
+            engine.state.free_resources[:] = self.capacity
+            engine.state.free_links[:] = engine.state.link_capacity
+        return self.honest.allocate(request, state)
+
+
+@pytest.mark.parametrize("at", [0, 37])
+def test_an_allocator_that_writes_the_engines_state_makes_its_run_invalid(registry, at):
+    from dcbench.errors import AllocatorError
+    from dcbench.harness.runner import draw_requests
+
+    plan = Runner(registry).resolve("tetris", "tiered:8,1x4", "uniform", 64)
+    sequence = draw_requests(plan, 64, np.random.default_rng(0))
+    with pytest.raises(AllocatorError, match=r"changed the engine's state behind its back \(its free_\w+\[\d+"):
+        simulate(plan.network, sequence, RefillsTheEnginesState(at), np.random.default_rng(0))
+
+
+def test_the_books_are_compared_at_a_bounded_cost_per_request(registry):
+    from dcbench.engine.simulation import Books
+    from dcbench.model.allocation import State
+
+    small = Books(State(tiered("tiered:8,1x4")))
+    large = Books(State(tiered("tiered:32,1x4,pods=16,racks=16")))
+    assert small.every == 1
+    size = large.free_resources.size + 2 * large.free_links.size
+    assert large.every > 1 and size / large.every <= Books.COMPARED_PER_REQUEST
+
+
+def job_lies(honest: Allocation, network) -> dict[str, Allocation]:
+    """`pool_lies` for a job's own fields: its VMs' servers, its routes and its circuit swaps."""
+    hosts = honest.vm_servers
+    other_hosts = (hosts + 1) % network.n_servers
+    lies = {}
+    for order, (a, b) in {"honest_first": (0, 1), "cheat_first": (1, 0)}.items():
+        def pair(x, y):
+            return (x, y) if a == 0 else (y, x)
+        lies[f"vm_servers_{order}"] = replace(honest, vm_servers=Liar(*pair(hosts, other_hosts)))
+        lies[f"links_{order}"] = replace(honest, routes=tuple(
+            Route(r.a, r.b, tuple(LiarInt(*pair(link, (link + 1) % network.n_links)) for link in r.links), r.amount)
+            for r in honest.routes))
+        lies[f"route_amount_{order}"] = replace(honest, routes=tuple(
+            Route(r.a, r.b, r.links, Liar(*pair(r.amount, r.amount / 100))) for r in honest.routes))
+        lies[f"swaps_{order}"] = replace(honest, reconfigure=tuple(
+            tuple(Liar(*pair(rack, (rack + 1) % network.n_racks)) for rack in swap) for swap in honest.reconfigure))
+    return lies
+
+
+JOB_LIES = sorted(job_lies(Allocation(np.array([0]), np.ones((1, 1)), (Route(0, 1, (0,), 1.0),), np.array([0]),
+                                      ((0, 1, 2, 3),)), SimpleNamespace(n_servers=2, n_links=1, n_racks=4)))
+
+
+@pytest.mark.parametrize("lie", JOB_LIES)
+def test_a_job_answer_that_lies_is_invalid_or_reserved_exactly_where_it_was_checked(registry, lie):
+    from dcbench.engine.simulation import Simulation
+    from dcbench.harness.runner import draw_requests
+    from dcbench.model.allocation import State, check_snapshot, circuit_changes
+
+    plan = Runner(registry).resolve("jcb", "ocs:8,ports=2", "vmjobs:load=40,warmup=10", 80)  # (it reconfigures)
+    network = plan.network
+    simulation = Simulation(network, draw_requests(plan, 80, np.random.default_rng(5)))
+    honest = registry.build("allocator", "jcb").obj
+    honest.reset(simulation.allocator_network, np.random.default_rng(0))
+    committed = swapped = 0
+    while (request := simulation.next_request()) is not None:
+        answer = honest.allocate(request, simulation.view)
+        if not isinstance(answer, Allocation):
+            simulation.resolve(answer)
+            continue
+        plain = answer
+        swapped += bool(answer.reconfigure)
+        if answer.routes or answer.reconfigure:
+            answer = job_lies(answer, network)[lie]
+        before = State(network)
+        for name in ("free_resources", "free_links", "link_capacity"):
+            getattr(before, name)[:] = getattr(simulation.state, name)
+        accepted = simulation.resolve(answer)
+        taken = before.free_links - simulation.state.free_links
+        if not accepted:
+            assert not taken.any() and simulation.reason[request.id] == "invalid_allocation"
+            continue
+        def first(x):
+            return x.values[0] if isinstance(x, Liar) else x.first if isinstance(x, LiarInt) else x
+        as_checked = replace(plain, vm_servers=np.asarray(first(answer.vm_servers)), routes=tuple(
+            Route(r.a, r.b, tuple(int(first(link)) for link in r.links), float(first(r.amount)))
+            for r in answer.routes), reconfigure=tuple(tuple(int(first(rack)) for rack in swap)
+                                                      for swap in answer.reconfigure))
+        problem, usage = check_snapshot(as_checked, request, before)
+        assert problem is None
+        _, change = circuit_changes(network, as_checked.reconfigure, before.free_links)
+        np.testing.assert_allclose(taken, usage.dense(network.n_links) - change, rtol=0, atol=1e-9)  # (float sums)
+        committed += 1
+    assert committed > 0 and swapped > 0

@@ -123,3 +123,27 @@ print(digest.hexdigest())
 """
     return subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True,
                           env=dict(os.environ, **env)).stdout
+
+
+def installed_plugin(folder, monkeypatch, name: str, source: str) -> str:
+    """The plugin module ``tp_<name>`` (its ``source``) installed in ``folder``
+    as the distribution ``tp-<name>``, with an entry point ``name``, and the
+    process's registry loaded again with it; found by a spawned process too
+    (a submission's replay), which starts from this process's sys.path. The
+    distribution's name, which qualifies what it registers."""
+    import importlib
+    import sys
+
+    import dcbench.registry
+
+    module = f"tp_{name}"
+    info = folder / f"{module}-1.0.dist-info"
+    info.mkdir(parents=True)
+    (folder / f"{module}.py").write_text(source)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: tp-{name}\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text(f"[dcbench]\n{name} = {module}\n")
+    monkeypatch.syspath_prepend(str(folder))
+    monkeypatch.delitem(sys.modules, module, raising=False)  # another test's module of that name
+    importlib.invalidate_caches()
+    monkeypatch.setattr(dcbench.registry.manager, "_REGISTRY", None)
+    return f"tp-{name}"

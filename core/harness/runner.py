@@ -42,6 +42,7 @@ class RunResult:
         notes: What makes its figures n/a or thinner than asked for, and
             the allocator's own notes, one line each.
         metric_columns: The summary columns each metric wrote, by metric name.
+        network: The network the engine ran on (None: not recorded).
     """
 
     run_id: str
@@ -50,6 +51,7 @@ class RunResult:
     provenance: dict[str, Any]
     notes: list[str] = field(default_factory=list)
     metric_columns: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    network: Network | None = None
 
     def write(self, out_dir: Path) -> Path:
         """Write the run's three tables into ``out_dir/<run_id>/``, atomically.
@@ -585,7 +587,7 @@ class Runner:
         notes = [*run_notes(tables.requests), *allocator_notes(plan.allocator_entry, allocator_obj)]
         if notes:
             provenance["notes"] = notes
-        return RunResult(run_id, summary, tables, provenance, notes, columns_of)
+        return RunResult(run_id, summary, tables, provenance, notes, columns_of, network)
 
 
 def read_only_copy(columns: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:

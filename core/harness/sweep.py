@@ -9,47 +9,31 @@ of the plan, in the plan's order, so it has exactly one row per run.
 
 from __future__ import annotations
 
-import concurrent.futures
-import contextlib
 import difflib
 import json
-import multiprocessing
-import os
-import signal
 import socket
-import sys
-import threading
-import time
-import warnings
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 from dcbench.errors import DcbenchError, IncompatibleError, PluginError, ResultsError, SpecError, describe
 from dcbench.harness.paths import starts_with
 from dcbench.harness.runner import Runner, run_id_of
 from dcbench.harness.summary import SUMMARY_COLUMNS, is_adhoc, is_complete, sweep_provenance_problem
-from dcbench.harness.tables import provenance_of, read_table, write_table_atomic
+from dcbench.harness.tables import provenance_of, read_table, write_run, write_table_atomic
+from dcbench.harness.workers import (
+    PlannedRun,
+    RunOutput,
+    check_network,
+    network_digest,
+    run_apart,
+    run_in_worker,
+    start_worker,
+    worker_runner,
+)
 from dcbench.model.suite import Scenario, Suite
-from dcbench.registry import get_registry
 from dcbench.spec import Spec, bind, resolved_spec
 
 SUMMARY = "summary.parquet"
-MATH_THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
-
-
-@dataclass(frozen=True)
-class PlannedRun:
-    """One run of a sweep, planned: what it runs and the id its folder will have."""
-
-    scenario: str
-    allocator: str
-    topology: str
-    workload: str | None
-    requests: int | None
-    seed: int
-    run_id: str
-    metrics: tuple[str, ...] = ()  # the third-party metrics its run computes (`Runner.resolve`)
 
 
 def split_allocators(values: Iterable[str]) -> list[str]:
@@ -135,6 +119,7 @@ def plan(runner: Runner, suite: Suite, allocators: Sequence[str], metrics: Seque
         given[resolved] = allocator
     runs = []
     scenario_of: dict[str, str] = {}
+    digests: dict[int, str] = {}  # by network (id): the scenarios' networks are shared by the allocators
     for scenario in suite.scenarios:
         for allocator in allocators:
             try:
@@ -149,200 +134,88 @@ def plan(runner: Runner, suite: Suite, allocators: Sequence[str], metrics: Seque
                     raise PluginError(f"suite {suite.name!r} (plugin {suite.plugin or '?'}) has scenarios "
                                       f"{scenario_of[run_id]!r} and {scenario.label!r}, which resolve to the same "
                                       "runs; they would count twice in every mean: report it to the plugin's authors")
+                if id(resolved.network) not in digests:
+                    digests[id(resolved.network)] = network_digest(resolved.network)
                 runs.append(PlannedRun(scenario.label, allocator, scenario.topology, scenario.workload,
-                                scenario.requests, seed, run_id, tuple(metrics)))
+                                       scenario.requests, seed, run_id, tuple(metrics),
+                                       digests[id(resolved.network)]))
     return runs
 
 
-_WORKER_RUNNER: Runner | None = None
-
-
 def _run(run: PlannedRun) -> Any:
-    """Make one planned run with this process's runner (which keeps compiled topologies
-    across runs), made again when the plugins were loaded again (`reset_registry`)."""
-    global _WORKER_RUNNER
-    if _WORKER_RUNNER is None or _WORKER_RUNNER.registry is not get_registry():
-        _WORKER_RUNNER = Runner()
-    return _WORKER_RUNNER.run(run.allocator, run.topology, run.workload, run.requests, run.seed,
-                              metrics=run.metrics)
+    """Make one planned run in this process (`run_in_worker`'s run)."""
+    return worker_runner().run(run.allocator, run.topology, run.workload, run.requests, run.seed,
+                               metrics=run.metrics)
 
 
-def execute(run: PlannedRun, out_dir: Path) -> str:
-    """Make one planned run and write its folder (in a worker process or in this one)."""
-    result = _run(run)
-    if result.run_id != run.run_id:
-        raise ResultsError(f"run {run.run_id} came out as {result.run_id}: the worker resolved the specs "
+def check_run_id(run: PlannedRun, run_id: str) -> None:
+    if run_id != run.run_id:
+        raise ResultsError(f"run {run.run_id} came out as {run_id}: the worker resolved the specs "
                            "differently (is the same dcbench installed everywhere?)")
-    result.write(out_dir)
-    return run.run_id
-
-
-def quiet_plugin_warnings() -> None:
-    """A worker loads the plugins again; the command that started it has
-    already warned about the broken ones: once per command, not per worker."""
-    from dcbench.registry import PluginLoadWarning
-
-    warnings.filterwarnings("ignore", category=PluginLoadWarning)
-
-
-def start_worker(parent: int | None = None) -> None:
-    """What a worker process does first: die with the command's process
-    ``parent`` (a SIGKILLed sweep's workers ran on for ever), no second
-    round of plugin warnings, what plugins print on stderr, as in the
-    command's own process, and Ctrl-C left to the command, which stops the
-    workers (a worker that caught it would count it as its run's error and
-    start the next run)."""
-    if parent is not None:
-        die_with(parent)
-    quiet_plugin_warnings()
-    sys.stdout = sys.stderr
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-
-
-PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
-PARENT_CHECK_SECONDS = 0.5
-
-
-def die_with(parent: int) -> None:
-    """End this process (SIGKILL: a plugin stuck in its own code cannot stop
-    it) as soon as the process ``parent``, which started it, is gone: on
-    Linux the kernel sends the signal (``prctl(PR_SET_PDEATHSIG)``),
-    elsewhere a thread checks the parent every half second."""
-    if sys.platform.startswith("linux"):
-        import ctypes
-
-        try:
-            libc = ctypes.CDLL(None, use_errno=True)
-            if libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) == 0:
-                if os.getppid() != parent:  # gone before the signal was asked for
-                    os._exit(1)
-                return
-        except (OSError, AttributeError):
-            pass  # no prctl to be had: the thread below
-
-    def watch() -> None:
-        while os.getppid() == parent:
-            time.sleep(PARENT_CHECK_SECONDS)
-        os.kill(os.getpid(), getattr(signal, "SIGKILL", signal.SIGTERM))
-
-    threading.Thread(target=watch, name="dcbench-parent-watch", daemon=True).start()
 
 
 def run_local(runs: Sequence[PlannedRun], out_dir: Path, workers: int, advance: Callable[[PlannedRun], None]) -> None:
-    if workers <= 1 or not runs:
-        for run in runs:
-            execute(run, out_dir)
-            advance(run)
-        return
-    context = multiprocessing.get_context("spawn")
-    # The pool starts its workers at the first submissions, so the whole pool lives in the one-thread settings.
-    with one_math_thread_per_worker():
-        pool = concurrent.futures.ProcessPoolExecutor(max_workers=min(workers, len(runs)), mp_context=context,
-                                                      initializer=start_worker, initargs=(os.getpid(),))
-        try:
-            # Longest first, the episode's length standing for a run's time: the runs left for the end
-            # are short ones, so the workers finish together (a suite's largest scenario is often its last).
-            longest_first = sorted(runs, key=lambda run: -(run.requests or 0))
-            futures = {pool.submit(execute, run, out_dir): run for run in longest_first}  # (it starts the workers)
-            for future in concurrent.futures.as_completed(futures):
-                future.result()
-                advance(futures[future])
-        except concurrent.futures.process.BrokenProcessPool:
-            stop(pool)
-            raise ResultsError("a worker process died (killed for want of memory?); the runs it finished are "
-                               "kept: run the same sweep again to resume it, with fewer workers (-j)") from None
-        except BaseException:  # a run's error, or Ctrl-C: the runs under way are not waited for
-            stop(pool)
-            raise
-        pool.shutdown()
+    """Make the runs in worker processes, each allocator's apart (`run_apart`),
+    and write each run's folder here as it comes."""
+    def write(run: PlannedRun, output: RunOutput) -> None:
+        check_run_id(run, output.run_id)
+        write_run(out_dir, output.run_id, output.tables, output.provenance)
+        advance(run)
+
+    run_apart(runs, workers, write)
 
 
-def stop(pool: concurrent.futures.ProcessPoolExecutor) -> None:
-    """Cancel what has not started and end the workers now, their runs under
-    way with them (a half-written run is a staging folder, which the command
-    removes; the next sweep runs it again). A worker still there a moment
-    after SIGTERM (a plugin that handles it, or ignores it) gets SIGKILL:
-    the command must not wait on a plugin stuck in its own code. Workers
-    started but not yet in the pool's list (Ctrl-C while the pool starts
-    them) are this process's other children, and go too."""
-    workers = {id(worker): worker for worker in (pool._processes or {}).values()}  # (no public way before 3.14)
-    workers.update((id(child), child) for child in multiprocessing.active_children())
-    pool.shutdown(wait=False, cancel_futures=True)
-    for worker in workers.values():
-        worker.terminate()
-    for worker in workers.values():
-        worker.join(timeout=STOP_SECONDS)
-        if worker.is_alive():
-            worker.kill()
-            worker.join()
+def _run_remote(runs: Sequence[PlannedRun]) -> list[RunOutput]:
+    """A Ray task: make a batch of one allocator's runs where Ray places it and send them back."""
+    start_worker()  # into the worker's log: the driver has warned already
+    return [run_in_worker(run) for run in runs]
 
 
-STOP_SECONDS = 5.0  # what a worker is given to end on SIGTERM before SIGKILL
-
-
-@contextlib.contextmanager
-def one_math_thread_per_worker() -> Iterator[None]:
-    """The workers already fill the cores: a BLAS that also starts a thread
-    per core in each of them spins against the others (the shared-actor
-    a2c_multistep went from 0.5 to 4.4 ms a decision). Spawned workers read
-    these at import, so they are set while the pool starts them (the caller
-    keeps the pool in this block: it starts workers as runs are submitted);
-    a value the user set is kept."""
-    saved = {name: os.environ.get(name) for name in MATH_THREAD_VARIABLES}
-    for name in MATH_THREAD_VARIABLES:
-        os.environ.setdefault(name, "1")
-    try:
-        yield
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
-
-
-def _run_remote(run: PlannedRun) -> tuple[str, dict[str, Any], dict[str, Any]]:
-    """A Ray task: make one run where Ray places it and send the tables back."""
-    if _WORKER_RUNNER is None:
-        start_worker()  # into the worker's log, once per worker: the driver has warned already
-    result = _run(run)
-    tables = {"requests": result.tables.requests, "timeline": result.tables.timeline,
-              "summary": {k: [v] for k, v in result.summary.items()}}
-    return result.run_id, tables, result.provenance
+def ray_batches(runs: Sequence[PlannedRun], cpus: int) -> list[list[PlannedRun]]:
+    """The runs in batches of one allocator each, about two per CPU of the
+    cluster for each allocator: a batch runs in a worker process of its own."""
+    by_allocator: dict[str, list[PlannedRun]] = {}
+    for run in runs:
+        by_allocator.setdefault(run.allocator, []).append(run)
+    batches = []
+    for allocator_runs in by_allocator.values():
+        size = -(-len(allocator_runs) // (2 * max(1, cpus)))
+        batches += [allocator_runs[i:i + size] for i in range(0, len(allocator_runs), size)]
+    return batches
 
 
 def run_ray(runs: Sequence[PlannedRun], out_dir: Path, address: str | None,
             advance: Callable[[PlannedRun], None]) -> None:
-    """Make the runs as Ray tasks; the driver writes every run folder itself, so
+    """Make the runs as Ray tasks, each allocator's in worker processes of
+    their own (`ray_batches`); the driver writes every run folder itself, so
     the workers need no shared file system and resumption works as locally."""
     try:
         import ray
     except ImportError:
         raise DcbenchError("--executor ray needs Ray: pip install 'dcbench[ray]'") from None
-    from dcbench.harness.tables import write_run
-
     started_here = not ray.is_initialized()
     if started_here:
         check_reachable(address)
         ray.init(address=address, include_dashboard=False, log_to_driver=False, configure_logging=False)
     try:
-        task = ray.remote(_run_remote)
-        pending = {task.remote(run): run for run in runs}
+        task = ray.remote(max_calls=1)(_run_remote)  # (Ray reuses a worker for other tasks otherwise)
+        batches = ray_batches(runs, int(ray.cluster_resources().get("CPU", 1)))
+        pending = {task.remote(batch): batch for batch in batches}
         while pending:
             done, _ = ray.wait(list(pending), num_returns=1)
-            run = pending.pop(done[0])
+            batch = pending.pop(done[0])
             try:
-                run_id, tables, provenance = ray.get(done[0])
+                outputs = ray.get(done[0])
             except ray.exceptions.RayTaskError as exc:
                 cause = exc.cause if isinstance(getattr(exc, "cause", None), DcbenchError) else None
                 if cause is not None:
                     raise cause from None
                 raise
-            if run_id != run.run_id:
-                raise ResultsError(f"run {run.run_id} came out as {run_id} on the cluster: "
-                                   "is the same dcbench installed on every node?")
-            write_run(out_dir, run_id, tables, provenance)
-            advance(run)
+            for run, output in zip(batch, outputs):
+                check_network(run, output)
+                check_run_id(run, output.run_id)
+                write_run(out_dir, output.run_id, output.tables, output.provenance)
+                advance(run)
     finally:
         if started_here:
             ray.shutdown()

@@ -129,6 +129,7 @@ def test_parallel_workers_start_with_one_math_thread_and_the_caller_keeps_its_se
     import concurrent.futures
 
     from dcbench.harness import sweep as sweeps
+    from dcbench.harness import workers
 
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
     monkeypatch.delenv("MKL_NUM_THREADS", raising=False)
@@ -139,7 +140,7 @@ def test_parallel_workers_start_with_one_math_thread_and_the_caller_keeps_its_se
     def submit_and_ask_a_worker(pool, *args, **kwargs):
         future = submit(pool, *args, **kwargs)
         # What a worker of the pool has in its environment, as its BLAS read it when the worker started.
-        probes.append({name: submit(pool, os.getenv, name) for name in sweeps.MATH_THREAD_VARIABLES})
+        probes.append({name: submit(pool, os.getenv, name) for name in workers.MATH_THREAD_VARIABLES})
         return future
 
     monkeypatch.setattr(concurrent.futures.ProcessPoolExecutor, "submit", submit_and_ask_a_worker)
@@ -277,12 +278,12 @@ def test_an_allocator_given_twice_is_refused_before_anything_runs(tmp_path, allo
 def test_a_worker_that_dies_is_one_line_and_the_finished_runs_stay(tmp_path, monkeypatch):
     import concurrent.futures
 
-    import dcbench.harness.sweep
+    import dcbench.harness.workers
 
     def dies(futures):
         raise concurrent.futures.process.BrokenProcessPool("A process in the process pool was terminated abruptly")
 
-    monkeypatch.setattr(dcbench.harness.sweep.concurrent.futures, "as_completed", dies)
+    monkeypatch.setattr(dcbench.harness.workers.concurrent.futures, "as_completed", dies)
     result = CliRunner().invoke(cli, ["sweep", "-s", "nara2022", "-a", "random", "-j", "2", "--out",
                                       str(tmp_path / "out"), "-q"])
     assert result.exit_code == 2, result.output
@@ -424,8 +425,9 @@ def test_a_third_party_metric_runs_where_a_suite_or_an_option_asks_for_it_and_no
 
 def test_a_submission_is_ranked_as_it_was_submitted_where_its_plugin_is_not_installed(tmp_path, monkeypatch):
     import dcbench.registry
+    from tests.conftest import installed_plugin
 
-    with_plugin(tmp_path, monkeypatch, "busy", BUSY_PLUGIN)
+    installed_plugin(tmp_path / "plugins", monkeypatch, "busy", BUSY_PLUGIN)  # (the replay on submit loads it)
     runner = CliRunner()
     out, root = tmp_path / "busy", tmp_path / "board"
     swept = runner.invoke(cli, ["sweep", "-s", "busy_suite", "-a", "random,tetris", "--out", str(out), "-q", "-j", "1"])
@@ -450,7 +452,7 @@ def test_a_submission_is_ranked_as_it_was_submitted_where_its_plugin_is_not_inst
     path.write_text(json.dumps(record))
     old = runner.invoke(cli, ["leaderboard", "--root", str(root)])
     assert old.exit_code == 0 and "Ranked by `acceptance_ratio` (higher is better)" in (root / "README.md").read_text()
-    assert "'busy_suite' is not installed here and its submissions record no ranking" in old.stderr
+    assert "'tp-busy.busy_suite' is not installed here and its submissions record no ranking" in old.stderr
     for damage, problem in [({"ranked_by": {"metric": "nosuch", "higher_is_better": True}, "columns": []},
                              "its submission.json's ranked_by is not {metric: a column of its summary"),
                             ({"ranked_by": {"metric": "busy_share", "higher_is_better": False}, "columns": [{}]},

@@ -31,14 +31,12 @@ from dcbench.harness.files import staging_folder, swapped_in
 from dcbench.harness.paths import blocking_path, no_folder
 from dcbench.harness.renames import prepare_atomic, replace_all
 from dcbench.harness.report import cell, default_specs, labels, signed_ci, significant, table_ci
-from dcbench.harness.runner import Runner, metrics_of
+from dcbench.harness.runner import Runner
 from dcbench.harness.stats import mean_ci
 from dcbench.harness.submissions import (
-    SPECS,
     folder_problem,
     names_problem,
     registered_problem,
-    spec_problem,
     submission_name,
     values_problem,
 )
@@ -65,6 +63,7 @@ class Submission:
     rows: list[dict[str, Any]]
     ranked_by: tuple[str, bool] | None = None  # what its suite ranked by when submitted (older ones: None)
     columns: tuple[Column, ...] = ()  # the metrics' declarations of its columns, when submitted
+    replayed: dict[str, Any] | None = None  # what `submit` ran again (`dcbench.harness.replay.replay`), if recorded
 
 
 @dataclass
@@ -185,8 +184,12 @@ def check_root(root: Path) -> None:
                            "give a folder with --root")
 
 
-def submit(results: Path, root: Path, registry: Registry) -> Path:
-    """Validate and copy a submission into ``root/submissions`` (atomically)."""
+def submit(results: Path, root: Path, registry: Registry, workers: int = 1) -> Path:
+    """Validate a submission, replay one seed of every scenario and
+    allocator in it (`dcbench.harness.replay.replay`, ``workers`` processes
+    at a time), and copy it into ``root/submissions`` (atomically)."""
+    from dcbench.harness.replay import replay
+
     check_root(root)
     if root.is_dir() and not (root / SUBMISSIONS).is_dir() and any(root.iterdir()):
         raise ResultsError(f"'{root}' holds other things and no {SUBMISSIONS}/ folder, so it is no leaderboard; "
@@ -206,6 +209,7 @@ def submit(results: Path, root: Path, registry: Registry) -> Path:
                 raise _disagreeing(root, conflict)
             raise _refuse(f"run {run_id} is already on the leaderboard in {earlier} with another {column}; "
                           "the same run must give the same summary")
+    submission.replayed = replay(submission.rows, submission.suite, registry, workers)
     table = read_table(results / "summary.parquet")
     import pyarrow.parquet as pq
 
@@ -260,12 +264,14 @@ def load_submissions(root: Path, registry: Registry | None = None) -> list[Submi
         if described != {"name": path.name, "suite": suite, "allocators": allocators, "runs": len(rows)}:
             raise _damaged(path, "its submission.json does not describe its summary")
         ranked_by, columns = _ranking_of_record(record, rows, path)
-        submissions.append(Submission(path.name, suite, allocators, rows, ranked_by, columns))
+        replayed = _replay_of_record(record, rows, path)
+        submissions.append(Submission(path.name, suite, allocators, rows, ranked_by, columns, replayed))
     return submissions
 
 
 IDENTITY_KEYS = ("name", "suite", "allocators", "runs")  # what every submission.json says
 RANKING_KEYS = ("ranked_by", "columns")  # what it says since 0.4 (`submission_record`)
+REPLAY_KEY = "replayed"  # what it says since 0.5: the runs `submit` ran again
 
 
 def submission_record(submission: Submission) -> dict[str, Any]:
@@ -279,14 +285,42 @@ def submission_record(submission: Submission) -> dict[str, Any]:
         metric, higher = submission.ranked_by
         record["ranked_by"] = {"metric": metric, "higher_is_better": higher}
         record["columns"] = [asdict(column) for column in submission.columns]
+    if submission.replayed is not None:
+        record[REPLAY_KEY] = submission.replayed
     return record
+
+
+def _replay_of_record(record: dict[str, Any], rows: list[dict[str, Any]], path: Path) -> dict[str, Any] | None:
+    """What a ``submission.json`` says `submit` replayed, checked: runs of
+    the submission, a version and a date; None where it says nothing."""
+    replayed = record.get(REPLAY_KEY)
+    if replayed is None:
+        return None
+    run_ids = {row["run_id"] for row in rows}
+    if (not isinstance(replayed, dict) or set(replayed) != {"runs", "dcbench_version", "date"}
+            or not isinstance(replayed["runs"], list) or not replayed["runs"]
+            or not all(isinstance(run, str) and run in run_ids for run in replayed["runs"])
+            or not isinstance(replayed["dcbench_version"], str) or len(replayed["dcbench_version"]) > 40
+            or not isinstance(replayed["date"], str) or not _is_date(replayed["date"])):
+        raise _damaged(path, f"its submission.json's {REPLAY_KEY} is not {{runs: run ids of its summary, "
+                             "dcbench_version: a version, date: YYYY-MM-DD}")
+    return replayed
+
+
+def _is_date(text: str) -> bool:
+    import datetime
+
+    try:
+        return datetime.date.fromisoformat(text).isoformat() == text
+    except ValueError:
+        return False
 
 
 def _ranking_of_record(record: dict[str, Any], rows: list[dict[str, Any]], path: Path
                        ) -> tuple[tuple[str, bool] | None, tuple[Column, ...]]:
     """The ranking and column declarations a ``submission.json`` records
     (`submission_record`), checked: None and none for one that records none."""
-    unknown_keys = sorted(set(record) - set(IDENTITY_KEYS) - set(RANKING_KEYS))
+    unknown_keys = sorted(set(record) - set(IDENTITY_KEYS) - set(RANKING_KEYS) - {REPLAY_KEY})
     if unknown_keys:
         raise _damaged(path, f"its submission.json has unknown keys {unknown_keys}")
     if not any(key in record for key in RANKING_KEYS):
@@ -326,6 +360,9 @@ def _disagreeing(root: Path, conflict: tuple[str, str, str, str]) -> ResultsErro
     return _damaged(root / SUBMISSIONS / later, f"run {run_id} has other numbers than in {earlier} ({column})")
 
 
+_MISSING = object()
+
+
 def _conflict(first: Mapping[str, Any], second: Mapping[str, Any]) -> str | None:
     """The first column two copies of a run disagree on, or None."""
     for column in sorted((set(first) | set(second)) - SWEEP_COLUMNS):
@@ -349,44 +386,33 @@ def _damaged(submission: Path, problem: str) -> ResultsError:
 # ----- re-running ------------------------------------------------------------
 
 def rerun(row: Mapping[str, Any], runner: Runner) -> list[str]:
-    """Run a submitted run again; the summary columns that came out
-    otherwise (``run_id`` first, where the run's identity itself changed).
-    A run whose specs a submission may not hold is refused before anything
-    is built: an allocator that names a ``checkpoint=`` file, above all, as
-    only the checkpoints that ship with an installed plugin are loaded."""
-    for kind in SPECS:
-        problem = spec_problem(kind, row[kind])
-        if problem is not None:
-            raise ResultsError(f"{problem}; only checkpoints that ship with an installed plugin are loaded")
-    again = runner.run(row["allocator"], row["topology"], row["workload"], int(row["requests"]), int(row["seed"]),
-                       metrics=metrics_of(row.get("allocator_fingerprint") or ""))
-    if again.run_id != row["run_id"]:
-        return ["run_id"]
-    # The submission's columns: a column only this installation adds (a metric
-    # plugin the submitter did not have) says nothing about the submission.
-    differ = []
-    for column, given in row.items():
-        if column in SWEEP_COLUMNS:
-            continue
-        value = again.summary.get(column, _MISSING)
-        if not same_value(value, given):
-            differ.append(column if value is not _MISSING else f"{column} (not made here)")
-    return differ
+    """Run a submitted run again, in this process; the summary columns that
+    came out otherwise (`dcbench.harness.replay.differing_columns`). A run
+    whose specs a submission may not hold is refused before anything is
+    built (`dcbench.harness.replay.planned_rerun`)."""
+    from dcbench.harness.replay import differing_columns, planned_rerun
 
-
-_MISSING = object()
+    run = planned_rerun(row, runner)
+    again = runner.run(run.allocator, run.topology, run.workload, run.requests, run.seed, metrics=run.metrics)
+    return differing_columns(row, again.run_id, again.summary)
 
 
 def sample_runs(submissions: list[Submission], count: int, seed: int) -> list[tuple[str, dict[str, Any]]]:
-    """``count`` (submission name, row) pairs drawn without replacement, the
-    same ones for the same seed; every run where ``count`` covers them all."""
+    """``count`` (submission name, row) pairs drawn without replacement, one
+    of every submission first (more than ``count`` where there are more
+    submissions), the same ones for the same seed; every run where
+    ``count`` covers them all."""
     import numpy as np
 
     pairs = [(submission.name, row) for submission in submissions for row in submission.rows]
     if count >= len(pairs):
         return pairs
-    chosen = np.random.default_rng(seed).choice(len(pairs), size=count, replace=False)
-    return [pairs[i] for i in sorted(chosen)]
+    rng = np.random.default_rng(seed)
+    starts = np.cumsum([0] + [len(submission.rows) for submission in submissions])
+    firsts = [int(start + rng.integers(size)) for start, size in zip(starts[:-1], np.diff(starts)) if size]
+    others = np.setdiff1d(np.arange(len(pairs)), firsts)
+    rest = rng.choice(others, size=max(0, count - len(firsts)), replace=False).tolist()
+    return [pairs[i] for i in sorted(firsts + rest)]
 
 
 # ----- ranking ---------------------------------------------------------------

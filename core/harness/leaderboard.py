@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from dcbench.errors import DcbenchError, ResultsError, describe
-from dcbench.harness.files import staging_folder, swapped_in
+from dcbench.harness.files import read_json, staging_folder, swapped_in
 from dcbench.harness.paths import blocking_path, no_folder
 from dcbench.harness.renames import prepare_atomic, replace_all
 from dcbench.harness.report import cell, default_specs, labels, signed_ci, significant, table_ci
@@ -336,7 +336,7 @@ def _conflict(first: Mapping[str, Any], second: Mapping[str, Any]) -> str | None
 
 def _submission_record(path: Path) -> Any:
     try:
-        return json.loads((path / "submission.json").read_text(encoding="utf-8"))
+        return read_json(path / "submission.json")
     except (OSError, ValueError) as exc:
         raise _damaged(path, f"its submission.json does not read: {describe(exc)}") from None
 

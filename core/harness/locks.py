@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Iterator
 
 from dcbench.errors import ResultsError
+from dcbench.harness.files import parse_json
 
 try:
     import fcntl
@@ -106,8 +107,8 @@ def _holder(descriptor: int) -> dict:
     """Who holds the lock, as it wrote (it writes just after it locks: give it a moment)."""
     for _ in range(20):
         try:
-            holder = json.loads(os.pread(descriptor, 4096, 0) or b"null")
-        except ValueError:
+            holder = parse_json(os.pread(descriptor, 4096, 0) or b"null")
+        except ValueError:  # (half written, or not a lock's: `UnreadableJSON` too)
             holder = None
         if isinstance(holder, dict):
             return holder

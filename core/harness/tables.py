@@ -22,7 +22,14 @@ from typing import Any, Iterator, Mapping
 import numpy as np
 
 from dcbench.errors import ResultsError, describe
-from dcbench.harness.files import remove_staging, staging_folder, swap_in, write_atomic
+from dcbench.harness.files import (
+    UnreadableJSON,
+    parse_json,
+    remove_staging,
+    staging_folder,
+    swap_in,
+    write_atomic,
+)
 from dcbench.harness.paths import _cannot_write
 
 TABLES = ("requests", "timeline", "summary")
@@ -236,7 +243,9 @@ def _read_provenance(table: Any) -> tuple[dict[str, Any] | None, str | None]:
     if METADATA_KEY not in metadata:
         return None, NO_PROVENANCE
     try:
-        provenance = json.loads(metadata[METADATA_KEY])
+        provenance = parse_json(metadata[METADATA_KEY])
+    except UnreadableJSON as exc:  # too long or too deep
+        return None, f"its dcbench provenance is {exc}"
     except ValueError:  # not UTF-8 or not JSON
         return None, "its dcbench provenance is not JSON"
     if not isinstance(provenance, dict):

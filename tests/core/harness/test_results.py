@@ -99,6 +99,9 @@ def test_foreign_parquet_has_no_provenance(tmp_path):
 @pytest.mark.parametrize("stored, problem", [
     (b"{not json", "its dcbench provenance is not JSON"),
     (b"[1, 2]", "its dcbench provenance is a JSON list, not an object"),
+    (b"[" * 100_000, "its dcbench provenance is JSON nested more deeply than it can be parsed"),
+    (b"[" + b"0," * 5_000_000 + b"0]", "its dcbench provenance is JSON of more than the 8,388,608 bytes dcbench "
+                                       "reads"),
 ])
 def test_damaged_provenance_is_a_one_line_error_that_names_the_file(tmp_path, stored, problem):
     import pyarrow as pa

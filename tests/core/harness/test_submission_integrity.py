@@ -207,6 +207,55 @@ def test_a_small_summary_that_decompresses_to_millions_of_rows_is_refused_before
             "have; remove it and rerun\n")
 
 
+def with_provenance(path, stored):
+    table = pq.read_table(path)
+    pq.write_table(table.replace_schema_metadata({b"dcbench": stored}), path)
+
+
+DEEP = b"[" * 100_000  # deeper than Python's parser goes: a RecursionError, were it not caught
+
+
+def test_provenance_nested_too_deeply_is_one_line_that_names_the_file(random_sweep, tmp_path):
+    results = tmp_path / "results"
+    shutil.copytree(random_sweep, results)
+    with_provenance(results / "summary.parquet", DEEP)
+    summary = results / "summary.parquet"
+    problem = "its dcbench provenance is JSON nested more deeply than it can be parsed"
+    for command, said in [
+        (["report", str(results)], f"'{summary}' is damaged ({problem}); remove it and run the sweep again"),
+        (["plot", str(results)], f"'{summary}' is damaged ({problem}); remove it and run the sweep again"),
+        (["leaderboard", "--root", str(tmp_path / "board"), "submit", str(results)],
+         f"'{summary}' is damaged ({problem}); remove it and run the sweep again"),
+        (["sweep", "-s", "nara2022", "-a", "random", "--out", str(results), "-q"],
+         f"'{summary}' is not a dcbench sweep's summary ({problem}); give this sweep another --out"),
+    ]:
+        result = CliRunner().invoke(cli, command)
+        assert result.exit_code == 2 and result.output.count("\n") == 1, result.output
+        assert result.output.startswith(f"Error: {said}")
+
+
+@pytest.mark.parametrize("damage, problem", [
+    (lambda submission: with_provenance(submission / "summary.parquet", DEEP),
+     "its dcbench provenance is JSON nested more deeply than it can be parsed"),
+    (lambda submission: (submission / "submission.json").write_bytes(DEEP),
+     "its submission.json does not read: UnreadableJSON: JSON nested more deeply than it can be parsed"),
+    (lambda submission: (submission / "submission.json").write_bytes(b"[" + b"0," * 5_000_000 + b"0]"),
+     "its submission.json does not read: UnreadableJSON: JSON of more than the 8,388,608 bytes dcbench reads"),
+    (lambda submission: ((submission / "submission.json").unlink(), os.mkfifo(submission / "submission.json")),
+     "its submission.json does not read: OSError: [Errno 22] not a file but a folder, a device or a pipe"),
+])
+def test_a_submission_whose_json_does_not_parse_is_named_by_the_rebuild_and_verify(random_sweep, tmp_path, damage,
+                                                                                  problem):
+    root = tmp_path / "leaderboard"
+    assert submit(random_sweep, root).exit_code == 0
+    (submission,) = (root / "submissions").iterdir()
+    damage(submission)
+    for command in ([], ["verify", "--runs", "1"]):
+        result = CliRunner().invoke(cli, ["leaderboard", "--root", str(root), *command])
+        assert result.exit_code == 2 and result.output.count("\n") == 1, result.output
+        assert result.output.startswith(f"Error: submission '{submission}' is damaged ({problem}")
+
+
 @pytest.mark.parametrize("command", ["report", "plot", "submit"])
 def test_a_pipe_named_summary_parquet_is_refused_in_one_line_not_waited_on(tmp_path, command):
     results = tmp_path / "results"

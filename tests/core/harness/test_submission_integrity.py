@@ -207,6 +207,20 @@ def test_a_small_summary_that_decompresses_to_millions_of_rows_is_refused_before
             "have; remove it and rerun\n")
 
 
+def test_a_small_summary_whose_text_decodes_to_gigabytes_is_refused_in_one_line(random_sweep, tmp_path):
+    from tests.core.harness.test_results import dictionary_bomb
+
+    results = tmp_path / "results"
+    shutil.copytree(random_sweep, results)
+    dictionary_bomb(results / "summary.parquet")
+    for command in (["report", str(results)], ["plot", str(results)],
+                    ["leaderboard", "--root", str(tmp_path / "board"), "submit", str(results)]):
+        result = CliRunner().invoke(cli, command)
+        assert result.exit_code == 2 and result.output == (
+            f"Error: '{results / 'summary.parquet'}' decodes to 65,540,000,000 bytes, more than the 268,435,456 a "
+            "results table may hold (its column 'run_id' alone to 65,536,000,000); remove it and rerun\n")
+
+
 def with_provenance(path, stored):
     table = pq.read_table(path)
     pq.write_table(table.replace_schema_metadata({b"dcbench": stored}), path)

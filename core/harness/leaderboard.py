@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import html
+import inspect
 import json
 import math
 import os
@@ -28,6 +29,8 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from dcbench.errors import DcbenchError, ResultsError, describe
 from dcbench.harness.files import read_json, staging_folder, swapped_in
+from dcbench.harness.journal import remove_leftovers
+from dcbench.harness.locks import file_lock, folder_lock, sole_writer
 from dcbench.harness.paths import blocking_path, no_folder
 from dcbench.harness.renames import prepare_atomic, replace_all
 from dcbench.harness.report import cell, default_specs, labels, signed_ci, significant, table_ci
@@ -185,6 +188,31 @@ def check_root(root: Path) -> None:
                            "give a folder with --root")
 
 
+def leaderboard_lock(root: Path) -> Path:
+    """The lock file of the leaderboard folder ``root``: beside it
+    (``.NAME.lock``), not in it, where it would be one more thing in a
+    folder that `submit` checks is a leaderboard's or empty."""
+    folder = Path(os.path.abspath(root))
+    return file_lock(folder) if folder.name else folder_lock(folder)
+
+
+def _holding_the_lock(command: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """A decorator: the function, given the leaderboard folder as ``root``,
+    runs holding its lock (`leaderboard_lock`), so that a second ``command``
+    (a submit or a rebuild) of the same leaderboard meanwhile is refused in
+    one line rather than check and write beside it."""
+    def decorate(function: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(function)
+        def holding_the_lock(*args: Any, **kwargs: Any) -> Any:
+            root = inspect.signature(function).bind(*args, **kwargs).arguments["root"]
+            check_root(root)  # first: a root below a file has no folder for the lock
+            with sole_writer(leaderboard_lock(root), command, root, option="--root"):
+                return function(*args, **kwargs)
+        return holding_the_lock
+    return decorate
+
+
+@_holding_the_lock("leaderboard submit")
 def submit(results: Path, root: Path, registry: Registry) -> Path:
     """Validate and copy a submission into ``root/submissions`` (atomically)."""
     check_root(root)
@@ -432,8 +460,11 @@ def _metric_columns(rows: list[dict[str, Any]], primary: str, declared: Sequence
     return sorted(column for column in numbers if any(declaration.matches([column]) for declaration in declared))
 
 
+@_holding_the_lock("leaderboard")
 def build(root: Path, registry: Registry) -> list[Path]:
-    """Rebuild ``root/README.md``, ``root/index.html`` and ``root/plots/`` from the submissions."""
+    """Rebuild ``root/README.md``, ``root/index.html`` and ``root/plots/``
+    from the submissions, first removing what a killed rebuild left of
+    them (`BUILT`): under the lock, no other rebuild can be writing them."""
     from dcbench._version import __version__
 
     check_root(root)
@@ -441,6 +472,7 @@ def build(root: Path, registry: Registry) -> list[Path]:
         raise ResultsError(f"no leaderboard folder '{root}'; give the folder that holds {SUBMISSIONS}/ with "
                            f"--root, or start one with `dcbench leaderboard --root {root} submit RESULTS`")
     check_own_folder(root)
+    remove_leftovers(root, BUILT)
     submissions = load_submissions(root, registry)
     suites = registry.entries("suite")
     baseline_names = baselines(registry)
@@ -482,6 +514,7 @@ def build(root: Path, registry: Registry) -> list[Path]:
 
 # What marks the pages `build` writes as its own (the first lines of each).
 OWN_PAGES = {"README.md": "# dcbench leaderboard\n", "index.html": "<!DOCTYPE html>\n<html lang=\"en\"><head>"}
+BUILT = ("plots", *OWN_PAGES)  # what `build` replaces, through temporaries named after them
 
 
 def check_own_folder(root: Path) -> None:

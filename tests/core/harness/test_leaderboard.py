@@ -616,3 +616,70 @@ def test_every_cell_shows_its_mean_to_three_significant_digits(sweep_results, tm
                 assert value == pytest.approx(mean, rel=5e-3, abs=1e-300), (scenario, allocator, column, shown)
                 checked += mean != 0 and abs(mean) < 0.1
     assert checked > 0  # small values were among them
+
+
+# ----- one writer at a time, and what a killed one left ---------------------
+
+def test_a_second_submit_while_one_is_under_way_is_refused_in_one_line_and_the_board_is_whole(
+        sweep_results, random_sweep, tmp_path, monkeypatch):
+    import os
+    import threading
+
+    from dcbench.errors import ResultsError
+    from dcbench.harness import leaderboard
+    from dcbench.registry import get_registry
+
+    root = tmp_path / "leaderboard"
+    checking, may_go_on = threading.Event(), threading.Event()
+    validate = leaderboard.validate
+
+    def held_while_checked(results, registry):  # the first submit, paused between its check and its write
+        if results == sweep_results:
+            checking.set()
+            may_go_on.wait(timeout=120)
+        return validate(results, registry)
+
+    monkeypatch.setattr(leaderboard, "validate", held_while_checked)
+    accepted = []
+    first = threading.Thread(target=lambda: accepted.append(leaderboard.submit(sweep_results, root, get_registry())))
+    first.start()
+    try:
+        assert checking.wait(timeout=120)
+        with pytest.raises(ResultsError) as refused:
+            leaderboard.submit(random_sweep, root, get_registry())
+        rebuilt = CliRunner().invoke(cli, ["leaderboard", "--root", str(root)])
+    finally:
+        may_go_on.set()
+        first.join()
+    said = f"another dcbench leaderboard submit is writing to '{root}' (pid {os.getpid()}); wait for it or choose " \
+           "another --root"
+    assert str(refused.value) == said
+    assert rebuilt.exit_code == 2 and rebuilt.output == f"Error: {said}\n"
+    assert len(accepted) == 1 and [p.name for p in (root / "submissions").iterdir()] == [accepted[0].name]
+    assert not (tmp_path / ".leaderboard.lock").exists()
+    second = CliRunner().invoke(cli, ["leaderboard", "--root", str(root), "submit", str(random_sweep)])
+    assert second.exit_code == 0, second.output  # once the first is done
+    rebuilt = CliRunner().invoke(cli, ["leaderboard", "--root", str(root)])
+    assert rebuilt.exit_code == 0, rebuilt.output
+    assert sorted(p.name for p in root.iterdir()) == ["README.md", "index.html", "plots", "submissions"]
+    assert len(list((root / "submissions").iterdir())) == 2 and sorted(os.listdir(tmp_path)) == ["leaderboard"]
+
+
+def test_a_rebuild_removes_what_a_killed_rebuild_left_and_nothing_else(tmp_path):
+    root = tmp_path / "leaderboard"
+    shutil.copytree(Path(__file__).resolve().parents[3] / "leaderboard", root)
+    committed = snapshot(root)
+    left = [root / ".plots.tmp-k1ll3d", root / ".plots.old-k1ll3d", root / ".README.md.tmp-k1ll3d",
+            root / ".index.html.tmp-k1ll3d", root / ".README.md.old-4242"]
+    for leftover in left[:2]:
+        (leftover / "plots").mkdir(parents=True)
+        (leftover / "plots" / "nara2022.png").write_bytes(b"half a plot")
+    for leftover in left[2:]:
+        leftover.write_text("half a page")
+    others = [root / ".notes.tmp-mine", root / "submissions" / ".nara2022--x--00000000.tmp-abc"]
+    for other in others:  # not the rebuild's: another name, or a submit's
+        other.mkdir()
+    result = CliRunner().invoke(cli, ["leaderboard", "--root", str(root)])
+    assert result.exit_code == 0, result.output
+    assert [path for path in left if path.exists()] == [] and all(other.is_dir() for other in others)
+    assert snapshot(root) == committed  # (the folders left are empty: no file in them)

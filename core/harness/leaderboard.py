@@ -38,6 +38,7 @@ from dcbench.harness.runner import Runner, metrics_of
 from dcbench.harness.stats import mean_ci
 from dcbench.harness.submissions import (
     SPECS,
+    counts_problem,
     folder_problem,
     names_problem,
     registered_problem,
@@ -100,7 +101,8 @@ def validate(results: Path, registry: Registry) -> Submission:
     if is_adhoc_sweep(results):  # before its runs are checked: nothing about them would make it rankable
         raise _refuse(f"'{results}' is an ad-hoc sweep (of -t/-w specs, not a suite); the leaderboard ranks "
                       "registered suites only: sweep one with -s SUITE (see `dcbench list suites`)")
-    table = read_sweep_summary(results, registry, runs_needed=True)  # its provenance, columns, runs, run folders
+    # its provenance, columns, runs, run folders; its numbers, `check_contents` checks
+    table = read_sweep_summary(results, registry, runs_needed=True, numbers=False)
     provenance = provenance_of(table)
     suite_name = provenance["suite"]
     suites = registry.entries("suite")
@@ -130,14 +132,18 @@ def validate(results: Path, registry: Registry) -> Submission:
 def check_contents(table: Any, rows: list[dict[str, Any]], suites: Mapping[str, Any], runner: Runner) -> None:
     """What `submit` and every rebuild check of a submission's summary once
     it reads as a sweep's (`sweep_summary_problem`): its names (plain specs,
-    labels and column names), every number within its column's range, and,
-    where its suite is registered, its rows against the suite's (`_check_rows`)."""
+    labels and column names), every number within its column's range,
+    where its suite is registered its rows against the suite's
+    (`_check_rows`), and every row's counts against each other (`counts_problem`)."""
     suite = provenance_of(table)["suite"]
     problem = names_problem(suite, table.column_names, rows) or values_problem(table)
     if problem is not None:
         raise _RowsProblem(problem)
     if suite in suites:  # a suite no longer registered cannot be checked
         _check_rows(suites[suite], rows, runner)
+    problem = counts_problem(table)
+    if problem is not None:
+        raise _RowsProblem(problem)
 
 
 def _allocators(rows: list[dict[str, Any]]) -> list[str]:

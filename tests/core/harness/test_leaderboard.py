@@ -185,18 +185,19 @@ def test_verify_runs_submitted_runs_again_and_names_what_came_out_otherwise(swee
     assert [line.split("elapsed  ")[1] for line in result.stderr.splitlines()] == drawn
     quiet = runner.invoke(cli, ["leaderboard", "--root", str(root), "verify", "--runs", "4", "--seed", "3", "-q"])
     assert quiet.exit_code == 0 and quiet.stderr == "" and quiet.stdout == result.stdout
+    # (a column no other one checks: an acceptance ratio that disagrees with the counts is damage, not a result)
     rewrite_summary(submission, lambda table: table.set_column(
-        table.schema.get_field_index("acceptance_ratio"), "acceptance_ratio",
-        pa.array([v / 2 for v in table.column("acceptance_ratio").to_pylist()])))
+        table.schema.get_field_index("cpu_util"), "cpu_util",
+        pa.array([v / 2 for v in table.column("cpu_util").to_pylist()])))
     tampered = runner.invoke(cli, ["leaderboard", "--root", str(root), "verify", "--runs", "2", "--seed", "3"])
     assert tampered.exit_code == 1
     lines = tampered.stdout.splitlines()
     assert len(lines) == 3 and lines[-1] == "2 of 2 runs came out otherwise"
-    assert all(line.startswith(f"{submission.name}: ") and line.endswith(": other acceptance_ratio")
+    assert all(line.startswith(f"{submission.name}: ") and line.endswith(": other cpu_util")
                for line in lines[:2])
     rewrite_summary(submission, lambda table: table.set_column(  # the tampered column back as it was
-        table.schema.get_field_index("acceptance_ratio"), "acceptance_ratio",
-        pa.array([v * 2 for v in table.column("acceptance_ratio").to_pylist()])))
+        table.schema.get_field_index("cpu_util"), "cpu_util",
+        pa.array([v * 2 for v in table.column("cpu_util").to_pylist()])))
     as_if_made_by(submission, {"random": "firstfit"})  # a third party's allocator, not installed here
     some = runner.invoke(cli, ["leaderboard", "--root", str(root), "verify", "--runs", "6", "--seed", "1"])
     assert some.exit_code == 0, some.output
@@ -399,24 +400,24 @@ def test_a_run_submitted_twice_with_other_numbers_is_refused_and_named(sweep_res
     root = tmp_path / "leaderboard"
     runner = CliRunner()
     assert runner.invoke(cli, ["leaderboard", "--root", str(root), "submit", str(sweep_results)]).exit_code == 0
-    doctored = tmp_path / "doctored"  # the tetris runs alone, each told to have accepted 1 %
+    doctored = tmp_path / "doctored"  # the tetris runs alone, each told to have used 1 % of the CPUs
     shutil.copytree(sweep_results, doctored)
     rewrite_summary(doctored, lambda table: listing_its_runs(pa.Table.from_pylist(
-        [{**row, "acceptance_ratio": 0.01} for row in table.to_pylist() if row["allocator"].startswith("tetris")],
+        [{**row, "cpu_util": 0.01} for row in table.to_pylist() if row["allocator"].startswith("tetris")],
         schema=table.schema)))
     for run in pq.read_table(doctored / "summary.parquet").column("run_id").to_pylist():
         rewrite_summary(doctored / run, lambda table: table.set_column(
-            table.schema.get_field_index("acceptance_ratio"), "acceptance_ratio", pa.array([0.01])))
+            table.schema.get_field_index("cpu_util"), "cpu_util", pa.array([0.01])))
     before = snapshot(root)
     refused = runner.invoke(cli, ["leaderboard", "--root", str(root), "submit", str(doctored)])
     assert refused.exit_code == 2 and refused.output.count("\n") == 1
     assert "is already on the leaderboard in nara2022--random-tetris--" in refused.output
-    assert "with another acceptance_ratio; the same run must give the same summary" in refused.output
+    assert "with another cpu_util; the same run must give the same summary" in refused.output
     assert snapshot(root) == before
     # copied in by hand, the rebuild names the conflict rather than taking either copy
     (original,) = (root / "submissions").iterdir()
     copied_submission(root, original, "nara2022--random-tetris--00000000",
-                      lambda row: row.update(acceptance_ratio=0.01))
+                      lambda row: row.update(cpu_util=0.01))
     result = runner.invoke(cli, ["leaderboard", "--root", str(root)])
     assert result.exit_code == 2 and "has other numbers than in nara2022--random-tetris--" in result.output
 

@@ -129,7 +129,7 @@ def status_line(row: dict[str, Any]) -> str:
 
 def said_nothing_was_trained(state: Path, checkpoint: Path, steps: int | None) -> None:
     """One line where the trainer resumed a state that had its --steps already (not silence)."""
-    from dcbench.harness.files import read_json
+    from dcbench.harness.records import read_json
 
     try:
         had = read_json(checkpoint.with_suffix(".json")).get("steps")

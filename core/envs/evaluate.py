@@ -51,7 +51,7 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 import numpy as np
 
 from dcbench.errors import AllocatorError, DcbenchError, NotInstalledError, PluginError, SpecError, describe
-from dcbench.harness.files import read_json
+from dcbench.harness.records import read_json
 from dcbench.harness.runner import Runner
 from dcbench.model.suite import Scenario, Suite
 from dcbench.registry import Registry

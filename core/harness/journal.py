@@ -30,8 +30,8 @@ from pathlib import Path
 from typing import Callable, Collection, Iterable, Sequence
 
 from dcbench.errors import ResultsError, describe
-from dcbench.harness.files import read_json
 from dcbench.harness.paths import check_regular_file
+from dcbench.harness.records import read_json
 from dcbench.harness.renames import prepare_atomic
 
 try:

@@ -28,10 +28,11 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from dcbench.errors import DcbenchError, ResultsError, describe
-from dcbench.harness.files import read_json, staging_folder, swapped_in
+from dcbench.harness.files import staging_folder, swapped_in
 from dcbench.harness.journal import remove_leftovers
 from dcbench.harness.locks import file_lock, folder_lock, sole_writer
 from dcbench.harness.paths import blocking_path, no_folder
+from dcbench.harness.records import read_json
 from dcbench.harness.renames import prepare_atomic, replace_all
 from dcbench.harness.report import cell, default_specs, labels, signed_ci, significant, table_ci
 from dcbench.harness.runner import Runner, metrics_of

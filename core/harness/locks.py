@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Iterator
 
 from dcbench.errors import ResultsError
-from dcbench.harness.files import parse_json
+from dcbench.harness.records import parse_json
 
 try:
     import fcntl

@@ -22,15 +22,9 @@ from typing import Any, Iterator, Mapping
 import numpy as np
 
 from dcbench.errors import ResultsError, describe
-from dcbench.harness.files import (
-    UnreadableJSON,
-    parse_json,
-    remove_staging,
-    staging_folder,
-    swap_in,
-    write_atomic,
-)
+from dcbench.harness.files import remove_staging, staging_folder, swap_in, write_atomic
 from dcbench.harness.paths import _cannot_write
+from dcbench.harness.records import UnreadableJSON, parse_json
 
 TABLES = ("requests", "timeline", "summary")
 

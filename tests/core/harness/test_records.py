@@ -6,7 +6,7 @@ import os
 import pytest
 
 from dcbench import ResultsError
-from dcbench.harness.files import MAX_JSON_BYTES, UnreadableJSON, parse_json, read_json
+from dcbench.harness.records import MAX_JSON_BYTES, UnreadableJSON, parse_json, read_json
 
 DEEP = "[" * 100_000  # deeper than Python's parser goes: a RecursionError, were it not caught
 

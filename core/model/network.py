@@ -68,11 +68,13 @@ class Topology:
 
     Attributes:
         graph: A networkx graph of every server and switch; each edge has
-            ``capacity`` (channels or Gbps, see ``link_unit``) and ``tier``
-            (1 = nearest the servers, and where none is given).
+            ``capacity`` (channels or Gbps, see ``link_unit``; 0 to
+            `MAX_CAPACITY`) and ``tier`` (1 = nearest the servers, and
+            where none is given).
         servers: The server nodes of ``graph``, in index order.
         resources: The resources' names, such as ("cpu", "mem").
-        capacity: Each server's capacity, servers × resources.
+        capacity: Each server's capacity, servers × resources, each 0 to
+            `MAX_CAPACITY`.
         racks: Each server's rack, an integer label from 0 (servers,).
         pods: Each server's pod, an integer label from 0 (servers,).
         link_unit: What a link's capacity counts: "channels" or "Gbps".

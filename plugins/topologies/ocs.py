@@ -22,8 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from dcbench import Circuits, Param, Scenario, Suite, Topology, hookimpl
-from dcbench.model.network import MAX_CAPACITY
+from dcbench import MAX_CAPACITY, Circuits, Param, Scenario, Suite, Topology, hookimpl
 
 RESOURCES = ("cpu", "mem", "disk")
 FIXED_FABRICS = ("all2all", "circuits")

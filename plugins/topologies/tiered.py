@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from dcbench import Param, Scenario, Suite, Topology, hookimpl
-from dcbench.model.network import MAX_CAPACITY
+from dcbench import MAX_CAPACITY, Param, Scenario, Suite, Topology, hookimpl
 
 # Oversubscription label -> (RA, AC) channel multipliers of the SR channels.
 RATIOS = {"1x1": (8.0, 8.0), "1x4": (4.0, 2.0), "1x8": (4.0, 1.0), "1x16": (2.0, 0.5)}

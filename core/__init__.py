@@ -35,7 +35,7 @@ from dcbench.errors import (
 )
 from dcbench.hookspecs import hookimpl
 from dcbench.model.allocation import Allocation, Reject, Route, State, Swap, check_allocation
-from dcbench.model.network import Circuits, Network, Topology
+from dcbench.model.network import MAX_CAPACITY, Circuits, Network, Topology
 from dcbench.model.requests import CONNECTIVITY_RULES, PacketModel, Request, RequestSequence, Workload
 from dcbench.model.suite import Scenario, Suite
 from dcbench.registry.columns import Column
@@ -47,7 +47,7 @@ __all__ = [
     "hookimpl", "Param", "Range", "Spec", "Column", "Scenario", "Suite",
     # what a topology or workload plugin builds
     "Topology", "Network", "Circuits", "Workload", "Request", "RequestSequence", "PacketModel",
-    "CONNECTIVITY_RULES",
+    "CONNECTIVITY_RULES", "MAX_CAPACITY",
     # what an allocator returns, and the engine it runs in
     "Allocation", "Reject", "Route", "Swap", "State", "check_allocation", "Allocator", "RunTables",
     "SPREAD_LEVELS", "simulate", "PoolBuilder", "PoolAllocator", "JobBuilder", "JobAllocator",

@@ -18,12 +18,22 @@ import re
 from dataclasses import MISSING, dataclass, field, fields, is_dataclass
 from typing import Any, Callable, Mapping, Sequence
 
-from dcbench.errors import SpecError
+from dcbench.errors import SpecError, short_repr
 
 # A plugin's name, or a third-party one's qualified by its distribution's normalized name, which may start
 # with a digit (``3d-pack.firstfit``).
 _NAME = re.compile(r"^(?:[A-Za-z_][A-Za-z0-9_.\-]*|[A-Za-z0-9][A-Za-z0-9\-]*\.[A-Za-z_][A-Za-z0-9_\-]*)$")
 _KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# The longest spec parsed: room for a checkpoint= path as long as a path may be (4,096 bytes), far beyond what
+# any suite or submission holds (the longest committed spec has 104 characters); a longer one is a paste gone
+# wrong, refused with its text cut.
+MAX_SPEC_CHARACTERS = 5_000
+ECHOED = 80  # the most characters of a spec, or of a part of it, that an error quotes
+
+
+def _echo(text: str) -> str:
+    """``text`` quoted for an error, cut at `ECHOED` characters."""
+    return short_repr(text, ECHOED)
 
 
 @dataclass(frozen=True)
@@ -57,30 +67,34 @@ class Spec:
                 keyword.
         """
         text = text.strip()
+        if len(text) > MAX_SPEC_CHARACTERS:
+            raise SpecError(f"spec {_echo(text)} has {len(text):,} characters, more than the "
+                            f"{MAX_SPEC_CHARACTERS:,} a spec may have; shorten it")
         expected = "expected NAME[:ARG,...,KEY=VALUE], e.g. 'tiered:32,1x4,pods=8'"
         name, sep, rest = (part.strip() for part in text.partition(":"))
+        malformed = f"malformed spec {_echo(text)}"
         if not _NAME.match(name):
-            raise SpecError(f"malformed spec {text!r}: bad name {name!r}; {expected}")
+            raise SpecError(f"{malformed}: bad name {_echo(name)}; {expected}")
         args: list[str] = []
         kwargs: dict[str, str] = {}
         if sep and not rest:
-            raise SpecError(f"malformed spec {text!r}: nothing after ':'; {expected}")
+            raise SpecError(f"{malformed}: nothing after ':'; {expected}")
         for item in rest.split(",") if rest else []:
             item = item.strip()
             if not item:
-                raise SpecError(f"malformed spec {text!r}: empty argument; {expected}")
+                raise SpecError(f"{malformed}: empty argument; {expected}")
             key, eq, value = item.partition("=")
             if eq:
                 key, value = key.strip(), value.strip()
                 if not _KEY.match(key) or not value:
-                    raise SpecError(f"malformed spec {text!r}: bad keyword {item!r}; {expected}")
+                    raise SpecError(f"{malformed}: bad keyword {_echo(item)}; {expected}")
                 if key in kwargs:
-                    raise SpecError(f"malformed spec {text!r}: {key!r} given twice")
+                    raise SpecError(f"{malformed}: {_echo(key)} given twice")
                 kwargs[key] = value
             else:
                 if kwargs:
                     raise SpecError(
-                        f"malformed spec {text!r}: positional {item!r} after a keyword; "
+                        f"{malformed}: positional {_echo(item)} after a keyword; "
                         "put positional arguments first"
                     )
                 args.append(item)
@@ -237,17 +251,17 @@ class Param:
         except (ValueError, KeyError):
             hint = _non_ascii_hint(raw) if self.type in (int, float) else ""
             raise SpecError(
-                f"{owner}: {self.name}={raw!r} is not {_TYPE_NAMES.get(self.type, self.type.__name__)}{hint}"
+                f"{owner}: {self.name}={_echo(raw)} is not {_TYPE_NAMES.get(self.type, self.type.__name__)}{hint}"
             ) from None
         if self.choices is not None and value not in self.choices:
             allowed = ", ".join(format_value(c) for c in self.choices)
-            raise SpecError(f"{owner}: {self.name}={raw!r} is not one of {allowed}")
+            raise SpecError(f"{owner}: {self.name}={_echo(raw)} is not one of {allowed}")
         problem = Range(self.minimum, self.maximum, self.above).violation(value) \
             if self.type in (int, float) else None
         if not problem and self.type is int and abs(value) > LARGEST_INTEGER:
             problem = f"at most {LARGEST_INTEGER:,} in size"
         if problem:
-            raise SpecError(f"{owner}: {self.name}={raw!r} must be {problem}")
+            raise SpecError(f"{owner}: {self.name}={_echo(raw)} must be {problem}")
         return value
 
     def usage(self) -> str:
@@ -306,7 +320,7 @@ def unknown(what: str, name: str, known: Sequence[str], plural: str | None = Non
     suggestion only where a known name is close."""
     close = difflib.get_close_matches(name, list(known), n=1)
     suggestion = f"; did you mean {close[0]!r}?" if close else "."
-    return f"unknown {what} {name!r}{suggestion} Known {plural or what + 's'}: {', '.join(known) or 'none'}"
+    return f"unknown {what} {_echo(name)}{suggestion} Known {plural or what + 's'}: {', '.join(known) or 'none'}"
 
 
 def bind(owner: str, params: Sequence[Param], spec: Spec) -> dict[str, Any]:
@@ -317,7 +331,7 @@ def bind(owner: str, params: Sequence[Param], spec: Spec) -> dict[str, Any]:
         names = ", ".join(p.name for p in positional) or "none"
         raise SpecError(
             f"{owner}: takes {len(positional)} positional argument(s) ({names}), "
-            f"got {len(spec.args)} in {str(spec)!r}"
+            f"got {len(spec.args)} in {_echo(str(spec))}"
         )
     values: dict[str, Any] = {}
     for param, raw in zip(positional, spec.args):
@@ -438,7 +452,8 @@ def config_options(config_class: type, options: Mapping[str, str] | None, owner:
     parsed: dict[str, Any] = {}
     for key, text in (options or {}).items():
         if key == "steps" and any(setting.name == "steps" for setting in fields(config_class)):
-            raise SpecError(f"{owner}: steps={text} is not a training option; give it as --steps {text}")
+            steps = text if len(text) <= ECHOED else text[: ECHOED - 1] + "…"
+            raise SpecError(f"{owner}: steps={steps} is not a training option; give it as --steps {steps}")
         if key not in params:
             raise SpecError(f"{owner}: {unknown('training option', key, list(params))}")
         parsed[key] = params[key].convert(owner, text)

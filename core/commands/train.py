@@ -129,10 +129,10 @@ def status_line(row: dict[str, Any]) -> str:
 
 def said_nothing_was_trained(state: Path, checkpoint: Path, steps: int | None) -> None:
     """One line where the trainer resumed a state that had its --steps already (not silence)."""
-    import json
+    from dcbench.harness.records import read_json
 
     try:
-        had = json.loads(checkpoint.with_suffix(".json").read_text(encoding="utf-8")).get("steps")
+        had = read_json(checkpoint.with_suffix(".json")).get("steps")
     except (OSError, ValueError, AttributeError):
         had = None
     asked = "the trainer's default steps" if steps is None else f"--steps {steps:,}"

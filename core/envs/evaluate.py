@@ -51,6 +51,7 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 import numpy as np
 
 from dcbench.errors import AllocatorError, DcbenchError, NotInstalledError, PluginError, SpecError, describe
+from dcbench.harness.records import read_json
 from dcbench.harness.runner import Runner
 from dcbench.model.suite import Scenario, Suite
 from dcbench.registry import Registry
@@ -394,7 +395,7 @@ def _load_record(stored: StoredPolicy) -> Any:
 
 def _read_record(folder: Path) -> StoredPolicy:
     try:
-        record = json.loads((folder / RECORD).read_text(encoding="utf-8"))
+        record = read_json(folder / RECORD)
         stored = StoredPolicy(**{key: record[key] for key in (
             "id", "sha256", "kind", "name", "source", "file", "attribute", "loader")}, folder=folder)
     except (OSError, ValueError, KeyError, TypeError) as exc:

@@ -31,6 +31,7 @@ from typing import Callable, Collection, Iterable, Sequence
 
 from dcbench.errors import ResultsError, describe
 from dcbench.harness.paths import check_regular_file
+from dcbench.harness.records import read_json
 from dcbench.harness.renames import prepare_atomic
 
 try:
@@ -208,7 +209,7 @@ def _settle(folder: Path, txid: str) -> None:
     if journal.is_file():
         home = journal.parent
         try:
-            record = json.loads(journal.read_text(encoding="utf-8"))
+            record = read_json(journal)
             renames = [(home / temporary, home / target) for temporary, target in record["renames"]]
             markers = [home / marker for marker in record["markers"]]
         except (ValueError, KeyError, TypeError) as exc:
@@ -228,7 +229,7 @@ def _settle(folder: Path, txid: str) -> None:
 def _journal_of(marker: Path) -> Path | None:
     """The journal a marker names; None where there is no marker (or it cannot be read)."""
     try:
-        return Path(os.path.normpath(marker.parent / json.loads(marker.read_text(encoding="utf-8"))["journal"]))
+        return Path(os.path.normpath(marker.parent / read_json(marker)["journal"]))
     except (OSError, ValueError, KeyError, TypeError):
         return None
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import html
+import inspect
 import json
 import math
 import os
@@ -28,12 +29,16 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from dcbench.errors import DcbenchError, ResultsError, describe
 from dcbench.harness.files import staging_folder, swapped_in
+from dcbench.harness.journal import remove_leftovers
+from dcbench.harness.locks import file_lock, folder_lock, sole_writer
 from dcbench.harness.paths import blocking_path, no_folder
+from dcbench.harness.records import read_json
 from dcbench.harness.renames import prepare_atomic, replace_all
 from dcbench.harness.report import cell, default_specs, labels, signed_ci, significant, table_ci
 from dcbench.harness.runner import Runner
 from dcbench.harness.stats import mean_ci
 from dcbench.harness.submissions import (
+    counts_problem,
     folder_problem,
     names_problem,
     registered_problem,
@@ -96,7 +101,8 @@ def validate(results: Path, registry: Registry) -> Submission:
     if is_adhoc_sweep(results):  # before its runs are checked: nothing about them would make it rankable
         raise _refuse(f"'{results}' is an ad-hoc sweep (of -t/-w specs, not a suite); the leaderboard ranks "
                       "registered suites only: sweep one with -s SUITE (see `dcbench list suites`)")
-    table = read_sweep_summary(results, registry, runs_needed=True)  # its provenance, columns, runs, run folders
+    # its provenance, columns, runs, run folders; its numbers, `check_contents` checks
+    table = read_sweep_summary(results, registry, runs_needed=True, numbers=False)
     provenance = provenance_of(table)
     suite_name = provenance["suite"]
     suites = registry.entries("suite")
@@ -126,14 +132,18 @@ def validate(results: Path, registry: Registry) -> Submission:
 def check_contents(table: Any, rows: list[dict[str, Any]], suites: Mapping[str, Any], runner: Runner) -> None:
     """What `submit` and every rebuild check of a submission's summary once
     it reads as a sweep's (`sweep_summary_problem`): its names (plain specs,
-    labels and column names), every number within its column's range, and,
-    where its suite is registered, its rows against the suite's (`_check_rows`)."""
+    labels and column names), every number within its column's range,
+    where its suite is registered its rows against the suite's
+    (`_check_rows`), and every row's counts against each other (`counts_problem`)."""
     suite = provenance_of(table)["suite"]
     problem = names_problem(suite, table.column_names, rows) or values_problem(table)
     if problem is not None:
         raise _RowsProblem(problem)
     if suite in suites:  # a suite no longer registered cannot be checked
         _check_rows(suites[suite], rows, runner)
+    problem = counts_problem(table)
+    if problem is not None:
+        raise _RowsProblem(problem)
 
 
 def _allocators(rows: list[dict[str, Any]]) -> list[str]:
@@ -184,6 +194,31 @@ def check_root(root: Path) -> None:
                            "give a folder with --root")
 
 
+def leaderboard_lock(root: Path) -> Path:
+    """The lock file of the leaderboard folder ``root``: beside it
+    (``.NAME.lock``), not in it, where it would be one more thing in a
+    folder that `submit` checks is a leaderboard's or empty."""
+    folder = Path(os.path.abspath(root))
+    return file_lock(folder) if folder.name else folder_lock(folder)
+
+
+def _holding_the_lock(command: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """A decorator: the function, given the leaderboard folder as ``root``,
+    runs holding its lock (`leaderboard_lock`), so that a second ``command``
+    (a submit or a rebuild) of the same leaderboard meanwhile is refused in
+    one line rather than check and write beside it."""
+    def decorate(function: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(function)
+        def holding_the_lock(*args: Any, **kwargs: Any) -> Any:
+            root = inspect.signature(function).bind(*args, **kwargs).arguments["root"]
+            check_root(root)  # first: a root below a file has no folder for the lock
+            with sole_writer(leaderboard_lock(root), command, root, option="--root"):
+                return function(*args, **kwargs)
+        return holding_the_lock
+    return decorate
+
+
+@_holding_the_lock("leaderboard submit")
 def submit(results: Path, root: Path, registry: Registry, workers: int = 1) -> Path:
     """Validate a submission, replay one seed of every scenario and
     allocator in it (`dcbench.harness.replay.replay`, ``workers`` processes
@@ -373,7 +408,7 @@ def _conflict(first: Mapping[str, Any], second: Mapping[str, Any]) -> str | None
 
 def _submission_record(path: Path) -> Any:
     try:
-        return json.loads((path / "submission.json").read_text(encoding="utf-8"))
+        return read_json(path / "submission.json")
     except (OSError, ValueError) as exc:
         raise _damaged(path, f"its submission.json does not read: {describe(exc)}") from None
 
@@ -458,8 +493,11 @@ def _metric_columns(rows: list[dict[str, Any]], primary: str, declared: Sequence
     return sorted(column for column in numbers if any(declaration.matches([column]) for declaration in declared))
 
 
+@_holding_the_lock("leaderboard")
 def build(root: Path, registry: Registry) -> list[Path]:
-    """Rebuild ``root/README.md``, ``root/index.html`` and ``root/plots/`` from the submissions."""
+    """Rebuild ``root/README.md``, ``root/index.html`` and ``root/plots/``
+    from the submissions, first removing what a killed rebuild left of
+    them (`BUILT`): under the lock, no other rebuild can be writing them."""
     from dcbench._version import __version__
 
     check_root(root)
@@ -467,6 +505,7 @@ def build(root: Path, registry: Registry) -> list[Path]:
         raise ResultsError(f"no leaderboard folder '{root}'; give the folder that holds {SUBMISSIONS}/ with "
                            f"--root, or start one with `dcbench leaderboard --root {root} submit RESULTS`")
     check_own_folder(root)
+    remove_leftovers(root, BUILT)
     submissions = load_submissions(root, registry)
     suites = registry.entries("suite")
     baseline_names = baselines(registry)
@@ -508,6 +547,7 @@ def build(root: Path, registry: Registry) -> list[Path]:
 
 # What marks the pages `build` writes as its own (the first lines of each).
 OWN_PAGES = {"README.md": "# dcbench leaderboard\n", "index.html": "<!DOCTYPE html>\n<html lang=\"en\"><head>"}
+BUILT = ("plots", *OWN_PAGES)  # what `build` replaces, through temporaries named after them
 
 
 def check_own_folder(root: Path) -> None:

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Iterator
 
 from dcbench.errors import ResultsError
+from dcbench.harness.records import parse_json
 
 try:
     import fcntl
@@ -46,7 +47,7 @@ def file_lock(path: Path) -> Path:
 
 
 @contextlib.contextmanager
-def sole_writer(lock: Path, command: str, written: Path) -> Iterator[None]:
+def sole_writer(lock: Path, command: str, written: Path, option: str = "--out") -> Iterator[None]:
     """Hold ``lock`` while the block runs; where another process holds it,
     a `ResultsError` saying that another dcbench ``command`` (its own word)
     is writing to ``written``. Folders made for the lock file are removed
@@ -59,17 +60,24 @@ def sole_writer(lock: Path, command: str, written: Path) -> Iterator[None]:
         lock: The lock file (`folder_lock`).
         command: The command's name, for the message another one gets ("sweep").
         written: What the command writes, for that message.
+        option: The option that gives another place to write, for that message.
 
     Raises:
-        ResultsError: Another process holds the lock.
+        ResultsError: Another process holds the lock, or the lock file
+            cannot be made.
     """
     if fcntl is None:
         yield
         return
     made = [folder for folder in (lock.parent, *lock.parent.parents) if not folder.exists()]
-    lock.parent.mkdir(parents=True, exist_ok=True)
     try:
-        descriptor = _acquire(lock, command, written)
+        try:
+            lock.parent.mkdir(parents=True, exist_ok=True)
+            descriptor = _acquire(lock, command, written, option)
+        except OSError as exc:
+            raise ResultsError(f"cannot lock '{written}' for this command: cannot write '{lock}' "
+                               f"({exc.strerror or exc}); make its folder writable, or choose another {option}"
+                               ) from None
         try:
             yield
         finally:
@@ -81,7 +89,7 @@ def sole_writer(lock: Path, command: str, written: Path) -> Iterator[None]:
                 folder.rmdir()
 
 
-def _acquire(lock: Path, command: str, written: Path) -> int:
+def _acquire(lock: Path, command: str, written: Path, option: str) -> int:
     while True:
         descriptor = os.open(lock, os.O_RDWR | os.O_CREAT, 0o666)
         try:
@@ -90,7 +98,8 @@ def _acquire(lock: Path, command: str, written: Path) -> int:
             holder = _holder(descriptor)
             os.close(descriptor)
             raise ResultsError(f"another dcbench {holder.get('command', 'command')} is writing to '{written}' "
-                               f"(pid {holder.get('pid', 'unknown')}); wait for it or choose another --out") from None
+                               f"(pid {holder.get('pid', 'unknown')}); wait for it or choose another {option}"
+                               ) from None
         except BaseException:
             os.close(descriptor)
             raise
@@ -106,8 +115,8 @@ def _holder(descriptor: int) -> dict:
     """Who holds the lock, as it wrote (it writes just after it locks: give it a moment)."""
     for _ in range(20):
         try:
-            holder = json.loads(os.pread(descriptor, 4096, 0) or b"null")
-        except ValueError:
+            holder = parse_json(os.pread(descriptor, 4096, 0) or b"null")
+        except ValueError:  # (half written, or not a lock's: `UnreadableJSON` too)
             holder = None
         if isinstance(holder, dict):
             return holder

@@ -41,13 +41,17 @@ RUN_SUMMARY_COLUMNS = {k: v for k, v in SUMMARY_COLUMNS.items() if k not in SWEE
 REBUILD_SUMMARY = "remove it and run the sweep again to rebuild it"
 
 
-def read_sweep_summary(results: Path, registry: Any = None, runs_needed: bool = False) -> Any:
+def read_sweep_summary(results: Path, registry: Any = None, runs_needed: bool = False, numbers: bool = True) -> Any:
     """The combined ``summary.parquet`` of a sweep's folder, a suite's or an
     ad-hoc one's (what `plot`, `report` and the leaderboard read; the
-    leaderboard refuses an ad-hoc one first), checked by `sweep_summary_problem`
-    and against its run folders (`check_run_folders`; every run's folder
-    must be there only where ``runs_needed``); a folder of single runs, or
-    one run, is a one-line error that says what to give instead."""
+    leaderboard refuses an ad-hoc one first), checked by `sweep_summary_problem`,
+    against its run folders (`check_run_folders`; every run's folder
+    must be there only where ``runs_needed``), then, where ``numbers``, by
+    `numbers_problem` (the leaderboard checks those numbers itself, after
+    the names in them); a folder of single runs, or one run, is a one-line
+    error that says what to give instead."""
+    from dcbench.harness.submissions import numbers_problem
+
     hint = "give the folder a `dcbench sweep` wrote (its --out, results/<suite> by default)"
     if not results.exists():
         raise ResultsError(f"no results folder '{results}'; {hint}")
@@ -67,6 +71,9 @@ def read_sweep_summary(results: Path, registry: Any = None, runs_needed: bool = 
     if problem is not None:
         raise ResultsError(f"'{path}' is damaged ({problem}); {REBUILD_SUMMARY}")
     check_run_folders(results, table.to_pylist(), runs_needed)
+    problem = numbers_problem(table) if numbers else None
+    if problem is not None:
+        raise ResultsError(f"'{path}' is damaged ({problem}); {REBUILD_SUMMARY}")
     return table
 
 

@@ -24,6 +24,7 @@ import numpy as np
 from dcbench.errors import ResultsError, describe
 from dcbench.harness.files import remove_staging, staging_folder, swap_in, write_atomic
 from dcbench.harness.paths import _cannot_write
+from dcbench.harness.records import UnreadableJSON, parse_json
 
 TABLES = ("requests", "timeline", "summary")
 
@@ -157,7 +158,9 @@ class UnreadableTable(Exception):
 
 def table_at(path: Path) -> Any:
     """The table in the Parquet file at ``path``, checked as `read_table`
-    says; `UnreadableTable` where it is none."""
+    says; `UnreadableTable` where it is none. Its text columns are read as
+    dictionaries first (indices, and each value once), so that what they
+    decode to is measured (`decoded_problem`) before they are decoded."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -166,19 +169,30 @@ def table_at(path: Path) -> Any:
         # from a Python file starts them, can abort or hang the interpreter
         # at exit (apache/arrow#34314, #50482). A results table is small, and
         # `_regular_file` has checked its size.
-        contents = pa.BufferReader(file.read())
+        contents = file.read()
     try:
-        parquet = pq.ParquetFile(contents)  # its footer only
+        parquet = pq.ParquetFile(pa.BufferReader(contents))  # its footer only
     except Exception as exc:
         raise UnreadableTable(describe(exc), corrupt=True) from None
     with parquet:
         problem = footer_problem(parquet)
         if problem is not None:
             raise UnreadableTable(problem)
-        try:
-            return parquet.read(use_threads=False)
-        except Exception as exc:
-            raise UnreadableTable(describe(exc), corrupt=True) from None
+        schema = parquet.schema_arrow
+    texts = [field.name for field in schema if _is_text(field.type)]
+    try:
+        with pq.ParquetFile(pa.BufferReader(contents), read_dictionary=texts) as parquet:
+            table = parquet.read(use_threads=False)
+    except Exception as exc:
+        raise UnreadableTable(describe(exc), corrupt=True) from None
+    try:
+        problem = decoded_problem(table, schema)
+        if problem is None:
+            return pa.Table.from_arrays([table.column(i).cast(field.type) for i, field in enumerate(schema)],
+                                        schema=schema)
+    except Exception as exc:  # (an index beyond its dictionary, say)
+        raise UnreadableTable(describe(exc), corrupt=True) from None
+    raise UnreadableTable(problem)
 
 
 @contextlib.contextmanager
@@ -207,9 +221,10 @@ def _regular_file(path: Path) -> Iterator[Any]:
 
 def footer_problem(parquet: Any) -> str | None:
     """What a Parquet file's footer declares beyond what a results table may
-    be (`MAX_TABLE_ROWS`, `MAX_TABLE_COLUMNS`, `MAX_TABLE_BYTES` of data),
-    or two columns of one name, which no table dcbench writes has; None
-    where it may be read."""
+    be (`MAX_TABLE_ROWS`, `MAX_TABLE_COLUMNS`, `MAX_TABLE_BYTES` of data as
+    stored and of its fixed-width columns as read), a column of a type no
+    table dcbench writes has (`_is_plain`), or two columns of one name;
+    None where it may be read."""
     metadata = parquet.metadata
     if metadata.num_rows > MAX_TABLE_ROWS:
         return f"has {metadata.num_rows:,} rows, more than the {MAX_TABLE_ROWS:,} a results table may have"
@@ -220,10 +235,84 @@ def footer_problem(parquet: Any) -> str | None:
                for group in range(metadata.num_row_groups) for column in range(metadata.num_columns))
     if size > MAX_TABLE_BYTES:
         return f"holds {size:,} bytes of data, more than the {MAX_TABLE_BYTES:,} a results table may hold"
-    twice = [name for name, count in Counter(parquet.schema_arrow.names).items() if count > 1]
+    schema = parquet.schema_arrow
+    strange = next((field for field in schema if not _is_plain(field.type)), None)
+    if strange is not None:
+        return (f"has a column {strange.name!r} of type {strange.type}, which no table dcbench writes has (only "
+                "numbers, booleans and text)")
+    twice = [name for name, count in Counter(schema.names).items() if count > 1]
     if twice:
         return f"has two columns named {twice[0]!r}, which no table dcbench writes has"
+    # Every column's fixed part as read (a text column's offsets too), which a small file's runs of repeated
+    # values (1 M rows × 1,000 columns of 8 bytes is 8 GB) may declare far beyond its data as stored.
+    fixed = metadata.num_rows * sum(_fixed_width(field.type) for field in schema)
+    if fixed > MAX_TABLE_BYTES:
+        return (f"has {metadata.num_rows:,} rows of {metadata.num_columns:,} columns, {fixed:,} bytes once read, "
+                f"more than the {MAX_TABLE_BYTES:,} a results table may hold")
     return None
+
+
+def _is_plain(kind: Any) -> bool:
+    """Whether ``kind`` is a type of the columns dcbench writes: numbers,
+    booleans and text (and null, the type of a column with no value)."""
+    import pyarrow as pa
+
+    return (pa.types.is_integer(kind) or pa.types.is_floating(kind) or pa.types.is_boolean(kind)
+            or pa.types.is_null(kind) or _is_text(kind))
+
+
+def _is_text(kind: Any) -> bool:
+    import pyarrow as pa
+
+    return (pa.types.is_string(kind) or pa.types.is_large_string(kind) or pa.types.is_binary(kind)
+            or pa.types.is_large_binary(kind))
+
+
+def _fixed_width(kind: Any) -> float:
+    """Bytes a row of a column of the `_is_plain` type ``kind`` takes, but a text's characters."""
+    import pyarrow as pa
+
+    if pa.types.is_null(kind):
+        return 0
+    if pa.types.is_boolean(kind):
+        return 1 / 8
+    if _is_text(kind):
+        return 8 if pa.types.is_large_string(kind) or pa.types.is_large_binary(kind) else 4  # its offset
+    return kind.bit_width // 8
+
+
+def decoded_problem(table: Any, schema: Any) -> str | None:
+    """Where ``table``, read with its text columns as dictionaries, would
+    decode to more than `MAX_TABLE_BYTES` (a dictionary of one 64 KiB value
+    that a million rows point at is 64 GB): said with the column that takes
+    the most; None where it would not. Measured from the dictionaries' value
+    lengths at the indices, without decoding."""
+    fixed = table.num_rows * sum(_fixed_width(field.type) for field in schema)
+    texts = {field.name: _characters(table.column(field.name)) for field in schema if _is_text(field.type)}
+    size = fixed + sum(texts.values())
+    if size <= MAX_TABLE_BYTES:
+        return None
+    largest = max(texts, key=texts.__getitem__)
+    return (f"decodes to {int(size):,} bytes, more than the {MAX_TABLE_BYTES:,} a results table may hold (its "
+            f"column {largest!r} alone to {texts[largest]:,})")
+
+
+def _characters(column: Any) -> int:
+    """The bytes of the values of a text column read as dictionaries, once decoded."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    total = 0
+    for chunk in column.chunks:
+        if not pa.types.is_dictionary(chunk.type):  # (read as it is: already decoded)
+            total += pc.sum(pc.binary_length(chunk)).as_py() or 0
+            continue
+        lengths = pc.fill_null(pc.binary_length(chunk.dictionary), 0).to_numpy().astype(np.int64)
+        indices = pc.drop_null(chunk.indices).to_numpy().astype(np.int64)
+        if indices.size and not 0 <= indices.min() <= indices.max() < len(lengths):
+            raise ValueError("a text column's index is beyond its dictionary")
+        total += int(np.bincount(indices, minlength=len(lengths)) @ lengths)
+    return total
 
 
 NO_PROVENANCE = "it has no dcbench provenance"
@@ -236,7 +325,9 @@ def _read_provenance(table: Any) -> tuple[dict[str, Any] | None, str | None]:
     if METADATA_KEY not in metadata:
         return None, NO_PROVENANCE
     try:
-        provenance = json.loads(metadata[METADATA_KEY])
+        provenance = parse_json(metadata[METADATA_KEY])
+    except UnreadableJSON as exc:  # too long or too deep
+        return None, f"its dcbench provenance is {exc}"
     except ValueError:  # not UTF-8 or not JSON
         return None, "its dcbench provenance is not JSON"
     if not isinstance(provenance, dict):

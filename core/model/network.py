@@ -23,6 +23,11 @@ if TYPE_CHECKING:
 
 Path = tuple[int, ...]
 
+# The largest capacity a server may have of a resource, or a link may carry: a million of them (more servers
+# than a built-in topology may have) add up to 1e21, so that no sum or product of capacities overflows a float,
+# and every whole number up to it is exact in one (below 2**53).
+MAX_CAPACITY = 1e15
+
 # Server-pair paths are cached up to this many pairs (then the cache starts
 # over): a bounded memory cost whatever the number of servers.
 _SERVER_PAIR_CACHE = 500_000
@@ -63,11 +68,13 @@ class Topology:
 
     Attributes:
         graph: A networkx graph of every server and switch; each edge has
-            ``capacity`` (channels or Gbps, see ``link_unit``) and ``tier``
-            (1 = nearest the servers, and where none is given).
+            ``capacity`` (channels or Gbps, see ``link_unit``; 0 to
+            `MAX_CAPACITY`) and ``tier`` (1 = nearest the servers, and
+            where none is given).
         servers: The server nodes of ``graph``, in index order.
         resources: The resources' names, such as ("cpu", "mem").
-        capacity: Each server's capacity, servers × resources.
+        capacity: Each server's capacity, servers × resources, each 0 to
+            `MAX_CAPACITY`.
         racks: Each server's rack, an integer label from 0 (servers,).
         pods: Each server's pod, an integer label from 0 (servers,).
         link_unit: What a link's capacity counts: "channels" or "Gbps".
@@ -151,9 +158,9 @@ class Network:
     Raises:
         SpecError: The topology is unusable: no servers, a server listed
             twice or missing from the graph, capacities or labels of the
-            wrong shape, negative or not finite, a rack node missing from
-            the graph, malformed circuits, or a link's capacity negative or
-            not finite.
+            wrong shape, negative, not finite or above `MAX_CAPACITY`, a
+            rack node missing from the graph, malformed circuits, or a
+            link's capacity negative, not finite or above `MAX_CAPACITY`.
     """
 
     def __init__(self, topology: Topology, k_paths: int = 3):
@@ -197,6 +204,8 @@ class Network:
         self.link_capacity = np.asarray(link_capacity, dtype=np.float64)
         if not (self.link_capacity >= 0).all() or not np.isfinite(self.link_capacity).all():
             raise SpecError("topology has a link whose capacity is negative or not finite")
+        if (self.link_capacity > MAX_CAPACITY).any():
+            raise SpecError(f"topology has a link of capacity {float(self.link_capacity.max())!r}; {CAPACITY_RANGE}")
         self.link_tier = np.asarray(tiers, dtype=np.int64)
         self.tiers = tuple(int(t) for t in np.unique(self.link_tier))
         self.link_of_pair: MappingProxyType[tuple[int, int], int] = MappingProxyType(
@@ -421,6 +430,9 @@ class Network:
 _PER_COPY = frozenset({"paths", "_catalogues", "path_ends_cache", "path_ends_by_id", "_graph_copy", "_sealed"})
 
 
+CAPACITY_RANGE = f"a capacity is a number from 0 to {MAX_CAPACITY:g}"
+
+
 def _servers_problem(topology: Topology, servers: list[Hashable], capacity: np.ndarray) -> str | None:
     """What makes a topology's servers unusable, or None."""
     n_servers = len(servers)
@@ -436,6 +448,8 @@ def _servers_problem(topology: Topology, servers: list[Hashable], capacity: np.n
                 f"({n_servers}, {len(topology.resources)})")
     if not (capacity >= 0).all() or not np.isfinite(capacity).all():
         return "has a server capacity that is negative or not finite"
+    if (capacity > MAX_CAPACITY).any():
+        return f"has a server capacity of {float(capacity.max())!r}; {CAPACITY_RANGE}"
     for name in ("racks", "pods"):
         labels = np.asarray(getattr(topology, name))
         if labels.shape != (n_servers,) or labels.dtype.kind not in "iu" or (labels < 0).any():

@@ -62,11 +62,13 @@ def builtin_names(modules: Iterable[str]) -> set[str]:
 
 
 def source_digest(module_name: str) -> str:
-    """The first `SOURCE_DIGITS` hex digits of the SHA-256 of the source of
-    the (imported) module ``module_name``'s package: every ``.py`` file of its
-    top-level package (its first package that is no namespace package), by
-    sorted relative path, or a plain module's file; "" where it has none or
-    it cannot be read."""
+    """The first `SOURCE_DIGITS` hex digits of the SHA-256 of what the
+    (imported) module ``module_name``'s package ships: every file under its
+    top-level package's folder (its first package that is no namespace
+    package), by sorted relative path with lengths, but ``__pycache__``
+    folders and ``.pyc`` files, so that a data table or checkpoint it reads
+    is covered as its code is; or a plain module's file. "" where it has
+    none or it cannot be read."""
     files = _source_files(module_name)
     if not files:
         return ""
@@ -94,5 +96,8 @@ def _source_files(module_name: str) -> list[tuple[str, Path]]:
     if not hasattr(module, "__path__"):
         return [(path.name, path)]
     root = path.parent
-    files = [Path(folder) / name for folder, _, names in os.walk(root) for name in names if name.endswith(".py")]
+    files = []
+    for folder, subfolders, names in os.walk(root):
+        subfolders[:] = [name for name in subfolders if name != "__pycache__"]  # compiled, not shipped
+        files += [Path(folder) / name for name in names if not name.endswith(".pyc")]
     return sorted((file.relative_to(root).as_posix(), file) for file in files)

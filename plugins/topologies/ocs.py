@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from dcbench import Circuits, Param, Scenario, Suite, Topology, hookimpl
+from dcbench import MAX_CAPACITY, Circuits, Param, Scenario, Suite, Topology, hookimpl
 
 RESOURCES = ("cpu", "mem", "disk")
 FIXED_FABRICS = ("all2all", "circuits")
@@ -32,9 +32,10 @@ PARAMS = [
     # Every ToR pair is a link: 2,048 ToRs are 4 million links, 4 GB and over a minute to compile.
     Param("tors", int, 16, "ToR switches (racks)", positional=True, minimum=2, maximum=2048),
     Param("servers", int, 32, "servers per ToR", minimum=1),
-    Param("cpu", float, 32.0, "CPU cores per server", minimum=0, above=True),
-    Param("mem", float, 256.0, "memory per server (GB)", minimum=0, above=True),
-    Param("disk", float, 3584.0, "disk per server (GB)", minimum=0, above=True),
+    # At most a capacity's largest (`MAX_CAPACITY`): sums of capacities stay finite.
+    Param("cpu", float, 32.0, "CPU cores per server", minimum=0, above=True, maximum=MAX_CAPACITY),
+    Param("mem", float, 256.0, "memory per server (GB)", minimum=0, above=True, maximum=MAX_CAPACITY),
+    Param("disk", float, 3584.0, "disk per server (GB)", minimum=0, above=True, maximum=MAX_CAPACITY),
     Param("ports", int, 15, "OCS output ports (and as many input ports) per ToR", minimum=1, maximum=4096),
     # At least 1 Mbps: the engine compares capacities to within 1e-9 Gbps, so below that every port looks idle.
     Param("port_gbps", float, 40.0, "capacity of a port, i.e. of one circuit (Gbps)", minimum=0.001, maximum=1e6),

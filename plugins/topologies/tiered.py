@@ -11,26 +11,28 @@ from __future__ import annotations
 
 import numpy as np
 
-from dcbench import Param, Scenario, Suite, Topology, hookimpl
+from dcbench import MAX_CAPACITY, Param, Scenario, Suite, Topology, hookimpl
 
 # Oversubscription label -> (RA, AC) channel multipliers of the SR channels.
 RATIOS = {"1x1": (8.0, 8.0), "1x4": (4.0, 2.0), "1x8": (4.0, 1.0), "1x16": (2.0, 0.5)}
 
 MAX_SERVERS = 1 << 20
 
+# Capacities at most a capacity's largest (`MAX_CAPACITY`): sums of capacities stay finite. A link carries
+# up to 8 times the channels of a server's (the RA and AC multipliers of RATIOS).
 PARAMS = [
     Param("channels", int, 32, "channels per server-rack link (n); ignored where sr, ra, ac are given",
-          positional=True, minimum=1),
+          positional=True, minimum=1, maximum=MAX_CAPACITY // 8),
     Param("ratio", str, "1x4", "oversubscription label; ignored where sr, ra, ac are given", choices=tuple(RATIOS),
           positional=True),
     Param("pods", int, 2, "pods", minimum=1),
     Param("racks", int, 2, "racks per pod", minimum=1),
     Param("servers", int, 16, "servers per rack", minimum=1),
-    Param("cpu", int, 16, "CPU units per server", minimum=1),
-    Param("mem", int, 16, "memory units per server", minimum=1),
-    Param("sr", float, None, "explicit server-rack channels (with ra, ac)", minimum=1),
-    Param("ra", float, None, "explicit rack-aggregation channels", minimum=1),
-    Param("ac", float, None, "explicit aggregation-core channels", minimum=1),
+    Param("cpu", int, 16, "CPU units per server", minimum=1, maximum=MAX_CAPACITY),
+    Param("mem", int, 16, "memory units per server", minimum=1, maximum=MAX_CAPACITY),
+    Param("sr", float, None, "explicit server-rack channels (with ra, ac)", minimum=1, maximum=MAX_CAPACITY),
+    Param("ra", float, None, "explicit rack-aggregation channels", minimum=1, maximum=MAX_CAPACITY),
+    Param("ac", float, None, "explicit aggregation-core channels", minimum=1, maximum=MAX_CAPACITY),
 ]
 
 

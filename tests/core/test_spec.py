@@ -33,6 +33,44 @@ def test_malformed_specs_say_what_is_wrong(text, fragment):
     assert "\n" not in str(info.value)
 
 
+LONG = "x" * 100_000  # a paste gone wrong
+
+
+def test_a_spec_longer_than_any_is_refused_with_its_text_cut():
+    from dcbench.spec import MAX_SPEC_CHARACTERS
+
+    assert Spec.parse("tiered:" + "8" * (MAX_SPEC_CHARACTERS - 7)).name == "tiered"
+    with pytest.raises(SpecError) as refused:
+        Spec.parse("tiered:" + LONG)
+    assert str(refused.value) == ("spec 'tiered:" + "x" * 71 + "… has 100,007 characters, more than the 5,000 a spec "
+                                  "may have; shorten it")
+
+
+@pytest.mark.parametrize("option, spec, said", [
+    ("-t", "tiered:" + LONG, "Error: spec 'tiered:xxx"),
+    ("-t", LONG, "Error: spec 'xxx"),
+    ("-w", "uniform:max_cpu=" + LONG, "Error: spec 'uniform:max_cpu=xxx"),
+    ("-a", LONG + ":1", "Error: spec 'xxx"),
+    ("-t", "tiered:" + LONG[:4_000], "Error: tiered: channels='xxx"),  # within the limit, each echo is cut
+    ("-t", LONG[:4_000], "Error: unknown topology 'xxx"),
+    ("-t", "tiered:8,1x4," + LONG[:4_000], "Error: tiered: takes 2 positional argument(s) (channels, ratio), got 3 in "
+                                           "'tiered:8,1x4,xxx"),
+    ("-t", "tiered:8,,," + LONG[:4_000], "Error: malformed spec 'tiered:8,,,xxx"),
+    ("-t", "tiered:8," + LONG[:4_000] + "=1", "Error: tiered: unknown parameter 'xxx"),
+])
+def test_a_long_spec_is_echoed_cut_in_one_short_line(tmp_path, option, spec, said):
+    from click.testing import CliRunner
+
+    from dcbench.commands import cli
+
+    args = {"-a": "random", "-t": "tiered:8,1x4", "-w": "uniform"} | {option: spec}
+    result = CliRunner().invoke(cli, ["run", *(part for pair in args.items() for part in pair), "--requests", "4",
+                                      "--out", str(tmp_path / "out")])
+    assert result.exit_code == 2 and result.output.startswith(said)
+    assert result.output.count("\n") == 1 and len(result.output) < 300, result.output[:300]
+    assert not (tmp_path / "out").exists()
+
+
 PARAMS = [
     Param("channels", int, None, positional=True, minimum=1),
     Param("ratio", str, "1x4", choices=("1x1", "1x4"), positional=True),

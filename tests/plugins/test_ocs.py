@@ -91,6 +91,8 @@ def test_a_policy_that_does_not_reconfigure_runs_on_the_fixed_all_to_all(runner)
     ("ocs:16,ports=5000", "ports='5000' must be at most 4096"),
     ("ocs:16,port_gbps=inf", "port_gbps='inf' is not a finite number"),
     ("ocs:16,port_gbps=1e-20", "port_gbps='1e-20' must be at least 0.001"),  # every port looked idle: a hang
+    ("ocs:16,disk=1e308", "disk='1e308' must be at most 1000000000000000"),  # sums of capacities overflowed
+    ("ocs:16,cpu=1e16", "cpu='1e16' must be at most 1000000000000000"),
 ])
 def test_bad_parameters_are_named(spec, fragment):
     with pytest.raises(SpecError, match=fragment):

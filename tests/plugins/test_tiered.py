@@ -111,6 +111,9 @@ def test_server_capacity_and_labels(registry):
     ("tiered:1,1x16", "whole number"),
     ("tiered:8,1x4,pods=0", "at least 1"),
     ("tiered:8,1x4,pods=1000,racks=1000", "come to 16,000,000 servers, more than the 1,048,576 a tiered fabric"),
+    ("tiered:8,1x4,cpu=10000000000000000", "cpu='10000000000000000' must be at most 1000000000000000"),
+    ("tiered:999999999999999999", "channels='999999999999999999' must be at most 125000000000000"),  # AC: 8 times
+    ("tiered:sr=1e300,ra=1,ac=1", "sr='1e300' must be at most 1000000000000000"),
 ])
 def test_bad_parameters(registry, spec, fragment):
     with pytest.raises(SpecError, match=fragment):

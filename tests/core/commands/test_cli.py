@@ -54,6 +54,7 @@ def test_run_with_one_seed(tmp_path):
     (["-a", "tetris:scale=inf"], "tetris: scale='inf' is not a finite number"),
     (["-a", "jcb", "-t", "ocs:4", "-w", "vmjobs:min_gbps=0"], "min_gbps='0' must be greater than 0 and at most"),
     (["-a", "jcb", "-t", "ocs:4,port_gbps=1e308"], "port_gbps='1e308' must be at most 1000000"),
+    (["-a", "jcb", "-t", "ocs:4,disk=1e308"], "ocs: disk='1e308' must be at most 1000000000000000"),  # sums overflowed
     # click's own usage errors, one line too, with where to look
     (["-a", "tetris", "-n", "abc"], "Invalid value for '--requests' / '-n': 'abc' is not a valid integer; "
                                     "see `cli run --help`"),

@@ -187,18 +187,19 @@ def test_verify_runs_submitted_runs_again_and_names_what_came_out_otherwise(swee
     assert sorted(line.split("elapsed  ")[1] for line in result.stderr.splitlines()) == sorted(drawn)
     quiet = runner.invoke(cli, ["leaderboard", "--root", str(root), "verify", "--runs", "4", "--seed", "3", "-q"])
     assert quiet.exit_code == 0 and quiet.stderr == "" and quiet.stdout == result.stdout
+    # (a column no other one checks: an acceptance ratio that disagrees with the counts is damage, not a result)
     rewrite_summary(submission, lambda table: table.set_column(
-        table.schema.get_field_index("acceptance_ratio"), "acceptance_ratio",
-        pa.array([v / 2 for v in table.column("acceptance_ratio").to_pylist()])))
+        table.schema.get_field_index("cpu_util"), "cpu_util",
+        pa.array([v / 2 for v in table.column("cpu_util").to_pylist()])))
     tampered = runner.invoke(cli, ["leaderboard", "--root", str(root), "verify", "--runs", "2", "--seed", "3"])
     assert tampered.exit_code == 1
     lines = tampered.stdout.splitlines()
     assert len(lines) == 3 and lines[-1] == "2 of 2 runs came out otherwise"
-    assert all(line.startswith(f"{submission.name}: ") and line.endswith(": other acceptance_ratio")
+    assert all(line.startswith(f"{submission.name}: ") and line.endswith(": other cpu_util")
                for line in lines[:2])
     rewrite_summary(submission, lambda table: table.set_column(  # the tampered column back as it was
-        table.schema.get_field_index("acceptance_ratio"), "acceptance_ratio",
-        pa.array([v * 2 for v in table.column("acceptance_ratio").to_pylist()])))
+        table.schema.get_field_index("cpu_util"), "cpu_util",
+        pa.array([v * 2 for v in table.column("cpu_util").to_pylist()])))
     as_if_made_by(submission, {"random": "firstfit"})  # a third party's allocator, not installed here
     some = runner.invoke(cli, ["leaderboard", "--root", str(root), "verify", "--runs", "6", "--seed", "1"])
     assert some.exit_code == 0, some.output
@@ -402,24 +403,24 @@ def test_a_run_submitted_twice_with_other_numbers_is_refused_and_named(sweep_res
     root = tmp_path / "leaderboard"
     runner = CliRunner()
     assert runner.invoke(cli, ["leaderboard", "--root", str(root), "submit", str(sweep_results)]).exit_code == 0
-    doctored = tmp_path / "doctored"  # the tetris runs alone, each told to have accepted 1 %
+    doctored = tmp_path / "doctored"  # the tetris runs alone, each told to have used 1 % of the CPUs
     shutil.copytree(sweep_results, doctored)
     rewrite_summary(doctored, lambda table: listing_its_runs(pa.Table.from_pylist(
-        [{**row, "acceptance_ratio": 0.01} for row in table.to_pylist() if row["allocator"].startswith("tetris")],
+        [{**row, "cpu_util": 0.01} for row in table.to_pylist() if row["allocator"].startswith("tetris")],
         schema=table.schema)))
     for run in pq.read_table(doctored / "summary.parquet").column("run_id").to_pylist():
         rewrite_summary(doctored / run, lambda table: table.set_column(
-            table.schema.get_field_index("acceptance_ratio"), "acceptance_ratio", pa.array([0.01])))
+            table.schema.get_field_index("cpu_util"), "cpu_util", pa.array([0.01])))
     before = snapshot(root)
     refused = runner.invoke(cli, ["leaderboard", "--root", str(root), "submit", str(doctored)])
     assert refused.exit_code == 2 and refused.output.count("\n") == 1
     assert "is already on the leaderboard in nara2022--random-tetris--" in refused.output
-    assert "with another acceptance_ratio; the same run must give the same summary" in refused.output
+    assert "with another cpu_util; the same run must give the same summary" in refused.output
     assert snapshot(root) == before
     # copied in by hand, the rebuild names the conflict rather than taking either copy
     (original,) = (root / "submissions").iterdir()
     copied_submission(root, original, "nara2022--random-tetris--00000000",
-                      lambda row: row.update(acceptance_ratio=0.01))
+                      lambda row: row.update(cpu_util=0.01))
     result = runner.invoke(cli, ["leaderboard", "--root", str(root)])
     assert result.exit_code == 2 and "has other numbers than in nara2022--random-tetris--" in result.output
 
@@ -619,3 +620,70 @@ def test_every_cell_shows_its_mean_to_three_significant_digits(sweep_results, tm
                 assert value == pytest.approx(mean, rel=5e-3, abs=1e-300), (scenario, allocator, column, shown)
                 checked += mean != 0 and abs(mean) < 0.1
     assert checked > 0  # small values were among them
+
+
+# ----- one writer at a time, and what a killed one left ---------------------
+
+def test_a_second_submit_while_one_is_under_way_is_refused_in_one_line_and_the_board_is_whole(
+        sweep_results, random_sweep, tmp_path, monkeypatch):
+    import os
+    import threading
+
+    from dcbench.errors import ResultsError
+    from dcbench.harness import leaderboard
+    from dcbench.registry import get_registry
+
+    root = tmp_path / "leaderboard"
+    checking, may_go_on = threading.Event(), threading.Event()
+    validate = leaderboard.validate
+
+    def held_while_checked(results, registry):  # the first submit, paused between its check and its write
+        if results == sweep_results:
+            checking.set()
+            may_go_on.wait(timeout=120)
+        return validate(results, registry)
+
+    monkeypatch.setattr(leaderboard, "validate", held_while_checked)
+    accepted = []
+    first = threading.Thread(target=lambda: accepted.append(leaderboard.submit(sweep_results, root, get_registry())))
+    first.start()
+    try:
+        assert checking.wait(timeout=120)
+        with pytest.raises(ResultsError) as refused:
+            leaderboard.submit(random_sweep, root, get_registry())
+        rebuilt = CliRunner().invoke(cli, ["leaderboard", "--root", str(root)])
+    finally:
+        may_go_on.set()
+        first.join()
+    said = f"another dcbench leaderboard submit is writing to '{root}' (pid {os.getpid()}); wait for it or choose " \
+           "another --root"
+    assert str(refused.value) == said
+    assert rebuilt.exit_code == 2 and rebuilt.output == f"Error: {said}\n"
+    assert len(accepted) == 1 and [p.name for p in (root / "submissions").iterdir()] == [accepted[0].name]
+    assert not (tmp_path / ".leaderboard.lock").exists()
+    second = CliRunner().invoke(cli, ["leaderboard", "--root", str(root), "submit", str(random_sweep)])
+    assert second.exit_code == 0, second.output  # once the first is done
+    rebuilt = CliRunner().invoke(cli, ["leaderboard", "--root", str(root)])
+    assert rebuilt.exit_code == 0, rebuilt.output
+    assert sorted(p.name for p in root.iterdir()) == ["README.md", "index.html", "plots", "submissions"]
+    assert len(list((root / "submissions").iterdir())) == 2 and sorted(os.listdir(tmp_path)) == ["leaderboard"]
+
+
+def test_a_rebuild_removes_what_a_killed_rebuild_left_and_nothing_else(tmp_path):
+    root = tmp_path / "leaderboard"
+    shutil.copytree(Path(__file__).resolve().parents[3] / "leaderboard", root)
+    committed = snapshot(root)
+    left = [root / ".plots.tmp-k1ll3d", root / ".plots.old-k1ll3d", root / ".README.md.tmp-k1ll3d",
+            root / ".index.html.tmp-k1ll3d", root / ".README.md.old-4242"]
+    for leftover in left[:2]:
+        (leftover / "plots").mkdir(parents=True)
+        (leftover / "plots" / "nara2022.png").write_bytes(b"half a plot")
+    for leftover in left[2:]:
+        leftover.write_text("half a page")
+    others = [root / ".notes.tmp-mine", root / "submissions" / ".nara2022--x--00000000.tmp-abc"]
+    for other in others:  # not the rebuild's: another name, or a submit's
+        other.mkdir()
+    result = CliRunner().invoke(cli, ["leaderboard", "--root", str(root)])
+    assert result.exit_code == 0, result.output
+    assert [path for path in left if path.exists()] == [] and all(other.is_dir() for other in others)
+    assert snapshot(root) == committed  # (the folders left are empty: no file in them)

@@ -99,6 +99,9 @@ def test_foreign_parquet_has_no_provenance(tmp_path):
 @pytest.mark.parametrize("stored, problem", [
     (b"{not json", "its dcbench provenance is not JSON"),
     (b"[1, 2]", "its dcbench provenance is a JSON list, not an object"),
+    (b"[" * 100_000, "its dcbench provenance is JSON nested more deeply than it can be parsed"),
+    (b"[" + b"0," * 5_000_000 + b"0]", "its dcbench provenance is JSON of more than the 8,388,608 bytes dcbench "
+                                       "reads"),
 ])
 def test_damaged_provenance_is_a_one_line_error_that_names_the_file(tmp_path, stored, problem):
     import pyarrow as pa
@@ -280,6 +283,71 @@ def test_a_table_within_the_limits_reads_as_pyarrow_reads_it(tmp_path):
     table = pa.table({"run_id": ["a", "b"], "x": [0.5, None]}).replace_schema_metadata({b"dcbench": b"{}"})
     pq.write_table(table, path)
     assert read_table(path).equals(pq.read_table(path)) and read_table(path).schema.metadata == {b"dcbench": b"{}"}
+
+
+def test_text_read_as_dictionaries_comes_back_as_the_text_pyarrow_reads(tmp_path):
+    path = tmp_path / "summary.parquet"
+    table = pa.table({"text": ["a", None, "a", "é"], "large": pa.array(["x", "y", None, "x"], pa.large_string()),
+                      "bytes": pa.array([b"\x00", b"", None, b"\x00"]), "flag": [True, False, None, True],
+                      "count": pa.array([1, 2, 3, None], pa.int32()), "empty": pa.nulls(4)})
+    with pq.ParquetWriter(path, table.schema) as writer:  # two row groups: a dictionary each
+        writer.write_table(table.slice(0, 2))
+        writer.write_table(table.slice(2))
+    read = read_table(path)
+    assert read.schema == pq.read_table(path).schema == table.schema
+    assert read.to_pylist() == pq.read_table(path).to_pylist() == table.to_pylist()
+
+
+def dictionary_bomb(path, stored_as_dictionary=False):
+    """A 2.5 KB summary whose one text column, dictionary-encoded, is a million rows pointing at one 64 KiB
+    value: 64 GB once decoded. Written from the dictionary itself, so that this test never holds it decoded."""
+    column = pa.DictionaryArray.from_arrays(pa.array(np.zeros(1_000_000, dtype=np.int32)), pa.array(["x" * 2**16]))
+    table = pa.table({"run_id": column}).replace_schema_metadata({b"dcbench": b"{}"})
+    with pq.ParquetWriter(path, table.schema, compression="zstd", store_schema=stored_as_dictionary) as writer:
+        writer.write_table(table)
+
+
+def test_text_that_decodes_past_the_limit_is_refused_before_it_is_decoded(tmp_path):
+    path = tmp_path / "summary.parquet"
+    dictionary_bomb(path)
+    assert path.stat().st_size < 5_000 and pq.ParquetFile(path).schema_arrow.field("run_id").type == pa.string()
+    with pytest.raises(ResultsError) as caught:
+        read_table(path)
+    assert str(caught.value) == (f"'{path}' decodes to 65,540,000,000 bytes, more than the 268,435,456 a results "
+                                 "table may hold (its column 'run_id' alone to 65,536,000,000); remove it and rerun")
+
+
+@pytest.mark.parametrize("column, kind", [
+    (lambda path: dictionary_bomb(path, stored_as_dictionary=True), "dictionary<values=string, indices=int32, "
+                                                                    "ordered=0>"),
+    (lambda path: pq.write_table(pa.table({"run_id": [[1, 2], [3]]}), path), "list<element: int64>"),
+    (lambda path: pq.write_table(pa.table({"run_id": [{"a": 1}]}), path), "struct<a: int64>"),
+    (lambda path: pq.write_table(pa.table({"run_id": pa.array([[("a", 1)]], pa.map_(pa.string(), pa.int64()))}),
+                                 path), "map<string, int64 ('run_id')>"),
+    (lambda path: pq.write_table(pa.table({"run_id": pa.array([1], pa.timestamp("ms"))}), path), "timestamp[ms]"),
+])
+def test_a_column_of_a_type_dcbench_never_writes_is_refused_from_the_footer(tmp_path, monkeypatch, column, kind):
+    path = tmp_path / "summary.parquet"
+    column(path)
+    monkeypatch.setattr(pq.ParquetFile, "read", not_to_be_read)
+    with pytest.raises(ResultsError) as caught:
+        read_table(path)
+    assert str(caught.value) == (f"'{path}' has a column 'run_id' of type {kind}, which no table dcbench writes has "
+                                 "(only numbers, booleans and text); remove it and rerun")
+
+
+def test_rows_times_columns_of_fixed_width_are_bounded_however_small_the_file(tmp_path, monkeypatch):
+    import dcbench.harness.tables as results
+
+    path = tmp_path / "summary.parquet"
+    pq.write_table(pa.table({f"c{i}": np.zeros(10_000) for i in range(10)}), path)  # 800 KB of zeros, read
+    assert path.stat().st_size < 10_000
+    monkeypatch.setattr(pq.ParquetFile, "read", not_to_be_read)
+    monkeypatch.setattr(results, "MAX_TABLE_BYTES", 500_000)
+    with pytest.raises(ResultsError) as caught:
+        read_table(path)
+    assert str(caught.value) == (f"'{path}' has 10,000 rows of 10 columns, 800,000 bytes once read, more than the "
+                                 "500,000 a results table may hold; remove it and rerun")
 
 
 def test_the_runs_of_a_folder_are_its_run_folders_each_checked_as_a_sweep_checks_it(runner, tmp_path):

@@ -160,6 +160,136 @@ def test_a_hostile_submission_is_refused_by_submit_in_one_line_or_accepted_and_r
     assert sorted(p.name for p in tmp_path.iterdir()) == ["leaderboard", "results"]  # nothing escaped
 
 
+# ----- counts that disagree ---------------------------------------------------
+# Each forgery of the first scenario's seed 0 (as `first_row`) takes that row as made (its measured requests M
+# are all it offered, 128, of which it accepted A) and gives (the cells it changes, what the refusal says).
+
+def raised_acceptance(row):
+    ratio = row["acceptance_ratio"] + 0.25
+    return {"acceptance_ratio": ratio}, (f"acceptance_ratio={ratio!r} is not the {row['accepted']} accepted "
+                                         "(accepted_size_1..8) over a whole number of measured requests of at most "
+                                         f"offered={row['offered']}")
+
+
+def accepted_above_offered(row):
+    return {"accepted": row["offered"] + 1}, f"accepted={row['offered'] + 1} is more than offered={row['offered']}"
+
+
+def offered_above_requests(row):
+    return {"offered": row["requests"] + 1}, f"offered={row['requests'] + 1} is more than requests={row['requests']}"
+
+
+def invalid_above_refused(row):
+    refused = row["offered"] - row["accepted"]
+    return ({"invalid_allocations": float(refused + 1)},
+            f"invalid_allocations={refused + 1} is more than the {refused} requests refused (offered - accepted)")
+
+
+def accepted_below_its_brackets(row):
+    return ({"accepted": row["accepted"] - 1},
+            f"accepted_size_1..8 add up to {row['accepted']}, more than accepted={row['accepted'] - 1}")
+
+
+def measured_refusals_beyond_the_runs(row):
+    return ({"accepted": row["offered"]}, f"acceptance_ratio={row['acceptance_ratio']!r} leaves "
+            f"{row['offered'] - row['accepted']} measured requests refused, more than offered - accepted=0")
+
+
+def blocking_not_the_rest(row):
+    blocking = row["blocking_probability"] - 0.01
+    return {"blocking_probability": blocking}, (f"blocking_probability={blocking!r} is not "
+                                                f"{row['blocking_probability']!r}, the share refused of the measured "
+                                                f"requests that acceptance_ratio={row['acceptance_ratio']!r} gives")
+
+
+def a_bracket(row):
+    """The first size bracket with some requests accepted and some refused, and how many it had."""
+    k = next(k for k in range(1, 9) if 0 < row[f"acceptance_size_{k}"] < 1)
+    return k, round(row[f"accepted_size_{k}"] / row[f"acceptance_size_{k}"])
+
+
+def bracket_share_of_no_count(row):
+    k, requests = a_bracket(row)
+    share = row[f"acceptance_size_{k}"] + 0.01
+    return {f"acceptance_size_{k}": share}, (f"acceptance_size_{k}={share!r} is not "
+                                             f"accepted_size_{k}={int(row[f'accepted_size_{k}'])} over a whole "
+                                             "number of requests")
+
+
+def brackets_beyond_the_measured(row):
+    k, requests = a_bracket(row)
+    return ({f"acceptance_size_{k}": row[f"accepted_size_{k}"] / (requests + 1)},
+            f"the requests of acceptance_size_1..8 come to {row['offered'] + 1}, not the {row['offered']} measured "
+            "requests of acceptance_ratio")
+
+
+INCONSISTENT = [raised_acceptance, accepted_above_offered, offered_above_requests, invalid_above_refused,
+                accepted_below_its_brackets, measured_refusals_beyond_the_runs, blocking_not_the_rest,
+                bracket_share_of_no_count, brackets_beyond_the_measured]
+
+
+@pytest.mark.parametrize("forgery", INCONSISTENT)
+def test_a_summary_whose_counts_disagree_is_refused_by_submit_rebuild_report_and_plot(random_sweep, tmp_path, forgery):
+    results = tmp_path / "results"
+    shutil.copytree(random_sweep, results)
+    (row,) = [row for row in pq.read_table(results / "summary.parquet").to_pylist()
+              if (row["seed"], row["scenario"]) == (0, "8-1x1")]
+    assert row["offered"] == row["requests"] and row["invalid_allocations"] == 0  # as the forgeries take it
+    changes, problem = forgery(row)
+    forge(results, lambda forged: {**forged, **changes} if forged["run_id"] == row["run_id"] else forged)
+    assert pq.read_table(results / "summary.parquet").column("run_id").to_pylist().count(row["run_id"]) == 1
+    problem = f"run {row['run_id']}: {problem}"
+    root = tmp_path / "leaderboard"
+    refused = submit(results, root)
+    assert refused.exit_code == 2 and refused.output == f"Error: submission refused: {problem}\n"
+    assert submit(random_sweep, root).exit_code == 0
+    (submission,) = (root / "submissions").iterdir()
+    shutil.copy(results / "summary.parquet", submission / "summary.parquet")  # edited in after it was accepted
+    rebuilt = CliRunner().invoke(cli, ["leaderboard", "--root", str(root)])
+    assert rebuilt.exit_code == 2 and rebuilt.output == (
+        f"Error: submission '{submission}' is damaged ({problem}); remove that folder and submit the sweep's results "
+        "folder again with `dcbench leaderboard submit`\n")
+    for command in (["report", str(results), "--out", str(tmp_path / "r.md")],
+                    ["plot", str(results), "--out", str(tmp_path / "plots")]):
+        result = CliRunner().invoke(cli, command)
+        assert result.exit_code == 2 and result.output == (
+            f"Error: '{results / 'summary.parquet'}' is damaged ({problem}); remove it and run the sweep again to "
+            "rebuild it\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["leaderboard", "results"]
+
+
+@pytest.mark.parametrize("command", ["report", "plot"])
+def test_report_and_plot_refuse_a_number_outside_its_range_as_submit_and_the_rebuild_do(random_sweep, tmp_path,
+                                                                                        command):
+    results = tmp_path / "results"
+    shutil.copytree(random_sweep, results)
+    forge(results, first_row("cpu_util", 1.5))
+    (run,) = [row["run_id"] for row in pq.read_table(results / "summary.parquet").to_pylist()
+              if (row["seed"], row["scenario"]) == (0, "8-1x1")]
+    result = CliRunner().invoke(cli, [command, str(results), "--out", str(tmp_path / "out")])
+    assert result.exit_code == 2 and result.output == (
+        f"Error: '{results / 'summary.parquet'}' is damaged (run {run}: cpu_util=1.5 is not a utilisation from 0 to "
+        "1, or NaN); remove it and run the sweep again to rebuild it\n")
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_counts_of_every_committed_submission_agree():
+    from dcbench.harness.submissions import counts_problem
+
+    summaries = sorted((Path(__file__).resolve().parents[3] / "leaderboard" / "submissions").glob("*/summary.parquet"))
+    if not summaries:
+        pytest.skip("no leaderboard/ here (an installed wheel)")
+    tables = [pq.read_table(path) for path in summaries]
+    assert sum(table.num_rows for table in tables) == 1_640
+    assert {"nara2022", "odcn2025"} <= {json.loads(t.schema.metadata[b"dcbench"])["suite"] for t in tables}
+    assert [counts_problem(table) for table in tables] == [None] * len(tables)
+    # with a warm-up, the measured requests the ratios give back are fewer than those offered
+    rows = [row for table in tables for row in table.to_pylist() if row["acceptance_ratio"] > 0]
+    measured = [round(sum(row[f"accepted_size_{k}"] for k in range(1, 9)) / row["acceptance_ratio"]) for row in rows]
+    assert {"warmup=" in row["workload"] for row, m in zip(rows, measured) if m < row["offered"]} == {True}
+    assert any(m == row["offered"] for row, m in zip(rows, measured))
+
+
 @pytest.mark.parametrize("column", ["acceptance_ratio", "run_id"])
 def test_a_summary_with_two_columns_of_one_name_is_refused_in_one_line(random_sweep, tmp_path, column):
     results = tmp_path / "results"
@@ -216,6 +346,69 @@ def test_a_small_summary_that_decompresses_to_millions_of_rows_is_refused_before
         assert result.exit_code == 2 and result.output == (
             f"Error: '{results / 'summary.parquet'}' has 10,000,000 rows, more than the 1,000,000 a results table may "
             "have; remove it and rerun\n")
+
+
+def test_a_small_summary_whose_text_decodes_to_gigabytes_is_refused_in_one_line(random_sweep, tmp_path):
+    from tests.core.harness.test_results import dictionary_bomb
+
+    results = tmp_path / "results"
+    shutil.copytree(random_sweep, results)
+    dictionary_bomb(results / "summary.parquet")
+    for command in (["report", str(results)], ["plot", str(results)],
+                    ["leaderboard", "--root", str(tmp_path / "board"), "submit", str(results)]):
+        result = CliRunner().invoke(cli, command)
+        assert result.exit_code == 2 and result.output == (
+            f"Error: '{results / 'summary.parquet'}' decodes to 65,540,000,000 bytes, more than the 268,435,456 a "
+            "results table may hold (its column 'run_id' alone to 65,536,000,000); remove it and rerun\n")
+
+
+def with_provenance(path, stored):
+    table = pq.read_table(path)
+    pq.write_table(table.replace_schema_metadata({b"dcbench": stored}), path)
+
+
+DEEP = b"[" * 100_000  # deeper than Python's parser goes: a RecursionError, were it not caught
+
+
+def test_provenance_nested_too_deeply_is_one_line_that_names_the_file(random_sweep, tmp_path):
+    results = tmp_path / "results"
+    shutil.copytree(random_sweep, results)
+    with_provenance(results / "summary.parquet", DEEP)
+    summary = results / "summary.parquet"
+    problem = "its dcbench provenance is JSON nested more deeply than it can be parsed"
+    for command, said in [
+        (["report", str(results)], f"'{summary}' is damaged ({problem}); remove it and run the sweep again"),
+        (["plot", str(results)], f"'{summary}' is damaged ({problem}); remove it and run the sweep again"),
+        (["leaderboard", "--root", str(tmp_path / "board"), "submit", str(results)],
+         f"'{summary}' is damaged ({problem}); remove it and run the sweep again"),
+        (["sweep", "-s", "nara2022", "-a", "random", "--out", str(results), "-q"],
+         f"'{summary}' is not a dcbench sweep's summary ({problem}); give this sweep another --out"),
+    ]:
+        result = CliRunner().invoke(cli, command)
+        assert result.exit_code == 2 and result.output.count("\n") == 1, result.output
+        assert result.output.startswith(f"Error: {said}")
+
+
+@pytest.mark.parametrize("damage, problem", [
+    (lambda submission: with_provenance(submission / "summary.parquet", DEEP),
+     "its dcbench provenance is JSON nested more deeply than it can be parsed"),
+    (lambda submission: (submission / "submission.json").write_bytes(DEEP),
+     "its submission.json does not read: UnreadableJSON: JSON nested more deeply than it can be parsed"),
+    (lambda submission: (submission / "submission.json").write_bytes(b"[" + b"0," * 5_000_000 + b"0]"),
+     "its submission.json does not read: UnreadableJSON: JSON of more than the 8,388,608 bytes dcbench reads"),
+    (lambda submission: ((submission / "submission.json").unlink(), os.mkfifo(submission / "submission.json")),
+     "its submission.json does not read: OSError: [Errno 22] not a file but a folder, a device or a pipe"),
+])
+def test_a_submission_whose_json_does_not_parse_is_named_by_the_rebuild_and_verify(random_sweep, tmp_path, damage,
+                                                                                  problem):
+    root = tmp_path / "leaderboard"
+    assert submit(random_sweep, root).exit_code == 0
+    (submission,) = (root / "submissions").iterdir()
+    damage(submission)
+    for command in ([], ["verify", "--runs", "1"]):
+        result = CliRunner().invoke(cli, ["leaderboard", "--root", str(root), *command])
+        assert result.exit_code == 2 and result.output.count("\n") == 1, result.output
+        assert result.output.startswith(f"Error: submission '{submission}' is damaged ({problem}")
 
 
 @pytest.mark.parametrize("command", ["report", "plot", "submit"])

@@ -101,6 +101,25 @@ def test_a_topology_that_cannot_be_simulated_is_refused_when_compiled(change, pr
         Network.compile(broken(change))
 
 
+@pytest.mark.parametrize("change, problem", [
+    (lambda t: t.capacity.__setitem__((3, 0), 1e308), "has a server capacity of 1e+308"),
+    (lambda t: t.capacity.__setitem__((3, 1), 2e15), "has a server capacity of 2000000000000000.0"),
+    (lambda t: next(iter(t.graph.edges(data=True)))[2].__setitem__("capacity", 1e300), "has a link of capacity 1e+300"),
+])
+def test_a_capacity_whose_sums_could_overflow_is_refused_with_the_range(change, problem):
+    from dcbench.model.network import MAX_CAPACITY
+
+    with pytest.raises(SpecError) as refused:  # a third party's topology: no parameter of its bounded it
+        Network.compile(broken(change))
+    assert str(refused.value) == f"topology {problem}; a capacity is a number from 0 to 1e+15"
+    at_most = broken(lambda t: t.capacity.fill(MAX_CAPACITY))
+    for _, _, link in at_most.graph.edges(data=True):
+        link["capacity"] = MAX_CAPACITY
+    with np.errstate(over="raise"):
+        network = Network.compile(at_most)  # the largest of each, and sums of a million of them, are fine
+        assert np.isfinite(network.server_capacity.sum() * 1e6) and np.isfinite(network.link_capacity.sum() * 1e6)
+
+
 def test_a_compiled_network_cannot_be_changed_by_those_that_share_it(small_network):
     for name in ("server_capacity", "racks", "pods", "link_ends", "link_capacity", "link_tier", "server_link",
                  "server_attachment"):

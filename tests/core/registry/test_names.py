@@ -262,6 +262,29 @@ def test_a_plugins_changed_source_makes_new_run_ids_and_the_same_source_the_same
     assert identity_and_run_id() == (identity, run_id)
 
 
+def test_a_data_file_a_plugin_ships_is_in_its_run_ids_and_its_compiled_files_are_not(site):
+    package = site / "tp_names_datapkg"
+    entry_points = install(site, "dcbench-data", {"data": "tp_names_datapkg.plugin"},
+                           {"tp_names_datapkg/__init__.py": "",
+                            "tp_names_datapkg/plugin.py": PACKAGE_PLUGIN.replace("srcpkg", "datapkg"),
+                            "tp_names_datapkg/policy.py": POLICY, "tp_names_datapkg/tables/weights.csv": "a,b\n1,2\n"})
+
+    def run_id():
+        registry, warned = created(*entry_points)
+        assert warned == []
+        return run_id_of(Runner(registry).resolve("versioned", "tiered:8,1x4", requests=10), 0)
+
+    shipped = run_id()
+    (package / "tables" / "weights.csv").write_text("a,b\n1,3\n")  # what the plugin reads, not its code
+    assert run_id() != shipped
+    (package / "tables" / "weights.csv").write_text("a,b\n1,2\n")
+    assert run_id() == shipped
+    (package / "__pycache__").mkdir(exist_ok=True)
+    (package / "__pycache__" / "other.cpython-311.pyc").write_bytes(b"compiled here, not shipped")
+    (package / "tables" / "legacy.pyc").write_bytes(b"compiled here too")
+    assert run_id() == shipped
+
+
 def test_the_source_of_a_plain_module_is_its_file(site):
     entry_points = allocator_distribution(site, "dcbench-plain", "plain", "tp_names_plain")
     registry, _ = created(*entry_points)

@@ -15,7 +15,7 @@ import socket
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
-from dcbench.errors import DcbenchError, IncompatibleError, PluginError, ResultsError, SpecError, describe
+from dcbench.errors import DcbenchError, IncompatibleError, PluginError, ResultsError, SpecError, describe, short_repr
 from dcbench.harness.paths import starts_with
 from dcbench.harness.runner import Runner, run_id_of
 from dcbench.harness.summary import SUMMARY_COLUMNS, is_adhoc, is_complete, sweep_provenance_problem
@@ -46,15 +46,15 @@ def split_allocators(values: Iterable[str]) -> list[str]:
         for part in (piece.strip() for piece in value.split(",")):
             if part and "=" in part and ":" not in part:
                 if not allocators or ":" not in allocators[-1]:
-                    raise SpecError(f"{part!r} in --allocator {value!r} is a keyword that follows no "
-                                    f"NAME:KEY=VALUE spec; write NAME:{part}")
+                    raise SpecError(f"{short_repr(part)} in --allocator {short_repr(value)} is a keyword that "
+                                    "follows no NAME:KEY=VALUE spec; write it after its allocator's name and ':'")
                 allocators[-1] += "," + part
             else:
                 allocators.append(part)
     if not allocators:
         raise SpecError("give at least one allocator, e.g. --allocator tetris,nalb,nulb,random")
     if any(not a for a in allocators):
-        raise SpecError(f"--allocator {', '.join(repr(v) for v in values)} has an empty spec between commas; "
+        raise SpecError(f"--allocator {short_repr(', '.join(values))} has an empty spec between commas; "
                         "remove the extra comma")
     return allocators
 

@@ -304,3 +304,17 @@ def test_equivalent_spellings_of_a_spec_share_a_run_id_and_canonical_specs_keep_
     assert run_id_of(spaced, 0) == run_id_of(canonical, 0)
     with pytest.raises(SpecError, match="not an integer; write its digits as ASCII 0-9"):
         runner.resolve("tetris", "tiered:８,1x4", requests=16)
+
+
+@pytest.mark.parametrize("allocators, said", [
+    ("key=" + LONG, "Error: 'key=xxx"),
+    ("tetris,," + LONG, "Error: --allocator 'tetris,,xxx"),
+])
+def test_a_long_allocator_list_of_a_sweep_is_echoed_cut_in_one_short_line(tmp_path, allocators, said):
+    from click.testing import CliRunner
+
+    from dcbench.commands import cli
+
+    result = CliRunner().invoke(cli, ["sweep", "-s", "nara2022", "-a", allocators, "--out", str(tmp_path / "out")])
+    assert result.exit_code == 2 and result.output.startswith(said)
+    assert result.output.count("\n") == 1 and len(result.output) < 300, result.output[:300]

@@ -136,8 +136,8 @@ def test_a_run_error_in_a_worker_reaches_the_parent_once_and_stops_the_rest(tmp_
 
 
 def test_a_fresh_worker_loads_only_the_plugins_it_is_given(tmp_path, monkeypatch):
-    """`fresh` workers are spawned, not forked: the parent's plugins are
-    loaded anew, and the environment given turns the others off."""
+    """`fresh` workers do not inherit this process's plugins: they load the
+    installed ones anew, and the environment given turns the others off."""
     import dcbench.harness.workers as workers
 
     plugins = tmp_path / "plugins"
@@ -151,12 +151,59 @@ def test_a_fresh_worker_loads_only_the_plugins_it_is_given(tmp_path, monkeypatch
         "    from dcbench.plugins.allocators.random_server import RandomAllocator\n"
         "    register('loud', RandomAllocator, description='random, loudly')\n")
     mark = tmp_path / "mark"
-    monkeypatch.setenv("LOUD_MARK", str(mark))
-    monkeypatch.syspath_prepend(str(plugins))  # (a spawned worker starts from its parent's sys.path)
+    monkeypatch.syspath_prepend(str(plugins))  # (a fresh worker starts from its parent's sys.path)
     run = workers.PlannedRun("small", "random", "tiered:8,1x4", None, 8, 0, "")
-    workers.run_apart([run], 1, lambda run, output: None, tables=False, fresh=True)
-    assert mark.read_text() == "imported\n"  # a spawned worker loads the installed plugins itself
+    workers.run_apart([run], 1, lambda run, output: None, tables=False, fresh=True, environ={"LOUD_MARK": str(mark)})
+    assert mark.read_text() == "imported\n"  # a fresh worker loads the installed plugins itself
     mark.unlink()
     workers.run_apart([run], 1, lambda run, output: None, tables=False, fresh=True,
-                      environ={"DCBENCH_DISABLE_PLUGINS": "loud"})
+                      environ={"LOUD_MARK": str(mark), "DCBENCH_DISABLE_PLUGINS": "loud"})
     assert not mark.exists() and "tp_loud" not in sys.modules
+
+
+STUCK = '''
+import os
+import time
+
+import dcbench.harness.workers as workers
+
+
+def stuck(run, tables=True):
+    open(os.path.join(os.environ["STUCK_MARKS"], str(os.getpid())), "w").close()
+    time.sleep(600)
+
+
+if __name__ == "__main__":
+    workers.run_in_worker = stuck
+    run = workers.PlannedRun("small", "random", "tiered:8,1x4", None, 8, 0, "")
+    workers.run_apart([run, run], 2, lambda run, output: None, tables=False, fresh=True)
+'''
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_fresh_workers_and_their_server_die_with_a_killed_command(tmp_path):
+    """A fresh worker's parent is the fork server, not the command: it
+    watches the command itself, and the server ends once its workers have."""
+    import signal
+    import subprocess
+    import time
+
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    (tmp_path / "stuck_command.py").write_text(STUCK)
+    env = {**os.environ, "STUCK_MARKS": str(marks),
+           "PYTHONPATH": os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")])}
+    command = subprocess.Popen([sys.executable, str(tmp_path / "stuck_command.py")], env=env,
+                               stderr=subprocess.DEVNULL)
+    deadline = time.time() + 60
+    while len(list(marks.iterdir())) < 2 and time.time() < deadline:
+        time.sleep(0.1)
+    workers = [int(path.name) for path in marks.iterdir()]
+    servers = {int(os.popen(f"ps -o ppid= -p {pid}").read()) for pid in workers}
+    command.send_signal(signal.SIGKILL)
+    command.wait()
+    assert len(workers) == 2 and command.pid not in servers  # (forked by a server, not by the command)
+    deadline = time.time() + 30
+    while any(os.path.exists(f"/proc/{pid}") for pid in [*workers, *servers]) and time.time() < deadline:
+        time.sleep(0.1)
+    assert not any(os.path.exists(f"/proc/{pid}") for pid in [*workers, *servers])

@@ -95,8 +95,8 @@ def run_apart(runs: Sequence[PlannedRun], workers: int, on_output: Callable[[Pla
             process that has imported dcbench alone (or spawned, where
             there is no fork), rather than forked from this process
             (Linux), which passes on all of its state.
-        environ: Variables set in the workers' environment, before they
-            load any plugin.
+        environ: Variables set in the workers' environment (this
+            process's, as it is now), before they load any plugin.
         on_error: Called with a run and the error it raised, where the
             others go on (None: the error ends them all).
 
@@ -115,7 +115,7 @@ def run_apart(runs: Sequence[PlannedRun], workers: int, on_output: Callable[[Pla
         with one_math_thread_per_worker():
             pool = concurrent.futures.ProcessPoolExecutor(
                 max_workers=min(workers, len(allocator_runs)), mp_context=context, initializer=start_worker,
-                initargs=(os.getpid(), dict(environ or {})))
+                initargs=(os.getpid(), {**os.environ, **(environ or {})}))
             try:
                 # Longest first, the episode's length standing for a run's time: the runs left for the end
                 # are short ones, so the workers finish together (a suite's largest scenario is often its last).
@@ -202,14 +202,17 @@ def quiet_plugin_warnings() -> None:
 
 
 def start_worker(parent: int | None = None, environ: Mapping[str, str] | None = None) -> None:
-    """What a worker process does first: take ``environ`` into its
-    environment (before any plugin is loaded), die with the command's
+    """What a worker process does first: take ``environ`` as its
+    environment, before any plugin is loaded (a fork server's own is the
+    one it started with, not the command's now), die with the command's
     process ``parent`` (a SIGKILLed sweep's workers ran on for ever), no
     second round of plugin warnings, what plugins print on stderr, as in
     the command's own process, and Ctrl-C left to the command, which stops
     the workers (a worker that caught it would count it as its run's error
     and start the next run)."""
-    os.environ.update(environ or {})
+    if environ is not None:
+        os.environ.clear()
+        os.environ.update(environ)
     if parent is not None:
         die_with(parent)
     quiet_plugin_warnings()

@@ -151,13 +151,15 @@ def test_a_fresh_worker_loads_only_the_plugins_it_is_given(tmp_path, monkeypatch
         "    from dcbench.plugins.allocators.random_server import RandomAllocator\n"
         "    register('loud', RandomAllocator, description='random, loudly')\n")
     mark = tmp_path / "mark"
-    monkeypatch.syspath_prepend(str(plugins))  # (a fresh worker starts from its parent's sys.path)
     run = workers.PlannedRun("small", "random", "tiered:8,1x4", None, 8, 0, "")
-    workers.run_apart([run], 1, lambda run, output: None, tables=False, fresh=True, environ={"LOUD_MARK": str(mark)})
+    workers.run_apart([run], 1, lambda run, output: None, tables=False, fresh=True)  # (the fork server is up)
+    monkeypatch.syspath_prepend(str(plugins))  # (a fresh worker starts from its parent's sys.path)
+    monkeypatch.setenv("LOUD_MARK", str(mark))  # ... and its environment as it is now
+    workers.run_apart([run], 1, lambda run, output: None, tables=False, fresh=True)
     assert mark.read_text() == "imported\n"  # a fresh worker loads the installed plugins itself
     mark.unlink()
     workers.run_apart([run], 1, lambda run, output: None, tables=False, fresh=True,
-                      environ={"LOUD_MARK": str(mark), "DCBENCH_DISABLE_PLUGINS": "loud"})
+                      environ={"DCBENCH_DISABLE_PLUGINS": "loud"})
     assert not mark.exists() and "tp_loud" not in sys.modules
 
 

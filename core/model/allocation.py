@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import operator
 from dataclasses import dataclass
+from itertools import chain
 from typing import Any, NamedTuple, Sequence
 
 import numpy as np
@@ -262,7 +263,7 @@ def snapshot_allocation(allocation: Allocation) -> Allocation:
     another reserves exactly what was checked. Raises TypeError or
     ValueError for a field of the wrong kind."""
     routes = allocation.routes
-    if type(routes) is not tuple or not all(map(_is_plain, routes)):
+    if not _is_plain(routes):
         routes = tuple(_plain_route(*route) for route in routes)  # (the usual tuple of plain Routes is kept)
     vm_servers = allocation.vm_servers
     return Allocation(
@@ -274,14 +275,19 @@ def snapshot_allocation(allocation: Allocation) -> Allocation:
     )
 
 
-_INT = {int}
+_ROUTE, _INT, _FLOAT, _TUPLE = {Route}, {int}, {float}, {tuple}
 
 
-def _is_plain(route: Any) -> bool:
-    """Whether ``route`` is already plain data: a Route of Python ints, a
-    float and a tuple of Python ints, none of which can answer two ways."""
-    return (type(route) is Route and type(route.a) is int and type(route.b) is int
-            and type(route.amount) is float and type(route.links) is tuple and set(map(type, route.links)) <= _INT)
+def _is_plain(routes: Any) -> bool:
+    """Whether ``routes`` are already plain data: a tuple of Routes of
+    Python ints, a float and a tuple of Python ints, none of which can
+    answer two ways (the types read in bulk: this runs for every answer)."""
+    if type(routes) is not tuple or not set(map(type, routes)) <= _ROUTE:
+        return False
+    fields = tuple(chain.from_iterable(routes))  # a, b, links, amount of each route in turn
+    return (set(map(type, fields[0::4])) <= _INT and set(map(type, fields[1::4])) <= _INT
+            and set(map(type, fields[2::4])) <= _TUPLE and set(map(type, fields[3::4])) <= _FLOAT
+            and set(map(type, chain.from_iterable(fields[2::4]))) <= _INT)
 
 
 def _plain_route(a: Any, b: Any, links: Any, amount: Any) -> Route:

@@ -225,7 +225,6 @@ def submit(results: Path, root: Path, registry: Registry, workers: int = 1) -> P
     at a time), and copy it into ``root/submissions`` (atomically)."""
     from dcbench.harness.replay import replay
 
-    check_root(root)
     if root.is_dir() and not (root / SUBMISSIONS).is_dir() and any(root.iterdir()):
         raise ResultsError(f"'{root}' holds other things and no {SUBMISSIONS}/ folder, so it is no leaderboard; "
                            "give a leaderboard folder, or a new or empty one, with --root")
@@ -500,7 +499,6 @@ def build(root: Path, registry: Registry) -> list[Path]:
     them (`BUILT`): under the lock, no other rebuild can be writing them."""
     from dcbench._version import __version__
 
-    check_root(root)
     if not root.is_dir():
         raise ResultsError(f"no leaderboard folder '{root}'; give the folder that holds {SUBMISSIONS}/ with "
                            f"--root, or start one with `dcbench leaderboard --root {root} submit RESULTS`")

@@ -23,12 +23,12 @@ from dcbench.harness.tables import provenance_of, read_table, write_run, write_t
 from dcbench.harness.workers import (
     PlannedRun,
     RunOutput,
+    by_allocator,
     check_network,
     network_digest,
     run_apart,
     run_in_worker,
     start_worker,
-    worker_runner,
 )
 from dcbench.model.suite import Scenario, Suite
 from dcbench.spec import Spec, bind, resolved_spec
@@ -142,24 +142,19 @@ def plan(runner: Runner, suite: Suite, allocators: Sequence[str], metrics: Seque
     return runs
 
 
-def _run(run: PlannedRun) -> Any:
-    """Make one planned run in this process (`run_in_worker`'s run)."""
-    return worker_runner().run(run.allocator, run.topology, run.workload, run.requests, run.seed,
-                               metrics=run.metrics)
-
-
-def check_run_id(run: PlannedRun, run_id: str) -> None:
-    if run_id != run.run_id:
-        raise ResultsError(f"run {run.run_id} came out as {run_id}: the worker resolved the specs "
+def write_output(out_dir: Path, run: PlannedRun, output: RunOutput) -> None:
+    """Write a run a worker made into ``out_dir``, once it is the run planned."""
+    if output.run_id != run.run_id:
+        raise ResultsError(f"run {run.run_id} came out as {output.run_id}: the worker resolved the specs "
                            "differently (is the same dcbench installed everywhere?)")
+    write_run(out_dir, output.run_id, output.tables, output.provenance)
 
 
 def run_local(runs: Sequence[PlannedRun], out_dir: Path, workers: int, advance: Callable[[PlannedRun], None]) -> None:
     """Make the runs in worker processes, each allocator's apart (`run_apart`),
     and write each run's folder here as it comes."""
     def write(run: PlannedRun, output: RunOutput) -> None:
-        check_run_id(run, output.run_id)
-        write_run(out_dir, output.run_id, output.tables, output.provenance)
+        write_output(out_dir, run, output)
         advance(run)
 
     run_apart(runs, workers, write)
@@ -174,11 +169,8 @@ def _run_remote(runs: Sequence[PlannedRun]) -> list[RunOutput]:
 def ray_batches(runs: Sequence[PlannedRun], cpus: int) -> list[list[PlannedRun]]:
     """The runs in batches of one allocator each, about two per CPU of the
     cluster for each allocator: a batch runs in a worker process of its own."""
-    by_allocator: dict[str, list[PlannedRun]] = {}
-    for run in runs:
-        by_allocator.setdefault(run.allocator, []).append(run)
     batches = []
-    for allocator_runs in by_allocator.values():
+    for allocator_runs in by_allocator(runs):
         size = -(-len(allocator_runs) // (2 * max(1, cpus)))
         batches += [allocator_runs[i:i + size] for i in range(0, len(allocator_runs), size)]
     return batches
@@ -213,8 +205,7 @@ def run_ray(runs: Sequence[PlannedRun], out_dir: Path, address: str | None,
                 raise
             for run, output in zip(batch, outputs):
                 check_network(run, output)
-                check_run_id(run, output.run_id)
-                write_run(out_dir, output.run_id, output.tables, output.provenance)
+                write_output(out_dir, run, output)
                 advance(run)
     finally:
         if started_here:

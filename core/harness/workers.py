@@ -106,11 +106,8 @@ def run_apart(runs: Sequence[PlannedRun], workers: int, on_output: Callable[[Pla
         DcbenchError: A run's own error, as raised in its worker (without
             ``on_error``).
     """
-    by_allocator: dict[str, list[PlannedRun]] = {}
-    for run in runs:
-        by_allocator.setdefault(run.allocator, []).append(run)
     context = worker_context(fresh)
-    for allocator_runs in by_allocator.values():
+    for allocator_runs in by_allocator(runs):
         # Each pool starts its workers at its first submissions, so the whole pool lives in these settings.
         with one_math_thread_per_worker():
             pool = concurrent.futures.ProcessPoolExecutor(
@@ -158,6 +155,14 @@ def worker_context(fresh: bool) -> Any:
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload(FRESH_PRELOAD)
     return context
+
+
+def by_allocator(runs: Sequence[PlannedRun]) -> list[list[PlannedRun]]:
+    """The runs of each allocator, in the order the allocators first come."""
+    groups: dict[str, list[PlannedRun]] = {}
+    for run in runs:
+        groups.setdefault(run.allocator, []).append(run)
+    return list(groups.values())
 
 
 def check_network(run: PlannedRun, output: RunOutput) -> None:

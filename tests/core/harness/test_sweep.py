@@ -367,16 +367,16 @@ def register_metrics(register):
 
 
 def test_runs_in_this_process_use_the_plugins_loaded_now(tmp_path, monkeypatch, fresh_registry):
-    from dcbench.harness import sweep as sweeps
+    from dcbench.harness.workers import PlannedRun, run_in_worker
     from dcbench.registry import reset_registry
 
     with_plugin(tmp_path, monkeypatch, "counting", COUNTING_METRIC)
-    job = sweeps.PlannedRun("small", "random", "tiered:8,1x4", None, 8, 0, "", metrics=("counting",))
-    assert sweeps._run(job).summary["counted"] == 8.0
+    job = PlannedRun("small", "random", "tiered:8,1x4", None, 8, 0, "", metrics=("counting",))
+    assert run_in_worker(job).summary["counted"] == 8.0
     reset_registry()  # the plugin uninstalled, say: a sweep with -j 1 must not run with it still
     with pytest.raises(UnknownPluginError, match="unknown metric 'counting'"):
-        sweeps._run(job)
-    assert "counted" not in sweeps._run(dataclasses.replace(job, metrics=())).summary
+        run_in_worker(job)
+    assert "counted" not in run_in_worker(dataclasses.replace(job, metrics=())).summary
 
 
 BUSY_PLUGIN = '''

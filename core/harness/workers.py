@@ -223,6 +223,7 @@ def start_worker(parent: int | None = None, environ: Mapping[str, str] | None = 
     quiet_plugin_warnings()
     sys.stdout = sys.stderr = sys.__stderr__  # (the process's own: a forked worker's copy of a capture is lost)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # (forked, it had the command's handler, which raises and prints)
     if "torch" in sys.modules:  # forked after the parent loaded a checkpoint: its threads read no variable now
         sys.modules["torch"].set_num_threads(1)
 

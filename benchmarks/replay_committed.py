@@ -16,8 +16,8 @@ import time
 from pathlib import Path
 
 from dcbench.harness import get_registry
-from dcbench.harness.leaderboard import load_submissions
-from dcbench.harness.replay import replay
+from dcbench.publishing.leaderboard import load_submissions
+from dcbench.publishing.replay import replay
 
 ROOT = Path(__file__).resolve().parent.parent / "leaderboard"
 

@@ -24,7 +24,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from dcbench.harness import get_registry  # noqa: E402
-from dcbench.harness.bench import run_bench  # noqa: E402
+from dcbench.running.bench import run_bench  # noqa: E402
 
 TOPOLOGIES = ("tiered:32,1x4", "tiered:32,1x4,pods=8,racks=8", "tiered:32,1x4,pods=16,racks=32",
               "tiered:32,1x4,pods=64,racks=64")

@@ -30,7 +30,7 @@ from dcbench.spec import Spec
 
 if TYPE_CHECKING:
     from dcbench.engine.simulation import RunTables
-    from dcbench.harness import ResolvedRun, Runner
+    from dcbench.running.runner import ResolvedRun, Runner
     from dcbench.model.network import Network
     from dcbench.model.requests import RequestSequence
     from dcbench.registry import Registry
@@ -93,7 +93,8 @@ class _WithoutMetrics:
 
 def _runner(registry: Registry | None) -> tuple[Runner, Registry]:
     """A runner that runs no metric, and the registry itself."""
-    from dcbench.harness import Runner, get_registry
+    from dcbench.registry import get_registry
+    from dcbench.running.runner import Runner
 
     plugins = registry if registry is not None else get_registry()
     return Runner(cast("Registry", _WithoutMetrics(plugins))), plugins
@@ -177,7 +178,7 @@ def check_allocator(name_or_spec: str, *, topology: str | None = None, workload:
 def _simulate(plan: ResolvedRun, allocator: Any, seed: int) -> RunTables:
     """A run of a resolved scenario with ``allocator``: `Runner.run`'s streams of ``seed``, and no metric."""
     from dcbench.engine.simulation import simulate
-    from dcbench.harness.runner import draw_requests
+    from dcbench.running.runner import draw_requests
 
     workload_rng, allocator_rng = np.random.default_rng(seed).spawn(2)
     return simulate(plan.network, draw_requests(plan, plan.requests, workload_rng), allocator, allocator_rng)
@@ -476,7 +477,7 @@ class _RejectsAll:
 def _metric_runs(runner: Runner, scenarios: Mapping[str, tuple[str, str | None]]) -> tuple[list[_MetricRun], set[str]]:
     """Per demand kind: runs of two allocators (seeds 0 and 1), one that accepts nothing, one that measures
     nothing; and the summary columns the core writes."""
-    from dcbench.harness.runner import LATER_COLUMNS
+    from dcbench.running.runner import LATER_COLUMNS
 
     runs: list[_MetricRun] = []
     core = set(LATER_COLUMNS)
@@ -527,8 +528,8 @@ def check_metric(name: str, *, topology: str | None = None, workload: str | None
         SpecError: A spec does not parse or names no registered plugin.
     """
     from dcbench.engine.simulation import RunTables
-    from dcbench.harness.runner import COLUMN_NAME, read_only_copy, summary_number
-    from dcbench.harness.submissions import value_range
+    from dcbench.running.numbers import value_range
+    from dcbench.running.runner import COLUMN_NAME, read_only_copy, summary_number
 
     runner, plugins = _runner(registry)
     entry = plugins.get("metric", name)

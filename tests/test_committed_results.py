@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from dcbench.harness import Runner
-from dcbench.harness.leaderboard import load_submissions, rerun
+from dcbench.publishing.leaderboard import load_submissions, rerun
 
 LEADERBOARD = Path(__file__).resolve().parent.parent / "leaderboard"
 
@@ -65,8 +65,8 @@ def seed_acceptance(suite):
 
 def paper_heuristics():
     """The papers' baselines as the suites ran them: each plugin with its defaults."""
-    from dcbench.harness.report import default_specs
     from dcbench.registry import get_registry
+    from dcbench.running.labels import default_specs
 
     defaults = default_specs(get_registry())
     return [defaults[name] for name in ("tetris", "nalb", "nulb", "random")]
@@ -93,7 +93,7 @@ def test_the_committed_agent_is_at_least_the_best_paper_heuristic_or_within_its_
 
 def paired_interval(differences):
     """The 95 % Student's t interval of the mean of paired differences."""
-    from dcbench.harness.stats import mean_ci
+    from dcbench.running.stats import mean_ci
 
     mean, half, _ = mean_ci(differences)
     return mean - half, mean + half

@@ -368,7 +368,7 @@ COMMAND_DEFAULTS = {("commands/bench.py", "tiered:32,1x4"), ("commands/bench.py"
                     ("commands/bench.py", "ocs:128,servers=64")}
 # Words that are also a metric's name, used as themselves: the requests table's spread column, the demand
 # kind "jobs" as headings name it, the acceptance in a benchmark's table.
-WORDS = {("engine/simulation.py", "spread"), ("harness/report.py", "jobs"), ("harness/bench.py", "acceptance")}
+WORDS = {("engine/simulation.py", "spread"), ("publishing/report.py", "jobs"), ("running/bench.py", "acceptance")}
 # The environment's defaults, as a command's: its default topology, and the examples its errors give.
 ENV_DEFAULTS = {("envs/__init__.py", "tiered:32,1x4"), ("envs/__init__.py", "uniform")}
 # The conformance checks' small scenarios (dcbench.testing.SCENARIOS) and the allocators a metric is checked on.
@@ -409,10 +409,14 @@ LAYERS = {
     "model": {"errors", "spec"},
     "engine": {"model", "spec", "errors"},
     "registry": {"model", "spec", "hookspecs", "errors", "_version"},
-    "harness": {"engine", "model", "registry", "spec", "errors", "_version"},
-    "envs": {"harness", "engine", "model", "registry", "spec", "errors"},
-    "testing": {"harness", "engine", "model", "registry", "spec", "errors"},
-    "commands": {"harness", "envs", "engine", "model", "registry", "spec", "hookspecs", "errors", "_version"},
+    "storage": {"errors"},
+    "running": {"storage", "engine", "model", "registry", "spec", "errors", "_version"},
+    "publishing": {"running", "storage", "engine", "model", "registry", "spec", "errors", "_version"},
+    "harness": {"running", "storage", "publishing", "registry", "spec"},  # the public API of the three rooms
+    "envs": {"running", "storage", "engine", "model", "registry", "spec", "errors"},
+    "testing": {"running", "storage", "engine", "model", "registry", "spec", "errors"},
+    "commands": {"harness", "running", "storage", "publishing", "envs", "engine", "model", "registry", "spec",
+                 "hookspecs", "errors", "_version"},
 }
 ENTRY_MODULES = {"dcbench", "dcbench.__main__"}  # the public facade and `python -m dcbench`, above every layer
 
@@ -509,18 +513,21 @@ def test_there_is_no_import_cycle_in_dcbench():
 
 def test_the_layer_checks_fail_on_a_planted_violation():
     graph = import_graph()
-    planted = {**graph, "dcbench.model.network": graph["dcbench.model.network"] | {"dcbench.harness.runner"}}
-    assert layer_violations(planted) == ["dcbench.model.network (model) imports dcbench.harness.runner (harness)"]
-    planted["dcbench.harness.runner"] = graph["dcbench.harness.runner"] | {"dcbench", "dcbench.commands.run"}
-    assert "dcbench.harness.runner imports the package root" in layer_violations(planted)
-    assert "dcbench.harness.runner (harness) imports dcbench.commands.run (commands)" in layer_violations(planted)
+    planted = {**graph, "dcbench.model.network": graph["dcbench.model.network"] | {"dcbench.running.runner"}}
+    assert layer_violations(planted) == ["dcbench.model.network (model) imports dcbench.running.runner (running)"]
+    planted["dcbench.running.runner"] = graph["dcbench.running.runner"] | {"dcbench", "dcbench.commands.run"}
+    assert "dcbench.running.runner imports the package root" in layer_violations(planted)
+    assert "dcbench.running.runner (running) imports dcbench.commands.run (commands)" in layer_violations(planted)
+    planted["dcbench.running.sweep"] = graph["dcbench.running.sweep"] | {"dcbench.publishing.report"}
+    assert ("dcbench.running.sweep (running) imports dcbench.publishing.report (publishing)"
+            in layer_violations(planted))  # running never imports publishing
     planted["dcbench.commands.sweep"] = graph["dcbench.commands.sweep"] | {"dcbench.commands.run"}
     assert "dcbench.commands.sweep imports the command module dcbench.commands.run" in layer_violations(planted)
-    # model.network -> harness.runner -> ... -> model.network
-    assert any({"dcbench.model.network", "dcbench.harness.runner"} <= set(cycle) for cycle in cycles(planted))
+    # model.network -> running.runner -> ... -> model.network
+    assert any({"dcbench.model.network", "dcbench.running.runner"} <= set(cycle) for cycle in cycles(planted))
 
 
 def test_the_graph_sees_lazy_imports_and_submodules_imported_by_name(tmp_path):
     graph = import_graph()
-    assert "dcbench.harness.journal" in graph["dcbench.harness.files"]  # imported inside write_atomic
+    assert "dcbench.storage.journal" in graph["dcbench.storage.files"]  # imported inside write_atomic
     assert "dcbench.hookspecs" in graph["dcbench.registry.manager"]  # `import dcbench.hookspecs as hookspecs`

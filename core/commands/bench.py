@@ -33,8 +33,8 @@ DEFAULT_TOPOLOGIES = (
 def bench(allocators: tuple[str, ...], topologies: tuple[str, ...], workload: str | None, requests: int | None,
           repeat: int) -> None:
     """Measure requests per second and time per request of allocators."""
-    from dcbench.harness.bench import run_bench
-    from dcbench.harness.sweep import split_allocators
+    from dcbench.running.bench import run_bench
+    from dcbench.running.sweep import split_allocators
 
     check_bounds("--requests", requests, 1, at_most=MAX_RUN_REQUESTS)
     check_bounds("--repeat", repeat, 1, at_most=MAX_REPEAT)

@@ -9,8 +9,8 @@ import click
 
 from dcbench.commands.base import MAX_JOBS, PATH, UserError, check_bounds, load_registry, plugin_prints_to_stderr
 from dcbench.errors import DcbenchError, NotInstalledError
-from dcbench.harness.progress import progress_bar
 from dcbench.hookspecs import hookimpl
+from dcbench.running.progress import progress_bar
 
 
 @click.group(invoke_without_command=True)
@@ -21,7 +21,7 @@ def leaderboard(ctx: click.Context, root: Path) -> None:
     """Rebuild the leaderboard pages from its submissions (or `submit` one, or `verify` them)."""
     ctx.obj = root
     if ctx.invoked_subcommand is None:
-        from dcbench.harness.leaderboard import build
+        from dcbench.publishing.leaderboard import build
 
         for path in build(root, load_registry()):
             click.echo(path)
@@ -37,7 +37,7 @@ def submit(root: Path, results: Path, jobs: int | None) -> None:
     and allocator in it, and add it to the leaderboard."""
     import os
 
-    from dcbench.harness.leaderboard import submit as submit_results
+    from dcbench.publishing.leaderboard import submit as submit_results
 
     check_bounds("--jobs", jobs, 1, at_most=MAX_JOBS)
     with plugin_prints_to_stderr():
@@ -64,9 +64,9 @@ def verify(root: Path, count: int, every_run: bool, seed: int, jobs: int | None,
     listed with its outcome, and exit code 1 says which did not."""
     import os
 
-    from dcbench.harness.leaderboard import check_root, load_submissions, sample_runs
-    from dcbench.harness.replay import rerun_rows
-    from dcbench.harness.runner import Runner
+    from dcbench.publishing.leaderboard import check_root, load_submissions, sample_runs
+    from dcbench.publishing.replay import rerun_rows
+    from dcbench.running.runner import Runner
     from dcbench.spec import Spec
 
     check_bounds("--runs", count, 0)

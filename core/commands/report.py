@@ -36,9 +36,9 @@ def read_results(results: Path, registry: Registry) -> Results:
     (`as_scenarios`); what they are made by another dcbench version said
     in a note."""
     from dcbench._version import __version__
-    from dcbench.harness.report import as_scenarios
-    from dcbench.harness.summary import RUN_FOLDER_NAME, holds_runs, read_run_folder, read_sweep_summary
-    from dcbench.harness.tables import provenance_of
+    from dcbench.publishing.report import as_scenarios
+    from dcbench.running.summary import RUN_FOLDER_NAME, holds_runs, read_run_folder, read_sweep_summary
+    from dcbench.storage.tables import provenance_of
 
     if not results.exists():
         raise UserError(f"no results folder '{results}'; {RESULTS_HINT}")
@@ -78,8 +78,8 @@ def read_results(results: Path, registry: Registry) -> Results:
 def plot(results: Path, out: Path | None) -> None:
     """Draw the papers' figures from a RESULTS folder: a sweep's, or one of runs
     (`dcbench run --out`), whose runs are grouped by scenario and allocator."""
-    from dcbench.harness.figures import allocator_colours, plot_runs, plot_sweep, suite_figures, topology_figures
-    from dcbench.harness.report import default_specs
+    from dcbench.publishing.figures import allocator_colours, plot_runs, plot_sweep, suite_figures, topology_figures
+    from dcbench.running.labels import default_specs
 
     registry = load_registry()
     read = read_results(results, registry)
@@ -108,10 +108,11 @@ def report(results: Path, out: Path | None, section: str | None) -> None:
     """Tables of every metric (mean ± 95% CI) from a RESULTS folder: a sweep's,
     or one of runs (`dcbench run --out`), whose runs are grouped by scenario
     and allocator."""
-    from dcbench.harness.leaderboard import baselines
-    from dcbench.harness.report import default_specs, report_runs, write_between_markers
-    from dcbench.harness.report import report as make_report
-    from dcbench.harness.summary import ranking_of
+    from dcbench.publishing.leaderboard import baselines
+    from dcbench.publishing.report import report as make_report
+    from dcbench.publishing.report import report_runs, write_between_markers
+    from dcbench.running.labels import default_specs
+    from dcbench.running.summary import ranking_of
 
     if section is not None and (not section.strip() or not section.isprintable() or "--" in section):
         raise UserError(f"--section {section!r}: give a name of one line, without '--' (it goes in an HTML comment)")
@@ -144,8 +145,8 @@ def runs(folder: Path, as_csv: bool) -> None:
     defaults or between the runs; --csv gives them whole."""
     import shutil
 
-    from dcbench.harness.report import default_specs
-    from dcbench.harness.summary import RUN_FOLDER_NAME, read_runs
+    from dcbench.running.labels import default_specs
+    from dcbench.running.summary import RUN_FOLDER_NAME, read_runs
 
     if not folder.exists():
         raise UserError(f"no results folder '{folder}'; {RESULTS_HINT}")
@@ -175,9 +176,10 @@ def runs_index(rows: list[dict[str, Any]], registry: Registry, defaults: Mapping
     label, its specs whole and shortened (`compact_specs`, `labels`), and
     its demand kind's primary metric; runs of pools first, then by
     scenario, allocator and seed."""
-    from dcbench.harness.report import compact_specs, labels, natural, scenario_labels
+    from dcbench.publishing.report import labels
     from dcbench.registry.columns import demand_kind, ranking_columns
     from dcbench.registry.kinds import DEMAND_KINDS
+    from dcbench.running.labels import compact_specs, natural, scenario_labels
 
     columns = registry.columns()
     ranked_by = ranking_columns(columns)
@@ -208,7 +210,7 @@ def write_index_csv(index: list[dict[str, Any]], registry: Registry) -> None:
     import csv
     import io
 
-    from dcbench.harness.report import has_value
+    from dcbench.publishing.report import has_value
     from dcbench.registry.columns import ranking_columns
 
     ranking = [column for column, _ in ranking_columns(registry.columns()).values()]
@@ -225,7 +227,7 @@ def index_lines(index: list[dict[str, Any]], width: int) -> list[str]:
     """The index as aligned text within ``width`` columns (at least 80): a
     header and a line per run for each demand kind, the specs' columns cut
     short with '…' where they do not fit."""
-    from dcbench.harness.report import significant
+    from dcbench.publishing.report import significant
 
     lines = []
     for kind in dict.fromkeys(entry["kind"] for entry in index):

@@ -17,9 +17,9 @@ from dcbench.commands.base import (
     load_registry,
     plugin_prints_to_stderr,
 )
-from dcbench.harness.progress import progress_bar
 from dcbench.hookspecs import hookimpl
 from dcbench.registry import KINDS, PLURALS, PluginEntry, Registry, blamed_on
+from dcbench.running.progress import progress_bar
 from dcbench.spec import Param, config_params
 
 KIND_ALIASES = {kind: kind for kind in KINDS} | {PLURALS[kind]: kind for kind in KINDS}
@@ -56,8 +56,8 @@ def _seeds(seed: int | None, seeds: int | None) -> list[int]:
 
 
 def _mean_spread(values: list[float]) -> str:
-    from dcbench.harness.report import mean_and_spread
-    from dcbench.harness.stats import mean_sd
+    from dcbench.publishing.report import mean_and_spread
+    from dcbench.running.stats import mean_sd
 
     mean, sd, n = mean_sd(values)
     return mean_and_spread(mean, sd) if n > 1 else mean_and_spread(mean, float("nan"))
@@ -75,7 +75,7 @@ def print_summary(summaries: list[dict[str, Any]], scenario: Mapping[str, Any], 
     from rich.console import Console
     from rich.table import Table
 
-    from dcbench.harness.report import has_value, headline_columns
+    from dcbench.publishing.report import has_value, headline_columns
 
     for part, value in scenario.items():
         click.echo(f"{part:<10} {value}")
@@ -116,10 +116,10 @@ def print_summary(summaries: list[dict[str, Any]], scenario: Mapping[str, Any], 
 def run(allocator: str, topology: str, workload: str | None, requests: int | None, seed: int | None,
         seeds: int | None, out: Path, checkpoint: Path | None, metrics: tuple[str, ...], quiet: bool) -> None:
     """Run one allocator on one scenario and write its Parquet tables."""
-    from dcbench.harness.journal import remove_leftovers
-    from dcbench.harness.locks import folder_lock, sole_writer
-    from dcbench.harness.paths import check_writable
-    from dcbench.harness.runner import Runner
+    from dcbench.running.runner import Runner
+    from dcbench.storage.journal import remove_leftovers
+    from dcbench.storage.locks import folder_lock, sole_writer
+    from dcbench.storage.paths import check_writable
 
     seed_list = _seeds(seed, seeds)
     check_bounds("--requests", requests, 1, at_most=MAX_RUN_REQUESTS)
@@ -213,7 +213,7 @@ def list_envs(registry: Registry) -> None:
     """`dcbench list envs`: one line per registered environment id (docs/envs.md)."""
     import dcbench.envs as envs
     from dcbench.errors import DcbenchError
-    from dcbench.harness.runner import Runner
+    from dcbench.running.runner import Runner
 
     runner = Runner(registry)
     rows = []

@@ -19,8 +19,8 @@ from dcbench.commands.base import (
     load_registry,
     plugin_prints_to_stderr,
 )
-from dcbench.harness.progress import progress_bar
 from dcbench.hookspecs import hookimpl
+from dcbench.running.progress import progress_bar
 
 
 @click.command()
@@ -58,12 +58,12 @@ def sweep(suite_name: str | None, topologies: tuple[str, ...], workloads: tuple[
     import os
 
     from dcbench._version import __version__
-    from dcbench.harness import sweep as sweeps
-    from dcbench.harness.files import remove_staging
-    from dcbench.harness.journal import remove_leftovers
-    from dcbench.harness.locks import folder_lock, sole_writer
-    from dcbench.harness.paths import check_writable
-    from dcbench.harness.runner import Runner
+    from dcbench.running import sweep as sweeps
+    from dcbench.running.runner import Runner
+    from dcbench.storage.files import remove_staging
+    from dcbench.storage.journal import remove_leftovers
+    from dcbench.storage.locks import folder_lock, sole_writer
+    from dcbench.storage.paths import check_writable
 
     check_bounds("--jobs", jobs, 1, at_most=MAX_JOBS)
     check_bounds("--requests", requests, 1, at_most=MAX_RUN_REQUESTS)
@@ -112,7 +112,7 @@ def sweep(suite_name: str | None, topologies: tuple[str, ...], workloads: tuple[
     if not adhoc:
         print_ranking(combined.to_pylist(), suite.primary_metric, suite.higher_is_better, registry)
         return
-    from dcbench.harness.report import by_demand_kind
+    from dcbench.publishing.report import by_demand_kind
     from dcbench.registry.columns import ranking_columns
 
     ranked_by = ranking_columns(registry.columns())
@@ -143,8 +143,9 @@ def print_ranking(rows: list[dict[str, Any]], metric: str, higher_is_better: boo
     from rich.console import Console
     from rich.table import Table
 
-    from dcbench.harness.report import default_specs, labels
-    from dcbench.harness.stats import best_mean, format_ci, mean_ci
+    from dcbench.publishing.report import labels
+    from dcbench.running.labels import default_specs
+    from dcbench.running.stats import best_mean, format_ci, mean_ci
 
     scenarios = list(dict.fromkeys(row["scenario"] for row in rows))
     allocators = list(dict.fromkeys(row["allocator"] for row in rows))

@@ -8,10 +8,10 @@ from typing import Any
 import click
 
 from dcbench.commands.base import PATH, UserError, check_bounds, load_registry, plugin_prints_to_stderr
-from dcbench.harness.paths import starts_with
-from dcbench.harness.progress import progress_bar
 from dcbench.hookspecs import hookimpl
+from dcbench.running.progress import progress_bar
 from dcbench.spec import MAX_TRAINING_STEPS
+from dcbench.storage.paths import starts_with
 
 
 def example_topology(registry: Any, demands: tuple[str, ...]) -> str | None:
@@ -44,11 +44,11 @@ def example_topology(registry: Any, demands: tuple[str, ...]) -> str | None:
 def train(allocator: str, topology: str, workload: str | None, steps: int | None, seed: int,
           out: Path | None, quick: bool, quiet: bool) -> None:
     """Train a learned allocator's checkpoint (resumes an interrupted run)."""
-    from dcbench.harness.locks import file_lock, sole_writer
-    from dcbench.harness.paths import check_writable
-    from dcbench.harness.runner import Runner
     from dcbench.registry import PluginEntry, blamed_on
+    from dcbench.running.runner import Runner
     from dcbench.spec import Spec
+    from dcbench.storage.locks import file_lock, sole_writer
+    from dcbench.storage.paths import check_writable
 
     registry = load_registry()
     entry = registry.get("allocator", allocator.split(":")[0])
@@ -129,7 +129,7 @@ def status_line(row: dict[str, Any]) -> str:
 
 def said_nothing_was_trained(state: Path, checkpoint: Path, steps: int | None) -> None:
     """One line where the trainer resumed a state that had its --steps already (not silence)."""
-    from dcbench.harness.records import read_json
+    from dcbench.storage.records import read_json
 
     try:
         had = read_json(checkpoint.with_suffix(".json")).get("steps")
@@ -145,7 +145,7 @@ def settle_training_outputs(out: Path) -> None:
     """Under the lock of ``out``, before the trainer reads its state: finish
     (or undo) a write of the checkpoint's files or of the training state that
     a killed training left, and remove the temporary files it left of them."""
-    from dcbench.harness.journal import remove_leftovers
+    from dcbench.storage.journal import remove_leftovers
 
     state = out.with_name(out.name + ".train")
     remove_leftovers(out.parent, [out.name, *(out.with_suffix(suffix).name for suffix in TRAINING_OUTPUTS)])

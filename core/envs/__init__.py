@@ -59,9 +59,9 @@ from dcbench.envs.suites import (
     warmup_requests,
 )
 from dcbench.errors import AllocatorError, SpecError
-from dcbench.harness.runner import Runner, draw_requests
 from dcbench.model.network import Network
 from dcbench.model.suite import Scenario
+from dcbench.running.runner import Runner, draw_requests
 from dcbench.spec import Range
 
 __all__ = ["AllocationEnv", "PoolFeatures", "JobFeatures", "job_step_rewards", "SUCCESS_REWARD", "FAILURE_REWARD",

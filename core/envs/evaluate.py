@@ -51,10 +51,10 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 import numpy as np
 
 from dcbench.errors import AllocatorError, DcbenchError, NotInstalledError, PluginError, SpecError, describe
-from dcbench.harness.records import read_json
-from dcbench.harness.runner import Runner
 from dcbench.model.suite import Scenario, Suite
 from dcbench.registry import Registry
+from dcbench.running.runner import Runner
+from dcbench.storage.records import read_json
 
 POLICY_ALLOCATOR = "policy"  # the built-in allocator that runs a policy (plugins/allocators/policy.py)
 STORE_VARIABLE = "DCBENCH_POLICIES"  # the policy store's folder, where it is not the default

@@ -17,9 +17,9 @@ import gymnasium as gym
 import numpy as np
 
 from dcbench.errors import SpecError
-from dcbench.harness.runner import ResolvedRun, Runner, draw_requests
 from dcbench.model.suite import Scenario, Suite
 from dcbench.registry import Registry, get_registry
+from dcbench.running.runner import ResolvedRun, Runner, draw_requests
 
 NAMESPACE = "dcbench"
 VERSION = 0

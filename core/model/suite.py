@@ -36,7 +36,7 @@ class Suite:
     """A named list of scenarios, ranked by ``primary_metric``.
 
     ``figures`` is the ``"module:attr"`` of the figures that ``dcbench plot``
-    draws of a sweep of it (`dcbench.harness.figures.Figures`), imported only
+    draws of a sweep of it (`dcbench.publishing.figures.Figures`), imported only
     when drawn; None draws none of its own.
 
     Attributes:

@@ -296,7 +296,7 @@ def test_a_number_with_non_ascii_digits_is_refused_as_a_parameter_and_a_training
 
 
 def test_equivalent_spellings_of_a_spec_share_a_run_id_and_canonical_specs_keep_theirs(runner):
-    from dcbench.harness.runner import run_id_of
+    from dcbench.running.runner import run_id_of
 
     canonical = runner.resolve("tetris", "tiered:8,1x4", requests=16)
     spaced = runner.resolve(" tetris : penalty = 0.9 ", "tiered : 8, 1x4", requests=16)

@@ -236,9 +236,9 @@ def test_a_state_saved_by_a_trainer_killed_between_two_renames_resumes_with_its_
     """Resumed as a library call (no `dcbench train` to finish the write
     first): the state is renamed last, so it is never ahead of its curve,
     and a curve ahead of it is read up to the state's rows."""
-    from dcbench.harness import journal as atomic
+    from dcbench.storage import journal as atomic
     from dcbench.plugins.allocators._learned import checkpoints as checkpoint_files
-    from tests.core.harness.test_atomic import killed_at
+    from tests.core.storage.test_atomic import killed_at
 
     state_dir = tmp_path / "x.pt.train"
     rows = [{"steps": 1.0}, {"steps": 2.0}]
@@ -757,7 +757,7 @@ def register_allocators(register):
 def test_a_third_party_teacher_that_fails_is_named_in_one_line(tmp_path, monkeypatch, fresh_registry, teacher,
                                                                problem):
     from dcbench import PluginError, SpecError
-    from tests.core.harness.test_sweep import with_plugin
+    from tests.core.running.test_sweep import with_plugin
 
     with_plugin(tmp_path, monkeypatch, "teachers", TEACHERS)
     settings = dict(envs=1, batch=16, minibatch=16, imitation_episodes=1, teacher_trial_episodes=1,

@@ -125,7 +125,7 @@ def test_job_metrics_count_only_measured_jobs_and_weight_latency_by_traffic():
 
 
 def headline_of(registry, kind, summaries):
-    from dcbench.harness.report import headline_columns
+    from dcbench.publishing.report import headline_columns
 
     return [column for column, _, _ in headline_columns(registry.columns(), kind, summaries)]
 

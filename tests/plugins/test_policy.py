@@ -13,7 +13,7 @@ from dcbench import SpecError
 from dcbench.commands import cli
 from dcbench.envs import POLICY_ALLOCATOR, AllocationEnv, add_policy, evaluate, load_policy, stored_policies
 from dcbench.harness import Runner
-from dcbench.harness.submissions import registered_problem, spec_problem
+from dcbench.publishing.submissions import registered_problem, spec_problem
 
 LAST = ("import numpy as np\n\n\n"
         "def policy(observation):\n"

@@ -126,8 +126,8 @@ def test_published_walk_turns_on_every_quirk_and_the_reference_routing():
 
 
 def test_the_published_walks_resolved_spec_says_the_routing_it_runs_and_a_named_one_is_kept():
-    from dcbench.harness.sweep import resolved_allocator
     from dcbench.registry import get_registry
+    from dcbench.running.sweep import resolved_allocator
 
     registry = get_registry()
     # the spec a run records (its id, the summary's allocator column) may not name a routing it does not run

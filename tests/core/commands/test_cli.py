@@ -432,7 +432,7 @@ def test_a_run_that_measured_nothing_says_so_instead_of_a_table_of_nothing(tmp_p
                                           (8.5e-08, "8.50e-08"), (0.00123, "0.00123"), (1234.5, "1,234"),
                                           (float("nan"), "n/a"), (-0.5, "-0.500")])
 def test_numbers_are_shown_to_three_significant_digits_and_small_ones_in_scientific_notation(value, shown):
-    from dcbench.harness.report import significant
+    from dcbench.publishing.report import significant
 
     assert significant(value) == shown
 
@@ -443,7 +443,7 @@ def test_numbers_are_shown_to_three_significant_digits_and_small_ones_in_scienti
                                                                                      "3.30e-08 ± 4.50e-08"),
                                              (0.5, float("nan"), "0.500"), (0.0, 0.0, "0 ± 0")])
 def test_a_mean_and_its_spread_are_shown_to_the_same_places(mean, sd, shown):
-    from dcbench.harness.report import mean_and_spread
+    from dcbench.publishing.report import mean_and_spread
 
     assert mean_and_spread(mean, sd) == shown
 
@@ -537,7 +537,7 @@ def test_runs_says_what_it_leaves_out_and_refuses_what_is_no_folder_of_runs(tmp_
 
 def test_bench_times_the_data_centre_and_128_tor_fabrics_by_default(monkeypatch):
     # #34: the default table has a row at 65,536 servers and one on an optical fabric of 128 ToRs.
-    import dcbench.harness.bench as bench
+    import dcbench.running.bench as bench
 
     asked = []
     monkeypatch.setattr(bench, "run_bench", lambda registry, allocators, topologies, *rest, **options:

@@ -5,11 +5,11 @@ from hypothesis import strategies as st
 
 from dcbench import Allocation, AllocatorError, PoolAllocator, Reject, RequestSequence, Route, State, simulate
 from dcbench.harness import Runner
-from dcbench.harness.runner import draw_requests
 from dcbench.model.requests import checked_sequence
 from dcbench.plugins.allocators.jcb import JCBAllocator
 from dcbench.plugins.allocators.random_server import RandomAllocator
 from dcbench.plugins.allocators.tetris import TetrisAllocator
+from dcbench.running.runner import draw_requests
 from tests.conftest import tiered
 
 

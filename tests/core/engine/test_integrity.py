@@ -275,7 +275,7 @@ def test_no_allocation_the_model_forbids_is_ever_committed(registry, data):
                                                       np.array(state.free_links), result)))
             return result
 
-    from dcbench.harness.runner import draw_requests
+    from dcbench.running.runner import draw_requests
 
     rng = np.random.default_rng(data.draw(st.integers(0, 2**16)))
     sequence = draw_requests(plan, 24, rng.spawn(1)[0])
@@ -409,7 +409,7 @@ POOL_LIES = sorted(pool_lies(Allocation(np.array([0, 1]), np.ones((2, 2)), (Rout
 @pytest.mark.parametrize("lie", POOL_LIES)
 def test_a_pool_answer_that_lies_is_invalid_or_reserved_exactly_where_it_was_checked(registry, lie):
     from dcbench.engine.simulation import Simulation
-    from dcbench.harness.runner import draw_requests
+    from dcbench.running.runner import draw_requests
 
     plan = Runner(registry).resolve("tetris", "tiered:8,1x4", "uniform:pairs=all", 48)
     network = plan.network
@@ -469,7 +469,7 @@ class RefillsTheEnginesState:
 @pytest.mark.parametrize("at", [0, 37])
 def test_an_allocator_that_writes_the_engines_state_makes_its_run_invalid(registry, at):
     from dcbench.errors import AllocatorError
-    from dcbench.harness.runner import draw_requests
+    from dcbench.running.runner import draw_requests
 
     plan = Runner(registry).resolve("tetris", "tiered:8,1x4", "uniform", 64)
     sequence = draw_requests(plan, 64, np.random.default_rng(0))
@@ -514,8 +514,8 @@ JOB_LIES = sorted(job_lies(Allocation(np.array([0]), np.ones((1, 1)), (Route(0, 
 @pytest.mark.parametrize("lie", JOB_LIES)
 def test_a_job_answer_that_lies_is_invalid_or_reserved_exactly_where_it_was_checked(registry, lie):
     from dcbench.engine.simulation import Simulation
-    from dcbench.harness.runner import draw_requests
     from dcbench.model.allocation import State, check_snapshot, circuit_changes
+    from dcbench.running.runner import draw_requests
 
     plan = Runner(registry).resolve("jcb", "ocs:8,ports=2", "vmjobs:load=40,warmup=10", 80)  # (it reconfigures)
     network = plan.network

@@ -19,8 +19,8 @@ import dcbench
 from dcbench import Allocator, JobAllocator, JobBuilder, PoolAllocator, PoolBuilder, Request, SpecError
 from dcbench.engine.simulation import Simulation
 from dcbench.harness import Runner
-from dcbench.harness.runner import draw_requests
 from dcbench.plugins.allocators.random_server import RandomAllocator
+from dcbench.running.runner import draw_requests
 
 ROOT = Path(__file__).resolve().parents[3]
 DOCS = ROOT / "docs" / "plugins.md"

@@ -26,7 +26,7 @@ from dcbench.envs import (
     suite_envs,
 )
 from dcbench.harness import Runner, get_registry
-from dcbench.harness.runner import draw_requests
+from dcbench.running.runner import draw_requests
 
 
 def test_every_suite_scenario_has_its_registered_id():

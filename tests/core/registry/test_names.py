@@ -13,18 +13,18 @@ import pytest
 
 from dcbench import PluginError, Scenario, Spec, UnknownPluginError
 from dcbench.harness import Runner
-from dcbench.harness.runner import run_id_of
-from dcbench.harness.submissions import (
+from dcbench.publishing.submissions import (
     SUBMISSION_NAME,
     name_problem,
     registered_problem,
     spec_problem,
     submission_name,
 )
-from dcbench.harness.sweep import split_allocators
 from dcbench.registry import PluginLoadWarning, create_registry
 from dcbench.registry.checks import registration_problem, suite_problem
 from dcbench.registry.distributions import normalized, source_digest
+from dcbench.running.runner import run_id_of
+from dcbench.running.sweep import split_allocators
 
 ROOT = Path(__file__).resolve().parents[3]
 STRICT_HINT = " (set DCBENCH_STRICT_PLUGINS=1 to make this an error)"

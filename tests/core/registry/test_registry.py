@@ -405,7 +405,7 @@ def test_a_plugin_cannot_replace_a_command(more_plugin_modules):
 
 
 def test_a_sweep_worker_does_not_repeat_the_warnings(plugin_modules):
-    from dcbench.harness.workers import quiet_plugin_warnings
+    from dcbench.running.workers import quiet_plugin_warnings
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

@@ -1,0 +1,57 @@
+"""Runs to Parquet, and what is built from them: the runner, run tables and
+sweep summaries, files written atomically, sweeps, statistics, reports,
+figures and the leaderboard. Imports the engine, the model and the
+registry; commands and trainers build on it.
+
+Its public part (`__all__`) is the API for plugin commands, trainers and
+figures, beside ``dcbench``'s for every plugin:
+
+- runs: `Runner` (`Runner.resolve`, `Runner.run`), `RunResult`,
+  `ResolvedRun`, and the process's plugins, `get_registry`, with
+  `blamed_on` to report a third-party plugin's failure in one line;
+- files: `write_atomic`, `write_all_atomic`, `write_text_atomic`,
+  `write_table_atomic`, `curve_columns`, `check_writable`, and the one-writer
+  locks `sole_writer` and `folder_lock`;
+- training: `config_options` (``-a name:KEY=VALUE`` options typed by a
+  configuration dataclass) and `MAX_TRAINING_STEPS`;
+- statistics: `mean_ci`, `format_ci`;
+- progress: `progress_bar`;
+- figures: `pyplot`, `save_figure`, `metric_panels`, `Figures`, `Colours`,
+  `plain`, `seeds_text`, `mean_over`, `allocator_labels`.
+"""
+
+from dcbench.publishing.figures import (
+    Colours,
+    Figures,
+    mean_over,
+    metric_panels,
+    plain,
+    pyplot,
+    save_figure,
+    seeds_text,
+)
+from dcbench.publishing.report import labels as allocator_labels
+from dcbench.registry import blamed_on, get_registry
+from dcbench.running.progress import progress_bar
+from dcbench.running.runner import ResolvedRun, Runner, RunResult
+from dcbench.running.stats import format_ci, mean_ci
+from dcbench.spec import MAX_TRAINING_STEPS, config_options
+from dcbench.storage.files import write_all_atomic, write_atomic, write_text_atomic
+from dcbench.storage.locks import folder_lock, sole_writer
+from dcbench.storage.paths import check_writable
+from dcbench.storage.tables import curve_columns, write_table_atomic
+
+__all__ = [
+    # runs
+    "Runner", "RunResult", "ResolvedRun", "get_registry", "blamed_on",
+    # files
+    "write_atomic", "write_all_atomic", "write_text_atomic", "write_table_atomic", "curve_columns", "check_writable",
+    "sole_writer", "folder_lock",
+    # training
+    "config_options", "MAX_TRAINING_STEPS",
+    # statistics and progress
+    "mean_ci", "format_ci", "progress_bar",
+    # figures
+    "pyplot", "save_figure", "metric_panels", "Figures", "Colours", "plain", "seeds_text", "mean_over",
+    "allocator_labels",
+]

@@ -1,0 +1,1 @@
+"""Publishing: the leaderboard (submit, replay, rebuild), reports and figures."""

@@ -1,0 +1,576 @@
+"""Figures of a sweep's rows: what every figure shares, and the figures the
+plugins declare.
+
+The core knows no paper's figures: a suite (``Suite(figures=...)``) or a
+topology family (``register(..., figures=...)``) names an object that
+implements `Figures` by its ``"module:attr"``, imported only when drawn, and
+an allocator declares its colour (``register(..., colour=...)``, `Colours`).
+matplotlib is imported only when a figure is drawn (``pip install
+'dcbench[plot]'``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Hashable, Iterator, Mapping, Protocol, Sequence, runtime_checkable
+
+from dcbench.errors import DcbenchError, PluginError, ResultsError, describe
+from dcbench.model.suite import Suite
+from dcbench.publishing.report import by_demand_kind
+from dcbench.publishing.report import labels as allocator_labels
+from dcbench.registry.columns import Column
+from dcbench.registry.kinds import BUILTIN_PLUGINS
+from dcbench.running.stats import mean_ci
+from dcbench.storage.files import write_atomic
+from dcbench.storage.paths import check_regular_file, check_writable
+
+Row = dict[str, Any]
+
+
+@runtime_checkable
+class Figures(Protocol):
+    """The figures a suite or a topology family declares (by ``"module:attr"``).
+
+    Attributes:
+        xlabel: How the scenarios' axis is named where each scenario is one
+            tick (the leaderboard's plot of a suite's ranking metric).
+        columns: The summary columns `draw` needs; rows without one of
+            them are refused before anything is drawn.
+    """
+
+    xlabel: str
+    columns: Sequence[str]
+
+    def tick_label(self, row: Row) -> str:
+        """A scenario's tick on that axis.
+
+        Args:
+            row: One summary row of the scenario.
+
+        Returns:
+            The label (a newline in it makes two lines).
+        """
+
+    def files(self, rows: list[Row]) -> list[str]:
+        """The file names `draw` writes of ``rows``, each checked before any is drawn.
+
+        Args:
+            rows: The summary rows to draw.
+
+        Returns:
+            The PNG files' names in the output folder.
+        """
+
+    def draw(self, rows: list[Row], out_dir: Path, name: str, defaults: Mapping[str, str] | None,
+             colours: Colours) -> list[Path]:
+        """Draw every figure of ``rows`` into ``out_dir``, which `save_figure` makes.
+
+        Args:
+            rows: The summary rows, one per run, with every column of
+                ``columns``.
+            out_dir: The folder to write the PNGs in (`save_figure`).
+            name: The suite's or the folder's name, for the titles.
+            defaults: Each allocator's default spec, by name, which names
+                allocators by the options that tell them apart
+                (`dcbench.publishing.report.labels`).
+            colours: The allocators' colours (`Colours`).
+
+        Returns:
+            The paths written, in the order of `files`.
+        """
+
+
+@dataclass(frozen=True)
+class Colours:
+    """The colours allocators declared (``register(..., colour=...)``), by name.
+
+    A declaration is a colour, or a mapping from ``""`` (the allocator's own)
+    and ``"KEY=VALUE"`` options of its spec to colours: a spec takes the
+    colour of the first of those options it has, else ``""``'s. An
+    allocator that declares none is drawn in C8 or C9, by its place in the
+    figure.
+
+    Attributes:
+        declared: Each allocator's declaration, by plugin name.
+    """
+
+    declared: Mapping[str, str | Mapping[str, str]] = field(default_factory=dict)
+
+    def of(self, spec: str, index: int) -> str:
+        """The colour of the allocator ``spec``, the ``index``-th of its figure.
+
+        Args:
+            spec: The allocator's spec (``tetris:fit_last=yes``).
+            index: Its place among the figure's allocators, from 0.
+
+        Returns:
+            A matplotlib colour: the declared one, else "C8" or "C9".
+        """
+        name, _, arguments = spec.partition(":")
+        declared = self.declared.get(name)
+        if isinstance(declared, str):
+            return declared
+        if declared is not None:
+            options = {argument.strip() for argument in arguments.split(",")}
+            chosen = next((colour for option, colour in declared.items() if option and option in options),
+                          declared.get(""))
+            if chosen is not None:
+                return chosen
+        return f"C{8 + index % 2}"
+
+    def shares(self, spec: str, specs: Sequence[str]) -> bool:
+        """Whether an earlier allocator in ``specs`` has the colour of
+        ``spec`` (a variant of the same paper method, say): ``spec`` is then
+        drawn dashed (hatched for bars).
+
+        Args:
+            spec: An allocator's spec, one of ``specs``.
+            specs: The figure's allocators, in order.
+
+        Returns:
+            Whether ``spec`` is to be drawn dashed.
+
+        Raises:
+            ValueError: ``spec`` is not in ``specs``.
+        """
+        position = specs.index(spec)
+        mine = self.of(spec, position)
+        return any(self.of(other, index) == mine for index, other in enumerate(specs[:position]))
+
+
+def allocator_colours(registry: Any) -> Colours:
+    """The colours the registered allocators declare.
+
+    Args:
+        registry: The `dcbench.registry.Registry`.
+
+    Returns:
+        Their `Colours`.
+    """
+    return Colours({name: entry.colour for name, entry in registry.entries("allocator").items()
+                    if entry.colour is not None})
+
+
+@dataclass(frozen=True)
+class DeclaredFigures:
+    """Figures a plugin declared by their ``"module:attr"``, not yet imported.
+
+    Attributes:
+        target: The ``"module:attr"``.
+        owner: Who declared them, as an error names it ("suite 'nara2022'
+            (plugin dcbench.plugins.topologies.tiered)").
+        builtin: Whether a built-in plugin declared them: their failure is
+            then a bug of dcbench, which keeps its traceback.
+    """
+
+    target: str
+    owner: str
+    builtin: bool
+
+    def load(self) -> Figures:
+        """Import the figures.
+
+        Returns:
+            The object ``target`` names.
+
+        Raises:
+            PluginError: A third-party target that fails to import, or that
+                is no `Figures`: one line naming its plugin.
+        """
+        module_name, _, attr = self.target.partition(":")
+        try:
+            figures = getattr(importlib.import_module(module_name), attr)
+        except (DcbenchError, KeyboardInterrupt):
+            raise
+        except BaseException as exc:  # as `dcbench.registry.PluginEntry.load` reports a plugin's target
+            if self.builtin and not isinstance(exc, ImportError):  # a missing dependency is the user's to fix
+                raise
+            missing = isinstance(exc, ImportError) and getattr(exc, "name", None)
+            fix = (f"install the package that provides {missing!r}, or report it to the plugin's authors"
+                   if missing else "report it to the plugin's authors")
+            raise PluginError(f"{self.owner} failed to load its figures {self.target!r}: {describe(exc)}; {fix}"
+                              ) from exc
+        if not isinstance(figures, Figures):
+            absent = next(member for member in ("xlabel", "columns", "tick_label", "files", "draw")
+                          if not hasattr(figures, member))
+            raise PluginError(f"{self.owner} declares figures {self.target!r} that have no {absent!r} "
+                              "(see dcbench.harness.Figures); report it to the plugin's authors")
+        if not isinstance(figures.xlabel, str) or not isinstance(figures.columns, (list, tuple)) or not all(
+                isinstance(column, str) for column in figures.columns):
+            raise PluginError(f"{self.owner} declares figures {self.target!r} whose xlabel is not a string or "
+                              "whose columns are not a list of column names; report it to the plugin's authors")
+        return figures
+
+    @contextlib.contextmanager
+    def blamed(self, failure: str) -> Iterator[None]:
+        """Report an exception of a third-party plugin's figures as one line
+        (a `PluginError` that says ``failure``). A built-in plugin's keeps
+        its traceback, and an `OSError` (a full disk) is the file system's."""
+        try:
+            yield
+        except (DcbenchError, KeyboardInterrupt, OSError):
+            raise
+        except BaseException as exc:
+            if self.builtin:
+                raise
+            raise PluginError(f"{self.owner} {failure}: {describe(exc)}; report it to the plugin's "
+                              "authors") from exc
+
+
+def suite_figures(suite: Suite | None) -> DeclaredFigures | None:
+    """The figures ``suite`` declares (``Suite(figures=...)``), or None."""
+    if suite is None or suite.figures is None:
+        return None
+    return DeclaredFigures(suite.figures, f"suite {suite.name!r} (plugin {suite.plugin})",
+                           suite.plugin in BUILTIN_PLUGINS)
+
+
+def topology_figures(registry: Any) -> dict[str, DeclaredFigures]:
+    """The figures each registered topology family declares, by family name.
+
+    Args:
+        registry: The `dcbench.registry.Registry`.
+
+    Returns:
+        Those of the families that declare figures.
+    """
+    return {name: DeclaredFigures(entry.figures, f"topology {name!r} ({entry.origin})", entry.builtin)
+            for name, entry in registry.entries("topology").items() if entry.figures is not None}
+
+
+def pyplot() -> Any:
+    """matplotlib's pyplot on the Agg backend, or a one-line error saying how to install it.
+
+    Returns:
+        The ``matplotlib.pyplot`` module.
+
+    Raises:
+        DcbenchError: matplotlib is not installed.
+    """
+    try:
+        import matplotlib
+    except ImportError:
+        raise DcbenchError("plotting needs matplotlib: pip install 'dcbench[plot]'") from None
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def plain(text: str) -> str:
+    """``text`` for matplotlib to show as it is: its '$' escaped, which would
+    start mathtext (a '$…$' in an allocator's spec or a scenario's label is
+    drawn as a formula, or fails to parse and the figure with it), and a
+    leading '_' kept from hiding a legend's entry.
+
+    Args:
+        text: A label, title or legend entry.
+
+    Returns:
+        The text with each '$' escaped, and a space before a leading '_'.
+    """
+    text = text.replace("$", r"\$")
+    return " " + text if text.startswith("_") else text
+
+
+def scenario_label(row: Row) -> str:
+    """A scenario's tick where no figures name it: its label."""
+    return row["scenario"]
+
+
+Series = dict[str, list[tuple[float, float]]]  # allocator -> (mean, CI half-width) per scenario
+
+
+def _series(rows: list[Row], metric: str, scenarios: Sequence[str]) -> tuple[list[str], Series]:
+    allocators = list(dict.fromkeys(r["allocator"] for r in rows))
+    values = {}
+    for allocator in allocators:
+        values[allocator] = []
+        for scenario in scenarios:
+            of_cell = (r[metric] for r in rows if r["scenario"] == scenario and r["allocator"] == allocator)
+            mean, half, _ = mean_ci(of_cell)
+            values[allocator].append((mean, 0.0 if half != half else half))
+    return allocators, values
+
+
+def seeds_text(rows: Sequence[Row]) -> str:
+    """'seeds 0–4', 'seed 3' or 'seeds 0, 2, 7': the seeds of ``rows``.
+
+    Args:
+        rows: Summary rows; those without a ``seed`` are left out.
+
+    Returns:
+        The text: a range for three or more consecutive seeds.
+    """
+    seeds = sorted({int(r["seed"]) for r in rows if r.get("seed") is not None})
+    if len(seeds) == 1:
+        return f"seed {seeds[0]}"
+    if len(seeds) > 2 and seeds == list(range(seeds[0], seeds[-1] + 1)):
+        return f"seeds {seeds[0]}–{seeds[-1]}"
+    return "seeds " + ", ".join(str(seed) for seed in seeds)
+
+
+def mean_over(rows: Sequence[Row]) -> str:
+    """What a point of a panel is: 'mean over seeds 0–4 with 95% CI', or one seed's value.
+
+    Args:
+        rows: The summary rows drawn.
+
+    Returns:
+        The text; 'seed 3 alone (no CI)' for a single seed.
+    """
+    seeds = seeds_text(rows)
+    return f"mean over {seeds} with 95% CI" if seeds.startswith("seeds") else f"{seeds} alone (no CI)"
+
+
+def grouped(names: Sequence[str]) -> list[list[int]]:
+    """The indices of ``names`` gathered by name, groups in the order their
+    name first comes ([[0, 2], [1], ...]); an index named '' alone."""
+    groups: dict[Hashable, list[int]] = {}
+    for index, name in enumerate(names):
+        groups.setdefault(name or index, []).append(index)
+    return list(groups.values())
+
+
+def positions(groups: list[list[int]]) -> list[float]:
+    """The x of every scenario, indexed as ``groups`` index them: one apart
+    within a group, with an empty slot between groups."""
+    xs = [0.0] * sum(len(group) for group in groups)
+    slot = 0
+    for group in groups:
+        for index in group:
+            xs[index] = float(slot)
+            slot += 1
+        slot += 1
+    return xs
+
+
+GROUP_NAME_PAD = 18  # points between the x axis and a group's name: below the tick labels
+
+
+def mark_groups(axes: Sequence[Any], groups: list[list[int]], xs: list[float], names: list[str]) -> None:
+    """Separate the groups of scenarios: a vertical line in every panel in
+    the gap between two groups, and each group's name below the bottom
+    panel's tick labels."""
+    for before, after in zip(groups, groups[1:]):
+        for axis in axes:
+            axis.axvline((xs[before[-1]] + xs[after[0]]) / 2, color="0.35", linewidth=1.0)
+    if not any(names):
+        return
+    centres = [(xs[group[0]] + xs[group[-1]]) / 2 for group in groups]
+    below = axes[-1].secondary_xaxis("bottom")
+    below.set_xticks(centres, [plain(names[group[0]]) for group in groups])
+    below.tick_params(length=0, pad=GROUP_NAME_PAD)
+    below.spines["bottom"].set_visible(False)
+
+
+def metric_panels(rows: list[Row], metrics: Sequence[tuple[str, str]], path: Path, title: str, colours: Colours,
+                  xlabel: str = "scenario", defaults: Mapping[str, str] | None = None,
+                  group_by: Callable[[Row], str] | None = None,
+                  tick_label: Callable[[Row], str] = scenario_label) -> Path:
+    """One panel per metric: each allocator's mean and 95% CI per scenario.
+
+    With ``group_by`` (a row's group's name, '' for none), the scenarios of
+    a group are drawn side by side and joined by lines, the groups apart and
+    never joined (a group per number of channels, whose points are no
+    continuum, say).
+
+    Args:
+        rows: Summary rows, one per run.
+        metrics: (column, its panel's y label) per panel, top to bottom.
+        path: The PNG to write.
+        title: The figure's title.
+        colours: The allocators' colours.
+        xlabel: The x axis's label.
+        defaults: Each allocator's default spec, for its label
+            (`dcbench.publishing.report.labels`).
+        group_by: A row's group's name, or None for no groups.
+        tick_label: A scenario's tick, from one of its rows.
+
+    Returns:
+        ``path``.
+
+    Raises:
+        DcbenchError: matplotlib is not installed.
+        ResultsError: As `save_figure`.
+    """
+    plt = pyplot()
+    figure, grid = plt.subplots(len(metrics), 1, figsize=(9, 2.6 * len(metrics) + (0.5 if len(metrics) == 1 else 0)),
+                                sharex=True, squeeze=False)
+    axes = grid[:, 0]
+    scenarios = list(dict.fromkeys(r["scenario"] for r in rows))
+    first_rows = [next(r for r in rows if r["scenario"] == s) for s in scenarios]
+    groups = grouped([group_by(row) for row in first_rows]) if group_by else [list(range(len(scenarios)))]
+    xs = positions(groups)
+    for axis, (metric, ylabel) in zip(axes, metrics):
+        allocators, values = _series(rows, metric, scenarios)
+        shown = allocator_labels(allocators, defaults)
+        for index, allocator in enumerate(allocators):
+            for number, group in enumerate(groups):
+                axis.errorbar([xs[i] for i in group], [values[allocator][i][0] for i in group],
+                              yerr=[values[allocator][i][1] for i in group], marker="o", markersize=4, capsize=2,
+                              linewidth=1.2, linestyle="--" if colours.shares(allocator, allocators) else "-",
+                              color=colours.of(allocator, index),
+                              label=plain(shown[allocator]) if number == 0 else None)
+        axis.set_ylabel(plain(ylabel))
+        axis.grid(alpha=0.3)
+    if group_by:
+        mark_groups(axes, groups, xs, [group_by(row) for row in first_rows])
+    ticks = sorted(zip(xs, (tick_label(row) for row in first_rows)))
+    axes[-1].set_xticks([x for x, _ in ticks])
+    axes[-1].set_xticklabels([plain(label) for _, label in ticks])
+    axes[-1].set_xlabel(plain(xlabel), labelpad=GROUP_NAME_PAD + 6 if group_by else 4)  # below the group names
+    handles, names = axes[0].get_legend_handles_labels()
+    if len(metrics) == 1:  # the legend just above the axes
+        axes[0].legend(handles, names, ncol=min(len(names), 5), fontsize=8, loc="lower center",
+                       bbox_to_anchor=(0.5, 1.0), frameon=False)
+        figure.suptitle(plain(title))
+        figure.tight_layout()
+    else:
+        figure.legend(handles, names, ncol=min(len(names), 5), fontsize=8, loc="upper center",
+                      bbox_to_anchor=(0.5, 0.965), frameon=False)
+        figure.suptitle(plain(title))
+        figure.tight_layout(rect=(0, 0, 1, 0.95))
+    save_figure(figure, path, dpi=120)
+    plt.close(figure)
+    return path
+
+
+def save_figure(figure: Any, path: Path, dpi: int) -> None:
+    """Save as PNG atomically: an interrupted save leaves the previous figure whole.
+
+    Args:
+        figure: A matplotlib figure.
+        path: The PNG to write; its folder is made where it is missing.
+        dpi: Its resolution, in dots per inch.
+
+    Raises:
+        ResultsError: As `write_atomic`: ``path`` is a folder or no regular file.
+        OSError: The file system failed.
+    """
+    write_atomic(path, lambda temporary: figure.savefig(temporary, dpi=dpi, format="png"))
+
+
+def check_rows(rows: list[Row], figures: Figures) -> None:
+    """Fail before anything is drawn or made if ``figures`` cannot be drawn from ``rows``."""
+    if not rows:
+        raise ResultsError("the summary has no rows; run the sweep first")
+    missing = [column for column in ("scenario", "allocator", "topology", *figures.columns) if column not in rows[0]]
+    if missing:
+        raise ResultsError(f"the summary has no column {missing[0]!r}, which the figures need; "
+                           "run the sweep again to rebuild it")
+
+
+def plot_sweep(rows: list[Row], out_dir: Path, name: str, figures: DeclaredFigures, colours: Colours,
+               defaults: Mapping[str, str] | None = None) -> list[Path]:
+    """Draw a suite's declared figures of a sweep of it.
+
+    Args:
+        rows: The sweep's summary rows.
+        out_dir: The folder for the PNGs; a folder this makes is removed
+            again if drawing fails.
+        name: The suite's name, for the titles.
+        figures: The suite's figures (`suite_figures`).
+        colours: The allocators' colours (`allocator_colours`).
+        defaults: Each allocator's default spec, by name, for its label.
+
+    Returns:
+        The PNGs written.
+
+    Raises:
+        ResultsError: ``rows`` lack a column the figures need, or a figure
+            cannot be written there.
+        PluginError: Third-party figures failed to load or to draw.
+    """
+    if not rows:
+        raise ResultsError("the summary has no rows; run the sweep first")
+    return _draw([(rows, figures)], out_dir, name, colours, defaults)
+
+
+def plot_runs(rows: list[Row], out_dir: Path, name: str, figures: Mapping[str, DeclaredFigures],
+              columns: Sequence[Column], colours: Colours, defaults: Mapping[str, str] | None,
+              note: Callable[[str], None]) -> list[Path]:
+    """Draw the figures of runs no suite's figures draw (a folder of runs, an
+    ad-hoc sweep, a suite that declares none): the runs of each demand kind
+    apart, each drawn by the figures their topology family declares, from
+    the columns its runs have. Every figure's rows are checked before any
+    is drawn.
+
+    Args:
+        rows: The runs' summary rows.
+        out_dir: The folder for the PNGs; a folder this makes is removed
+            again if drawing fails.
+        name: The suite's or the folder's name, for the titles.
+        figures: Each topology family's figures, by its name (`topology_figures`).
+        columns: The metrics' declared columns, which tell the demand kinds apart.
+        colours: The allocators' colours (`allocator_colours`).
+        defaults: Each allocator's default spec, by name, for its label.
+        note: Told, in one line, of the runs that no figures draw.
+
+    Returns:
+        The PNGs written.
+
+    Raises:
+        ResultsError: Rows lack a column their figures need, or a figure
+            cannot be written there.
+        PluginError: Third-party figures failed to load or to draw.
+    """
+    owners = {declared.target: declared for declared in reversed(list(figures.values()))}  # the first family's
+    parts: list[tuple[list[Row], DeclaredFigures]] = []
+    for part in by_demand_kind(rows, columns).values():
+        by_target: dict[str, list[Row]] = {}
+        undrawn: list[str] = []
+        for row in part:
+            family = row["topology"].partition(":")[0]
+            if family in figures:
+                by_target.setdefault(figures[family].target, []).append(row)
+            elif family not in undrawn:
+                undrawn.append(family)
+        parts += [(chosen, owners[target]) for target, chosen in by_target.items()]
+        if undrawn:
+            note(f"no figures of the runs on {', '.join(undrawn)}: no installed topology plugin declares them "
+                 "(register(..., figures='module:attr'))")
+    return _draw(parts, out_dir, name, colours, defaults)
+
+
+def _draw(parts: list[tuple[list[Row], DeclaredFigures]], out_dir: Path, name: str, colours: Colours,
+          defaults: Mapping[str, str] | None) -> list[Path]:
+    """Draw each part's figures: all loaded and checked, with every file
+    they write, before ``out_dir`` is made or any figure replaced."""
+    if not parts:
+        return []
+    loaded = [(rows, declared, declared.load()) for rows, declared in parts]
+    files = []
+    for rows, declared, figures in loaded:
+        check_rows(rows, figures)
+        with declared.blamed("failed to name its figures' files"):
+            files += figures.files(rows)
+    made = outermost_missing(out_dir)
+    check_writable(out_dir, "plots")  # first: a file where the folder goes is named as such, not by a figure
+    for file_name in files:  # before any is replaced: all of them, or none
+        check_regular_file(out_dir / file_name, "another --out, or move it")
+    try:
+        paths = []
+        for rows, declared, figures in loaded:
+            with declared.blamed("failed to draw its figures"):
+                paths += figures.draw(rows, out_dir, name, defaults, colours)
+        return paths
+    except BaseException:
+        if made is not None:
+            shutil.rmtree(made, ignore_errors=True)
+        raise
+
+
+def outermost_missing(folder: Path) -> Path | None:
+    """The outermost of ``folder`` and its parents that does not exist (what
+    making ``folder`` creates), or None where ``folder`` exists."""
+    missing = None
+    for path in (folder, *folder.parents):
+        if path.exists():
+            break
+        missing = path
+    return missing

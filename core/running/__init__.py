@@ -1,0 +1,1 @@
+"""Running: a run from its plan, sweeps and their workers, summaries, progress, statistics."""

@@ -1,0 +1,599 @@
+"""Running one (topology, workload, allocator, seed): the harness in one call."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import platform
+import re
+import subprocess
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Callable, Iterator, Mapping, Sequence
+
+import numpy as np
+
+from dcbench.engine.simulation import SKIPPED, RunTables, simulate
+from dcbench.errors import AllocatorError, IncompatibleError, SpecError, short_repr
+from dcbench.model.network import Network, Topology
+from dcbench.model.requests import RequestSequence, SequenceProblem, checked_sequence
+from dcbench.registry import PluginEntry, Registry, blamed_on, get_registry
+from dcbench.spec import MAX_REQUESTS, Spec
+from dcbench.storage.tables import write_run
+
+# Summary columns the core adds after the metrics' (``scenario`` in a sweep's combined summary).
+LATER_COLUMNS = ("dcbench_version", "scenario")
+
+
+@dataclass
+class RunResult:
+    """One run's results, as `Runner.run` returns them.
+
+    Attributes:
+        run_id: The run's id: 16 hex digits hashing its resolved specs,
+            requests, seed, dcbench's version and the allocator's fingerprint.
+        summary: The summary row: the run's identity and counts, then each
+            metric's columns.
+        tables: The per-request and timeline tables.
+        provenance: What made the run (versions, plugins, git commit, ...),
+            written into every table's metadata.
+        notes: What makes its figures n/a or thinner than asked for, and
+            the allocator's own notes, one line each.
+        metric_columns: The summary columns each metric wrote, by metric name.
+        network: The network the engine ran on (None: not recorded).
+    """
+
+    run_id: str
+    summary: dict[str, Any]
+    tables: RunTables
+    provenance: dict[str, Any]
+    notes: list[str] = field(default_factory=list)
+    metric_columns: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    network: Network | None = None
+
+    def write(self, out_dir: Path) -> Path:
+        """Write the run's three tables into ``out_dir/<run_id>/``, atomically.
+
+        Args:
+            out_dir: The results folder; made where it is missing.
+
+        Returns:
+            The run's folder.
+
+        Raises:
+            ResultsError: The folder cannot be written, or something that is
+                no run folder is in the way.
+        """
+        return write_run(out_dir, self.run_id, {
+            "requests": self.tables.requests,
+            "timeline": self.tables.timeline,
+            "summary": {k: [v] for k, v in self.summary.items()},
+        }, self.provenance)
+
+
+def run_hash(topology: str, workload: str, allocator: str, requests: int, seed: int, version: str,
+             fingerprint: str = "") -> str:
+    """The identity of a run: its resolved scenario, allocator and dcbench version, and
+    the fingerprint of whatever else decides the allocator's behaviour (a checkpoint's bytes)."""
+    if fingerprint:
+        allocator = f"{allocator}@{fingerprint}"
+    key = json.dumps({"topology": topology, "workload": workload, "allocator": allocator,
+                      "requests": requests, "seed": seed, "dcbench": version}, sort_keys=True)
+    return hashlib.sha256(key.encode()).hexdigest()[:16]
+
+
+def run_notes(requests: Mapping[str, np.ndarray]) -> list[str]:
+    """What makes a run's figures n/a or thinner than asked for: requests
+    never offered (bigger than the whole topology), none measured (all in the
+    workload's warm-up)."""
+    notes = []
+    total = len(requests["outcome"])
+    skipped = int((requests["outcome"] == SKIPPED).sum())
+    if skipped:
+        notes.append(f"{skipped} of {total} requests were never offered: each needs more than the topology's "
+                     "whole capacity; give a larger topology or a workload with smaller demands")
+    if total and not requests["measured"].any():
+        notes.append(f"none of the {total} requests is measured, all are in the workload's warm-up, so the "
+                     "metrics of the measured window are n/a; ask for more requests or a shorter warm-up")
+    invalid = np.flatnonzero(requests["reason"] == "invalid_allocation")
+    if len(invalid):
+        notes.append(f"{len(invalid)} of the allocator's answers were impossible allocations, counted as "
+                     f"rejections (the first, request {invalid[0]}: {requests['detail'][invalid[0]]}); the "
+                     "requests table's detail column says what was wrong with each")
+    return notes
+
+
+@dataclass(frozen=True)
+class ResolvedRun:
+    """A combination `Runner.resolve` checked: the resolved specs (what
+    identifies a run, with the seed), the number of requests, and what a run
+    of it is made of.
+
+    Attributes:
+        topology: The resolved topology spec, every parameter given.
+        workload: The resolved workload spec.
+        allocator: The resolved allocator spec ("" for a scenario resolved
+            without one).
+        requests: Requests per run.
+        fingerprint: What besides its spec decides the allocator (a
+            checkpoint's bytes) and the third-party plugins' distributions;
+            "" if nothing.
+        network: The compiled topology.
+        workload_model: What the workload plugin built.
+        workload_entry: The workload's registry entry.
+        allocator_entry: The allocator's registry entry, or None.
+        metrics: The registry entries of the third-party metrics asked for.
+    """
+
+    topology: str
+    workload: str
+    allocator: str
+    requests: int
+    fingerprint: str  # of what besides its spec decides the allocator (a checkpoint's bytes); "" if nothing
+    network: Network
+    workload_model: Any  # what the workload plugin built: its generate() draws the requests
+    workload_entry: PluginEntry
+    allocator_entry: PluginEntry | None  # None for a scenario resolved without one (`Runner.resolve_scenario`)
+    metrics: tuple[PluginEntry, ...] = ()  # the third-party metrics asked for (dcbench's own always run)
+
+
+def with_distributions(fingerprint: str, entries: tuple[PluginEntry, ...]) -> str:
+    """An allocator's fingerprint with the identity of every third-party
+    plugin the run uses, its distribution, version and a digest of its source
+    (`PluginEntry.identity`; the run id hashes dcbench's own version, not
+    theirs), so that a plugin's new release or changed code makes new runs.
+    Unchanged where every plugin is built in."""
+    third_party = sorted({entry.identity for entry in entries if not entry.builtin})
+    parts = [fingerprint] if fingerprint else []
+    return "; ".join(parts + [f"plugin {name}" for name in third_party])
+
+
+METRICS_PART = "metrics "  # how a run's fingerprint names the third-party metrics it computed
+
+
+def with_metrics(fingerprint: str, metrics: tuple[PluginEntry, ...]) -> str:
+    """A run's fingerprint naming the third-party ``metrics`` it computes:
+    what a run asked for decides its columns, so it is part of its id (and a
+    row says by itself what to compute again). Unchanged for none."""
+    if not metrics:
+        return fingerprint
+    return "; ".join([*([fingerprint] if fingerprint else []), METRICS_PART + ",".join(m.name for m in metrics)])
+
+
+def metrics_of(fingerprint: str) -> tuple[str, ...]:
+    """The third-party metrics a run's fingerprint (`with_metrics`) says it computed."""
+    for part in fingerprint.split("; "):
+        if part.startswith(METRICS_PART):
+            return tuple(part.removeprefix(METRICS_PART).split(","))
+    return ()
+
+
+def run_id_of(plan: ResolvedRun, seed: int) -> str:
+    """The run id of a resolved scenario (`Runner.resolve`) with ``seed``: what
+    `Runner.run` writes and what a sweep plans and resumes by."""
+    from dcbench._version import __version__
+
+    return run_hash(plan.topology, plan.workload, plan.allocator, plan.requests, seed, __version__, plan.fingerprint)
+
+
+@lru_cache(maxsize=1)
+def git_commit() -> str | None:
+    """The commit of the dcbench source tree, when it is a git checkout."""
+    try:
+        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=Path(__file__).parent,
+                             capture_output=True, text=True, timeout=5)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None if out.returncode == 0 else None
+
+
+def default_requests(network: Network) -> int:
+    """Two requests per server: the papers' 128 on 64 servers, 2,048 on 1,024."""
+    return 2 * network.n_servers
+
+
+def compile_topology(entry: PluginEntry, topology: Any) -> Network:
+    """The network of what a topology plugin built."""
+    if not isinstance(topology, Topology):
+        raise entry.error(f"returned {type(topology).__name__} when built, not a dcbench.Topology")
+    failure = "built a topology that does not compile"
+    with blamed_on(entry, failure):
+        try:
+            return Network.compile(topology)
+        except SpecError as exc:  # what the topology's own parameters should have ruled out
+            raise entry.error(f"{failure}: {exc}") from exc
+
+
+COLUMN_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*")  # a cell of every table and page, Markdown's too
+
+
+def metric_columns(entry: PluginEntry, columns: Any, written_by: dict[str, str]) -> dict[str, float]:
+    """A metric's summary columns as numbers, checked: new names only (recorded in
+    ``written_by``, column -> who wrote it) and a number in each."""
+    if not isinstance(columns, Mapping):
+        raise entry.error(f"returned {type(columns).__name__}, not a dict of summary columns")
+    values: dict[str, float] = {}
+    for column, value in columns.items():
+        if not isinstance(column, str) or not COLUMN_NAME.fullmatch(column):
+            raise entry.error(f"returned a column named {column!r}; a column name is letters, digits and '_', "
+                              "starting with a letter")
+        if column in written_by:
+            raise entry.error(f"returned column {column!r}, which {written_by[column]} writes; "
+                              "a metric may only add columns of its own")
+        number = summary_number(value)
+        if number is None:
+            raise entry.error(f"returned {column}={short_repr(value)}, not a number")
+        values[column] = number
+        written_by[column] = f"metric {entry.name!r}"
+    return values
+
+
+def summary_number(value: Any) -> float | None:
+    """``value`` as the summary stores a metric; None for text (``float``
+    would parse it) and non-numbers."""
+    if isinstance(value, (str, bytes)):
+        return None
+    try:
+        return float(value)
+    except Exception:  # TypeError, ValueError, OverflowError (10**400), or a __float__ that fails
+        return None
+
+
+def allocator_notes(entry: PluginEntry, allocator: Any) -> list[str]:
+    """The allocator's ``notes`` (what a run prints and records), each one line."""
+    notes = getattr(allocator, "notes", [])
+    if not isinstance(notes, (list, tuple)) or not all(isinstance(note, str) for note in notes):
+        raise entry.error(f"has notes={short_repr(notes)}, not a list of strings")
+    return [" ".join(note.split()) for note in notes]
+
+
+def checked_against(entry: PluginEntry, allocator: Any, network: Network) -> None:
+    """Call the allocator's ``check(network)``, where it refuses parameters
+    that do not suit the network: its `SpecError` reads as a spec error
+    naming the allocator's spec; anything else it raises is its bug."""
+    check = getattr(allocator.obj, "check", None)
+    if check is None:
+        return
+    with blamed_on(entry, "failed in check(network)"):
+        try:
+            check(network.private_copy())
+        except SpecError as exc:
+            raise SpecError(f"{allocator.spec}: {exc}") from None
+
+
+@contextlib.contextmanager
+def naming_the_allocator(entry: PluginEntry) -> Iterator[None]:
+    """The engine's `AllocatorError` (an allocator that raised, or returned
+    something malformed) names a third-party allocator's plugin."""
+    try:
+        yield
+    except AllocatorError as exc:
+        if entry.builtin:
+            raise
+        raise entry.error(exc.did if exc.did is not None else f"failed: {exc}") from exc
+
+
+def draw_requests(plan: ResolvedRun, requests: int, rng: np.random.Generator) -> RequestSequence:
+    """The request sequence of a resolved scenario (`Runner.resolve`), drawn
+    from ``rng``; what the workload plugin got wrong is a one-line error."""
+    with blamed_on(plan.workload_entry, "failed in generate()"):
+        try:
+            sequence = plan.workload_model.generate(plan.network.private_copy(), requests, rng)
+        except ValueError as exc:
+            raise SpecError(f"{plan.workload}: {exc}") from exc
+    if not isinstance(sequence, RequestSequence):
+        raise plan.workload_entry.error(f"returned {type(sequence).__name__} from generate(), "
+                                           "not a dcbench.RequestSequence")
+    try:
+        return checked_sequence(sequence, plan.network, requests, getattr(plan.workload_model, "kind", "pool"))
+    except SequenceProblem as exc:
+        raise plan.workload_entry.error(f"returned an unusable request sequence from generate(): {exc}") from None
+
+
+@dataclass
+class Runner:
+    """Builds scenarios from specs and runs them; compiled topologies are cached.
+
+    Attributes:
+        registry: The plugins it builds from (the process's, `get_registry`,
+            by default).
+    """
+
+    registry: Registry = field(default_factory=get_registry)
+    _networks: dict[str, tuple[str, Network]] = field(default_factory=dict)
+    _fixed_fabrics: dict[str, Network] = field(default_factory=dict)  # by resolved topology spec
+
+    def network(self, topology: str) -> tuple[str, Network]:
+        """The resolved spec and compiled network of a topology spec.
+
+        Args:
+            topology: The topology spec (``tiered:32,1x4``).
+
+        Returns:
+            ``(resolved spec, network)``, the same network for specs that
+            resolve alike.
+
+        Raises:
+            SpecError: A malformed spec, or a parameter the plugin refuses.
+            UnknownPluginError: No such topology is registered.
+            PluginError: A third-party plugin failed to build it, or built
+                a topology that does not compile.
+        """
+        if topology not in self._networks:
+            spec = Spec.parse(topology)
+            entry = self.registry.get("topology", spec.name)
+            built = entry.build(spec)
+            resolved = built.spec
+            cached = next((v for v in self._networks.values() if v[0] == resolved), None)
+            self._networks[topology] = cached or (resolved, compile_topology(entry, built.obj))
+        return self._networks[topology]
+
+    def fixed_fabric(self, topology: str) -> Network:
+        """The network a run that never reconfigures runs on
+        (`Network.fixed_fabric` of the topology's), made once and shared
+        like `network`'s.
+
+        Args:
+            topology: The topology spec.
+
+        Returns:
+            The fixed fabric.
+        """
+        topology_spec, network = self.network(topology)
+        if topology_spec not in self._fixed_fabrics:
+            self._fixed_fabrics[topology_spec] = network.fixed_fabric()
+        return self._fixed_fabrics[topology_spec]
+
+    def resolve_scenario(self, topology: str, workload: str | None = None, requests: int | None = None
+                         ) -> ResolvedRun:
+        """`resolve` without an allocator: a scenario's specs, requests and
+        network, checked (``allocator`` is "" and ``allocator_entry`` None).
+
+        Args:
+            topology: The topology spec.
+            workload: The workload spec (None: the topology's default).
+            requests: Requests per run (None: the workload's default).
+
+        Returns:
+            The resolved scenario.
+
+        Raises:
+            SpecError: As `resolve`.
+            UnknownPluginError: As `resolve`.
+            IncompatibleError: As `resolve`.
+            PluginError: As `resolve`.
+        """
+        return self.resolve(None, topology, workload, requests)
+
+    def resolve(self, allocator: str | None, topology: str, workload: str | None = None,
+                requests: int | None = None, metrics: Sequence[str] = ()) -> ResolvedRun:
+        """Check a combination before anything runs; what `run` would use.
+
+        Args:
+            allocator: The allocator spec (None: the scenario alone,
+                `resolve_scenario`).
+            topology: The topology spec.
+            workload: The workload spec (None: the topology's default).
+            requests: Requests per run (None: the workload's
+                ``default_requests(network)``, else two per server).
+            metrics: Third-party metrics to compute besides dcbench's own
+                (which every run computes); their names enter the run id.
+
+        Returns:
+            The resolved run, without a seed.
+
+        Raises:
+            SpecError: A malformed spec, a parameter a plugin refuses (the
+                allocator's ``check(network)`` too), no workload for a
+                topology without a default one, or ``requests`` outside 1
+                to 1,000,000.
+            UnknownPluginError: A spec names no registered plugin.
+            IncompatibleError: The topology or the allocator serves no
+                demand of the workload's kind.
+            PluginError: A third-party plugin failed to build, or returned
+                something unusable; a topology's default workload does not
+                build.
+            AllocatorError: The allocator's fingerprint cannot be taken (a
+                missing or unreadable checkpoint).
+        """
+        topology_spec, network = self.network(topology)
+        if not workload and not network.default_workload:
+            raise SpecError(f"topology {Spec.parse(topology).name!r} names no default workload; give one with -w")
+        try:
+            workload_built = self.registry.build("workload", workload or network.default_workload)
+        except SpecError as exc:
+            if workload is not None:
+                raise
+            entry = self.registry.get("topology", Spec.parse(topology).name)  # its default workload is wrong
+            raise entry.error(f"has the default workload {network.default_workload!r}, which does not build "
+                              f"({exc}); give a workload with -w") from exc
+        entry = allocator_built = fingerprint = None
+        if allocator is not None:
+            allocator_spec = Spec.parse(allocator)
+            entry = self.registry.get("allocator", allocator_spec.name)
+            allocator_built = entry.build(allocator_spec)
+            fingerprint = getattr(allocator_built.obj, "fingerprint", None)
+        kind = getattr(workload_built.obj, "kind", "pool")
+        if kind not in network.demand_kinds:
+            family = topology_spec.split(":")[0]
+            raise IncompatibleError(
+                f"topology {family!r} serves {'/'.join(network.demand_kinds)} demands but workload "
+                f"{workload_built.spec.split(':')[0]!r} makes {kind} demands"
+                + (f"; use its default workload {network.default_workload!r}" if network.default_workload else "")
+            )
+        if entry is not None and kind not in entry.demands:
+            serving = sorted(name for name, e in self.registry.entries("allocator").items()
+                             if kind in e.demands)
+            raise IncompatibleError(
+                f"allocator {entry.name!r} serves {'/'.join(entry.demands)} demands but workload "
+                f"{workload_built.spec.split(':')[0]!r} makes {kind} demands; "
+                f"allocators for {kind} demands: {', '.join(serving) or 'none'}"
+            )
+        if entry is not None:  # (once it is known to serve the workload's demands)
+            checked_against(entry, allocator_built, network)
+            if getattr(allocator_built.obj, "reconfigure", True) is False:
+                network = self.fixed_fabric(topology)  # the OCS paper's ALL2ALL: a policy that never reconfigures
+        if requests is not None and requests < 1:
+            raise SpecError(f"--requests must be at least 1, got {requests}")
+        if requests is not None and requests > MAX_REQUESTS:
+            raise SpecError(f"--requests must be at most {MAX_REQUESTS:,}, got {requests:,}")
+        workload_entry = self.registry.get("workload", Spec.parse(workload_built.spec).name)
+        topology_entry = self.registry.get("topology", Spec.parse(topology_spec).name)
+        asked = self.asked_metrics(metrics)
+        entries = (topology_entry, workload_entry) + ((entry,) if entry is not None else ()) + asked
+        return ResolvedRun(
+            topology=topology_spec, workload=workload_built.spec,
+            allocator=allocator_built.spec if allocator_built is not None else "",
+            requests=requests or self._default_requests(workload_entry, workload_built.obj, network),
+            fingerprint=with_metrics(with_distributions(self._fingerprint(entry, fingerprint, network), entries),
+                                     asked),
+            network=network,
+            workload_model=workload_built.obj, workload_entry=workload_entry, allocator_entry=entry,
+            metrics=asked,
+        )
+
+    def asked_metrics(self, names: Sequence[str]) -> tuple[PluginEntry, ...]:
+        """The third-party metrics among ``names``, once each, in the order
+        they registered (so the order given changes neither columns nor id);
+        dcbench's own metrics run anyway.
+
+        Args:
+            names: Metric names, as ``--metric`` or a suite's ``metrics`` give them.
+
+        Returns:
+            Their registry entries, built-in ones left out.
+
+        Raises:
+            UnknownPluginError: A name no metric plugin registers.
+        """
+        wanted = {self.registry.get("metric", name).name for name in names}
+        return tuple(entry for name, entry in self.registry.entries("metric").items()
+                     if name in wanted and not entry.builtin)
+
+    @staticmethod
+    def _fingerprint(entry: PluginEntry | None, fingerprint: Callable[[Network], str] | None, network: Network
+                     ) -> str:
+        if entry is None or fingerprint is None:
+            return ""
+        with blamed_on(entry, "failed in fingerprint(network)"):
+            try:
+                value = fingerprint(network.private_copy())
+            except (OSError, ValueError) as exc:  # no checkpoint for this topology, an unreadable one
+                raise AllocatorError(f"{entry.name}: {exc}") from exc
+        if not isinstance(value, str):
+            raise entry.error(f"returned {type(value).__name__} from fingerprint(network), not a str")
+        return value
+
+    @staticmethod
+    def _default_requests(entry: PluginEntry, workload: Any, network: Network) -> int:
+        chooser = getattr(workload, "default_requests", None)
+        if chooser is None:
+            return default_requests(network)
+        with blamed_on(entry, "failed in default_requests(network)"):
+            value = chooser(network.private_copy())
+        if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or not 1 <= value <= MAX_REQUESTS:
+            raise entry.error(f"returned {short_repr(value)} from default_requests(network), "
+                              f"not an integer from 1 to {MAX_REQUESTS:,}")
+        return int(value)
+
+    def run(self, allocator: str, topology: str, workload: str | None = None, requests: int | None = None,
+            seed: int = 0, progress: Callable[[int], None] | None = None, metrics: Sequence[str] = ()
+            ) -> RunResult:
+        """Run an allocator on a scenario with a seed, and compute its metrics.
+
+        The seed draws the requests and, apart, the allocator's random
+        numbers: the same arguments make the same run id and tables.
+
+        Args:
+            allocator: The allocator spec.
+            topology: The topology spec.
+            workload: The workload spec (None: the topology's default).
+            requests: Requests per run (None: the workload's default).
+            seed: A non-negative integer.
+            progress: Called with the number of requests done, every
+                hundredth of the run (None: not called).
+            metrics: Third-party metrics to compute besides dcbench's own
+                (`resolve`).
+
+        Returns:
+            The run's results, not yet written (`RunResult.write`).
+
+        Raises:
+            SpecError: As `resolve`, or a seed that is no non-negative integer.
+            UnknownPluginError: As `resolve`.
+            IncompatibleError: As `resolve`.
+            PluginError: A third-party plugin failed or returned something
+                unusable (requests, metric columns, notes); a third-party
+                allocator that misbehaves is one too, naming its plugin.
+            AllocatorError: A built-in allocator misbehaved, or its
+                fingerprint cannot be taken.
+        """
+        from dcbench._version import __version__
+
+        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+            raise SpecError(f"a seed is a non-negative integer, got {seed!r}")
+        plan = self.resolve(allocator, topology, workload, requests, metrics)
+        network = plan.network
+        n_requests = plan.requests
+        run_id = run_id_of(plan, seed)
+
+        rng = np.random.default_rng(seed)
+        workload_rng, allocator_rng = rng.spawn(2)
+        sequence = draw_requests(plan, n_requests, workload_rng)
+        allocator_obj = plan.allocator_entry.build(plan.allocator).obj
+        with naming_the_allocator(plan.allocator_entry):
+            tables = simulate(network, sequence, allocator_obj, allocator_rng, progress)
+
+        summary: dict[str, Any] = {
+            "run_id": run_id,
+            "allocator": plan.allocator,
+            "allocator_fingerprint": plan.fingerprint,
+            "topology": plan.topology,
+            "workload": plan.workload,
+            "seed": seed,
+            "requests": n_requests,
+            "offered": int((tables.requests["outcome"] != "skipped").sum()),
+            "accepted": int((tables.requests["outcome"] == "accepted").sum()),
+        }
+        written_by = dict.fromkeys([*summary, *LATER_COLUMNS], "the core")
+        builtin_metrics = [entry for entry in self.registry.entries("metric").values() if entry.builtin]
+        columns_of: dict[str, tuple[str, ...]] = {}
+        for entry in [*builtin_metrics, *plan.metrics]:
+            with blamed_on(entry, "failed"):  # (its columns too: a mapping may fail as it is read)
+                columns = entry.load()(RunTables(read_only_copy(tables.requests), read_only_copy(tables.timeline)),
+                                       network.private_copy())
+                values = metric_columns(entry, columns, written_by)
+            summary.update(values)
+            columns_of[entry.name] = tuple(values)
+        summary["dcbench_version"] = __version__
+
+        provenance = {
+            "dcbench_version": __version__,
+            "run_id": run_id,
+            "allocator": plan.allocator,
+            "allocator_fingerprint": plan.fingerprint,
+            "topology": plan.topology,
+            "workload": plan.workload,
+            "requests": n_requests,
+            "seed": seed,
+            "plugins": {p.name: f"{p.distribution} {p.version}" for p in self.registry.plugins},
+            **({"metrics": [entry.name for entry in plan.metrics]} if plan.metrics else {}),
+            "git_commit": git_commit(),
+            "python": platform.python_version(),
+            "numpy": np.__version__,
+        }
+        notes = [*run_notes(tables.requests), *allocator_notes(plan.allocator_entry, allocator_obj)]
+        if notes:
+            provenance["notes"] = notes
+        return RunResult(run_id, summary, tables, provenance, notes, columns_of, network)
+
+
+def read_only_copy(columns: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Each metric reads its own read-only copy of the tables: whatever it
+    does to it, neither the tables written nor the next metric see it."""
+    copies = {name: array.copy() for name, array in columns.items()}
+    for array in copies.values():
+        array.flags.writeable = False
+    return copies

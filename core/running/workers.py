@@ -1,0 +1,318 @@
+"""Runs in worker processes, each allocator's apart from every other's.
+
+An allocator runs its own code in the process that runs it, and nothing in
+a process is out of its reach: the engine one stack frame up, the compiled
+networks a runner caches, every module. So a sweep, `verify` and a
+submission's replay run each allocator's runs in worker processes that run
+that allocator only, and the parent, which alone writes and compares, takes
+a run only from a worker whose network still has the digest the parent
+computed for it. What an allocator does inside its worker reaches no other
+allocator's run.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import contextlib
+import hashlib
+import multiprocessing
+import os
+import signal
+import sys
+import threading
+import time
+import warnings
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator, Mapping, Sequence
+
+import numpy as np
+
+from dcbench.errors import DcbenchError, ResultsError
+from dcbench.model.network import Network
+
+MATH_THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+@dataclass(frozen=True)
+class PlannedRun:
+    """One run, planned: what it runs, the id it must come out with, and
+    the digest of its network (`network_digest`; "" where not checked)."""
+
+    scenario: str
+    allocator: str
+    topology: str
+    workload: str | None
+    requests: int | None
+    seed: int
+    run_id: str
+    metrics: tuple[str, ...] = ()  # the third-party metrics its run computes (`Runner.resolve`)
+    network_digest: str = ""
+
+
+@dataclass
+class RunOutput:
+    """What a worker sends back of a run: its id and summary, its tables
+    (None where not asked for) and provenance, and its network's digest
+    after the run."""
+
+    run_id: str
+    summary: dict[str, Any]
+    tables: dict[str, dict[str, Any]] | None
+    provenance: dict[str, Any]
+    network_digest: str
+
+
+def network_digest(network: Network) -> str:
+    """A digest of everything of ``network`` the engine's checks read: its
+    sizes, resources, capacities, labels, links and circuits."""
+    digest = hashlib.sha256()
+    for value in (network.n_servers, network.n_nodes, network.n_links, network.n_racks, network.resources,
+                  network.directed, network.circuits, network.link_unit, network.k_paths):
+        digest.update(repr(value).encode() + b"\0")
+    for array in (network.server_capacity, network.racks, network.pods, network.link_ends, network.link_capacity,
+                  network.link_tier, network.rack_node, network.server_link, network.server_attachment,
+                  network._link_tail, network._link_head):
+        if array is not None:
+            array = np.ascontiguousarray(array)
+            digest.update(f"{array.dtype}{array.shape}".encode() + array.tobytes())
+    return digest.hexdigest()[:16]
+
+
+def run_apart(runs: Sequence[PlannedRun], workers: int, on_output: Callable[[PlannedRun, RunOutput], None],
+              tables: bool = True, fresh: bool = False, environ: Mapping[str, str] | None = None,
+              on_error: Callable[[PlannedRun, DcbenchError], None] | None = None) -> None:
+    """Make ``runs`` in worker processes, each allocator's in workers of its
+    own (at most ``workers`` at a time), and hand each run's output to
+    ``on_output`` in this process as it comes, once its network's digest
+    is checked.
+
+    Args:
+        runs: The runs, each with the run id it must come out with.
+        workers: How many worker processes may run at once.
+        on_output: Called with each run and what its worker sent back.
+        tables: Whether the workers send the runs' tables back.
+        fresh: Workers that load the plugins anew, forked from a server
+            process that has imported dcbench alone (or spawned, where
+            there is no fork), rather than forked from this process
+            (Linux), which passes on all of its state.
+        environ: Variables set in the workers' environment (this
+            process's, as it is now), before they load any plugin.
+        on_error: Called with a run and the error it raised, where the
+            others go on (None: the error ends them all).
+
+    Raises:
+        ResultsError: A worker's network no longer has its digest; a
+            worker died.
+        DcbenchError: A run's own error, as raised in its worker (without
+            ``on_error``).
+    """
+    context = worker_context(fresh)
+    for allocator_runs in by_allocator(runs):
+        # Each pool starts its workers at its first submissions, so the whole pool lives in these settings.
+        with one_math_thread_per_worker():
+            pool = concurrent.futures.ProcessPoolExecutor(
+                max_workers=min(workers, len(allocator_runs)), mp_context=context, initializer=start_worker,
+                initargs=(os.getpid(), {**os.environ, **(environ or {})}))
+            try:
+                # Longest first, the episode's length standing for a run's time: the runs left for the end
+                # are short ones, so the workers finish together (a suite's largest scenario is often its last).
+                longest_first = sorted(allocator_runs, key=lambda run: -(run.requests or 0))
+                futures = {pool.submit(run_in_worker, run, tables): run for run in longest_first}
+                for future in concurrent.futures.as_completed(futures):
+                    run = futures[future]
+                    try:
+                        output = future.result()
+                    except DcbenchError as exc:
+                        if on_error is None:
+                            raise
+                        on_error(run, exc)
+                        continue
+                    check_network(run, output)
+                    on_output(run, output)
+            except concurrent.futures.process.BrokenProcessPool:
+                stop(pool)
+                raise ResultsError("a worker process died (killed for want of memory?); the runs it finished are "
+                                   "kept: run the same sweep again to resume it, with fewer workers (-j)") from None
+            except BaseException:  # a run's error, or Ctrl-C: the runs under way are not waited for
+                stop(pool)
+                raise
+            pool.shutdown()
+
+
+# What a fresh worker's server imports before it forks the workers: dcbench, never a third party's plugin.
+FRESH_PRELOAD = ["numpy", "pyarrow.parquet", "networkx", "dcbench.running.runner", "dcbench.running.workers"]
+
+
+def worker_context(fresh: bool) -> Any:
+    """How workers start: forked from this process (Linux), or, ``fresh``,
+    forked from a server that imported only `FRESH_PRELOAD` (far quicker
+    than spawning each, and as clean); spawned where there is no fork."""
+    methods = multiprocessing.get_all_start_methods()
+    if not fresh and sys.platform.startswith("linux"):
+        return multiprocessing.get_context("fork")
+    if "forkserver" not in methods:
+        return multiprocessing.get_context("spawn")
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(FRESH_PRELOAD)
+    return context
+
+
+def by_allocator(runs: Sequence[PlannedRun]) -> list[list[PlannedRun]]:
+    """The runs of each allocator, in the order the allocators first come."""
+    groups: dict[str, list[PlannedRun]] = {}
+    for run in runs:
+        groups.setdefault(run.allocator, []).append(run)
+    return list(groups.values())
+
+
+def check_network(run: PlannedRun, output: RunOutput) -> None:
+    """Refuse a run whose worker's network no longer has the digest planned."""
+    if run.network_digest and output.network_digest != run.network_digest:
+        raise ResultsError(f"allocator {run.allocator} changed the network its worker was handed (run "
+                           f"{run.run_id}, {run.scenario} seed {run.seed}); its runs from there on are refused")
+
+
+_WORKER_RUNNER: Any = None
+
+
+def worker_runner() -> Any:
+    """This process's runner (which keeps compiled topologies across runs),
+    made again when the plugins were loaded again (`reset_registry`)."""
+    from dcbench.registry import get_registry
+    from dcbench.running.runner import Runner
+
+    global _WORKER_RUNNER
+    if _WORKER_RUNNER is None or _WORKER_RUNNER.registry is not get_registry():
+        _WORKER_RUNNER = Runner()
+    return _WORKER_RUNNER
+
+
+def run_in_worker(run: PlannedRun, tables: bool = True) -> RunOutput:
+    """Make one planned run with this process's runner; what a worker does."""
+    result = worker_runner().run(run.allocator, run.topology, run.workload, run.requests, run.seed,
+                                 metrics=run.metrics)
+    kept = None
+    if tables:
+        kept = {"requests": result.tables.requests, "timeline": result.tables.timeline,
+                "summary": {k: [v] for k, v in result.summary.items()}}
+    return RunOutput(result.run_id, result.summary, kept, result.provenance, network_digest(result.network))
+
+
+def quiet_plugin_warnings() -> None:
+    """A worker loads the plugins again; the command that started it has
+    already warned about the broken ones: once per command, not per worker."""
+    from dcbench.registry import PluginLoadWarning
+
+    warnings.filterwarnings("ignore", category=PluginLoadWarning)
+
+
+def start_worker(parent: int | None = None, environ: Mapping[str, str] | None = None) -> None:
+    """What a worker process does first: take ``environ`` as its
+    environment, before any plugin is loaded (a fork server's own is the
+    one it started with, not the command's now), die with the command's
+    process ``parent`` (a SIGKILLed sweep's workers ran on for ever), no
+    second round of plugin warnings, what plugins print on stderr, as in
+    the command's own process, and Ctrl-C left to the command, which stops
+    the workers (a worker that caught it would count it as its run's error
+    and start the next run)."""
+    if environ is not None:
+        os.environ.clear()
+        os.environ.update(environ)
+    if parent is not None:
+        die_with(parent)
+    quiet_plugin_warnings()
+    sys.stdout = sys.stderr = sys.__stderr__  # (the process's own: a forked worker's copy of a capture is lost)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # (forked, it had the command's handler, which raises and prints)
+    if "torch" in sys.modules:  # forked after the parent loaded a checkpoint: its threads read no variable now
+        sys.modules["torch"].set_num_threads(1)
+
+
+PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+PARENT_CHECK_SECONDS = 0.5
+
+
+def die_with(parent: int) -> None:
+    """End this process (SIGKILL: a plugin stuck in its own code cannot stop
+    it) as soon as the command's process ``parent`` is gone: where it is this
+    process's parent, on Linux, the kernel sends the signal
+    (``prctl(PR_SET_PDEATHSIG)``); elsewhere, and where a fork server
+    started this process, a thread checks the command every half second."""
+    if os.getppid() == parent and sys.platform.startswith("linux"):
+        import ctypes
+
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            if libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) == 0:
+                if os.getppid() != parent:  # gone before the signal was asked for
+                    os._exit(1)
+                return
+        except (OSError, AttributeError):
+            pass  # no prctl to be had: the thread below
+
+    def watch() -> None:
+        while _running(parent):
+            time.sleep(PARENT_CHECK_SECONDS)
+        os.kill(os.getpid(), getattr(signal, "SIGKILL", signal.SIGTERM))
+
+    threading.Thread(target=watch, name="dcbench-parent-watch", daemon=True).start()
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process now has the number: the command is gone
+        return False
+    return True
+
+
+STOP_SECONDS = 5.0  # what a worker is given to end on SIGTERM before SIGKILL
+
+
+def stop(pool: concurrent.futures.ProcessPoolExecutor) -> None:
+    """Cancel what has not started and end the workers now, their runs under
+    way with them (a half-written run is a staging folder, which the command
+    removes; the next sweep runs it again). A worker still there a moment
+    after SIGTERM (a plugin that handles it, or ignores it) gets SIGKILL:
+    the command must not wait on a plugin stuck in its own code. Workers
+    started but not yet in the pool's list (Ctrl-C while the pool starts
+    them) are this process's other children, and go too."""
+    workers = {id(worker): worker for worker in (pool._processes or {}).values()}  # (no public way before 3.14)
+    workers.update((id(child), child) for child in multiprocessing.active_children())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for worker in workers.values():
+        worker.terminate()
+    for worker in workers.values():
+        worker.join(timeout=STOP_SECONDS)
+        if worker.is_alive():
+            worker.kill()
+            worker.join()
+
+
+@contextlib.contextmanager
+def one_math_thread_per_worker() -> Iterator[None]:
+    """The workers already fill the cores: a BLAS that also starts a thread
+    per core in each of them spins against the others (the shared-actor
+    a2c_multistep went from 0.5 to 4.4 ms a decision). Workers read these
+    as they start, so they are set while the pool starts them (the caller
+    keeps the pool in this block: it starts workers as runs are submitted);
+    a value the user set is kept."""
+    with environment({name: os.environ.get(name, "1") for name in MATH_THREAD_VARIABLES}):
+        yield
+
+
+@contextlib.contextmanager
+def environment(variables: Mapping[str, str]) -> Iterator[None]:
+    """``variables`` set in this process's environment for the block, then as they were."""
+    saved = {name: os.environ.get(name) for name in variables}
+    os.environ.update(variables)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value

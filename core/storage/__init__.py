@@ -1,0 +1,1 @@
+"""Storage: files written atomically, Parquet tables, paths, locks, bounded reads."""

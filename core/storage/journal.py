@@ -1,0 +1,271 @@
+"""Files replaced together or not at all, whatever stops the writer, SIGKILL included: a redo journal.
+
+`write_together` writes each file's new contents to a temporary beside it,
+then commits by renaming a journal into place (in the first file's folder)
+that lists every temporary and the file it replaces, then renames the
+temporaries into place and removes the journal. Killed before the journal
+is in place, the files are all the old ones; killed after, all the new ones
+once `recover` has finished the renames, which the next write of any of
+them does first. (Nothing is synced to disk: a power cut is another matter.)
+
+Every folder written into holds a marker from before its first temporary
+until after its last rename. It names the journal (which may be in another
+folder), and its writer holds a lock on it (``flock``, released by the
+kernel when the writer dies), so that `recover` leaves a write under way
+alone. Names, in a folder written into, where TXID is the write's 16 hex
+digits: ``.NAME.tmp-TXID`` (a file's new contents), ``.dcbench-txn-TXID``
+(the marker, made as ``.dcbench-txn-TXID.new``), ``.dcbench-txn-TXID.journal``
+(the journal, written as ``.dcbench-txn-TXID.journal.tmp``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import secrets
+import shutil
+from pathlib import Path
+from typing import Callable, Collection, Iterable, Sequence
+
+from dcbench.errors import ResultsError, describe
+from dcbench.storage.paths import check_regular_file
+from dcbench.storage.records import read_json
+from dcbench.storage.renames import prepare_atomic
+
+try:
+    import fcntl
+except ImportError:  # (Windows) a write under way cannot be told from a killed one: recover under a lock only
+    fcntl = None  # type: ignore[assignment]
+
+MARKER = ".dcbench-txn-"
+_TRANSACTION_FILE = re.compile(r"\.dcbench-txn-([0-9a-f]{16})(\.new|\.journal|\.journal\.tmp)?")
+# What dcbench's writers leave behind when killed: `prepare_atomic`'s and `write_together`'s temporary files,
+# `staging_folder`'s and `swapped_in`'s folders, `replace_all`'s copies, `check_writable`'s probe.
+_LEFTOVER = re.compile(r"\.(.+)\.(?:tmp|old)-[A-Za-z0-9_]+|\.dcbench-probe-[A-Za-z0-9_]+")
+
+# Called with the name of each step of `write_together` once it is done; tests set it to kill the writer there.
+fault_hook: Callable[[str], None] | None = None
+
+
+def _step(name: str) -> None:
+    if fault_hook is not None:
+        fault_hook(name)
+
+
+def write_together(writers: Sequence[tuple[Path, Callable[[Path], None]]]) -> None:
+    """Replace each ``path`` with what its ``write`` writes to a temporary
+    file, all or none (see the module's docstring). A failure before the
+    commit (a full disk, Ctrl-C) removes the temporaries and leaves the
+    files as they were; Ctrl-C or SIGTERM during the renames waits for the
+    last of them. A rename that fails after the commit (the file made a
+    folder meanwhile) raises, naming the file, and leaves the journal for
+    the next write to finish."""
+    targets = [path.resolve() if path.is_symlink() else path for path, _ in writers]  # as prepare_atomic does
+    for target in targets:
+        check_regular_file(target)
+    for target in targets:
+        target.parent.mkdir(parents=True, exist_ok=True)
+    recover(targets)
+    txid = secrets.token_hex(8)
+    folders = list(dict.fromkeys(_real(target.parent) for target in targets))
+    journal = folders[0] / f"{MARKER}{txid}.journal"
+    with contextlib.ExitStack() as held:  # the markers' descriptors: closing one ends its lock
+        markers: list[Path] = []
+        prepared: list[tuple[Path, Path]] = []
+        try:
+            for folder in folders:
+                markers.append(_place_marker(folder, txid, journal, held))
+                _step("marker")
+            for (_, write), target in zip(writers, targets):
+                prepared.append(prepare_atomic(target, write, tag=txid))
+                _step("temporary")
+            _commit(journal, prepared, markers)
+        except BaseException:
+            for path in [temporary for temporary, _ in prepared] + [journal.with_name(journal.name + ".tmp"),
+                                                                    journal, *markers]:
+                path.unlink(missing_ok=True)
+            raise
+        _rename_all(prepared, after_each=lambda: _step("renamed"))
+        _remove_transaction(journal, markers, step=_step)
+
+
+def recover(paths: Iterable[Path]) -> None:
+    """Finish the writes of `write_together` that were killed in the folders
+    of ``paths``, or undo those killed before their commit (their temporary
+    files removed): afterwards each such write's files are all new or all
+    old, and none of its files is left. Writes under way are left alone."""
+    for folder in dict.fromkeys(_real(Path(path).parent) for path in paths):
+        _recover_folder(folder)
+
+
+def _recover_folder(folder: Path) -> None:
+    for txid in _transactions(folder):
+        _settle(folder, txid)
+
+
+def remove_leftovers(folder: Path, names: Collection[str] | None = None) -> list[str]:
+    """`recover` ``folder``, then remove whatever dcbench's writers, killed,
+    left in it: temporary files and folders named as they name them, of the
+    files ``names`` where given (nothing else). Only where no other dcbench
+    command may be writing them (under a lock, `dcbench.storage.locks`): a temporary
+    of a write under way looks just like a killed one's. Returns the names
+    removed."""
+    _recover_folder(_real(folder))
+    under_way = tuple(f".tmp-{txid}" for txid in _transactions(folder))  # another command's, in a file of its own
+    removed = []
+    for entry in _entries(folder):
+        match = _LEFTOVER.fullmatch(entry.name)
+        if not match or (names is not None and match[1] not in names) or entry.name.endswith(under_way):
+            continue
+        if entry.is_dir(follow_symlinks=False):
+            shutil.rmtree(entry.path, ignore_errors=True)
+        else:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(entry.path)
+        removed.append(entry.name)
+    return sorted(removed)
+
+
+def _place_marker(folder: Path, txid: str, journal: Path, held: contextlib.ExitStack) -> Path:
+    """Write the marker locked and whole under a name `recover` takes for a
+    killed write's, then rename it into place: seen by its name, a marker is
+    always complete, and locked while its writer lives."""
+    marker = folder / f"{MARKER}{txid}"
+    making = folder / f"{MARKER}{txid}.new"
+    descriptor = os.open(making, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    held.callback(os.close, descriptor)
+    if fcntl is not None:
+        fcntl.flock(descriptor, fcntl.LOCK_EX)
+    os.write(descriptor, json.dumps({"journal": os.path.relpath(journal, folder)}).encode())
+    os.replace(making, marker)
+    return marker
+
+
+def _commit(journal: Path, prepared: list[tuple[Path, Path]], markers: list[Path]) -> None:
+    """Write the journal (paths relative to its folder), whose rename into place is the commit."""
+    home = journal.parent
+    record = {"renames": [[_relative(temporary, home), _relative(target, home)] for temporary, target in prepared],
+              "markers": [_relative(marker, home) for marker in markers]}
+    pending = journal.with_name(journal.name + ".tmp")
+    pending.write_text(json.dumps(record), encoding="utf-8")
+    _step("journal written")
+    os.replace(pending, journal)
+    _step("committed")
+
+
+def _rename_all(pairs: Sequence[tuple[Path, Path]], after_each: Callable[[], None] = lambda: None) -> None:
+    """Rename each temporary file still there into place (one already gone
+    was renamed by an earlier try). Ctrl-C or SIGTERM meanwhile is raised
+    after the last rename: the files must not be left out of step. The first
+    OSError is raised after trying the rest, named by the file it would replace."""
+    stopped: KeyboardInterrupt | None = None
+    failed: OSError | None = None
+    for temporary, target in pairs:
+        while True:
+            try:
+                _rename_if_there(temporary, target)
+                break
+            except KeyboardInterrupt as exc:  # tried again: the rename may or may not have been done
+                stopped = exc
+            except OSError as exc:
+                failed = failed or OSError(exc.errno, exc.strerror or describe(exc), str(target))
+                break
+        after_each()
+    if stopped is not None:
+        raise stopped
+    if failed is not None:
+        raise failed
+
+
+def _rename_if_there(temporary: Path, target: Path) -> None:
+    try:
+        os.replace(temporary, target)
+    except FileNotFoundError:
+        if os.path.lexists(temporary):  # the target's folder is gone, say: not a rename done before
+            raise
+
+
+def _remove_transaction(journal: Path, markers: Sequence[Path], step: Callable[[str], None] = _step) -> None:
+    """The markers of the other folders first, then the journal, then the
+    marker beside it: a marker found without its journal is a write done (or
+    never committed), whose temporaries are gone (or to be removed)."""
+    for marker in markers[1:]:
+        marker.unlink(missing_ok=True)
+    step("markers removed")
+    journal.unlink(missing_ok=True)
+    step("journal removed")
+    if markers:
+        markers[0].unlink(missing_ok=True)
+
+
+def _settle(folder: Path, txid: str) -> None:
+    marker = folder / f"{MARKER}{txid}"
+    making = folder / f"{MARKER}{txid}.new"
+    if _held(marker) or _held(making):
+        return  # under way
+    journal = _journal_of(marker) or folder / f"{MARKER}{txid}.journal"
+    if journal.is_file():
+        home = journal.parent
+        try:
+            record = read_json(journal)
+            renames = [(home / temporary, home / target) for temporary, target in record["renames"]]
+            markers = [home / marker for marker in record["markers"]]
+        except (ValueError, KeyError, TypeError) as exc:
+            raise ResultsError(f"'{journal}' is a damaged dcbench journal ({describe(exc)}); remove it and the "
+                               f"'.*.tmp-{txid}' files beside the files it names") from None
+        _rename_all(renames)
+        _remove_transaction(journal, markers, step=lambda name: None)
+    else:  # never committed: its new contents go
+        for entry in _entries(folder):
+            if entry.name.endswith(f".tmp-{txid}"):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(entry.path)
+    for name in (f"{MARKER}{txid}.journal.tmp", making.name, marker.name):
+        (folder / name).unlink(missing_ok=True)
+
+
+def _journal_of(marker: Path) -> Path | None:
+    """The journal a marker names; None where there is no marker (or it cannot be read)."""
+    try:
+        return Path(os.path.normpath(marker.parent / read_json(marker)["journal"]))
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _held(path: Path) -> bool:
+    """Whether a live process holds the lock on the marker at ``path``."""
+    if fcntl is None:
+        return False
+    try:
+        descriptor = os.open(path, os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(descriptor)  # (and with it the lock, where this took it)
+    return False
+
+
+def _transactions(folder: Path) -> list[str]:
+    return sorted({match[1] for entry in _entries(folder) if (match := _TRANSACTION_FILE.fullmatch(entry.name))})
+
+
+def _entries(folder: Path) -> list[os.DirEntry[str]]:
+    try:
+        with os.scandir(folder) as entries:
+            return list(entries)
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+
+
+def _real(folder: Path) -> Path:
+    return Path(os.path.realpath(folder))
+
+
+def _relative(path: Path, folder: Path) -> str:
+    return os.path.relpath(_real(path.parent) / path.name, folder)

@@ -186,7 +186,7 @@ class DeclaredFigures:
             figures = getattr(importlib.import_module(module_name), attr)
         except (DcbenchError, KeyboardInterrupt):
             raise
-        except BaseException as exc:  # as `dcbench.registry.PluginEntry.load` reports a plugin's target
+        except BaseException as exc:  # sys.exit() too, as `dcbench.registry.PluginEntry.load` reports it
             if self.builtin and not isinstance(exc, ImportError):  # a missing dependency is the user's to fix
                 raise
             missing = isinstance(exc, ImportError) and getattr(exc, "name", None)
@@ -214,7 +214,7 @@ class DeclaredFigures:
             yield
         except (DcbenchError, KeyboardInterrupt, OSError):
             raise
-        except BaseException as exc:
+        except BaseException as exc:  # a plugin's sys.exit() is its failure, not the command's end
             if self.builtin:
                 raise
             raise PluginError(f"{self.owner} {failure}: {describe(exc)}; report it to the plugin's "
@@ -559,7 +559,7 @@ def _draw(parts: list[tuple[list[Row], DeclaredFigures]], out_dir: Path, name: s
             with declared.blamed("failed to draw its figures"):
                 paths += figures.draw(rows, out_dir, name, defaults, colours)
         return paths
-    except BaseException:
+    except Exception:
         if made is not None:
             shutil.rmtree(made, ignore_errors=True)
         raise

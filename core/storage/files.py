@@ -1,9 +1,10 @@
-"""Files written whole or not at all.
+"""Files and folders written whole or not at all.
 
-Every writer here writes to a temporary file (or folder) beside its target
-and renames it into place, so a reader, or a command killed half-way,
-never sees half a file. Files that belong together are replaced through
-the redo journal of `dcbench.storage.journal`.
+A file's new contents go to a temporary beside it, renamed into place; files
+that belong together commit through the redo journal of
+`dcbench.storage.journal`, which writes every file. A folder is built beside
+its target and swapped in. A reader, or a command killed half-way, never
+sees half of either.
 """
 
 from __future__ import annotations
@@ -17,8 +18,8 @@ from pathlib import Path
 from typing import Callable, Iterable, Iterator, Sequence
 
 from dcbench.errors import describe
+from dcbench.storage.journal import write_together
 from dcbench.storage.paths import _FOLDER_MODE
-from dcbench.storage.renames import prepare_atomic, replace_all
 
 
 def remove_staging(out_dir: Path, run_ids: Iterable[str]) -> None:
@@ -69,7 +70,7 @@ def swapped_in(staging: Path, target: Path) -> Iterator[None]:
             raise OSError(exc.errno, exc.strerror or describe(exc), str(target)) from None
         swapped = True
         yield
-    except BaseException:
+    except BaseException:  # Ctrl-C too: the block's files and the folder change together or not at all
         if swapped:
             os.replace(target, aside / "new")
             if old.exists():
@@ -98,10 +99,7 @@ def write_atomic(path: Path, write: Callable[[Path], None]) -> None:
         OSError: The file system failed (a full disk), named by ``path``;
             the old file is left whole.
     """
-    from dcbench.storage.journal import recover
-
-    recover([path.resolve() if path.is_symlink() else path])
-    replace_all([prepare_atomic(path, write)])
+    write_together([(path, write)])
 
 
 def write_all_atomic(writers: Sequence[tuple[Path, Callable[[Path], None]]]) -> None:
@@ -120,8 +118,6 @@ def write_all_atomic(writers: Sequence[tuple[Path, Callable[[Path], None]]]) -> 
         ResultsError: As `write_atomic`, for any of the paths.
         OSError: The file system failed, named by the file concerned.
     """
-    from dcbench.storage.journal import write_together
-
     write_together(writers)
 
 

@@ -26,13 +26,14 @@ import os
 import re
 import secrets
 import shutil
+import stat
+import tempfile
 from pathlib import Path
 from typing import Callable, Collection, Iterable, Sequence
 
 from dcbench.errors import ResultsError, describe
-from dcbench.storage.paths import check_regular_file
+from dcbench.storage.paths import _FILE_MODE, check_regular_file
 from dcbench.storage.records import read_json
-from dcbench.storage.renames import prepare_atomic
 
 try:
     import fcntl
@@ -56,24 +57,33 @@ def _step(name: str) -> None:
 
 def write_together(writers: Sequence[tuple[Path, Callable[[Path], None]]]) -> None:
     """Replace each ``path`` with what its ``write`` writes to a temporary
-    file, all or none (see the module's docstring). A failure before the
-    commit (a full disk, Ctrl-C) removes the temporaries and leaves the
-    files as they were; Ctrl-C or SIGTERM during the renames waits for the
-    last of them. A rename that fails after the commit (the file made a
-    folder meanwhile) raises, naming the file, and leaves the journal for
-    the next write to finish."""
-    targets = [path.resolve() if path.is_symlink() else path for path, _ in writers]  # as prepare_atomic does
+    file, all or none (see the module's docstring); one file needs no
+    journal, its rename is the commit. A failure before the commit (a full
+    disk, Ctrl-C) removes the temporaries and leaves the files as they were;
+    Ctrl-C or SIGTERM during the renames waits for the last of them. A
+    rename the file system refuses after the commit (a file made immutable)
+    puts back the files already renamed, from copies made before the
+    commit, and raises naming the file."""
+    targets = [path.resolve() if path.is_symlink() else path for path, _ in writers]  # written through a link
     for target in targets:
         check_regular_file(target)
     for target in targets:
         target.parent.mkdir(parents=True, exist_ok=True)
     recover(targets)
+    if len(writers) == 1:
+        temporary, target = prepare_atomic(targets[0], writers[0][1])
+        try:
+            _rename_all([(temporary, target)])
+        finally:
+            temporary.unlink(missing_ok=True)
+        return
     txid = secrets.token_hex(8)
     folders = list(dict.fromkeys(_real(target.parent) for target in targets))
     journal = folders[0] / f"{MARKER}{txid}.journal"
     with contextlib.ExitStack() as held:  # the markers' descriptors: closing one ends its lock
         markers: list[Path] = []
         prepared: list[tuple[Path, Path]] = []
+        copies: list[Path | None] = []  # of each file as it was (None: not there), for putting it back
         try:
             for folder in folders:
                 markers.append(_place_marker(folder, txid, journal, held))
@@ -81,14 +91,70 @@ def write_together(writers: Sequence[tuple[Path, Callable[[Path], None]]]) -> No
             for (_, write), target in zip(writers, targets):
                 prepared.append(prepare_atomic(target, write, tag=txid))
                 _step("temporary")
-            _commit(journal, prepared, markers)
-        except BaseException:
-            for path in [temporary for temporary, _ in prepared] + [journal.with_name(journal.name + ".tmp"),
-                                                                    journal, *markers]:
+            for target in targets:
+                copies.append(_copy_of(target, txid))
+            _commit(journal, prepared, markers, copies)
+        except BaseException:  # Ctrl-C too: test_ctrl_c_or_a_failure_before_the_commit_leaves_the_files_as_they_were
+            for path in [temporary for temporary, _ in prepared] + [c for c in copies if c] + [
+                    journal.with_name(journal.name + ".tmp"), journal, *markers]:
                 path.unlink(missing_ok=True)
             raise
-        _rename_all(prepared, after_each=lambda: _step("renamed"))
-        _remove_transaction(journal, markers, step=_step)
+        try:
+            _rename_all(prepared, after_each=lambda: _step("renamed"))
+        except OSError:
+            _put_back(prepared, copies)
+            raise
+        finally:
+            _remove_transaction(journal, markers, copies, step=_step)
+
+
+def _copy_of(target: Path, txid: str) -> Path | None:
+    if not target.exists():
+        return None
+    copy = target.with_name(f".{target.name}.old-{txid}")
+    shutil.copy2(target, copy)
+    return copy
+
+
+def _put_back(prepared: Sequence[tuple[Path, Path]], copies: Sequence[Path | None]) -> None:
+    """Undo the renames done: each file renamed is its copy again, or gone where it was not there."""
+    for (temporary, target), copy in zip(prepared, copies):
+        if os.path.lexists(temporary):
+            temporary.unlink()  # not renamed
+        elif copy is not None:
+            os.replace(copy, target)
+        else:
+            target.unlink(missing_ok=True)
+
+
+def prepare_atomic(path: Path, write: Callable[[Path], None], tag: str | None = None) -> tuple[Path, Path]:
+    """The first half of `write_atomic`: (the temporary file written, the
+    path it is to replace), for `replace_all` to rename. The temporary is
+    ``.NAME.tmp-TAG`` where a ``tag`` is given, else ``.NAME.tmp-`` and a
+    random ending."""
+    if path.is_symlink():
+        path = path.resolve()
+    check_regular_file(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        mode = stat.S_IMODE(path.stat().st_mode)
+    except FileNotFoundError:
+        mode = _FILE_MODE
+    if tag is None:
+        handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.tmp-")
+    else:
+        temporary = str(path.parent / f".{path.name}.tmp-{tag}")
+        handle = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    os.close(handle)
+    try:
+        os.chmod(temporary, mode)  # mkstemp makes it private, unlike any other file written
+        write(Path(temporary))
+    except BaseException as exc:
+        Path(temporary).unlink(missing_ok=True)
+        if isinstance(exc, OSError) and exc.filename in (None, temporary):  # named by the file it is to replace
+            raise OSError(exc.errno, exc.strerror or describe(exc), str(path)) from None
+        raise
+    return Path(temporary), path
 
 
 def recover(paths: Iterable[Path]) -> None:
@@ -143,11 +209,13 @@ def _place_marker(folder: Path, txid: str, journal: Path, held: contextlib.ExitS
     return marker
 
 
-def _commit(journal: Path, prepared: list[tuple[Path, Path]], markers: list[Path]) -> None:
+def _commit(journal: Path, prepared: list[tuple[Path, Path]], markers: list[Path], copies: list[Path | None]
+            ) -> None:
     """Write the journal (paths relative to its folder), whose rename into place is the commit."""
     home = journal.parent
     record = {"renames": [[_relative(temporary, home), _relative(target, home)] for temporary, target in prepared],
-              "markers": [_relative(marker, home) for marker in markers]}
+              "markers": [_relative(marker, home) for marker in markers],
+              "copies": [_relative(copy, home) for copy in copies if copy is not None]}
     pending = journal.with_name(journal.name + ".tmp")
     pending.write_text(json.dumps(record), encoding="utf-8")
     _step("journal written")
@@ -187,12 +255,13 @@ def _rename_if_there(temporary: Path, target: Path) -> None:
             raise
 
 
-def _remove_transaction(journal: Path, markers: Sequence[Path], step: Callable[[str], None] = _step) -> None:
-    """The markers of the other folders first, then the journal, then the
-    marker beside it: a marker found without its journal is a write done (or
-    never committed), whose temporaries are gone (or to be removed)."""
-    for marker in markers[1:]:
-        marker.unlink(missing_ok=True)
+def _remove_transaction(journal: Path, markers: Sequence[Path], copies: Sequence[Path | None],
+                        step: Callable[[str], None] = _step) -> None:
+    """The copies, the markers of the other folders, then the journal, then
+    the marker beside it: a marker found without its journal is a write done
+    (or never committed), whose temporaries are gone (or to be removed)."""
+    for path in [*(copy for copy in copies if copy is not None), *markers[1:]]:
+        path.unlink(missing_ok=True)
     step("markers removed")
     journal.unlink(missing_ok=True)
     step("journal removed")
@@ -212,14 +281,15 @@ def _settle(folder: Path, txid: str) -> None:
             record = read_json(journal)
             renames = [(home / temporary, home / target) for temporary, target in record["renames"]]
             markers = [home / marker for marker in record["markers"]]
+            copies = [home / copy for copy in record.get("copies", [])]
         except (ValueError, KeyError, TypeError) as exc:
             raise ResultsError(f"'{journal}' is a damaged dcbench journal ({describe(exc)}); remove it and the "
                                f"'.*.tmp-{txid}' files beside the files it names") from None
         _rename_all(renames)
-        _remove_transaction(journal, markers, step=lambda name: None)
-    else:  # never committed: its new contents go
+        _remove_transaction(journal, markers, copies, step=lambda name: None)
+    else:  # never committed: its new contents and the copies of the old go
         for entry in _entries(folder):
-            if entry.name.endswith(f".tmp-{txid}"):
+            if entry.name.endswith((f".tmp-{txid}", f".old-{txid}")):
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(entry.path)
     for name in (f"{MARKER}{txid}.journal.tmp", making.name, marker.name):

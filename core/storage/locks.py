@@ -100,7 +100,7 @@ def _acquire(lock: Path, command: str, written: Path, option: str) -> int:
             raise ResultsError(f"another dcbench {holder.get('command', 'command')} is writing to '{written}' "
                                f"(pid {holder.get('pid', 'unknown')}); wait for it or choose another {option}"
                                ) from None
-        except BaseException:
+        except OSError:
             os.close(descriptor)
             raise
         if _still_there(descriptor, lock):

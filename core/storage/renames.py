@@ -6,43 +6,9 @@ from __future__ import annotations
 
 import os
 import shutil
-import stat
-import tempfile
 from pathlib import Path
-from typing import Callable
 
 from dcbench.errors import describe
-from dcbench.storage.paths import _FILE_MODE, check_regular_file
-
-
-def prepare_atomic(path: Path, write: Callable[[Path], None], tag: str | None = None) -> tuple[Path, Path]:
-    """The first half of `write_atomic`: (the temporary file written, the
-    path it is to replace), for `replace_all` to rename. The temporary is
-    ``.NAME.tmp-TAG`` where a ``tag`` is given, else ``.NAME.tmp-`` and a
-    random ending."""
-    if path.is_symlink():
-        path = path.resolve()
-    check_regular_file(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        mode = stat.S_IMODE(path.stat().st_mode)
-    except FileNotFoundError:
-        mode = _FILE_MODE
-    if tag is None:
-        handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.tmp-")
-    else:
-        temporary = str(path.parent / f".{path.name}.tmp-{tag}")
-        handle = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    os.close(handle)
-    try:
-        os.chmod(temporary, mode)  # mkstemp makes it private, unlike any other file written
-        write(Path(temporary))
-    except BaseException as exc:
-        Path(temporary).unlink(missing_ok=True)
-        if isinstance(exc, OSError) and exc.filename in (None, temporary):  # named by the file it is to replace
-            raise OSError(exc.errno, exc.strerror or describe(exc), str(path)) from None
-        raise
-    return Path(temporary), path
 
 
 def replace_all(prepared: list[tuple[Path, Path]]) -> None:

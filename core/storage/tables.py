@@ -67,7 +67,7 @@ def write_run(out_dir: Path, run_id: str, tables: Mapping[str, Mapping[str, Any]
         for name in TABLES:
             pq.write_table(to_arrow(tables[name], provenance), staging / f"{name}.parquet")
         swap_in(staging, target)  # a rerun of the same run id replaces the old folder
-    except BaseException as exc:
+    except BaseException as exc:  # Ctrl-C too (test_a_failed_or_stopped_write_leaves_nothing_behind)
         shutil.rmtree(staging, ignore_errors=True)
         if isinstance(exc, OSError):
             raise ResultsError(f"cannot write results to '{target}': {exc.strerror or exc}") from None
@@ -205,16 +205,13 @@ def _regular_file(path: Path) -> Iterator[Any]:
         descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except OSError as exc:
         raise UnreadableTable(f"cannot be opened ({exc.strerror or describe(exc)})") from None
-    try:
-        status = os.fstat(descriptor)
-        if not stat.S_ISREG(status.st_mode):
-            raise UnreadableTable("is not a file but a folder, a device or a pipe")
-        if status.st_size > MAX_TABLE_BYTES:
-            raise UnreadableTable(f"is {status.st_size:,} bytes, more than the {MAX_TABLE_BYTES:,} a results "
-                                  "table may be")
-    except BaseException:
+    status = os.fstat(descriptor)
+    problem = ("is not a file but a folder, a device or a pipe" if not stat.S_ISREG(status.st_mode) else
+               f"is {status.st_size:,} bytes, more than the {MAX_TABLE_BYTES:,} a results table may be"
+               if status.st_size > MAX_TABLE_BYTES else None)
+    if problem is not None:
         os.close(descriptor)
-        raise
+        raise UnreadableTable(problem)
     with open(descriptor, "rb") as file:
         yield file
 

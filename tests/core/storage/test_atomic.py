@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from dcbench.storage import journal as atomic
 from dcbench.harness import write_all_atomic, write_atomic
+from dcbench.storage import journal as atomic
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="kills a forked writer")
 
@@ -126,16 +126,38 @@ def test_a_write_under_way_is_left_alone_by_a_recovery(tmp_path, settle):
     assert files(tmp_path) == {name: "new" for name in NAMES}
 
 
-def test_a_failure_before_the_commit_leaves_the_files_as_they_were_and_nothing_beside_them(tmp_path):
+@pytest.mark.parametrize("stop", [OSError(28, "No space left on device"), KeyboardInterrupt()])
+def test_ctrl_c_or_a_failure_before_the_commit_leaves_the_files_as_they_were(tmp_path, stop):
     write_all_atomic(writers(tmp_path, "old"))
 
-    def full_disk(path: Path) -> None:
-        raise OSError(28, "No space left on device")
+    def stopped(path: Path) -> None:
+        raise stop
 
-    with pytest.raises(OSError) as raised:
-        write_all_atomic([*writers(tmp_path, "new")[:2], (tmp_path / "x.pt.train" / "state.pt", full_disk)])
-    assert raised.value.filename == str(tmp_path / "x.pt.train" / "state.pt")
+    with pytest.raises(type(stop)) as raised:
+        write_all_atomic([*writers(tmp_path, "new")[:2], (tmp_path / "x.pt.train" / "state.pt", stopped)])
+    if isinstance(stop, OSError):
+        assert raised.value.filename == str(tmp_path / "x.pt.train" / "state.pt")
     assert files(tmp_path) == {name: "old" for name in NAMES}
+    assert sorted(os.listdir(tmp_path)) == ["x.json", "x.pt", "x.pt.train"]
+
+
+@pytest.mark.parametrize("before", ["old", None])
+def test_a_rename_refused_after_the_commit_puts_back_the_files_already_renamed(tmp_path, monkeypatch, before):
+    if before:
+        write_all_atomic(writers(tmp_path, before))
+    replace = os.replace
+
+    def immutable(source, target):  # as a file made immutable (chattr +i) refuses
+        if Path(target).name == "state.pt":
+            raise PermissionError(1, "Operation not permitted")
+        return replace(source, target)
+
+    monkeypatch.setattr(atomic.os, "replace", lambda s, t: immutable(s, t) if ".tmp-" in str(s) else replace(s, t))
+    with pytest.raises(PermissionError) as raised:
+        write_all_atomic(writers(tmp_path, "new"))
+    assert raised.value.filename == str(tmp_path / "x.pt.train" / "state.pt")
+    assert files(tmp_path) == ({name: "old" for name in NAMES} if before else {})
+    assert [p.name for p in tmp_path.rglob(".*")] == []
 
 
 def test_leftovers_of_dcbenchs_writers_are_removed_and_nothing_else(tmp_path):

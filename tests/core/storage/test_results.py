@@ -39,7 +39,8 @@ def test_rewriting_a_run_replaces_it_whole(runner, tmp_path):
     assert [p.name for p in tmp_path.iterdir()] == [result.run_id]
 
 
-def test_a_failed_write_leaves_nothing_behind(runner, tmp_path, monkeypatch):
+@pytest.mark.parametrize("stop", [OSError(28, "No space left on device"), KeyboardInterrupt()])
+def test_a_failed_or_stopped_write_leaves_nothing_behind(runner, tmp_path, monkeypatch, stop):
     import dcbench.running.summary as results
 
     result = runner.run("tetris", "tiered:8,1x4", requests=16)
@@ -48,11 +49,12 @@ def test_a_failed_write_leaves_nothing_behind(runner, tmp_path, monkeypatch):
     def failing(table, path):
         calls.append(path)
         if len(calls) == 2:
-            raise OSError(28, "No space left on device")
+            raise stop
         pq.write_table(table, path)
 
     monkeypatch.setattr(pq, "write_table", failing)
-    with pytest.raises(ResultsError, match="No space left on device"):
+    with pytest.raises(ResultsError if isinstance(stop, OSError) else KeyboardInterrupt,
+                       match="No space left on device" if isinstance(stop, OSError) else None):
         result.write(tmp_path)
     assert list(tmp_path.iterdir()) == []
     assert results.is_complete(tmp_path / result.run_id) is False

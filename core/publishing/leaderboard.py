@@ -54,7 +54,8 @@ from dcbench.storage.journal import remove_leftovers
 from dcbench.storage.locks import file_lock, folder_lock, sole_writer
 from dcbench.storage.paths import blocking_path, no_folder
 from dcbench.storage.records import read_json
-from dcbench.storage.renames import prepare_atomic, replace_all
+from dcbench.storage.journal import prepare_atomic
+from dcbench.storage.renames import replace_all
 from dcbench.storage.tables import UnreadableTable, provenance_of, read_table, table_at
 
 SUBMISSIONS = "submissions"

@@ -143,44 +143,21 @@ class Colours:
 
 
 def allocator_colours(registry: Any) -> Colours:
-    """The colours the registered allocators declare.
-
-    Args:
-        registry: The `dcbench.registry.Registry`.
-
-    Returns:
-        Their `Colours`.
-    """
+    """The colours the registered allocators declare."""
     return Colours({name: entry.colour for name, entry in registry.entries("allocator").items()
                     if entry.colour is not None})
 
 
 @dataclass(frozen=True)
 class DeclaredFigures:
-    """Figures a plugin declared by their ``"module:attr"``, not yet imported.
-
-    Attributes:
-        target: The ``"module:attr"``.
-        owner: Who declared them, as an error names it ("suite 'nara2022'
-            (plugin dcbench.plugins.topologies.tiered)").
-        builtin: Whether a built-in plugin declared them: their failure is
-            then a bug of dcbench, which keeps its traceback.
-    """
+    """Figures a plugin declared by their ``"module:attr"``, not yet imported."""
 
     target: str
-    owner: str
-    builtin: bool
+    owner: str  # as an error names it: "suite 'nara2022' (plugin dcbench.plugins.topologies.tiered)"
+    builtin: bool  # a built-in plugin's failure is a bug of dcbench, which keeps its traceback
 
     def load(self) -> Figures:
-        """Import the figures.
-
-        Returns:
-            The object ``target`` names.
-
-        Raises:
-            PluginError: A third-party target that fails to import, or that
-                is no `Figures`: one line naming its plugin.
-        """
+        """The object ``target`` names; a `PluginError` where it fails to import or is no `Figures`."""
         module_name, _, attr = self.target.partition(":")
         try:
             figures = getattr(importlib.import_module(module_name), attr)
@@ -230,14 +207,7 @@ def suite_figures(suite: Suite | None) -> DeclaredFigures | None:
 
 
 def topology_figures(registry: Any) -> dict[str, DeclaredFigures]:
-    """The figures each registered topology family declares, by family name.
-
-    Args:
-        registry: The `dcbench.registry.Registry`.
-
-    Returns:
-        Those of the families that declare figures.
-    """
+    """The figures each registered topology family declares, by family name."""
     return {name: DeclaredFigures(entry.figures, f"topology {name!r} ({entry.origin})", entry.builtin)
             for name, entry in registry.entries("topology").items() if entry.figures is not None}
 
@@ -467,25 +437,7 @@ def check_rows(rows: list[Row], figures: Figures) -> None:
 
 def plot_sweep(rows: list[Row], out_dir: Path, name: str, figures: DeclaredFigures, colours: Colours,
                defaults: Mapping[str, str] | None = None) -> list[Path]:
-    """Draw a suite's declared figures of a sweep of it.
-
-    Args:
-        rows: The sweep's summary rows.
-        out_dir: The folder for the PNGs; a folder this makes is removed
-            again if drawing fails.
-        name: The suite's name, for the titles.
-        figures: The suite's figures (`suite_figures`).
-        colours: The allocators' colours (`allocator_colours`).
-        defaults: Each allocator's default spec, by name, for its label.
-
-    Returns:
-        The PNGs written.
-
-    Raises:
-        ResultsError: ``rows`` lack a column the figures need, or a figure
-            cannot be written there.
-        PluginError: Third-party figures failed to load or to draw.
-    """
+    """Draw a suite's declared figures of a sweep of it into ``out_dir`` (removed again if it fails)."""
     if not rows:
         raise ResultsError("the summary has no rows; run the sweep first")
     return _draw([(rows, figures)], out_dir, name, colours, defaults)
@@ -497,28 +449,7 @@ def plot_runs(rows: list[Row], out_dir: Path, name: str, figures: Mapping[str, D
     """Draw the figures of runs no suite's figures draw (a folder of runs, an
     ad-hoc sweep, a suite that declares none): the runs of each demand kind
     apart, each drawn by the figures their topology family declares, from
-    the columns its runs have. Every figure's rows are checked before any
-    is drawn.
-
-    Args:
-        rows: The runs' summary rows.
-        out_dir: The folder for the PNGs; a folder this makes is removed
-            again if drawing fails.
-        name: The suite's or the folder's name, for the titles.
-        figures: Each topology family's figures, by its name (`topology_figures`).
-        columns: The metrics' declared columns, which tell the demand kinds apart.
-        colours: The allocators' colours (`allocator_colours`).
-        defaults: Each allocator's default spec, by name, for its label.
-        note: Told, in one line, of the runs that no figures draw.
-
-    Returns:
-        The PNGs written.
-
-    Raises:
-        ResultsError: Rows lack a column their figures need, or a figure
-            cannot be written there.
-        PluginError: Third-party figures failed to load or to draw.
-    """
+    the columns its runs have. ``note`` is told of the runs no figures draw."""
     owners = {declared.target: declared for declared in reversed(list(figures.values()))}  # the first family's
     parts: list[tuple[list[Row], DeclaredFigures]] = []
     for part in by_demand_kind(rows, columns).values():

@@ -531,3 +531,15 @@ def test_the_graph_sees_lazy_imports_and_submodules_imported_by_name(tmp_path):
     graph = import_graph()
     assert "dcbench.storage.journal" in graph["dcbench.storage.files"]  # imported inside write_atomic
     assert "dcbench.hookspecs" in graph["dcbench.registry.manager"]  # `import dcbench.hookspecs as hookspecs`
+
+
+def test_every_package_of_the_source_tree_is_one_the_wheel_ships():
+    import tomllib
+
+    declared = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    found = {".".join(["dcbench", *init.parent.relative_to(ROOT / "core").parts]) for init in sources("core")
+             if init.name == "__init__.py"}
+    found |= {".".join(["dcbench", "plugins", *init.parent.relative_to(ROOT / "plugins").parts])
+              for init in sources("plugins") if init.name == "__init__.py"}
+    assert found - declared == set()
+    assert {name for name in declared - found if not name.endswith(".checkpoints")} == set()

@@ -13,10 +13,6 @@ Everything else is internal and may change without notice.
 
 from __future__ import annotations
 
-import importlib
-import warnings
-from typing import Any
-
 from dcbench._version import __version__
 from dcbench.engine.jobs import RECONFIGURE_PARAM, JobAllocator, JobBuilder, PoolAndJobAllocator
 from dcbench.engine.pool import PoolAllocator, PoolBuilder
@@ -56,23 +52,3 @@ __all__ = [
     "DcbenchError", "SpecError", "UnknownPluginError", "NotInstalledError", "PluginError", "IncompatibleError",
     "AllocatorError", "ResultsError", "describe",
 ]
-
-# Names that left the top level in 0.4 and still import from here, with a DeprecationWarning, until 0.5.
-MOVED = {
-    **dict.fromkeys(
-        ("Runner", "RunResult", "ResolvedRun", "get_registry", "blamed_on", "config_options", "MAX_TRAINING_STEPS",
-         "write_atomic", "write_all_atomic", "write_table_atomic", "write_text_atomic", "curve_columns",
-         "check_writable", "folder_lock", "sole_writer", "pyplot", "save_figure", "mean_ci", "format_ci"),
-        "dcbench.harness"),
-    "PathCatalogue": "dcbench.model.network",
-    "required_pairs": "dcbench.model.allocation",
-}
-
-
-def __getattr__(name: str) -> Any:
-    if name not in MOVED:
-        raise AttributeError(f"module 'dcbench' has no attribute {name!r}")
-    home = MOVED[name]
-    warnings.warn(f"dcbench.{name} moved to {home}.{name}; import it from there (dcbench.{name} goes in 0.5)",
-                  DeprecationWarning, stacklevel=2)
-    return getattr(importlib.import_module(home), name)

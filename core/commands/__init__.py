@@ -17,6 +17,7 @@ import click
 from dcbench.commands.base import (
     COMMAND_OWNERS,
     DcbenchGroup,
+    error_line,
     interrupted,
     load_registry,
     plugin_prints_to_stderr,
@@ -103,8 +104,8 @@ def main() -> None:
     with sigterm_as_interrupt():
         try:
             cli.commands_loaded()
-        except DcbenchError as exc:
-            click.echo(f"Error: {exc}", err=True)
+        except DcbenchError as exc:  # a strict registry's refusal, before the group runs
+            error_line(exc).show()
             sys.exit(2)
         except KeyboardInterrupt as exc:  # while a plugin imports (torch, say)
             sys.exit(interrupted(exc).exit_code)

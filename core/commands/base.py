@@ -16,13 +16,13 @@ from typing import Any, Callable, Iterator
 
 import click
 
-from dcbench.errors import DcbenchError, describe
+from dcbench.errors import DcbenchError, SpecError, describe
 from dcbench.registry import Registry, get_registry
 from dcbench.spec import LARGEST_INTEGER, MAX_REQUESTS
 
 
-class UserError(click.ClickException):
-    """A user-fixable problem: printed as one line, exit code 2."""
+class ErrorLine(click.ClickException):
+    """What the group makes of an error: ``Error: MESSAGE`` on one line, exit code 2."""
 
     exit_code = 2
 
@@ -30,10 +30,15 @@ class UserError(click.ClickException):
         click.echo(f"Error: {self.format_message()}", err=True)
 
 
-def usage_line(exc: click.UsageError, command: str) -> UserError:
+def error_line(exc: DcbenchError) -> ErrorLine:
+    """A `DcbenchError` as one line, even where a plugin raised one with several."""
+    return ErrorLine(" ".join(line.strip() for line in str(exc).splitlines() if line.strip()))
+
+
+def usage_line(exc: click.UsageError, command: str) -> ErrorLine:
     """click's usage error as one line that says where to look (click would print the usage and a hint too)."""
     message = exc.format_message().rstrip(".")
-    return UserError(f"{message}{'' if message.endswith('?') else ';'} see `{command} --help`")
+    return ErrorLine(f"{message}{'' if message.endswith('?') else ';'} see `{command} --help`")
 
 
 # The plugin that added each command ("dcbench" for a built-in one), so that
@@ -78,8 +83,8 @@ class DcbenchGroup(click.Group):
     def _invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
-        except DcbenchError as exc:  # (one line even where a plugin raised one with several)
-            raise UserError(" ".join(line.strip() for line in str(exc).splitlines() if line.strip())) from None
+        except DcbenchError as exc:  # every command's errors, dcbench's and plugins'
+            raise error_line(exc) from None
         except click.UsageError as exc:
             if exc.ctx is not None:
                 command = exc.ctx.command_path
@@ -87,16 +92,16 @@ class DcbenchGroup(click.Group):
                 command = " ".join(filter(None, (ctx.command_path, ctx.invoked_subcommand)))
             raise usage_line(exc, command) from None
         except MemoryError:
-            raise UserError("ran out of memory; ask for fewer requests or seeds, or a smaller topology") from None
+            raise ErrorLine("ran out of memory; ask for fewer requests or seeds, or a smaller topology") from None
         except BrokenPipeError:  # `dcbench list | head`: click quiets the closed pipe
             raise
         except OSError as exc:  # a path the commands did not check first: still one line, not a traceback
             where = f" '{exc.filename}'" if exc.filename else ""
             if exc.errno in (errno.ENOSPC, errno.EDQUOT):  # pyarrow's and matplotlib's name no file
-                raise UserError(f"no space left to write{where or ' the output'}: {exc.strerror or exc}; free some "
+                raise ErrorLine(f"no space left to write{where or ' the output'}: {exc.strerror or exc}; free some "
                                 "space (or give another --out / --root) and run it again; what was there is "
                                 "kept") from None
-            raise UserError(f"cannot use{where}: {exc.strerror or exc}; check the path and its permissions") from None
+            raise ErrorLine(f"cannot use{where}: {exc.strerror or exc}; check the path and its permissions") from None
         except (click.ClickException, click.exceptions.Exit, click.Abort):
             raise
         except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (`Terminated`)
@@ -106,7 +111,7 @@ class DcbenchGroup(click.Group):
             owner = COMMAND_OWNERS.get(command, "dcbench") if isinstance(command, click.Command) else "dcbench"
             if owner == "dcbench":
                 raise
-            raise UserError(f"command {ctx.invoked_subcommand!r} of plugin {get_registry().label(owner)} failed: "
+            raise ErrorLine(f"command {ctx.invoked_subcommand!r} of plugin {get_registry().label(owner)} failed: "
                             f"{describe(exc)}; report it to the plugin's authors") from None
 
 
@@ -174,9 +179,9 @@ ADHOC_SEEDS = 5
 
 def check_bounds(option: str, value: int | None, minimum: int, at_most: int = LARGEST_INTEGER) -> None:
     if value is not None and value < minimum:
-        raise UserError(f"{option} must be at least {minimum}, got {value}")
+        raise SpecError(f"{option} must be at least {minimum}, got {value}")
     if value is not None and value > at_most:
-        raise UserError(f"{option} must be at most {at_most:,}, got {value:,}")
+        raise SpecError(f"{option} must be at most {at_most:,}, got {value:,}")
 
 
 @contextlib.contextmanager

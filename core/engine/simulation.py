@@ -508,7 +508,8 @@ def simulate(
         raise
     except KeyboardInterrupt:  # Ctrl-C (or SIGTERM) stops the command
         raise
-    except BaseException as exc:  # sys.exit() or an exception of its own: the allocator failed, not the run
+    # BaseException: an allocator's sys.exit() is its failure, not the run's end (test_an_allocator_that_exits_...)
+    except BaseException as exc:
         raise AllocatorError.of_allocator(f"could not start on this topology: {describe(exc)}", fix=False) from exc
     view = simulation.view
     chunk = max(1, len(sequence) // 100)
@@ -519,7 +520,7 @@ def simulate(
             raise
         except KeyboardInterrupt:  # Ctrl-C (or SIGTERM) stops the command
             raise
-        except BaseException as exc:
+        except BaseException as exc:  # as in reset (test_misbehaving_allocators_stop_the_run_with_a_clear_error)
             raise AllocatorError.of_allocator(f"raised {describe(exc)} (request {request.id})") from exc
         simulation.resolve(result)
         if progress is not None and (request.id + 1) % chunk == 0:

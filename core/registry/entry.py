@@ -91,7 +91,8 @@ class PluginEntry:
             return getattr(importlib.import_module(module_name), attr)
         except KeyboardInterrupt:  # Ctrl-C (or SIGTERM) stops the command
             raise
-        except BaseException as exc:  # a broken plugin must not show a traceback
+        # BaseException: a module that exits on import is a broken plugin (test_a_target_that_exits_on_import_...)
+        except BaseException as exc:
             if self.builtin and not isinstance(exc, ImportError):  # a missing dependency is the user's to fix
                 raise
             missing = isinstance(exc, ImportError) and getattr(exc, "name", None)
@@ -143,6 +144,7 @@ def blamed_on(entry: PluginEntry, failure: str) -> Iterator[None]:
         raise
     except KeyboardInterrupt:  # Ctrl-C (or SIGTERM) stops the command
         raise
+    # BaseException: a plugin's own (test_a_plugin_that_raises_what_is_no_exception_is_one_line_all_the_same)
     except BaseException as exc:
         if entry.builtin:
             raise

@@ -195,6 +195,7 @@ class Registry:
             raise
         except KeyboardInterrupt:  # Ctrl-C (or SIGTERM) stops the command
             raise
+        # BaseException: a hook's sys.exit() is its failure (test_a_plugin_that_exits_while_loading_is_reported...)
         except BaseException as exc:
             if self.is_builtin(impl.plugin_name):
                 raise
@@ -310,6 +311,7 @@ def _load(manager: pluggy.PluginManager, entry_point: importlib.metadata.EntryPo
         return False
     except KeyboardInterrupt:  # Ctrl-C (or SIGTERM) stops the command
         raise
+    # BaseException: sys.exit() on import, too (test_a_plugin_that_exits_while_loading_is_reported_not_obeyed)
     except BaseException as exc:
         _report(f"plugin {label} failed to load: {describe(exc)}", failures)
         return False

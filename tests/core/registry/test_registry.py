@@ -475,6 +475,13 @@ def test_a_plugin_that_exits_while_loading_is_reported_not_obeyed(tmp_path, monk
         "plugin 'later' failed in register_allocators: SystemExit: 3"]
 
 
+def test_a_target_that_exits_on_import_is_a_broken_plugin(tmp_path, monkeypatch):
+    (tmp_path / "tp_exits_on_import.py").write_text("import sys\nsys.exit(3)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(PluginError, match="failed to load 'tp_exits_on_import:Thing': SystemExit: 3; report it"):
+        PluginEntry("allocator", "exits", "tp_exits_on_import:Thing", plugin="someone").load()
+
+
 def test_an_exception_that_cannot_say_what_it_is_is_still_described():
     from dcbench.errors import describe
 

@@ -5,6 +5,7 @@ returns what makes the registration unusable, or None.
 from __future__ import annotations
 
 import difflib
+import inspect
 import re
 from typing import Any, Mapping
 
@@ -19,13 +20,16 @@ QUALIFIER_DOT = ("its name has a '.', which dcbench keeps for the distribution's
                  "(DIST.NAME); use '_' or '-'")
 
 
-def registration_problem(kind: str, name: Any, target: Any, params: Any, extra: Mapping[str, Any],
-                         description: Any = "") -> str | None:
-    """What makes ``register(name, target, params=..., **extra)`` unusable, or None."""
+def registration_problem(kind: str, name: Any, target: Any, keywords: Mapping[str, Any]) -> str | None:
+    """What makes ``register(name, target, **keywords)`` unusable, or None."""
     if not isinstance(name, str) or not is_spec_name(name):
         return "no spec can give that name; use letters, digits, '_' and '-', starting with a letter or '_'"
     if "." in name:
         return QUALIFIER_DOT
+    takes = REGISTER_KEYWORDS[kind]
+    known = list(inspect.signature(takes).parameters)
+    given = takes(**{keyword: value for keyword, value in keywords.items() if keyword in known})
+    description, params = given["description"], given["params"]
     if not isinstance(description, str):
         return f"its description {description!r} is not a string"
     if not _loadable(target):
@@ -42,32 +46,36 @@ def registration_problem(kind: str, name: Any, target: Any, params: Any, extra: 
         problem = param_problem(param)
         if problem is not None:
             return f"param {param.name!r} {problem}"
-    known = REGISTER_KEYWORDS.get(kind, ())
-    strays = sorted(set(extra) - set(known))
+    strays = sorted(set(keywords) - set(known))
     if strays:  # a misspelt ``lerned=True`` would otherwise make a learned allocator a baseline
         close = difflib.get_close_matches(strays[0], known, n=1)
-        keywords = ", ".join(f"{keyword}=" for keyword in ("description", "params", *known))
-        takes = f"did you mean {close[0]}=?" if close else f"register takes {keywords} for {PLURALS[kind]}"
-        return f"it passes the unknown keyword {strays[0]}=; {takes}"
-    learned = extra.get("learned", False)
+        listed = ", ".join(f"{keyword}=" for keyword in known)
+        takes_text = f"did you mean {close[0]}=?" if close else f"register takes {listed} for {PLURALS[kind]}"
+        return f"it passes the unknown keyword {strays[0]}=; {takes_text}"
+    return _keywords_problem(given)
+
+
+def _keywords_problem(given: Mapping[str, Any]) -> str | None:
+    """What makes a kind's own keywords (beyond description and params) unusable, or None."""
+    learned = given.get("learned", False)
     if not isinstance(learned, bool):
         return f"learned={learned!r} is not True or False"
-    trainer = extra.get("trainer")
+    trainer = given.get("trainer")
     if trainer is not None and not _loadable(trainer):
         return f"its trainer {trainer!r} is neither a callable nor a 'module:attr'"
-    training_options = extra.get("training_options")
+    training_options = given.get("training_options")
     if training_options is not None and not (isinstance(training_options, str) and _loadable(training_options)):
         return f"training_options={short_repr(training_options)} is not a 'module:attr' string"
-    demands = extra.get("demands", ("pool",))
-    if kind == "allocator" and (not isinstance(demands, (list, tuple)) or not demands
-                                or not set(demands) <= set(DEMAND_KINDS)):
+    demands = given.get("demands", ("pool",))
+    if not isinstance(demands, (list, tuple)) or not demands or not set(demands) <= set(DEMAND_KINDS):
         return f"demands={demands!r} is not a tuple of {' and/or '.join(map(repr, DEMAND_KINDS))}"
-    if "columns" in extra:
-        return columns_problem(extra["columns"])
-    if "colour" in extra:
-        return colour_problem(extra["colour"])
-    if "figures" in extra and not (isinstance(extra["figures"], str) and _loadable(extra["figures"])):
-        return f"figures={short_repr(extra['figures'])} is not a 'module:attr' string"
+    if "columns" in given:
+        return columns_problem(given["columns"])
+    if given.get("colour") is not None:
+        return colour_problem(given["colour"])
+    figures = given.get("figures")
+    if figures is not None and not (isinstance(figures, str) and _loadable(figures)):
+        return f"figures={short_repr(figures)} is not a 'module:attr' string"
     return None
 
 

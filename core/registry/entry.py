@@ -7,7 +7,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import importlib.metadata
-from dataclasses import dataclass, field
+from dataclasses import dataclass, fields
 from typing import Any, Callable, Iterator, Mapping
 
 from dcbench.errors import DcbenchError, PluginError, SpecError, describe
@@ -36,29 +36,22 @@ class PluginEntry:
     description: str = ""
     params: tuple[Param, ...] = ()
     plugin: str = ""
-    extra: Mapping[str, Any] = field(default_factory=dict)
     distribution: str = ""  # "NAME VERSION" of a third-party plugin's distribution, where known
     source: str = ""  # the digest of a third-party plugin's source (`distributions.source_digest`), where known
+    # What `register` takes beyond description and params, by kind (`kinds.REGISTER_KEYWORDS`):
+    demands: tuple[str, ...] = ("pool",)  # an allocator's demand kinds
+    learned: bool = False
+    trainer: Callable[..., Any] | str | None = None
+    training_options: str | None = None  # 'module:attr' of a trainer's configuration dataclass
+    colour: str | Mapping[str, str] | None = None  # an allocator's colour in figures
+    columns: tuple[Column, ...] = ()  # a metric's declared summary columns
+    figures: str | None = None  # 'module:attr' of a topology's figures, for runs no suite groups
 
     @property
-    def demands(self) -> tuple[str, ...]:
-        """The demand kinds an allocator serves (``pool`` unless it registered others)."""
-        return tuple(self.extra.get("demands", ("pool",)))
-
-    @property
-    def columns(self) -> tuple[Column, ...]:
-        """The summary columns a metric declared (none unless it did)."""
-        return tuple(self.extra.get("columns", ()))
-
-    @property
-    def colour(self) -> str | Mapping[str, str] | None:
-        """The colour an allocator asked its figures' lines and bars to be drawn in, if it did."""
-        return self.extra.get("colour")
-
-    @property
-    def figures(self) -> str | None:
-        """The 'module:attr' of a topology's figures, for runs no suite groups, if it declared them."""
-        return self.extra.get("figures")
+    def extra(self) -> dict[str, Any]:
+        """The keywords beyond description and params that its plugin gave, by name."""
+        return {field.name: getattr(self, field.name) for field in fields(self)
+                if field.name in KEYWORD_FIELDS and getattr(self, field.name) != field.default}
 
     @property
     def builtin(self) -> bool:
@@ -118,6 +111,9 @@ class PluginEntry:
                 raise SpecError(f"{self.name}: {exc}") from exc
             # anything else (a TypeError: a signature that does not match its params, say) is the plugin's
         return BuiltPlugin(obj, resolved_spec(self.name, values), values)
+
+
+KEYWORD_FIELDS = ("demands", "learned", "trainer", "training_options", "colour", "columns", "figures")
 
 
 @contextlib.contextmanager

@@ -21,7 +21,7 @@ import importlib
 import importlib.metadata
 import os
 import warnings
-from typing import Any, Iterable, Iterator, Mapping, Sequence
+from typing import Any, Iterable, Iterator, Mapping
 
 import pluggy
 
@@ -38,8 +38,8 @@ from dcbench.registry.distributions import (
     source_digest,
 )
 from dcbench.registry.entry import BuiltPlugin, PluginEntry, PluginInfo
-from dcbench.registry.kinds import BUILTIN_PLUGINS, HOOK_OF_KIND, KINDS, PLURALS
-from dcbench.spec import Param, Spec, unknown
+from dcbench.registry.kinds import BUILTIN_PLUGINS, HOOK_OF_KIND, KINDS, PLURALS, REGISTER_KEYWORDS
+from dcbench.spec import Spec, unknown
 
 
 class PluginLoadWarning(UserWarning):
@@ -133,15 +133,17 @@ class Registry:
         return entries
 
     def _register(self, kind: str, registered: dict[str, Any], plugin_name: str, name_or_suite: Any,
-                  target: Any = None, *, description: str = "", params: Sequence[Param] = (), **extra: Any) -> None:
-        """What a plugin's ``register`` calls: ``register(name, target, ...)``, or ``register(suite)``."""
+                  target: Any = None, **keywords: Any) -> None:
+        """What a plugin's ``register`` calls: ``register(suite)``, or ``register(name, target, ...)`` with
+        the keywords `kinds.REGISTER_KEYWORDS` names for the kind (a stray one is reported, not raised)."""
         if kind == "suite":
             entry = name_or_suite
             name = getattr(entry, "name", None)
-            problem = suite_problem(entry)
+            alone = target is None and not keywords
+            problem = suite_problem(entry) if alone else "register takes the Suite alone for suites"
         else:
             name = name_or_suite
-            problem = registration_problem(kind, name, target, params, extra, description)
+            problem = registration_problem(kind, name, target, keywords)
         if problem is not None:
             self.fail(f"plugin {self.label(plugin_name)} registers {kind} {name!r}: {problem}; ignored")
             return
@@ -159,9 +161,12 @@ class Registry:
         if kind == "suite":  # the plugin's own Suite stays as it made it
             entry = dataclasses.replace(entry, name=canonical, plugin=plugin_name)
         else:
-            description = " ".join(description.split())  # one line in `dcbench list`, whatever was given
-            entry = PluginEntry(kind, canonical, target, description, tuple(params), plugin_name, extra,
-                                self._distribution(plugin_name), info.source if info is not None else "")
+            given = REGISTER_KEYWORDS[kind](**keywords)
+            given.update(description=" ".join(given["description"].split()),  # one line in `dcbench list`
+                         **{key: tuple(given[key]) for key in ("params", "demands", "columns") if key in given})
+            entry = PluginEntry(kind, canonical, target, plugin=plugin_name,
+                                distribution=self._distribution(plugin_name),
+                                source=info.source if info is not None else "", **given)
         registered[canonical] = entry
 
     def add_builtin(self, module_name: str) -> None:

@@ -6,7 +6,8 @@ modules serve other audiences:
 
 - `dcbench.harness`: runs, tables, files and figures, for plugin commands
   and trainers;
-- `dcbench.envs`: the Gymnasium environments, for RL libraries.
+- `dcbench.envs`: the Gymnasium environments, for RL libraries;
+- `dcbench.testing`: contract checks, for plugins' test suites.
 
 Everything else is internal and may change without notice.
 """
@@ -22,7 +23,6 @@ from dcbench.errors import (
     AllocatorError,
     DcbenchError,
     IncompatibleError,
-    NotInstalledError,
     PluginError,
     ResultsError,
     SpecError,
@@ -30,7 +30,7 @@ from dcbench.errors import (
     describe,
 )
 from dcbench.hookspecs import hookimpl
-from dcbench.model.allocation import Allocation, Reject, Route, State, Swap, check_allocation
+from dcbench.model.allocation import Allocation, Reject, Route, State, Swap
 from dcbench.model.network import MAX_CAPACITY, Circuits, Network, Topology
 from dcbench.model.requests import CONNECTIVITY_RULES, PacketModel, Request, RequestSequence, Workload
 from dcbench.model.suite import Scenario, Suite
@@ -45,10 +45,10 @@ __all__ = [
     "Topology", "Network", "Circuits", "Workload", "Request", "RequestSequence", "PacketModel",
     "CONNECTIVITY_RULES", "MAX_CAPACITY",
     # what an allocator returns, and the engine it runs in
-    "Allocation", "Reject", "Route", "Swap", "State", "check_allocation", "Allocator", "RunTables",
+    "Allocation", "Reject", "Route", "Swap", "State", "Allocator", "RunTables",
     "SPREAD_LEVELS", "simulate", "PoolBuilder", "PoolAllocator", "JobBuilder", "JobAllocator",
     "PoolAndJobAllocator", "RECONFIGURE_PARAM", "WeightedRouter", "WEIGHTINGS",
     # errors
-    "DcbenchError", "SpecError", "UnknownPluginError", "NotInstalledError", "PluginError", "IncompatibleError",
+    "DcbenchError", "SpecError", "UnknownPluginError", "PluginError", "IncompatibleError",
     "AllocatorError", "ResultsError", "describe",
 ]

@@ -1,7 +1,6 @@
-"""What every command shares: errors as one line and exit code 2, Ctrl-C and
-SIGTERM as one line, warnings as one line each, plugins' prints kept off
-stdout, path options that refuse "", and the bounds on counts.
-"""
+"""What every command shares: errors, Ctrl-C, SIGTERM and warnings as one
+line each, plugins' prints kept off stdout, path options that refuse "",
+and the bounds on counts."""
 
 from __future__ import annotations
 
@@ -41,14 +40,12 @@ def usage_line(exc: click.UsageError, command: str) -> ErrorLine:
     return ErrorLine(f"{message}{'' if message.endswith('?') else ';'} see `{command} --help`")
 
 
-# The plugin that added each command ("dcbench" for a built-in one), so that
-# a third-party command's failure is one line, not a traceback.
+# the plugin that added each command ("dcbench" for a built-in one)
 COMMAND_OWNERS: weakref.WeakKeyDictionary[click.Command, str] = weakref.WeakKeyDictionary()
 
 
 class DcbenchGroup(click.Group):
-    """The ``dcbench`` group: its plugins' commands loaded on first use
-    (``load_commands``), and every error one line with exit code 2."""
+    """The ``dcbench`` group: plugins' commands loaded on first use, and every error one line, exit code 2."""
 
     load_commands: Callable[[click.Group], None] | None = None
     _commands_loaded = False
@@ -116,10 +113,8 @@ class DcbenchGroup(click.Group):
 
 
 class Terminated(KeyboardInterrupt):
-    """SIGTERM (`kill`, `timeout`, a batch scheduler's time limit), raised
-    where Ctrl-C raises KeyboardInterrupt, so that it stops a command as
-    Ctrl-C does: every clean-up that Ctrl-C runs (a sweep's workers ended,
-    half-written folders removed, a training state kept) runs for it too."""
+    """SIGTERM raised where Ctrl-C raises KeyboardInterrupt, so that every
+    clean-up Ctrl-C runs runs for it too."""
 
 
 @contextlib.contextmanager
@@ -135,8 +130,7 @@ def sigterm_as_interrupt() -> Iterator[None]:
 
 
 def interrupted(exc: KeyboardInterrupt) -> click.exceptions.Exit:
-    """Say so in one line (not click's bare "Aborted!") and exit as a shell
-    reports a command that the signal stopped: 128 + its number."""
+    """Say so in one line and exit as a shell reports a signal: 128 + its number."""
     said, stopped_by = ("Terminated", signal.SIGTERM) if isinstance(exc, Terminated) else ("Interrupted", signal.SIGINT)
     click.echo(f"{said}: what was finished is kept and nothing is left half-written; run the same command again "
                "to go on", err=True)
@@ -144,8 +138,7 @@ def interrupted(exc: KeyboardInterrupt) -> click.exceptions.Exit:
 
 
 class NonEmptyPath(click.Path):
-    """A path option or argument that refuses "": an unset shell variable
-    (``--out $OUT``) would otherwise mean the current folder."""
+    """A path that refuses "": an unset shell variable (``--out $OUT``) would mean the current folder."""
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
         if isinstance(value, str) and not value.strip():
@@ -156,25 +149,12 @@ class NonEmptyPath(click.Path):
 PATH = NonEmptyPath(path_type=Path)
 
 
-# Bounds that keep a typo from becoming a MemoryError: far above any suite, far below what fits in memory.
+# Bounds that refuse a typo rather than run out of memory or time, far above any suite's needs.
 MAX_RUN_REQUESTS = MAX_REQUESTS
-
-
-# Seeds of one `run`: 2,000 times a suite's 5; each summary is kept until the table at the end.
-MAX_SEEDS = 10_000
-
-
-# Worker processes of a sweep, each with its own copy of the plugins (100 to 300 MB): more than any machine's cores
-# this project knows of, and never more than there are runs to do.
-MAX_JOBS = 256
-
-
-# The best of 100 timed runs is as steady as timing gets; a typo's 3,000 would run for hours.
-MAX_REPEAT = 100
-
-
-# Seeds of each scenario of an ad-hoc sweep unless --seeds says: the suites' number.
-ADHOC_SEEDS = 5
+MAX_SEEDS = 10_000  # seeds of one `run`
+MAX_JOBS = 256  # a sweep's worker processes, 100 to 300 MB each
+MAX_REPEAT = 100  # `bench --repeat`: the best of 100 is as steady as timing gets
+ADHOC_SEEDS = 5  # seeds per scenario of an ad-hoc sweep, as the suites have
 
 
 def check_bounds(option: str, value: int | None, minimum: int, at_most: int = LARGEST_INTEGER) -> None:
@@ -186,9 +166,8 @@ def check_bounds(option: str, value: int | None, minimum: int, at_most: int = LA
 
 @contextlib.contextmanager
 def warnings_as_lines(show_all: bool = True) -> Iterator[None]:
-    """Warnings raised inside (a broken third-party plugin, say) printed as
-    one ``Warning:`` line each, not Python's two lines with a source line;
-    every one where ``show_all``, else those Python's filters let through."""
+    """Print warnings raised inside as one ``Warning:`` line each: all of them
+    where ``show_all``, else those Python's filters let through."""
     with warnings.catch_warnings(record=True) as caught:
         if show_all:
             warnings.simplefilter("always")
@@ -201,17 +180,14 @@ def warnings_as_lines(show_all: bool = True) -> Iterator[None]:
 
 @contextlib.contextmanager
 def plugin_prints_to_stderr() -> Iterator[Callable[[str], None]]:
-    """Run plugins' code with its prints on stderr: stdout carries only
-    results, which a plugin's stray debug print would otherwise get into
-    (`dcbench run ... > table.txt`). Yields an echo to the real stdout, for
-    results printed meanwhile."""
+    """Run plugins' code with its prints on stderr, keeping stdout for results;
+    yields an echo to the real stdout."""
     results = sys.stdout
     with contextlib.redirect_stdout(sys.stderr):
         yield lambda text: click.echo(text, file=results)
 
 
 def load_registry() -> Registry:
-    """The registry, with broken third-party plugins reported as one-line
-    warnings (and what they print on loading on stderr)."""
+    """The registry, broken third-party plugins reported as one-line warnings."""
     with warnings_as_lines(), plugin_prints_to_stderr():
         return get_registry()

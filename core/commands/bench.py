@@ -1,5 +1,4 @@
-"""``dcbench bench``: requests per second and time per request of allocators.
-"""
+"""``dcbench bench``: requests per second and time per request of allocators."""
 
 from __future__ import annotations
 

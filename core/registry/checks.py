@@ -1,6 +1,5 @@
-"""What a plugin registers, checked when it registers: each ``*_problem``
-returns what makes the registration unusable, or None.
-"""
+"""What a plugin registers, checked as it registers: each ``*_problem``
+returns what makes the registration unusable, or None."""
 
 from __future__ import annotations
 
@@ -15,7 +14,6 @@ from dcbench.registry.columns import columns_problem
 from dcbench.registry.kinds import DEMAND_KINDS, PLURALS, REGISTER_KEYWORDS
 from dcbench.spec import PARAM_TYPES, Param, Spec, bind, resolved_spec
 
-# A third-party plugin's names are qualified by its distribution's, after a '.': `dcbench-firstfit.firstfit`.
 QUALIFIER_DOT = ("its name has a '.', which dcbench keeps for the distribution's name that qualifies it "
                  "(DIST.NAME); use '_' or '-'")
 
@@ -56,7 +54,6 @@ def registration_problem(kind: str, name: Any, target: Any, keywords: Mapping[st
 
 
 def _keywords_problem(given: Mapping[str, Any]) -> str | None:
-    """What makes a kind's own keywords (beyond description and params) unusable, or None."""
     learned = given.get("learned", False)
     if not isinstance(learned, bool):
         return f"learned={learned!r} is not True or False"
@@ -83,9 +80,8 @@ COLOUR_LENGTH = 40
 
 
 def colour_problem(colour: Any) -> str | None:
-    """What makes an allocator's ``colour=`` unusable, or None: a colour
-    (a matplotlib colour: "C1", "tab:blue", "#1f77b4"), or a mapping from
-    "" (the allocator's own) and "KEY=VALUE" options of its spec to one."""
+    """What makes ``colour=`` unusable: a matplotlib colour ("C1", "tab:blue",
+    "#1f77b4"), or a mapping from "" and ``KEY=VALUE`` spec options to one."""
     colours = colour if isinstance(colour, Mapping) else {"": colour}
     for option, value in colours.items():
         if not isinstance(option, str) or option and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=[^,:=]+", option):
@@ -96,14 +92,13 @@ def colour_problem(colour: Any) -> str | None:
 
 
 def _loadable(target: Any) -> bool:
-    """A callable, or a 'module:attr' string that `PluginEntry.load` imports."""
+    """A callable, or a 'module:attr' string."""
     return callable(target) or isinstance(target, str) and ":" in target
 
 
 def param_problem(param: Param) -> str | None:
-    """What makes a declared `Param` unusable, or None: a spec must be able
-    to give its name, and its default must be a value it accepts (a run's
-    resolved spec writes the default out, and it is parsed again)."""
+    """What makes a declared `Param` unusable, or None: a name a spec can give,
+    and a default it accepts (a resolved spec writes it out to be parsed again)."""
     if not isinstance(param.name, str) or not param.name.isidentifier():
         return "needs a name of letters, digits and '_'"
     if param.type not in PARAM_TYPES:
@@ -120,8 +115,8 @@ def param_problem(param: Param) -> str | None:
 
 
 def suite_problem(suite: Any) -> str | None:
-    """What makes ``register(suite)`` unusable, or None: a sweep of it must
-    have runs, and each (scenario, seed) one row of its own."""
+    """What makes ``register(suite)`` unusable, or None: it needs runs, and one
+    row per (scenario, seed)."""
     if not isinstance(suite, Suite):
         return f"it is a {type(suite).__name__}, not a dcbench.Suite"
     if not isinstance(suite.name, str) or not is_spec_name(suite.name):

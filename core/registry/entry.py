@@ -1,6 +1,4 @@
-"""One registered plugin: its entry, how it is loaded and built, and how its
-failures are reported.
-"""
+"""One registered plugin: its entry, how it is loaded and built, and how its failures are reported."""
 
 from __future__ import annotations
 
@@ -59,17 +57,15 @@ class PluginEntry:
 
     @property
     def identity(self) -> str:
-        """What a third-party plugin is, for the run ids that use it: ``DIST
-        VERSION src=DIGEST`` (``dcbench-firstfit 0.1.0 src=1a2b3c4d5e6f``),
-        its plugin's name where its distribution is unknown; "" for a
-        built-in one (dcbench's version covers it)."""
+        """What a third-party plugin is, for run ids: ``DIST VERSION src=DIGEST``
+        (its plugin's name where the distribution is unknown); "" for a built-in one."""
         if self.builtin:
             return ""
         return (self.distribution or self.plugin) + (f" src={self.source}" if self.source else "")
 
     @property
     def origin(self) -> str:
-        """``plugin NAME`` and, where known, its distribution: who to tell about a failure."""
+        """``plugin NAME`` and its distribution, where known: who to tell about a failure."""
         return f"plugin {self.plugin}" + (f", {self.distribution}" if self.distribution else "")
 
     def error(self, problem: str) -> PluginError:
@@ -118,21 +114,17 @@ KEYWORD_FIELDS = ("demands", "learned", "trainer", "training_options", "colour",
 
 @contextlib.contextmanager
 def blamed_on(entry: PluginEntry, failure: str) -> Iterator[None]:
-    """Report an exception of a third-party plugin's code as a one-line
-    `PluginError` (``failure`` says where it happened), keeping the exception
-    as its cause. A built-in plugin's exception is a bug of dcbench itself,
-    so it keeps its traceback.
-
-    A context manager: the plugin's code runs in its block. A `DcbenchError`
-    and KeyboardInterrupt pass as they are.
+    """A context manager that reports an exception of a third-party plugin's code
+    in its block as a one-line `PluginError`, the exception its cause; a
+    built-in plugin's keeps its traceback, and a `DcbenchError` or
+    KeyboardInterrupt passes as it is.
 
     Args:
         entry: The registry entry of the plugin whose code runs in the block.
         failure: Where it failed, as the message says it ("failed in generate()").
 
     Raises:
-        PluginError: The block raised anything else, in a third-party
-            plugin's code.
+        PluginError: The block raised anything else, in a third-party plugin's code.
     """
     try:
         yield
@@ -149,9 +141,8 @@ def blamed_on(entry: PluginEntry, failure: str) -> Iterator[None]:
 
 @dataclass
 class PluginInfo:
-    """A loaded plugin module, for ``dcbench plugins``: its entry point's
-    name (a built-in one's module), its distribution's name and version
-    ("?" where unknown) and, for a third-party one, the digest of its source."""
+    """A loaded plugin module: its entry point's name (a built-in one's module),
+    its distribution's name and version ("?" where unknown), its source's digest."""
 
     name: str
     distribution: str
@@ -161,15 +152,13 @@ class PluginInfo:
 
     @property
     def qualifier(self) -> str:
-        """What qualifies the names a third-party plugin registers (``DIST.NAME``):
-        its distribution's normalized name; "" for a built-in plugin and one
-        whose distribution is unknown (an entry point made by hand), whose
-        names stay as registered."""
+        """The normalized distribution name that qualifies a third-party plugin's
+        names (``DIST.NAME``); "" for a built-in one or an unknown distribution."""
         return "" if self.builtin or self.distribution == "?" else normalized(self.distribution)
 
     @property
     def identity(self) -> str:
-        """``DIST VERSION src=DIGEST`` of a third-party plugin, as `PluginEntry.identity`; "" for a built-in one."""
+        """``DIST VERSION src=DIGEST``, as `PluginEntry.identity`."""
         if self.builtin:
             return ""
         owner = f"{self.distribution} {self.version}" if self.distribution != "?" else self.name

@@ -1,6 +1,5 @@
 """What can be registered: the plugin kinds, their hooks, what ``register``
-takes for each, and the built-in plugins.
-"""
+takes for each, and the built-in plugins."""
 
 from __future__ import annotations
 

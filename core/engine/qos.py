@@ -16,12 +16,9 @@ import numpy as np
 _NEAR_ONE = 1e-9
 
 
-def mm1k(load: np.ndarray, capacity: np.ndarray, packet_bits: float, buffer: int) -> tuple[np.ndarray, np.ndarray]:
+def mm1k(load: np.ndarray, capacity: np.ndarray, packet_bits: float, k: int) -> tuple[np.ndarray, np.ndarray]:
     """Mean time in the system (s) and loss probability of each link, given its
-    ``load`` and ``capacity`` in Gbps (0 < load <= capacity)."""
-    load = np.asarray(load, dtype=np.float64)
-    capacity = np.asarray(capacity, dtype=np.float64)
-    k = int(buffer)
+    ``load`` and ``capacity`` in Gbps, float arrays (0 < load <= capacity), and buffer ``k``."""
     rho = load / capacity
     arrivals = load * 1e9 / packet_bits  # packets per second
     near_one = np.abs(1.0 - rho) < _NEAR_ONE

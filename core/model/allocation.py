@@ -384,7 +384,7 @@ def circuit_changes(network: Network, swaps: Sequence[Swap], free_links: np.ndar
     free = free_links.copy()
     n_racks = network.n_racks
     for swap in swaps:
-        if len(swap) != 4 or not all(isinstance(r, (int, np.integer)) and 0 <= r < n_racks for r in swap):
+        if len(swap) != 4 or not all(0 <= r < n_racks for r in swap):  # (ints: `snapshot_allocation`)
             return f"swap {tuple(swap)} must name four racks", change
         a, b, c, d = (int(r) for r in swap)
         if a == b or c == d or a == d or c == b or a == c or b == d:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import importlib.metadata
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Mapping
 
 from dcbench.errors import DcbenchError, PluginError, SpecError, describe
@@ -44,12 +44,12 @@ class PluginEntry:
     colour: str | Mapping[str, str] | None = None  # an allocator's colour in figures
     columns: tuple[Column, ...] = ()  # a metric's declared summary columns
     figures: str | None = None  # 'module:attr' of a topology's figures, for runs no suite groups
+    given: tuple[str, ...] = ()  # which of those its plugin passed
 
     @property
     def extra(self) -> dict[str, Any]:
-        """The keywords beyond description and params that its plugin gave, by name."""
-        return {field.name: getattr(self, field.name) for field in fields(self)
-                if field.name in KEYWORD_FIELDS and getattr(self, field.name) != field.default}
+        """The keywords beyond description and params that its plugin passed, by name."""
+        return {name: getattr(self, name) for name in self.given}
 
     @property
     def builtin(self) -> bool:
@@ -107,9 +107,6 @@ class PluginEntry:
                 raise SpecError(f"{self.name}: {exc}") from exc
             # anything else (a TypeError: a signature that does not match its params, say) is the plugin's
         return BuiltPlugin(obj, resolved_spec(self.name, values), values)
-
-
-KEYWORD_FIELDS = ("demands", "learned", "trainer", "training_options", "colour", "columns", "figures")
 
 
 @contextlib.contextmanager

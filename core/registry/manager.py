@@ -156,7 +156,8 @@ class Registry:
                          **{key: tuple(given[key]) for key in ("params", "demands", "columns") if key in given})
             entry = PluginEntry(kind, canonical, target, plugin=plugin_name,
                                 distribution=self._distribution(plugin_name),
-                                source=info.source if info is not None else "", **given)
+                                source=info.source if info is not None else "",
+                                given=tuple(key for key in keywords if key not in ("description", "params")), **given)
         registered[canonical] = entry
 
     def add_builtin(self, module_name: str) -> None:

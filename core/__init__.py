@@ -6,16 +6,13 @@ modules serve other audiences:
 
 - `dcbench.harness`: runs, tables, files and figures, for plugin commands
   and trainers;
-- `dcbench.envs`: the Gymnasium environments, for RL libraries.
+- `dcbench.envs`: the Gymnasium environments, for RL libraries;
+- `dcbench.testing`: contract checks, for plugins' test suites.
 
 Everything else is internal and may change without notice.
 """
 
 from __future__ import annotations
-
-import importlib
-import warnings
-from typing import Any
 
 from dcbench._version import __version__
 from dcbench.engine.jobs import RECONFIGURE_PARAM, JobAllocator, JobBuilder, PoolAndJobAllocator
@@ -26,7 +23,6 @@ from dcbench.errors import (
     AllocatorError,
     DcbenchError,
     IncompatibleError,
-    NotInstalledError,
     PluginError,
     ResultsError,
     SpecError,
@@ -34,7 +30,7 @@ from dcbench.errors import (
     describe,
 )
 from dcbench.hookspecs import hookimpl
-from dcbench.model.allocation import Allocation, Reject, Route, State, Swap, check_allocation
+from dcbench.model.allocation import Allocation, Reject, Route, State, Swap
 from dcbench.model.network import MAX_CAPACITY, Circuits, Network, Topology
 from dcbench.model.requests import CONNECTIVITY_RULES, PacketModel, Request, RequestSequence, Workload
 from dcbench.model.suite import Scenario, Suite
@@ -49,30 +45,10 @@ __all__ = [
     "Topology", "Network", "Circuits", "Workload", "Request", "RequestSequence", "PacketModel",
     "CONNECTIVITY_RULES", "MAX_CAPACITY",
     # what an allocator returns, and the engine it runs in
-    "Allocation", "Reject", "Route", "Swap", "State", "check_allocation", "Allocator", "RunTables",
+    "Allocation", "Reject", "Route", "Swap", "State", "Allocator", "RunTables",
     "SPREAD_LEVELS", "simulate", "PoolBuilder", "PoolAllocator", "JobBuilder", "JobAllocator",
     "PoolAndJobAllocator", "RECONFIGURE_PARAM", "WeightedRouter", "WEIGHTINGS",
     # errors
-    "DcbenchError", "SpecError", "UnknownPluginError", "NotInstalledError", "PluginError", "IncompatibleError",
+    "DcbenchError", "SpecError", "UnknownPluginError", "PluginError", "IncompatibleError",
     "AllocatorError", "ResultsError", "describe",
 ]
-
-# Names that left the top level in 0.4 and still import from here, with a DeprecationWarning, until 0.5.
-MOVED = {
-    **dict.fromkeys(
-        ("Runner", "RunResult", "ResolvedRun", "get_registry", "blamed_on", "config_options", "MAX_TRAINING_STEPS",
-         "write_atomic", "write_all_atomic", "write_table_atomic", "write_text_atomic", "curve_columns",
-         "check_writable", "folder_lock", "sole_writer", "pyplot", "save_figure", "mean_ci", "format_ci"),
-        "dcbench.harness"),
-    "PathCatalogue": "dcbench.model.network",
-    "required_pairs": "dcbench.model.allocation",
-}
-
-
-def __getattr__(name: str) -> Any:
-    if name not in MOVED:
-        raise AttributeError(f"module 'dcbench' has no attribute {name!r}")
-    home = MOVED[name]
-    warnings.warn(f"dcbench.{name} moved to {home}.{name}; import it from there (dcbench.{name} goes in 0.5)",
-                  DeprecationWarning, stacklevel=2)
-    return getattr(importlib.import_module(home), name)

@@ -1,10 +1,6 @@
-"""The error hierarchy of dcbench.
-
-Every error a user can cause (a bad spec, an unknown plugin, a broken plugin,
-an allocator that misbehaves, a corrupt results file) is a `DcbenchError`.
-Its message is one line that names the problem and, where there is one, the
-fix; the CLI prints it and exits with code 2, without a traceback.
-"""
+"""The one error ladder of dcbench: every error a user can cause is a
+`DcbenchError`, whose one-line message names the problem and the fix; the
+command line prints it and exits with code 2 (`dcbench.commands.base`)."""
 
 from __future__ import annotations
 
@@ -12,68 +8,39 @@ from typing import Any
 
 
 class DcbenchError(Exception):
-    """Base class of every error dcbench reports to a user.
-
-    Raised as such where nothing more specific fits (matplotlib missing for
-    a figure); the CLI prints its one-line message and exits with code 2.
-    """
+    """Base class of every error dcbench reports to a user; raised as such where nothing more specific fits."""
 
 
 class SpecError(DcbenchError):
-    """A malformed spec, or a parameter a plugin does not accept.
-
-    Also raised for any other setting a user gives out of its type or range:
-    a seed, ``--requests``, an environment's settings, a training option.
-    """
+    """A malformed spec, or a setting out of its type or range (a parameter, an option, a seed)."""
 
 
 class UnknownPluginError(SpecError):
-    """A spec names a plugin that is not registered.
-
-    Its message lists the known plugins of that kind and, where one is
-    close, suggests it.
-    """
+    """A spec names a plugin that is not registered; the message lists the known ones."""
 
 
 class NotInstalledError(UnknownPluginError):
-    """What a spec names is not on this machine, though the spec is sound:
-    a stored policy (``policy:sha256=ID``) missing from the policy store.
-
-    `dcbench leaderboard verify` skips the runs that need it, as it skips
-    runs of a plugin that is not installed.
-    """
+    """What a sound spec names is not on this machine (a stored policy missing
+    from the store); `dcbench leaderboard verify` skips the runs that need it."""
 
 
 class PluginError(DcbenchError):
-    """A plugin failed to load, to register, or to build what it registered.
-
-    Also raised where a third-party plugin's code raises or returns
-    something unusable during a run (a topology that does not compile, a
-    workload's bad request sequence, a metric's bad columns); the message
-    names the plugin and its distribution.
-    """
+    """A plugin failed to load, to register or to build, or its code raised or
+    returned something unusable during a run; the message names the plugin."""
 
 
 class IncompatibleError(DcbenchError):
-    """An allocator cannot serve the kind of demand a workload produces.
-
-    Also raised where a topology serves no demand of that kind.
-    """
+    """An allocator or a topology cannot serve the kind of demand a workload produces."""
 
 
 class AllocatorError(DcbenchError):
-    """An allocator raised, or returned something that is not an allocation.
-
-    Also raised where a builder refuses a step an allocator asked for (a
-    server already chosen, a rack out of range), where an allocator's
-    fingerprint cannot be taken (a missing checkpoint), and where the
-    environment is given an action that is not an integer.
+    """An allocator raised or returned something unusable, or asked a builder
+    for a step it refuses.
 
     Args:
         message: The one-line message.
-        did: What the allocator did ("raised ValueError: ..."), for a
-            message that names a third-party allocator's plugin; None where
-            a builder refused a step (the message says it all).
+        did: What the allocator did ("raised ValueError: ..."), for a message
+            naming a third-party allocator's plugin; None for a builder's refusal.
 
     Attributes:
         did: ``did`` as given.
@@ -101,25 +68,20 @@ class AllocatorError(DcbenchError):
 
 
 class ResultsError(DcbenchError):
-    """Results cannot be written, or a results file is missing or corrupt.
-
-    Also raised where another dcbench command holds the lock of the folder
-    or file to write.
-    """
+    """Results cannot be written (or their folder is locked by another command),
+    or a results file is missing or corrupt."""
 
 
 def describe(exc: BaseException, limit: int = 200) -> str:
-    """An exception in one line: its type and the first line of its message,
-    with the next line too where the first ends in a colon (torch's and
-    pyarrow's messages run to several lines), cut at ``limit`` characters.
+    """An exception in one line: its type and its message's first line (and the
+    next, where the first ends in a colon), cut at ``limit`` characters.
 
     Args:
         exc: The exception; one whose ``__str__`` fails is named by its type.
         limit: The most characters of the message (an ellipsis ends a cut one).
 
     Returns:
-        ``"ValueError: the message"``, or the type's name alone where the
-        message is empty.
+        ``"ValueError: the message"``, or the type's name where it has none.
     """
     try:
         text = str(exc)
@@ -135,8 +97,6 @@ def describe(exc: BaseException, limit: int = 200) -> str:
 
 
 def short_repr(value: Any, limit: int = 60) -> str:
-    """``value``'s repr on one line, cut at ``limit`` characters (an
-    ellipsis ends a cut one): how an error message quotes what a plugin
-    gave."""
+    """``value``'s repr on one line, cut at ``limit`` characters: how an error quotes a plugin's value."""
     text = " ".join(repr(value).split())
     return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -1,24 +1,6 @@
-"""Runs to Parquet, and what is built from them: the runner, run tables and
-sweep summaries, files written atomically, sweeps, statistics, reports,
-figures and the leaderboard. Imports the engine, the model and the
-registry; commands and trainers build on it.
-
-Its public part (`__all__`) is the API for plugin commands, trainers and
-figures, beside ``dcbench``'s for every plugin:
-
-- runs: `Runner` (`Runner.resolve`, `Runner.run`), `RunResult`,
-  `ResolvedRun`, and the process's plugins, `get_registry`, with
-  `blamed_on` to report a third-party plugin's failure in one line;
-- files: `write_atomic`, `write_all_atomic`, `write_text_atomic`,
-  `write_table_atomic`, `curve_columns`, `check_writable`, and the one-writer
-  locks `sole_writer` and `folder_lock`;
-- training: `config_options` (``-a name:KEY=VALUE`` options typed by a
-  configuration dataclass) and `MAX_TRAINING_STEPS`;
-- statistics: `mean_ci`, `format_ci`;
-- progress: `progress_bar`;
-- figures: `pyplot`, `save_figure`, `metric_panels`, `Figures`, `Colours`,
-  `plain`, `seeds_text`, `mean_over`, `allocator_labels`.
-"""
+"""The API for plugin commands, trainers and figures (``dcbench`` is every
+plugin's): runs, atomic files and locks, training options, statistics,
+progress and figures. Its modules import the engine, model and registry."""
 
 from dcbench.publishing.figures import (
     Colours,

@@ -1,14 +1,7 @@
-"""Specs on the command line: ``NAME[:ARG,ARG,KEY=VALUE,...]``.
-
-The core parses a spec into (name, args, kwargs) and binds it to the
-parameters a plugin declared with `Param`; the plugin's factory then checks
-what only it can check. The resolved spec (every parameter, defaults filled
-in, in declaration order) is what identifies a run.
-
-A trainer's ``KEY=VALUE`` options are `Param`s too: the fields of its
-configuration dataclass, each declared with `Param.option` (`config_params`,
-`config_options`).
-"""
+"""Specs, ``NAME[:ARG,ARG,KEY=VALUE,...]``, bound to the `Param`s a plugin
+declares; the resolved spec (every parameter, in declaration order) is
+what identifies a run. A trainer's ``KEY=VALUE`` options are `Param`s too
+(`Param.option`, `config_params`, `config_options`)."""
 
 from __future__ import annotations
 
@@ -20,14 +13,10 @@ from typing import Any, Callable, Mapping, Sequence
 
 from dcbench.errors import SpecError, short_repr
 
-# A plugin's name, or a third-party one's qualified by its distribution's normalized name, which may start
-# with a digit (``3d-pack.firstfit``).
+# a plugin's name, or one qualified by its distribution's, which may start with a digit (``3d-pack.firstfit``)
 _NAME = re.compile(r"^(?:[A-Za-z_][A-Za-z0-9_.\-]*|[A-Za-z0-9][A-Za-z0-9\-]*\.[A-Za-z_][A-Za-z0-9_\-]*)$")
 _KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-# The longest spec parsed: room for a checkpoint= path as long as a path may be (4,096 bytes), far beyond what
-# any suite or submission holds (the longest committed spec has 104 characters); a longer one is a paste gone
-# wrong, refused with its text cut.
-MAX_SPEC_CHARACTERS = 5_000
+MAX_SPEC_CHARACTERS = 5_000  # room for a checkpoint= path of 4,096 bytes; longer is a paste gone wrong
 ECHOED = 80  # the most characters of a spec, or of a part of it, that an error quotes
 
 
@@ -42,8 +31,8 @@ class Spec:
 
     Attributes:
         name: The plugin's name (``tiered``).
-        args: The positional arguments as written, in order (``("32", "1x4")``).
-        kwargs: The keyword arguments, ``KEY`` to ``VALUE`` text, in the order given.
+        args: The positional arguments as written (``("32", "1x4")``).
+        kwargs: The keyword arguments, ``KEY`` to ``VALUE`` text, in order.
     """
 
     name: str
@@ -52,8 +41,7 @@ class Spec:
 
     @classmethod
     def parse(cls, text: str) -> "Spec":
-        """Whitespace around the name, ``:``, ``,`` and ``=`` is dropped, so
-        ``tiered : 8, 1x4`` is ``tiered:8,1x4`` (the same run id).
+        """Parse a spec; whitespace around the name, ``:``, ``,`` and ``=`` is dropped.
 
         Args:
             text: The spec as typed: ``NAME[:ARG,...,KEY=VALUE,...]``.
@@ -62,9 +50,9 @@ class Spec:
             The parsed spec, its values still text.
 
         Raises:
-            SpecError: A bad name, nothing after ``:``, an empty argument, a
-                bad or repeated keyword, or a positional argument after a
-                keyword.
+            SpecError: A bad name, nothing after ``:``, an empty argument, a bad
+                or repeated keyword, a positional argument after a keyword, or
+                more than `MAX_SPEC_CHARACTERS`.
         """
         text = text.strip()
         if len(text) > MAX_SPEC_CHARACTERS:
@@ -106,8 +94,7 @@ class Spec:
 
 
 _REQUIRED: Any = object()
-# Where `Param.option` keeps a training option's declaration in its dataclass field's metadata.
-_OPTION = "dcbench.option"
+_OPTION = "dcbench.option"  # the key of `Param.option`'s declaration in a field's metadata
 
 
 def parse_bool(text: str) -> bool:
@@ -120,21 +107,18 @@ def parse_bool(text: str) -> bool:
 
 
 def _non_ascii_hint(text: str) -> str:
-    """The fix for a number written with other digits than ASCII 0-9 (``８``), to follow "is not a number"."""
     return "; write its digits as ASCII 0-9" if any(c.isdigit() and not c.isascii() for c in text) else ""
 
 
 def parse_int(text: str) -> int:
-    """``int`` with ASCII digits only (Python's reads any Unicode digit: ``８`` is eight) and without the
-    digit separators Python allows (``1_0`` is ten): a typo in a spec."""
+    """``int`` of ASCII digits, without ``_`` separators: Python's own reads ``８`` and ``1_0``."""
     if "_" in text or not text.isascii():
         raise ValueError("not an integer")
     return int(text)
 
 
 def parse_finite_float(text: str) -> float:
-    """``float`` without nan and ±inf, which no parameter means and every range check lets through,
-    and, as `parse_int`, with ASCII digits only and without digit separators."""
+    """``float`` as `parse_int` reads an int, and finite: no parameter means nan or ±inf."""
     if "_" in text or not text.isascii():
         raise ValueError("not a number")
     value = float(text)
@@ -143,15 +127,10 @@ def parse_finite_float(text: str) -> float:
     return value
 
 
-# Integers beyond this are never meant and overflow numpy's int64 draws; it is still exact as a float.
-LARGEST_INTEGER = 2**53
-# Requests in a run, whoever asks (the command line, a suite, a workload's default): a run holds its tables in
-# memory, about 1 KB a request for pools and 2 KB for jobs, so a million is 60 times the longest suite run
-# (16,600 jobs) and 1 to 2 GB; a typo is refused, not a MemoryError (100,000,000 took 10 GB in a minute).
+LARGEST_INTEGER = 2**53  # larger integers overflow numpy's int64 draws, and are never meant
+# Bounds that refuse a typo rather than run out of memory or time: a run's tables take 1 to 2 KB a request
+# (60 times the longest suite run here); training steps are 14 times the longest shipped recipe.
 MAX_REQUESTS = 1_000_000
-# Training steps of one run (`dcbench train --steps`, `phi-sweep --steps`): 14 times the longest shipped
-# recipe (a2c_multistep's 700,000 decisions for 64 ToRs; gnn_ppo's longest is 300,000 steps), 4 to 12 hours
-# at the shipped runs' pace; a typo's extra zeros are refused, not trained on for days.
 MAX_TRAINING_STEPS = 10_000_000
 
 _PARSERS: dict[type, Callable[[str], Any]] = {int: parse_int, float: parse_finite_float, str: str, bool: parse_bool}
@@ -170,25 +149,18 @@ def format_value(value: Any) -> str:
 
 @dataclass(frozen=True)
 class Param:
-    """A parameter a plugin accepts, or a training option of its trainer (`Param.option`).
-
-    ``positional`` parameters may also be given without their key, in
-    declaration order (``tiered:32,1x4``). A default of ``None`` means "the
-    plugin decides" (for instance a value that scales with the topology).
+    """A parameter a plugin accepts, or a trainer's training option (`Param.option`).
 
     Attributes:
-        name: The parameter's name: the ``KEY`` of ``KEY=VALUE``, and the
-            keyword its value is passed to the plugin's factory by.
-        type: What its text converts to: ``str``, ``int``, ``float`` or
-            ``bool`` (yes/no, true/false, 1/0, on/off).
-        default: Its value where a spec gives none; left out, the parameter
-            is required.
-        help: One line for ``dcbench list NAME``: what it does.
+        name: The ``KEY`` of ``KEY=VALUE``, and the factory's keyword.
+        type: ``str``, ``int``, ``float`` or ``bool`` (yes/no, true/false, 1/0, on/off).
+        default: Its value where a spec gives none (None: the plugin decides);
+            left out, the parameter is required.
+        help: One line for ``dcbench list NAME``.
         choices: The only values it may take (None: any of its type).
-        positional: Whether it may also be given by position.
+        positional: Whether it may also be given by position, in declaration order.
         minimum: The smallest value a number may take (None: no bound).
-        above: Whether ``minimum`` itself is excluded (``minimum=0,
-            above=True``: greater than 0).
+        above: Whether ``minimum`` itself is excluded.
         maximum: The largest value a number may take (None: no bound).
     """
 
@@ -199,7 +171,7 @@ class Param:
     choices: tuple[Any, ...] | None = None
     positional: bool = False
     minimum: float | None = None
-    above: bool = False  # the minimum itself is excluded: minimum=0, above=True for "greater than 0"
+    above: bool = False
     maximum: float | None = None
 
     @property
@@ -209,16 +181,13 @@ class Param:
 
     @staticmethod
     def option(default: Any, help: str, range: Range | None = None, choices: tuple[Any, ...] | None = None) -> Any:
-        """A field of a trainer's configuration dataclass declared as a
-        training option, as a plugin declares a parameter::
+        """A field of a trainer's configuration dataclass declared as a training option::
 
             envs: int = Param.option(8, "environments stepped in lockstep", Range(1, 256))
 
-        `config_params` makes it the `Param` of the field's name and type.
-
         Args:
             default: The value when ``-a NAME:KEY=VALUE`` does not give one.
-            help: One line for ``dcbench list NAME``: what the option does.
+            help: One line for ``dcbench list NAME``.
             range: The values a number may take (None: any finite one).
             choices: The only values it may take (None: any of its type).
 
@@ -231,8 +200,7 @@ class Param:
         return field(default=default, metadata={_OPTION: declared})
 
     def convert(self, owner: str, raw: str) -> Any:
-        """``raw`` as a value of the parameter's type, checked against its
-        choices and range.
+        """``raw`` as a value of the parameter's type, checked against its choices and range.
 
         Args:
             owner: The plugin's name, which starts every error.
@@ -242,9 +210,8 @@ class Param:
             The typed value.
 
         Raises:
-            SpecError: ``raw`` is not of the parameter's type (a number with
-                other digits than ASCII 0-9, nan or ±inf included), not one
-                of its choices, outside its range, or an integer beyond 2**53.
+            SpecError: Not of its type (ASCII digits only; nan and ±inf refused),
+                not one of its choices, out of its range, or an integer beyond 2**53.
         """
         try:
             value = _PARSERS[self.type](raw)
@@ -268,9 +235,7 @@ class Param:
         """The parameter in a plugin's usage line.
 
         Returns:
-            ``name=a|b`` with choices, ``name=default`` with a default,
-            ``name (required)`` without one, and the bare name where the
-            plugin decides its default.
+            ``name=a|b``, ``name=default``, ``name (required)``, or the bare name.
         """
         text = self.name
         if self.choices is not None:
@@ -282,11 +247,10 @@ class Param:
         return text
 
     def help_line(self, width: int = 16) -> str:
-        """One line for `dcbench list NAME`: name (padded to ``width``), allowed values, default, help.
+        """One line for `dcbench list NAME`: name, allowed values, default, help.
 
         Args:
-            width: The characters the name is padded to, so that a plugin's
-                parameters line up.
+            width: The characters the name is padded to.
 
         Returns:
             The line, without a newline.
@@ -316,8 +280,7 @@ class Param:
 
 
 def unknown(what: str, name: str, known: Sequence[str], plural: str | None = None) -> str:
-    """``unknown <what> 'name'; did you mean 'x'? Known <what>s: ...``, the
-    suggestion only where a known name is close."""
+    """``unknown <what> 'name'; did you mean 'x'? Known <what>s: ...`` (the suggestion where one is close)."""
     close = difflib.get_close_matches(name, list(known), n=1)
     suggestion = f"; did you mean {close[0]!r}?" if close else "."
     return f"unknown {what} {_echo(name)}{suggestion} Known {plural or what + 's'}: {', '.join(known) or 'none'}"
@@ -361,8 +324,7 @@ def resolved_spec(name: str, values: Mapping[str, Any]) -> str:
 
 @dataclass(frozen=True)
 class Range:
-    """The values a numeric parameter or training option may take: from
-    ``low`` (excluded where ``above``) to ``high``, either end open when None.
+    """The values a number may take: ``low`` (excluded where ``above``) to ``high``; None: open.
 
     Attributes:
         low: The smallest value (None: no lower bound).
@@ -381,8 +343,7 @@ class Range:
             value: The number to check.
 
         Returns:
-            The bound it breaks, as an error says it ("at least 1 and at
-            most 256", "greater than 0"), or None when it is in range.
+            The bound it breaks ("at least 1 and at most 256"), or None.
         """
         if self.low is not None and (value <= self.low if self.above else value < self.low):
             low = f"greater than {format_value(self.low)}" if self.above else f"at least {format_value(self.low)}"
@@ -393,22 +354,18 @@ class Range:
 
 
 def config_params(config_class: type) -> list[Param]:
-    """The training options of a trainer's configuration dataclass: a
-    `Param` per field, in field order, but ``steps`` (``dcbench train
-    --steps``). Each is typed by its field's annotation, defaults to its
-    field's default and has the help, range and choices `Param.option`
-    declared (a plain field has none).
+    """A `Param` per field of a trainer's configuration dataclass, but ``steps``
+    (``dcbench train --steps``), with what `Param.option` declared.
 
     Args:
         config_class: A dataclass whose fields are str, int, float or bool.
 
     Returns:
-        The fields' `Param`s.
+        The fields' `Param`s, in field order.
 
     Raises:
-        TypeError: ``config_class`` is not a dataclass, a field has another
-            type, or it declares ``LIMITS``, the per-class bounds these
-            declarations replaced (they would no longer be checked).
+        TypeError: Not a dataclass, a field of another type, or ``LIMITS``
+            declared (bounds that would not be checked).
     """
     if not is_dataclass(config_class):
         raise TypeError(f"{config_class!r} is not a dataclass of training options")
@@ -420,7 +377,6 @@ def config_params(config_class: type) -> list[Param]:
     for setting in fields(config_class):
         if setting.name == "steps":
             continue
-        # The annotation's text under `from __future__ import annotations`, else the class.
         kind = types.get(setting.type) if isinstance(setting.type, str) else setting.type
         if kind not in PARAM_TYPES:
             written = getattr(setting.type, "__name__", setting.type)
@@ -432,8 +388,7 @@ def config_params(config_class: type) -> list[Param]:
 
 
 def config_options(config_class: type, options: Mapping[str, str] | None, owner: str) -> dict[str, Any]:
-    """``-a NAME:KEY=VALUE`` training options typed and checked by the
-    `config_params` of a trainer's configuration dataclass.
+    """``-a NAME:KEY=VALUE`` training options typed and checked by `config_params`.
 
     Args:
         config_class: The trainer's configuration dataclass.
@@ -441,12 +396,11 @@ def config_options(config_class: type, options: Mapping[str, str] | None, owner:
         owner: The allocator's name, which starts every error.
 
     Returns:
-        The options given, as typed values by key (defaults are left to
-        the dataclass).
+        The options given, typed, by key (defaults left to the dataclass).
 
     Raises:
-        SpecError: An unknown key (with the known ones), ``steps``, a value
-            not of its type, outside its range or not one of its choices.
+        SpecError: An unknown key, ``steps``, or a value not of its type,
+            out of its range or not one of its choices.
     """
     params = {param.name: param for param in config_params(config_class)}
     parsed: dict[str, Any] = {}

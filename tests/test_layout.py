@@ -60,17 +60,11 @@ def test_plugins_import_only_the_public_api():
     assert offending == []
 
 
-def test_a_name_that_left_the_top_level_still_imports_from_there_with_a_warning_naming_its_home():
-    import dcbench.harness
-
-    for name, home in dcbench.MOVED.items():
-        assert name not in dcbench.__all__
-        with pytest.warns(DeprecationWarning, match=rf"dcbench\.{name} moved to {home}\.{name}; import it from"):
-            moved = getattr(dcbench, name)
-        assert moved is getattr(importlib.import_module(home), name)
-    assert set(dcbench.harness.__all__) >= {n for n, home in dcbench.MOVED.items() if home == "dcbench.harness"}
-    with pytest.raises(AttributeError, match="module 'dcbench' has no attribute 'Runer'"):
-        dcbench.Runer
+def test_the_names_that_left_the_top_level_in_0_4_are_gone_from_it():
+    for name in ("Runner", "get_registry", "write_atomic", "mean_ci", "pyplot", "PathCatalogue", "required_pairs"):
+        assert not hasattr(dcbench, name) and name not in dcbench.__all__
+    with pytest.raises(AttributeError, match="module 'dcbench' has no attribute 'Runner'"):
+        dcbench.Runner
 
 
 SECTION = re.compile(r"^(Args|Arguments|Attributes|Returns|Yields|Raises):\s*$")

@@ -1,11 +1,6 @@
-"""The ``dcbench`` command line, made of command plugins.
-
-Every command, dcbench's own included, is added to `cli` by a plugin's
-``register_commands(cli)`` hook, as pytest ships its terminal reporter as a
-plugin: the built-in ones are the modules of `BUILTIN_COMMANDS`, loaded
-only here, so that nothing below the command line imports click. Errors
-become one line on stderr and exit code 2 (`dcbench.commands.base`).
-"""
+"""The ``dcbench`` command line, made of command plugins: dcbench's own are
+the modules of `BUILTIN_COMMANDS`, loaded only here, so nothing below the
+command line imports click."""
 
 from __future__ import annotations
 
@@ -17,6 +12,7 @@ import click
 from dcbench.commands.base import (
     COMMAND_OWNERS,
     DcbenchGroup,
+    error_line,
     interrupted,
     load_registry,
     plugin_prints_to_stderr,
@@ -56,12 +52,10 @@ def cli() -> None:
 
 
 def add_commands(group: click.Group, registry: Registry) -> None:
-    """Add every plugin's commands to ``group``: the built-in command plugins
-    first, then each third-party plugin's ``register_commands(cli)``. A
-    plugin whose hook raises, that adds something other than a click
-    command, or that takes a name another plugin's command has, is one
-    warning line, and the command already there stays. (Nothing stops a
-    plugin from changing a command in place: plugins are trusted code.)"""
+    """Add the built-in command plugins' commands, then each third-party
+    plugin's. A hook that raises, adds something other than a click command,
+    or takes another plugin's command name is one warning line, and the
+    command already there stays."""
     for module_name in BUILTIN_COMMANDS:
         registry.add_builtin(module_name)
     for impl in registry.hook_implementations("register_commands"):
@@ -87,7 +81,7 @@ def add_commands(group: click.Group, registry: Registry) -> None:
 
 
 def load_commands(group: Any = cli) -> None:
-    """`add_commands` with the process's registry, its failures as warning lines."""
+    """`add_commands` with the process's registry."""
     registry = load_registry()
     with warnings_as_lines(), plugin_prints_to_stderr():
         add_commands(group, registry)
@@ -103,8 +97,8 @@ def main() -> None:
     with sigterm_as_interrupt():
         try:
             cli.commands_loaded()
-        except DcbenchError as exc:
-            click.echo(f"Error: {exc}", err=True)
+        except DcbenchError as exc:  # a strict registry's refusal, before the group runs
+            error_line(exc).show()
             sys.exit(2)
         except KeyboardInterrupt as exc:  # while a plugin imports (torch, say)
             sys.exit(interrupted(exc).exit_code)

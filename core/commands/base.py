@@ -1,7 +1,6 @@
-"""What every command shares: errors as one line and exit code 2, Ctrl-C and
-SIGTERM as one line, warnings as one line each, plugins' prints kept off
-stdout, path options that refuse "", and the bounds on counts.
-"""
+"""What every command shares: errors, Ctrl-C, SIGTERM and warnings as one
+line each, plugins' prints kept off stdout, path options that refuse "",
+and the bounds on counts."""
 
 from __future__ import annotations
 
@@ -16,13 +15,13 @@ from typing import Any, Callable, Iterator
 
 import click
 
-from dcbench.errors import DcbenchError, describe
+from dcbench.errors import DcbenchError, SpecError, describe
 from dcbench.registry import Registry, get_registry
 from dcbench.spec import LARGEST_INTEGER, MAX_REQUESTS
 
 
-class UserError(click.ClickException):
-    """A user-fixable problem: printed as one line, exit code 2."""
+class ErrorLine(click.ClickException):
+    """What the group makes of an error: ``Error: MESSAGE`` on one line, exit code 2."""
 
     exit_code = 2
 
@@ -30,20 +29,23 @@ class UserError(click.ClickException):
         click.echo(f"Error: {self.format_message()}", err=True)
 
 
-def usage_line(exc: click.UsageError, command: str) -> UserError:
+def error_line(exc: DcbenchError) -> ErrorLine:
+    """A `DcbenchError` as one line, even where a plugin raised one with several."""
+    return ErrorLine(" ".join(line.strip() for line in str(exc).splitlines() if line.strip()))
+
+
+def usage_line(exc: click.UsageError, command: str) -> ErrorLine:
     """click's usage error as one line that says where to look (click would print the usage and a hint too)."""
     message = exc.format_message().rstrip(".")
-    return UserError(f"{message}{'' if message.endswith('?') else ';'} see `{command} --help`")
+    return ErrorLine(f"{message}{'' if message.endswith('?') else ';'} see `{command} --help`")
 
 
-# The plugin that added each command ("dcbench" for a built-in one), so that
-# a third-party command's failure is one line, not a traceback.
+# the plugin that added each command ("dcbench" for a built-in one)
 COMMAND_OWNERS: weakref.WeakKeyDictionary[click.Command, str] = weakref.WeakKeyDictionary()
 
 
 class DcbenchGroup(click.Group):
-    """The ``dcbench`` group: its plugins' commands loaded on first use
-    (``load_commands``), and every error one line with exit code 2."""
+    """The ``dcbench`` group: plugins' commands loaded on first use, and every error one line, exit code 2."""
 
     load_commands: Callable[[click.Group], None] | None = None
     _commands_loaded = False
@@ -78,8 +80,8 @@ class DcbenchGroup(click.Group):
     def _invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
-        except DcbenchError as exc:  # (one line even where a plugin raised one with several)
-            raise UserError(" ".join(line.strip() for line in str(exc).splitlines() if line.strip())) from None
+        except DcbenchError as exc:  # every command's errors, dcbench's and plugins'
+            raise error_line(exc) from None
         except click.UsageError as exc:
             if exc.ctx is not None:
                 command = exc.ctx.command_path
@@ -87,16 +89,16 @@ class DcbenchGroup(click.Group):
                 command = " ".join(filter(None, (ctx.command_path, ctx.invoked_subcommand)))
             raise usage_line(exc, command) from None
         except MemoryError:
-            raise UserError("ran out of memory; ask for fewer requests or seeds, or a smaller topology") from None
+            raise ErrorLine("ran out of memory; ask for fewer requests or seeds, or a smaller topology") from None
         except BrokenPipeError:  # `dcbench list | head`: click quiets the closed pipe
             raise
         except OSError as exc:  # a path the commands did not check first: still one line, not a traceback
             where = f" '{exc.filename}'" if exc.filename else ""
             if exc.errno in (errno.ENOSPC, errno.EDQUOT):  # pyarrow's and matplotlib's name no file
-                raise UserError(f"no space left to write{where or ' the output'}: {exc.strerror or exc}; free some "
+                raise ErrorLine(f"no space left to write{where or ' the output'}: {exc.strerror or exc}; free some "
                                 "space (or give another --out / --root) and run it again; what was there is "
                                 "kept") from None
-            raise UserError(f"cannot use{where}: {exc.strerror or exc}; check the path and its permissions") from None
+            raise ErrorLine(f"cannot use{where}: {exc.strerror or exc}; check the path and its permissions") from None
         except (click.ClickException, click.exceptions.Exit, click.Abort):
             raise
         except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (`Terminated`)
@@ -106,15 +108,13 @@ class DcbenchGroup(click.Group):
             owner = COMMAND_OWNERS.get(command, "dcbench") if isinstance(command, click.Command) else "dcbench"
             if owner == "dcbench":
                 raise
-            raise UserError(f"command {ctx.invoked_subcommand!r} of plugin {get_registry().label(owner)} failed: "
+            raise ErrorLine(f"command {ctx.invoked_subcommand!r} of plugin {get_registry().label(owner)} failed: "
                             f"{describe(exc)}; report it to the plugin's authors") from None
 
 
 class Terminated(KeyboardInterrupt):
-    """SIGTERM (`kill`, `timeout`, a batch scheduler's time limit), raised
-    where Ctrl-C raises KeyboardInterrupt, so that it stops a command as
-    Ctrl-C does: every clean-up that Ctrl-C runs (a sweep's workers ended,
-    half-written folders removed, a training state kept) runs for it too."""
+    """SIGTERM raised where Ctrl-C raises KeyboardInterrupt, so that every
+    clean-up Ctrl-C runs runs for it too."""
 
 
 @contextlib.contextmanager
@@ -130,8 +130,7 @@ def sigterm_as_interrupt() -> Iterator[None]:
 
 
 def interrupted(exc: KeyboardInterrupt) -> click.exceptions.Exit:
-    """Say so in one line (not click's bare "Aborted!") and exit as a shell
-    reports a command that the signal stopped: 128 + its number."""
+    """Say so in one line and exit as a shell reports a signal: 128 + its number."""
     said, stopped_by = ("Terminated", signal.SIGTERM) if isinstance(exc, Terminated) else ("Interrupted", signal.SIGINT)
     click.echo(f"{said}: what was finished is kept and nothing is left half-written; run the same command again "
                "to go on", err=True)
@@ -139,8 +138,7 @@ def interrupted(exc: KeyboardInterrupt) -> click.exceptions.Exit:
 
 
 class NonEmptyPath(click.Path):
-    """A path option or argument that refuses "": an unset shell variable
-    (``--out $OUT``) would otherwise mean the current folder."""
+    """A path that refuses "": an unset shell variable (``--out $OUT``) would mean the current folder."""
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
         if isinstance(value, str) and not value.strip():
@@ -151,39 +149,25 @@ class NonEmptyPath(click.Path):
 PATH = NonEmptyPath(path_type=Path)
 
 
-# Bounds that keep a typo from becoming a MemoryError: far above any suite, far below what fits in memory.
+# Bounds that refuse a typo rather than run out of memory or time, far above any suite's needs.
 MAX_RUN_REQUESTS = MAX_REQUESTS
-
-
-# Seeds of one `run`: 2,000 times a suite's 5; each summary is kept until the table at the end.
-MAX_SEEDS = 10_000
-
-
-# Worker processes of a sweep, each with its own copy of the plugins (100 to 300 MB): more than any machine's cores
-# this project knows of, and never more than there are runs to do.
-MAX_JOBS = 256
-
-
-# The best of 100 timed runs is as steady as timing gets; a typo's 3,000 would run for hours.
-MAX_REPEAT = 100
-
-
-# Seeds of each scenario of an ad-hoc sweep unless --seeds says: the suites' number.
-ADHOC_SEEDS = 5
+MAX_SEEDS = 10_000  # seeds of one `run`
+MAX_JOBS = 256  # a sweep's worker processes, 100 to 300 MB each
+MAX_REPEAT = 100  # `bench --repeat`: the best of 100 is as steady as timing gets
+ADHOC_SEEDS = 5  # seeds per scenario of an ad-hoc sweep, as the suites have
 
 
 def check_bounds(option: str, value: int | None, minimum: int, at_most: int = LARGEST_INTEGER) -> None:
     if value is not None and value < minimum:
-        raise UserError(f"{option} must be at least {minimum}, got {value}")
+        raise SpecError(f"{option} must be at least {minimum}, got {value}")
     if value is not None and value > at_most:
-        raise UserError(f"{option} must be at most {at_most:,}, got {value:,}")
+        raise SpecError(f"{option} must be at most {at_most:,}, got {value:,}")
 
 
 @contextlib.contextmanager
 def warnings_as_lines(show_all: bool = True) -> Iterator[None]:
-    """Warnings raised inside (a broken third-party plugin, say) printed as
-    one ``Warning:`` line each, not Python's two lines with a source line;
-    every one where ``show_all``, else those Python's filters let through."""
+    """Print warnings raised inside as one ``Warning:`` line each: all of them
+    where ``show_all``, else those Python's filters let through."""
     with warnings.catch_warnings(record=True) as caught:
         if show_all:
             warnings.simplefilter("always")
@@ -196,17 +180,14 @@ def warnings_as_lines(show_all: bool = True) -> Iterator[None]:
 
 @contextlib.contextmanager
 def plugin_prints_to_stderr() -> Iterator[Callable[[str], None]]:
-    """Run plugins' code with its prints on stderr: stdout carries only
-    results, which a plugin's stray debug print would otherwise get into
-    (`dcbench run ... > table.txt`). Yields an echo to the real stdout, for
-    results printed meanwhile."""
+    """Run plugins' code with its prints on stderr, keeping stdout for results;
+    yields an echo to the real stdout."""
     results = sys.stdout
     with contextlib.redirect_stdout(sys.stderr):
         yield lambda text: click.echo(text, file=results)
 
 
 def load_registry() -> Registry:
-    """The registry, with broken third-party plugins reported as one-line
-    warnings (and what they print on loading on stderr)."""
+    """The registry, broken third-party plugins reported as one-line warnings."""
     with warnings_as_lines(), plugin_prints_to_stderr():
         return get_registry()

@@ -1,5 +1,4 @@
-"""``dcbench bench``: requests per second and time per request of allocators.
-"""
+"""``dcbench bench``: requests per second and time per request of allocators."""
 
 from __future__ import annotations
 
@@ -44,7 +43,7 @@ def bench(allocators: tuple[str, ...], topologies: tuple[str, ...], workload: st
         allocators = tuple(split_allocators(allocators))
     else:
         allocators = tuple(sorted(name for name, e in registry.entries("allocator").items()
-                                  if not e.extra.get("learned", False)))
+                                  if not e.learned))
     with plugin_prints_to_stderr() as echo:
         run_bench(registry, list(allocators), list(topologies or DEFAULT_TOPOLOGIES), requests, repeat, echo,
                   workload, every_allocator_runs=named)

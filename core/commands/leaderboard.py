@@ -7,8 +7,8 @@ from pathlib import Path
 
 import click
 
-from dcbench.commands.base import MAX_JOBS, PATH, UserError, check_bounds, load_registry, plugin_prints_to_stderr
-from dcbench.errors import DcbenchError, NotInstalledError
+from dcbench.commands.base import MAX_JOBS, PATH, check_bounds, load_registry, plugin_prints_to_stderr
+from dcbench.errors import DcbenchError, NotInstalledError, ResultsError
 from dcbench.hookspecs import hookimpl
 from dcbench.running.progress import progress_bar
 
@@ -76,7 +76,7 @@ def verify(root: Path, count: int, every_run: bool, seed: int, jobs: int | None,
     registry = load_registry()
     submissions = load_submissions(root, registry) if root.is_dir() else []
     if not submissions:
-        raise UserError(f"no submissions under '{root / 'submissions'}'; give the leaderboard folder with --root")
+        raise ResultsError(f"no submissions under '{root / 'submissions'}'; give the leaderboard folder with --root")
     pairs = sample_runs(submissions, sys.maxsize if every_run or not count else count, seed)
 
     def missing(row: dict) -> str | None:
@@ -89,9 +89,9 @@ def verify(root: Path, count: int, every_run: bool, seed: int, jobs: int | None,
 
     absent = [missing(row) for _, row in pairs]
     if all(absent):
-        raise UserError(f"none of the {len(pairs)} runs drawn can be re-run here: "
-                        f"{', '.join(sorted(set(absent)))} not installed; install their plugins, "
-                        "or draw others with --seed")
+        raise DcbenchError(f"none of the {len(pairs)} runs drawn can be re-run here: "
+                           f"{', '.join(sorted(set(absent)))} not installed; install their plugins, "
+                           "or draw others with --seed")
     drawn = [f"{name}: {row['scenario']} {row['allocator']} seed {row['seed']}" for name, row in pairs]
     outcomes = [f"skipped ({plugin} is not installed)" if plugin else None for plugin in absent]
     here = [i for i, plugin in enumerate(absent) if not plugin]
@@ -127,8 +127,8 @@ def verify(root: Path, count: int, every_run: bool, seed: int, jobs: int | None,
     differences = sum(not outcome.startswith(("skipped", "the same")) for outcome in outcomes)
     checked = len(pairs) - skipped
     if not checked:  # (every run needed a stored policy this machine lacks)
-        raise UserError(f"none of the {len(pairs)} runs drawn can be re-run here: what they need is not "
-                        "installed (see above); install it, or draw others with --seed")
+        raise DcbenchError(f"none of the {len(pairs)} runs drawn can be re-run here: what they need is not "
+                           "installed (see above); install it, or draw others with --seed")
     note = f" ({skipped} skipped: a plugin they use is not installed)" if skipped else ""
     if differences:
         click.echo(f"{differences} of {checked} runs came out otherwise{note}")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import click
 
-from dcbench.commands.base import UserError
+from dcbench.errors import SpecError
 from dcbench.hookspecs import hookimpl
 
 
@@ -42,7 +42,7 @@ def add(source: str, loader: str | None, name: str | None) -> None:
     from dcbench.envs.evaluate import add_policy
 
     if name is not None and (not name.isprintable() or not name.strip()):
-        raise UserError(f"--name {name!r} is not one printable line")
+        raise SpecError(f"--name {name!r} is not one printable line")
     stored = add_policy(source, loader=loader, name=name)
     click.echo(stored.spec)
     click.echo(f"policy {stored.id} ({stored.kind}) is in '{stored.folder}'; run it with "

@@ -10,7 +10,8 @@ from typing import Any, Mapping
 
 import click
 
-from dcbench.commands.base import PATH, UserError, load_registry
+from dcbench.commands.base import PATH, load_registry
+from dcbench.errors import ResultsError, SpecError
 from dcbench.hookspecs import hookimpl
 from dcbench.registry import Registry
 
@@ -41,18 +42,19 @@ def read_results(results: Path, registry: Registry) -> Results:
     from dcbench.storage.tables import provenance_of
 
     if not results.exists():
-        raise UserError(f"no results folder '{results}'; {RESULTS_HINT}")
+        raise ResultsError(f"no results folder '{results}'; {RESULTS_HINT}")
     if not results.is_dir():
-        raise UserError(f"'{results}' is a file, not a results folder; {RESULTS_HINT}")
+        raise ResultsError(f"'{results}' is a file, not a results folder; {RESULTS_HINT}")
     summary = results / "summary.parquet"
     if RUN_FOLDER_NAME.fullmatch(results.name) and (results / "requests.parquet").is_file():
-        raise UserError(f"'{results}' is a single run's folder; give the folder that holds it ({results.parent}) to "
-                        "compare its runs")
+        raise ResultsError(f"'{results}' is a single run's folder; give the folder that holds it ({results.parent}) to "
+                           "compare its runs")
     if not summary.exists() and not summary.is_symlink() and not holds_runs(results):
         sweeps = sorted(str(child) for child in results.iterdir() if (child / "summary.parquet").is_file())
         if sweeps:
-            raise UserError(f"'{results}' holds no runs of its own; give one of the folders in it: {', '.join(sweeps)}")
-        raise UserError(f"'{results}' holds no dcbench results (no run folders, no summary.parquet); {RESULTS_HINT}")
+            raise ResultsError(f"'{results}' holds no runs of its own; give one of the folders in it: "
+                               f"{', '.join(sweeps)}")
+        raise ResultsError(f"'{results}' holds no dcbench results (no run folders, no summary.parquet); {RESULTS_HINT}")
     if summary.exists() or summary.is_symlink():
         table = read_sweep_summary(results, registry)
         provenance = provenance_of(table)
@@ -115,7 +117,7 @@ def report(results: Path, out: Path | None, section: str | None) -> None:
     from dcbench.running.summary import ranking_of
 
     if section is not None and (not section.strip() or not section.isprintable() or "--" in section):
-        raise UserError(f"--section {section!r}: give a name of one line, without '--' (it goes in an HTML comment)")
+        raise SpecError(f"--section {section!r}: give a name of one line, without '--' (it goes in an HTML comment)")
     registry = load_registry()
     read = read_results(results, registry)
     title = read.title + (f" ({section})" if section else "")
@@ -149,11 +151,11 @@ def runs(folder: Path, as_csv: bool) -> None:
     from dcbench.running.summary import RUN_FOLDER_NAME, read_runs
 
     if not folder.exists():
-        raise UserError(f"no results folder '{folder}'; {RESULTS_HINT}")
+        raise ResultsError(f"no results folder '{folder}'; {RESULTS_HINT}")
     if not folder.is_dir():
-        raise UserError(f"'{folder}' is a file, not a results folder; {RESULTS_HINT}")
+        raise ResultsError(f"'{folder}' is a file, not a results folder; {RESULTS_HINT}")
     if RUN_FOLDER_NAME.fullmatch(folder.name) and (folder / "requests.parquet").is_file():
-        raise UserError(f"'{folder}' is a single run's folder; give the folder that holds it ({folder.parent})")
+        raise ResultsError(f"'{folder}' is a single run's folder; give the folder that holds it ({folder.parent})")
     registry = load_registry()
     rows, damaged = read_runs(folder)
     index = runs_index(rows, registry, default_specs(registry))

@@ -12,11 +12,11 @@ from dcbench.commands.base import (
     MAX_RUN_REQUESTS,
     MAX_SEEDS,
     PATH,
-    UserError,
     check_bounds,
     load_registry,
     plugin_prints_to_stderr,
 )
+from dcbench.errors import SpecError, UnknownPluginError
 from dcbench.hookspecs import hookimpl
 from dcbench.registry import KINDS, PLURALS, PluginEntry, Registry, blamed_on
 from dcbench.running.progress import progress_bar
@@ -35,19 +35,19 @@ def with_checkpoint(registry: Registry, allocator: str, checkpoint: Path) -> str
     spec = Spec.parse(allocator)
     if not takes_checkpoint(registry.get("allocator", spec.name)):  # an unknown name fails here
         learned = sorted(name for name, entry in registry.entries("allocator").items() if takes_checkpoint(entry))
-        raise UserError(f"allocator {spec.name!r} takes no checkpoint; --checkpoint is for "
+        raise SpecError(f"allocator {spec.name!r} takes no checkpoint; --checkpoint is for "
                         f"{', '.join(learned) or 'learned allocators'}")
     if "checkpoint" in spec.kwargs:
-        raise UserError("the checkpoint is given twice: use --checkpoint or checkpoint= in the spec, not both")
+        raise SpecError("the checkpoint is given twice: use --checkpoint or checkpoint= in the spec, not both")
     if "," in str(checkpoint):  # a spec has no quoting: the comma would split the path into two arguments
-        raise UserError(f"--checkpoint {checkpoint}: a checkpoint's path may not contain ','; rename the file "
+        raise SpecError(f"--checkpoint {checkpoint}: a checkpoint's path may not contain ','; rename the file "
                         "or link it from a path without one")
     return str(Spec(spec.name, spec.args, {**spec.kwargs, "checkpoint": str(checkpoint)}))
 
 
 def _seeds(seed: int | None, seeds: int | None) -> list[int]:
     if seed is not None and seeds is not None:
-        raise UserError("give --seed S or --seeds K, not both")
+        raise SpecError("give --seed S or --seeds K, not both")
     check_bounds("--seed", seed, 0)
     check_bounds("--seeds", seeds, 1, at_most=MAX_SEEDS)
     if seeds is not None:
@@ -181,8 +181,8 @@ def list_(kind: str | None) -> None:
                 if kind in registry.entries(current).ambiguous:
                     registry.get(current, kind)
             names = sorted({name for current in KINDS for name in registry.entries(current)})
-            raise UserError(unknown("kind or plugin", kind, [PLURALS[k] for k in KINDS] + [ENVS[0]] + names,
-                                    plural="kinds and plugins"))
+            raise UnknownPluginError(unknown("kind or plugin", kind, [PLURALS[k] for k in KINDS] + [ENVS[0]] + names,
+                                             plural="kinds and plugins"))
         for current, entry in named:
             show_entry(current, entry)
         return

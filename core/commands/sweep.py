@@ -14,11 +14,11 @@ from dcbench.commands.base import (
     MAX_RUN_REQUESTS,
     MAX_SEEDS,
     PATH,
-    UserError,
     check_bounds,
     load_registry,
     plugin_prints_to_stderr,
 )
+from dcbench.errors import SpecError
 from dcbench.hookspecs import hookimpl
 from dcbench.running.progress import progress_bar
 
@@ -72,7 +72,7 @@ def sweep(suite_name: str | None, topologies: tuple[str, ...], workloads: tuple[
     registry = load_registry()
     allocators = sweeps.split_allocators(allocator_values)
     if address is not None and executor != "ray":
-        raise UserError("--address is the Ray cluster's, for --executor ray; give both, or neither")
+        raise SpecError("--address is the Ray cluster's, for --executor ray; give both, or neither")
     workers = jobs if jobs is not None else min(os.cpu_count() or 1, MAX_JOBS)
     runner = Runner(registry)
     with plugin_prints_to_stderr():
@@ -125,15 +125,15 @@ def check_sweep_choice(suite: str | None, topologies: tuple[str, ...], workloads
     """Whether ``sweep`` is ad-hoc (-t), after checking that it was given a
     suite or topologies, not both, and the options of -t only with -t."""
     if suite is not None and topologies:
-        raise UserError("give a suite with -s SUITE or topologies with -t, not both")
+        raise SpecError("give a suite with -s SUITE or topologies with -t, not both")
     if suite is None and not topologies:
-        raise UserError("give a suite with -s SUITE (see `dcbench list suites`), or topologies to sweep with -t, "
+        raise SpecError("give a suite with -s SUITE (see `dcbench list suites`), or topologies to sweep with -t, "
                         "e.g. -t tiered:16,1x8 -t tiered:32,1x4")
     if suite is not None:
         extra = [flag for flag, value in (("-w", workloads), ("-n", requests), ("--seeds", seeds))
                  if value not in ((), None)]
         if extra:
-            raise UserError(f"{extra[0]} is for an ad-hoc sweep (-t); a suite sets its own workloads, requests and "
+            raise SpecError(f"{extra[0]} is for an ad-hoc sweep (-t); a suite sets its own workloads, requests and "
                             "seeds")
     return suite is None
 

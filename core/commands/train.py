@@ -7,7 +7,8 @@ from typing import Any
 
 import click
 
-from dcbench.commands.base import PATH, UserError, check_bounds, load_registry, plugin_prints_to_stderr
+from dcbench.commands.base import PATH, check_bounds, load_registry, plugin_prints_to_stderr
+from dcbench.errors import IncompatibleError, ResultsError, SpecError
 from dcbench.hookspecs import hookimpl
 from dcbench.running.progress import progress_bar
 from dcbench.spec import MAX_TRAINING_STEPS
@@ -54,16 +55,16 @@ def train(allocator: str, topology: str, workload: str | None, steps: int | None
     entry = registry.get("allocator", allocator.split(":")[0])
     if "trainer" not in entry.extra:
         learned = sorted(n for n, e in registry.entries("allocator").items() if "trainer" in e.extra)
-        raise UserError(f"allocator {entry.name!r} is not trained; "
+        raise SpecError(f"allocator {entry.name!r} is not trained; "
                         f"trainable allocators: {', '.join(learned) or 'none'}")
     plan = Runner(registry).resolve_scenario(topology, workload)  # check the scenario before training
     kind = getattr(plan.workload_model, "kind", "pool")
     if kind not in entry.demands:
         example = example_topology(registry, entry.demands)
-        raise UserError(f"{entry.name} learns {'/'.join(entry.demands)} demands but workload "
-                        f"{plan.workload.split(':')[0]!r} makes {kind} demands; "
-                        + (f"train it on a topology that serves them, e.g. -t {example}" if example
-                           else "give a workload that makes them with -w"))
+        raise IncompatibleError(f"{entry.name} learns {'/'.join(entry.demands)} demands but workload "
+                                f"{plan.workload.split(':')[0]!r} makes {kind} demands; "
+                                + (f"train it on a topology that serves them, e.g. -t {example}" if example
+                                   else "give a workload that makes them with -w"))
     trainer = PluginEntry("trainer", entry.name, entry.extra["trainer"], plugin=entry.plugin).load()
     check_bounds("--steps", steps, 1, at_most=MAX_TRAINING_STEPS)
     check_bounds("--seed", seed, 0)
@@ -72,13 +73,13 @@ def train(allocator: str, topology: str, workload: str | None, steps: int | None
     check_training_outputs(out)
     parsed = Spec.parse(allocator)
     if parsed.args:
-        raise UserError(f"{parsed.name} takes its training options as KEY=VALUE, got {', '.join(parsed.args)!r}; "
+        raise SpecError(f"{parsed.name} takes its training options as KEY=VALUE, got {', '.join(parsed.args)!r}; "
                         f"see `dcbench list {parsed.name}`")
     options = dict(parsed.kwargs)
     extra: dict[str, Any] = {"options": options} if options else {}
     if quick:
         if not takes_keyword(trainer, "quick"):
-            raise UserError(f"{entry.name}'s trainer has no quick setting; train it without --quick")
+            raise SpecError(f"{entry.name}'s trainer has no quick setting; train it without --quick")
         extra["quick"] = True
     state = out.with_name(out.name + ".train")
     resuming = (state / "state.pt").is_file()
@@ -160,18 +161,18 @@ def check_training_outputs(out: Path) -> None:
     """Before training (minutes to hours): nothing but an earlier checkpoint
     may be replaced where it and the files beside it go."""
     if out.is_dir():
-        raise UserError(f"--out {out} is a folder; give the checkpoint's file name, e.g. {out / 'model.pt'}")
+        raise ResultsError(f"--out {out} is a folder; give the checkpoint's file name, e.g. {out / 'model.pt'}")
     if out.suffix != ".pt":
-        raise UserError(f"--out {out}: give a .pt file name (its .json record and .png plot are written beside it)")
+        raise ResultsError(f"--out {out}: give a .pt file name (its .json record and .png plot are written beside it)")
     if out.exists() and not (out.is_file() and starts_with(out, b"PK\x03\x04")):  # torch.save writes a zip
-        raise UserError(f"--out {out} exists and is not a checkpoint; give another path, or remove it")
+        raise ResultsError(f"--out {out} exists and is not a checkpoint; give another path, or remove it")
     for beside in (out.with_suffix(suffix) for suffix in TRAINING_OUTPUTS):
         if beside.exists() and not beside.is_file():
-            raise UserError(f"{beside}, where training writes its {beside.suffix[1:]} file, is not a file; "
-                            "remove it or give another --out")
+            raise ResultsError(f"{beside}, where training writes its {beside.suffix[1:]} file, is not a file; "
+                               "remove it or give another --out")
     state = out.with_name(out.name + ".train")
     if state.exists() and not state.is_dir():
-        raise UserError(f"{state}, where training keeps its state, is not a folder; remove it or give another --out")
+        raise ResultsError(f"{state}, where training keeps its state, is not a folder; remove it or give another --out")
 
 
 @hookimpl

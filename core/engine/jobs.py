@@ -1,20 +1,10 @@
-"""The job builder: the step semantics of the optical data-centre paper.
+"""The job builder (the OCS paper's step semantics) and the job allocator bases.
 
-A job is a sequence of VMs with a flow (Gbps) between some pairs of them.
-The builder places one VM at a time on a rack — on the rack's server that
-keeps the rack's load most balanced — and, once every VM has a server,
-routes the job's flows between racks over the OCS circuits. A flow between
-two VMs of the same rack uses no circuit. Each inter-rack flow takes the
-direct circuit bundle if it has room, else the two-hop path through the
-intermediate rack with the most room; only when a flow fits neither, and
-the topology and the allocator allow it, does the builder reconfigure: it
-re-points an idle circuit out of the source and an idle circuit into the
-destination (a `Swap`) to add a direct circuit, and reserves it. The whole
-job is granted or refused: nothing is half-committed.
-
-Policies choose racks; the builder does the rest, so heuristics, learned
-agents and the gymnasium environment share every rule. The builder works on
-its own copies of the state; the engine checks the result and commits it.
+A job's VMs are placed a rack at a time, each on the rack's server that
+keeps its load most balanced; then its inter-rack flows are routed over
+the circuits, largest first: the direct bundle, else two hops via the rack
+with most room, else (where allowed) a `Swap` of idle circuits that adds a
+direct one. The job is granted or refused whole.
 """
 
 from __future__ import annotations
@@ -34,8 +24,7 @@ _TOLERANCE = 1e-9
 
 
 def _row_minimum(values: np.ndarray) -> np.ndarray:
-    """``values.min(axis=1)`` of a 2-d array with few columns, column by
-    column: the same values, at half the cost on a few resources."""
+    """``values.min(axis=1)`` column by column: the same values, at half the cost on few columns."""
     smallest = values[:, 0].copy()
     for column in range(1, values.shape[1]):
         np.minimum(smallest, values[:, column], out=smallest)
@@ -43,8 +32,7 @@ def _row_minimum(values: np.ndarray) -> np.ndarray:
 
 
 def rack_link_matrix(network: Network) -> np.ndarray:
-    """``matrix[u, v]``: the link from rack ``u``'s switch to rack ``v``'s,
-    or ``n_links`` (one past the last link) where there is none."""
+    """``matrix[u, v]``: the link from rack ``u``'s switch to ``v``'s, or ``n_links`` where none."""
     if network.rack_node is None:
         raise AllocatorError("this topology has no rack switches; jobs need one (an ocs topology)")
     n_racks = len(network.rack_node)
@@ -59,49 +47,16 @@ def rack_link_matrix(network: Network) -> np.ndarray:
 
 
 class JobBuilder:
-    """Builds one job allocation a VM at a time. Reuse it across requests.
+    """Builds one job allocation a VM at a time; reused across requests.
 
-    `start` a job, `place` each VM on one of the racks `rack_fits` allows,
-    then `route` the placed job; `result` is then the allocation or the
-    refusal.
+    `start` a job, `place` each VM on a rack `rack_fits` allows, `route` it,
+    then read `result`. What a policy may read of it is listed in
+    docs/plugins.md.
 
     Args:
         network: The network it builds on, with rack switches.
-        reconfigure: Whether it may re-point idle circuits for a flow that
-            no route can carry (only where the topology's circuits are
-            reconfigurable). A `JobAllocator` sets it from its own
-            ``reconfigure`` before it routes each job.
-
-    Attributes:
-        network: That network.
-        n_racks: The number of racks.
-        racks: Each server's rack (servers,).
-        rack_link: ``rack_link[u, v]``, the link from rack ``u``'s switch to
-            rack ``v``'s, or ``n_links`` where there is none.
-        reconfigure: ``reconfigure`` as given, or as last set: read by
-            `route`.
-        circuit: One circuit's capacity (Gbps; 0 without circuits).
-        max_hops: The most circuits a route may cross.
-        server_capacity: Each server's capacity, servers × resources.
-        rack_capacity: Each rack's total capacity, racks × resources.
-        rack_servers: The indices of each rack's servers.
-        free_resources: Each server's free capacity after the VMs placed.
-        rack_free: Each rack's free capacity after the VMs placed.
-        free_links: Each link's free Gbps after this job's routes, then one
-            slot that is never free, for pairs without a link (links + 1,).
-        link_capacity: Each link's capacity after this job's swaps (links + 1,).
-        request: The job being built (None before the first `start`).
-        vms: Its VMs × resources, in placement order.
-        flows: Its flows × 3 (source VM, destination VM, Gbps).
-        hosts: The server of each VM placed so far.
-        host_racks: The rack of each VM placed so far.
-        pending: The Gbps from rack ``u`` to rack ``v`` among the VMs
-            placed, racks × racks.
-        routes: The routes `route` reserved.
-        swaps: The circuit swaps `route` made.
-        status: "open" while VMs are placed, "placed" once all are, then
-            "done" or "failed".
-        reason: Why it failed ("no_server", "no_bandwidth", ...); "" otherwise.
+        reconfigure: Whether it may re-point idle circuits (where the
+            circuits are reconfigurable); a `JobAllocator` sets it per job.
 
     Raises:
         AllocatorError: The network has no rack switches.
@@ -113,7 +68,6 @@ class JobBuilder:
         self.racks = network.racks
         self.rack_link = rack_link_matrix(network)
         circuits = network.circuits
-        # Without circuits nothing is re-pointed and a flow takes its direct link only.
         self.reconfigure = bool(reconfigure)
         self._reconfigurable = bool(circuits is not None and circuits.reconfigurable)
         self.circuit = float(circuits.port_gbps) if circuits is not None else 0.0
@@ -126,15 +80,13 @@ class JobBuilder:
         per_rack = network.n_servers // max(1, self.n_racks)
         self._rack_shape = ((self.n_racks, per_rack)
                             if np.array_equal(network.racks, np.repeat(np.arange(self.n_racks), per_rack)) else None)
-        # One extra slot past the last link, never free: `rack_link` points
-        # there for pairs without a link.
+        # one slot past the last link, never free, where `rack_link` points for pairs without a link
         self.free_links = np.zeros(network.n_links + 1)
         self.link_capacity = np.zeros(network.n_links + 1)
         self.free_resources = network.server_capacity.copy()
         self.rack_free = self.rack_capacity.copy()
         if self._rack_shape is not None:  # summed as `start` sums a rack, so that it sums again only what changes
             self.rack_free = self.free_resources.reshape(*self._rack_shape, -1).sum(axis=1)
-        # The job's own, until the first `start`: no job, nothing placed.
         self.request: Request | None = None
         self.vms = np.zeros((0, len(network.resources)))
         self.flows = np.zeros((0, 3))
@@ -171,9 +123,7 @@ class JobBuilder:
         if request.vms is None or request.flows is None:
             raise AllocatorError(f"request {request.id} is not a job (it has no VMs)")
         if self._rack_shape is not None:
-            # A rack's sum depends on its own servers only: sum again the racks whose servers changed
-            # since the last job, and those it placed VMs on (which it took from the sums), as summing
-            # every rack would.
+            # sum again only the racks whose servers changed since the last job, or that it placed VMs on
             changed = changed_rows(state.free_resources, self.free_resources)
             np.copyto(self.free_resources, state.free_resources)
             stale = np.union1d(self.racks[changed], self.host_racks).astype(np.int64)
@@ -212,8 +162,7 @@ class JobBuilder:
 
     @property
     def reconfigure_allowed(self) -> bool:
-        """Whether `route` may reconfigure circuits: ``reconfigure`` is set and
-        the topology's circuits are reconfigurable."""
+        """Whether `route` may reconfigure: ``reconfigure`` and reconfigurable circuits."""
         return self.reconfigure and self._reconfigurable
 
     @property
@@ -223,7 +172,7 @@ class JobBuilder:
 
     @property
     def step(self) -> int:
-        """Index of the VM to place next."""
+        """The index of the VM to place next."""
         return len(self.hosts)
 
     @property
@@ -235,8 +184,7 @@ class JobBuilder:
         """Servers with room for the next VM.
 
         Returns:
-            A boolean mask over the servers (servers,), kept until the next
-            `place`.
+            A boolean mask (servers,), kept until the next `place`.
         """
         step = len(self.hosts)
         key = self._need_keys[step]
@@ -272,20 +220,16 @@ class JobBuilder:
         return self._rack_fit_count > 0
 
     def partners(self) -> list[tuple[int, float, bool]]:
-        """The flows between the next VM and the VMs already placed: (the
-        partner's rack, Gbps, whether the flow leaves the next VM).
+        """The flows between the next VM and those placed.
 
         Returns:
-            One ``(rack, Gbps, outgoing)`` per flow.
+            One ``(partner's rack, Gbps, whether it leaves the next VM)`` per flow.
         """
         racks = self.host_racks
         return [(racks[partner], rate, out) for partner, rate, out in self._partners[self.step]]
 
     def bundle_free(self) -> np.ndarray:
-        """`free_links` as a racks × racks matrix: ``[u, v]``, the free Gbps
-        of the circuits from rack ``u`` to rack ``v`` (−inf where there is
-        no link). Placing VMs leaves the links as they are, so it is made
-        once per job; read it, do not write it.
+        """`free_links` as racks × racks (−inf where no link), made once per job; read-only.
 
         Returns:
             The matrix (racks, racks).
@@ -295,8 +239,7 @@ class JobBuilder:
         return self._bundle_free
 
     def bundle_capacity(self) -> np.ndarray:
-        """`link_capacity` as a racks × racks matrix, as `bundle_free` (0
-        where there is no link; made once per job; read it, do not write it).
+        """`link_capacity` as racks × racks (0 where no link), made once per job; read-only.
 
         Returns:
             The matrix (racks, racks).
@@ -306,23 +249,21 @@ class JobBuilder:
         return self._bundle_capacity
 
     def share_left(self) -> np.ndarray:
-        """Per rack, the smallest free share over its resources if the next
-        VM went there (negative where the rack's total cannot hold it).
+        """Per rack, its smallest free share if the next VM went there.
 
         Returns:
-            The shares (racks,).
+            The shares (racks,), negative where the rack cannot hold it.
         """
         return _row_minimum((self.rack_free - self.vms[len(self.hosts)]) / self.rack_capacity)
 
     def server_in(self, rack: int) -> int | None:
-        """The rack's server that the next VM would go to: of those with room,
-        the one left with the largest smallest free share (balanced load).
+        """The rack's server the next VM would go to: the most balanced with room.
 
         Args:
             rack: The rack's index.
 
         Returns:
-            The server's index, or None where no server of the rack has room.
+            The server's index, or None where none has room.
         """
         fits = self.server_fits()
         if self._rack_fit_count[rack] == 0:
@@ -341,16 +282,13 @@ class JobBuilder:
         return int(candidates[after.min(axis=1).argmax()])
 
     def place(self, rack: int) -> bool:
-        """Place the next VM on ``rack``; False (and the job fails) if no
-        server of the rack has room.
+        """Place the next VM on ``rack``.
 
         Args:
             rack: The rack's index, one of `rack_fits`.
 
         Returns:
-            True if placed (``status`` is "placed" after the last VM);
-            False if no server of the rack has room: the job has failed
-            ("no_server").
+            True if placed; False if no server has room: the job failed ("no_server").
 
         Raises:
             AllocatorError: The job is not open, or ``rack`` is out of range.
@@ -386,8 +324,6 @@ class JobBuilder:
         """
         self.status = FAILED
         self.reason = reason
-
-    # Routing -----------------------------------------------------------
 
     def _inter_rack_flows(self) -> list[tuple[int, int, float]]:
         racks = np.asarray(self.host_racks, dtype=np.int64)
@@ -438,21 +374,14 @@ class JobBuilder:
         return False
 
     def route(self) -> bool:
-        """Route every inter-rack flow of the placed job: direct, else two
-        hops, else (when the builder may reconfigure) a new direct circuit.
-        False if it fails.
-
-        Flows go largest first. Reconfiguration is tried only where routing
-        without it fails, and then for the whole job again.
+        """Route the placed job's inter-rack flows, largest first; reconfiguring
+        is tried, for the whole job, only where routing without it fails.
 
         Returns:
-            True if every flow is routed (``status`` "done"); False if one
-            is not: the job has failed ("no_bandwidth") and nothing is
-            reserved.
+            True if every flow is routed; False (nothing reserved): "no_bandwidth".
 
         Raises:
-            AllocatorError: The job is not placed (a VM is left, or it has
-                failed or is routed already).
+            AllocatorError: The job is not placed.
         """
         if self.status != PLACED:
             raise AllocatorError(f"builder: route() on a job that is {self.status}, not placed")
@@ -498,8 +427,7 @@ class JobBuilder:
         """What the job came to.
 
         Returns:
-            The `Allocation` where it is placed and routed; else a `Reject`
-            with the failure's reason ("incomplete" where it is not done).
+            The `Allocation`, or a `Reject` with the reason ("incomplete" if not done).
         """
         if self.status != DONE:
             return Reject(self.reason or "incomplete")
@@ -516,31 +444,20 @@ RECONFIGURE_PARAM = Param("reconfigure", bool, True, "re-point idle OCS circuits
 
 
 class JobAllocator(Allocator):
-    """Base class for policies that pick one rack per VM.
-
-    Subclasses implement `choose_rack`; `allocate` places the VMs in order,
-    then lets the builder route the job (reconfiguring the circuits when
-    ``reconfigure`` is set and the topology allows it). Override `reset` to
-    prepare per-run state (calling ``super().reset(network, rng)``), and
-    `Allocator.check` to refuse parameters that do not suit the network.
+    """Base class of policies that pick a rack per VM: implement `choose_rack`.
 
     Attributes:
-        reconfigure: Whether its builder may reconfigure circuits (True
-            unless set; a plugin sets it from `RECONFIGURE_PARAM`). Read at
-            every job, so it takes effect wherever it is set: in
-            ``__init__``, in `reset` before or after ``super().reset()``,
-            or between jobs.
+        reconfigure: Whether its builder may reconfigure circuits (from
+            `RECONFIGURE_PARAM`), read at every job.
         network: The run's network (set by `reset`).
         rng: The run's random generator (set by `reset`).
-        job_builder: The `JobBuilder` it drives (made by `reset`; None on a
-            topology without rack switches).
+        job_builder: Its `JobBuilder` (None without rack switches).
     """
 
     reconfigure: bool = True
 
     def reset(self, network: Network, rng: np.random.Generator) -> None:
-        """Prepare for a run: keep ``network`` and ``rng``, and make the
-        job builder where the topology has rack switches.
+        """Keep ``network`` and ``rng`` and make the job builder.
 
         Args:
             network: The run's network.
@@ -551,13 +468,11 @@ class JobAllocator(Allocator):
         self.job_builder = JobBuilder(network, self.reconfigure) if network.rack_node is not None else None
 
     def choose_rack(self, builder: JobBuilder, allowed: np.ndarray) -> int:
-        """The rack for the next VM, one of ``np.flatnonzero(allowed)``.
+        """The rack for the next VM (``builder.vm``).
 
         Args:
-            builder: The builder, with the job and the VMs placed so far
-                (``builder.vm`` is the VM to place).
-            allowed: The racks with a server that has room for it, a
-                boolean mask (racks,) with at least one set.
+            builder: The builder, with the VMs placed so far.
+            allowed: The racks with room for it (racks,), at least one set.
 
         Returns:
             The rack's index.
@@ -572,7 +487,7 @@ class JobAllocator(Allocator):
             state: The free capacities now, read-only.
 
         Returns:
-            The `Allocation`, or a `Reject` (see `allocate_job`).
+            The `Allocation`, or a `Reject`.
 
         Raises:
             AllocatorError: As `allocate_job`.
@@ -580,21 +495,17 @@ class JobAllocator(Allocator):
         return self.allocate_job(request, state)
 
     def allocate_job(self, request: Request, state: State) -> Allocation | Reject:
-        """Place the job's VMs in order, each on the rack `choose_rack`
-        picks, then route its traffic.
+        """Place the VMs on the racks `choose_rack` picks, then route the job.
 
         Args:
             request: The job.
             state: The free capacities now, read-only.
 
         Returns:
-            The `Allocation`, or a `Reject`: "no_server" where a VM fits no
-            rack (or none of the chosen rack's servers), "no_bandwidth"
-            where the job's traffic cannot be routed.
+            The `Allocation`, or a `Reject` ("no_server", "no_bandwidth").
 
         Raises:
-            AllocatorError: The topology has no rack switches, ``request``
-                is not a job, or `choose_rack` returned a rack out of range.
+            AllocatorError: No rack switches, not a job, or a rack out of range.
         """
         builder = self.job_builder
         if builder is None:
@@ -613,11 +524,10 @@ class JobAllocator(Allocator):
 
 
 class PoolAndJobAllocator(PoolAllocator, JobAllocator):
-    """A policy with a rule for both demand kinds: `choose` picks servers
-    for pools, `choose_rack` racks for jobs."""
+    """A policy for both demand kinds: `choose` for pools, `choose_rack` for jobs."""
 
     def reset(self, network: Network, rng: np.random.Generator) -> None:
-        """Prepare for a run: both builders (`PoolAllocator.reset`, `JobAllocator.reset`).
+        """Make both builders.
 
         Args:
             network: The run's network.
@@ -627,7 +537,7 @@ class PoolAndJobAllocator(PoolAllocator, JobAllocator):
         JobAllocator.reset(self, network, rng)
 
     def allocate(self, request: Request, state: State) -> Allocation | Reject:
-        """Serve a job with `JobAllocator.allocate_job`, a pool with `PoolAllocator.allocate`.
+        """Serve a job with `allocate_job`, a pool with `PoolAllocator.allocate`.
 
         Args:
             request: The request.
@@ -637,8 +547,7 @@ class PoolAndJobAllocator(PoolAllocator, JobAllocator):
             The `Allocation`, or a `Reject`.
 
         Raises:
-            AllocatorError: `choose` or `choose_rack` returned a server or a
-                rack that may not be taken.
+            AllocatorError: `choose` or `choose_rack` gave what may not be taken.
         """
         if request.kind == "job":
             return self.allocate_job(request, state)

@@ -1,17 +1,9 @@
-"""The pool builder: the step semantics of the tiered-fabric papers.
+"""The pool builder (the tiered-fabric papers' step semantics) and the pool allocator base.
 
-A pool request is a divisible demand over resources. The builder adds one
-server at a time: the server gives min(free, still needed) of every
-resource, and is connected to the servers already chosen (those the
-request's connectivity rule requires) over the first of the k shortest
-paths whose every link has a free channel. If no such path exists the
-request fails. Heuristics and learned policies drive the same builder, so a
-policy trained in the gymnasium environment decides exactly as it does as an
-allocator.
-
-The builder works on its own copy of the free capacities, so nothing it
-does touches the engine's state; the engine checks the finished allocation
-and commits it.
+A server at a time, each giving min(free, still needed) of every resource
+and joined to the chosen servers the connectivity rule pairs it with, over
+the first candidate path with a free channel on every link; no such path
+fails the request. Heuristics and learned policies drive the same builder.
 """
 
 from __future__ import annotations
@@ -32,31 +24,19 @@ COPY_WHOLE_BELOW = 4096
 
 
 class Router(Protocol):
-    """Chooses the candidate paths, in order, between two servers of a request.
-
-    The builder reserves the first candidate whose every link has a free
-    channel. Without a router it uses the network's k shortest paths by hop
-    count.
-    """
+    """Chooses the candidate paths, in order, between two servers of a request."""
 
     def __call__(self, builder: "PoolBuilder", a: int, b: int) -> Sequence[Path]: ...
 
 
 class PoolBuilder:
-    """Builds one pool allocation a server at a time. Reuse it across requests.
+    """Builds one pool allocation a server at a time; reused across requests.
 
-    `start` a request, then `add` servers among those `allowed` until
-    ``status`` is "done" (the demand is met) or "failed"; `result` is then
-    the allocation or the refusal.
-
-    Two rules of the reference code are the request's to set (its workload's
-    options): ``request.allowed_servers == "free"`` allows every server with
-    any free CPU or memory, and ``request.departing`` is freed once the first
-    server is placed. A server that gives nothing (allowed by the "free"
-    rule, or added where ``accept_useless``) is joined to the others as any
-    server is, its channels reserved while the request is built, but the
-    allocation leaves it and its routes out: the engine commits no server
-    that gives nothing.
+    `start` a request, `add` servers among those `allowed` until ``status`` is
+    "done" or "failed", then read `result`. What a policy may read of it is
+    listed in docs/plugins.md. A server that gives nothing (the request's
+    "free" rule, or ``accept_useless``) is joined like any other while the
+    request is built, but the allocation leaves it and its routes out.
 
     Args:
         network: The network it builds on.
@@ -64,20 +44,6 @@ class PoolBuilder:
             network's k shortest paths by hop count).
         accept_useless: Whether `add` takes a server that gives nothing
             whatever the request's rule (an allocator's published quirk).
-
-    Attributes:
-        network: That network.
-        router: That router.
-        accept_useless: That choice.
-        free_resources: Each server's free capacity, servers × resources,
-            after this request's servers so far.
-        chosen: The servers added so far, in order.
-        chosen_mask: Whether each server is chosen (servers,).
-        amounts: What each chosen server gives, per resource.
-        routes: The reservations so far: (server, server, links, channels).
-        status: "open" while the request is built, then "done" or "failed".
-        reason: Why it failed ("no_path", "no_server", ...); "" otherwise.
-        request: The request being built (None before the first).
     """
 
     def __init__(self, network: Network, router: Router | None = None, accept_useless: bool = False):
@@ -88,13 +54,10 @@ class PoolBuilder:
         self._useless: list[bool] = []
         self.free_resources = network.server_capacity.copy()
         self._free_links_array = network.link_capacity.copy()
-        # Routing reads and writes single links, which is much faster on a
-        # list than on an array; the array is brought up to date on demand.
+        # routing reads and writes single links, faster on a list; the array catches up on demand
         self._free_links: list[float] = network.link_capacity.tolist()
         self._stale_links: list[int] = []
-        # The state as of the last `start` (bit for bit), and the allowed
-        # mask it gives for the needs `_base_key` names: `start` brings the
-        # builder up to date from what changed since, not from everything.
+        # the state as of the last `start`, and its allowed mask for the needs `_base_key` names
         self._synced_resources = network.server_capacity.copy()
         self._synced_links = network.link_capacity.copy()
         self._released: list[Departing] = []
@@ -117,14 +80,9 @@ class PoolBuilder:
         self.request: Request | None = None
 
     def start(self, request: Request, state: State) -> None:
-        """Begin building ``request``, forgetting the previous one.
-
-        Its cost is that of what changed since the previous `start` (the
-        servers and links the state or the previous request changed, read
-        from the state's journal, else found by a vectorised comparison),
-        not of every server and link; on a network smaller than
-        `COPY_WHOLE_BELOW` (servers plus links) it copies the whole state,
-        which costs less there.
+        """Begin building ``request``; costs what changed since the last `start`
+        (from the state's journal, else compared), or a whole copy on a network
+        smaller than `COPY_WHOLE_BELOW`.
 
         Args:
             request: The pool request.
@@ -162,11 +120,8 @@ class PoolBuilder:
         np.copyto(self._allowed, self._base_allowed)
 
     def _sync(self, state: State) -> np.ndarray:
-        # Bring the builder's copies back to ``state``: where the state
-        # changed since the last sync (as its journal says, else compared
-        # bit for bit), and where the previous request reserved, released or
-        # took. Returns the servers whose free capacity in the state changed
-        # (or may have: the journal's, some perhaps repeated).
+        # Bring the copies back to ``state`` where it changed (its journal, else compared) and where the
+        # previous request touched; returns the servers whose free capacity changed (perhaps repeated).
         journal = state.journal
         written = journal.since(self._journal_writes) if journal is not None and journal is self._journal else None
         if written is None:
@@ -182,7 +137,6 @@ class PoolBuilder:
             touched_links += departing.links.tolist()
             touched_servers += departing.servers.tolist()
         self._released = []
-        # (repeated indices are harmless: each is set to the same value)
         links = np.concatenate((changed_links, touched_links)).astype(np.int64) if touched_links else changed_links
         if len(links):
             values = state.free_links[links]
@@ -201,15 +155,12 @@ class PoolBuilder:
         return changed_servers
 
     def _mask(self, free_resources: np.ndarray) -> np.ndarray:
-        # The allowed rule on some servers' free capacities, as `_mask_into`.
         if self._any_free:
             return free_resources.sum(axis=1) > 0
         return free_resources @ self._needed > 0
 
     def _mask_into(self, free_resources: np.ndarray, out: np.ndarray) -> None:
-        # Free capacities are never negative, so a server has some of a
-        # needed resource exactly when its free amounts summed over the
-        # needed resources are positive.
+        # free capacities are never negative: a positive sum over the needed resources means some is free
         if self._any_free:  # the reference code's mask: anything free at all, needed or not
             np.greater(free_resources.sum(axis=1), 0, out=out)
         else:
@@ -241,9 +192,6 @@ class PoolBuilder:
         return self._free_links_array
 
     def _refresh_allowed(self) -> None:
-        # Free capacities are never negative, so a server has some of a
-        # needed resource exactly when its free amounts summed over the
-        # needed resources are positive.
         self._needed[:] = [r > 0 for r in self._remaining]
         self._mask_into(self.free_resources, self._allowed)
         if self.chosen:
@@ -255,37 +203,27 @@ class PoolBuilder:
         return self.status == OPEN
 
     def allowed(self) -> np.ndarray:
-        """Servers that may be added now: not chosen yet, and with a free
-        share of some resource the request still needs (of any resource,
-        with the request's "free" rule). Read-only.
+        """Servers that may be added now: not chosen, with some of a resource
+        still needed (of any resource under the "free" rule).
 
         Returns:
-            A boolean mask over the servers (servers,), the builder's own:
-            it changes as servers are added.
+            A read-only boolean mask (servers,) that changes as servers are added.
         """
         return self._allowed
 
     def add(self, server: int) -> bool:
-        """Add ``server``; False if the request failed (no path).
-
-        The server gives min(free, still needed) of every resource, and is
-        joined to the chosen servers that the request's connectivity rule
-        pairs it with, each over the first candidate path with a free
-        channel on every link.
+        """Add ``server``: it gives min(free, still needed) of every resource and
+        is joined to the chosen servers the connectivity rule pairs it with.
 
         Args:
             server: A server's index, one of `allowed`.
 
         Returns:
-            True if it was added (``status`` says whether the demand is now
-            met); False if no path joined it to a server it must reach:
-            the request has failed ("no_path").
+            True if added; False if no path joined it: the request failed ("no_path").
 
         Raises:
-            AllocatorError: The request is not open, or ``server`` is out
-                of range, already chosen, or has nothing the request still
-                needs where neither the request's "free" rule nor
-                ``accept_useless`` lets such a server in.
+            AllocatorError: The request is not open, or ``server`` is out of
+                range, chosen already, or gives nothing where that is not allowed.
         """
         if self.status != OPEN:
             raise AllocatorError(f"builder: add({server}) on a request that is already {self.status}")
@@ -346,9 +284,7 @@ class PoolBuilder:
         return True
 
     def _useless_aware_partners(self, rule: str, useless: bool) -> list[int]:
-        # A useful server pairs as the engine's check will see it, among the
-        # useful servers only (the allocation leaves the useless out); a
-        # useless one pairs by the rule over every server chosen so far.
+        # a useful server pairs among the useful only, as the check sees it; a useless one with every server
         chosen = self.chosen
         if useless:
             return [chosen[j] for j, _ in partners(rule, self._gives_cpu, len(chosen))]
@@ -357,8 +293,7 @@ class PoolBuilder:
         return [chosen[kept[j]] for j, _ in partners(rule, gives_cpu, len(kept))]
 
     def _release(self, departing: Departing) -> None:
-        # The reference code's departures after a partial step: what the
-        # requests due now hold is free for the rest of this request.
+        # the reference code's departures after a partial step: free for the rest of this request
         self._released.append(departing)  # (what the next `start` puts back)
         np.add.at(self.free_resources, departing.servers, departing.amounts)
         free_links = self._free_links
@@ -380,8 +315,7 @@ class PoolBuilder:
         """What the request came to.
 
         Returns:
-            The `Allocation` where the demand is met; else a `Reject` with
-            the failure's reason ("incomplete" while still open).
+            The `Allocation`, or a `Reject` with the reason ("incomplete" if open).
         """
         if self.status == DONE:
             if any(self._useless):  # committed without the servers that give nothing, and their routes
@@ -396,10 +330,8 @@ class PoolBuilder:
 
 
 def changed_rows(new: np.ndarray, old: np.ndarray) -> np.ndarray:
-    """The indices (first axis) where ``new`` differs from ``old`` bit for
-    bit (so a -0.0 that replaced a 0.0 counts), sorted, as int64; a row of
-    a 2-D array may appear more than once. The builders' `start` brings
-    their copies of the state up to date with it."""
+    """Sorted int64 indices (first axis) where ``new`` differs from ``old`` bit
+    for bit; a row of a 2-d array may repeat."""
     if new.dtype == old.dtype and new.dtype.kind == "f" and new.flags.c_contiguous and old.flags.c_contiguous:
         kind = np.dtype(f"u{new.dtype.itemsize}")
         differs = new.view(kind) != old.view(kind)
@@ -411,27 +343,19 @@ def changed_rows(new: np.ndarray, old: np.ndarray) -> np.ndarray:
 
 
 class PoolAllocator(Allocator):
-    """Base class for policies that pick one server per builder step.
-
-    Subclasses implement `choose`; `allocate` runs the builder until the
-    request is met or fails. Override `reset` to prepare per-run state
-    (calling ``super().reset(network, rng)``), and `Allocator.check` to
-    refuse parameters that do not suit the network.
+    """Base class of policies that pick a server per builder step: implement `choose`.
 
     Attributes:
         network: The run's network (set by `reset`).
         rng: The run's random generator (set by `reset`).
-        builder: The `PoolBuilder` it drives (made by `reset`).
-        accept_useless: Whether its builder adds a server that gives
-            nothing (`PoolBuilder`'s ``accept_useless``; a class default of
-            False, which a published quirk sets before `reset`).
+        builder: Its `PoolBuilder` (made by `reset`).
+        accept_useless: Whether its builder adds a server that gives nothing.
     """
 
     accept_useless: bool = False
 
     def reset(self, network: Network, rng: np.random.Generator) -> None:
-        """Prepare for a run: keep ``network`` and ``rng``, and make the
-        builder with `make_router`'s router.
+        """Keep ``network`` and ``rng`` and make the builder with `make_router`'s router.
 
         Args:
             network: The run's network.
@@ -453,12 +377,11 @@ class PoolAllocator(Allocator):
         return None
 
     def choose(self, builder: PoolBuilder, allowed: np.ndarray) -> int:
-        """The next server, one of ``np.flatnonzero(allowed)``.
+        """The next server.
 
         Args:
             builder: The builder, with the request and the servers chosen so far.
-            allowed: The servers that may be added, a boolean mask (servers,)
-                with at least one set.
+            allowed: The servers that may be added (servers,), at least one set.
 
         Returns:
             The server's index.
@@ -473,9 +396,7 @@ class PoolAllocator(Allocator):
             state: The free capacities now, read-only.
 
         Returns:
-            The `Allocation`, or a `Reject`: "no_server" where no server may
-            be added before the demand is met, "no_path" where a chosen
-            server cannot be joined.
+            The `Allocation`, or a `Reject` ("no_server", "no_path").
 
         Raises:
             AllocatorError: `choose` returned a server that may not be added.

@@ -1,18 +1,12 @@
-"""Latency and packet loss of links, each an M/M/1/K queue.
-
-The OCS paper evaluates end-to-end latency and packet loss "with the
-queuing model presented in [32], considering the extreme cases where VMs
-transmit data at full rates", with 296-byte packets and 15-packet buffers.
-Each link is a single M/M/1/K queue: Poisson packet arrivals at the rate the
-link's reservations add up to, exponential service at the link's capacity,
-at most K packets in the system. With ρ = λ/μ (the link's utilisation):
+"""Latency and packet loss of links, each an M/M/1/K queue (the OCS paper's
+model: Poisson packet arrivals at the link's load, service at its
+capacity, at most K packets). With ρ = λ/μ:
 
     P_K = (1 − ρ) ρ^K / (1 − ρ^(K+1))                     (loss; 1/(K+1) at ρ = 1)
     L   = ρ/(1 − ρ) − (K+1) ρ^(K+1) / (1 − ρ^(K+1))       (mean packets; K/2 at ρ = 1)
     W   = L / (λ (1 − P_K))                               (Little's law: mean time in the system)
 
-(Kleinrock, Queueing Systems vol. 1, §3.6; Gross & Harris, §2.5.) See
-docs/scenarios/ocs.md for how these make the network-wide figures.
+(Kleinrock, Queueing Systems vol. 1, §3.6; docs/scenarios/ocs.md.)
 """
 
 from __future__ import annotations
@@ -22,13 +16,9 @@ import numpy as np
 _NEAR_ONE = 1e-9
 
 
-def mm1k(load: np.ndarray, capacity: np.ndarray, packet_bits: float, buffer: int) -> tuple[np.ndarray, np.ndarray]:
-    """Mean time in the system (seconds) and loss probability of each link,
-    given its carried ``load`` and ``capacity`` in Gbps (``load > 0`` and
-    ``load <= capacity``)."""
-    load = np.asarray(load, dtype=np.float64)
-    capacity = np.asarray(capacity, dtype=np.float64)
-    k = int(buffer)
+def mm1k(load: np.ndarray, capacity: np.ndarray, packet_bits: float, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Mean time in the system (s) and loss probability of each link, given its
+    ``load`` and ``capacity`` in Gbps, float arrays (0 < load <= capacity), and buffer ``k``."""
     rho = load / capacity
     arrivals = load * 1e9 / packet_bits  # packets per second
     near_one = np.abs(1.0 - rho) < _NEAR_ONE

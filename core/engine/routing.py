@@ -1,12 +1,8 @@
 """Routers: which candidate paths a pool builder tries, in which order.
 
-`WeightedRouter` ranks paths by a weight computed from the links' current
-free capacity (this request's reservations included) and offers the k
-lightest. Exact weighted k-shortest paths would need a fresh path search
-for every pair at every step; instead the router ranks the network's
-`candidates` shortest paths by hop count: on the papers' 64-server fabrics
-every path of up to 10 links, on 1,024 servers every shortest path but only
-some of those a little longer (see docs/scenarios/tiered.md).
+Exact weighted k-shortest paths would search anew for every pair at every
+step; `WeightedRouter` ranks the ``candidates`` shortest paths by hop count
+instead (see docs/scenarios/tiered.md for what that covers).
 """
 
 from __future__ import annotations
@@ -22,30 +18,17 @@ WEIGHTINGS = ("balance", "reference")
 
 
 class WeightedRouter:
-    """k paths of least weight among the ``candidates`` shortest by hop count.
-
-    ``balance``: a link weighs 1 + used / capacity, so a path's weight is its
-    hop count plus its load: among paths of similar length the emptier one
-    wins (the load-balancing intent of NALB/NULB).
-    ``reference``: a link weighs its free channels, as in the reference code,
-    which therefore prefers the *fullest* links.
-    Ties keep the hop-count order.
-
-    A `PoolBuilder`'s router: called with the builder and two servers, it
-    returns the paths to try, lightest first.
+    """A `PoolBuilder`'s router: the ``k`` lightest of the ``candidates``
+    shortest paths by hop count, ties in hop-count order. Under "balance" a
+    link weighs 1 + used / capacity (the emptier of similar paths wins: the
+    NALB/NULB intent); under "reference" its free channels, as the reference
+    code, which prefers the fullest links.
 
     Args:
         network: The network whose paths it ranks.
-        weighting: How a link weighs: "balance" or "reference" (`WEIGHTINGS`).
+        weighting: "balance" or "reference" (`WEIGHTINGS`).
         k: The most paths it offers for a pair.
         candidates: How many of the shortest paths by hop count it ranks.
-
-    Attributes:
-        catalogue: The network's catalogue of the ``candidates`` shortest paths.
-        capacity: Each link's capacity, as a list (1 for a link of none,
-            which has nothing free: `share_divisor`).
-        weighting: ``weighting`` as given.
-        k: ``k`` as given.
 
     Raises:
         ValueError: ``weighting`` is not one of `WEIGHTINGS`.
@@ -63,8 +46,7 @@ class WeightedRouter:
         """The paths to try between two servers, lightest first.
 
         Args:
-            builder: The builder, whose free links (after this request's
-                reservations) weigh the paths.
+            builder: The builder, whose free links weigh the paths.
             a: A server's index.
             b: Another server's index.
 

@@ -1,10 +1,7 @@
 """The event-driven engine: arrivals, departures, checks, commits.
 
-The engine owns the only state that counts. Allocators get a read-only view
-of it; what they return is checked by `check_allocation` and committed only
-if valid, so an allocator can never corrupt a run. Everything a run
-produces is recorded in two tables, one row per request and one row per
-event, from which the metrics are computed.
+The engine owns the only state that counts; allocators read a view of it,
+and what they return is snapshotted, checked and only then committed.
 """
 
 from __future__ import annotations
@@ -37,13 +34,8 @@ SPREAD_LEVELS = ("server", "rack", "pod", "cross_pod")
 
 
 class Allocator(Protocol):
-    """What an allocator plugin's factory returns (the demand kinds it serves
-    are declared when it is registered, ``register(..., demands=...)``).
-
-    `reset` and `allocate` are required; `check` is optional, a no-op for
-    an allocator that subclasses this class or one of dcbench's bases
-    (`dcbench.PoolAllocator`, `dcbench.JobAllocator`).
-    """
+    """What an allocator plugin's factory returns: `reset` and `allocate`
+    required, `check` optional (a no-op on this class and dcbench's bases)."""
 
     def reset(self, network: Network, rng: np.random.Generator) -> None:
         """Prepare for a new run on ``network``; draw any randomness from ``rng``.
@@ -62,52 +54,42 @@ class Allocator(Protocol):
             state: The free capacities now, read-only.
 
         Returns:
-            An `Allocation`, which the engine checks before it commits it
-            (an invalid one counts as a rejection); a `Reject` with its
-            reason; or None, a rejection for no stated reason.
+            An `Allocation` (checked before it is committed; an invalid one
+            counts as a rejection), a `Reject`, or None (rejected, no reason).
         """
         ...
 
     def check(self, network: Network) -> None:
         """Refuse parameters that do not suit ``network``, before anything runs.
 
-        Called where a run's specs are resolved (`dcbench.harness.Runner.resolve`),
-        before the requests are drawn and before `reset`, with a private copy
-        of the run's network; the default accepts every network. Raise
-        `dcbench.SpecError` with one sentence saying what is wrong and what
-        would do ("k=12 but the topology has only 8 racks; give k=8 or
-        less"): it is reported as an error in the spec, one line, exit code
-        2. Anything else it raises is the plugin's bug. Keep it cheap and
-        free of side effects: it may be called more than once, and on an
-        allocator other than the one that runs (the runner builds a fresh
-        one from the same spec).
+        Called when a run's specs are resolved, with a private copy of the
+        network, possibly more than once and on another instance of the same
+        spec: keep it cheap and free of side effects. Anything but a
+        `dcbench.SpecError` it raises is the plugin's bug.
 
         Args:
             network: The run's network: a private copy, read-only.
 
         Raises:
-            SpecError: The allocator's parameters do not suit ``network``.
+            SpecError: The allocator's parameters do not suit ``network``
+                ("k=12 but the topology has only 8 racks; give k=8 or less").
         """
         return None
 
 
 @dataclass
 class RunTables:
-    """The recorded run: per-request rows and the utilisation timeline, as columns.
+    """The recorded run, as columns by name.
 
     Attributes:
-        requests: One row per request, by column name: ``request_id``,
-            ``arrival_time``, ``offer_time``, ``holding_time``,
-            ``departure_time``, ``demand_<resource>``, ``size`` (the fewest
-            of the largest servers that could hold it), ``outcome``
-            (accepted, rejected or skipped), ``reason``, ``detail``,
-            ``servers_used``, ``spread`` (one of `SPREAD_LEVELS`),
-            ``channels_tier<t>``, ``measured``, ``reconfigurations``, and for
-            jobs ``vms`` and ``inter_rack_gbps``.
-        timeline: One row per arrival or departure, by column name:
-            ``time``, ``event``, ``request_id``, ``active`` (requests held),
-            ``<resource>_util`` and ``link_util_tier<t>`` (shares of the
-            total), and with a packet model ``inter_rack_gbps``,
+        requests: One row per request: times, ``demand_<resource>``,
+            ``size``, ``outcome``, ``reason``, ``detail``, ``servers_used``,
+            ``spread`` (one of `SPREAD_LEVELS`), ``channels_tier<t>``,
+            ``measured``, ``reconfigurations``; for jobs ``vms`` and
+            ``inter_rack_gbps``.
+        timeline: One row per arrival or departure: ``time``, ``event``,
+            ``request_id``, ``active``, ``<resource>_util``,
+            ``link_util_tier<t>``; with a packet model ``inter_rack_gbps``,
             ``latency_us`` and ``packet_loss``.
     """
 
@@ -130,16 +112,9 @@ MAX_REASON = 200  # characters of a reject reason that are recorded
 
 
 class Books:
-    """The engine's own record of the state: the capacities minus what it
-    committed and has not released, kept apart from the state that
-    allocators read and updated by the same operations, so that the two
-    are equal bit for bit unless someone else wrote the state. Compared
-    every `every` requests (a bounded cost per request at any size) and at
-    the end of a run.
-
-    Args:
-        state: The state the run starts from.
-    """
+    """The engine's own record of the state, updated by the same operations
+    as the state allocators read, so the two are equal bit for bit unless
+    someone else wrote the state; compared every `every` requests and at the end."""
 
     COMPARED_PER_REQUEST = 4096  # array elements compared per request, on average at most
 
@@ -169,15 +144,8 @@ def minimum_servers(network: Network, demand: np.ndarray) -> np.ndarray:
 
 
 class Simulation:
-    """A run, one request at a time: the engine's loop, for `simulate` and
-    for the gymnasium environment alike.
-
-    `next_request` advances the clock (departures, and waiting until the
-    request fits when the workload asks for it) and returns the next request
-    to serve, or None at the end; `resolve` checks what the allocator made of
-    it, commits it if valid and records the outcome; `tables` returns the
-    recorded run.
-    """
+    """A run, one request at a time, for `simulate` and the Gymnasium environment:
+    `next_request`, then `resolve` the allocator's answer; `tables` at the end."""
 
     def __init__(self, network: Network, sequence: RequestSequence, state: State | None = None):
         self.network = network
@@ -185,8 +153,7 @@ class Simulation:
         n = len(sequence)
         tiers = network.tiers
         self._tier_position = np.searchsorted(tiers, network.link_tier)
-        # Reconfiguration moves capacity between links of a tier, never in
-        # or out of it: a tier's utilisation is its reserved total over this.
+        # reconfiguration moves capacity within a tier, so a tier's total stays this
         self._tier_capacity = np.bincount(self._tier_position, weights=network.link_capacity, minlength=len(tiers))
         self.total_capacity = network.server_capacity.sum(axis=0)
         self._racks = network.racks.tolist()
@@ -194,8 +161,6 @@ class Simulation:
         self.state = state if state is not None else State(network)
         self.state.journal = StateJournal()  # (the view below shares it)
         self.books = Books(self.state)
-        # The allocator works on a copy of the network with caches of its own,
-        # and a read-only view of the state: the engine's checks use neither.
         self.allocator_network = network.private_copy()
         self.view = self.state.read_only(self.allocator_network)
 
@@ -255,11 +220,10 @@ class Simulation:
         self._row = row + 1
 
     def network_qos(self) -> tuple[float, float]:
-        """Mean packet latency (µs) and loss over the inter-rack traffic now
-        (NaN when there is none, or the workload has no packet model).
+        """Mean packet latency (µs) and loss over the inter-rack traffic now (NaN if none).
 
-        Weighting every link by the traffic it carries makes the mean over
-        packets: Σ_flows rate · Σ_hops delay = Σ_links load · delay."""
+        Weighting each link by its load gives the mean over packets.
+        """
         if not self._qos or self._traffic <= 0:
             return np.nan, np.nan
         state = self.state
@@ -267,14 +231,12 @@ class Simulation:
         busy = np.flatnonzero(load > 1e-9)
         busy_load = load[busy]
         delay, loss = mm1k(busy_load, state.link_capacity[busy], self._packet_bits, self._buffer)
-        # numpy's sum, not a dot product: BLAS adds in the order of the kernel it picks for the CPU, so the
-        # last bits (and a recorded result) would depend on the machine.
+        # numpy's sum, not a dot product: BLAS's order of addition, and so the last bits, depend on the CPU
         return (float((busy_load * delay).sum()) / self._traffic * 1e6,
                 min(1.0, float((busy_load * loss).sum()) / self._traffic))
 
     def _depart_before(self, time: float) -> None:
-        # Strictly before: in discrete time a request held for h units is
-        # still there for the h arrivals after its own, as in the reference.
+        # strictly before: a request held h units is there for the h arrivals after its own (the reference's)
         departures = self._departures
         state = self.state
         while departures and departures[0][0] < time:
@@ -291,8 +253,7 @@ class Simulation:
             self._record(when, "departure", request_id)
 
     def _departing_now(self) -> Departing | None:
-        # The requests due at the clock itself: held while the request is
-        # offered, released once its first server is placed (in `resolve`).
+        # due at the clock itself: held while the request is offered, released in `resolve`
         due = [request_id for when, request_id in self._departures if when <= self.clock]
         if not due:
             return None
@@ -330,15 +291,13 @@ class Simulation:
         return None
 
     def resolve(self, result: Allocation | Reject | None) -> bool:
-        """Check and commit (or refuse) the allocator's answer to the current
-        request; True if it was accepted."""
+        """Check and commit (or refuse) the answer to the current request; True if accepted."""
         request = self.request
         assert request is not None, "resolve() without a request: call next_request() first"
         i = request.id
         accepted = False
         if request.departing is not None:
-            # Departures inside a request: those due now have left by the time it is checked (every
-            # allocation of it fits the freed state, as its first server was chosen before they left).
+            # those due now have left by the time it is checked
             self._depart_before(np.nextafter(self.clock, np.inf))
         if i % self.books.every == 0:
             self.check_books()
@@ -410,9 +369,7 @@ class Simulation:
         self._depart_before(np.inf)
 
     def check_books(self) -> None:
-        """Refuse the run if its state is not what the engine's books say:
-        an allocator wrote the engine's arrays behind its back (through the
-        stack frames above its ``allocate``, say)."""
+        """Refuse the run if an allocator wrote the engine's state behind its back."""
         problem = self.books.mismatch(self.state)
         if problem is not None:
             raise AllocatorError.of_allocator(
@@ -476,30 +433,24 @@ def simulate(
 ) -> RunTables:
     """Offer every request of ``sequence`` to ``allocator`` and record what happens.
 
-    ``state`` (fresh by default) is the state the run starts from and leaves
-    behind; with ``drain`` every request still held at the end departs.
-
     Args:
         network: The compiled topology; the allocator gets a copy of its own.
         sequence: The episode's requests.
-        allocator: What an allocator plugin built: `Allocator.reset` once,
-            then `Allocator.allocate` for each request offered.
+        allocator: What an allocator plugin built.
         rng: The allocator's random generator, passed to its ``reset``.
         progress: Called with the number of requests done, every hundredth
             of the sequence (None: not called).
-        state: The state to start from and to leave behind (None: a fresh
-            one, every capacity free).
+        state: The state to start from and leave behind (None: all free).
         drain: Whether every request still held at the end departs.
 
     Returns:
         The recorded run.
 
     Raises:
-        AllocatorError: The allocator raised (a `DcbenchError` it raises
-            passes as it is), could not start on this network, returned
-            something other than an `Allocation`, a `Reject` or None, an
-            `Allocation` with fields of the wrong kind, or a reason that is
-            no short line of text.
+        AllocatorError: The allocator raised (a `DcbenchError` passes as it
+            is), could not start, returned something other than an
+            `Allocation`, a `Reject` or None, a malformed `Allocation`, or a
+            reason that is no short line of text.
     """
     simulation = Simulation(network, sequence, state)
     try:
@@ -508,7 +459,8 @@ def simulate(
         raise
     except KeyboardInterrupt:  # Ctrl-C (or SIGTERM) stops the command
         raise
-    except BaseException as exc:  # sys.exit() or an exception of its own: the allocator failed, not the run
+    # BaseException: an allocator's sys.exit() is its failure, not the run's end (test_an_allocator_that_exits_...)
+    except BaseException as exc:
         raise AllocatorError.of_allocator(f"could not start on this topology: {describe(exc)}", fix=False) from exc
     view = simulation.view
     chunk = max(1, len(sequence) // 100)
@@ -519,7 +471,7 @@ def simulate(
             raise
         except KeyboardInterrupt:  # Ctrl-C (or SIGTERM) stops the command
             raise
-        except BaseException as exc:
+        except BaseException as exc:  # as in reset (test_misbehaving_allocators_stop_the_run_with_a_clear_error)
             raise AllocatorError.of_allocator(f"raised {describe(exc)} (request {request.id})") from exc
         simulation.resolve(result)
         if progress is not None and (request.id + 1) % chunk == 0:

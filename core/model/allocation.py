@@ -1,10 +1,5 @@
-"""Allocations, the engine's state, and the check every allocation passes.
-
-The engine never trusts an allocator: `check_allocation` verifies that an
-allocation fits the current free capacity, meets the demand exactly and
-connects every pair the request's connectivity rule requires, before
-anything is committed.
-"""
+"""Allocations, the engine's state, and `check_allocation`, which every
+allocation passes before anything is committed."""
 
 from __future__ import annotations
 
@@ -19,21 +14,17 @@ from dcbench.model.network import Network, Path
 from dcbench.model.requests import Request
 
 _TOLERANCE = 1e-9
-# The papers' circuit model: a pool request's connected pair reserves one
-# channel on every link of its path, no more, no less.
-CHANNELS_PER_PAIR = 1.0
+CHANNELS_PER_PAIR = 1.0  # the papers' model: a pool's connected pair reserves one channel per link of its path
 
 
 class Swap(NamedTuple):
-    """An OCS reconfiguration between racks: the idle circuits ``a→b`` and
-    ``c→d`` are re-pointed to ``a→d`` and ``c→b``. Every port stays in use.
+    """An OCS reconfiguration: idle circuits ``a→b`` and ``c→d`` re-pointed to ``a→d`` and ``c→b``.
 
     Attributes:
-        a: The rack (an index from 0, as are the others) whose idle circuit
-            to ``b`` is re-pointed to ``d``.
-        b: The rack at the other end of that circuit.
-        c: The rack whose idle circuit to ``d`` is re-pointed to ``b``.
-        d: The rack at the other end of that circuit; all four are distinct.
+        a: A rack (an index, as are the others; all four distinct).
+        b: The rack ``a``'s circuit led to.
+        c: Another rack.
+        d: The rack ``c``'s circuit led to.
     """
 
     a: int
@@ -46,12 +37,10 @@ class Route(NamedTuple):
     """``amount`` reserved on every link of ``links``, a path from node ``a`` to node ``b``.
 
     Attributes:
-        a: The node the path starts at: a server for a pool, a rack's
-            switch for a job.
-        b: The node it ends at.
+        a: The start node: a server for a pool, a rack's switch for a job.
+        b: The end node.
         links: The path's link indices, in order.
-        amount: What it reserves on each link: exactly one channel for a
-            pool's pair of servers, Gbps of the job's traffic for a job.
+        amount: One channel for a pool's pair; the Gbps carried for a job.
     """
 
     a: int
@@ -61,26 +50,14 @@ class Route(NamedTuple):
 
 
 class LinkUsage(NamedTuple):
-    """What an allocation reserves on the links its routes use, and only those.
-
-    Attributes:
-        links: The links used, ascending, each once (n,), int64.
-        amounts: What is reserved on each of them (n,), every one summed
-            over the routes in their order; none is zero.
-    """
+    """What an allocation reserves on the links its routes use: ``links``
+    ascending (int64), ``amounts`` summed in route order, none zero."""
 
     links: np.ndarray
     amounts: np.ndarray
 
     def dense(self, n_links: int) -> np.ndarray:
-        """The amount reserved on every link.
-
-        Args:
-            n_links: How many links the network has.
-
-        Returns:
-            The amounts (n_links,), zero on the links no route uses.
-        """
+        """The amounts on all ``n_links`` links, zero where unused."""
         usage = np.zeros(n_links)
         usage[self.links] = self.amounts
         return usage
@@ -96,8 +73,7 @@ COUNT_ALL_LINKS_BELOW = 4096
 
 
 def _pool_usage(route_links: list[int], n_links: int) -> LinkUsage:
-    """The channels ``route_links`` (every route's links, one after another)
-    reserve: one on a link for each time it appears."""
+    """One channel on a link for each time it appears in ``route_links``."""
     if not route_links:
         return _NO_USAGE
     if n_links < COUNT_ALL_LINKS_BELOW:
@@ -109,9 +85,7 @@ def _pool_usage(route_links: list[int], n_links: int) -> LinkUsage:
 
 
 def _job_usage(route_links: list[int], route_amounts: list[float]) -> LinkUsage:
-    """The Gbps reserved when ``route_amounts[k]`` is added to link
-    ``route_links[k]``, in that order (so each link's sum is the one adding
-    the routes in turn to an array of zeros gives, bit for bit)."""
+    """``route_amounts[k]`` added to link ``route_links[k]`` in order (as adding route by route gives)."""
     if not route_links:
         return _NO_USAGE
     links, inverse = np.unique(np.asarray(route_links, dtype=np.int64), return_inverse=True)
@@ -124,19 +98,11 @@ def _job_usage(route_links: list[int], route_amounts: list[float]) -> LinkUsage:
 class Allocation:
     """What an allocator grants a request.
 
-    ``servers`` in the order they were chosen; ``amounts[i]`` is what
-    ``servers[i]`` gives, per resource; ``routes`` the link reservations.
-    For a job, ``vm_servers[k]`` hosts VM ``k`` (``amounts`` then sums
-    each server's VMs), routes join rack switches, and ``reconfigure`` lists
-    the circuit swaps made, in order, before the routes are reserved.
-
     Attributes:
         servers: The chosen servers' indices, in the order chosen (servers,).
-        amounts: What each server gives, servers × resources; the rows sum
-            to the request's demand.
-        routes: The link reservations: for a pool, one route for each pair
-            of its servers that needs a path; for a job, routes between the
-            switches of the racks whose VMs exchange traffic, carrying it all.
+        amounts: What each gives, servers × resources; rows sum to the demand.
+        routes: For a pool, a route per pair of its servers that needs a path;
+            for a job, routes between the switches of racks exchanging traffic.
         vm_servers: Jobs: the server of each VM (VMs,); None for a pool.
         reconfigure: Jobs: the circuit swaps to make first, in order.
     """
@@ -150,35 +116,29 @@ class Allocation:
 
 @dataclass(frozen=True, slots=True)
 class Reject:
-    """An allocator's refusal, with a short reason such as ``no_path``.
+    """An allocator's refusal.
 
     Attributes:
-        reason: One short printable line, recorded in the requests table's
-            ``reason`` column.
+        reason: One short printable line ("no_path"), recorded in the requests table.
     """
 
     reason: str = "rejected"
 
 
 class State:
-    """Free capacity of every server and link, and every link's capacity
-    (which OCS reconfiguration changes); the engine owns the only copy that
-    counts, allocators get it read-only.
+    """Free capacity of every server and link, and every link's capacity (OCS
+    reconfiguration changes it). The engine owns the copy that counts;
+    allocators get a read-only view.
 
     Args:
         network: The network whose capacities it starts from, all free.
 
     Attributes:
-        network: The network it belongs to; in an allocator's read-only
-            view, the allocator's private copy.
+        network: The network (in an allocator's view, its private copy).
         free_resources: Each server's free capacity, servers × resources.
-        free_links: Each link's free capacity (links,), channels or Gbps.
+        free_links: Each link's free capacity (links,).
         link_capacity: Each link's capacity now (links,).
-        journal: Where the engine has written these arrays during its run
-            (a `StateJournal`, shared with the allocator's view), so that a
-            builder keeping a copy catches up on what changed; None where
-            nobody keeps one (a state made outside a run, which builders
-            compare with their copy instead).
+        journal: The engine's `StateJournal` of its writes during a run, or None.
     """
 
     def __init__(self, network: Network):
@@ -189,15 +149,13 @@ class State:
         self.journal: StateJournal | None = None
 
     def read_only(self, network: Network | None = None) -> "State":
-        """A live view of this state that cannot be written through; its
-        ``network`` is ``network`` (an allocator's private copy) if given.
+        """A live view of this state that cannot be written through.
 
         Args:
             network: The network the view names; None: this state's.
 
         Returns:
-            The view: its arrays follow every change to this state, and
-            it shares the state's journal.
+            The view, sharing the state's journal.
         """
         view = State.__new__(State)
         view.network = self.network if network is None else network
@@ -211,18 +169,9 @@ _NOTHING = np.zeros(0, dtype=np.int64)
 
 
 class StateJournal:
-    """The servers and links whose free capacity the engine has written,
-    write by write, for the builders' `start`: at 65,536 servers finding
-    what changed by comparing a copy with the state costs more than a
-    Tetris request's own scoring. Only the last `KEEP` writes are kept; a
-    builder further behind compares.
-
-    Whoever writes a state's arrays while it has a journal records the
-    write (the engine does, for commits, departures and reconfigurations).
-
-    Attributes:
-        writes: How many writes have been recorded.
-    """
+    """The servers and links the engine has written, write by write, so that
+    a builder's `start` catches up without comparing its whole copy. Only the
+    last `KEEP` writes are kept."""
 
     KEEP = 64
 
@@ -232,9 +181,7 @@ class StateJournal:
         self._links: list[np.ndarray] = []
 
     def record(self, servers: np.ndarray, links: np.ndarray) -> None:
-        """Note a write: the free capacity of ``servers`` and ``links``
-        (index arrays, not changed afterwards; repeats allowed) may have
-        changed."""
+        """Note that ``servers`` and ``links`` (index arrays, kept as given) were written."""
         self._servers.append(servers)
         self._links.append(links)
         self.writes += 1
@@ -242,9 +189,7 @@ class StateJournal:
             del self._servers[: self.KEEP], self._links[: self.KEEP]
 
     def since(self, writes: int) -> tuple[np.ndarray, np.ndarray] | None:
-        """The servers and links written after the first ``writes`` writes
-        (int64 arrays; an index may repeat), or None where some of those
-        writes are no longer kept."""
+        """The servers and links written after the first ``writes`` writes, or None if no longer kept."""
         behind = self.writes - writes
         if behind == 0:
             return _NOTHING, _NOTHING
@@ -255,12 +200,9 @@ class StateJournal:
 
 
 def snapshot_allocation(allocation: Allocation) -> Allocation:
-    """``allocation`` read once into plain data the engine owns: fresh
-    arrays, and routes and swaps of Python ints and floats. The check and
-    the commit both read this copy, so an allocator that reuses its arrays,
-    hands over iterators, or gives objects that answer ``__index__``,
-    ``__int__``, ``__float__``, ``__eq__`` or ``__array__`` one way and then
-    another reserves exactly what was checked. Raises TypeError or
+    """``allocation`` read once into fresh arrays and routes and swaps of plain
+    ints and floats, so that what is committed is exactly what was checked,
+    whatever the allocator's objects answer later. Raises TypeError or
     ValueError for a field of the wrong kind."""
     routes = allocation.routes
     if not _is_plain(routes):
@@ -279,9 +221,7 @@ _ROUTE, _INT, _FLOAT, _TUPLE = {Route}, {int}, {float}, {tuple}
 
 
 def _is_plain(routes: Any) -> bool:
-    """Whether ``routes`` are already plain data: a tuple of Routes of
-    Python ints, a float and a tuple of Python ints, none of which can
-    answer two ways (the types read in bulk: this runs for every answer)."""
+    """Whether ``routes`` are a tuple of Routes of plain ints, a float and a tuple of ints (read in bulk)."""
     if type(routes) is not tuple or not set(map(type, routes)) <= _ROUTE:
         return False
     fields = tuple(chain.from_iterable(routes))  # a, b, links, amount of each route in turn
@@ -291,15 +231,12 @@ def _is_plain(routes: Any) -> bool:
 
 
 def _plain_route(a: Any, b: Any, links: Any, amount: Any) -> Route:
-    """A route of Python ints and a float, each read once (`operator.index`
-    always returns a plain int)."""
     if isinstance(amount, (str, bytes)):
         raise TypeError(f"a route's amount is {amount!r}, not a number")
     return Route(operator.index(a), operator.index(b), tuple(map(operator.index, links)), float(amount))
 
 
 def _indices(value: Any) -> np.ndarray:
-    """A fresh array of ``value``; objects (not numpy integers) read once through ``__index__``."""
     array = np.array(value)
     if array.dtype == object:
         array = np.array([operator.index(item) for item in array.ravel()], dtype=np.int64).reshape(array.shape)
@@ -320,16 +257,12 @@ def _numbers(value: Any) -> np.ndarray:
 
 
 def locked_view(array: np.ndarray) -> np.ndarray:
-    """A live view of a contiguous ``array`` that cannot be written through,
-    not even by setting its ``writeable`` flag back (a plain view's can be)."""
+    """A live view of a contiguous ``array`` that cannot be made writeable."""
     return np.frombuffer(memoryview(array).toreadonly(), dtype=array.dtype).reshape(array.shape)
 
 
 def required_pairs(rule: str, cpu_given: np.ndarray) -> list[tuple[int, int]]:
-    """Pairs (j, i), j < i, of positions in the choice order that need a path.
-
-    ``cpu_given[i]`` is the CPU server ``i`` gave. See `dcbench.model.requests.CONNECTIVITY_RULES`.
-    """
+    """Pairs (j, i), j < i, of positions in the choice order that need a path under ``rule``."""
     pairs: list[tuple[int, int]] = []
     gives_cpu = [bool(c > 0) for c in cpu_given]
     for i in range(1, len(cpu_given)):
@@ -338,14 +271,12 @@ def required_pairs(rule: str, cpu_given: np.ndarray) -> list[tuple[int, int]]:
 
 
 def partners(rule: str, gives_cpu: Sequence[bool], i: int) -> list[tuple[int, int]]:
-    """The earlier positions that the server chosen at position ``i`` must reach."""
+    """The earlier positions the server chosen at position ``i`` must reach."""
     if rule == "all" or gives_cpu[i]:
         return [(j, i) for j in range(i)]
     if rule == "cpu":
         return [(j, i) for j in range(i) if gives_cpu[j]]
-    # The reference code walks the earlier servers in order with a flag that
-    # turns on at the first one that gave no CPU and never turns off; once
-    # on, a new server that gives no CPU skips every remaining pair.
+    # the reference code's sticky flag: pairs stop at the first earlier server that gave no CPU
     result = []
     for j in range(i):
         if not gives_cpu[j]:
@@ -355,21 +286,13 @@ def partners(rule: str, gives_cpu: Sequence[bool], i: int) -> list[tuple[int, in
 
 
 def check_allocation(allocation: Allocation, request: Request, state: State) -> tuple[str | None, np.ndarray]:
-    """Why ``allocation`` is invalid for ``request`` in ``state`` (None if it
-    is valid), and the amount it reserves on every link. Raises TypeError or
-    ValueError for a field of the wrong kind (`snapshot_allocation`).
-
-    Args:
-        allocation: What an allocator returned.
-        request: The request it answers.
-        state: The free capacities it must fit.
+    """Why ``allocation`` is invalid for ``request`` in ``state``, or None.
 
     Returns:
-        The problem (one line) or None, and the amount reserved on every
-        link (links,); zeros where it fails before its routes are read.
+        The problem (one line) or None, and the amount reserved on every link.
 
     Raises:
-        TypeError: A field of the wrong kind (amounts of text, say).
+        TypeError: A field of the wrong kind (`snapshot_allocation`).
         ValueError: A field that cannot be read as numbers.
     """
     problem, usage = check_snapshot(snapshot_allocation(allocation), request, state)
@@ -377,19 +300,8 @@ def check_allocation(allocation: Allocation, request: Request, state: State) -> 
 
 
 def check_snapshot(allocation: Allocation, request: Request, state: State) -> tuple[str | None, LinkUsage]:
-    """`check_allocation` of what `snapshot_allocation` made of an allocation (the engine
-    commits the very allocation it checked), in time that grows with the
-    links its routes use, not with the network's.
-
-    Args:
-        allocation: What `snapshot_allocation` made of an allocator's answer.
-        request: The request it answers.
-        state: The free capacities it must fit.
-
-    Returns:
-        The problem (one line) or None, and what it reserves on the links
-        its routes use; none where it fails before its routes are read.
-    """
+    """`check_allocation` of a snapshot, in time that grows with the links its
+    routes use; returns the problem or None, and the `LinkUsage`."""
     if request.kind == "job":
         return check_job_allocation(allocation, request, state)
     network = state.network
@@ -460,9 +372,8 @@ def check_snapshot(allocation: Allocation, request: Request, state: State) -> tu
 
 
 def circuit_changes(network: Network, swaps: Sequence[Swap], free_links: np.ndarray) -> tuple[str | None, np.ndarray]:
-    """What ``swaps`` do to every link's capacity (None and the change if
-    they are allowed, else why not): each moves idle circuits only, between
-    distinct racks of a reconfigurable topology."""
+    """What ``swaps`` do to each link's capacity (None and the change), or why
+    they are not allowed: idle circuits only, between distinct racks."""
     change = np.zeros(network.n_links)
     if not swaps:
         return None, change
@@ -473,7 +384,7 @@ def circuit_changes(network: Network, swaps: Sequence[Swap], free_links: np.ndar
     free = free_links.copy()
     n_racks = network.n_racks
     for swap in swaps:
-        if len(swap) != 4 or not all(isinstance(r, (int, np.integer)) and 0 <= r < n_racks for r in swap):
+        if len(swap) != 4 or not all(0 <= r < n_racks for r in swap):  # (ints: `snapshot_allocation`)
             return f"swap {tuple(swap)} must name four racks", change
         a, b, c, d = (int(r) for r in swap)
         if a == b or c == d or a == d or c == b or a == c or b == d:
@@ -498,19 +409,8 @@ def circuit_changes(network: Network, swaps: Sequence[Swap], free_links: np.ndar
 
 
 def check_job_allocation(allocation: Allocation, request: Request, state: State) -> tuple[str | None, LinkUsage]:
-    """`check_snapshot` for a job: every VM on a server, each server's
-    share the sum of its VMs, the circuit swaps allowed, and the traffic of
-    every pair of racks carried by routes between their switches.
-
-    Args:
-        allocation: What `snapshot_allocation` made of an allocator's answer.
-        request: The job it answers.
-        state: The free capacities it must fit.
-
-    Returns:
-        The problem (one line) or None, and what the routes read so far
-        reserve on the links they use.
-    """
+    """`check_snapshot` for a job: every VM on a server, each server's share
+    the sum of its VMs, the swaps allowed, each rack pair's traffic carried."""
     network = state.network
     usage = _NO_USAGE
     if network.rack_node is None:
@@ -524,9 +424,8 @@ def check_job_allocation(allocation: Allocation, request: Request, state: State)
     if hosts.min() < 0 or hosts.max() >= network.n_servers:
         return "a server index is out of range", usage
     ascending, first, host_row = np.unique(hosts, return_index=True, return_inverse=True)
-    # Each server's VMs summed in VM order (as adding them one by one into a row per server does).
     summed = np.zeros((len(ascending), vms.shape[1]))
-    np.add.at(summed, host_row, vms)
+    np.add.at(summed, host_row, vms)  # in VM order, as the builder sums them
     in_order = np.argsort(first)  # the servers in the order of their first VM
     servers = ascending[in_order]
     given_servers = allocation.servers

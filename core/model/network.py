@@ -1,12 +1,4 @@
-"""Topologies and their compiled, array form.
-
-A topology plugin returns a `Topology`: the servers with their capacities and
-labels, and a networkx graph of servers and switches whose links carry a
-capacity and a tier. `Network.compile` turns it into the arrays the engine,
-the builders and the allocators work on: node indices (servers first), link
-capacities and tiers, the link that attaches each single-homed server, and a
-lazily filled catalogue of k shortest paths.
-"""
+"""Topologies (`Topology`) and their compiled, read-only form (`Network`)."""
 
 from __future__ import annotations
 
@@ -23,34 +15,25 @@ if TYPE_CHECKING:
 
 Path = tuple[int, ...]
 
-# The largest capacity a server may have of a resource, or a link may carry: a million of them (more servers
-# than a built-in topology may have) add up to 1e21, so that no sum or product of capacities overflows a float,
-# and every whole number up to it is exact in one (below 2**53).
+# The largest server or link capacity: sums over a million stay finite, and whole numbers up to it are exact.
 MAX_CAPACITY = 1e15
 
-# Server-pair paths are cached up to this many pairs (then the cache starts
-# over): a bounded memory cost whatever the number of servers.
+# Path caches start over at this many entries: bounded memory whatever the size.
 _SERVER_PAIR_CACHE = 500_000
 
 
 @dataclass(frozen=True, slots=True)
 class Circuits:
-    """The optical circuit switching of a topology: its rack switches
-    (``Topology.rack_nodes``) joined by circuits, each a port of one switch
-    to a port of another, that a reconfiguration may re-point.
+    """The optical circuits joining a topology's rack switches, each a port to a port.
 
     Attributes:
         ports: OCS ports (output, and as many input) per rack switch.
-        port_gbps: capacity of one port, i.e. of one circuit (Gbps); a
-            link between two rack switches carries a whole number of them.
-        reconfigurable: whether idle circuits may be re-pointed during a run.
-        max_hops: the most circuits a route between two racks may cross.
-        fixed_gbps: The capacity of every ordered pair of rack switches in
-            the fabric's fixed counterpart, on which a run whose allocator
-            does not reconfigure runs (`Network.fixed_fabric`): the OCS
-            paper's fixed all-to-all interconnect "with the same port number
-            and capacity", each pair a share of the ports' capacity by
-            wavelength routing. None: such a run keeps the circuits.
+        port_gbps: The capacity of one port, i.e. of one circuit (Gbps).
+        reconfigurable: Whether idle circuits may be re-pointed during a run.
+        max_hops: The most circuits a route between two racks may cross.
+        fixed_gbps: The capacity of each ordered pair of rack switches in the
+            fixed all-to-all fabric a non-reconfiguring allocator runs on
+            (`Network.fixed_fabric`); None: such a run keeps the circuits.
     """
 
     ports: int
@@ -62,30 +45,23 @@ class Circuits:
 
 @dataclass
 class Topology:
-    """What a topology plugin builds.
-
-    `Network.compile` checks it and turns it into the arrays a run uses.
+    """What a topology plugin builds; `Network.compile` checks it.
 
     Attributes:
-        graph: A networkx graph of every server and switch; each edge has
-            ``capacity`` (channels or Gbps, see ``link_unit``; 0 to
-            `MAX_CAPACITY`) and ``tier`` (1 = nearest the servers, and
-            where none is given).
+        graph: A networkx graph of servers and switches; each edge has a
+            ``capacity`` (0 to `MAX_CAPACITY`, in ``link_unit``) and a ``tier``
+            (1, nearest the servers, by default).
         servers: The server nodes of ``graph``, in index order.
         resources: The resources' names, such as ("cpu", "mem").
-        capacity: Each server's capacity, servers × resources, each 0 to
-            `MAX_CAPACITY`.
-        racks: Each server's rack, an integer label from 0 (servers,).
-        pods: Each server's pod, an integer label from 0 (servers,).
-        link_unit: What a link's capacity counts: "channels" or "Gbps".
-        default_workload: The workload spec run when none is given (None:
-            one must be given).
+        capacity: Each server's capacity, servers × resources.
+        racks: Each server's rack label, an integer from 0.
+        pods: Each server's pod label, an integer from 0.
+        link_unit: "channels" or "Gbps".
+        default_workload: The workload spec run when none is given, or None.
         info: Descriptive only: the engine reads none of it.
-        rack_nodes: The rack switches, rack ``r``'s at ``rack_nodes[r]``
-            (None: it has none; jobs need them).
+        rack_nodes: Rack ``r``'s switch at ``rack_nodes[r]`` (jobs need them), or None.
         demand_kinds: The demand kinds it serves: "pool", "job".
-        circuits: The optical circuits between the rack switches of a
-            reconfigurable fabric (None: it has none).
+        circuits: The optical circuits between the rack switches, or None.
     """
 
     graph: "nx.Graph"
@@ -103,64 +79,18 @@ class Topology:
 
 
 class Network:
-    """The compiled form of a `Topology`, read-only.
-
-    Its arrays cannot be written, its attributes cannot be set, and its
-    containers are tuples and read-only mappings. Only its caches (the path
-    catalogue, `path_ends`) fill as they are used; an allocator gets its own
-    copy for each run (`private_copy`), with caches of its own, so nothing
-    it does to the network it is handed reaches the engine's checks or
-    another run.
-
-    Nodes are numbered servers first (``0..n_servers-1``, in the topology's
-    order), then switches; links in the graph's edge order.
+    """The compiled, read-only form of a `Topology`: nodes numbered servers
+    first, then switches; links in the graph's edge order. Only its caches
+    fill as used; an allocator gets a `private_copy` each run. What a plugin
+    may read of it is listed in docs/plugins.md.
 
     Args:
         topology: What a topology plugin built.
         k_paths: Paths per pair in the path catalogue ``paths``.
 
-    Attributes:
-        nodes: Every node of the topology's graph, by index.
-        node_index: A node's index, by node.
-        n_servers: The number of servers.
-        n_nodes: The number of nodes, servers and switches.
-        n_links: The number of links.
-        n_racks: The number of racks (the largest rack label + 1).
-        resources: The resources' names, such as ("cpu", "mem").
-        server_capacity: Each server's capacity, servers × resources.
-        racks: Each server's rack label (servers,).
-        pods: Each server's pod label (servers,).
-        link_unit: What a link's capacity counts: "channels" or "Gbps".
-        default_workload: The workload spec run when none is given, or None.
-        circuits: The topology's optical circuits, or None.
-        info: The topology's descriptive information.
-        demand_kinds: The demand kinds it serves.
-        directed: Whether its links go one way only (a directed graph).
-        rack_node: The node index of each rack's switch (racks,), or None
-            where the topology names no rack switches.
-        link_ends: Each link's two end nodes, links × 2 (the lower index
-            first on an undirected graph).
-        link_capacity: Each link's capacity (links,), in ``link_unit``.
-        link_tier: Each link's tier (links,).
-        tiers: The tiers there are, in rising order.
-        link_of_pair: A link's index, by its ends ``(a, b)`` (``a < b`` on an
-            undirected graph); `link_between` looks it up either way.
-        adjacency: For each node, its ``(neighbour, link)`` pairs in index order.
-        graph_neighbours: For each node, its ``(neighbour, link)`` pairs in
-            the topology graph's own order.
-        server_link: The link of each server that has exactly one, else -1.
-        server_attachment: The node at the other end of that link (the
-            server itself where it has several).
-        k_paths: Paths per pair in ``paths``.
-        paths: The catalogue of the ``k_paths`` shortest paths between
-            nodes, filled as it is used (`catalogue`).
-
     Raises:
-        SpecError: The topology is unusable: no servers, a server listed
-            twice or missing from the graph, capacities or labels of the
-            wrong shape, negative, not finite or above `MAX_CAPACITY`, a
-            rack node missing from the graph, malformed circuits, or a
-            link's capacity negative, not finite or above `MAX_CAPACITY`.
+        SpecError: The topology is unusable (servers, capacities, labels,
+            rack nodes, circuits or link capacities malformed or out of range).
     """
 
     def __init__(self, topology: Topology, k_paths: int = 3):
@@ -211,7 +141,6 @@ class Network:
         self.link_of_pair: MappingProxyType[tuple[int, int], int] = MappingProxyType(
             {(a, b): i for i, (a, b) in enumerate(ends)})
 
-        # Adjacency lists as (neighbour, link) in index order, for path search.
         adjacency: list[list[tuple[int, int]]] = [[] for _ in range(self.n_nodes)]
         for link, (a, b) in enumerate(ends):
             adjacency[a].append((b, link))
@@ -220,9 +149,7 @@ class Network:
         self.adjacency: tuple[tuple[tuple[int, int], ...], ...] = tuple(
             tuple(sorted(neighbours)) for neighbours in adjacency)
 
-        # A server with a single link (the usual case) is reached only
-        # through it: paths between such servers reduce to paths between
-        # their attachment switches.
+        # A single-homed server's paths are its attachment switch's.
         self.server_link = np.full(n_servers, -1, dtype=np.int64)
         self.server_attachment = np.arange(n_servers, dtype=np.int64)
         for server in range(n_servers):
@@ -230,8 +157,7 @@ class Network:
                 neighbour, link = self.adjacency[server][0]
                 self.server_link[server] = link
                 self.server_attachment[server] = neighbour
-        # Neighbours in the topology graph's own order, for walks that
-        # follow it (the reference's breadth-first walks do).
+        # Neighbours in the graph's own order, for the reference's breadth-first walks.
         self.graph_neighbours: tuple[tuple[tuple[int, int], ...], ...] = tuple(
             tuple((self.node_index[m], self.link_between(self.node_index[n], self.node_index[m]))
                   for m in graph.neighbors(n))
@@ -253,10 +179,8 @@ class Network:
         self.paths = PathCatalogue(self, self.k_paths)
         self._catalogues = {self.k_paths: self.paths}
         self.path_ends_cache: dict[Path, tuple[int, int] | None] = {}
-        # The same path objects come back again and again (from the path
-        # catalogue); a tuple's hash is not cached by Python, its identity is
-        # cheap. Each entry keeps its path alive, so an id is never reused
-        # while it is here.
+        # The catalogue hands out the same path objects: an id is cheaper than a tuple's hash, and each
+        # entry keeps its path alive, so the id is not reused while it is here.
         self.path_ends_by_id: dict[int, tuple[Path, tuple[int, int] | None]] = {}
 
     def __setattr__(self, name: str, value: Any) -> None:
@@ -268,10 +192,7 @@ class Network:
         raise AttributeError(f"a Network is read-only: its {name!r} cannot be deleted")
 
     def private_copy(self) -> "Network":
-        """This network with caches of its own: the same read-only arrays,
-        tuples and mappings, and an empty path catalogue. What is done to
-        the copy's caches (or, bypassing the seal, to its attributes) stays
-        in the copy.
+        """This network with caches of its own, sharing its read-only arrays.
 
         Returns:
             The copy.
@@ -287,12 +208,9 @@ class Network:
         return copy
 
     def fixed_fabric(self) -> "Network":
-        """The network a run whose allocator does not reconfigure runs on.
-
-        Where the circuits have a ``fixed_gbps``, a copy of this network in
-        which every link between two rack switches carries that capacity and
-        nothing is reconfigurable (the OCS paper's ALL2ALL); otherwise this
-        network.
+        """The network a run whose allocator does not reconfigure runs on:
+        with circuits that have a ``fixed_gbps``, a copy whose rack-to-rack links
+        carry it and nothing is reconfigurable (the OCS paper's ALL2ALL).
 
         Returns:
             The fixed fabric, with caches of its own, or this network.
@@ -311,10 +229,7 @@ class Network:
 
     @property
     def graph(self) -> "nx.Graph":
-        """The compiled topology as a frozen networkx graph: its nodes, and
-        its links with their ``capacity`` and ``tier``. Built from the
-        read-only arrays when first asked for, for each copy of its own
-        (the topology plugin's graph is not kept: it could be changed)."""
+        """The compiled topology as a frozen networkx graph, built on first use."""
         if self._graph_copy is None:
             import networkx as nx
 
@@ -329,7 +244,7 @@ class Network:
         return self._graph_copy
 
     def link_between(self, a: int, b: int) -> int:
-        """The link from node ``a`` to node ``b`` (either way on an undirected graph); KeyError if none.
+        """The link from node ``a`` to node ``b`` (either way on an undirected graph).
 
         Args:
             a: A node's index.
@@ -345,7 +260,7 @@ class Network:
 
     @classmethod
     def compile(cls, topology: Topology, k_paths: int = 3) -> "Network":
-        """The network of ``topology``: ``Network(topology, k_paths)``.
+        """``Network(topology, k_paths)``.
 
         Args:
             topology: What a topology plugin built.
@@ -360,31 +275,27 @@ class Network:
         return cls(topology, k_paths)
 
     def catalogue(self, k: int) -> "PathCatalogue":
-        """A path catalogue with the k shortest paths (shared, cached).
+        """The shared catalogue of the k shortest paths.
 
         Args:
             k: Paths per pair.
 
         Returns:
-            The catalogue, the same object for the same ``k``: its
-            ``between_servers(a, b)`` and ``between_nodes(a, b)`` give the
-            paths as tuples of link indices, shortest first.
+            The catalogue: ``between_servers(a, b)`` and ``between_nodes(a, b)``
+            give paths as tuples of link indices, shortest first.
         """
         if k not in self._catalogues:
             self._catalogues[k] = PathCatalogue(self, k)
         return self._catalogues[k]
 
     def path_ends(self, links: Path) -> tuple[int, int] | None:
-        """The two end nodes of the simple path formed by ``links`` (in
-        order), or None if they form none. Cached: the same paths recur.
+        """The two end nodes of the simple path ``links`` form, cached.
 
         Args:
             links: Link indices, in the order the path crosses them.
 
         Returns:
-            ``(first node, last node)``, or None where ``links`` form no
-            simple path: none at all, an index that is no link (or not an
-            integer), links that do not join, or a node crossed twice.
+            ``(first node, last node)``, or None where they form no simple path.
         """
         known = self.path_ends_by_id.get(id(links))
         if known is not None and known[0] is links:
@@ -434,7 +345,6 @@ CAPACITY_RANGE = f"a capacity is a number from 0 to {MAX_CAPACITY:g}"
 
 
 def _servers_problem(topology: Topology, servers: list[Hashable], capacity: np.ndarray) -> str | None:
-    """What makes a topology's servers unusable, or None."""
     n_servers = len(servers)
     if n_servers == 0:
         return "has no servers"
@@ -461,7 +371,6 @@ def _servers_problem(topology: Topology, servers: list[Hashable], capacity: np.n
 
 
 def _circuits_problem(topology: Topology) -> str | None:
-    """What makes a topology's circuits unusable, or None."""
     circuits = topology.circuits
     if circuits is None:
         return None
@@ -489,17 +398,12 @@ def _circuits_problem(topology: Topology) -> str | None:
 
 
 def frozen(array: np.ndarray) -> np.ndarray:
-    """A read-only copy of ``array`` that cannot be made writeable again:
-    its memory is an immutable ``bytes`` (a read-only array that owns its
-    memory, or a view of one, can simply be switched back)."""
+    """A read-only copy of ``array`` that cannot be made writeable again (its memory is ``bytes``)."""
     return np.frombuffer(np.ascontiguousarray(array).tobytes(), dtype=array.dtype).reshape(array.shape)
 
 
 def share_divisor(capacity: np.ndarray) -> np.ndarray:
-    """``capacity`` with 1 where it is 0, to divide free amounts by: a
-    server or link with none of a resource (a memory-only blade's CPU) has
-    none of it free either, so its free share reads 0 / 1 = 0, not 0 / 0.
-    Every positive capacity divides as itself, bit for bit."""
+    """``capacity`` with 1 where it is 0, so that an absent resource's free share reads 0, not 0 / 0."""
     return np.where(capacity > 0, capacity, 1.0)
 
 
@@ -508,15 +412,9 @@ def _pair(a: int, b: int) -> tuple[int, int]:
 
 
 class PathCatalogue:
-    """The k shortest simple paths (by hop count) between any two nodes.
-
-    Paths are tuples of link indices, shortest first; among paths of equal
-    length the order is lexicographic in node index, so it never depends on
-    dict or hash order. Paths between two single-homed servers are built
-    from the paths between their attachments, which are computed once per
-    attachment pair and cached, so the catalogue costs memory per switch
-    pair, not per server pair.
-    """
+    """The k shortest simple paths (by hops) between nodes, as tuples of link
+    indices, ties in node-index order. Paths between single-homed servers
+    are composed from their attachments', cached per attachment pair."""
 
     def __init__(self, network: Network, k: int):
         self.network = network
@@ -535,7 +433,7 @@ class PathCatalogue:
             for link, (a, b) in enumerate(network.link_ends.tolist()):
                 self._incoming[b].append((a, link))
         self.n_servers = network.n_servers
-        # Keyed by a * servers + b: an int hashes faster than a pair.
+        # keyed by a * servers + b: an int hashes faster than a pair
         self.server_pair_cache: dict[int, tuple[Path, ...]] = {}
         self._distance_to: dict[int, np.ndarray] = {}
         self._transit_cache: _TransitGraph | None = None
@@ -581,8 +479,6 @@ class PathCatalogue:
         return graph
 
     def _distances(self, target: int) -> list[int]:
-        """Hops from each transit node to ``target`` through transit nodes
-        only (`_UNREACHED` where there is no such walk), by compact index."""
         distance = self._distance_to.get(target)
         if distance is None:
             graph = self._transit_graph()
@@ -592,14 +488,9 @@ class PathCatalogue:
         return distance.tolist()
 
     def _search(self, source: int, target: int) -> tuple[Path, ...]:
-        """Simple paths in order of length, by depth-first search bounded by
-        the distance to the target, until k are found or none is left.
-
-        The walk runs on the transit nodes only (a node of degree one is
-        never inside a simple path) and reaches the target over its own
-        links, so it gives exactly the paths of a plain search over the whole graph
-        (tests/core/model/test_paths.py keeps one), in the same order.
-        """
+        """Simple paths by length: a depth-first search on the transit nodes,
+        bounded by the distance to the target (tests/core/model/test_paths.py
+        checks it against a plain search)."""
         k = self.k
         if k <= 0:
             return ()
@@ -667,27 +558,12 @@ class PathCatalogue:
         return tuple(found)
 
 
-# Distances kept per catalogue, in entries (transit nodes × targets): at most
-# 4 bytes each, so about 200 MB, whatever the number of servers.
-_DISTANCE_CACHE = 50_000_000
-# The distance of a node that cannot reach the target.
-_UNREACHED = 1 << 30
+_DISTANCE_CACHE = 50_000_000  # distances kept per catalogue (transit nodes × targets, 4 bytes each): 200 MB
+_UNREACHED = 1 << 30  # the distance of a node that cannot reach the target
 
 
 class _TransitGraph:
-    """The links between transit nodes (degree above one), with the nodes
-    renumbered ``0..size-1`` in index order: what a path search walks.
-
-    Attributes:
-        size: The number of transit nodes.
-        compact: Each node's transit index, -1 for a node that is not one.
-        adjacency: For each transit node, its ``(transit neighbour, link)``
-            pairs in index order.
-        link_between: The link from one transit node to another, by pair.
-        indptr: Where each transit node's incoming transit neighbours
-            start in ``indices`` (size + 1,).
-        indices: The incoming transit neighbours, node after node.
-    """
+    """The links between transit nodes (degree above one), renumbered ``0..size-1``."""
 
     def __init__(self, network: Network, transit: np.ndarray):
         members = np.flatnonzero(transit)
@@ -710,23 +586,13 @@ class _TransitGraph:
             pairs[a:b] for a, b in zip(starts[:-1].tolist(), starts[1:].tolist())]
         self.link_between: dict[tuple[int, int], int] = dict(zip(zip(heads.tolist(), tails.tolist()),
                                                                  links.tolist()))
-        # Incoming neighbours (for distances to a node), as compressed rows.
+        # incoming neighbours, as compressed rows
         by_tail = np.argsort(tails, kind="stable")
         self.indices = heads[by_tail]
         self.indptr = np.searchsorted(tails[by_tail], np.arange(self.size + 1))
 
     def distances(self, target: int, incoming: Sequence[Sequence[tuple[int, int]]]) -> np.ndarray:
-        """Hops from each transit node to ``target`` through transit nodes,
-        a breadth-first search over whole levels at once.
-
-        Args:
-            target: A node's index (transit or not).
-            incoming: For each node, its ``(neighbour, link)`` pairs whose
-                link leads into it.
-
-        Returns:
-            The distances by transit index (size,), `_UNREACHED` where none.
-        """
+        """Hops from each transit node to ``target``, a breadth-first search by whole levels."""
         distance = np.full(self.size, _UNREACHED, dtype=np.int32)
         end = self.compact[target]
         if end >= 0:

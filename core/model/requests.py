@@ -10,27 +10,23 @@ import numpy as np
 
 from dcbench.model.network import Network, frozen
 
-# Which pairs of a pool's servers need a network path (see docs/scenarios/tiered.md):
-#   all        every pair (the papers' text);
-#   cpu        every pair in which at least one server gives CPU;
-#   reference  the reference code's rule, with its sticky flag.
+# Which pairs of a pool's servers need a path (docs/scenarios/tiered.md): every pair; those with a server
+# that gives CPU; the reference code's rule, with its sticky flag.
 CONNECTIVITY_RULES = ("all", "cpu", "reference")
 
-# Which servers a pool request's next step may choose (see docs/scenarios/tiered.md):
-#   needed  those with a free share of a resource the request still needs (dcbench's);
-#   free    those with any free CPU or memory at all, needed or not (the reference code's mask).
+# Which servers a pool's next step may choose: those with some of a resource still needed; those with
+# anything free (the reference code's mask).
 ALLOWED_SERVER_RULES = ("needed", "free")
 
 
 @dataclass(frozen=True, slots=True)
 class PacketModel:
-    """The packets of a job workload's traffic, for the engine's M/M/1/K
-    model of each inter-rack link's packet latency and loss.
+    """The packets of a job workload's traffic, for the M/M/1/K model of each
+    inter-rack link's latency and loss.
 
     Attributes:
         packet_bytes: The size of a packet (bytes).
-        buffer_packets: The most packets a link holds, queued or in
-            transmission (the K of M/M/1/K).
+        buffer_packets: The most packets a link holds (the K of M/M/1/K).
     """
 
     packet_bytes: int
@@ -39,47 +35,29 @@ class PacketModel:
 
 @dataclass
 class RequestSequence:
-    """A whole episode of requests, drawn up front so that every allocator
-    sees the same sequence for the same seed.
-
-    Jobs (``kind == "job"``) also carry their VMs and flows, flat with
-    offsets so that a long episode is a handful of arrays. The runner
-    checks every array (shapes, finite non-negative numbers, offsets and
-    flows within bounds) and locks it before a run.
+    """A whole episode of requests, drawn up front so that every allocator sees
+    the same sequence for a seed; the runner checks and locks it before a run.
 
     Attributes:
         kind: The demand kind: "pool" or "job".
-        gaps: ``gaps[i]``, the time from the previous arrival to request
-            ``i`` (requests,).
-        holding: ``holding[i]``, how long request ``i`` holds what it is
-            given (requests,).
-        demand: What each request asks for, requests × resources, in the
-            units of the topology's server capacities.
-        connectivity: Which pairs of a pool's servers need a network path,
-            one of `CONNECTIVITY_RULES`.
-        wait_until_fits: Whether a request is offered only once the total
-            free capacity covers it: until then the clock advances by
-            ``time_step`` and requests depart (one that exceeds the whole
-            capacity is skipped).
+        gaps: The time from the previous arrival to each request (requests,).
+        holding: How long each request holds what it is given (requests,).
+        demand: What each request asks for, requests × resources.
+        connectivity: One of `CONNECTIVITY_RULES`.
+        wait_until_fits: Whether a request waits, the clock stepping by
+            ``time_step``, until the total free capacity covers it (one above
+            the whole capacity is skipped).
         time_step: The clock's step while a request waits.
-        allowed_servers: Which servers a pool request's next step may
-            choose, one of `ALLOWED_SERVER_RULES`.
-        departures_within: Whether the requests due at a pool request's
-            offer time depart after its first server is placed (the
-            reference code's), rather than before it is offered.
+        allowed_servers: One of `ALLOWED_SERVER_RULES`.
+        departures_within: Whether requests due at a pool request's offer
+            leave once its first server is placed (the reference code's).
         extra: The workload's own: the engine reads none of it.
-        measured: Booleans (requests,) marking the requests the metrics
-            count (None: all of them; a warm-up is left out).
-        vm_offsets: Jobs: requests + 1 rising integers from 0; the VMs of
-            request ``i`` are ``vm_demand[vm_offsets[i]:vm_offsets[i + 1]]``.
-        vm_demand: Jobs: VMs × resources, each job's VMs in placement
-            order; a job's ``demand`` is the sum of its VMs'.
-        flow_offsets: Jobs: requests + 1 rising integers from 0; the flows
-            of request ``i`` are ``flows[flow_offsets[i]:flow_offsets[i + 1]]``.
-        flows: Jobs: flows × 3, (source VM, destination VM, Gbps), VMs
-            numbered within their job.
-        packets: Jobs: the packet model from which the engine reports each
-            link's packet latency and loss (None: it reports none).
+        measured: Booleans (requests,) marking what the metrics count (None: all).
+        vm_offsets: Jobs: request ``i``'s VMs are ``vm_demand[vm_offsets[i]:vm_offsets[i + 1]]``.
+        vm_demand: Jobs: VMs × resources; a job's ``demand`` is its VMs' sum.
+        flow_offsets: Jobs: request ``i``'s flows are ``flows[flow_offsets[i]:flow_offsets[i + 1]]``.
+        flows: Jobs: flows × 3, (source VM, destination VM, Gbps), VMs numbered within the job.
+        packets: Jobs: the packet model (None: no latency or loss reported).
     """
 
     kind: str
@@ -109,8 +87,7 @@ class RequestSequence:
             i: The request's index.
 
         Returns:
-            Its VMs × resources, a view of ``vm_demand``; None where the
-            sequence has no VMs (pools).
+            Its VMs × resources, a view; None for pools.
         """
         if self.vm_offsets is None or self.vm_demand is None:
             return None
@@ -123,8 +100,7 @@ class RequestSequence:
             i: The request's index.
 
         Returns:
-            Its flows × 3 (source VM, destination VM, Gbps), a view of
-            ``flows``; None where the sequence has no flows (pools).
+            Its flows × 3, a view; None for pools.
         """
         if self.flow_offsets is None or self.flows is None:
             return None
@@ -133,16 +109,8 @@ class RequestSequence:
 
 @dataclass(frozen=True, slots=True)
 class Departing:
-    """What requests departing inside a request free (the reference code's
-    departures after a partial step), as flat arrays.
-
-    Attributes:
-        servers: The servers freed, one row per (request, server); a server
-            may appear more than once.
-        amounts: What each row frees, rows × resources.
-        links: The links freed, one entry per (request, link).
-        link_amounts: The channels each entry frees.
-    """
+    """What requests departing inside a request free, as flat arrays: servers
+    and their amounts, links and their amounts (one row per request and server or link)."""
 
     servers: np.ndarray
     amounts: np.ndarray
@@ -152,26 +120,20 @@ class Departing:
 
 @dataclass(frozen=True, slots=True)
 class Request:
-    """One request as an allocator sees it: read-only, and the allocator's
-    own copy (the engine checks allocations against one of its own).
+    """One request as an allocator sees it: read-only, and its own copy.
 
     Attributes:
         id: Its index in the sequence, from 0.
-        arrival: The time it is offered: its arrival, or later where the
-            workload waits until it fits.
+        arrival: The time it is offered.
         holding: How long it holds what it is given.
-        demand: What it asks for, per resource (resources,), read-only.
-        kind: The demand kind: "pool" or "job".
-        connectivity: Which pairs of a pool's servers need a path, one of
-            `CONNECTIVITY_RULES`.
+        demand: What it asks for, per resource (resources,).
+        kind: "pool" or "job".
+        connectivity: One of `CONNECTIVITY_RULES`.
         vms: Jobs: its VMs × resources, in placement order (None for pools).
-        flows: Jobs: its flows × 3, (source VM, destination VM, Gbps), VMs
-            numbered within the job (None for pools).
-        allowed_servers: Which servers a pool request's next step may
-            choose, one of `ALLOWED_SERVER_RULES`.
-        departing: What the requests due at its offer time free once its
-            first server is placed, where the workload lets requests depart
-            inside a request (None: nothing departs while it is built).
+        flows: Jobs: its flows × 3, (source VM, destination VM, Gbps).
+        allowed_servers: One of `ALLOWED_SERVER_RULES`.
+        departing: What requests due at its offer free once its first server
+            is placed (None: nothing departs while it is built).
     """
 
     id: int
@@ -187,10 +149,8 @@ class Request:
 
 
 class Workload(Protocol):
-    """What a workload plugin's factory returns.
-
-    It may also have ``default_requests(network) -> int``, the episode
-    length when none is given (two requests per server otherwise).
+    """What a workload plugin's factory returns; it may also have
+    ``default_requests(network) -> int``, the episode length when none is given.
 
     Attributes:
         kind: The demand kind of its sequences: "pool" or "job".
@@ -204,22 +164,17 @@ class Workload(Protocol):
         Args:
             network: The compiled topology (a copy of its own).
             requests: How many requests to draw.
-            rng: The generator to draw every random number from: the same
-                seed makes the same sequence, and the first N requests of
-                a seed are the same whatever ``requests`` is (draw each
-                quantity from a stream of its own, ``rng.spawn``).
+            rng: Every random number's source; the first N requests of a seed
+                must not depend on ``requests`` (a stream per quantity, ``rng.spawn``).
 
         Returns:
             The sequence: ``requests`` long, of kind ``kind``.
 
         Raises:
-            ValueError: Its parameters do not suit ``network`` or
-                ``requests``; dcbench reports it as a `SpecError`.
+            ValueError: Its parameters do not suit ``network`` or ``requests``
+                (reported as a `SpecError`).
         """
         ...
-
-    # Optional: ``default_requests(network) -> int``, the episode length when
-    # none is given (two requests per server otherwise).
 
 
 class SequenceProblem(ValueError):
@@ -227,10 +182,8 @@ class SequenceProblem(ValueError):
 
 
 def checked_sequence(sequence: RequestSequence, network: Network, requests: int, kind: str) -> RequestSequence:
-    """``sequence`` as the engine runs it: every array converted to its
-    dtype, checked (lengths, finite non-negative numbers, job offsets and
-    flows within bounds) and locked, so that no allocator or metric can
-    change what the next one sees. A `SequenceProblem` says what is wrong."""
+    """``sequence`` as the engine runs it: arrays converted, checked and locked
+    (`frozen`), so no allocator or metric changes what the next one sees."""
     n = len(sequence.gaps) if hasattr(sequence.gaps, "__len__") else -1
     if n != requests:
         raise SequenceProblem(f"it has {n} requests, {requests} were asked for")
@@ -258,13 +211,10 @@ def checked_sequence(sequence: RequestSequence, network: Network, requests: int,
         problem = _packets_problem(sequence.packets)
         if problem is not None:
             raise SequenceProblem(problem)
-    # An allocator gets views of these (a request's demand is a row of
-    # them): frozen, so that it cannot change the requests still to come.
     return dataclasses.replace(sequence, **{name: frozen(array) for name, array in arrays.items()})
 
 
 def _packets_problem(packets: PacketModel | None) -> str | None:
-    """What makes a job sequence's packet model unusable, or None."""
     if packets is None:
         return None
     if not isinstance(packets, PacketModel):

@@ -11,12 +11,10 @@ class Scenario:
 
     Attributes:
         topology: The topology spec (``tiered:32,1x4``).
-        workload: The workload spec (None: the topology's default workload).
-        requests: Requests per run (None: the workload's default, else two
-            per server).
+        workload: The workload spec (None: the topology's default).
+        requests: Requests per run (None: the workload's default, else two per server).
         seeds: The seeds each allocator runs it with.
-        name: Its label in sweeps, reports and the leaderboard ("": its
-            topology spec).
+        name: Its label in sweeps, reports and the leaderboard ("": its topology spec).
     """
 
     topology: str
@@ -35,22 +33,16 @@ class Scenario:
 class Suite:
     """A named list of scenarios, ranked by ``primary_metric``.
 
-    ``figures`` is the ``"module:attr"`` of the figures that ``dcbench plot``
-    draws of a sweep of it (`dcbench.publishing.figures.Figures`), imported only
-    when drawn; None draws none of its own.
-
     Attributes:
         name: The suite's name (``dcbench sweep --suite NAME``).
         scenarios: Its scenarios, in the order reports show them.
         description: One line for ``dcbench list`` and the leaderboard.
         primary_metric: The summary column that ranks allocators.
         higher_is_better: Whether a larger ``primary_metric`` ranks higher.
-        figures: Its figures' ``"module:attr"``, or None.
-        metrics: Third-party metrics its runs compute besides dcbench's
-            own (a run computes only the metrics it asks for, so that
-            installing a metric plugin changes no other run).
-        plugin: The plugin that registered it: set by the registry, not
-            compared.
+        figures: The ``"module:attr"`` of the figures ``dcbench plot`` draws
+            of a sweep of it, or None.
+        metrics: Third-party metrics its runs compute besides dcbench's own.
+        plugin: The plugin that registered it (set by the registry, not compared).
     """
 
     name: str

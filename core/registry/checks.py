@@ -1,10 +1,10 @@
-"""What a plugin registers, checked when it registers: each ``*_problem``
-returns what makes the registration unusable, or None.
-"""
+"""What a plugin registers, checked as it registers: each ``*_problem``
+returns what makes the registration unusable, or None."""
 
 from __future__ import annotations
 
 import difflib
+import inspect
 import re
 from typing import Any, Mapping
 
@@ -14,18 +14,20 @@ from dcbench.registry.columns import columns_problem
 from dcbench.registry.kinds import DEMAND_KINDS, PLURALS, REGISTER_KEYWORDS
 from dcbench.spec import PARAM_TYPES, Param, Spec, bind, resolved_spec
 
-# A third-party plugin's names are qualified by its distribution's, after a '.': `dcbench-firstfit.firstfit`.
 QUALIFIER_DOT = ("its name has a '.', which dcbench keeps for the distribution's name that qualifies it "
                  "(DIST.NAME); use '_' or '-'")
 
 
-def registration_problem(kind: str, name: Any, target: Any, params: Any, extra: Mapping[str, Any],
-                         description: Any = "") -> str | None:
-    """What makes ``register(name, target, params=..., **extra)`` unusable, or None."""
+def registration_problem(kind: str, name: Any, target: Any, keywords: Mapping[str, Any]) -> str | None:
+    """What makes ``register(name, target, **keywords)`` unusable, or None."""
     if not isinstance(name, str) or not is_spec_name(name):
         return "no spec can give that name; use letters, digits, '_' and '-', starting with a letter or '_'"
     if "." in name:
         return QUALIFIER_DOT
+    takes = REGISTER_KEYWORDS[kind]
+    known = list(inspect.signature(takes).parameters)
+    given = takes(**{keyword: value for keyword, value in keywords.items() if keyword in known})
+    description, params = given["description"], given["params"]
     if not isinstance(description, str):
         return f"its description {description!r} is not a string"
     if not _loadable(target):
@@ -42,32 +44,35 @@ def registration_problem(kind: str, name: Any, target: Any, params: Any, extra: 
         problem = param_problem(param)
         if problem is not None:
             return f"param {param.name!r} {problem}"
-    known = REGISTER_KEYWORDS.get(kind, ())
-    strays = sorted(set(extra) - set(known))
+    strays = sorted(set(keywords) - set(known))
     if strays:  # a misspelt ``lerned=True`` would otherwise make a learned allocator a baseline
         close = difflib.get_close_matches(strays[0], known, n=1)
-        keywords = ", ".join(f"{keyword}=" for keyword in ("description", "params", *known))
-        takes = f"did you mean {close[0]}=?" if close else f"register takes {keywords} for {PLURALS[kind]}"
-        return f"it passes the unknown keyword {strays[0]}=; {takes}"
-    learned = extra.get("learned", False)
+        listed = ", ".join(f"{keyword}=" for keyword in known)
+        takes_text = f"did you mean {close[0]}=?" if close else f"register takes {listed} for {PLURALS[kind]}"
+        return f"it passes the unknown keyword {strays[0]}=; {takes_text}"
+    return _keywords_problem(given)
+
+
+def _keywords_problem(given: Mapping[str, Any]) -> str | None:
+    learned = given.get("learned", False)
     if not isinstance(learned, bool):
         return f"learned={learned!r} is not True or False"
-    trainer = extra.get("trainer")
+    trainer = given.get("trainer")
     if trainer is not None and not _loadable(trainer):
         return f"its trainer {trainer!r} is neither a callable nor a 'module:attr'"
-    training_options = extra.get("training_options")
+    training_options = given.get("training_options")
     if training_options is not None and not (isinstance(training_options, str) and _loadable(training_options)):
         return f"training_options={short_repr(training_options)} is not a 'module:attr' string"
-    demands = extra.get("demands", ("pool",))
-    if kind == "allocator" and (not isinstance(demands, (list, tuple)) or not demands
-                                or not set(demands) <= set(DEMAND_KINDS)):
+    demands = given.get("demands", ("pool",))
+    if not isinstance(demands, (list, tuple)) or not demands or not set(demands) <= set(DEMAND_KINDS):
         return f"demands={demands!r} is not a tuple of {' and/or '.join(map(repr, DEMAND_KINDS))}"
-    if "columns" in extra:
-        return columns_problem(extra["columns"])
-    if "colour" in extra:
-        return colour_problem(extra["colour"])
-    if "figures" in extra and not (isinstance(extra["figures"], str) and _loadable(extra["figures"])):
-        return f"figures={short_repr(extra['figures'])} is not a 'module:attr' string"
+    if "columns" in given:
+        return columns_problem(given["columns"])
+    if given.get("colour") is not None:
+        return colour_problem(given["colour"])
+    figures = given.get("figures")
+    if figures is not None and not (isinstance(figures, str) and _loadable(figures)):
+        return f"figures={short_repr(figures)} is not a 'module:attr' string"
     return None
 
 
@@ -75,9 +80,8 @@ COLOUR_LENGTH = 40
 
 
 def colour_problem(colour: Any) -> str | None:
-    """What makes an allocator's ``colour=`` unusable, or None: a colour
-    (a matplotlib colour: "C1", "tab:blue", "#1f77b4"), or a mapping from
-    "" (the allocator's own) and "KEY=VALUE" options of its spec to one."""
+    """What makes ``colour=`` unusable: a matplotlib colour ("C1", "tab:blue",
+    "#1f77b4"), or a mapping from "" and ``KEY=VALUE`` spec options to one."""
     colours = colour if isinstance(colour, Mapping) else {"": colour}
     for option, value in colours.items():
         if not isinstance(option, str) or option and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=[^,:=]+", option):
@@ -88,14 +92,13 @@ def colour_problem(colour: Any) -> str | None:
 
 
 def _loadable(target: Any) -> bool:
-    """A callable, or a 'module:attr' string that `PluginEntry.load` imports."""
+    """A callable, or a 'module:attr' string."""
     return callable(target) or isinstance(target, str) and ":" in target
 
 
 def param_problem(param: Param) -> str | None:
-    """What makes a declared `Param` unusable, or None: a spec must be able
-    to give its name, and its default must be a value it accepts (a run's
-    resolved spec writes the default out, and it is parsed again)."""
+    """What makes a declared `Param` unusable, or None: a name a spec can give,
+    and a default it accepts (a resolved spec writes it out to be parsed again)."""
     if not isinstance(param.name, str) or not param.name.isidentifier():
         return "needs a name of letters, digits and '_'"
     if param.type not in PARAM_TYPES:
@@ -112,8 +115,8 @@ def param_problem(param: Param) -> str | None:
 
 
 def suite_problem(suite: Any) -> str | None:
-    """What makes ``register(suite)`` unusable, or None: a sweep of it must
-    have runs, and each (scenario, seed) one row of its own."""
+    """What makes ``register(suite)`` unusable, or None: it needs runs, and one
+    row per (scenario, seed)."""
     if not isinstance(suite, Suite):
         return f"it is a {type(suite).__name__}, not a dcbench.Suite"
     if not isinstance(suite.name, str) or not is_spec_name(suite.name):

@@ -1,11 +1,5 @@
-"""The summary columns a metric plugin declares, and how dcbench's tools show them.
-
-A metric plugin registers ``columns=[Column(...), ...]``; the tools read
-nothing else about a column: `dcbench run`'s table shows the headline ones,
-`dcbench report` a table for each one with a description, the leaderboard
-every declared one, and where no suite says which column ranks runs, the
-one a metric declares ``ranks`` for their demand kind ranks them.
-"""
+"""The summary columns a metric plugin declares (``columns=[Column(...)]``),
+all the tools read about a column."""
 
 from __future__ import annotations
 
@@ -26,20 +20,16 @@ class Column:
     """A summary column a metric plugin writes.
 
     Attributes:
-        name: The column's name. One ``*`` may stand for what varies with
-            the topology, letters and digits: ``link_util_tier*`` is
-            ``link_util_tier1``, not ``link_util_tier1_last25``.
+        name: The column's name; one ``*`` may stand for letters and digits
+            that vary with the topology (``link_util_tier*``).
         heading: Its name in a run's table, at most 40 characters; ``{}``
-            repeats what ``*`` stood for ("tier-{} link utilisation").
-        better: "higher", "lower", or None for a column that describes a
-            run (a share of requests on one rack) without scoring it.
+            repeats what ``*`` stood for.
+        better: "higher", "lower", or None for a column that only describes a run.
         demands: The demand kinds ("pool", "job") whose runs it belongs to.
-        headline: Whether ``dcbench run``'s table shows it: True for runs
-            of all its demand kinds, or the kinds it shows it for.
-        ranks: Whether it ranks runs where no suite says which column does:
-            True for all its demand kinds, or the kinds it ranks.
-        description: The heading of its table in ``dcbench report``, at most
-            100 characters; None leaves it out of reports.
+        headline: Whether ``dcbench run``'s table shows it: True, or the kinds.
+        ranks: Whether it ranks runs where no suite says: True, or the kinds.
+        description: Its table's heading in ``dcbench report`` (at most 100
+            characters); None leaves it out of reports.
     """
 
     name: str
@@ -79,8 +69,7 @@ class Column:
             columns: Summary column names (a run's, say).
 
         Returns:
-            Each one this declares, with its heading (``{}`` filled in with
-            what ``*`` stood for).
+            Each one this declares, with its heading's ``{}`` filled in.
         """
         if "*" not in self.name:
             return [(self.name, self.heading)] if self.name in columns else []
@@ -136,9 +125,7 @@ def _demand_kinds() -> str:
 
 
 def ranking_columns(declared: Iterable[Column]) -> dict[str, tuple[str, bool]]:
-    """By demand kind, the column that ranks its runs where no suite says,
-    and whether higher is better: the first of the metrics' ``declared``
-    columns that ranks the kind."""
+    """By demand kind, the first declared column that ranks it, and whether higher is better."""
     ranking: dict[str, tuple[str, bool]] = {}
     for column in declared:
         for kind in DEMAND_KINDS:
@@ -148,10 +135,8 @@ def ranking_columns(declared: Iterable[Column]) -> dict[str, tuple[str, bool]]:
 
 
 def demand_kind(row: Any, columns: Sequence[Column]) -> str:
-    """The demand kind of a run from its summary ``row``: the first kind,
-    other than pools (every run's default), that the row has a column
-    declared for it alone (NaN included: a run of jobs that measured none;
-    a sweep's table gives its runs of pools None there); else "pool"."""
+    """A run's demand kind from its summary ``row``: the first kind but "pool"
+    with a column declared for it alone in the row (even NaN), else "pool"."""
     for kind in DEMAND_KINDS[1:]:
         if any(column.demands == (kind,) and "*" not in column.name and row.get(column.name) is not None
                for column in columns):

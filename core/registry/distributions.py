@@ -1,8 +1,6 @@
 """What identifies a third-party plugin beyond its entry point: its
-distribution's normalized name, which qualifies the names it registers
-(``dcbench-firstfit.firstfit``); a digest of its source, which run ids hash;
-and whether the user turned it off (``DCBENCH_DISABLE_PLUGINS``).
-"""
+distribution's normalized name, a digest of its source (hashed into run
+ids), and whether ``DCBENCH_DISABLE_PLUGINS`` turns it off."""
 
 from __future__ import annotations
 
@@ -37,10 +35,8 @@ def is_disabled(entry_point: str, distribution: str, disabled: Collection[str]) 
 
 def disable_problems(requested: Iterable[str], third_party: Iterable[tuple[str, str]],
                      builtin: Collection[str]) -> list[str]:
-    """A one-line warning for each name of ``DCBENCH_DISABLE_PLUGINS`` that
-    turns nothing off: a built-in plugin's (``builtin``, normalized), or no
-    installed third-party plugin's (``third_party``: their entry-point and
-    distribution names), so that a typo does not silently leave a plugin on."""
+    """A warning for each name of ``DCBENCH_DISABLE_PLUGINS`` that turns nothing
+    off (a built-in plugin's, or no installed one's), so a typo is not silent."""
     installed = sorted({name for pair in third_party for name in pair if name != "?"})
     known = {normalized(name) for name in installed}
     problems = []
@@ -62,13 +58,9 @@ def builtin_names(modules: Iterable[str]) -> set[str]:
 
 
 def source_digest(module_name: str) -> str:
-    """The first `SOURCE_DIGITS` hex digits of the SHA-256 of what the
-    (imported) module ``module_name``'s package ships: every file under its
-    top-level package's folder (its first package that is no namespace
-    package), by sorted relative path with lengths, but ``__pycache__``
-    folders and ``.pyc`` files, so that a data table or checkpoint it reads
-    is covered as its code is; or a plain module's file. "" where it has
-    none or it cannot be read."""
+    """The first `SOURCE_DIGITS` hex digits of the SHA-256 of every file the
+    module's top-level package ships (data and checkpoints too, not
+    ``__pycache__``), or of a plain module's file; "" where unreadable."""
     files = _source_files(module_name)
     if not files:
         return ""

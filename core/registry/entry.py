@@ -1,13 +1,11 @@
-"""One registered plugin: its entry, how it is loaded and built, and how its
-failures are reported.
-"""
+"""One registered plugin: its entry, how it is loaded and built, and how its failures are reported."""
 
 from __future__ import annotations
 
 import contextlib
 import importlib
 import importlib.metadata
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Mapping
 
 from dcbench.errors import DcbenchError, PluginError, SpecError, describe
@@ -36,29 +34,22 @@ class PluginEntry:
     description: str = ""
     params: tuple[Param, ...] = ()
     plugin: str = ""
-    extra: Mapping[str, Any] = field(default_factory=dict)
     distribution: str = ""  # "NAME VERSION" of a third-party plugin's distribution, where known
     source: str = ""  # the digest of a third-party plugin's source (`distributions.source_digest`), where known
+    # What `register` takes beyond description and params, by kind (`kinds.REGISTER_KEYWORDS`):
+    demands: tuple[str, ...] = ("pool",)  # an allocator's demand kinds
+    learned: bool = False
+    trainer: Callable[..., Any] | str | None = None
+    training_options: str | None = None  # 'module:attr' of a trainer's configuration dataclass
+    colour: str | Mapping[str, str] | None = None  # an allocator's colour in figures
+    columns: tuple[Column, ...] = ()  # a metric's declared summary columns
+    figures: str | None = None  # 'module:attr' of a topology's figures, for runs no suite groups
+    given: tuple[str, ...] = ()  # which of those its plugin passed
 
     @property
-    def demands(self) -> tuple[str, ...]:
-        """The demand kinds an allocator serves (``pool`` unless it registered others)."""
-        return tuple(self.extra.get("demands", ("pool",)))
-
-    @property
-    def columns(self) -> tuple[Column, ...]:
-        """The summary columns a metric declared (none unless it did)."""
-        return tuple(self.extra.get("columns", ()))
-
-    @property
-    def colour(self) -> str | Mapping[str, str] | None:
-        """The colour an allocator asked its figures' lines and bars to be drawn in, if it did."""
-        return self.extra.get("colour")
-
-    @property
-    def figures(self) -> str | None:
-        """The 'module:attr' of a topology's figures, for runs no suite groups, if it declared them."""
-        return self.extra.get("figures")
+    def extra(self) -> dict[str, Any]:
+        """The keywords beyond description and params that its plugin passed, by name."""
+        return {name: getattr(self, name) for name in self.given}
 
     @property
     def builtin(self) -> bool:
@@ -66,17 +57,15 @@ class PluginEntry:
 
     @property
     def identity(self) -> str:
-        """What a third-party plugin is, for the run ids that use it: ``DIST
-        VERSION src=DIGEST`` (``dcbench-firstfit 0.1.0 src=1a2b3c4d5e6f``),
-        its plugin's name where its distribution is unknown; "" for a
-        built-in one (dcbench's version covers it)."""
+        """What a third-party plugin is, for run ids: ``DIST VERSION src=DIGEST``
+        (its plugin's name where the distribution is unknown); "" for a built-in one."""
         if self.builtin:
             return ""
         return (self.distribution or self.plugin) + (f" src={self.source}" if self.source else "")
 
     @property
     def origin(self) -> str:
-        """``plugin NAME`` and, where known, its distribution: who to tell about a failure."""
+        """``plugin NAME`` and its distribution, where known: who to tell about a failure."""
         return f"plugin {self.plugin}" + (f", {self.distribution}" if self.distribution else "")
 
     def error(self, problem: str) -> PluginError:
@@ -91,7 +80,8 @@ class PluginEntry:
             return getattr(importlib.import_module(module_name), attr)
         except KeyboardInterrupt:  # Ctrl-C (or SIGTERM) stops the command
             raise
-        except BaseException as exc:  # a broken plugin must not show a traceback
+        # BaseException: a module that exits on import is a broken plugin (test_a_target_that_exits_on_import_...)
+        except BaseException as exc:
             if self.builtin and not isinstance(exc, ImportError):  # a missing dependency is the user's to fix
                 raise
             missing = isinstance(exc, ImportError) and getattr(exc, "name", None)
@@ -121,21 +111,17 @@ class PluginEntry:
 
 @contextlib.contextmanager
 def blamed_on(entry: PluginEntry, failure: str) -> Iterator[None]:
-    """Report an exception of a third-party plugin's code as a one-line
-    `PluginError` (``failure`` says where it happened), keeping the exception
-    as its cause. A built-in plugin's exception is a bug of dcbench itself,
-    so it keeps its traceback.
-
-    A context manager: the plugin's code runs in its block. A `DcbenchError`
-    and KeyboardInterrupt pass as they are.
+    """A context manager that reports an exception of a third-party plugin's code
+    in its block as a one-line `PluginError`, the exception its cause; a
+    built-in plugin's keeps its traceback, and a `DcbenchError` or
+    KeyboardInterrupt passes as it is.
 
     Args:
         entry: The registry entry of the plugin whose code runs in the block.
         failure: Where it failed, as the message says it ("failed in generate()").
 
     Raises:
-        PluginError: The block raised anything else, in a third-party
-            plugin's code.
+        PluginError: The block raised anything else, in a third-party plugin's code.
     """
     try:
         yield
@@ -143,6 +129,7 @@ def blamed_on(entry: PluginEntry, failure: str) -> Iterator[None]:
         raise
     except KeyboardInterrupt:  # Ctrl-C (or SIGTERM) stops the command
         raise
+    # BaseException: a plugin's own (test_a_plugin_that_raises_what_is_no_exception_is_one_line_all_the_same)
     except BaseException as exc:
         if entry.builtin:
             raise
@@ -151,9 +138,8 @@ def blamed_on(entry: PluginEntry, failure: str) -> Iterator[None]:
 
 @dataclass
 class PluginInfo:
-    """A loaded plugin module, for ``dcbench plugins``: its entry point's
-    name (a built-in one's module), its distribution's name and version
-    ("?" where unknown) and, for a third-party one, the digest of its source."""
+    """A loaded plugin module: its entry point's name (a built-in one's module),
+    its distribution's name and version ("?" where unknown), its source's digest."""
 
     name: str
     distribution: str
@@ -163,15 +149,13 @@ class PluginInfo:
 
     @property
     def qualifier(self) -> str:
-        """What qualifies the names a third-party plugin registers (``DIST.NAME``):
-        its distribution's normalized name; "" for a built-in plugin and one
-        whose distribution is unknown (an entry point made by hand), whose
-        names stay as registered."""
+        """The normalized distribution name that qualifies a third-party plugin's
+        names (``DIST.NAME``); "" for a built-in one or an unknown distribution."""
         return "" if self.builtin or self.distribution == "?" else normalized(self.distribution)
 
     @property
     def identity(self) -> str:
-        """``DIST VERSION src=DIGEST`` of a third-party plugin, as `PluginEntry.identity`; "" for a built-in one."""
+        """``DIST VERSION src=DIGEST``, as `PluginEntry.identity`."""
         if self.builtin:
             return ""
         owner = f"{self.distribution} {self.version}" if self.distribution != "?" else self.name

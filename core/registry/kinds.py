@@ -1,7 +1,9 @@
-"""What can be registered: the plugin kinds, their hooks, and the built-in plugins.
-"""
+"""What can be registered: the plugin kinds, their hooks, what ``register``
+takes for each, and the built-in plugins."""
 
 from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
 
 KINDS = ("topology", "workload", "allocator", "metric", "suite")
 
@@ -33,10 +35,26 @@ PLURALS = {kind: kind + "s" for kind in KINDS} | {"topology": "topologies"}
 DEMAND_KINDS = ("pool", "job")
 
 
-# The keywords beyond name, target, description and params that ``register`` takes, by kind.
-REGISTER_KEYWORDS = {"topology": ("figures",),
-                     "allocator": ("demands", "learned", "trainer", "training_options", "colour"),
-                     "metric": ("columns",)}
+# What ``register(name, target, ...)`` takes by keyword, by kind: each returns its keywords, defaults filled in.
+def topology(*, description: str = "", params: Sequence[Any] = (), figures: str | None = None) -> dict[str, Any]:
+    return locals()
+
+
+def workload(*, description: str = "", params: Sequence[Any] = ()) -> dict[str, Any]:
+    return locals()
+
+
+def allocator(*, description: str = "", params: Sequence[Any] = (), demands: Sequence[str] = ("pool",),
+              learned: bool = False, trainer: Any = None, training_options: str | None = None,
+              colour: str | Mapping[str, str] | None = None) -> dict[str, Any]:
+    return locals()
+
+
+def metric(*, description: str = "", params: Sequence[Any] = (), columns: Sequence[Any] = ()) -> dict[str, Any]:
+    return locals()
+
+
+REGISTER_KEYWORDS = {"topology": topology, "workload": workload, "allocator": allocator, "metric": metric}
 
 
 BETTER = ("higher", "lower", None)  # a column's better direction: None for one that only describes a run

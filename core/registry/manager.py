@@ -1,16 +1,10 @@
-"""The plugin manager and the registry of everything plugins register.
+"""The plugin manager and the registry of what plugins register.
 
-Built-in plugins are the modules in `BUILTIN_PLUGINS`; third-party plugins
-come through the ``dcbench`` entry-point group. A third-party plugin that
-fails to import or to register is skipped with a one-line warning naming it
-(``DCBENCH_STRICT_PLUGINS=1`` turns that into an error), so one broken
-package never takes the command line down with it; one the user turned off
-(``DCBENCH_DISABLE_PLUGINS``) is not imported at all.
-
-A third-party plugin's names are qualified by its distribution's
-(``dcbench-firstfit.firstfit``), so that what a run is called does not
-depend on what else is installed; the bare name is an alias where it is
-unambiguous (`Entries`).
+A broken third-party plugin is skipped with a one-line warning naming it
+(``DCBENCH_STRICT_PLUGINS=1``: an error); one in ``DCBENCH_DISABLE_PLUGINS``
+is not imported. A third-party plugin's names are qualified by its
+distribution's (``dcbench-firstfit.firstfit``); the bare name is an alias
+where unambiguous.
 """
 
 from __future__ import annotations
@@ -21,7 +15,7 @@ import importlib
 import importlib.metadata
 import os
 import warnings
-from typing import Any, Iterable, Iterator, Mapping, Sequence
+from typing import Any, Iterable, Iterator, Mapping
 
 import pluggy
 
@@ -38,8 +32,8 @@ from dcbench.registry.distributions import (
     source_digest,
 )
 from dcbench.registry.entry import BuiltPlugin, PluginEntry, PluginInfo
-from dcbench.registry.kinds import BUILTIN_PLUGINS, HOOK_OF_KIND, KINDS, PLURALS
-from dcbench.spec import Param, Spec, unknown
+from dcbench.registry.kinds import BUILTIN_PLUGINS, HOOK_OF_KIND, KINDS, PLURALS, REGISTER_KEYWORDS
+from dcbench.spec import Spec, unknown
 
 
 class PluginLoadWarning(UserWarning):
@@ -47,12 +41,9 @@ class PluginLoadWarning(UserWarning):
 
 
 class Entries(Mapping[str, Any]):
-    """One kind's registered entries, each once, under its canonical name: a
-    built-in plugin's name as registered, a third-party one's qualified by
-    its distribution (``dcbench-firstfit.firstfit``). A lookup by a bare
-    name (``firstfit``) finds the entry where exactly one distribution
-    registers that name and no built-in plugin has it; `ambiguous` holds
-    the bare names that more than one registers, with their qualified names."""
+    """One kind's entries by canonical name; a bare name that exactly one
+    distribution registers (and no built-in plugin has) is an alias, and
+    `ambiguous` holds those that several register."""
 
     def __init__(self, by_name: dict[str, Any]):
         self._by_name = by_name
@@ -103,7 +94,7 @@ class Registry:
         return tuple(column for metric in self.entries("metric").values() for column in metric.columns)
 
     def get(self, kind: str, name: str) -> Any:
-        """The entry ``name`` (canonical, or a bare alias) names; UnknownPluginError where none or several."""
+        """The entry ``name`` (canonical or alias) names; UnknownPluginError where none or several."""
         entries = self.entries(kind)
         if name in entries:
             return entries[name]
@@ -120,8 +111,7 @@ class Registry:
     def _collect(self, kind: str) -> Entries:
         registered: dict[str, Any] = {}
         hook = getattr(self.manager.hook, HOOK_OF_KIND[kind])
-        # Call each plugin's implementation on its own so that one broken
-        # plugin is reported by name and the others still register.
+        # each plugin on its own, so that a broken one is named and the others still register
         for impl in self.hook_implementations(hook.name):
             self.call_plugin(impl, hook.name, functools.partial(self._register, kind, registered, impl.plugin_name))
         # Third-party entries by distribution (each plugin's in its own order), whatever order they installed in.
@@ -133,15 +123,17 @@ class Registry:
         return entries
 
     def _register(self, kind: str, registered: dict[str, Any], plugin_name: str, name_or_suite: Any,
-                  target: Any = None, *, description: str = "", params: Sequence[Param] = (), **extra: Any) -> None:
-        """What a plugin's ``register`` calls: ``register(name, target, ...)``, or ``register(suite)``."""
+                  target: Any = None, **keywords: Any) -> None:
+        """What a hook's ``register`` calls: ``register(suite)``, or ``register(name, target,
+        **keywords)`` with the keywords `kinds.REGISTER_KEYWORDS` names for the kind."""
         if kind == "suite":
             entry = name_or_suite
             name = getattr(entry, "name", None)
-            problem = suite_problem(entry)
+            alone = target is None and not keywords
+            problem = suite_problem(entry) if alone else "register takes the Suite alone for suites"
         else:
             name = name_or_suite
-            problem = registration_problem(kind, name, target, params, extra, description)
+            problem = registration_problem(kind, name, target, keywords)
         if problem is not None:
             self.fail(f"plugin {self.label(plugin_name)} registers {kind} {name!r}: {problem}; ignored")
             return
@@ -159,15 +151,18 @@ class Registry:
         if kind == "suite":  # the plugin's own Suite stays as it made it
             entry = dataclasses.replace(entry, name=canonical, plugin=plugin_name)
         else:
-            description = " ".join(description.split())  # one line in `dcbench list`, whatever was given
-            entry = PluginEntry(kind, canonical, target, description, tuple(params), plugin_name, extra,
-                                self._distribution(plugin_name), info.source if info is not None else "")
+            given = REGISTER_KEYWORDS[kind](**keywords)
+            given.update(description=" ".join(given["description"].split()),  # one line in `dcbench list`
+                         **{key: tuple(given[key]) for key in ("params", "demands", "columns") if key in given})
+            entry = PluginEntry(kind, canonical, target, plugin=plugin_name,
+                                distribution=self._distribution(plugin_name),
+                                source=info.source if info is not None else "",
+                                given=tuple(key for key in keywords if key not in ("description", "params")), **given)
         registered[canonical] = entry
 
     def add_builtin(self, module_name: str) -> None:
-        """Register the built-in plugin module ``module_name`` now (once): the
-        command plugins, which only the command line loads, so that a registry
-        made for a run or an environment never imports click."""
+        """Register a built-in command plugin module now, once: only the command
+        line loads them, so a run's registry never imports click."""
         if self.manager.get_plugin(module_name) is None:
             self.manager.register(importlib.import_module(module_name), name=module_name)
             self.builtin_commands.append(module_name)  # part of dcbench: not in `plugins`, nor in provenance
@@ -177,14 +172,13 @@ class Registry:
             plugin.name == plugin_name and plugin.builtin for plugin in self.plugins)
 
     def hook_implementations(self, hook_name: str) -> list[Any]:
-        """The implementations of a hook, the built-in plugins' first (each in registration order)."""
+        """A hook's implementations, the built-in plugins' first."""
         implementations = getattr(self.manager.hook, hook_name).get_hookimpls()
         return sorted(implementations, key=lambda impl: not self.is_builtin(impl.plugin_name))
 
     def call_plugin(self, impl: Any, hook_name: str, *args: Any, **kwargs: Any) -> bool:
-        """Call one plugin's implementation of a hook. A third-party one that
-        raises (or exits) is a warning and returns False; a built-in one's
-        exception is a bug of dcbench and keeps its traceback."""
+        """Call one plugin's implementation of a hook; a third-party one that raises
+        is a warning and False, a built-in one's exception keeps its traceback."""
         if impl.wrapper or impl.hookwrapper:  # called on its own, a wrapper's generator would never run
             self.fail(f"plugin {self.label(impl.plugin_name)} implements {hook_name} as a hook wrapper, which "
                       "dcbench does not call; drop wrapper=True (or hookwrapper=True) from its @hookimpl; ignored")
@@ -195,6 +189,7 @@ class Registry:
             raise
         except KeyboardInterrupt:  # Ctrl-C (or SIGTERM) stops the command
             raise
+        # BaseException: a hook's sys.exit() is its failure (test_a_plugin_that_exits_while_loading_is_reported...)
         except BaseException as exc:
             if self.is_builtin(impl.plugin_name):
                 raise
@@ -206,7 +201,7 @@ class Registry:
         return next((p for p in self.plugins if p.name == plugin_name and not p.builtin), None)
 
     def _distribution(self, plugin_name: str) -> str:
-        """``NAME VERSION`` of a third-party plugin's distribution; empty where unknown."""
+        """``NAME VERSION`` of a third-party plugin's distribution; "" where unknown."""
         info = self._third_party(plugin_name)
         return f"{info.distribution} {info.version}" if info is not None and info.distribution != "?" else ""
 
@@ -223,12 +218,11 @@ def _owner(entry: Any) -> str:
 
 
 def _qualified(info: PluginInfo | None, name: str) -> str:
-    """The canonical name of what a plugin registers as ``name``: ``DIST.NAME`` for a third-party plugin."""
+    """``DIST.NAME`` for a third-party plugin's ``name``."""
     return f"{info.qualifier}.{name}" if info is not None and info.qualifier else name
 
 
 def _qualifier_of(name: str) -> str:
-    """The distribution's name that qualifies a canonical name; "" for a built-in one's."""
     qualifier, dot, _ = name.partition(".")
     return qualifier if dot else ""
 
@@ -257,7 +251,7 @@ HOOK_NAMES = sorted(name for name in dir(hookspecs) if name.startswith("register
 
 
 def unknown_hooks(module: Any) -> list[str]:
-    """The functions ``module`` marks as hook implementations that dcbench has no hook for (a typo)."""
+    """The hook implementations of ``module`` that name no dcbench hook (a typo)."""
     return sorted(name for name, value in vars(module).items()
                   if hasattr(value, "dcbench_impl") and name not in HOOK_NAMES)
 
@@ -298,8 +292,7 @@ def create_registry(entry_points: Iterable[importlib.metadata.EntryPoint] | None
 
 def _load(manager: pluggy.PluginManager, entry_point: importlib.metadata.EntryPoint, info: PluginInfo,
           failures: list[str]) -> bool:
-    """Import a third-party plugin and register it with ``manager``, and take
-    the digest of its source into ``info``; False where it failed (warned)."""
+    """Import and register a third-party plugin and take its source's digest; False where it failed."""
     label = f"{info.name} ({info.distribution} {info.version})"
     try:
         module = entry_point.load()
@@ -310,6 +303,7 @@ def _load(manager: pluggy.PluginManager, entry_point: importlib.metadata.EntryPo
         return False
     except KeyboardInterrupt:  # Ctrl-C (or SIGTERM) stops the command
         raise
+    # BaseException: sys.exit() on import, too (test_a_plugin_that_exits_while_loading_is_reported_not_obeyed)
     except BaseException as exc:
         _report(f"plugin {label} failed to load: {describe(exc)}", failures)
         return False
@@ -326,11 +320,10 @@ def get_registry() -> Registry:
     """The process-wide registry, created on first use.
 
     Returns:
-        The registry of the built-in and the installed third-party plugins
-        (a broken third-party plugin is skipped with a `PluginLoadWarning`).
+        The registry of the built-in and installed third-party plugins.
 
     Raises:
-        PluginError: A third-party plugin is broken and the environment sets
+        PluginError: A third-party plugin is broken and
             ``DCBENCH_STRICT_PLUGINS=1``.
     """
     global _REGISTRY

@@ -356,7 +356,7 @@ def test_resuming_with_another_seed_or_configuration_is_refused(tmp_path):
 
 
 def test_heuristics_and_help_never_import_torch():
-    code = ("import sys; from dcbench import Runner; Runner().run('tetris', 'tiered:8,1x4', requests=8); "
+    code = ("import sys; from dcbench.harness import Runner; Runner().run('tetris', 'tiered:8,1x4', requests=8); "
             "from click.testing import CliRunner; from dcbench.commands import cli; "
             "CliRunner().invoke(cli, ['--help']); CliRunner().invoke(cli, ['list']); "
             "assert 'torch' not in sys.modules, 'torch imported'")

@@ -57,7 +57,7 @@ def is_pool_heuristic(spec: str) -> bool:
     from dcbench import PoolAllocator
 
     registry = get_registry()
-    if registry.get("allocator", Spec.parse(spec).name).extra.get("learned"):
+    if registry.get("allocator", Spec.parse(spec).name).learned:
         return False
     try:
         return isinstance(registry.build("allocator", spec).obj, PoolAllocator)

@@ -5,12 +5,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dcbench import Allocation, Network, Request, Route, State, check_allocation
+from dcbench import Allocation, Network, Request, Route, State
 from dcbench.harness import get_registry
 from dcbench.model import allocation as allocation_module
 from dcbench.model.allocation import (
     CHANNELS_PER_PAIR,
     COUNT_ALL_LINKS_BELOW,
+    check_allocation,
     check_snapshot,
     required_pairs,
     snapshot_allocation,

@@ -122,6 +122,16 @@ class Exits(PoolAllocator):
         raise SystemExit(0)  # would end the process as a success, with nothing written
 
 
+class ExitsOnStart(PoolAllocator):
+    def reset(self, network, rng):
+        raise SystemExit(3)
+
+
+def test_an_allocator_that_exits_on_start_is_its_failure_not_the_runs_end(small_network, rng):
+    with pytest.raises(AllocatorError, match="allocator could not start on this topology: SystemExit: 3$"):
+        simulate(small_network, sequence([[8, 8]], [1]), ExitsOnStart(), rng)
+
+
 @pytest.mark.parametrize("allocator, fragment", [
     (RefusesToStart(), "allocator could not start on this topology: ValueError: needs resources"),
     (Raising(), "allocator raised ZeroDivisionError: boom (request 0)"),

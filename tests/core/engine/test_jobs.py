@@ -19,11 +19,10 @@ from dcbench import (
     Route,
     State,
     Swap,
-    check_allocation,
     simulate,
 )
 from dcbench.harness import get_registry
-from dcbench.model.allocation import circuit_changes
+from dcbench.model.allocation import check_allocation, circuit_changes
 from dcbench.plugins.allocators.random_server import RandomAllocator
 
 SMALL_VM = [4, 15, 80]

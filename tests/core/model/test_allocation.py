@@ -1,8 +1,8 @@
 import numpy as np
 import pytest
 
-from dcbench import Allocation, Request, Route, State, check_allocation
-from dcbench.model.allocation import required_pairs
+from dcbench import Allocation, Request, Route, State
+from dcbench.model.allocation import check_allocation, required_pairs
 
 
 def request(demand, rule="all"):

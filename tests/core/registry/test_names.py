@@ -169,8 +169,8 @@ def test_a_builtin_name_cannot_be_taken_and_a_distribution_registers_a_name_once
 def test_a_registered_name_holds_no_dot_which_the_qualified_name_keeps_for_the_distribution():
     problem = ("its name has a '.', which dcbench keeps for the distribution's name that qualifies it (DIST.NAME); "
                "use '_' or '-'")
-    assert registration_problem("allocator", "first.fit", len, (), {}) == problem
-    assert registration_problem("allocator", "first-fit", len, (), {}) is None
+    assert registration_problem("allocator", "first.fit", len, {}) == problem
+    assert registration_problem("allocator", "first-fit", len, {}) is None
     from dcbench import Suite
 
     assert suite_problem(Suite("my.suite", (Scenario("tiered:8,1x4"),))) == problem

@@ -247,26 +247,26 @@ def test_an_unusable_registration_is_skipped_with_a_warning(more_plugin_modules,
 
 
 def test_each_kind_takes_its_own_keywords_beyond_description_and_params():
-    assert registration_problem("topology", "mesh", TetrisAllocator, (), {"demands": ("pool",)}) == (
+    assert registration_problem("topology", "mesh", TetrisAllocator, {"demands": ("pool",)}) == (
         "it passes the unknown keyword demands=; register takes description=, params=, figures= for topologies")
-    assert registration_problem("workload", "mesh", TetrisAllocator, (), {"figures": "a:b"}) == (
+    assert registration_problem("workload", "mesh", TetrisAllocator, {"figures": "a:b"}) == (
         "it passes the unknown keyword figures=; register takes description=, params= for workloads")
     fine = {"demands": ("pool",), "learned": True}
-    assert registration_problem("allocator", "mine", TetrisAllocator, (), fine) is None
-    assert registration_problem("allocator", "mine", TetrisAllocator, (), {"weights": []}) == (
+    assert registration_problem("allocator", "mine", TetrisAllocator, fine) is None
+    assert registration_problem("allocator", "mine", TetrisAllocator, {"weights": []}) == (
         "it passes the unknown keyword weights=; register takes description=, params=, demands=, learned=, "
         "trainer=, training_options=, colour= for allocators")
-    assert registration_problem("metric", "mine", len, (), {"column": []}) == (
+    assert registration_problem("metric", "mine", len, {"column": []}) == (
         "it passes the unknown keyword column=; did you mean columns=?")
 
 
 def test_training_options_are_declared_as_a_module_attr_string():
     # Lazily: `dcbench list NAME` imports the dataclass only, never the trainer (and torch).
     lazy = {"learned": True, "trainer": "pkg.train:train", "training_options": "pkg.config:Config"}
-    assert registration_problem("allocator", "mine", TetrisAllocator, (), lazy) is None
+    assert registration_problem("allocator", "mine", TetrisAllocator, lazy) is None
     for declared, shown in ((TetrisAllocator, "<class 'dcbench.plugins.allocators.tetris.TetrisAllocator'>"),
                             ("pkg.config", "'pkg.config'")):
-        assert registration_problem("allocator", "mine", TetrisAllocator, (), {**lazy, "training_options": declared}) \
+        assert registration_problem("allocator", "mine", TetrisAllocator, {**lazy, "training_options": declared}) \
             == f"training_options={shown} is not a 'module:attr' string"
 
 
@@ -280,7 +280,7 @@ def measure(tables, network):
             description="GPU utilisation by kind"), Column("idle", "idle servers", headline=("pool",))],
 ])
 def test_a_metric_may_declare_its_columns(columns):
-    assert registration_problem("metric", "paths", measure, (), {"columns": columns}) is None
+    assert registration_problem("metric", "paths", measure, {"columns": columns}) is None
 
 
 @pytest.mark.parametrize("columns, problem", [
@@ -300,7 +300,7 @@ def test_a_metric_may_declare_its_columns(columns):
     ([Column("paths", "paths", description="x" * 101)], "has description 'xxx"),
 ])
 def test_an_unusable_column_is_named(columns, problem):
-    assert problem in registration_problem("metric", "paths", measure, (), {"columns": columns})
+    assert problem in registration_problem("metric", "paths", measure, {"columns": columns})
 
 
 def test_a_metric_registered_without_columns_has_none_and_with_them_has_them(tmp_path, monkeypatch):
@@ -431,6 +431,7 @@ def register_suites(register):
     register(Suite("same_label", (Scenario(TIERED), Scenario(TIERED, "uniform:pairs=reference"))))
     register(Suite("metric_none", (Scenario(TIERED),), primary_metric=None))
     register(Suite("metrics_text", (Scenario(TIERED),), metrics="locality"))
+    register(Suite("described", (Scenario(TIERED),)), description="twice")
     register(Suite("fine", [Scenario(TIERED, seeds=[0, 1]), Scenario(TIERED, name="again")]))
 '''
 
@@ -445,6 +446,7 @@ def register_suites(register):
     ("same_label", "two scenarios are labelled 'tiered:8,1x4'; give each its own name="),
     ("metric_none", "primary_metric=None is not a summary column's name"),
     ("metrics_text", "metrics='locality' is not a tuple of metric names"),
+    ("described", "register takes the Suite alone for suites; ignored"),
 ])
 def test_an_unusable_suite_is_skipped_with_a_warning(tmp_path, monkeypatch, name, fragment):
     (tmp_path / "tp_suites.py").write_text(SUITES)
@@ -456,7 +458,7 @@ def test_an_unusable_suite_is_skipped_with_a_warning(tmp_path, monkeypatch, name
     suites = registry.entries("suite")
     assert name not in suites and "fine" in suites and "nara2022" in suites
     assert sum(f"plugin 'suites' registers suite {name!r}: {fragment}" in m for m in plugin_warnings(caught)) == 1
-    assert len(registry.failures) == 9
+    assert len(registry.failures) == 10
 
 
 def test_a_plugin_that_exits_while_loading_is_reported_not_obeyed(tmp_path, monkeypatch):
@@ -473,6 +475,13 @@ def test_a_plugin_that_exits_while_loading_is_reported_not_obeyed(tmp_path, monk
     assert [m.split(STRICT_HINT)[0] for m in plugin_warnings(caught)] == [
         "plugin exits (? ?) failed to load: SystemExit: 0",
         "plugin 'later' failed in register_allocators: SystemExit: 3"]
+
+
+def test_a_target_that_exits_on_import_is_a_broken_plugin(tmp_path, monkeypatch):
+    (tmp_path / "tp_exits_on_import.py").write_text("import sys\nsys.exit(3)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(PluginError, match="failed to load 'tp_exits_on_import:Thing': SystemExit: 3; report it"):
+        PluginEntry("allocator", "exits", "tp_exits_on_import:Thing", plugin="someone").load()
 
 
 def test_an_exception_that_cannot_say_what_it_is_is_still_described():

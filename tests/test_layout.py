@@ -537,3 +537,12 @@ def test_every_package_of_the_source_tree_is_one_the_wheel_ships():
               for init in sources("plugins") if init.name == "__init__.py"}
     assert found - declared == set()
     assert {name for name in declared - found if not name.endswith(".checkpoints")} == set()
+
+
+def test_the_plugin_reference_counts_each_audiences_public_names():
+    page = ROOT / "docs" / "plugins.md"
+    if not page.exists():
+        pytest.skip("no docs/ here (an installed wheel)")
+    counted = dict(re.findall(r"^\| `(dcbench[\w.]*)` \| [^|]+ \| (\d+) \|", page.read_text(), re.M))
+    assert {module: int(count) for module, count in counted.items()} == {
+        module: len(importlib.import_module(module).__all__) for module in sorted(PUBLIC_MODULES)}

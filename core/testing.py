@@ -30,10 +30,10 @@ from dcbench.spec import Spec
 
 if TYPE_CHECKING:
     from dcbench.engine.simulation import RunTables
-    from dcbench.running.runner import ResolvedRun, Runner
     from dcbench.model.network import Network
     from dcbench.model.requests import RequestSequence
     from dcbench.registry import Registry
+    from dcbench.running.runner import ResolvedRun, Runner
 
 __all__ = ["ContractError", "SCENARIOS", "check_allocator", "check_topology", "check_workload", "check_metric",
            "check_suite"]

@@ -50,11 +50,10 @@ from dcbench.running.summary import (
     sweep_summary_problem,
 )
 from dcbench.storage.files import staging_folder, swapped_in
-from dcbench.storage.journal import remove_leftovers
+from dcbench.storage.journal import prepare_atomic, remove_leftovers
 from dcbench.storage.locks import file_lock, folder_lock, sole_writer
 from dcbench.storage.paths import blocking_path, no_folder
 from dcbench.storage.records import read_json
-from dcbench.storage.journal import prepare_atomic
 from dcbench.storage.renames import replace_all
 from dcbench.storage.tables import UnreadableTable, provenance_of, read_table, table_at
 

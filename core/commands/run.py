@@ -161,9 +161,8 @@ ENVS = ("envs", "env")  # `dcbench list envs`: the Gymnasium ids of the suites' 
 @click.command(name="list")
 @click.argument("kind", required=False, metavar="[KIND|NAME]")
 def list_(kind: str | None) -> None:
-    """List topologies, workloads, allocators, metrics and suites; `list KIND`
-    lists one kind, `list NAME` shows one plugin with every parameter, and
-    `list envs` the Gymnasium environment of every suite scenario."""
+    """List topologies, workloads, allocators, metrics and suites; `list KIND` lists one kind, `list NAME` shows one
+    plugin with every parameter, and `list envs` the Gymnasium environment of every suite scenario."""
     from dcbench.spec import unknown
 
     registry = load_registry()
@@ -267,13 +266,12 @@ def show_entry(kind: str, entry: Any) -> None:
 
 
 def training_options(entry: PluginEntry) -> list[Param]:
-    """The training options a learned allocator declares with
-    ``training_options="module:ConfigClass"`` (none where it declares none).
+    """The training options a learned allocator declares with ``training_options="module:ConfigClass"`` (none where it
+    declares none).
 
     Raises:
-        PluginError: a third-party plugin's declaration cannot be loaded or
-            is no dataclass of options (a built-in one's error keeps its
-            traceback).
+        PluginError: a third-party plugin's declaration cannot be loaded or is no dataclass of options (a built-in
+            one's error keeps its traceback).
     """
     declared = entry.extra.get("training_options")
     if declared is None:

@@ -32,15 +32,12 @@ class RunResult:
     """One run's results, as `Runner.run` returns them.
 
     Attributes:
-        run_id: The run's id: 16 hex digits hashing its resolved specs,
-            requests, seed, dcbench's version and the allocator's fingerprint.
-        summary: The summary row: the run's identity and counts, then each
-            metric's columns.
+        run_id: The run's id: 16 hex digits hashing its resolved specs, requests, seed, dcbench's version and the
+            allocator's fingerprint.
+        summary: The summary row: the run's identity and counts, then each metric's columns.
         tables: The per-request and timeline tables.
-        provenance: What made the run (versions, plugins, git commit, ...),
-            written into every table's metadata.
-        notes: What makes its figures n/a or thinner than asked for, and
-            the allocator's own notes, one line each.
+        provenance: What made the run (versions, plugins, git commit, ...), written into every table's metadata.
+        notes: What makes its figures n/a or thinner than asked for, and the allocator's own notes, one line each.
         metric_columns: The summary columns each metric wrote, by metric name.
         network: The network the engine ran on (None: not recorded).
     """
@@ -63,8 +60,7 @@ class RunResult:
             The run's folder.
 
         Raises:
-            ResultsError: The folder cannot be written, or something that is
-                no run folder is in the way.
+            ResultsError: The folder cannot be written, or something that is no run folder is in the way.
         """
         return write_run(out_dir, self.run_id, {
             "requests": self.tables.requests,
@@ -104,27 +100,22 @@ def run_notes(requests: Mapping[str, np.ndarray]) -> list[str]:
 
 @dataclass(frozen=True)
 class ResolvedRun:
-    """The plan of a run: a combination `Runner.resolve` checked, with all a
-    run of it needs but its seed (`run_plan`).
+    """The plan of a run: a combination `Runner.resolve` checked, with all a run of it needs but its seed (`run_plan`).
 
     Attributes:
         topology: The resolved topology spec, every parameter given.
         workload: The resolved workload spec.
-        allocator: The resolved allocator spec ("" for a scenario resolved
-            without one).
+        allocator: The resolved allocator spec ("" for a scenario resolved without one).
         requests: Requests per run.
-        fingerprint: What besides its spec decides the allocator (a
-            checkpoint's bytes), the third-party plugins' distributions and
-            metrics; "" if nothing.
+        fingerprint: What besides its spec decides the allocator (a checkpoint's bytes), the third-party plugins'
+            distributions and metrics; "" if nothing.
         network: The compiled topology.
         workload_model: What the workload plugin built.
         workload_entry: The workload's registry entry.
         allocator_entry: The allocator's registry entry, or None.
         metrics: The registry entries of the third-party metrics asked for.
-        allocator_spec: The parsed allocator spec each run builds a fresh
-            allocator from (None without an allocator).
-        computed: Every metric a run computes: dcbench's own, then those
-            asked for.
+        allocator_spec: The parsed allocator spec each run builds a fresh allocator from (None without an allocator).
+        computed: Every metric a run computes: dcbench's own, then those asked for.
         plugins: What a run's provenance records of the loaded plugins.
     """
 
@@ -317,12 +308,10 @@ def check_requests(requests: int | None) -> None:
 
 @dataclass
 class Runner:
-    """Resolves specs into plans (`resolve`), caching compiled topologies;
-    `run_plan` runs a plan with a seed.
+    """Resolves specs into plans (`resolve`), caching compiled topologies; `run_plan` runs a plan with a seed.
 
     Attributes:
-        registry: The plugins it builds from (the process's, `get_registry`,
-            by default).
+        registry: The plugins it builds from (the process's, `get_registry`, by default).
     """
 
     registry: Registry = field(default_factory=get_registry)
@@ -336,14 +325,12 @@ class Runner:
             topology: The topology spec (``tiered:32,1x4``).
 
         Returns:
-            ``(resolved spec, network)``, the same network for specs that
-            resolve alike.
+            ``(resolved spec, network)``, the same network for specs that resolve alike.
 
         Raises:
             SpecError: A malformed spec, or a parameter the plugin refuses.
             UnknownPluginError: No such topology is registered.
-            PluginError: A third-party plugin failed to build it, or built
-                a topology that does not compile.
+            PluginError: A third-party plugin failed to build it, or built a topology that does not compile.
         """
         if topology not in self._networks:
             spec = Spec.parse(topology)
@@ -355,8 +342,7 @@ class Runner:
         return self._networks[topology]
 
     def fixed_fabric(self, topology: str) -> Network:
-        """The network a run that never reconfigures runs on
-        (`Network.fixed_fabric` of the topology's), made once.
+        """The network a run that never reconfigures runs on (`Network.fixed_fabric` of the topology's), made once.
 
         Args:
             topology: The topology spec.
@@ -394,31 +380,24 @@ class Runner:
         """Read the specs once and check the combination: the plan every run of it uses (`run_plan`).
 
         Args:
-            allocator: The allocator spec (None: the scenario alone,
-                `resolve_scenario`).
+            allocator: The allocator spec (None: the scenario alone, `resolve_scenario`).
             topology: The topology spec.
             workload: The workload spec (None: the topology's default).
-            requests: Requests per run (None: the workload's
-                ``default_requests(network)``, else two per server).
-            metrics: Third-party metrics to compute besides dcbench's own
-                (which every run computes); their names enter the run id.
+            requests: Requests per run (None: the workload's ``default_requests(network)``, else two per server).
+            metrics: Third-party metrics to compute besides dcbench's own (which every run computes); their names
+                enter the run id.
 
         Returns:
             The plan, without a seed.
 
         Raises:
-            SpecError: A malformed spec, a parameter a plugin refuses (the
-                allocator's ``check(network)`` too), no workload for a
-                topology without a default one, or ``requests`` outside 1
-                to 1,000,000.
+            SpecError: A malformed spec, a parameter a plugin refuses (the allocator's ``check(network)`` too), no
+                workload for a topology without a default one, or ``requests`` outside 1 to 1,000,000.
             UnknownPluginError: A spec names no registered plugin.
-            IncompatibleError: The topology or the allocator serves no
-                demand of the workload's kind.
-            PluginError: A third-party plugin failed to build, or returned
-                something unusable; a topology's default workload does not
-                build.
-            AllocatorError: The allocator's fingerprint cannot be taken (a
-                missing or unreadable checkpoint).
+            IncompatibleError: The topology or the allocator serves no demand of the workload's kind.
+            PluginError: A third-party plugin failed to build, or returned something unusable; a topology's default
+                workload does not build.
+            AllocatorError: The allocator's fingerprint cannot be taken (a missing or unreadable checkpoint).
         """
         topology_spec, network = self.network(topology)
         if not workload and not network.default_workload:
@@ -522,9 +501,8 @@ class Runner:
     def run(self, allocator: str, topology: str, workload: str | None = None, requests: int | None = None,
             seed: int = 0, progress: Callable[[int], None] | None = None, metrics: Sequence[str] = ()
             ) -> RunResult:
-        """`resolve` then `run_plan`, in one call: a convenience for plugin
-        commands and trainers (runs of several seeds resolve once and call
-        `run_plan` for each).
+        """`resolve` then `run_plan`, in one call: a convenience for plugin commands and trainers (runs of several seeds
+        resolve once and call `run_plan` for each).
 
         Args:
             allocator: The allocator spec.
@@ -532,8 +510,7 @@ class Runner:
             workload: The workload spec (None: the topology's default).
             requests: Requests per run (None: the workload's default).
             seed: A non-negative integer.
-            progress: Called with the number of requests done, every
-                hundredth of the run (None: not called).
+            progress: Called with the number of requests done, every hundredth of the run (None: not called).
             metrics: Third-party metrics to compute besides dcbench's own.
 
         Returns:
@@ -556,13 +533,7 @@ def check_seed(seed: Any) -> None:
 
 
 def run_plan(plan: ResolvedRun, seed: int, progress: Callable[[int], None] | None = None) -> RunResult:
-    """Run a plan with a seed, a fresh allocator and its metrics; nothing is parsed or resolved.
-
-    The seed draws the requests and, apart, the allocator's random numbers:
-    the same plan and seed make the same run id and tables. A third-party
-    allocator that misbehaves is a `PluginError` naming its plugin; a
-    built-in one's is an `AllocatorError`.
-    """
+    """Run a plan with a seed, a fresh allocator and its metrics; nothing is parsed or resolved."""
     from dcbench._version import __version__
 
     check_seed(seed)

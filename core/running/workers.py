@@ -1,13 +1,10 @@
 """Runs in worker processes, each allocator's apart from every other's.
 
-An allocator runs its own code in the process that runs it, and nothing in
-a process is out of its reach: the engine one stack frame up, the compiled
-networks a runner caches, every module. So a sweep, `verify` and a
-submission's replay run each allocator's runs in worker processes that run
-that allocator only, and the parent, which alone writes and compares, takes
-a run only from a worker whose network still has the digest the parent
-computed for it. What an allocator does inside its worker reaches no other
-allocator's run.
+An allocator runs its own code in the process that runs it, and nothing in a process is out of its reach: the engine
+one stack frame up, the compiled networks a runner caches, every module. So a sweep, `verify` and a submission's
+replay run each allocator's runs in worker processes that run that allocator only, and the parent, which alone writes
+and compares, takes a run only from a worker whose network still has the digest the parent computed for it. What an
+allocator does inside its worker reaches no other allocator's run.
 """
 
 from __future__ import annotations
@@ -36,9 +33,8 @@ MATH_THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THR
 
 @dataclass(frozen=True)
 class PlannedRun:
-    """One run of a plan: its specs as given, seed, the id it must come out
-    with and its network's digest ("" where not checked). ``plan`` goes to
-    forked workers as they start; a worker without it resolves the specs once."""
+    """One run of a plan: its specs as given, seed, the id it must come out with and its network's digest ("" where not
+    checked). ``plan`` goes to forked workers as they start; a worker without it resolves the specs once."""
 
     scenario: str
     allocator: str
@@ -89,14 +85,11 @@ def network_digest(network: Network) -> str:
 def run_apart(runs: Sequence[PlannedRun], workers: int, on_output: Callable[[PlannedRun, RunOutput], None],
               tables: bool = True, fresh: bool = False, environ: Mapping[str, str] | None = None,
               on_error: Callable[[PlannedRun, DcbenchError], None] | None = None) -> None:
-    """Make ``runs`` in worker processes, each allocator's in workers of its
-    own (at most ``workers`` at a time), and hand each run's output to
-    ``on_output`` as it comes, once its network's digest is checked.
-    ``fresh`` workers load the plugins anew (a fork server that imported
-    dcbench alone) and resolve their runs' specs once; others are forked
-    from this process and take the runs' plans. ``environ`` is set in the
-    workers before they load any plugin; ``on_error`` takes a run's
-    `DcbenchError` where the others go on (None: it ends them all).
+    """Make ``runs`` in worker processes, each allocator's in workers of its own (at most ``workers`` at a time), and
+    hand each run's output to ``on_output`` as it comes, once its network's digest is checked. ``fresh`` workers load
+    the plugins anew (a fork server that imported dcbench alone) and resolve their runs' specs once; others are forked
+    from this process and take the runs' plans. ``environ`` is set in the workers before they load any plugin;
+    ``on_error`` takes a run's `DcbenchError` where the others go on (None: it ends them all).
 
     Raises:
         ResultsError: A worker's network no longer has its digest; a worker died.
@@ -139,9 +132,8 @@ FRESH_PRELOAD = ["numpy", "pyarrow.parquet", "networkx", "dcbench.running.runner
 
 
 def worker_context(fresh: bool) -> Any:
-    """How workers start: forked from this process (Linux), or, ``fresh``,
-    forked from a server that imported only `FRESH_PRELOAD` (far quicker
-    than spawning each, and as clean); spawned where there is no fork."""
+    """How workers start: forked from this process (Linux), or, ``fresh``, forked from a server that imported only
+    `FRESH_PRELOAD` (far quicker than spawning each, and as clean); spawned where there is no fork."""
     methods = multiprocessing.get_all_start_methods()
     if not fresh and sys.platform.startswith("linux"):
         return multiprocessing.get_context("fork")
@@ -215,11 +207,9 @@ def quiet_plugin_warnings() -> None:
 
 def start_worker(parent: int | None = None, environ: Mapping[str, str] | None = None,
                  plans: Mapping[tuple[Any, ...], ResolvedRun] | None = None) -> None:
-    """What a worker does first: take ``environ`` before any plugin loads (a
-    fork server's is the one it started with), die with the command's
-    process ``parent``, keep the ``plans`` it was handed, warn no second time
-    of broken plugins, print on stderr, and leave Ctrl-C to the command,
-    which stops the workers."""
+    """What a worker does first: take ``environ`` before any plugin loads (a fork server's is the one it started with),
+    die with the command's process ``parent``, keep the ``plans`` it was handed, warn no second time of broken
+    plugins, print on stderr, and leave Ctrl-C to the command, which stops the workers."""
     _HANDED.update(plans or {})
     if environ is not None:
         os.environ.clear()
@@ -239,11 +229,10 @@ PARENT_CHECK_SECONDS = 0.5
 
 
 def die_with(parent: int) -> None:
-    """End this process (SIGKILL: a plugin stuck in its own code cannot stop
-    it) as soon as the command's process ``parent`` is gone: where it is this
-    process's parent, on Linux, the kernel sends the signal
-    (``prctl(PR_SET_PDEATHSIG)``); elsewhere, and where a fork server
-    started this process, a thread checks the command every half second."""
+    """End this process (SIGKILL: a plugin stuck in its own code cannot stop it) as soon as the command's process
+    ``parent`` is gone: where it is this process's parent, on Linux, the kernel sends the signal
+    (``prctl(PR_SET_PDEATHSIG)``); elsewhere, and where a fork server started this process, a thread checks the
+    command every half second."""
     if os.getppid() == parent and sys.platform.startswith("linux"):
         import ctypes
 
@@ -278,13 +267,8 @@ STOP_SECONDS = 5.0  # what a worker is given to end on SIGTERM before SIGKILL
 
 
 def stop(pool: concurrent.futures.ProcessPoolExecutor) -> None:
-    """Cancel what has not started and end the workers now, their runs under
-    way with them (a half-written run is a staging folder, which the command
-    removes; the next sweep runs it again). A worker still there a moment
-    after SIGTERM (a plugin that handles it, or ignores it) gets SIGKILL:
-    the command must not wait on a plugin stuck in its own code. Workers
-    started but not yet in the pool's list (Ctrl-C while the pool starts
-    them) are this process's other children, and go too."""
+    """Cancel what has not started and end the workers now, their runs under way with them (a half-written run is a
+    staging folder, which the command removes; the next sweep runs it again)."""
     workers = {id(worker): worker for worker in (pool._processes or {}).values()}  # (no public way before 3.14)
     workers.update((id(child), child) for child in multiprocessing.active_children())
     pool.shutdown(wait=False, cancel_futures=True)
@@ -299,12 +283,8 @@ def stop(pool: concurrent.futures.ProcessPoolExecutor) -> None:
 
 @contextlib.contextmanager
 def one_math_thread_per_worker() -> Iterator[None]:
-    """The workers already fill the cores: a BLAS that also starts a thread
-    per core in each of them spins against the others (the shared-actor
-    a2c_multistep went from 0.5 to 4.4 ms a decision). Workers read these
-    as they start, so they are set while the pool starts them (the caller
-    keeps the pool in this block: it starts workers as runs are submitted);
-    a value the user set is kept."""
+    """The workers already fill the cores: a BLAS that also starts a thread per core in each of them spins against the
+    others (the shared-actor a2c_multistep went from 0.5 to 4.4 ms a decision)."""
     with environment({name: os.environ.get(name, "1") for name in MATH_THREAD_VARIABLES}):
         yield
 

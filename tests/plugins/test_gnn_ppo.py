@@ -236,8 +236,8 @@ def test_a_state_saved_by_a_trainer_killed_between_two_renames_resumes_with_its_
     """Resumed as a library call (no `dcbench train` to finish the write
     first): the state is renamed last, so it is never ahead of its curve,
     and a curve ahead of it is read up to the state's rows."""
-    from dcbench.storage import journal as atomic
     from dcbench.plugins.allocators._learned import checkpoints as checkpoint_files
+    from dcbench.storage import journal as atomic
     from tests.core.storage.test_atomic import killed_at
 
     state_dir = tmp_path / "x.pt.train"

@@ -480,11 +480,10 @@ def test_a_run_of_two_seeds_resolves_its_specs_once_and_builds_a_fresh_allocator
     from click.testing import CliRunner
 
     from dcbench.commands import cli
+    from dcbench.registry import KINDS, get_registry
     from dcbench.registry.entry import PluginEntry
     from dcbench.running.runner import Runner as InternalRunner
     from dcbench.spec import Spec
-
-    from dcbench.registry import KINDS, get_registry
 
     for kind in KINDS:  # the plugins loaded and checked first: their own names are specs too
         get_registry().entries(kind)

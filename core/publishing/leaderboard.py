@@ -53,7 +53,7 @@ class Submission:
     suite: str
     allocators: list[str]
     rows: list[dict[str, Any]]
-    ranked_by: tuple[str, bool] | None = None  # what its suite ranked by when submitted (older ones: None)
+    ranked_by: tuple[str, bool] | None = None  # what its suite ranked by when submitted (None: not recorded)
     columns: tuple[Column, ...] = ()  # the metrics' declarations of its columns, when submitted
     replayed: dict[str, Any] | None = None  # what `submit` ran again (`dcbench.publishing.replay.replay`), if recorded
 
@@ -191,10 +191,10 @@ def load_submissions(root: Path, registry: Registry | None = None) -> list[Submi
 IDENTITY_KEYS = ("name", "suite", "allocators", "runs")  # what every submission.json says
 
 
-RANKING_KEYS = ("ranked_by", "columns")  # what it says since 0.4 (`submission_record`)
+RANKING_KEYS = ("ranked_by", "columns")  # what ranks it (`submission_record`)
 
 
-REPLAY_KEY = "replayed"  # what it says since 0.5: the runs `submit` ran again
+REPLAY_KEY = "replayed"  # the runs `submit` ran again
 
 
 def submission_record(submission: Submission) -> dict[str, Any]:

@@ -100,7 +100,7 @@ def run_apart(runs: Sequence[PlannedRun], workers: int, on_output: Callable[[Pla
         with one_math_thread_per_worker():
             pool = concurrent.futures.ProcessPoolExecutor(
                 max_workers=min(workers, len(allocator_runs)), mp_context=context, initializer=start_worker,
-                initargs=(os.getpid(), {**os.environ, **(environ or {})}, {} if fresh else plans_of(allocator_runs)))
+                initargs=(os.getpid(), {**os.environ, **(environ or {})}, plans_of(allocator_runs, context)))
             try:
                 # Longest first, the episode's length standing for a run's time: the runs left for the end
                 # are short ones, so the workers finish together (a suite's largest scenario is often its last).
@@ -159,7 +159,10 @@ def check_network(run: PlannedRun, output: RunOutput) -> None:
                            f"{run.run_id}, {run.scenario} seed {run.seed}); its runs from there on are refused")
 
 
-def plans_of(runs: Sequence[PlannedRun]) -> dict[tuple[Any, ...], ResolvedRun]:
+def plans_of(runs: Sequence[PlannedRun], context: Any) -> dict[tuple[Any, ...], ResolvedRun]:
+    """The runs' plans, for workers forked from this process; none for others (plans need not pickle)."""
+    if context.get_start_method() != "fork":
+        return {}
     return {run.specs: run.plan for run in runs if run.plan is not None}
 
 

@@ -124,25 +124,23 @@ def check_allocator(name_or_spec: str, *, topology: str | None = None, workload:
                     requests: int = REQUESTS, registry: Registry | None = None) -> None:
     """Check an allocator on a small scenario of each demand kind it declares.
 
-    It runs through the engine twice with seed 0 on `SCENARIOS` (small
-    demands on an empty, roomy topology), each time without raising, makes
-    no impossible allocation (the requests table's ``invalid_allocation``),
-    accepts some requests, and decides the same both times, so it neither
-    ignores its seed nor keeps state from one run to the next.
+    It runs through the engine twice with seed 0 on `SCENARIOS` (small demands on an empty, roomy topology), each time
+    without raising, makes no impossible allocation (the requests table's ``invalid_allocation``), accepts some
+    requests, and decides the same both times, so it neither ignores its seed nor keeps state from one run to the
+    next.
 
     Args:
         name_or_spec: The allocator's name or spec (``"firstfit:stay_in_rack=no"``).
-        topology: A topology spec to run on instead of the default of the
-            demand kind its workload makes (a learned allocator's
-            checkpoint may need one); give it room to spare.
-        workload: A workload spec to run with (default: the topology's own
-            where a topology is given, else the demand kind's default).
+        topology: A topology spec to run on instead of the default of the demand kind its workload makes (a learned
+            allocator's checkpoint may need one); give it room to spare.
+        workload: A workload spec to run with (default: the topology's own where a topology is given, else the demand
+            kind's default).
         requests: Requests in each run.
         registry: The plugins to look the names up in (default: the process's).
 
     Raises:
-        ContractError: The allocator raised, made an impossible allocation,
-            accepted nothing or decided differently for the same seed.
+        ContractError: The allocator raised, made an impossible allocation, accepted nothing or decided differently
+            for the same seed.
         SpecError: A spec does not parse or names no registered plugin.
         IncompatibleError: The scenario's demands are of a kind the allocator does not declare.
     """
@@ -157,7 +155,7 @@ def check_allocator(name_or_spec: str, *, topology: str | None = None, workload:
         runs = []
         for _ in range(2):  # each with an allocator of its own, as each run of a sweep
             with _failing("allocator", name_or_spec, "builds for the scenario", where):
-                recorder = _Recorder(entry.build(plan.allocator).obj)
+                recorder = _Recorder(plan.new_allocator())
             with _failing("allocator", name_or_spec, "runs without raising", where):
                 runs.append((_simulate(plan, recorder, seed=0), recorder.decisions))
         table = runs[0][0].requests
@@ -250,13 +248,11 @@ def _isnan(values: np.ndarray) -> np.ndarray:
 def check_topology(name_or_spec: str, *, registry: Registry | None = None) -> None:
     """Check that a topology builds and compiles into a consistent network.
 
-    Its factory returns a `dcbench.Topology` with servers, a capacity of
-    each resource per server (none negative, none of a server's or a
-    resource's all zero), a rack and a pod label per server
-    and the demand kinds it serves (``pool`` and/or ``job``); it compiles;
-    its links have capacity; for pools every server reaches the others, for
-    jobs every rack has a switch linked to every other rack's; its default
-    workload is registered and makes demands it serves (or is None).
+    Its factory returns a `dcbench.Topology` with servers, a capacity of each resource per server (none negative, none
+    of a server's or a resource's all zero), a rack and a pod label per server and the demand kinds it serves
+    (``pool`` and/or ``job``); it compiles; its links have capacity; for pools every server reaches the others, for
+    jobs every rack has a switch linked to every other rack's; its default workload is registered and makes demands it
+    serves (or is None).
 
     Args:
         name_or_spec: The topology's name or spec (``"tiered:8,1x4"``).
@@ -339,23 +335,20 @@ def check_workload(name_or_spec: str, *, topology: str | None = None, requests: 
                    varies_with_seed: bool = True, registry: Registry | None = None) -> None:
     """Check that a workload generates a sane request sequence from its seed alone.
 
-    ``generate`` returns a `dcbench.RequestSequence` of its declared kind
-    with as many requests as asked for, demands of the network's resources,
-    none negative nor all zero, positive holding times, non-negative gaps,
-    and nothing else the engine refuses; the same seed gives the same
-    sequence, another seed another one, and a longer episode of the same
-    seed begins with the shorter one (common random numbers: the first N
-    requests of a seed do not depend on how many are drawn).
+    ``generate`` returns a `dcbench.RequestSequence` of its declared kind with as many requests as asked for, demands
+    of the network's resources, none negative nor all zero, positive holding times, non-negative gaps, and nothing
+    else the engine refuses; the same seed gives the same sequence, another seed another one, and a longer episode of
+    the same seed begins with the shorter one (common random numbers: the first N requests of a seed do not depend on
+    how many are drawn).
 
     Args:
         name_or_spec: The workload's name or spec (``"uniform:max_cpu=64"``).
-        topology: The topology spec to generate for (default: the small one
-            of `SCENARIOS` for the workload's demand kind).
+        topology: The topology spec to generate for (default: the small one of `SCENARIOS` for the workload's demand
+            kind).
         requests: Requests to generate.
-        varies_with_seed: Whether another seed must give other requests;
-            False only for a workload that replays a fixed trace (one that
-            ignores its random generator otherwise makes a suite's seeds
-            the same run over and over).
+        varies_with_seed: Whether another seed must give other requests; False only for a workload that replays a
+            fixed trace (one that ignores its random generator otherwise makes a suite's seeds the same run over and
+            over).
         registry: The plugins to look the names up in (default: the process's).
 
     Raises:
@@ -421,8 +414,7 @@ def check_workload(name_or_spec: str, *, topology: str | None = None, requests: 
 
 
 def _first_requests(sequence: RequestSequence, n: int) -> RequestSequence:
-    """The first ``n`` requests of a sequence: its per-request arrays cut,
-    a job's VMs and flows up to its offsets."""
+    """The first ``n`` requests of a sequence: its per-request arrays cut, a job's VMs and flows up to its offsets."""
     cut: dict[str, Any] = {}
     for name in ("gaps", "holding", "demand", "measured"):
         value = getattr(sequence, name)
@@ -477,18 +469,18 @@ class _RejectsAll:
 def _metric_runs(runner: Runner, scenarios: Mapping[str, tuple[str, str | None]]) -> tuple[list[_MetricRun], set[str]]:
     """Per demand kind: runs of two allocators (seeds 0 and 1), one that accepts nothing, one that measures
     nothing; and the summary columns the core writes."""
-    from dcbench.running.runner import LATER_COLUMNS
+    from dcbench.running.runner import LATER_COLUMNS, run_plan
 
     runs: list[_MetricRun] = []
     core = set(LATER_COLUMNS)
     for kind, (topology, workload) in scenarios.items():
         where = _where(kind, topology, workload)
         for seed, allocator in enumerate(METRIC_ALLOCATORS):
-            result = runner.run(allocator, topology, workload, REQUESTS, seed=seed)
+            plan = runner.resolve(allocator, topology, workload, REQUESTS)
+            result = run_plan(plan, seed)
             core |= set(result.summary)
             runs.append(_MetricRun(f"run {len(runs) + 1} ({allocator}, seed {seed}, {where})", kind, result.tables,
-                                   runner.network(topology)[1]))
-        plan = runner.resolve_scenario(topology, workload, REQUESTS)
+                                   plan.network))
         tables = _simulate(plan, _RejectsAll(), seed=0)
         runs.append(_MetricRun(f"run {len(runs) + 1} (nothing accepted, {where})", kind, tables, plan.network,
                                ordinary=False))
@@ -504,23 +496,19 @@ def check_metric(name: str, *, topology: str | None = None, workload: str | None
                  registry: Registry | None = None) -> None:
     """Check a metric on a few small runs of each demand kind.
 
-    The runs: the allocators of `METRIC_ALLOCATORS` with seeds 0 and 1, one
-    where nothing is accepted and one where nothing is measured (all in a
-    warm-up), for pools and for jobs. On each the metric returns a dict of
-    columns named as summary columns, other than the core's and other
-    metrics' declared ones, each a number in the range its name promises
-    (``*_ratio``, ``*_share``, ``*_probability`` and ``*_util`` from 0 to 1,
-    ``*_count`` whole: the leaderboard's rule), NaN or 0 where nothing is
-    measured; the same columns in every run of a scenario; a number other
-    than NaN in some run of an allocator; and every column it declares
-    (``columns=``) in some run of the demand kinds it declares it for.
+    The runs: the allocators of `METRIC_ALLOCATORS` with seeds 0 and 1, one where nothing is accepted and one where
+    nothing is measured (all in a warm-up), for pools and for jobs. On each the metric returns a dict of columns named
+    as summary columns, other than the core's and other metrics' declared ones, each a number in the range its name
+    promises (``*_ratio``, ``*_share``, ``*_probability`` and ``*_util`` from 0 to 1, ``*_count`` whole: the
+    leaderboard's rule), NaN or 0 where nothing is measured; the same columns in every run of a scenario; a number
+    other than NaN in some run of an allocator; and every column it declares (``columns=``) in some run of the demand
+    kinds it declares it for.
 
     Args:
         name: The metric's name.
-        topology: A topology spec to run on instead of the default of the
-            demand kind its workload makes.
-        workload: A workload spec to run with (default: the topology's own
-            where a topology is given, else the demand kind's default).
+        topology: A topology spec to run on instead of the default of the demand kind its workload makes.
+        workload: A workload spec to run with (default: the topology's own where a topology is given, else the demand
+            kind's default).
         registry: The plugins to look the names up in (default: the process's).
 
     Raises:
@@ -590,11 +578,9 @@ def _cut(text: str, limit: int = 80) -> str:
 def check_suite(name: str, *, registry: Registry | None = None) -> None:
     """Check that a suite's scenarios resolve and its ranking is declared.
 
-    Every scenario resolves (its topology compiles, its workload builds and
-    makes demands the topology serves, its episode length is in range), its
-    seeds are distinct non-negative integers, its primary metric is a
-    column some metric declares for its scenarios' demand kinds, and
-    ``higher_is_better`` agrees with that column's ``better``.
+    Every scenario resolves (its topology compiles, its workload builds and makes demands the topology serves, its
+    episode length is in range), its seeds are distinct non-negative integers, its primary metric is a column some
+    metric declares for its scenarios' demand kinds, and ``higher_is_better`` agrees with that column's ``better``.
 
     Args:
         name: The suite's name.

@@ -37,7 +37,7 @@ def submit(root: Path, results: Path, jobs: int | None) -> None:
     and allocator in it, and add it to the leaderboard."""
     import os
 
-    from dcbench.publishing.leaderboard import submit as submit_results
+    from dcbench.publishing.submit import submit as submit_results
 
     check_bounds("--jobs", jobs, 1, at_most=MAX_JOBS)
     with plugin_prints_to_stderr():
@@ -58,14 +58,11 @@ def submit(root: Path, results: Path, jobs: int | None) -> None:
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar or progress lines (the runs are still listed).")
 @click.pass_obj
 def verify(root: Path, count: int, every_run: bool, seed: int, jobs: int | None, quiet: bool) -> None:
-    """Re-run submitted runs and compare, bit for bit.
-
-    Each re-run must give its submitted summary exactly; every run drawn is
-    listed with its outcome, and exit code 1 says which did not."""
+    """Re-run submitted runs and compare, bit for bit."""
     import os
 
-    from dcbench.publishing.leaderboard import check_root, load_submissions, sample_runs
-    from dcbench.publishing.replay import rerun_rows
+    from dcbench.publishing.leaderboard import check_root, load_submissions
+    from dcbench.publishing.verify import rerun_rows, sample_runs
     from dcbench.running.runner import Runner
     from dcbench.spec import Spec
 

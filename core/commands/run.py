@@ -68,10 +68,8 @@ BETTER_MARK = {"higher": " ↑", "lower": " ↓", None: ""}
 
 def print_summary(summaries: list[dict[str, Any]], scenario: Mapping[str, Any], kind: str,
                   registry: Registry, asked_columns: Sequence[str] = ()) -> None:
-    """The resolved scenario, a line per part (specs are long; wrapped they are hard to copy), then
-    the headline columns the metric plugins declare for the run's demand ``kind`` that it has values
-    in, and every column of the metrics asked for with --metric that declare none (``asked_columns``),
-    over the seeds, to three significant digits."""
+    """The resolved scenario, a line per part, then the headline columns of the run's demand ``kind``
+    with values, and those of --metric metrics that declare none, over the seeds."""
     from rich.console import Console
     from rich.table import Table
 
@@ -116,7 +114,7 @@ def print_summary(summaries: list[dict[str, Any]], scenario: Mapping[str, Any], 
 def run(allocator: str, topology: str, workload: str | None, requests: int | None, seed: int | None,
         seeds: int | None, out: Path, checkpoint: Path | None, metrics: tuple[str, ...], quiet: bool) -> None:
     """Run one allocator on one scenario and write its Parquet tables."""
-    from dcbench.running.runner import Runner
+    from dcbench.running.runner import Runner, run_plan
     from dcbench.storage.journal import remove_leftovers
     from dcbench.storage.locks import folder_lock, sole_writer
     from dcbench.storage.paths import check_writable
@@ -126,9 +124,8 @@ def run(allocator: str, topology: str, workload: str | None, requests: int | Non
     registry = load_registry()
     if checkpoint is not None:
         allocator = with_checkpoint(registry, allocator, checkpoint)
-    runner = Runner(registry)
     with plugin_prints_to_stderr():
-        plan = runner.resolve(allocator, topology, workload, requests, metrics)
+        plan = Runner(registry).resolve(allocator, topology, workload, requests, metrics)
     check_writable(out)
     total = plan.requests * len(seed_list)
     summaries = []
@@ -139,8 +136,7 @@ def run(allocator: str, topology: str, workload: str | None, requests: int | Non
         task = progress.add_task(f"{plan.allocator} on {plan.topology}", total=total, noun="requests")
         for index, run_seed in enumerate(seed_list):
             done_before = index * plan.requests
-            result = runner.run(allocator, topology, workload, requests, run_seed, metrics=metrics,
-                                progress=lambda k, base=done_before: progress.update(task, completed=base + k))
+            result = run_plan(plan, run_seed, lambda k, base=done_before: progress.update(task, completed=base + k))
             result.write(out)
             summaries.append(result.summary)
             for entry in plan.metrics:
@@ -165,9 +161,8 @@ ENVS = ("envs", "env")  # `dcbench list envs`: the Gymnasium ids of the suites' 
 @click.command(name="list")
 @click.argument("kind", required=False, metavar="[KIND|NAME]")
 def list_(kind: str | None) -> None:
-    """List topologies, workloads, allocators, metrics and suites; `list KIND`
-    lists one kind, `list NAME` shows one plugin with every parameter, and
-    `list envs` the Gymnasium environment of every suite scenario."""
+    """List topologies, workloads, allocators, metrics and suites; `list KIND` lists one kind, `list NAME` shows one
+    plugin with every parameter, and `list envs` the Gymnasium environment of every suite scenario."""
     from dcbench.spec import unknown
 
     registry = load_registry()
@@ -271,13 +266,12 @@ def show_entry(kind: str, entry: Any) -> None:
 
 
 def training_options(entry: PluginEntry) -> list[Param]:
-    """The training options a learned allocator declares with
-    ``training_options="module:ConfigClass"`` (none where it declares none).
+    """The training options a learned allocator declares with ``training_options="module:ConfigClass"`` (none where it
+    declares none).
 
     Raises:
-        PluginError: a third-party plugin's declaration cannot be loaded or
-            is no dataclass of options (a built-in one's error keeps its
-            traceback).
+        PluginError: a third-party plugin's declaration cannot be loaded or is no dataclass of options (a built-in
+            one's error keeps its traceback).
     """
     declared = entry.extra.get("training_options")
     if declared is None:

@@ -52,9 +52,8 @@ from dcbench.running.progress import progress_bar
 def sweep(suite_name: str | None, topologies: tuple[str, ...], workloads: tuple[str, ...], requests: int | None,
           seeds: int | None, allocator_values: tuple[str, ...], metrics: tuple[str, ...], out: Path | None,
           jobs: int | None, executor: str, address: str | None, quiet: bool) -> None:
-    """Run every scenario, allocator and seed of a suite, or of topologies
-    given with -t (an ad-hoc sweep, which report and plot read as they read
-    a suite's); resumes where it stopped."""
+    """Run every scenario, allocator and seed of a suite, or of topologies given with -t (an ad-hoc sweep, which report
+    and plot read as they read a suite's); resumes where it stopped."""
     import os
 
     from dcbench._version import __version__

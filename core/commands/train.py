@@ -143,9 +143,8 @@ def said_nothing_was_trained(state: Path, checkpoint: Path, steps: int | None) -
 
 
 def settle_training_outputs(out: Path) -> None:
-    """Under the lock of ``out``, before the trainer reads its state: finish
-    (or undo) a write of the checkpoint's files or of the training state that
-    a killed training left, and remove the temporary files it left of them."""
+    """Under the lock of ``out``, before the trainer reads its state: finish (or undo) a write of the checkpoint's files
+    or of the training state that a killed training left, and remove the temporary files it left of them."""
     from dcbench.storage.journal import remove_leftovers
 
     state = out.with_name(out.name + ".train")

@@ -21,6 +21,7 @@ one per step (what an actor-critic learner stores per sample)."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 from numbers import Real
@@ -54,6 +55,7 @@ from dcbench.envs.suites import (
     env_id,
     find_scenario,
     register_suite_envs,
+    register_suite_envs_on_look_up,
     scenario_episode,
     suite_envs,
     warmup_requests,
@@ -61,7 +63,7 @@ from dcbench.envs.suites import (
 from dcbench.errors import AllocatorError, SpecError
 from dcbench.model.network import Network
 from dcbench.model.suite import Scenario
-from dcbench.running.runner import Runner, draw_requests
+from dcbench.running.runner import ResolvedRun, Runner, check_requests, draw_requests
 from dcbench.spec import Range
 
 __all__ = ["AllocationEnv", "PoolFeatures", "JobFeatures", "job_step_rewards", "SUCCESS_REWARD", "FAILURE_REWARD",
@@ -95,11 +97,19 @@ def _reward_weight(name: str, value: Any) -> float:
     return float(value)
 
 
+def _settings(alpha: Any, reconfiguration_cost: Any, reconfigure: Any, hints: Any
+              ) -> tuple[float, float, bool, tuple[str, ...]]:
+    """An environment's settings, checked."""
+    alpha = _reward_weight("alpha", alpha)
+    reconfiguration_cost = _reward_weight("reconfiguration_cost", reconfiguration_cost)
+    if not isinstance(reconfigure, (bool, np.bool_)):
+        raise SpecError(f"reconfigure must be True or False, got {_shown(reconfigure)}")
+    return alpha, reconfiguration_cost, reconfigure, hint_names(hints)
+
+
 def _action_index(action: Any, space: gym.spaces.Discrete) -> int:
-    """An action as a Python int: an int, a numpy integer or a 0-d integer
-    array (what gymnasium's spaces and wrappers pass). Anything else is
-    refused rather than truncated (2.7 is not server 2); so is a bool,
-    which ``Discrete.contains`` would take for 0 or 1."""
+    """An action as a Python int: an int, a numpy integer or a 0-d integer array (what gymnasium's spaces and wrappers
+    pass)."""
     integral = isinstance(action, (int, np.integer)) and not isinstance(action, bool)
     if integral or (isinstance(action, np.ndarray) and action.shape == () and np.issubdtype(action.dtype, np.integer)):
         return int(action)
@@ -108,49 +118,39 @@ def _action_index(action: Any, space: gym.spaces.Discrete) -> int:
 
 
 class AllocationEnv(gym.Env):
-    """One server per step for the pool requests of a scenario, or one rack
-    per VM for its jobs.
+    """One server per step for the pool requests of a scenario, or one rack per VM for its jobs.
 
-    ``reset(seed=s)`` draws the request sequence exactly as ``dcbench run
-    --seed s --requests N`` does. An action is an integer (an int, a numpy
-    integer or a 0-d integer array); anything else, a bool or a float
-    included, is refused with an `AllocatorError` and changes nothing. An
-    integer outside the mask fails the request (``info["invalid_action"]``).
-    For jobs, ``alpha`` and ``reconfiguration_cost`` are the α and
-    Φ_reconf of the paper's reward, finite numbers of at least 0, and
-    ``reconfigure`` (True or False, nothing else: ``'no'`` is refused, not
-    taken as true) lets the job builder reconfigure circuits where the
-    topology can; with False the episode runs on the fabric's fixed
-    all-to-all (`Network.fixed_fabric`), as a run of an allocator that does
-    not reconfigure does. Settings of the wrong type or range are a `SpecError`.
+    ``reset(seed=s)`` draws the request sequence exactly as ``dcbench run --seed s --requests N`` does. An action is
+    an integer (an int, a numpy integer or a 0-d integer array); anything else, a bool or a float included, is refused
+    with an `AllocatorError` and changes nothing. An integer outside the mask fails the request
+    (``info["invalid_action"]``). For jobs, ``alpha`` and ``reconfiguration_cost`` are the α and Φ_reconf of the
+    paper's reward, finite numbers of at least 0, and ``reconfigure`` (True or False, nothing else: ``'no'`` is
+    refused, not taken as true) lets the job builder reconfigure circuits where the topology can; with False the
+    episode runs on the fabric's fixed all-to-all (`Network.fixed_fabric`), as a run of an allocator that does not
+    reconfigure does. Settings of the wrong type or range are a `SpecError`.
 
-    The observation's "action_mask" is the decision's allowed actions, and
-    `action_masks` returns it as booleans (what sb3-contrib's MaskablePPO
-    calls, through ``get_wrapper_attr``). Where no decision is pending (the
-    observation that ends an episode, or a reset whose episode has no
-    decision at all) the observation is zeros with an all-ones mask, so that
-    a masked policy sampling it (a vector env's next-step autoreset) never
-    sees an empty mask; the action it picks there is never taken.
+    The observation's "action_mask" is the decision's allowed actions, and `action_masks` returns it as booleans (what
+    sb3-contrib's MaskablePPO calls, through ``get_wrapper_attr``). Where no decision is pending (the observation that
+    ends an episode, or a reset whose episode has no decision at all) the observation is zeros with an all-ones mask,
+    so that a masked policy sampling it (a vector env's next-step autoreset) never sees an empty mask; the action it
+    picks there is never taken.
 
-    ``hints`` adds the per-server `PoolHints` (pools only) as
-    "hint_features"; `graph` is the static graph of "node_features" and
-    "edge_features". ``reset()`` without a seed draws a training seed of at
-    least 3,000,000 (`SeedSplit`). The ``info`` of the step that ends an
-    episode has ``measured_acceptance_ratio``: the acceptance over the
-    measured requests offered, what dcbench's metrics count (a workload's
-    warm-up left out; the OCS suite's blocking probability is 1 minus it).
+    ``hints`` adds the per-server `PoolHints` (pools only) as "hint_features"; `graph` is the static graph of
+    "node_features" and "edge_features". ``reset()`` without a seed draws a training seed of at least 3,000,000
+    (`SeedSplit`). The ``info`` of the step that ends an episode has ``measured_acceptance_ratio``: the acceptance
+    over the measured requests offered, what dcbench's metrics count (a workload's warm-up left out; the OCS suite's
+    blocking probability is 1 minus it).
 
     Args:
         topology: The topology spec.
         workload: The workload spec (None: the topology's default).
         requests: Requests per episode (a workload's warm-up included).
-        runner: Resolves the scenario (None: a new `Runner` on the
-            process's plugins).
+        runner: Resolves the scenario (None: a new `Runner` on the process's plugins).
         alpha: α of the jobs' reward.
         reconfiguration_cost: Φ_reconf of the jobs' reward.
         reconfigure: Whether the job builder may reconfigure circuits.
-        hints: The `PoolHints` in the observation: False (none), True
-            (all of `HINT_FEATURES`) or a sequence of their names.
+        hints: The `PoolHints` in the observation: False (none), True (all of `HINT_FEATURES`) or a sequence of their
+            names.
 
     Attributes:
         plan: The resolved scenario (`ResolvedRun`).
@@ -158,29 +158,25 @@ class AllocationEnv(gym.Env):
         workload: What the workload plugin built (its spec is in ``spec_text``).
         kind: The demand kind: "pool" or "job".
         requests: Requests per episode.
-        spec_text: The resolved topology and workload specs, by
-            "topology" and "workload".
+        spec_text: The resolved topology and workload specs, by "topology" and "workload".
         alpha: α, a float.
         reconfiguration_cost: Φ_reconf, a float.
         builder: The `PoolBuilder` or `JobBuilder` the steps drive.
         features: The `PoolFeatures` or `JobFeatures` that observe them.
         graph: The `StaticGraph` the observations describe.
-        hints: The names of the hint features in the observation (empty
-            without).
-        seeds: Which seeds are for what (`SeedSplit`; no test seeds here,
-            a suite's in `ScenarioEnv`).
+        hints: The names of the hint features in the observation (empty without).
+        seeds: Which seeds are for what (`SeedSplit`; no test seeds here, a suite's in `ScenarioEnv`).
         action_space: Discrete: a server for pools, a rack for jobs.
         observation_space: The features' space.
         simulation: The engine's loop of the episode (None before `reset`).
-        floor_latency_ns: One packet's transmission time on a circuit (ns),
-            the least l of the episode (NaN before `reset`).
+        floor_latency_ns: One packet's transmission time on a circuit (ns), the least l of the episode (NaN before
+            `reset`).
         accepted: Requests accepted so far in the episode (set by `reset`).
         offered: Requests settled so far in the episode (set by `reset`).
         episode_seed: The seed of the episode under way (None before `reset`).
 
     Raises:
-        SpecError: A setting of the wrong type or range, or a malformed
-            spec or parameter; hints for jobs.
+        SpecError: A setting of the wrong type or range, or a malformed spec or parameter; hints for jobs.
         UnknownPluginError: A spec names no registered plugin.
         IncompatibleError: The topology serves no demand of the workload's kind.
         PluginError: A third-party plugin failed to build the scenario.
@@ -196,16 +192,16 @@ class AllocationEnv(gym.Env):
                 raise SpecError(f"{name} must be a spec such as {example!r}, got {_shown(value)}")
         if isinstance(requests, bool) or not isinstance(requests, (int, np.integer)):
             raise SpecError(f"requests must be a whole number of requests, got {_shown(requests)}")
-        self.alpha = _reward_weight("alpha", alpha)
-        self.reconfiguration_cost = _reward_weight("reconfiguration_cost", reconfiguration_cost)
-        if not isinstance(reconfigure, (bool, np.bool_)):
-            raise SpecError(f"reconfigure must be True or False, got {_shown(reconfigure)}")
-        self.hints = hint_names(hints)
+        settings = _settings(alpha, reconfiguration_cost, reconfigure, hints)
         runner = runner or Runner()
-        plan = runner.resolve_scenario(topology, workload, requests)
+        self._start(runner.resolve_scenario(topology, workload, requests), runner, *settings)
+
+    def _start(self, plan: ResolvedRun, runner: Runner, alpha: float, reconfiguration_cost: float,
+               reconfigure: bool, hints: tuple[str, ...]) -> None:
+        self.alpha, self.reconfiguration_cost, self.hints = alpha, reconfiguration_cost, hints
         self.plan = plan
         # A policy that never reconfigures runs on the fabric's fixed all-to-all, as `Runner` runs it.
-        self.network: Network = plan.network if reconfigure else runner.fixed_fabric(topology)
+        self.network: Network = plan.network if reconfigure else runner.fixed_fabric(plan.topology)
         self.workload = plan.workload_model
         self.kind = self.workload.kind
         self.requests = plan.requests
@@ -231,9 +227,8 @@ class AllocationEnv(gym.Env):
         self.floor_latency_ns = math.nan  # of the sequence `reset` draws
 
     def served_latency_ns(self) -> float:
-        """l of Eq. 1 once a job is committed: the network-wide mean packet
-        latency, at least one packet's transmission time (the latency when
-        no traffic crosses racks, where the engine reports none: NaN).
+        """l of Eq. 1 once a job is committed: the network-wide mean packet latency, at least one packet's transmission
+        time (the latency when no traffic crosses racks, where the engine reports none: NaN).
 
         Returns:
             The latency in nanoseconds.
@@ -247,21 +242,18 @@ class AllocationEnv(gym.Env):
         Requests that no server (or rack) can take are refused on the way.
 
         Args:
-            seed: The episode's seed, whose requests are those of ``dcbench
-                run --seed`` (None: a training seed of at least 3,000,000
-                drawn from the environment's generator).
+            seed: The episode's seed, whose requests are those of ``dcbench run --seed`` (None: a training seed of at
+                least 3,000,000 drawn from the environment's generator).
             options: Not read.
 
         Returns:
-            ``(observation, info)``: the first decision's observation (zeros
-            and an all-ones mask where there is none), and ``info`` with
-            ``reward_before_first_step`` (the rewards of pool requests refused
-            on the way) and ``done`` (no decision in the whole episode).
+            ``(observation, info)``: the first decision's observation (zeros and an all-ones mask where there is
+            none), and ``info`` with ``reward_before_first_step`` (the rewards of pool requests refused on the way)
+            and ``done`` (no decision in the whole episode).
 
         Raises:
             SpecError: The workload refuses its parameters for this network.
-            PluginError: A third-party workload failed or returned an
-                unusable request sequence.
+            PluginError: A third-party workload failed or returned an unusable request sequence.
         """
         super().reset(seed=seed)
         if seed is None:  # a training seed, never a test or a validation one
@@ -289,10 +281,9 @@ class AllocationEnv(gym.Env):
         return observation
 
     def action_masks(self) -> np.ndarray:
-        """The allowed actions of the current decision: the last
-        observation's "action_mask" as booleans (all True where no decision
-        is pending). sb3-contrib's MaskablePPO calls it (a vector env through
-        ``get_wrapper_attr``; a single wrapped env: ``env.unwrapped``).
+        """The allowed actions of the current decision: the last observation's "action_mask" as booleans (all True where
+        no decision is pending). sb3-contrib's MaskablePPO calls it (a vector env through ``get_wrapper_attr``; a
+        single wrapped env: ``env.unwrapped``).
 
         Returns:
             One boolean per action, a copy.
@@ -359,23 +350,19 @@ class AllocationEnv(gym.Env):
         return float(sum(rewards)), info
 
     def step(self, action):
-        """Take one decision: a server for the current pool request, or a
-        rack for the current job's next VM.
+        """Take one decision: a server for the current pool request, or a rack for the current job's next VM.
 
         Args:
-            action: The server's or the rack's index: an int, a numpy integer
-                or a 0-d integer array. One outside the mask fails the request.
+            action: The server's or the rack's index: an int, a numpy integer or a 0-d integer array. One outside the
+                mask fails the request.
 
         Returns:
-            ``(observation, reward, terminated, truncated, info)``.
-            ``truncated`` is always False. For pools, the reward is +10 or −10
-            when the request is settled (plus the refusals on the way to the
-            next decision), 0 otherwise; for jobs, the sum of the settled
-            job's step rewards. ``info`` has ``accepted`` and ``offered`` so
-            far, ``invalid_action`` where the action was outside the mask,
-            ``acceptance_ratio`` and ``measured_acceptance_ratio`` at the
-            end, and for a settled job
-            ``step_rewards``, ``job_accepted`` and ``reconfigurations``.
+            ``(observation, reward, terminated, truncated, info)``. ``truncated`` is always False. For pools, the
+            reward is +10 or −10 when the request is settled (plus the refusals on the way to the next decision), 0
+            otherwise; for jobs, the sum of the settled job's step rewards. ``info`` has ``accepted`` and ``offered``
+            so far, ``invalid_action`` where the action was outside the mask, ``acceptance_ratio`` and
+            ``measured_acceptance_ratio`` at the end, and for a settled job ``step_rewards``, ``job_accepted`` and
+            ``reconfigurations``.
 
         Raises:
             AllocatorError: ``action`` is not an integer (nothing changes).
@@ -399,9 +386,8 @@ class AllocationEnv(gym.Env):
         return result
 
     def _counts(self, info: dict[str, Any], done: bool) -> dict[str, Any]:
-        """``info`` with the episode's counts so far, and its acceptance
-        ratios at the end: over every request settled, and over the measured
-        ones offered, as dcbench's metrics count them (NaN where none)."""
+        """``info`` with the episode's counts so far, and its acceptance ratios at the end: over every request settled,
+        and over the measured ones offered, as dcbench's metrics count them (NaN where none)."""
         info.update(accepted=self.accepted, offered=self.offered)
         if done:
             info["acceptance_ratio"] = self.accepted / max(1, self.offered)
@@ -433,26 +419,21 @@ class AllocationEnv(gym.Env):
 
 
 class ScenarioEnv(AllocationEnv):
-    """A suite's scenario as an environment: what each registered id
-    (``dcbench/<suite>-<scenario>-v0``, `env_id`) makes, with the
-    scenario's topology, workload and episode, and its seeds.
+    """A suite's scenario as an environment: what each registered id (``dcbench/<suite>-<scenario>-v0``, `env_id`)
+    makes, with the scenario's topology, workload and episode, and its seeds.
 
-    The episode is the workload's warm-up (the vmjobs workload's first
-    jobs, which the metrics leave out; none for most workloads), then
-    ``requests`` measured requests: by default the scenario's own length,
-    so that ``reset(seed=s)`` draws exactly the requests of the suite's run
-    on seed s. The warm-up's decisions are the agent's too, with their
-    rewards, as an allocator's are in a run; the episode's
-    ``info["measured_acceptance_ratio"]`` leaves them out, as the suite's
-    metrics do.
+    The episode is the workload's warm-up (the vmjobs workload's first jobs, which the metrics leave out; none for
+    most workloads), then ``requests`` measured requests: by default the scenario's own length, so that
+    ``reset(seed=s)`` draws exactly the requests of the suite's run on seed s. The warm-up's decisions are the agent's
+    too, with their rewards, as an allocator's are in a run; the episode's ``info["measured_acceptance_ratio"]``
+    leaves them out, as the suite's metrics do.
 
     Args:
         suite: The suite's name (qualified, or a bare alias).
         scenario: The scenario's label in it (`Scenario.label`).
-        requests: Measured requests per episode, after the warm-up (None:
-            the scenario's).
-        runner: Resolves the scenario (None: a new `Runner` on the
-            process's plugins, which must have registered the suite).
+        requests: Measured requests per episode, after the warm-up (None: the scenario's).
+        runner: Resolves the scenario (None: a new `Runner` on the process's plugins, which must have registered the
+            suite).
         alpha: α of the jobs' reward.
         reconfiguration_cost: Φ_reconf of the jobs' reward.
         reconfigure: Whether the job builder may reconfigure circuits.
@@ -463,13 +444,12 @@ class ScenarioEnv(AllocationEnv):
         scenario: The `Scenario`.
         warmup: Requests of the warm-up at the start of every episode.
         measured_requests: Requests measured after it.
-        seeds: Its `SeedSplit`: the suite's seeds of the scenario are its
-            test seeds.
+        seeds: Its `SeedSplit`: the suite's seeds of the scenario are its test seeds.
 
     Raises:
         UnknownPluginError: No such suite, or a spec names no registered plugin.
-        SpecError: No such scenario in the suite, ``requests`` not a whole
-            number of at least 1, or a setting as `AllocationEnv`'s.
+        SpecError: No such scenario in the suite, ``requests`` not a whole number of at least 1, or a setting as
+            `AllocationEnv`'s.
         IncompatibleError: As `AllocationEnv`.
         PluginError: As `AllocationEnv`.
     """
@@ -486,8 +466,9 @@ class ScenarioEnv(AllocationEnv):
         own = runner.resolve_scenario(found.topology, found.workload, found.requests)
         warmup = warmup_requests(own)
         measured = own.requests - warmup if requests is None else int(requests)
-        super().__init__(found.topology, found.workload, warmup + measured, runner, alpha, reconfiguration_cost,
-                         reconfigure, hints)
+        check_requests(warmup + measured)
+        settings = _settings(alpha, reconfiguration_cost, reconfigure, hints)
+        self._start(dataclasses.replace(own, requests=warmup + measured), runner, *settings)
         self.suite = found_suite.name
         self.scenario: Scenario = found
         self.warmup = warmup
@@ -496,4 +477,4 @@ class ScenarioEnv(AllocationEnv):
 
 
 gym.register(ALLOCATION_ENV_ID, entry_point="dcbench.envs:AllocationEnv")
-register_suite_envs()  # one id per suite scenario, third parties' included (dcbench.envs.suites)
+register_suite_envs_on_look_up()  # one id per suite scenario, third parties' included, when first asked

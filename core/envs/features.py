@@ -1,7 +1,6 @@
-"""What a learned policy sees of a step: the observations of a pool step
-(`PoolFeatures`, a graph, with the optional `PoolHints`) and of a job step
-(`JobFeatures`, per rack and link), computed from the builders' preallocated
-state, and the static graph both observe (`StaticGraph`).
+"""What a learned policy sees of a step: the observations of a pool step (`PoolFeatures`, a graph, with the optional
+`PoolHints`) and of a job step (`JobFeatures`, per rack and link), computed from the builders' preallocated state, and
+the static graph both observe (`StaticGraph`).
 """
 
 from __future__ import annotations
@@ -23,29 +22,21 @@ NODE_KINDS = ("server", "switch", "rack")
 
 @dataclass(frozen=True, eq=False)
 class StaticGraph:
-    """The graph an environment's observations describe, the same at every
-    step of every episode: nodes in the order of the rows of
-    ``observation["node_features"]``, edges in the order of the rows of
-    ``observation["edge_features"]``.
+    """The graph an environment's observations describe, the same at every step of every episode: nodes in the order of
+    the rows of ``observation["node_features"]``, edges in the order of the rows of ``observation["edge_features"]``.
 
-    Pools: the nodes are the network's (servers ``0..servers−1``, then the
-    switches) and each link is two edges, one each way. Jobs: the nodes are
-    the racks, and each edge is one of the network's links between rack
-    switches, once, from its first end to its second (on a directed network
-    such as the OCS topology's, a one-way circuit bundle).
+    Pools: the nodes are the network's (servers ``0..servers−1``, then the switches) and each link is two edges, one
+    each way. Jobs: the nodes are the racks, and each edge is one of the network's links between rack switches, once,
+    from its first end to its second (on a directed network such as the OCS topology's, a one-way circuit bundle).
 
     Attributes:
-        edge_index: The ends of every edge (2 × edges, int64): edge ``j``
-            goes from node ``edge_index[0, j]`` to node ``edge_index[1, j]``
-            (PyTorch Geometric's layout).
-        node_kind: Each node's kind (nodes,), an index into `NODE_KINDS`:
-            "server", "switch" (pools) or "rack" (jobs).
-        network_node: Each node's index among the network's nodes (for a
-            rack, its switch's).
+        edge_index: The ends of every edge (2 × edges, int64): edge ``j`` goes from node ``edge_index[0, j]`` to node
+            ``edge_index[1, j]`` (PyTorch Geometric's layout).
+        node_kind: Each node's kind (nodes,), an index into `NODE_KINDS`: "server", "switch" (pools) or "rack" (jobs).
+        network_node: Each node's index among the network's nodes (for a rack, its switch's).
         edge_link: The network link of each edge (edges,).
-        directed: Whether the edges are links that carry traffic one way
-            only (jobs on a directed network, the OCS topology's); False
-            where links carry it both ways (pools list each twice).
+        directed: Whether the edges are links that carry traffic one way only (jobs on a directed network, the OCS
+            topology's); False where links carry it both ways (pools list each twice).
     """
 
     edge_index: np.ndarray
@@ -79,19 +70,16 @@ def _squash(x: np.ndarray) -> np.ndarray:
 class PoolFeatures:
     """The observation of a pool step, as in the reference model.
 
-    - node features (nodes × 5): for each of CPU and memory, sigmoid(free /
-      still needed − 1) (sigmoid(−1) where nothing is needed, and for
-      switches); a flag for servers already chosen for this request; and, an
-      addition to the reference, each resource's free share of the server's
-      capacity (0 for switches);
-    - edge features (2 · links × 2, both directions): sigmoid(free channels − 1)
-      and, an addition, the free share of the link's channels;
-    - global features: 1 − free/total of each resource (committed state) and
-      the holding time over H = 30 per 64 servers;
+    - node features (nodes × 5): for each of CPU and memory, sigmoid(free / still needed − 1) (sigmoid(−1) where
+      nothing is needed, and for switches); a flag for servers already chosen for this request; and, an addition to
+      the reference, each resource's free share of the server's capacity (0 for switches);
+    - edge features (2 · links × 2, both directions): sigmoid(free channels − 1) and, an addition, the free share of
+      the link's channels;
+    - global features: 1 − free/total of each resource (committed state) and the holding time over H = 30 per 64
+      servers;
     - the action mask: the builder's allowed servers;
-    - with ``hints``, "hint_features" (nodes × len(hints)): those of the
-      `PoolHints` (what the shipped ``gnn_ppo`` reads besides the node
-      features).
+    - with ``hints``, "hint_features" (nodes × len(hints)): those of the `PoolHints` (what the shipped ``gnn_ppo``
+      reads besides the node features).
 
     Servers are nodes ``0..servers−1``; shapes are fixed for a topology.
 
@@ -101,14 +89,12 @@ class PoolFeatures:
 
     Attributes:
         network: That network.
-        edge_index: The end nodes of every edge, 2 × (2 · links): each
-            link both ways.
+        edge_index: The end nodes of every edge, 2 × (2 · links): each link both ways.
         edge_link: The link of each edge (2 · links,).
         total: The servers' total capacity, per resource.
-        inverse_capacity: 1 / each server's capacity, servers × resources
-            (1 where it has none, so that its free share reads 0).
-        inverse_link_capacity: 1 / the capacity of each edge's link (1 for
-            a link of none).
+        inverse_capacity: 1 / each server's capacity, servers × resources (1 where it has none, so that its free share
+            reads 0).
+        inverse_link_capacity: 1 / the capacity of each edge's link (1 for a link of none).
         holding_scale: H, the holding time that maps to 1.
         n_nodes: The number of nodes.
         n_servers: The number of servers.
@@ -139,10 +125,9 @@ class PoolFeatures:
         """The observation space.
 
         Returns:
-            A Dict of float32 boxes in [0, 1], "node_features" (nodes × 5),
-            "edge_features" (2 · links × 2) and "global_features" (3,; the
-            holding time up to 1,000), "action_mask" (servers,), int8, and
-            with hints "hint_features" (nodes × hints; `PoolHints.high`).
+            A Dict of float32 boxes in [0, 1], "node_features" (nodes × 5), "edge_features" (2 · links × 2) and
+            "global_features" (3,; the holding time up to 1,000), "action_mask" (servers,), int8, and with hints
+            "hint_features" (nodes × hints; `PoolHints.high`).
         """
         spaces = {
             "node_features": gym.spaces.Box(0.0, 1.0, (self.n_nodes, len(NODE_FEATURES)), np.float32),
@@ -213,24 +198,19 @@ LINK_FEATURES = ("free_share", "capacity_share")
 class JobFeatures:
     """The observation of a job step (a rack for the current VM).
 
-    - ``rack_state`` (2 · racks): the OCS paper's state. For each rack, if
-      the VM went there: the smallest residual share, over CPU, memory and
-      disk, of the rack's free capacity; and the bottleneck residual share of
-      the rack's circuit bundles in and out, after the VM's flows to the VMs
-      already placed. −1 where the rack has no server for the VM, or its
-      direct circuits cannot carry those flows.
-    - node features (racks × 6): the rack's free share of each resource,
-      the first state value, the share of this job's VMs placed there, and
-      the share of the VM's traffic to them that would stay inside the rack;
-    - edge features (links × 2): free share of each circuit bundle, and its
-      capacity over the most a bundle can have (all of a ToR's ports);
-    - global features (4): committed share of CPU, memory, disk; the share
-      of the job's VMs placed so far;
+    - ``rack_state`` (2 · racks): the OCS paper's state. For each rack, if the VM went there: the smallest residual
+      share, over CPU, memory and disk, of the rack's free capacity; and the bottleneck residual share of the rack's
+      circuit bundles in and out, after the VM's flows to the VMs already placed. −1 where the rack has no server for
+      the VM, or its direct circuits cannot carry those flows.
+    - node features (racks × 6): the rack's free share of each resource, the first state value, the share of this
+      job's VMs placed there, and the share of the VM's traffic to them that would stay inside the rack;
+    - edge features (links × 2): free share of each circuit bundle, and its capacity over the most a bundle can have
+      (all of a ToR's ports);
+    - global features (4): committed share of CPU, memory, disk; the share of the job's VMs placed so far;
     - the action mask: racks with a server for the VM.
 
     Args:
-        network: The network observed: rack switches, and three resources
-            (CPU, memory, disk).
+        network: The network observed: rack switches, and three resources (CPU, memory, disk).
         builder: The job builder whose steps it observes.
 
     Attributes:
@@ -238,8 +218,7 @@ class JobFeatures:
         builder: That builder.
         n_racks: The number of racks.
         total: The servers' total capacity, per resource.
-        full_bundle: The most Gbps a bundle can have: all of a ToR's ports
-            (1 without circuits).
+        full_bundle: The most Gbps a bundle can have: all of a ToR's ports (1 without circuits).
 
     Raises:
         ValueError: The network's resources are not (cpu, mem, disk).
@@ -259,10 +238,8 @@ class JobFeatures:
         """The observation space.
 
         Returns:
-            A Dict of float32 boxes, "rack_state" (2 · racks,) and
-            "node_features" (racks × 6) in [−1, 1], "edge_features" (links
-            × 2) and "global_features" (4,) in [0, 1], and "action_mask"
-            (racks,), int8.
+            A Dict of float32 boxes, "rack_state" (2 · racks,) and "node_features" (racks × 6) in [−1, 1],
+            "edge_features" (links × 2) and "global_features" (4,) in [0, 1], and "action_mask" (racks,), int8.
         """
         racks, links = self.n_racks, self.network.n_links
         return gym.spaces.Dict({
@@ -274,9 +251,8 @@ class JobFeatures:
         })
 
     def graph(self) -> StaticGraph:
-        """The static graph the observations describe: the racks, and each
-        link between two rack switches one way (the rows of
-        "edge_features", in the network's link order).
+        """The static graph the observations describe: the racks, and each link between two rack switches one way (the
+        rows of "edge_features", in the network's link order).
 
         Returns:
             The graph.
@@ -292,9 +268,8 @@ class JobFeatures:
         """The paper's two values per rack (IT, bandwidth) and the mask.
 
         Returns:
-            ``(it, bandwidth, fits)``: per rack (racks,), the IT and the
-            bandwidth residual shares if the next VM went there (−1 where
-            it cannot), and the boolean mask of racks with room for it.
+            ``(it, bandwidth, fits)``: per rack (racks,), the IT and the bandwidth residual shares if the next VM went
+            there (−1 where it cannot), and the boolean mask of racks with room for it.
         """
         builder = self.builder
         fits = builder.rack_fits()
@@ -324,9 +299,8 @@ class JobFeatures:
         return it, bandwidth, fits
 
     def traffic_kept(self) -> np.ndarray:
-        """Per rack, the share of the next VM's Gbps to the VMs already
-        placed that would stay inside the rack if it went there (0 for a
-        job's first VM).
+        """Per rack, the share of the next VM's Gbps to the VMs already placed that would stay inside the rack if it
+        went there (0 for a job's first VM).
 
         Returns:
             The shares (racks,).
@@ -342,9 +316,8 @@ class JobFeatures:
         """The observation of the builder's next step.
 
         Args:
-            builder: The job builder, started on the job: the one these
-                features were made with (`rack_state` and `traffic_kept`
-                read that one).
+            builder: The job builder, started on the job: the one these features were made with (`rack_state` and
+                `traffic_kept` read that one).
             state: The engine's state: the committed free capacities.
 
         Returns:

@@ -1,6 +1,5 @@
-"""Per-server hint features of a pool step (`PoolHints`): what the shipped
-``gnn_ppo`` policy reads besides the observation's node features, computed
-here so that any learner can read the same (``hints=`` of the environments).
+"""Per-server hint features of a pool step (`PoolHints`): what the shipped ``gnn_ppo`` policy reads besides the
+observation's node features, computed here so that any learner can read the same (``hints=`` of the environments).
 """
 
 from __future__ import annotations
@@ -25,15 +24,13 @@ def hint_names(hints: bool | str | Sequence[str]) -> tuple[str, ...]:
     """The hint features ``hints`` asks for, in the order given.
 
     Args:
-        hints: False (none), True (all of `HINT_FEATURES`), or a sequence of
-            their names.
+        hints: False (none), True (all of `HINT_FEATURES`), or a sequence of their names.
 
     Returns:
         Their names.
 
     Raises:
-        SpecError: A name that is no hint, one given twice, or a value of
-            another type.
+        SpecError: A name that is no hint, one given twice, or a value of another type.
     """
     if isinstance(hints, (bool, np.bool_)):
         return HINT_FEATURES if hints else ()
@@ -51,37 +48,28 @@ def hint_names(hints: bool | str | Sequence[str]) -> tuple[str, ...]:
 
 
 class PoolHints:
-    """Per-server hint features of a pool step, computed from the pool
-    builder alone, all independent of the fabric's size (switches get 0):
+    """Per-server hint features of a pool step, computed from the pool builder alone, all independent of the fabric's
+    size (switches get 0):
 
-    - ``own_link_free_share``: the free share of the server's own link,
-      after this request's reservations (0 for a server without one);
-    - ``same_rack_as_first``, ``same_pod_as_first``: 1 where the server
-      shares the rack (the pod) of the request's first chosen server;
-      ``same_rack_as_last``: the rack of the last one (all 0 before the
-      first choice);
-    - ``alignment``: the Tetris alignment score, free · demand / 100 + free
-      channels of the server's own link, over its maximum over the allowed
-      servers (0 where that is not positive; a server outside the mask may
-      exceed 1);
-    - ``best_fit_rank``: the server's place in the `bestfit` heuristic's
-      order of the allowed servers: 1 for its choice, falling linearly to
-      1/allowed for its last, 0 outside the mask;
-    - ``fit_last_rank``: the server's place among the allowed servers that
-      would complete the request in a rack it already uses (anywhere for its
-      first server), tightest first (least CPU and memory left over, then
-      fewest free channels, then lowest index; ``tetris:fit_last=yes``'s
-      rule): 1 for the tightest, falling linearly to 1/candidates, 0 for the
-      rest.
+    - ``own_link_free_share``: the free share of the server's own link, after this request's reservations (0 for a
+      server without one);
+    - ``same_rack_as_first``, ``same_pod_as_first``: 1 where the server shares the rack (the pod) of the request's
+      first chosen server; ``same_rack_as_last``: the rack of the last one (all 0 before the first choice);
+    - ``alignment``: the Tetris alignment score, free · demand / 100 + free channels of the server's own link, over
+      its maximum over the allowed servers (0 where that is not positive; a server outside the mask may exceed 1);
+    - ``best_fit_rank``: the server's place in the `bestfit` heuristic's order of the allowed servers: 1 for its
+      choice, falling linearly to 1/allowed for its last, 0 outside the mask;
+    - ``fit_last_rank``: the server's place among the allowed servers that would complete the request in a rack it
+      already uses (anywhere for its first server), tightest first (least CPU and memory left over, then fewest free
+      channels, then lowest index; ``tetris:fit_last=yes``'s rule): 1 for the tightest, falling linearly to
+      1/candidates, 0 for the rest.
 
-    These are the shipped ``gnn_ppo`` checkpoints' "ServerHints": the
-    first five, and with six the sixth is ``best_fit_rank`` or
-    ``fit_last_rank``.
+    These are the shipped ``gnn_ppo`` checkpoints' "ServerHints": the first five, and with six the sixth is
+    ``best_fit_rank`` or ``fit_last_rank``.
 
     Args:
         network: The network observed.
-        names: The hint features computed, in this order (all of
-            `HINT_FEATURES` by default).
+        names: The hint features computed, in this order (all of `HINT_FEATURES` by default).
 
     Attributes:
         names: Those names.
@@ -120,8 +108,7 @@ class PoolHints:
         """The hint features of the builder's next step.
 
         Args:
-            builder: The pool builder, started on the request (zeros where it
-                has none).
+            builder: The pool builder, started on the request (zeros where it has none).
 
         Returns:
             The features, nodes × len(names), float32.
@@ -155,8 +142,7 @@ class PoolHints:
     # The two rankings are the bestfit and tetris:fit_last=yes heuristics' own rules, restated here (the
     # core imports no plugin); tests/core/envs/test_hints.py checks them against the heuristics.
     def _own_link_free(self, builder: PoolBuilder) -> np.ndarray:
-        """Free channels of every server's own link; a server without a link
-        of its own is never short of them."""
+        """Free channels of every server's own link; a server without a link of its own is never short of them."""
         link_free = builder.free_links.take(self._links, out=self._own_link)
         return link_free if self._has_link.all() else np.where(self._has_link, link_free, np.inf)
 
@@ -191,8 +177,7 @@ class PoolHints:
         return candidates[np.argsort(-preference[candidates], kind="stable")]
 
     def _fit_last_order(self, builder: PoolBuilder, allowed: np.ndarray) -> np.ndarray:
-        """The allowed servers that complete the request in a rack it already
-        uses, tightest first."""
+        """The allowed servers that complete the request in a rack it already uses, tightest first."""
         link_free = self._own_link_free(builder)
         covers = self._completing(builder, allowed, link_free)
         if builder.chosen:

@@ -1,5 +1,4 @@
-"""The rewards of the environments: the tiered papers' for pools, the OCS
-paper's Eq. 1 for jobs."""
+"""The rewards of the environments: the tiered papers' for pools, the OCS paper's Eq. 1 for jobs."""
 
 from __future__ import annotations
 
@@ -14,15 +13,12 @@ FAILURE_REWARD = -10.0
 
 def job_step_rewards(steps: int, blocked_at: int | None, latency_ns: float, reconfigured: bool,
                      alpha: float = 100.0, reconfiguration_cost: float = 25.0, vms: int | None = None) -> list[float]:
-    """The OCS paper's Eq. 1 for the ``steps`` decisions taken for one job
-    of ``vms`` VMs (K; ``steps`` by default).
+    """The OCS paper's Eq. 1 for the ``steps`` decisions taken for one job of ``vms`` VMs (K; ``steps`` by default).
 
-    Blocked at step k (0-based, the last decision taken: a job whose next
-    VM fits nowhere, or whose traffic cannot be routed, is blocked at the
-    decision before): −K for step k, 0.5 for the steps before it. Served:
-    1 + α / l for every step, minus Φ_reconf if the job needed a
-    reconfiguration; l is the network-wide mean latency in nanoseconds right
-    after the job is committed.
+    Blocked at step k (0-based, the last decision taken: a job whose next VM fits nowhere, or whose traffic cannot be
+    routed, is blocked at the decision before): −K for step k, 0.5 for the steps before it. Served: 1 + α / l for
+    every step, minus Φ_reconf if the job needed a reconfiguration; l is the network-wide mean latency in nanoseconds
+    right after the job is committed.
 
     Args:
         steps: The decisions taken for the job.
@@ -34,8 +30,7 @@ def job_step_rewards(steps: int, blocked_at: int | None, latency_ns: float, reco
         vms: K, the job's VMs (None: ``steps``).
 
     Returns:
-        One reward per step: ``steps`` of them where served,
-        ``blocked_at + 1`` where blocked.
+        One reward per step: ``steps`` of them where served, ``blocked_at + 1`` where blocked.
     """
     if blocked_at is not None:
         return [0.5] * blocked_at + [-float(vms if vms is not None else steps)]
@@ -46,9 +41,6 @@ def job_step_rewards(steps: int, blocked_at: int | None, latency_ns: float, reco
 
 
 def _floor_latency_ns(packets: PacketModel | None, circuits: Circuits | None) -> float:
-    """One packet's transmission time on one circuit (ns): the latency of a
-    packet that waits for nothing. Where the sequence has no packet model or
-    the topology no circuits, the OCS paper's 296-byte packets and 40 Gbps
-    circuits stand in."""
+    """One packet's transmission time on one circuit (ns): the latency of a packet that waits for nothing."""
     packet_bits = 8.0 * (packets.packet_bytes if packets is not None else 296)
     return packet_bits / float(circuits.port_gbps if circuits is not None else 40.0)

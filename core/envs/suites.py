@@ -1,10 +1,9 @@
-"""The environments of the suites' scenarios: their Gymnasium ids
-(`env_id`, `suite_envs`, `register_suite_envs`), their episodes
-(`scenario_episode`) and which seeds are for what (`SeedSplit`).
+"""The environments of the suites' scenarios: their Gymnasium ids (`env_id`, `suite_envs`, `register_suite_envs`), their
+episodes (`scenario_episode`) and which seeds are for what (`SeedSplit`).
 
-``import dcbench.envs`` registers one id per scenario of every registered
-suite, third parties' included, as ``dcbench/<suite>-<scenario>-v0``; the
-environment behind each is `dcbench.envs.ScenarioEnv`.
+``import dcbench.envs`` registers one id per scenario of every registered suite, third parties' included, as
+``dcbench/<suite>-<scenario>-v0``, when gymnasium first looks one up; the environment behind each is
+`dcbench.envs.ScenarioEnv`.
 """
 
 from __future__ import annotations
@@ -36,18 +35,15 @@ EPISODES_PER_RUN = VALIDATION_SEEDS.start - TRAINING_SEEDS_FROM
 
 @dataclass(frozen=True)
 class SeedSplit:
-    """Which seeds of an environment are for what, so that nobody trains or
-    selects a model on the seeds it is tested on.
+    """Which seeds of an environment are for what, so that nobody trains or selects a model on the seeds it is tested
+    on.
 
-    - test: the suite's seeds of the scenario, those ``dcbench sweep`` runs
-      and the leaderboard ranks (0..4 for dcbench's suites);
-    - validation: `VALIDATION_SEEDS`, 2,000,000..2,999,999, for early
-      stopping and model selection (the shipped trainers score
-      2,000,000 + k);
-    - training: every other seed from 1,000,000 up; `training` numbers
-      them as the shipped trainers do (1,000,000 + run · 100,000,000 +
-      episode), and ``reset()`` without a seed draws one of at least
-      3,000,000.
+    - test: the suite's seeds of the scenario, those ``dcbench sweep`` runs and the leaderboard ranks (0..4 for
+      dcbench's suites);
+    - validation: `VALIDATION_SEEDS`, 2,000,000..2,999,999, for early stopping and model selection (the shipped
+      trainers score 2,000,000 + k);
+    - training: every other seed from 1,000,000 up; `training` numbers them as the shipped trainers do (1,000,000 +
+      run · 100,000,000 + episode), and ``reset()`` without a seed draws one of at least 3,000,000.
 
     Seeds below 1,000,000 that are no test seed are for nothing.
 
@@ -60,8 +56,7 @@ class SeedSplit:
     validation: range = VALIDATION_SEEDS
 
     def training(self, episode: int, run: int = 0) -> int:
-        """The seed of a training episode: 1,000,000 + run · 100,000,000 +
-        episode, never a validation or a test seed.
+        """The seed of a training episode: 1,000,000 + run · 100,000,000 + episode, never a validation or a test seed.
 
         Args:
             episode: The episode's number in the run, 0 to 999,999.
@@ -71,8 +66,8 @@ class SeedSplit:
             The seed.
 
         Raises:
-            ValueError: ``episode`` or ``run`` out of range, or the seed is
-                one of the test seeds (a suite whose seeds reach 1,000,000).
+            ValueError: ``episode`` or ``run`` out of range, or the seed is one of the test seeds (a suite whose seeds
+                reach 1,000,000).
         """
         if not 0 <= episode < EPISODES_PER_RUN:
             raise ValueError(f"episode must be 0 to {EPISODES_PER_RUN - 1:,}, got {episode!r}")
@@ -90,8 +85,7 @@ class SeedSplit:
             seed: The seed.
 
         Returns:
-            "test", "validation", "training", or "none" (below 1,000,000
-            and no test seed).
+            "test", "validation", "training", or "none" (below 1,000,000 and no test seed).
         """
         if seed in self.test:
             return "test"
@@ -107,11 +101,9 @@ def _id_part(text: str) -> str:
 
 
 def env_id(suite: str, scenario: str) -> str:
-    """The Gymnasium id of a suite's scenario: ``dcbench/<suite>-<scenario>-v0``,
-    each part with the characters an id does not take (':', ',', '=', spaces
-    and anything not ASCII) as '-' (``tiered:8,1x4`` → ``tiered-8-1x4``); a
-    third party's qualified suite name keeps its '.'
-    (``dcbench/dcbench-firstfit.firstfit-small-uniform-8-v0``).
+    """The Gymnasium id of a suite's scenario: ``dcbench/<suite>-<scenario>-v0``, each part with the characters an id
+    does not take (':', ',', '=', spaces and anything not ASCII) as '-' (``tiered:8,1x4`` → ``tiered-8-1x4``); a third
+    party's qualified suite name keeps its '.' (``dcbench/dcbench-firstfit.firstfit-small-uniform-8-v0``).
 
     Args:
         suite: The suite's (qualified) name.
@@ -139,9 +131,8 @@ class SuiteEnv:
 
 
 def suite_envs(registry: Registry | None = None) -> tuple[SuiteEnv, ...]:
-    """The environment of every scenario of every suite, by suite name then
-    in the suite's order. Where two scenarios would have the same id, the
-    first keeps it and the other has none, with a warning naming both.
+    """The environment of every scenario of every suite, by suite name then in the suite's order. Where two scenarios
+    would have the same id, the first keeps it and the other has none, with a warning naming both.
 
     Args:
         registry: The plugins (None: the process's, `get_registry`).
@@ -168,12 +159,10 @@ _REGISTERED: set[str] = set()  # the ids register_suite_envs put in gymnasium's 
 
 
 def register_suite_envs(registry: Registry | None = None) -> tuple[str, ...]:
-    """Register one Gymnasium id per suite scenario (`suite_envs`), with
-    ``dcbench.envs:ScenarioEnv`` and the suite and scenario as its keywords;
-    ``import dcbench.envs`` does it with the process's plugins. Called
-    again (after plugins are installed, or with another registry), it
-    replaces the ids it registered before; an id registered by someone else
-    is left alone, with a warning.
+    """Register one Gymnasium id per suite scenario (`suite_envs`), with ``dcbench.envs:ScenarioEnv`` and the suite and
+    scenario as its keywords; ``import dcbench.envs`` does it with the process's plugins. Called again (after plugins
+    are installed, or with another registry), it replaces the ids it registered before; an id registered by someone
+    else is left alone, with a warning.
 
     Args:
         registry: The plugins (None: the process's, `get_registry`).
@@ -181,6 +170,8 @@ def register_suite_envs(registry: Registry | None = None) -> tuple[str, ...]:
     Returns:
         The ids registered.
     """
+    if isinstance(gym.registry, _RegisteringOnLookUp):
+        gym.registry.pending = False  # (asked for now: no second round at the next look-up)
     envs = suite_envs(registry)
     for stale in _REGISTERED - {env.id for env in envs}:
         gym.registry.pop(stale, None)
@@ -196,6 +187,64 @@ def register_suite_envs(registry: Registry | None = None) -> tuple[str, ...]:
         _REGISTERED.add(env.id)
         registered.append(env.id)
     return tuple(registered)
+
+
+class _RegisteringOnLookUp(dict):
+    """Gymnasium's registry, registering the suites' ids (`register_suite_envs`) at the first look-up
+    of a dcbench id or of every id: ``import dcbench.envs`` loads no plugin until then."""
+
+    pending = True
+
+    def _register(self, key: object = None) -> None:
+        if self.pending and (key is None or (isinstance(key, str) and key.startswith(NAMESPACE + "/"))):
+            self.pending = False
+            register_suite_envs()
+
+    def get(self, key, default=None):  # type: ignore[override]
+        self._register(key)
+        return super().get(key, default)
+
+    def __getitem__(self, key):  # type: ignore[override]
+        self._register(key)
+        return super().__getitem__(key)
+
+    def __contains__(self, key):  # type: ignore[override]
+        self._register(key)
+        return super().__contains__(key)
+
+    def __iter__(self):  # type: ignore[override]
+        self._register()
+        return super().__iter__()
+
+    def __len__(self) -> int:
+        self._register()
+        return super().__len__()
+
+    def keys(self):  # type: ignore[override]
+        self._register()
+        return super().keys()
+
+    def values(self):  # type: ignore[override]
+        self._register()
+        return super().values()
+
+    def items(self):  # type: ignore[override]
+        self._register()
+        return super().items()
+
+
+def register_suite_envs_on_look_up() -> None:
+    """Swap gymnasium's registry for one that registers the suites' ids when first asked."""
+    import gymnasium.envs.registration as registration
+
+    if isinstance(registration.registry, _RegisteringOnLookUp):
+        return
+    lazy = _RegisteringOnLookUp(registration.registry)
+    for module in (gym, gym.envs, registration):  # every name gymnasium reads it by
+        if getattr(module, "registry", None) is registration.registry:
+            module.registry = lazy
+    registration.pprint_registry.__defaults__ = (lazy, *registration.pprint_registry.__defaults__[1:])
+    registration.registry = lazy
 
 
 def find_scenario(registry: Registry, suite: str, scenario: str) -> tuple[Suite, Scenario]:
@@ -222,9 +271,8 @@ def find_scenario(registry: Registry, suite: str, scenario: str) -> tuple[Suite,
 
 
 def warmup_requests(plan: ResolvedRun) -> int:
-    """The requests at the start of an episode that the workload leaves out
-    of the metrics (the vmjobs workload's warm-up; 0 for most): those before
-    the first measured one in a draw of ``plan.requests`` on seed 0.
+    """The requests at the start of an episode that the workload leaves out of the metrics (the vmjobs workload's
+    warm-up; 0 for most): those before the first measured one in a draw of ``plan.requests`` on seed 0.
 
     Args:
         plan: The resolved scenario.
@@ -250,12 +298,11 @@ def scenario_episode(scenario: Scenario, runner: Runner | None = None) -> tuple[
         runner: Resolves it (None: a new `Runner` on the process's plugins).
 
     Returns:
-        ``(measured, warmup)``: the requests measured after the warm-up (the
-        scenario's requests less the warm-up), and the warm-up's.
+        ``(measured, warmup)``: the requests measured after the warm-up (the scenario's requests less the warm-up),
+        and the warm-up's.
 
     Raises:
-        SpecError: As `Runner.resolve_scenario`, or the workload refuses its
-            parameters.
+        SpecError: As `Runner.resolve_scenario`, or the workload refuses its parameters.
         UnknownPluginError: A spec names no registered plugin.
         IncompatibleError: The topology serves no demand of the workload's kind.
         PluginError: A third-party plugin failed.

@@ -8,22 +8,14 @@ from typing import Callable
 
 from dcbench.errors import DcbenchError, IncompatibleError, SpecError
 from dcbench.registry import PluginLoadWarning, Registry
-from dcbench.running.runner import Runner
+from dcbench.running.runner import Runner, run_plan
 
 
 def run_bench(registry: Registry, allocators: list[str], topologies: list[str], requests: int | None,
               repeat: int, echo: Callable[[str], None], workload: str | None = None,
               every_allocator_runs: bool = False) -> list[dict[str, float | str]]:
-    """Time whole runs (engine, allocator, checks; not the writing) and print a Markdown table.
-
-    Each cell is the best of ``repeat`` runs of seed 0; the first run also
-    fills the path catalogue, which later runs reuse as a sweep would. An
-    allocator that cannot serve a topology's demand kind is left out there;
-    with ``every_allocator_runs`` (allocators the user named) one that serves
-    none of the topologies is an error. Without it (the default set), a
-    third-party allocator that fails is left out with one warning line, so
-    that one broken plugin does not stop the benchmark of the others.
-    """
+    """Time whole runs of each cell's plan (engine, allocator, checks; not the writing) and print a Markdown table: the
+    best of ``repeat`` runs of seed 0."""
     runner = Runner(registry)
     kinds: dict[str, set[str]] = {}
     for topology in topologies:  # every bad spec fails before the table starts
@@ -33,8 +25,7 @@ def run_bench(registry: Registry, allocators: list[str], topologies: list[str], 
     failed: set[str] = set()
 
     def leave_out(allocator: str, failure: DcbenchError) -> None:
-        """Leave a failing third-party allocator of the default set out, with
-        one warning line; any other failure stops the benchmark."""
+        """Leave a failing third-party allocator of the default set out; any other failure stops all."""
         if every_allocator_runs or registry.get("allocator", allocator.split(":")[0]).builtin:
             raise failure
         warnings.warn(f"bench leaves out allocator {allocator!r}, which fails: {failure}; name it with -a to see it "
@@ -60,9 +51,10 @@ def run_bench(registry: Registry, allocators: list[str], topologies: list[str], 
     n = requests or 4096
     cells = [(topology, allocator) for topology in topologies for allocator in allocators
              if allocator not in failed and serves[allocator] & kinds[topology]]
+    plans = {}
     for topology, allocator in cells:  # a workload the topology cannot serve, a missing checkpoint: before the table
         try:
-            runner.resolve(allocator, topology, workload, n)
+            plans[topology, allocator] = runner.resolve(allocator, topology, workload, n)
         except DcbenchError as exc:
             if allocator not in failed:
                 leave_out(allocator, exc)
@@ -72,13 +64,13 @@ def run_bench(registry: Registry, allocators: list[str], topologies: list[str], 
     for topology, allocator in cells:
         if allocator in failed:
             continue
-        _, network = runner.network(topology)
+        network = plans[topology, allocator].network
         best = float("inf")
         result = None
         try:
             for _ in range(max(1, repeat)):
                 start = time.perf_counter()
-                result = runner.run(allocator, topology, workload, requests=n, seed=0)
+                result = run_plan(plans[topology, allocator], 0)
                 best = min(best, time.perf_counter() - start)
         except DcbenchError as exc:
             leave_out(allocator, exc)

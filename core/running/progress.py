@@ -1,14 +1,11 @@
-"""Progress of long commands: one interface, drawn as rich's bar on a
-terminal and written as plain lines elsewhere (a log, CI, ``nohup``).
+"""Progress of long commands: one interface, drawn as rich's bar on a terminal and written as plain lines elsewhere (a
+log, CI, ``nohup``).
 
-`progress_bar` picks: nothing with ``quiet``; on a terminal, rich's bar on
-stderr, transient, its description and status cut to fit the terminal's
-width so the bar stays on the line; otherwise `ProgressLog`, a line on
-stderr at the end of every unit of work (a run of a sweep, a training
-iteration, a verified run: `Progress.advance`, or `Progress.update` with
-``unit_done=True``) and, while work goes on, at most every `LOG_INTERVAL`
-seconds: what is done, of how many, and the time since the task began.
-stdout carries only results either way.
+`progress_bar` picks: nothing with ``quiet``; on a terminal, rich's bar on stderr, transient, its description and
+status cut to fit the terminal's width so the bar stays on the line; otherwise `ProgressLog`, a line on stderr at the
+end of every unit of work (a run of a sweep, a training iteration, a verified run: `Progress.advance`, or
+`Progress.update` with ``unit_done=True``) and, while work goes on, at most every `LOG_INTERVAL` seconds: what is
+done, of how many, and the time since the task began. stdout carries only results either way.
 """
 
 from __future__ import annotations
@@ -39,9 +36,8 @@ class Progress:
 
     def add_task(self, description: str, total: float | None = None, completed: float = 0, noun: str = "",
                  **fields: Any) -> TaskID:
-        """A task of ``total`` units (None: unknown) named ``description``;
-        ``noun`` names its units in a log's lines ("runs", "steps");
-        ``fields`` are the status columns' values."""
+        """A task of ``total`` units (None: unknown) named ``description``; ``noun`` names its units in a log's lines
+        ("runs", "steps"); ``fields`` are the status columns' values."""
         return 0
 
     def update(self, task: TaskID, *, completed: float | None = None, advance: float | None = None,
@@ -58,9 +54,8 @@ class Progress:
 
 
 def shorten(text: str, width: int) -> str:
-    """``text`` in at most ``width`` cells, ended with '…': cut after a
-    word or a spec's argument (a ' ' or ',') where that keeps two thirds of
-    the width, else wherever the width ends."""
+    """``text`` in at most ``width`` cells, ended with '…': cut after a word or a spec's argument (a ' ' or ',') where
+    that keeps two thirds of the width, else wherever the width ends."""
     from rich.cells import cell_len, set_cell_size
 
     if cell_len(text) <= width:
@@ -76,12 +71,10 @@ def shorten(text: str, width: int) -> str:
 
 
 def fit_line(width: int, description: str, statuses: list[str], count_cells: int) -> tuple[str, int, list[str]]:
-    """The description, the bar's width and the status texts cut so that the
-    bar's whole line (description, bar, ``count_cells`` of count, the time
-    and the statuses, a space between each two) fits ``width`` cells: the
-    description keeps three fifths of the room besides the bar, or all it
-    needs if that leaves the statuses 17 cells; the bar shrinks to 10 cells
-    before anything else is cut to nothing."""
+    """The description, the bar's width and the status texts cut so that the bar's whole line (description, bar,
+    ``count_cells`` of count, the time and the statuses, a space between each two) fits ``width`` cells: the
+    description keeps three fifths of the room besides the bar, or all it needs if that leaves the statuses 17 cells;
+    the bar shrinks to 10 cells before anything else is cut to nothing."""
     from rich.cells import cell_len
 
     fixed = count_cells + 8 + 3  # count, elapsed time (h:mm:ss), a space before each of the three
@@ -181,10 +174,8 @@ class _LogTask:
 
 
 class ProgressLog(Progress):
-    """A plain line per unit of work and per ``interval`` seconds of work
-    between them, written by ``write``; time from ``clock``. With
-    ``heartbeat`` a thread writes the interval's line also while nothing
-    reports (a long training warm start, a sweep's long run)."""
+    """A plain line per unit of work and per ``interval`` seconds of work between them, written by ``write``; time from
+    ``clock``."""
 
     def __init__(self, write: Callable[[str], None], status: tuple[str, ...] = (), interval: float = LOG_INTERVAL,
                  clock: Callable[[], float] = time.monotonic, heartbeat: bool = True):
@@ -286,27 +277,21 @@ def stderr_writer(stream: IO[str] | None = None) -> Callable[[str], None]:
 def progress_bar(quiet: bool, *status: str, console: Any = None, write: Callable[[str], None] | None = None,
                  clock: Callable[[], float] = time.monotonic, interval: float = LOG_INTERVAL,
                  heartbeat: bool = True) -> Progress:
-    """The progress of a command: nothing when ``quiet``; rich's bar (a
-    description, the bar, the count, the time, then the task's ``status``
-    fields) where stderr is a terminal; a `ProgressLog` on stderr
-    otherwise. stdout carries only results either way.
+    """The progress of a command: nothing when ``quiet``; rich's bar (a description, the bar, the count, the time, then
+    the task's ``status`` fields) where stderr is a terminal; a `ProgressLog` on stderr otherwise. stdout carries only
+    results either way.
 
     Args:
         quiet: Whether to report nothing (``-q``).
-        *status: The names of the tasks' status fields, shown after the
-            count in this order.
-        console: The rich console to draw on (None: one on stderr); a bar
-            is drawn only where it is a terminal.
+        *status: The names of the tasks' status fields, shown after the count in this order.
+        console: The rich console to draw on (None: one on stderr); a bar is drawn only where it is a terminal.
         write: Writes a log's line where it is not (None: to stderr, flushed).
         clock: The time in seconds, for a log's intervals and elapsed times.
-        interval: The most seconds between two lines of a log while work
-            goes on.
-        heartbeat: Whether a log's thread writes that line also while
-            nothing reports.
+        interval: The most seconds between two lines of a log while work goes on.
+        heartbeat: Whether a log's thread writes that line also while nothing reports.
 
     Returns:
-        A `Progress`, to use as a context manager: ``add_task``,
-        ``update``, ``advance`` and ``note``.
+        A `Progress`, to use as a context manager: ``add_task``, ``update``, ``advance`` and ``note``.
     """
     if quiet:
         return Progress()

@@ -32,15 +32,12 @@ class RunResult:
     """One run's results, as `Runner.run` returns them.
 
     Attributes:
-        run_id: The run's id: 16 hex digits hashing its resolved specs,
-            requests, seed, dcbench's version and the allocator's fingerprint.
-        summary: The summary row: the run's identity and counts, then each
-            metric's columns.
+        run_id: The run's id: 16 hex digits hashing its resolved specs, requests, seed, dcbench's version and the
+            allocator's fingerprint.
+        summary: The summary row: the run's identity and counts, then each metric's columns.
         tables: The per-request and timeline tables.
-        provenance: What made the run (versions, plugins, git commit, ...),
-            written into every table's metadata.
-        notes: What makes its figures n/a or thinner than asked for, and
-            the allocator's own notes, one line each.
+        provenance: What made the run (versions, plugins, git commit, ...), written into every table's metadata.
+        notes: What makes its figures n/a or thinner than asked for, and the allocator's own notes, one line each.
         metric_columns: The summary columns each metric wrote, by metric name.
         network: The network the engine ran on (None: not recorded).
     """
@@ -63,8 +60,7 @@ class RunResult:
             The run's folder.
 
         Raises:
-            ResultsError: The folder cannot be written, or something that is
-                no run folder is in the way.
+            ResultsError: The folder cannot be written, or something that is no run folder is in the way.
         """
         return write_run(out_dir, self.run_id, {
             "requests": self.tables.requests,
@@ -75,8 +71,7 @@ class RunResult:
 
 def run_hash(topology: str, workload: str, allocator: str, requests: int, seed: int, version: str,
              fingerprint: str = "") -> str:
-    """The identity of a run: its resolved scenario, allocator and dcbench version, and
-    the fingerprint of whatever else decides the allocator's behaviour (a checkpoint's bytes)."""
+    """A run's id: its resolved specs, seed, dcbench version and fingerprint, hashed."""
     if fingerprint:
         allocator = f"{allocator}@{fingerprint}"
     key = json.dumps({"topology": topology, "workload": workload, "allocator": allocator,
@@ -85,9 +80,7 @@ def run_hash(topology: str, workload: str, allocator: str, requests: int, seed: 
 
 
 def run_notes(requests: Mapping[str, np.ndarray]) -> list[str]:
-    """What makes a run's figures n/a or thinner than asked for: requests
-    never offered (bigger than the whole topology), none measured (all in the
-    workload's warm-up)."""
+    """What makes a run's figures n/a or thinner than asked for, one line each."""
     notes = []
     total = len(requests["outcome"])
     skipped = int((requests["outcome"] == SKIPPED).sum())
@@ -107,44 +100,68 @@ def run_notes(requests: Mapping[str, np.ndarray]) -> list[str]:
 
 @dataclass(frozen=True)
 class ResolvedRun:
-    """A combination `Runner.resolve` checked: the resolved specs (what
-    identifies a run, with the seed), the number of requests, and what a run
-    of it is made of.
+    """The plan of a run: a combination `Runner.resolve` checked, with all a run of it needs but its seed (`run_plan`).
 
     Attributes:
         topology: The resolved topology spec, every parameter given.
         workload: The resolved workload spec.
-        allocator: The resolved allocator spec ("" for a scenario resolved
-            without one).
+        allocator: The resolved allocator spec ("" for a scenario resolved without one).
         requests: Requests per run.
-        fingerprint: What besides its spec decides the allocator (a
-            checkpoint's bytes) and the third-party plugins' distributions;
-            "" if nothing.
+        fingerprint: What besides its spec decides the allocator (a checkpoint's bytes), the third-party plugins'
+            distributions and metrics; "" if nothing.
         network: The compiled topology.
         workload_model: What the workload plugin built.
         workload_entry: The workload's registry entry.
         allocator_entry: The allocator's registry entry, or None.
         metrics: The registry entries of the third-party metrics asked for.
+        allocator_spec: The parsed allocator spec each run builds a fresh allocator from (None without an allocator).
+        computed: Every metric a run computes: dcbench's own, then those asked for.
+        plugins: What a run's provenance records of the loaded plugins.
     """
 
     topology: str
     workload: str
     allocator: str
     requests: int
-    fingerprint: str  # of what besides its spec decides the allocator (a checkpoint's bytes); "" if nothing
+    fingerprint: str
     network: Network
-    workload_model: Any  # what the workload plugin built: its generate() draws the requests
+    workload_model: Any
     workload_entry: PluginEntry
-    allocator_entry: PluginEntry | None  # None for a scenario resolved without one (`Runner.resolve_scenario`)
-    metrics: tuple[PluginEntry, ...] = ()  # the third-party metrics asked for (dcbench's own always run)
+    allocator_entry: PluginEntry | None
+    metrics: tuple[PluginEntry, ...] = ()
+    allocator_spec: Spec | None = None
+    computed: tuple[PluginEntry, ...] = ()
+    plugins: tuple[tuple[str, str], ...] = ()
+
+    def run_id(self, seed: int) -> str:
+        """The id of this plan's run with ``seed``.
+
+        Args:
+            seed: The run's seed.
+
+        Returns:
+            16 hex digits.
+        """
+        from dcbench._version import __version__
+
+        return run_hash(self.topology, self.workload, self.allocator, self.requests, seed, __version__,
+                        self.fingerprint)
+
+    def new_allocator(self) -> Any:
+        """A fresh allocator for one run (allocators keep state from run to run).
+
+        Returns:
+            What the allocator plugin built.
+
+        Raises:
+            PluginError: A third-party allocator failed to build.
+        """
+        return self.allocator_entry.build(self.allocator_spec).obj
 
 
 def with_distributions(fingerprint: str, entries: tuple[PluginEntry, ...]) -> str:
-    """An allocator's fingerprint with the identity of every third-party
-    plugin the run uses, its distribution, version and a digest of its source
-    (`PluginEntry.identity`; the run id hashes dcbench's own version, not
-    theirs), so that a plugin's new release or changed code makes new runs.
-    Unchanged where every plugin is built in."""
+    """A fingerprint naming every third-party plugin's identity (`PluginEntry.identity`), so that a
+    plugin's new release or changed code makes new runs; unchanged where all are built in."""
     third_party = sorted({entry.identity for entry in entries if not entry.builtin})
     parts = [fingerprint] if fingerprint else []
     return "; ".join(parts + [f"plugin {name}" for name in third_party])
@@ -154,9 +171,7 @@ METRICS_PART = "metrics "  # how a run's fingerprint names the third-party metri
 
 
 def with_metrics(fingerprint: str, metrics: tuple[PluginEntry, ...]) -> str:
-    """A run's fingerprint naming the third-party ``metrics`` it computes:
-    what a run asked for decides its columns, so it is part of its id (and a
-    row says by itself what to compute again). Unchanged for none."""
+    """A fingerprint naming the third-party ``metrics`` a run computes (they decide its columns)."""
     if not metrics:
         return fingerprint
     return "; ".join([*([fingerprint] if fingerprint else []), METRICS_PART + ",".join(m.name for m in metrics)])
@@ -171,11 +186,8 @@ def metrics_of(fingerprint: str) -> tuple[str, ...]:
 
 
 def run_id_of(plan: ResolvedRun, seed: int) -> str:
-    """The run id of a resolved scenario (`Runner.resolve`) with ``seed``: what
-    `Runner.run` writes and what a sweep plans and resumes by."""
-    from dcbench._version import __version__
-
-    return run_hash(plan.topology, plan.workload, plan.allocator, plan.requests, seed, __version__, plan.fingerprint)
+    """`ResolvedRun.run_id`, as a function."""
+    return plan.run_id(seed)
 
 
 @lru_cache(maxsize=1)
@@ -210,8 +222,7 @@ COLUMN_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*")  # a cell of every table and 
 
 
 def metric_columns(entry: PluginEntry, columns: Any, written_by: dict[str, str]) -> dict[str, float]:
-    """A metric's summary columns as numbers, checked: new names only (recorded in
-    ``written_by``, column -> who wrote it) and a number in each."""
+    """A metric's summary columns, checked: new names only (``written_by``: column -> writer), numbers."""
     if not isinstance(columns, Mapping):
         raise entry.error(f"returned {type(columns).__name__}, not a dict of summary columns")
     values: dict[str, float] = {}
@@ -231,8 +242,7 @@ def metric_columns(entry: PluginEntry, columns: Any, written_by: dict[str, str])
 
 
 def summary_number(value: Any) -> float | None:
-    """``value`` as the summary stores a metric; None for text (``float``
-    would parse it) and non-numbers."""
+    """``value`` as a float; None for text (which ``float`` would parse) and non-numbers."""
     if isinstance(value, (str, bytes)):
         return None
     try:
@@ -250,9 +260,7 @@ def allocator_notes(entry: PluginEntry, allocator: Any) -> list[str]:
 
 
 def checked_against(entry: PluginEntry, allocator: Any, network: Network) -> None:
-    """Call the allocator's ``check(network)``, where it refuses parameters
-    that do not suit the network: its `SpecError` reads as a spec error
-    naming the allocator's spec; anything else it raises is its bug."""
+    """Call the allocator's ``check(network)``; its `SpecError` names the allocator's spec."""
     check = getattr(allocator.obj, "check", None)
     if check is None:
         return
@@ -265,8 +273,7 @@ def checked_against(entry: PluginEntry, allocator: Any, network: Network) -> Non
 
 @contextlib.contextmanager
 def naming_the_allocator(entry: PluginEntry) -> Iterator[None]:
-    """The engine's `AllocatorError` (an allocator that raised, or returned
-    something malformed) names a third-party allocator's plugin."""
+    """The engine's `AllocatorError` names a third-party allocator's plugin."""
     try:
         yield
     except AllocatorError as exc:
@@ -276,8 +283,7 @@ def naming_the_allocator(entry: PluginEntry) -> Iterator[None]:
 
 
 def draw_requests(plan: ResolvedRun, requests: int, rng: np.random.Generator) -> RequestSequence:
-    """The request sequence of a resolved scenario (`Runner.resolve`), drawn
-    from ``rng``; what the workload plugin got wrong is a one-line error."""
+    """A plan's request sequence drawn from ``rng``; what the workload got wrong is a one-line error."""
     with blamed_on(plan.workload_entry, "failed in generate()"):
         try:
             sequence = plan.workload_model.generate(plan.network.private_copy(), requests, rng)
@@ -292,17 +298,24 @@ def draw_requests(plan: ResolvedRun, requests: int, rng: np.random.Generator) ->
         raise plan.workload_entry.error(f"returned an unusable request sequence from generate(): {exc}") from None
 
 
+def check_requests(requests: int | None) -> None:
+    """Refuse a number of requests outside 1 to `MAX_REQUESTS` (None: the workload's default)."""
+    if requests is not None and requests < 1:
+        raise SpecError(f"--requests must be at least 1, got {requests}")
+    if requests is not None and requests > MAX_REQUESTS:
+        raise SpecError(f"--requests must be at most {MAX_REQUESTS:,}, got {requests:,}")
+
+
 @dataclass
 class Runner:
-    """Builds scenarios from specs and runs them; compiled topologies are cached.
+    """Resolves specs into plans (`resolve`), caching compiled topologies; `run_plan` runs a plan with a seed.
 
     Attributes:
-        registry: The plugins it builds from (the process's, `get_registry`,
-            by default).
+        registry: The plugins it builds from (the process's, `get_registry`, by default).
     """
 
     registry: Registry = field(default_factory=get_registry)
-    _networks: dict[str, tuple[str, Network]] = field(default_factory=dict)
+    _networks: dict[str, tuple[str, Network]] = field(default_factory=dict)  # by spec as given and as resolved
     _fixed_fabrics: dict[str, Network] = field(default_factory=dict)  # by resolved topology spec
 
     def network(self, topology: str) -> tuple[str, Network]:
@@ -312,28 +325,24 @@ class Runner:
             topology: The topology spec (``tiered:32,1x4``).
 
         Returns:
-            ``(resolved spec, network)``, the same network for specs that
-            resolve alike.
+            ``(resolved spec, network)``, the same network for specs that resolve alike.
 
         Raises:
             SpecError: A malformed spec, or a parameter the plugin refuses.
             UnknownPluginError: No such topology is registered.
-            PluginError: A third-party plugin failed to build it, or built
-                a topology that does not compile.
+            PluginError: A third-party plugin failed to build it, or built a topology that does not compile.
         """
         if topology not in self._networks:
             spec = Spec.parse(topology)
             entry = self.registry.get("topology", spec.name)
             built = entry.build(spec)
-            resolved = built.spec
-            cached = next((v for v in self._networks.values() if v[0] == resolved), None)
-            self._networks[topology] = cached or (resolved, compile_topology(entry, built.obj))
+            if built.spec not in self._networks:
+                self._networks[built.spec] = (built.spec, compile_topology(entry, built.obj))
+            self._networks[topology] = self._networks[built.spec]
         return self._networks[topology]
 
     def fixed_fabric(self, topology: str) -> Network:
-        """The network a run that never reconfigures runs on
-        (`Network.fixed_fabric` of the topology's), made once and shared
-        like `network`'s.
+        """The network a run that never reconfigures runs on (`Network.fixed_fabric` of the topology's), made once.
 
         Args:
             topology: The topology spec.
@@ -348,8 +357,7 @@ class Runner:
 
     def resolve_scenario(self, topology: str, workload: str | None = None, requests: int | None = None
                          ) -> ResolvedRun:
-        """`resolve` without an allocator: a scenario's specs, requests and
-        network, checked (``allocator`` is "" and ``allocator_entry`` None).
+        """`resolve` without an allocator (``allocator`` is "" and ``allocator_entry`` None).
 
         Args:
             topology: The topology spec.
@@ -369,47 +377,41 @@ class Runner:
 
     def resolve(self, allocator: str | None, topology: str, workload: str | None = None,
                 requests: int | None = None, metrics: Sequence[str] = ()) -> ResolvedRun:
-        """Check a combination before anything runs; what `run` would use.
+        """Read the specs once and check the combination: the plan every run of it uses (`run_plan`).
 
         Args:
-            allocator: The allocator spec (None: the scenario alone,
-                `resolve_scenario`).
+            allocator: The allocator spec (None: the scenario alone, `resolve_scenario`).
             topology: The topology spec.
             workload: The workload spec (None: the topology's default).
-            requests: Requests per run (None: the workload's
-                ``default_requests(network)``, else two per server).
-            metrics: Third-party metrics to compute besides dcbench's own
-                (which every run computes); their names enter the run id.
+            requests: Requests per run (None: the workload's ``default_requests(network)``, else two per server).
+            metrics: Third-party metrics to compute besides dcbench's own (which every run computes); their names
+                enter the run id.
 
         Returns:
-            The resolved run, without a seed.
+            The plan, without a seed.
 
         Raises:
-            SpecError: A malformed spec, a parameter a plugin refuses (the
-                allocator's ``check(network)`` too), no workload for a
-                topology without a default one, or ``requests`` outside 1
-                to 1,000,000.
+            SpecError: A malformed spec, a parameter a plugin refuses (the allocator's ``check(network)`` too), no
+                workload for a topology without a default one, or ``requests`` outside 1 to 1,000,000.
             UnknownPluginError: A spec names no registered plugin.
-            IncompatibleError: The topology or the allocator serves no
-                demand of the workload's kind.
-            PluginError: A third-party plugin failed to build, or returned
-                something unusable; a topology's default workload does not
-                build.
-            AllocatorError: The allocator's fingerprint cannot be taken (a
-                missing or unreadable checkpoint).
+            IncompatibleError: The topology or the allocator serves no demand of the workload's kind.
+            PluginError: A third-party plugin failed to build, or returned something unusable; a topology's default
+                workload does not build.
+            AllocatorError: The allocator's fingerprint cannot be taken (a missing or unreadable checkpoint).
         """
         topology_spec, network = self.network(topology)
         if not workload and not network.default_workload:
             raise SpecError(f"topology {Spec.parse(topology).name!r} names no default workload; give one with -w")
         try:
-            workload_built = self.registry.build("workload", workload or network.default_workload)
+            workload_spec = Spec.parse(workload or network.default_workload)
+            workload_built = self.registry.build("workload", workload_spec)
         except SpecError as exc:
             if workload is not None:
                 raise
             entry = self.registry.get("topology", Spec.parse(topology).name)  # its default workload is wrong
             raise entry.error(f"has the default workload {network.default_workload!r}, which does not build "
                               f"({exc}); give a workload with -w") from exc
-        entry = allocator_built = fingerprint = None
+        allocator_spec = entry = allocator_built = fingerprint = None
         if allocator is not None:
             allocator_spec = Spec.parse(allocator)
             entry = self.registry.get("allocator", allocator_spec.name)
@@ -435,29 +437,27 @@ class Runner:
             checked_against(entry, allocator_built, network)
             if getattr(allocator_built.obj, "reconfigure", True) is False:
                 network = self.fixed_fabric(topology)  # the OCS paper's ALL2ALL: a policy that never reconfigures
-        if requests is not None and requests < 1:
-            raise SpecError(f"--requests must be at least 1, got {requests}")
-        if requests is not None and requests > MAX_REQUESTS:
-            raise SpecError(f"--requests must be at most {MAX_REQUESTS:,}, got {requests:,}")
-        workload_entry = self.registry.get("workload", Spec.parse(workload_built.spec).name)
-        topology_entry = self.registry.get("topology", Spec.parse(topology_spec).name)
+        check_requests(requests)
+        workload_entry = self.registry.get("workload", workload_spec.name)
+        topology_entry = self.registry.get("topology", topology_spec.split(":")[0])
         asked = self.asked_metrics(metrics)
         entries = (topology_entry, workload_entry) + ((entry,) if entry is not None else ()) + asked
+        builtin_metrics = tuple(m for m in self.registry.entries("metric").values() if m.builtin)
         return ResolvedRun(
             topology=topology_spec, workload=workload_built.spec,
             allocator=allocator_built.spec if allocator_built is not None else "",
             requests=requests or self._default_requests(workload_entry, workload_built.obj, network),
             fingerprint=with_metrics(with_distributions(self._fingerprint(entry, fingerprint, network), entries),
                                      asked),
-            network=network,
-            workload_model=workload_built.obj, workload_entry=workload_entry, allocator_entry=entry,
-            metrics=asked,
+            network=network, workload_model=workload_built.obj, workload_entry=workload_entry,
+            allocator_entry=entry, metrics=asked, allocator_spec=allocator_spec,
+            computed=builtin_metrics + asked,
+            plugins=tuple((p.name, f"{p.distribution} {p.version}") for p in self.registry.plugins),
         )
 
     def asked_metrics(self, names: Sequence[str]) -> tuple[PluginEntry, ...]:
         """The third-party metrics among ``names``, once each, in the order
-        they registered (so the order given changes neither columns nor id);
-        dcbench's own metrics run anyway.
+        they registered (so the order given changes neither columns nor id).
 
         Args:
             names: Metric names, as ``--metric`` or a suite's ``metrics`` give them.
@@ -501,10 +501,8 @@ class Runner:
     def run(self, allocator: str, topology: str, workload: str | None = None, requests: int | None = None,
             seed: int = 0, progress: Callable[[int], None] | None = None, metrics: Sequence[str] = ()
             ) -> RunResult:
-        """Run an allocator on a scenario with a seed, and compute its metrics.
-
-        The seed draws the requests and, apart, the allocator's random
-        numbers: the same arguments make the same run id and tables.
+        """`resolve` then `run_plan`, in one call: a convenience for plugin commands and trainers (runs of several seeds
+        resolve once and call `run_plan` for each).
 
         Args:
             allocator: The allocator spec.
@@ -512,10 +510,8 @@ class Runner:
             workload: The workload spec (None: the topology's default).
             requests: Requests per run (None: the workload's default).
             seed: A non-negative integer.
-            progress: Called with the number of requests done, every
-                hundredth of the run (None: not called).
-            metrics: Third-party metrics to compute besides dcbench's own
-                (`resolve`).
+            progress: Called with the number of requests done, every hundredth of the run (None: not called).
+            metrics: Third-party metrics to compute besides dcbench's own.
 
         Returns:
             The run's results, not yet written (`RunResult.write`).
@@ -524,75 +520,61 @@ class Runner:
             SpecError: As `resolve`, or a seed that is no non-negative integer.
             UnknownPluginError: As `resolve`.
             IncompatibleError: As `resolve`.
-            PluginError: A third-party plugin failed or returned something
-                unusable (requests, metric columns, notes); a third-party
-                allocator that misbehaves is one too, naming its plugin.
-            AllocatorError: A built-in allocator misbehaved, or its
-                fingerprint cannot be taken.
+            PluginError: As `resolve` and `run_plan`.
+            AllocatorError: As `resolve` and `run_plan`.
         """
-        from dcbench._version import __version__
+        check_seed(seed)
+        return run_plan(self.resolve(allocator, topology, workload, requests, metrics), seed, progress)
 
-        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-            raise SpecError(f"a seed is a non-negative integer, got {seed!r}")
-        plan = self.resolve(allocator, topology, workload, requests, metrics)
-        network = plan.network
-        n_requests = plan.requests
-        run_id = run_id_of(plan, seed)
 
-        rng = np.random.default_rng(seed)
-        workload_rng, allocator_rng = rng.spawn(2)
-        sequence = draw_requests(plan, n_requests, workload_rng)
-        allocator_obj = plan.allocator_entry.build(plan.allocator).obj
-        with naming_the_allocator(plan.allocator_entry):
-            tables = simulate(network, sequence, allocator_obj, allocator_rng, progress)
+def check_seed(seed: Any) -> None:
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise SpecError(f"a seed is a non-negative integer, got {seed!r}")
 
-        summary: dict[str, Any] = {
-            "run_id": run_id,
-            "allocator": plan.allocator,
-            "allocator_fingerprint": plan.fingerprint,
-            "topology": plan.topology,
-            "workload": plan.workload,
-            "seed": seed,
-            "requests": n_requests,
-            "offered": int((tables.requests["outcome"] != "skipped").sum()),
-            "accepted": int((tables.requests["outcome"] == "accepted").sum()),
-        }
-        written_by = dict.fromkeys([*summary, *LATER_COLUMNS], "the core")
-        builtin_metrics = [entry for entry in self.registry.entries("metric").values() if entry.builtin]
-        columns_of: dict[str, tuple[str, ...]] = {}
-        for entry in [*builtin_metrics, *plan.metrics]:
-            with blamed_on(entry, "failed"):  # (its columns too: a mapping may fail as it is read)
-                columns = entry.load()(RunTables(read_only_copy(tables.requests), read_only_copy(tables.timeline)),
-                                       network.private_copy())
-                values = metric_columns(entry, columns, written_by)
-            summary.update(values)
-            columns_of[entry.name] = tuple(values)
-        summary["dcbench_version"] = __version__
 
-        provenance = {
-            "dcbench_version": __version__,
-            "run_id": run_id,
-            "allocator": plan.allocator,
-            "allocator_fingerprint": plan.fingerprint,
-            "topology": plan.topology,
-            "workload": plan.workload,
-            "requests": n_requests,
-            "seed": seed,
-            "plugins": {p.name: f"{p.distribution} {p.version}" for p in self.registry.plugins},
-            **({"metrics": [entry.name for entry in plan.metrics]} if plan.metrics else {}),
-            "git_commit": git_commit(),
-            "python": platform.python_version(),
-            "numpy": np.__version__,
-        }
-        notes = [*run_notes(tables.requests), *allocator_notes(plan.allocator_entry, allocator_obj)]
-        if notes:
-            provenance["notes"] = notes
-        return RunResult(run_id, summary, tables, provenance, notes, columns_of, network)
+def run_plan(plan: ResolvedRun, seed: int, progress: Callable[[int], None] | None = None) -> RunResult:
+    """Run a plan with a seed, a fresh allocator and its metrics; nothing is parsed or resolved."""
+    from dcbench._version import __version__
+
+    check_seed(seed)
+    network = plan.network
+    run_id = plan.run_id(seed)
+    workload_rng, allocator_rng = np.random.default_rng(seed).spawn(2)
+    sequence = draw_requests(plan, plan.requests, workload_rng)
+    allocator = plan.new_allocator()
+    with naming_the_allocator(plan.allocator_entry):
+        tables = simulate(network, sequence, allocator, allocator_rng, progress)
+    identity = {"allocator": plan.allocator, "allocator_fingerprint": plan.fingerprint, "topology": plan.topology,
+                "workload": plan.workload}
+    summary: dict[str, Any] = {
+        "run_id": run_id, **identity, "seed": seed, "requests": plan.requests,
+        "offered": int((tables.requests["outcome"] != "skipped").sum()),
+        "accepted": int((tables.requests["outcome"] == "accepted").sum()),
+    }
+    written_by = dict.fromkeys([*summary, *LATER_COLUMNS], "the core")
+    columns_of: dict[str, tuple[str, ...]] = {}
+    for entry in plan.computed:
+        with blamed_on(entry, "failed"):  # (its columns too: a mapping may fail as it is read)
+            columns = entry.load()(RunTables(read_only_copy(tables.requests), read_only_copy(tables.timeline)),
+                                   network.private_copy())
+            values = metric_columns(entry, columns, written_by)
+        summary.update(values)
+        columns_of[entry.name] = tuple(values)
+    summary["dcbench_version"] = __version__
+    provenance = {
+        "dcbench_version": __version__, "run_id": run_id, **identity, "requests": plan.requests, "seed": seed,
+        "plugins": dict(plan.plugins),
+        **({"metrics": [entry.name for entry in plan.metrics]} if plan.metrics else {}),
+        "git_commit": git_commit(), "python": platform.python_version(), "numpy": np.__version__,
+    }
+    notes = [*run_notes(tables.requests), *allocator_notes(plan.allocator_entry, allocator)]
+    if notes:
+        provenance["notes"] = notes
+    return RunResult(run_id, summary, tables, provenance, notes, columns_of, network)
 
 
 def read_only_copy(columns: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """Each metric reads its own read-only copy of the tables: whatever it
-    does to it, neither the tables written nor the next metric see it."""
+    """A read-only copy of a table for one metric: nothing it does reaches the next one."""
     copies = {name: array.copy() for name, array in columns.items()}
     for array in copies.values():
         array.flags.writeable = False

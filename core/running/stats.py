@@ -17,9 +17,8 @@ _Z975 = 1.959963984540054
 
 
 def t975(dof: int) -> float:
-    """The 97.5% quantile of Student's t: tabulated up to 30 degrees of
-    freedom, past that the Cornish-Fisher expansion about the normal
-    quantile (within 2e-5 of the exact value from 31 on)."""
+    """The 97.5% quantile of Student's t: tabulated up to 30 degrees of freedom, past that the Cornish-Fisher expansion
+    about the normal quantile (within 2e-5 of the exact value from 31 on)."""
     if dof <= len(_T975):
         return _T975[dof - 1]
     z = _Z975
@@ -51,9 +50,8 @@ def mean_ci(values: Iterable[float]) -> tuple[float, float, int]:
         values: The values, one per seed say; NaN and None are left out.
 
     Returns:
-        ``(mean, half-width, n)``: the half-width is Student's t for n − 1
-        degrees of freedom times the standard error, NaN with fewer than two
-        values; the mean is NaN with none.
+        ``(mean, half-width, n)``: the half-width is Student's t for n − 1 degrees of freedom times the standard
+        error, NaN with fewer than two values; the mean is NaN with none.
     """
     mean, sd, n = mean_sd(values)
     if n < 2:

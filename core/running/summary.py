@@ -1,9 +1,7 @@
 """A sweep's combined summary and the run folders beside it: read, and checked.
 
-``read_sweep_summary`` is what `plot`, `report` and the leaderboard read a
-sweep through; the ``*_problem`` functions each return what is wrong with
-one kind of object (a run folder, a summary row, a summary's columns), or
-None.
+``read_sweep_summary`` is what `plot`, `report` and the leaderboard read a sweep through; the ``*_problem`` functions
+each return what is wrong with one kind of object (a run folder, a summary row, a summary's columns), or None.
 """
 
 from __future__ import annotations
@@ -42,14 +40,11 @@ REBUILD_SUMMARY = "remove it and run the sweep again to rebuild it"
 
 
 def read_sweep_summary(results: Path, registry: Any = None, runs_needed: bool = False, numbers: bool = True) -> Any:
-    """The combined ``summary.parquet`` of a sweep's folder, a suite's or an
-    ad-hoc one's (what `plot`, `report` and the leaderboard read; the
-    leaderboard refuses an ad-hoc one first), checked by `sweep_summary_problem`,
-    against its run folders (`check_run_folders`; every run's folder
-    must be there only where ``runs_needed``), then, where ``numbers``, by
-    `numbers_problem` (the leaderboard checks those numbers itself, after
-    the names in them); a folder of single runs, or one run, is a one-line
-    error that says what to give instead."""
+    """The combined ``summary.parquet`` of a sweep's folder, a suite's or an ad-hoc one's (what `plot`, `report` and the
+    leaderboard read; the leaderboard refuses an ad-hoc one first), checked by `sweep_summary_problem`, against its
+    run folders (`check_run_folders`; every run's folder must be there only where ``runs_needed``), then, where
+    ``numbers``, by `numbers_problem` (the leaderboard checks those numbers itself, after the names in them); a folder
+    of single runs, or one run, is a one-line error that says what to give instead."""
     from dcbench.running.numbers import numbers_problem
 
     hint = "give the folder a `dcbench sweep` wrote (its --out, results/<suite> by default)"
@@ -81,9 +76,8 @@ RUN_FOLDER_NAME = re.compile(r"[0-9a-f]{16}")  # a run id: what `write_run` name
 
 
 def run_folders(folder: Path) -> list[Path]:
-    """The folders right below ``folder`` named as runs are (their run ids),
-    in the order of their names; the rest (a sweep's folder, plots/, a
-    half-written run's hidden folder, files) are not runs."""
+    """The folders right below ``folder`` named as runs are (their run ids), in the order of their names; the rest (a
+    sweep's folder, plots/, a half-written run's hidden folder, files) are not runs."""
     try:
         children = sorted(folder.iterdir())
     except OSError as exc:
@@ -98,9 +92,8 @@ def holds_runs(folder: Path) -> bool:
 
 
 def run_identity_problem(run_dir: Path) -> str | None:
-    """Why ``run_dir`` holds no finished run whose one-row summary reads
-    (`run_folder_problem`, `read_table`) and whose id is the hash of its
-    specs, or None."""
+    """Why ``run_dir`` holds no finished run whose one-row summary reads (`run_folder_problem`, `read_table`) and whose
+    id is the hash of its specs, or None."""
     from dcbench.running.runner import run_hash
 
     problem = run_folder_problem(run_dir)
@@ -118,11 +111,8 @@ def run_identity_problem(run_dir: Path) -> str | None:
 
 
 def read_runs(folder: Path) -> tuple[list[dict[str, Any]], list[tuple[Path, str]]]:
-    """The one-row summaries of the run folders right below ``folder``
-    (`run_folders`), each checked by `run_identity_problem`, in the order of
-    their names, and the run folders that failed a check with why. Each row
-    has its run's own columns: a metric installed after a run was made is
-    not in its row."""
+    """The one-row summaries of the run folders right below ``folder`` (`run_folders`), each checked by
+    `run_identity_problem`, in the order of their names, and the run folders that failed a check with why."""
     rows, damaged = [], []
     for run_dir in run_folders(folder):
         problem = run_identity_problem(run_dir)
@@ -148,13 +138,11 @@ def read_run_folder(folder: Path) -> list[dict[str, Any]]:
 
 
 def check_run_folders(results: Path, rows: list[dict[str, Any]], runs_needed: bool = True) -> None:
-    """Each row of a sweep's summary must say what its run folder's own
-    summary says (`summary_row_problem`), the folder finished
-    (`run_folder_problem`): a one-line error with the fix where a run was
-    damaged since, or the summary edited. A folder that is gone is such an error only where ``runs_needed``
-    (a submission, whose numbers must be the runs'): the summary holds all
-    that a report or a plot reads, so removing the run folders, which hold
-    each request's row, to save space is fine."""
+    """Each row of a sweep's summary must say what its run folder's own summary says (`summary_row_problem`), the folder
+    finished (`run_folder_problem`): a one-line error with the fix where a run was damaged since, or the summary
+    edited. A folder that is gone is such an error only where ``runs_needed`` (a submission, whose numbers must be the
+    runs'): the summary holds all that a report or a plot reads, so removing the run folders, which hold each
+    request's row, to save space is fine."""
     for row in rows:
         run_dir = results / row["run_id"]
         if not runs_needed and not run_dir.exists():
@@ -168,9 +156,8 @@ def check_run_folders(results: Path, rows: list[dict[str, Any]], runs_needed: bo
 
 
 def summary_row_problem(row: Mapping[str, Any], run_dir: Path) -> str | None:
-    """Where a row of a sweep's summary is not what its run folder's own
-    summary says, or None. An empty cell for a column the run lacks is what
-    a sweep writes where a metric was installed after that run was made."""
+    """Where a row of a sweep's summary is not what its run folder's own summary says, or None. An empty cell for a
+    column the run lacks is what a sweep writes where a metric was installed after that run was made."""
     (own,) = read_table(run_dir / "summary.parquet").to_pylist()  # one row: `run_folder_problem` checked it
     for column, value in own.items():
         given = row.get(column)
@@ -188,9 +175,8 @@ def same_value(a: Any, b: Any) -> bool:
 
 
 def ranking_of(suite: Any) -> tuple[str, bool]:
-    """The column a suite is ranked by and whether higher is better;
-    acceptance_ratio, which every run has, for None (a suite that is not
-    registered, or no longer)."""
+    """The column a suite is ranked by and whether higher is better; acceptance_ratio, which every run has, for None (a
+    suite that is not registered, or no longer)."""
     return (suite.primary_metric, suite.higher_is_better) if suite is not None else ("acceptance_ratio", True)
 
 
@@ -215,9 +201,8 @@ def is_adhoc_sweep(results: Path) -> bool:
 
 
 def sweep_provenance_problem(table: Any, adhoc: bool = True) -> str | None:
-    """Why ``table`` is not the combined summary of a dcbench sweep (its
-    provenance names the suite, or where ``adhoc`` lists the scenarios of an
-    ad-hoc sweep, and it has a scenario column), or None."""
+    """Why ``table`` is not the combined summary of a dcbench sweep (its provenance names the suite, or where ``adhoc``
+    lists the scenarios of an ad-hoc sweep, and it has a scenario column), or None."""
     provenance, problem = _read_provenance(table)
     if provenance is None:
         return problem
@@ -238,11 +223,8 @@ def sweep_provenance_problem(table: Any, adhoc: bool = True) -> str | None:
 
 
 def sweep_summary_problem(table: Any, registry: Any = None, adhoc: bool = False) -> str | None:
-    """What is wrong with ``table`` as a sweep's combined summary
-    (`sweep_provenance_problem`, `summary_contents_problem`, then
-    `summary_runs_problem`), or None. An ad-hoc sweep's is one only where
-    ``adhoc`` (`report` and `plot` read it, the leaderboard does not). It must have its suite's primary metric; an
-    ad-hoc sweep's, the acceptance ratio that every run has."""
+    """What is wrong with ``table`` as a sweep's combined summary (`sweep_provenance_problem`,
+    `summary_contents_problem`, then `summary_runs_problem`), or None."""
     problem = sweep_provenance_problem(table, adhoc)
     if problem is not None:
         return problem
@@ -260,11 +242,9 @@ RUN_IDENTITY = ("run_id", "topology", "workload", "allocator", "requests", "seed
 
 
 def summary_runs_problem(table: Any) -> str | None:
-    """Why the rows of a sweep's combined summary (checked by
-    `summary_contents_problem`) are not the runs the sweep made, or None:
-    they must be the runs its provenance lists, each named by the hash of
-    its specs (an edited allocator, topology, workload, requests or seed
-    breaks it)."""
+    """Why the rows of a sweep's combined summary (checked by `summary_contents_problem`) are not the runs the sweep
+    made, or None: they must be the runs its provenance lists, each named by the hash of its specs (an edited
+    allocator, topology, workload, requests or seed breaks it)."""
     from dcbench.running.runner import run_hash
 
     held = table.column("run_id").to_pylist()
@@ -286,9 +266,8 @@ def summary_runs_problem(table: Any) -> str | None:
 
 
 def summary_contents_problem(table: Any, primary: str) -> str | None:
-    """What is wrong with the contents of a sweep's combined summary, or
-    None: it has rows, `SUMMARY_COLUMNS` with their types, the suite's
-    ``primary`` metric, and numbers in every metric column."""
+    """What is wrong with the contents of a sweep's combined summary, or None: it has rows, `SUMMARY_COLUMNS` with their
+    types, the suite's ``primary`` metric, and numbers in every metric column."""
 
     if table.num_rows == 0:
         return "it is empty, with no runs"
@@ -326,10 +305,9 @@ def summary_schema_problem(schema: Any, required: Mapping[str, str]) -> str | No
 
 
 def run_folder_problem(run_dir: Path) -> str | None:
-    """Why ``run_dir`` does not hold a finished run, or None: each of its
-    three tables must read (its footer: a cheap check that catches a
-    truncated file), and its summary must be one row, with the summary's
-    columns, that names the run the folder is named after."""
+    """Why ``run_dir`` does not hold a finished run, or None: each of its three tables must read (its footer: a cheap
+    check that catches a truncated file), and its summary must be one row, with the summary's columns, that names the
+    run the folder is named after."""
     import pyarrow.parquet as pq
 
     if not all((run_dir / f"{name}.parquet").is_file() for name in TABLES):

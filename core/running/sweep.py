@@ -1,10 +1,8 @@
 """Sweeps: every (scenario, allocator, seed) of a suite, or of ad-hoc specs, resumable.
 
-Each run is written to its own folder exactly as `dcbench run` writes it,
-atomically, so a sweep that is killed (even with SIGKILL) leaves only
-complete run folders behind; run again, it skips them and does the rest.
-The combined ``summary.parquet`` is rebuilt at the end from the run folders
-of the plan, in the plan's order, so it has exactly one row per run.
+Every (scenario, allocator) is resolved once, here; each run is written atomically to its own folder, so a killed
+sweep leaves only complete runs, which the next one skips. The combined ``summary.parquet`` is rebuilt from the plan's
+run folders, in its order.
 """
 
 from __future__ import annotations
@@ -17,7 +15,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 from dcbench.errors import DcbenchError, IncompatibleError, PluginError, ResultsError, SpecError, describe, short_repr
 from dcbench.model.suite import Scenario, Suite
-from dcbench.running.runner import Runner, run_id_of
+from dcbench.running.runner import Runner
 from dcbench.running.summary import SUMMARY_COLUMNS, is_adhoc, is_complete, sweep_provenance_problem
 from dcbench.running.workers import (
     PlannedRun,
@@ -37,10 +35,8 @@ SUMMARY = "summary.parquet"
 
 
 def split_allocators(values: Iterable[str]) -> list[str]:
-    """``--allocator`` values, each a comma list of specs: a piece with '='
-    and no ':' is a further keyword of the spec before it, any other piece
-    starts a spec (``ccf:reconfigure=no,jcb`` is two, ``nalb:route=reference,
-    queue=lifo`` one)."""
+    """``--allocator`` values, each a comma list of specs: a piece with '=' and no ':' is a further
+    keyword of the spec before it (``ccf:reconfigure=no,jcb`` is two specs, ``nalb:route=reference,queue=lifo`` one)."""
     allocators: list[str] = []
     for value in values:
         for part in (piece.strip() for piece in value.split(",")):
@@ -69,19 +65,14 @@ def is_adhoc_suite(suite: Suite) -> bool:
 
 def adhoc_suite(runner: Runner, topologies: Sequence[str], workloads: Sequence[str | None], requests: int | None,
                 seeds: int, allocators: Sequence[str]) -> Suite:
-    """The scenarios of an ad-hoc sweep (``dcbench sweep -t ... [-w ...]``):
-    every topology with every workload (its own where none is given),
-    ``requests`` each (the workload's default where None), seeds 0 to
-    ``seeds`` - 1, named by `dcbench.running.labels.scenario_labels` from their
-    resolved specs. Two that resolve to one scenario (``-t tiered -t
-    tiered:32,1x4``) are refused: their runs would count twice. The suite
-    is named `ADHOC`, which no registered suite can be."""
+    """The scenarios of an ad-hoc sweep: every topology with every workload, seeds 0 to ``seeds`` - 1,
+    named from their resolved specs; two that resolve alike are refused (their runs would count twice)."""
     from dcbench.running.labels import scenario_labels
 
     given: dict[tuple[str, str, int], tuple[str, str | None]] = {}
     for topology in topologies:
         for workload in workloads:
-            resolved = runner.resolve(allocators[0], topology, workload, requests)  # (the plan checks the others)
+            resolved = runner.resolve_scenario(topology, workload, requests)  # (`plan` checks the allocators)
             key = (resolved.topology, resolved.workload, resolved.requests)
             if key in given:
                 first = " ".join(f"{flag} {spec}" for flag, spec in zip(("-t", "-w"), given[key]) if spec)
@@ -94,8 +85,7 @@ def adhoc_suite(runner: Runner, topologies: Sequence[str], workloads: Sequence[s
 
 
 def described(suite: Suite) -> dict[str, Any]:
-    """What a sweep's provenance records of its ``suite``: a registered suite's
-    name, or an ad-hoc sweep's scenarios as given (`dcbench.running.summary.is_adhoc`)."""
+    """What a sweep's provenance records of its suite: its name, or an ad-hoc sweep's scenarios."""
     if not is_adhoc_suite(suite):
         return {"suite": suite.name}
     return {"scenarios": [{"name": s.label, "topology": s.topology, "workload": s.workload, "requests": s.requests,
@@ -103,12 +93,8 @@ def described(suite: Suite) -> dict[str, Any]:
 
 
 def plan(runner: Runner, suite: Suite, allocators: Sequence[str], metrics: Sequence[str] = ()) -> list[PlannedRun]:
-    """Every run of the sweep, checked and identified before anything runs.
-    An allocator given twice (``random,random``, or ``tetris`` and
-    ``tetris:penalty=0.9``, its default) is refused: its runs would count
-    twice in every mean and interval. ``suite`` is a registered suite, or
-    an ad-hoc sweep's (`adhoc_suite`); every run computes the suite's
-    third-party ``metrics`` and those given."""
+    """Every run of the sweep, each (scenario, allocator) resolved once, before anything runs. An
+    allocator given twice (``tetris`` and ``tetris:penalty=0.9``, say) is refused: it would count twice."""
     metrics = (*suite.metrics, *metrics)
     given: dict[str, str] = {}
     for allocator in allocators:
@@ -129,7 +115,7 @@ def plan(runner: Runner, suite: Suite, allocators: Sequence[str], metrics: Seque
                 where = "scenario" if is_adhoc_suite(suite) else f"suite {suite.name!r}, scenario"
                 raise type(exc)(f"{where} {scenario.label!r}: {exc}") from exc
             for seed in scenario.seeds:
-                run_id = run_id_of(resolved, seed)
+                run_id = resolved.run_id(seed)
                 if scenario_of.setdefault(run_id, scenario.label) != scenario.label:
                     raise PluginError(f"suite {suite.name!r} (plugin {suite.plugin or '?'}) has scenarios "
                                       f"{scenario_of[run_id]!r} and {scenario.label!r}, which resolve to the same "
@@ -138,37 +124,27 @@ def plan(runner: Runner, suite: Suite, allocators: Sequence[str], metrics: Seque
                     digests[id(resolved.network)] = network_digest(resolved.network)
                 runs.append(PlannedRun(scenario.label, allocator, scenario.topology, scenario.workload,
                                        scenario.requests, seed, run_id, tuple(metrics),
-                                       digests[id(resolved.network)]))
+                                       digests[id(resolved.network)], resolved))
     return runs
 
 
-def write_output(out_dir: Path, run: PlannedRun, output: RunOutput) -> None:
-    """Write a run a worker made into ``out_dir``, once it is the run planned."""
-    if output.run_id != run.run_id:
-        raise ResultsError(f"run {run.run_id} came out as {output.run_id}: the worker resolved the specs "
-                           "differently (is the same dcbench installed everywhere?)")
-    write_run(out_dir, output.run_id, output.tables, output.provenance)
-
-
 def run_local(runs: Sequence[PlannedRun], out_dir: Path, workers: int, advance: Callable[[PlannedRun], None]) -> None:
-    """Make the runs in worker processes, each allocator's apart (`run_apart`),
-    and write each run's folder here as it comes."""
+    """Make the runs in forked workers, each allocator's apart (`run_apart`), writing each as it comes."""
     def write(run: PlannedRun, output: RunOutput) -> None:
-        write_output(out_dir, run, output)
+        write_run(out_dir, run.run_id, output.tables, output.provenance)
         advance(run)
 
     run_apart(runs, workers, write)
 
 
 def _run_remote(runs: Sequence[PlannedRun]) -> list[RunOutput]:
-    """A Ray task: make a batch of one allocator's runs where Ray places it and send them back."""
+    """A Ray task: make a batch of one allocator's runs, resolved there once, and send them back."""
     start_worker()  # into the worker's log: the driver has warned already
     return [run_in_worker(run) for run in runs]
 
 
 def ray_batches(runs: Sequence[PlannedRun], cpus: int) -> list[list[PlannedRun]]:
-    """The runs in batches of one allocator each, about two per CPU of the
-    cluster for each allocator: a batch runs in a worker process of its own."""
+    """The runs in batches of one allocator each, about two per CPU for each allocator."""
     batches = []
     for allocator_runs in by_allocator(runs):
         size = -(-len(allocator_runs) // (2 * max(1, cpus)))
@@ -178,9 +154,8 @@ def ray_batches(runs: Sequence[PlannedRun], cpus: int) -> list[list[PlannedRun]]
 
 def run_ray(runs: Sequence[PlannedRun], out_dir: Path, address: str | None,
             advance: Callable[[PlannedRun], None]) -> None:
-    """Make the runs as Ray tasks, each allocator's in worker processes of
-    their own (`ray_batches`); the driver writes every run folder itself, so
-    the workers need no shared file system and resumption works as locally."""
+    """Make the runs as Ray tasks, each allocator's in workers of their own (`ray_batches`); the driver
+    writes every run folder, so the workers need no shared file system."""
     try:
         import ray
     except ImportError:
@@ -205,7 +180,10 @@ def run_ray(runs: Sequence[PlannedRun], out_dir: Path, address: str | None,
                 raise
             for run, output in zip(batch, outputs):
                 check_network(run, output)
-                write_output(out_dir, run, output)
+                if output.run_id != run.run_id:  # resolved on another machine
+                    raise ResultsError(f"run {run.run_id} came out as {output.run_id}: the worker resolved the "
+                                       "specs differently (is the same dcbench installed everywhere?)")
+                write_run(out_dir, run.run_id, output.tables, output.provenance)
                 advance(run)
     finally:
         if started_here:
@@ -213,8 +191,7 @@ def run_ray(runs: Sequence[PlannedRun], out_dir: Path, address: str | None,
 
 
 def check_reachable(address: str | None, timeout: float = 5.0) -> None:
-    """Refuse a ``host:port`` (or ``ray://host:port``) where nothing listens:
-    Ray itself would retry for minutes before giving up."""
+    """Refuse a ``host:port`` (or ``ray://host:port``) where nothing listens (Ray would retry for minutes)."""
     if address is None or address in ("auto", "local"):
         return
     host, _, port = address.removeprefix("ray://").rpartition(":")
@@ -243,8 +220,7 @@ def combine(runs: Sequence[PlannedRun], out_dir: Path, provenance: dict[str, Any
 
 
 def check_ranked_by(suite: Suite, combined: Any, out_dir: Path) -> None:
-    """The suite's primary metric must be a column of its runs' summary; what
-    ranks it is only known once they ran (the metrics add their columns)."""
+    """Refuse a suite whose primary metric is no column of its runs' summary (known only once they ran)."""
     metrics = [c for c in combined.column_names if c not in SUMMARY_COLUMNS]
     if suite.primary_metric in metrics:
         return
@@ -256,13 +232,8 @@ def check_ranked_by(suite: Suite, combined: Any, out_dir: Path) -> None:
 
 
 def previous_sweep(out_dir: Path, suite: Suite, allocators: Sequence[str], registry: Any) -> list[str]:
-    """Check that ``out_dir`` holds no summary this sweep must not replace:
-    a table dcbench did not write, a single run's, another suite's sweep,
-    an ad-hoc sweep where this is a suite's or the other way round; what an
-    earlier sweep of this suite (or an earlier ad-hoc sweep) had in its
-    summary that this one leaves out (their run folders stay): allocators,
-    compared as resolved specs (``tetris`` and ``tetris:penalty=0.9`` are
-    one allocator), and an ad-hoc sweep's scenarios, by name."""
+    """Refuse an ``out_dir`` whose summary this sweep must not replace (not dcbench's, a single run's,
+    another suite's); what an earlier sweep of it had that this one leaves out (allocators, scenarios)."""
     if (out_dir / "submission.json").exists():
         raise ResultsError(f"'{out_dir}' is a leaderboard submission; give the sweep its own --out "
                            "(default results/<suite>)")
@@ -299,8 +270,7 @@ def previous_sweep(out_dir: Path, suite: Suite, allocators: Sequence[str], regis
 
 
 def resolved_allocator(registry: Any, allocator: str) -> str:
-    """An allocator spec with every parameter, as in the summary's rows; as
-    given where it no longer resolves (its plugin is gone, say)."""
+    """An allocator spec with every parameter; as given where it no longer resolves."""
     try:
         spec = Spec.parse(allocator)
         return resolved_spec(spec.name, bind(spec.name, registry.get("allocator", spec.name).params, spec))

@@ -1,13 +1,10 @@
 """Runs in worker processes, each allocator's apart from every other's.
 
-An allocator runs its own code in the process that runs it, and nothing in
-a process is out of its reach: the engine one stack frame up, the compiled
-networks a runner caches, every module. So a sweep, `verify` and a
-submission's replay run each allocator's runs in worker processes that run
-that allocator only, and the parent, which alone writes and compares, takes
-a run only from a worker whose network still has the digest the parent
-computed for it. What an allocator does inside its worker reaches no other
-allocator's run.
+An allocator runs its own code in the process that runs it, and nothing in a process is out of its reach: the engine
+one stack frame up, the compiled networks a runner caches, every module. So a sweep, `verify` and a submission's
+replay run each allocator's runs in worker processes that run that allocator only, and the parent, which alone writes
+and compares, takes a run only from a worker whose network still has the digest the parent computed for it. What an
+allocator does inside its worker reaches no other allocator's run.
 """
 
 from __future__ import annotations
@@ -22,21 +19,22 @@ import sys
 import threading
 import time
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 
 from dcbench.errors import DcbenchError, ResultsError
 from dcbench.model.network import Network
+from dcbench.running.runner import ResolvedRun
 
 MATH_THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
 
 @dataclass(frozen=True)
 class PlannedRun:
-    """One run, planned: what it runs, the id it must come out with, and
-    the digest of its network (`network_digest`; "" where not checked)."""
+    """One run of a plan: its specs as given, seed, the id it must come out with and its network's digest ("" where not
+    checked). ``plan`` goes to forked workers as they start; a worker without it resolves the specs once."""
 
     scenario: str
     allocator: str
@@ -45,15 +43,22 @@ class PlannedRun:
     requests: int | None
     seed: int
     run_id: str
-    metrics: tuple[str, ...] = ()  # the third-party metrics its run computes (`Runner.resolve`)
+    metrics: tuple[str, ...] = ()
     network_digest: str = ""
+    plan: ResolvedRun | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def specs(self) -> tuple[Any, ...]:
+        return self.allocator, self.topology, self.workload, self.requests, self.metrics
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "plan": None}  # (plugin objects need not pickle)
 
 
 @dataclass
 class RunOutput:
-    """What a worker sends back of a run: its id and summary, its tables
-    (None where not asked for) and provenance, and its network's digest
-    after the run."""
+    """What a worker sends back of a run: its id, summary, tables (None where
+    not asked for), provenance and its network's digest after the run."""
 
     run_id: str
     summary: dict[str, Any]
@@ -63,8 +68,7 @@ class RunOutput:
 
 
 def network_digest(network: Network) -> str:
-    """A digest of everything of ``network`` the engine's checks read: its
-    sizes, resources, capacities, labels, links and circuits."""
+    """A digest of everything of ``network`` the engine's checks read."""
     digest = hashlib.sha256()
     for value in (network.n_servers, network.n_nodes, network.n_links, network.n_racks, network.resources,
                   network.directed, network.circuits, network.link_unit, network.k_paths):
@@ -81,30 +85,14 @@ def network_digest(network: Network) -> str:
 def run_apart(runs: Sequence[PlannedRun], workers: int, on_output: Callable[[PlannedRun, RunOutput], None],
               tables: bool = True, fresh: bool = False, environ: Mapping[str, str] | None = None,
               on_error: Callable[[PlannedRun, DcbenchError], None] | None = None) -> None:
-    """Make ``runs`` in worker processes, each allocator's in workers of its
-    own (at most ``workers`` at a time), and hand each run's output to
-    ``on_output`` in this process as it comes, once its network's digest
-    is checked.
-
-    Args:
-        runs: The runs, each with the run id it must come out with.
-        workers: How many worker processes may run at once.
-        on_output: Called with each run and what its worker sent back.
-        tables: Whether the workers send the runs' tables back.
-        fresh: Workers that load the plugins anew, forked from a server
-            process that has imported dcbench alone (or spawned, where
-            there is no fork), rather than forked from this process
-            (Linux), which passes on all of its state.
-        environ: Variables set in the workers' environment (this
-            process's, as it is now), before they load any plugin.
-        on_error: Called with a run and the error it raised, where the
-            others go on (None: the error ends them all).
+    """Make ``runs`` in worker processes, each allocator's in workers of its own (at most ``workers`` at a time), and
+    hand each run's output to ``on_output`` as it comes, once its network's digest is checked. ``fresh`` workers load
+    the plugins anew (a fork server that imported dcbench alone) and resolve their runs' specs once; others are forked
+    from this process and take the runs' plans. ``environ`` is set in the workers before they load any plugin;
+    ``on_error`` takes a run's `DcbenchError` where the others go on (None: it ends them all).
 
     Raises:
-        ResultsError: A worker's network no longer has its digest; a
-            worker died.
-        DcbenchError: A run's own error, as raised in its worker (without
-            ``on_error``).
+        ResultsError: A worker's network no longer has its digest; a worker died.
     """
     context = worker_context(fresh)
     for allocator_runs in by_allocator(runs):
@@ -112,11 +100,11 @@ def run_apart(runs: Sequence[PlannedRun], workers: int, on_output: Callable[[Pla
         with one_math_thread_per_worker():
             pool = concurrent.futures.ProcessPoolExecutor(
                 max_workers=min(workers, len(allocator_runs)), mp_context=context, initializer=start_worker,
-                initargs=(os.getpid(), {**os.environ, **(environ or {})}))
+                initargs=(os.getpid(), {**os.environ, **(environ or {})}, plans_of(allocator_runs, context)))
             try:
                 # Longest first, the episode's length standing for a run's time: the runs left for the end
                 # are short ones, so the workers finish together (a suite's largest scenario is often its last).
-                longest_first = sorted(allocator_runs, key=lambda run: -(run.requests or 0))
+                longest_first = sorted(allocator_runs, key=lambda run: -((run.plan or run).requests or 0))
                 futures = {pool.submit(run_in_worker, run, tables): run for run in longest_first}
                 for future in concurrent.futures.as_completed(futures):
                     run = futures[future]
@@ -144,9 +132,8 @@ FRESH_PRELOAD = ["numpy", "pyarrow.parquet", "networkx", "dcbench.running.runner
 
 
 def worker_context(fresh: bool) -> Any:
-    """How workers start: forked from this process (Linux), or, ``fresh``,
-    forked from a server that imported only `FRESH_PRELOAD` (far quicker
-    than spawning each, and as clean); spawned where there is no fork."""
+    """How workers start: forked from this process (Linux), or, ``fresh``, forked from a server that imported only
+    `FRESH_PRELOAD` (far quicker than spawning each, and as clean); spawned where there is no fork."""
     methods = multiprocessing.get_all_start_methods()
     if not fresh and sys.platform.startswith("linux"):
         return multiprocessing.get_context("fork")
@@ -172,25 +159,40 @@ def check_network(run: PlannedRun, output: RunOutput) -> None:
                            f"{run.run_id}, {run.scenario} seed {run.seed}); its runs from there on are refused")
 
 
-_WORKER_RUNNER: Any = None
+def plans_of(runs: Sequence[PlannedRun], context: Any) -> dict[tuple[Any, ...], ResolvedRun]:
+    """The runs' plans, for workers forked from this process; none for others (plans need not pickle)."""
+    if context.get_start_method() != "fork":
+        return {}
+    return {run.specs: run.plan for run in runs if run.plan is not None}
 
 
-def worker_runner() -> Any:
-    """This process's runner (which keeps compiled topologies across runs),
-    made again when the plugins were loaded again (`reset_registry`)."""
+_HANDED: dict[tuple[Any, ...], ResolvedRun] = {}  # the plans a forked worker was handed, by their runs' specs
+_RESOLVED: tuple[Any, dict[tuple[Any, ...], ResolvedRun]] = (None, {})  # this process's runner, and its plans
+
+
+def plan_here(run: PlannedRun) -> ResolvedRun:
+    """The plan of ``run``: the one it brought or this process was handed, else resolved here once
+    (again once the plugins are loaded again, `reset_registry`)."""
+    global _RESOLVED
     from dcbench.registry import get_registry
     from dcbench.running.runner import Runner
 
-    global _WORKER_RUNNER
-    if _WORKER_RUNNER is None or _WORKER_RUNNER.registry is not get_registry():
-        _WORKER_RUNNER = Runner()
-    return _WORKER_RUNNER
+    plan = run.plan or _HANDED.get(run.specs)
+    if plan is not None:
+        return plan
+    runner, plans = _RESOLVED
+    if runner is None or runner.registry is not get_registry():
+        runner, plans = _RESOLVED = Runner(), {}
+    if run.specs not in plans:
+        plans[run.specs] = runner.resolve(*run.specs)
+    return plans[run.specs]
 
 
 def run_in_worker(run: PlannedRun, tables: bool = True) -> RunOutput:
-    """Make one planned run with this process's runner; what a worker does."""
-    result = worker_runner().run(run.allocator, run.topology, run.workload, run.requests, run.seed,
-                                 metrics=run.metrics)
+    """Make one planned run; what a worker does."""
+    from dcbench.running.runner import run_plan
+
+    result = run_plan(plan_here(run), run.seed)
     kept = None
     if tables:
         kept = {"requests": result.tables.requests, "timeline": result.tables.timeline,
@@ -206,15 +208,12 @@ def quiet_plugin_warnings() -> None:
     warnings.filterwarnings("ignore", category=PluginLoadWarning)
 
 
-def start_worker(parent: int | None = None, environ: Mapping[str, str] | None = None) -> None:
-    """What a worker process does first: take ``environ`` as its
-    environment, before any plugin is loaded (a fork server's own is the
-    one it started with, not the command's now), die with the command's
-    process ``parent`` (a SIGKILLed sweep's workers ran on for ever), no
-    second round of plugin warnings, what plugins print on stderr, as in
-    the command's own process, and Ctrl-C left to the command, which stops
-    the workers (a worker that caught it would count it as its run's error
-    and start the next run)."""
+def start_worker(parent: int | None = None, environ: Mapping[str, str] | None = None,
+                 plans: Mapping[tuple[Any, ...], ResolvedRun] | None = None) -> None:
+    """What a worker does first: take ``environ`` before any plugin loads (a fork server's is the one it started with),
+    die with the command's process ``parent``, keep the ``plans`` it was handed, warn no second time of broken
+    plugins, print on stderr, and leave Ctrl-C to the command, which stops the workers."""
+    _HANDED.update(plans or {})
     if environ is not None:
         os.environ.clear()
         os.environ.update(environ)
@@ -233,11 +232,10 @@ PARENT_CHECK_SECONDS = 0.5
 
 
 def die_with(parent: int) -> None:
-    """End this process (SIGKILL: a plugin stuck in its own code cannot stop
-    it) as soon as the command's process ``parent`` is gone: where it is this
-    process's parent, on Linux, the kernel sends the signal
-    (``prctl(PR_SET_PDEATHSIG)``); elsewhere, and where a fork server
-    started this process, a thread checks the command every half second."""
+    """End this process (SIGKILL: a plugin stuck in its own code cannot stop it) as soon as the command's process
+    ``parent`` is gone: where it is this process's parent, on Linux, the kernel sends the signal
+    (``prctl(PR_SET_PDEATHSIG)``); elsewhere, and where a fork server started this process, a thread checks the
+    command every half second."""
     if os.getppid() == parent and sys.platform.startswith("linux"):
         import ctypes
 
@@ -272,13 +270,8 @@ STOP_SECONDS = 5.0  # what a worker is given to end on SIGTERM before SIGKILL
 
 
 def stop(pool: concurrent.futures.ProcessPoolExecutor) -> None:
-    """Cancel what has not started and end the workers now, their runs under
-    way with them (a half-written run is a staging folder, which the command
-    removes; the next sweep runs it again). A worker still there a moment
-    after SIGTERM (a plugin that handles it, or ignores it) gets SIGKILL:
-    the command must not wait on a plugin stuck in its own code. Workers
-    started but not yet in the pool's list (Ctrl-C while the pool starts
-    them) are this process's other children, and go too."""
+    """Cancel what has not started and end the workers now, their runs under way with them (a half-written run is a
+    staging folder, which the command removes; the next sweep runs it again)."""
     workers = {id(worker): worker for worker in (pool._processes or {}).values()}  # (no public way before 3.14)
     workers.update((id(child), child) for child in multiprocessing.active_children())
     pool.shutdown(wait=False, cancel_futures=True)
@@ -293,12 +286,8 @@ def stop(pool: concurrent.futures.ProcessPoolExecutor) -> None:
 
 @contextlib.contextmanager
 def one_math_thread_per_worker() -> Iterator[None]:
-    """The workers already fill the cores: a BLAS that also starts a thread
-    per core in each of them spins against the others (the shared-actor
-    a2c_multistep went from 0.5 to 4.4 ms a decision). Workers read these
-    as they start, so they are set while the pool starts them (the caller
-    keeps the pool in this block: it starts workers as runs are submitted);
-    a value the user set is kept."""
+    """The workers already fill the cores: a BLAS that also starts a thread per core in each of them spins against the
+    others (the shared-actor a2c_multistep went from 0.5 to 4.4 ms a decision)."""
     with environment({name: os.environ.get(name, "1") for name in MATH_THREAD_VARIABLES}):
         yield
 

@@ -131,7 +131,8 @@ def test_a_leaderboard_folder_that_does_not_exist_is_a_clear_error(tmp_path):
 
 
 def test_a_rebuild_that_fails_leaves_the_previous_pages_and_plots_whole(sweep_results, tmp_path, monkeypatch):
-    import dcbench.publishing.leaderboard as leaderboard
+    import dcbench.publishing.pages as pages
+    from dcbench.errors import ResultsError
 
     root = tmp_path / "leaderboard"
     runner = CliRunner()
@@ -141,9 +142,9 @@ def test_a_rebuild_that_fails_leaves_the_previous_pages_and_plots_whole(sweep_re
     assert "plots/nara2022.png" in before
 
     def fail(*args, **kwargs):  # after the plot is drawn, as matplotlib or a template might
-        raise leaderboard.ResultsError("the page could not be rendered")
+        raise ResultsError("the page could not be rendered")
 
-    monkeypatch.setattr(leaderboard, "_html", fail)
+    monkeypatch.setattr(pages, "html_page", fail)
     result = runner.invoke(cli, ["leaderboard", "--root", str(root)])
     assert result.exit_code == 2 and "the page could not be rendered" in result.output
     assert snapshot(root) == before
@@ -217,7 +218,8 @@ def test_verify_runs_submitted_runs_again_and_names_what_came_out_otherwise(swee
 
 
 def test_verify_draws_the_same_runs_for_the_same_seed_and_refuses_bad_input(tmp_path):
-    from dcbench.publishing.leaderboard import Submission, sample_runs
+    from dcbench.publishing.leaderboard import Submission
+    from dcbench.publishing.verify import sample_runs
 
     submissions = [Submission("a", "nara2022", ["x"], [{"run_id": str(i)} for i in range(30)]),
                    Submission("b", "nara2022", ["y"], [{"run_id": str(i)} for i in range(30, 40)])]
@@ -546,8 +548,8 @@ def test_a_leaderboard_root_that_is_a_file_or_below_one_is_named_as_no_folder(sw
 
 
 def test_verify_names_the_submission_and_the_run_it_cannot_run_here(sweep_results, tmp_path, monkeypatch):
+    import dcbench.running.runner as running
     from dcbench.errors import ResultsError
-    from dcbench.running.runner import Runner
 
     root = tmp_path / "leaderboard"
     runner = CliRunner()
@@ -558,7 +560,7 @@ def test_verify_names_the_submission_and_the_run_it_cannot_run_here(sweep_result
     def cannot(*args, **kwargs):  # a shipped checkpoint that is not there, say
         raise ResultsError("no checkpoint for this topology")
 
-    monkeypatch.setattr(Runner, "run", cannot)
+    monkeypatch.setattr(running, "run_plan", cannot)
     result = runner.invoke(cli, ["leaderboard", "--root", str(root), "verify", "--runs", "0"])
     assert result.exit_code == 2 and result.output == (
         f"Error: submission {submission.name}, run {first['run_id']} ({first['scenario']} seed {first['seed']}), "
@@ -568,7 +570,7 @@ def test_verify_names_the_submission_and_the_run_it_cannot_run_here(sweep_result
 
 def test_verify_loads_no_checkpoint_file_a_submission_names(sweep_results, tmp_path, monkeypatch):
     from dcbench.errors import ResultsError
-    from dcbench.publishing.leaderboard import rerun
+    from dcbench.publishing.verify import rerun
     from dcbench.running.runner import Runner
 
     root = tmp_path / "leaderboard"
@@ -630,12 +632,12 @@ def test_a_second_submit_while_one_is_under_way_is_refused_in_one_line_and_the_b
     import threading
 
     from dcbench.errors import ResultsError
-    from dcbench.publishing import leaderboard
+    from dcbench.publishing import submit as submitting
     from dcbench.registry import get_registry
 
     root = tmp_path / "leaderboard"
     checking, may_go_on = threading.Event(), threading.Event()
-    validate = leaderboard.validate
+    validate = submitting.validate
 
     def held_while_checked(results, registry):  # the first submit, paused between its check and its write
         if results == sweep_results:
@@ -643,14 +645,14 @@ def test_a_second_submit_while_one_is_under_way_is_refused_in_one_line_and_the_b
             may_go_on.wait(timeout=120)
         return validate(results, registry)
 
-    monkeypatch.setattr(leaderboard, "validate", held_while_checked)
+    monkeypatch.setattr(submitting, "validate", held_while_checked)
     accepted = []
-    first = threading.Thread(target=lambda: accepted.append(leaderboard.submit(sweep_results, root, get_registry())))
+    first = threading.Thread(target=lambda: accepted.append(submitting.submit(sweep_results, root, get_registry())))
     first.start()
     try:
         assert checking.wait(timeout=120)
         with pytest.raises(ResultsError) as refused:
-            leaderboard.submit(random_sweep, root, get_registry())
+            submitting.submit(random_sweep, root, get_registry())
         rebuilt = CliRunner().invoke(cli, ["leaderboard", "--root", str(root)])
     finally:
         may_go_on.set()

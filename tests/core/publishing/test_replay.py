@@ -81,7 +81,8 @@ def test_the_replay_turns_off_every_installed_plugin_the_submission_does_not_use
 
 
 def test_verify_draws_from_every_submission_and_all_of_them_with_all(random_sweep, tmp_path):
-    from dcbench.publishing.leaderboard import Submission, sample_runs
+    from dcbench.publishing.leaderboard import Submission
+    from dcbench.publishing.verify import sample_runs
 
     submissions = [Submission(name, "nara2022", ["x"], [{"run_id": f"{name}{i}"} for i in range(size)])
                    for name, size in (("a", 50), ("b", 3), ("c", 1))]
@@ -100,16 +101,16 @@ def test_verify_runs_each_allocator_in_workers_of_its_own_and_compares_there(ran
     """verify hands its runs to `run_apart`, which keeps each allocator's
     apart (tests/core/running/test_workers.py): a run that comes out
     otherwise there is named here."""
-    import dcbench.publishing.replay as replay
+    import dcbench.publishing.verify as verify
 
     calls = []
-    run_apart = replay.run_apart
+    run_apart = verify.run_apart
 
     def noting(runs, *args, **kwargs):
         calls.append(sorted({run.allocator for run in runs}))
         return run_apart(runs, *args, **kwargs)
 
-    monkeypatch.setattr(replay, "run_apart", noting)
+    monkeypatch.setattr(verify, "run_apart", noting)
     root = tmp_path / "leaderboard"
     assert submit(random_sweep, root).exit_code == 0
     (submission,) = (root / "submissions").iterdir()

@@ -528,7 +528,7 @@ HOSTILE_CHARACTERS = "/\\`|<>[]()$&*~#_!\"' \t\n\r\x00\x1b\u202e\u00a0é８.:,=+
 @given(st.one_of(st.text(alphabet=sorted(SPEC_CHARACTERS) + list(HOSTILE_CHARACTERS), max_size=30), st.text()))
 def test_a_spec_that_passes_is_plain_text_on_every_page_and_in_every_figure(text):
     from dcbench.publishing.figures import plain
-    from dcbench.publishing.leaderboard import _code
+    from dcbench.publishing.pages import code as _code
     from dcbench.publishing.report import cell
     from dcbench.spec import Spec
 

@@ -398,7 +398,7 @@ def test_a_third_party_plugins_release_makes_new_run_ids_and_builtin_runs_keep_t
     from types import SimpleNamespace
 
     from dcbench.registry import create_registry
-    from dcbench.running.runner import Runner, run_id_of
+    from dcbench.running.runner import Runner
     from tests.conftest import random_allocator_module
 
     random_allocator_module(tmp_path, monkeypatch, "tp_released", "released")
@@ -415,10 +415,10 @@ def test_a_third_party_plugins_release_makes_new_run_ids_and_builtin_runs_keep_t
     # the release and its source (`src=`, a digest of the package's files: the same in both here)
     assert re.fullmatch(r"plugin dcbench-released 0\.1 src=[0-9a-f]{12}", first.fingerprint)
     assert second.fingerprint == first.fingerprint.replace(" 0.1 ", " 0.2 ")
-    assert run_id_of(first, 0) != run_id_of(second, 0)
+    assert first.run_id(0) != second.run_id(0)
     builtin = plans["0.1"].resolve("random", "tiered:8,1x4", requests=10)
-    assert builtin.fingerprint == "" and run_id_of(builtin, 0) == run_id_of(Runner().resolve(
-        "random", "tiered:8,1x4", requests=10), 0)
+    assert builtin.fingerprint == "" and builtin.run_id(0) == Runner().resolve(
+        "random", "tiered:8,1x4", requests=10).run_id(0)
 
 
 def test_an_installed_metric_changes_no_run_that_does_not_ask_for_it(probe, monkeypatch):
@@ -460,3 +460,40 @@ def test_an_unknown_metric_asked_for_is_a_spec_error(probe):
     runner, _ = probe
     with pytest.raises(UnknownPluginError, match="unknown metric 'nosuch'"):
         runner.resolve("tetris", "tiered:8,1x4", metrics=["nosuch"])
+
+
+def counting(monkeypatch, owner, name, counts, key=None):
+    """Count the calls of ``owner.name`` in ``counts``, by ``key`` of their arguments (by ``name``)."""
+    raw = owner.__dict__[name]
+    original = raw.__func__ if isinstance(raw, (staticmethod, classmethod)) else raw
+
+    def counted(*args, **kwargs):
+        counted_as = name if key is None else key(*args, **kwargs)
+        counts[counted_as] = counts.get(counted_as, 0) + 1
+        return original(*args, **kwargs)
+
+    wrapped = {staticmethod: staticmethod, classmethod: classmethod}.get(type(raw), lambda f: f)(counted)
+    monkeypatch.setattr(owner, name, wrapped)
+
+
+def test_a_run_of_two_seeds_resolves_its_specs_once_and_builds_a_fresh_allocator_per_seed(tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    from dcbench.commands import cli
+    from dcbench.registry import KINDS, get_registry
+    from dcbench.registry.entry import PluginEntry
+    from dcbench.running.runner import Runner as InternalRunner
+    from dcbench.spec import Spec
+
+    for kind in KINDS:  # the plugins loaded and checked first: their own names are specs too
+        get_registry().entries(kind)
+    counts: dict[str, int] = {}
+    counting(monkeypatch, InternalRunner, "resolve", counts)
+    counting(monkeypatch, InternalRunner, "_fingerprint", counts)
+    counting(monkeypatch, Spec, "parse", counts)
+    counting(monkeypatch, PluginEntry, "build", counts, key=lambda entry, spec: f"build {entry.kind}")
+    result = CliRunner().invoke(cli, ["run", "-a", "tetris", "-t", "tiered:8,1x4", "-w", "uniform", "-n", "16",
+                                      "--seeds", "2", "--out", str(tmp_path), "-q"])
+    assert result.exit_code == 0, result.output
+    assert counts == {"resolve": 1, "_fingerprint": 1, "parse": 3,  # each of the three specs once
+                      "build topology": 1, "build workload": 1, "build allocator": 1 + 2}  # a fresh one per seed

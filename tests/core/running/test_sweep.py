@@ -116,7 +116,7 @@ def small_jobs(*requests_and_seeds):
 
     runner = sweeps.Runner()
     return [sweeps.PlannedRun("small", "random", "tiered:8,1x4", None, requests, seed,
-                       sweeps.run_id_of(runner.resolve("random", "tiered:8,1x4", None, requests), seed))
+                              runner.resolve("random", "tiered:8,1x4", None, requests).run_id(seed))
             for requests, seed in requests_and_seeds]
 
 
@@ -750,3 +750,26 @@ def test_the_leaderboard_refuses_an_adhoc_sweep_in_one_line(tmp_path):
     with pytest.raises(ResultsError, match="it is an ad-hoc sweep's .*, and the leaderboard ranks registered suites "
                                            "only"):
         load_submissions(board)
+
+
+def test_a_sweep_resolves_each_scenario_and_allocator_once_in_the_parent_and_never_in_a_worker(tmp_path,
+                                                                                               monkeypatch):
+    from dcbench.running.runner import Runner
+
+    calls = tmp_path / "resolved"
+    resolve = Runner.resolve
+
+    def noted(self, allocator, *args, **kwargs):
+        with open(calls, "a") as file:
+            file.write(f"{os.getpid()} {allocator}\n")
+        return resolve(self, allocator, *args, **kwargs)
+
+    monkeypatch.setattr(Runner, "resolve", noted)
+    result = CliRunner().invoke(cli, ["sweep", "-t", "tiered:8,1x4", "-t", "tiered:16,1x4", "-a", "random,tetris",
+                                      "--seeds", "2", "-n", "12", "-j", "2", "--out", str(tmp_path / "out"), "-q"])
+    assert result.exit_code == 0, result.output
+    lines = calls.read_text().splitlines()
+    assert {line.split()[0] for line in lines} == {str(os.getpid())}  # the workers take the parent's plans
+    allocators = [line.split()[1] for line in lines]
+    assert sorted(a for a in allocators if a != "None") == ["random", "random", "tetris", "tetris"]
+    assert allocators.count("None") == 2  # each ad-hoc scenario, resolved alone to name it

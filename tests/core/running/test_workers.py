@@ -98,9 +98,10 @@ def test_a_worker_whose_network_changed_is_refused_and_the_others_runs_stay(chea
 
 def noting_the_worker(run, tables=True):
     """`run_in_worker`, its output naming the process that made it."""
-    from dcbench.running.workers import RunOutput, worker_runner
+    from dcbench.running.runner import run_plan
+    from dcbench.running.workers import RunOutput, plan_here
 
-    result = worker_runner().run(run.allocator, run.topology, run.workload, run.requests, run.seed)
+    result = run_plan(plan_here(run), run.seed)
     return RunOutput(result.run_id, {**result.summary, "worker_pid": os.getpid()}, None, {}, "")
 
 

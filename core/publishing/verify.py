@@ -1,0 +1,102 @@
+"""Submitted runs made again and compared, bit for bit: `dcbench leaderboard verify` (`sample_runs`,
+`rerun_rows`) and a submission's replay on arrival (`dcbench.publishing.replay`). Each allocator's
+runs run in worker processes of their own (`dcbench.running.workers`)."""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Mapping, Sequence
+
+from dcbench.errors import DcbenchError, ResultsError
+from dcbench.publishing.submissions import SPECS, spec_problem
+from dcbench.running.runner import ResolvedRun, Runner, metrics_of, run_plan
+from dcbench.running.summary import SWEEP_COLUMNS, same_value
+from dcbench.running.workers import PlannedRun, RunOutput, network_digest, run_apart
+
+_MISSING = object()
+
+
+def differing_columns(row: Mapping[str, Any], run_id: str, summary: Mapping[str, Any]) -> list[str]:
+    """The summary columns of a submitted ``row`` that its run made again gave otherwise (``run_id``
+    alone where its identity changed); a column only this installation adds says nothing of the row."""
+    if run_id != row["run_id"]:
+        return ["run_id"]
+    differ = []
+    for column, given in row.items():
+        if column in SWEEP_COLUMNS:
+            continue
+        value = summary.get(column, _MISSING)
+        if given is None and value is _MISSING:  # an empty cell: a metric installed after this run was made
+            continue
+        if not same_value(value, given):
+            differ.append(column if value is not _MISSING else f"{column} (not made here)")
+    return differ
+
+
+def planned_rerun(row: Mapping[str, Any], runner: Runner, plans: dict[tuple[Any, ...], ResolvedRun] | None = None
+                  ) -> PlannedRun:
+    """A submitted run as a run to make again, resolved once for all rows of its specs (``plans``)."""
+    for kind in SPECS:
+        problem = spec_problem(kind, row[kind])
+        if problem is not None:
+            raise ResultsError(f"{problem}; only checkpoints that ship with an installed plugin are loaded")
+    specs = (row["allocator"], row["topology"], row["workload"], int(row["requests"]),
+             metrics_of(row.get("allocator_fingerprint") or ""))
+    plans = {} if plans is None else plans
+    if specs not in plans:
+        plans[specs] = runner.resolve(*specs)
+    plan = plans[specs]
+    return PlannedRun(row["scenario"], *specs[:4], int(row["seed"]), row["run_id"], specs[4],
+                      network_digest(plan.network), plan)
+
+
+def rerun_rows(rows: Sequence[Mapping[str, Any]], runner: Runner, workers: int,
+               on_result: Callable[[int, list[str] | DcbenchError], None], fresh: bool = False,
+               environ: Mapping[str, str] | None = None) -> None:
+    """Make the submitted ``rows`` again in worker processes, each allocator's apart (`run_apart`),
+    and call ``on_result`` with each row's index and the columns that came out otherwise
+    (`differing_columns`), or its run's error, as each comes.
+
+    Raises:
+        ResultsError: A worker that died or changed its network.
+    """
+    planned, index_of, plans = [], {}, {}
+    for i, row in enumerate(rows):
+        try:
+            run = planned_rerun(row, runner, plans)
+        except DcbenchError as exc:  # (a stored policy not on this machine, say)
+            on_result(i, exc)
+            continue
+        planned.append(run)
+        index_of[id(run)] = i
+
+    def compare(run: PlannedRun, output: RunOutput) -> None:
+        i = index_of[id(run)]
+        on_result(i, differing_columns(rows[i], output.run_id, output.summary))
+
+    def failed(run: PlannedRun, exc: DcbenchError) -> None:
+        on_result(index_of[id(run)], exc)
+
+    run_apart(planned, workers, compare, tables=False, fresh=fresh, environ=environ, on_error=failed)
+
+
+def rerun(row: Mapping[str, Any], runner: Runner) -> list[str]:
+    """Run a submitted run again, in this process; the summary columns that came out otherwise."""
+    run = planned_rerun(row, runner)
+    again = run_plan(run.plan, run.seed)
+    return differing_columns(row, again.run_id, again.summary)
+
+
+def sample_runs(submissions: list[Any], count: int, seed: int) -> list[tuple[str, dict[str, Any]]]:
+    """``count`` (submission name, row) pairs drawn without replacement, one of every submission
+    first, the same for the same seed; every run where ``count`` covers them all."""
+    import numpy as np
+
+    pairs = [(submission.name, row) for submission in submissions for row in submission.rows]
+    if count >= len(pairs):
+        return pairs
+    rng = np.random.default_rng(seed)
+    starts = np.cumsum([0] + [len(submission.rows) for submission in submissions])
+    firsts = [int(start + rng.integers(size)) for start, size in zip(starts[:-1], np.diff(starts)) if size]
+    others = np.setdiff1d(np.arange(len(pairs)), firsts)
+    rest = rng.choice(others, size=max(0, count - len(firsts)), replace=False).tolist()
+    return [pairs[i] for i in sorted(firsts + rest)]

@@ -1,6 +1,5 @@
-"""The one error ladder of dcbench: every error a user can cause is a
-`DcbenchError`, whose one-line message names the problem and the fix; the
-command line prints it and exits with code 2 (`dcbench.commands.base`)."""
+"""The error ladder: every error a user can cause is a `DcbenchError` whose one-line message names the problem and
+the fix; the command line prints it and exits with code 2."""
 
 from __future__ import annotations
 
@@ -20,13 +19,13 @@ class UnknownPluginError(SpecError):
 
 
 class NotInstalledError(UnknownPluginError):
-    """What a sound spec names is not on this machine (a stored policy missing
-    from the store); `dcbench leaderboard verify` skips the runs that need it."""
+    """What a sound spec names is not on this machine (a stored policy missing from the store); `dcbench leaderboard
+    verify` skips the runs that need it."""
 
 
 class PluginError(DcbenchError):
-    """A plugin failed to load, to register or to build, or its code raised or
-    returned something unusable during a run; the message names the plugin."""
+    """A plugin failed to load, to register or to build, or its code raised or returned something unusable during a
+    run; the message names the plugin."""
 
 
 class IncompatibleError(DcbenchError):
@@ -34,17 +33,13 @@ class IncompatibleError(DcbenchError):
 
 
 class AllocatorError(DcbenchError):
-    """An allocator raised or returned something unusable, or asked a builder
-    for a step it refuses.
+    """An allocator raised or returned something unusable, or asked a builder for a step it refuses.
 
     Args:
         message: The one-line message.
-        did: What the allocator did ("raised ValueError: ..."), for a message
-            naming a third-party allocator's plugin; None for a builder's refusal.
-
+        did: What a third-party allocator did ("raised ValueError: ..."), to name its plugin; None for a builder.
     Attributes:
-        did: ``did`` as given.
-    """
+        did: ``did`` as given."""
 
     def __init__(self, message: str, did: str | None = None) -> None:
         super().__init__(message)
@@ -57,10 +52,8 @@ class AllocatorError(DcbenchError):
         Args:
             did: What it did ("raised ValueError: ... (request 3)").
             fix: Whether the message ends with "; fix the allocator".
-
         Returns:
-            The error, its ``did`` set.
-        """
+            The error, its ``did`` set."""
         return cls(f"allocator {did}" + ("; fix the allocator" if fix else ""), did)
 
     def __reduce__(self) -> Any:  # pickled whole across processes
@@ -68,21 +61,19 @@ class AllocatorError(DcbenchError):
 
 
 class ResultsError(DcbenchError):
-    """Results cannot be written (or their folder is locked by another command),
-    or a results file is missing or corrupt."""
+    """Results cannot be written (or their folder is locked by another command), or a results file is missing or
+    corrupt."""
 
 
 def describe(exc: BaseException, limit: int = 200) -> str:
-    """An exception in one line: its type and its message's first line (and the
-    next, where the first ends in a colon), cut at ``limit`` characters.
+    """An exception in one line: its type and its message's first line (and the next, where the first ends in a colon),
+    cut at ``limit`` characters.
 
     Args:
         exc: The exception; one whose ``__str__`` fails is named by its type.
         limit: The most characters of the message (an ellipsis ends a cut one).
-
     Returns:
-        ``"ValueError: the message"``, or the type's name where it has none.
-    """
+        ``"ValueError: the message"``, or the type's name where it has none."""
     try:
         text = str(exc)
     except Exception:  # a plugin's exception whose __str__ fails

@@ -1,6 +1,5 @@
-"""The API for plugin commands, trainers and figures (``dcbench`` is every
-plugin's): runs, atomic files and locks, training options, statistics,
-progress and figures. Its modules import the engine, model and registry."""
+"""The API for plugin commands, trainers and figures (``dcbench`` is every plugin's): runs, atomic files and locks,
+training options, statistics, progress and figures. Its modules import the engine, model and registry."""
 
 from dcbench.publishing.figures import (
     Colours,

@@ -1,7 +1,5 @@
-"""Specs, ``NAME[:ARG,ARG,KEY=VALUE,...]``, bound to the `Param`s a plugin
-declares; the resolved spec (every parameter, in declaration order) is
-what identifies a run. A trainer's ``KEY=VALUE`` options are `Param`s too
-(`Param.option`, `config_params`, `config_options`)."""
+"""Specs, ``NAME[:ARG,ARG,KEY=VALUE,...]``, bound to the `Param`s a plugin declares; the resolved spec (every
+parameter, in declaration order) identifies a run. A trainer's ``KEY=VALUE`` options are `Param`s too."""
 
 from __future__ import annotations
 
@@ -32,8 +30,7 @@ class Spec:
     Attributes:
         name: The plugin's name (``tiered``).
         args: The positional arguments as written (``("32", "1x4")``).
-        kwargs: The keyword arguments, ``KEY`` to ``VALUE`` text, in order.
-    """
+        kwargs: The keyword arguments, ``KEY`` to ``VALUE`` text, in order."""
 
     name: str
     args: tuple[str, ...] = ()
@@ -45,15 +42,11 @@ class Spec:
 
         Args:
             text: The spec as typed: ``NAME[:ARG,...,KEY=VALUE,...]``.
-
         Returns:
             The parsed spec, its values still text.
-
         Raises:
-            SpecError: A bad name, nothing after ``:``, an empty argument, a bad
-                or repeated keyword, a positional argument after a keyword, or
-                more than `MAX_SPEC_CHARACTERS`.
-        """
+            SpecError: A bad name, nothing after ``:``, an empty argument, a bad or repeated keyword, a positional
+                argument after a keyword, or more than `MAX_SPEC_CHARACTERS`."""
         text = text.strip()
         if len(text) > MAX_SPEC_CHARACTERS:
             raise SpecError(f"spec {_echo(text)} has {len(text):,} characters, more than the "
@@ -154,15 +147,13 @@ class Param:
     Attributes:
         name: The ``KEY`` of ``KEY=VALUE``, and the factory's keyword.
         type: ``str``, ``int``, ``float`` or ``bool`` (yes/no, true/false, 1/0, on/off).
-        default: Its value where a spec gives none (None: the plugin decides);
-            left out, the parameter is required.
+        default: Its value where a spec gives none (None: the plugin decides); left out, the parameter is required.
         help: One line for ``dcbench list NAME``.
         choices: The only values it may take (None: any of its type).
         positional: Whether it may also be given by position, in declaration order.
         minimum: The smallest value a number may take (None: no bound).
         above: Whether ``minimum`` itself is excluded.
-        maximum: The largest value a number may take (None: no bound).
-    """
+        maximum: The largest value a number may take (None: no bound)."""
 
     name: str
     type: type = str
@@ -190,10 +181,8 @@ class Param:
             help: One line for ``dcbench list NAME``.
             range: The values a number may take (None: any finite one).
             choices: The only values it may take (None: any of its type).
-
         Returns:
-            A `dataclasses.field` with that default, the rest in its metadata.
-        """
+            A `dataclasses.field` with that default, the rest in its metadata."""
         bounds = range or Range()
         declared = {"help": help, "choices": choices, "minimum": bounds.low, "maximum": bounds.high,
                     "above": bounds.above}
@@ -205,14 +194,11 @@ class Param:
         Args:
             owner: The plugin's name, which starts every error.
             raw: The value's text in the spec.
-
         Returns:
             The typed value.
-
         Raises:
-            SpecError: Not of its type (ASCII digits only; nan and ±inf refused),
-                not one of its choices, out of its range, or an integer beyond 2**53.
-        """
+            SpecError: Not of its type (ASCII digits only; nan and ±inf refused), not one of its choices, out of its
+                range, or an integer beyond 2**53."""
         try:
             value = _PARSERS[self.type](raw)
         except (ValueError, KeyError):
@@ -235,8 +221,7 @@ class Param:
         """The parameter in a plugin's usage line.
 
         Returns:
-            ``name=a|b``, ``name=default``, ``name (required)``, or the bare name.
-        """
+            ``name=a|b``, ``name=default``, ``name (required)``, or the bare name."""
         text = self.name
         if self.choices is not None:
             text += "=" + "|".join(format_value(c) for c in self.choices)
@@ -251,10 +236,8 @@ class Param:
 
         Args:
             width: The characters the name is padded to.
-
         Returns:
-            The line, without a newline.
-        """
+            The line, without a newline."""
         if self.required:
             default = "required"
         elif self.default is None:
@@ -329,8 +312,7 @@ class Range:
     Attributes:
         low: The smallest value (None: no lower bound).
         high: The largest value, included (None: no upper bound).
-        above: Whether ``low`` itself is excluded.
-    """
+        above: Whether ``low`` itself is excluded."""
 
     low: float | None = None
     high: float | None = None
@@ -341,10 +323,8 @@ class Range:
 
         Args:
             value: The number to check.
-
         Returns:
-            The bound it breaks ("at least 1 and at most 256"), or None.
-        """
+            The bound it breaks ("at least 1 and at most 256"), or None."""
         if self.low is not None and (value <= self.low if self.above else value < self.low):
             low = f"greater than {format_value(self.low)}" if self.above else f"at least {format_value(self.low)}"
             return low + (f" and at most {format_value(self.high)}" if self.high is not None else "")
@@ -354,19 +334,14 @@ class Range:
 
 
 def config_params(config_class: type) -> list[Param]:
-    """A `Param` per field of a trainer's configuration dataclass, but ``steps``
-    (``dcbench train --steps``), with what `Param.option` declared.
+    """A `Param` per field of a trainer's configuration dataclass but ``steps`` (``dcbench train --steps``).
 
     Args:
         config_class: A dataclass whose fields are str, int, float or bool.
-
     Returns:
         The fields' `Param`s, in field order.
-
     Raises:
-        TypeError: Not a dataclass, a field of another type, or ``LIMITS``
-            declared (bounds that would not be checked).
-    """
+        TypeError: Not a dataclass, a field of another type, or ``LIMITS`` declared (bounds never checked)."""
     if not is_dataclass(config_class):
         raise TypeError(f"{config_class!r} is not a dataclass of training options")
     if hasattr(config_class, "LIMITS"):
@@ -394,14 +369,10 @@ def config_options(config_class: type, options: Mapping[str, str] | None, owner:
         config_class: The trainer's configuration dataclass.
         options: The ``KEY=VALUE`` texts given (None: none).
         owner: The allocator's name, which starts every error.
-
     Returns:
         The options given, typed, by key (defaults left to the dataclass).
-
     Raises:
-        SpecError: An unknown key, ``steps``, or a value not of its type,
-            out of its range or not one of its choices.
-    """
+        SpecError: An unknown key, ``steps``, or a value not of its type, out of its range or not one of its choices."""
     params = {param.name: param for param in config_params(config_class)}
     parsed: dict[str, Any] = {}
     for key, text in (options or {}).items():

@@ -1,6 +1,6 @@
-"""The ``dcbench`` command line, made of command plugins: dcbench's own are
-the modules of `BUILTIN_COMMANDS`, loaded only here, so nothing below the
-command line imports click."""
+"""The ``dcbench`` command line, made of command plugins: dcbench's own are the modules of `BUILTIN_COMMANDS`, loaded
+only here, so nothing below the command line imports click.
+"""
 
 from __future__ import annotations
 
@@ -52,10 +52,9 @@ def cli() -> None:
 
 
 def add_commands(group: click.Group, registry: Registry) -> None:
-    """Add the built-in command plugins' commands, then each third-party
-    plugin's. A hook that raises, adds something other than a click command,
-    or takes another plugin's command name is one warning line, and the
-    command already there stays."""
+    """Add the built-in command plugins' commands, then each third-party plugin's. A hook that raises, adds something
+    other than a click command, or takes another plugin's command name is one warning line; the command there stays.
+    """
     for module_name in BUILTIN_COMMANDS:
         registry.add_builtin(module_name)
     for impl in registry.hook_implementations("register_commands"):

@@ -1,6 +1,5 @@
-"""What every command shares: errors, Ctrl-C, SIGTERM and warnings as one
-line each, plugins' prints kept off stdout, path options that refuse "",
-and the bounds on counts."""
+"""What every command shares: errors, Ctrl-C, SIGTERM and warnings as one line each, plugins' prints kept off
+stdout, path options that refuse "", and the bounds on counts."""
 
 from __future__ import annotations
 
@@ -113,8 +112,7 @@ class DcbenchGroup(click.Group):
 
 
 class Terminated(KeyboardInterrupt):
-    """SIGTERM raised where Ctrl-C raises KeyboardInterrupt, so that every
-    clean-up Ctrl-C runs runs for it too."""
+    """SIGTERM raised where Ctrl-C raises KeyboardInterrupt, so that every clean-up Ctrl-C runs runs for it too."""
 
 
 @contextlib.contextmanager
@@ -166,8 +164,7 @@ def check_bounds(option: str, value: int | None, minimum: int, at_most: int = LA
 
 @contextlib.contextmanager
 def warnings_as_lines(show_all: bool = True) -> Iterator[None]:
-    """Print warnings raised inside as one ``Warning:`` line each: all of them
-    where ``show_all``, else those Python's filters let through."""
+    """Print warnings raised inside as one ``Warning:`` line each: all where ``show_all``, else those filters pass."""
     with warnings.catch_warnings(record=True) as caught:
         if show_all:
             warnings.simplefilter("always")
@@ -180,8 +177,7 @@ def warnings_as_lines(show_all: bool = True) -> Iterator[None]:
 
 @contextlib.contextmanager
 def plugin_prints_to_stderr() -> Iterator[Callable[[str], None]]:
-    """Run plugins' code with its prints on stderr, keeping stdout for results;
-    yields an echo to the real stdout."""
+    """Run plugins' code with its prints on stderr, keeping stdout for results; yields an echo to the real stdout."""
     results = sys.stdout
     with contextlib.redirect_stdout(sys.stderr):
         yield lambda text: click.echo(text, file=results)

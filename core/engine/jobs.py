@@ -1,11 +1,8 @@
 """The job builder (the OCS paper's step semantics) and the job allocator bases.
 
-A job's VMs are placed a rack at a time, each on the rack's server that
-keeps its load most balanced; then its inter-rack flows are routed over
-the circuits, largest first: the direct bundle, else two hops via the rack
-with most room, else (where allowed) a `Swap` of idle circuits that adds a
-direct one. The job is granted or refused whole.
-"""
+A job's VMs are placed a rack at a time, each on the rack's server that keeps its load most balanced; its inter-rack
+flows, largest first, take the direct bundle, else two hops via the rack with most room, else (where allowed) a `Swap`
+of idle circuits that adds a direct one. A job is granted or refused whole."""
 
 from __future__ import annotations
 
@@ -24,7 +21,7 @@ _TOLERANCE = 1e-9
 
 
 def _row_minimum(values: np.ndarray) -> np.ndarray:
-    """``values.min(axis=1)`` column by column: the same values, at half the cost on few columns."""
+    """``values.min(axis=1)`` column by column: the same, at half the cost on few columns."""
     smallest = values[:, 0].copy()
     for column in range(1, values.shape[1]):
         np.minimum(smallest, values[:, column], out=smallest)
@@ -49,18 +46,14 @@ def rack_link_matrix(network: Network) -> np.ndarray:
 class JobBuilder:
     """Builds one job allocation a VM at a time; reused across requests.
 
-    `start` a job, `place` each VM on a rack `rack_fits` allows, `route` it,
-    then read `result`. What a policy may read of it is listed in
-    docs/plugins.md.
+    `start` a job, `place` each VM on a rack `rack_fits` allows, `route` it, then read `result`. What a policy may
+    read of it is listed in docs/plugins.md.
 
     Args:
         network: The network it builds on, with rack switches.
-        reconfigure: Whether it may re-point idle circuits (where the
-            circuits are reconfigurable); a `JobAllocator` sets it per job.
-
+        reconfigure: Whether it may re-point idle circuits (if reconfigurable); a `JobAllocator` sets it per job.
     Raises:
-        AllocatorError: The network has no rack switches.
-    """
+        AllocatorError: The network has no rack switches."""
 
     def __init__(self, network: Network, reconfigure: bool = True):
         self.network = network
@@ -116,10 +109,8 @@ class JobBuilder:
         Args:
             request: The job.
             state: The free capacities to start from (copied).
-
         Raises:
-            AllocatorError: ``request`` is not a job (it has no VMs).
-        """
+            AllocatorError: ``request`` is not a job (it has no VMs)."""
         if request.vms is None or request.flows is None:
             raise AllocatorError(f"request {request.id} is not a job (it has no VMs)")
         if self._rack_shape is not None:
@@ -184,8 +175,7 @@ class JobBuilder:
         """Servers with room for the next VM.
 
         Returns:
-            A boolean mask (servers,), kept until the next `place`.
-        """
+            A boolean mask (servers,), kept until the next `place`."""
         step = len(self.hosts)
         key = self._need_keys[step]
         fits = self._fits
@@ -214,8 +204,7 @@ class JobBuilder:
         """Racks with a server that has room for the next VM.
 
         Returns:
-            A boolean mask over the racks (racks,).
-        """
+            A boolean mask (racks,)."""
         self.server_fits()
         return self._rack_fit_count > 0
 
@@ -223,8 +212,7 @@ class JobBuilder:
         """The flows between the next VM and those placed.
 
         Returns:
-            One ``(partner's rack, Gbps, whether it leaves the next VM)`` per flow.
-        """
+            One ``(partner's rack, Gbps, whether it leaves the next VM)`` per flow."""
         racks = self.host_racks
         return [(racks[partner], rate, out) for partner, rate, out in self._partners[self.step]]
 
@@ -232,8 +220,7 @@ class JobBuilder:
         """`free_links` as racks × racks (−inf where no link), made once per job; read-only.
 
         Returns:
-            The matrix (racks, racks).
-        """
+            The matrix (racks, racks)."""
         if self._bundle_free is None:
             self._bundle_free = self.free_links[self.rack_link]
         return self._bundle_free
@@ -242,8 +229,7 @@ class JobBuilder:
         """`link_capacity` as racks × racks (0 where no link), made once per job; read-only.
 
         Returns:
-            The matrix (racks, racks).
-        """
+            The matrix (racks, racks)."""
         if self._bundle_capacity is None:
             self._bundle_capacity = self.link_capacity[self.rack_link]
         return self._bundle_capacity
@@ -252,8 +238,7 @@ class JobBuilder:
         """Per rack, its smallest free share if the next VM went there.
 
         Returns:
-            The shares (racks,), negative where the rack cannot hold it.
-        """
+            The shares (racks,), negative where the rack cannot hold it."""
         return _row_minimum((self.rack_free - self.vms[len(self.hosts)]) / self.rack_capacity)
 
     def server_in(self, rack: int) -> int | None:
@@ -261,10 +246,8 @@ class JobBuilder:
 
         Args:
             rack: The rack's index.
-
         Returns:
-            The server's index, or None where none has room.
-        """
+            The server's index, or None where none has room."""
         fits = self.server_fits()
         if self._rack_fit_count[rack] == 0:
             return None
@@ -286,13 +269,10 @@ class JobBuilder:
 
         Args:
             rack: The rack's index, one of `rack_fits`.
-
         Returns:
             True if placed; False if no server has room: the job failed ("no_server").
-
         Raises:
-            AllocatorError: The job is not open, or ``rack`` is out of range.
-        """
+            AllocatorError: The job is not open, or ``rack`` is out of range."""
         if self.status != OPEN:
             raise AllocatorError(f"builder: place({rack}) on a job that is already {self.status}")
         rack = int(rack)
@@ -320,8 +300,7 @@ class JobBuilder:
         """End the job as failed.
 
         Args:
-            reason: Why, as the `Reject` will say it ("no_server").
-        """
+            reason: Why, as the `Reject` will say it ("no_server")."""
         self.status = FAILED
         self.reason = reason
 
@@ -374,15 +353,13 @@ class JobBuilder:
         return False
 
     def route(self) -> bool:
-        """Route the placed job's inter-rack flows, largest first; reconfiguring
-        is tried, for the whole job, only where routing without it fails.
+        """Route the placed job's inter-rack flows, largest first; reconfigure, for the whole job, only where routing
+        without it fails.
 
         Returns:
             True if every flow is routed; False (nothing reserved): "no_bandwidth".
-
         Raises:
-            AllocatorError: The job is not placed.
-        """
+            AllocatorError: The job is not placed."""
         if self.status != PLACED:
             raise AllocatorError(f"builder: route() on a job that is {self.status}, not placed")
         self._bundle_free = self._bundle_capacity = None  # the links change from here
@@ -427,8 +404,7 @@ class JobBuilder:
         """What the job came to.
 
         Returns:
-            The `Allocation`, or a `Reject` with the reason ("incomplete" if not done).
-        """
+            The `Allocation`, or a `Reject` with the reason ("incomplete" if not done)."""
         if self.status != DONE:
             return Reject(self.reason or "incomplete")
         hosts = np.asarray(self.hosts, dtype=np.int64)
@@ -447,12 +423,10 @@ class JobAllocator(Allocator):
     """Base class of policies that pick a rack per VM: implement `choose_rack`.
 
     Attributes:
-        reconfigure: Whether its builder may reconfigure circuits (from
-            `RECONFIGURE_PARAM`), read at every job.
+        reconfigure: Whether its builder may reconfigure circuits (`RECONFIGURE_PARAM`), read at every job.
         network: The run's network (set by `reset`).
         rng: The run's random generator (set by `reset`).
-        job_builder: Its `JobBuilder` (None without rack switches).
-    """
+        job_builder: Its `JobBuilder` (None without rack switches)."""
 
     reconfigure: bool = True
 
@@ -461,8 +435,7 @@ class JobAllocator(Allocator):
 
         Args:
             network: The run's network.
-            rng: The allocator's random generator.
-        """
+            rng: The allocator's random generator."""
         self.network = network
         self.rng = rng
         self.job_builder = JobBuilder(network, self.reconfigure) if network.rack_node is not None else None
@@ -473,10 +446,8 @@ class JobAllocator(Allocator):
         Args:
             builder: The builder, with the VMs placed so far.
             allowed: The racks with room for it (racks,), at least one set.
-
         Returns:
-            The rack's index.
-        """
+            The rack's index."""
         raise NotImplementedError
 
     def allocate(self, request: Request, state: State) -> Allocation | Reject:
@@ -485,13 +456,10 @@ class JobAllocator(Allocator):
         Args:
             request: The job.
             state: The free capacities now, read-only.
-
         Returns:
             The `Allocation`, or a `Reject`.
-
         Raises:
-            AllocatorError: As `allocate_job`.
-        """
+            AllocatorError: As `allocate_job`."""
         return self.allocate_job(request, state)
 
     def allocate_job(self, request: Request, state: State) -> Allocation | Reject:
@@ -500,13 +468,10 @@ class JobAllocator(Allocator):
         Args:
             request: The job.
             state: The free capacities now, read-only.
-
         Returns:
             The `Allocation`, or a `Reject` ("no_server", "no_bandwidth").
-
         Raises:
-            AllocatorError: No rack switches, not a job, or a rack out of range.
-        """
+            AllocatorError: No rack switches, not a job, or a rack out of range."""
         builder = self.job_builder
         if builder is None:
             raise AllocatorError("jobs need a topology with rack switches (an ocs topology)")
@@ -531,8 +496,7 @@ class PoolAndJobAllocator(PoolAllocator, JobAllocator):
 
         Args:
             network: The run's network.
-            rng: The allocator's random generator.
-        """
+            rng: The allocator's random generator."""
         PoolAllocator.reset(self, network, rng)
         JobAllocator.reset(self, network, rng)
 
@@ -542,13 +506,10 @@ class PoolAndJobAllocator(PoolAllocator, JobAllocator):
         Args:
             request: The request.
             state: The free capacities now, read-only.
-
         Returns:
             The `Allocation`, or a `Reject`.
-
         Raises:
-            AllocatorError: `choose` or `choose_rack` gave what may not be taken.
-        """
+            AllocatorError: `choose` or `choose_rack` gave what may not be taken."""
         if request.kind == "job":
             return self.allocate_job(request, state)
         return PoolAllocator.allocate(self, request, state)

@@ -1,10 +1,6 @@
-"""The pool builder (the tiered-fabric papers' step semantics) and the pool allocator base.
-
-A server at a time, each giving min(free, still needed) of every resource
-and joined to the chosen servers the connectivity rule pairs it with, over
-the first candidate path with a free channel on every link; no such path
-fails the request. Heuristics and learned policies drive the same builder.
-"""
+"""The pool builder (the tiered-fabric papers' step semantics) and the pool allocator base: a server at a time gives
+min(free, still needed) of each resource and is joined to the chosen servers its rule pairs it with, over the first
+candidate path with a free channel on every link; no such path fails the request."""
 
 from __future__ import annotations
 
@@ -32,19 +28,14 @@ class Router(Protocol):
 class PoolBuilder:
     """Builds one pool allocation a server at a time; reused across requests.
 
-    `start` a request, `add` servers among those `allowed` until ``status`` is
-    "done" or "failed", then read `result`. What a policy may read of it is
-    listed in docs/plugins.md. A server that gives nothing (the request's
-    "free" rule, or ``accept_useless``) is joined like any other while the
-    request is built, but the allocation leaves it and its routes out.
+    `start` a request, `add` servers among those `allowed` until ``status`` is "done" or "failed", then read `result`
+    (readable fields: docs/plugins.md). A server that gives nothing (the "free" rule, or ``accept_useless``) is joined
+    like any other while building, but the allocation leaves it and its routes out.
 
     Args:
         network: The network it builds on.
-        router: Chooses the candidate paths between two servers (None: the
-            network's k shortest paths by hop count).
-        accept_useless: Whether `add` takes a server that gives nothing
-            whatever the request's rule (an allocator's published quirk).
-    """
+        router: Chooses the candidate paths between two servers (None: the network's k shortest paths by hop count).
+        accept_useless: Whether `add` takes a server that gives nothing whatever the rule (a published quirk)."""
 
     def __init__(self, network: Network, router: Router | None = None, accept_useless: bool = False):
         self.network = network
@@ -80,14 +71,12 @@ class PoolBuilder:
         self.request: Request | None = None
 
     def start(self, request: Request, state: State) -> None:
-        """Begin building ``request``; costs what changed since the last `start`
-        (from the state's journal, else compared), or a whole copy on a network
-        smaller than `COPY_WHOLE_BELOW`.
+        """Begin building ``request``, catching up with what changed since the last `start` (a whole copy below
+        `COPY_WHOLE_BELOW`).
 
         Args:
             request: The pool request.
-            state: The free capacities to start from (copied).
-        """
+            state: The free capacities to start from (copied)."""
         if self._copy_whole:
             np.copyto(self.free_resources, state.free_resources)
             np.copyto(self._free_links_array, state.free_links)
@@ -171,10 +160,8 @@ class PoolBuilder:
 
         Args:
             link: The link's index.
-
         Returns:
-            Its free channels.
-        """
+            Its free channels."""
         return self._free_links[link]
 
     @property
@@ -203,27 +190,21 @@ class PoolBuilder:
         return self.status == OPEN
 
     def allowed(self) -> np.ndarray:
-        """Servers that may be added now: not chosen, with some of a resource
-        still needed (of any resource under the "free" rule).
+        """Servers that may be added now: not chosen, with some of a resource still needed (any, under the "free" rule).
 
         Returns:
-            A read-only boolean mask (servers,) that changes as servers are added.
-        """
+            A read-only boolean mask (servers,) that changes as servers are added."""
         return self._allowed
 
     def add(self, server: int) -> bool:
-        """Add ``server``: it gives min(free, still needed) of every resource and
-        is joined to the chosen servers the connectivity rule pairs it with.
+        """Add ``server``: it gives min(free, still needed) of each resource and is joined as its rule says.
 
         Args:
             server: A server's index, one of `allowed`.
-
         Returns:
             True if added; False if no path joined it: the request failed ("no_path").
-
         Raises:
-            AllocatorError: The request is not open, or ``server`` is out of
-                range, chosen already, or gives nothing where that is not allowed.
+            AllocatorError: Not open, or ``server`` out of range, chosen already, or giving nothing where not allowed.
         """
         if self.status != OPEN:
             raise AllocatorError(f"builder: add({server}) on a request that is already {self.status}")
@@ -306,8 +287,7 @@ class PoolBuilder:
         """End the request as failed.
 
         Args:
-            reason: Why, as the `Reject` will say it ("no_server").
-        """
+            reason: Why, as the `Reject` will say it ("no_server")."""
         self.status = FAILED
         self.reason = reason
 
@@ -315,8 +295,7 @@ class PoolBuilder:
         """What the request came to.
 
         Returns:
-            The `Allocation`, or a `Reject` with the reason ("incomplete" if open).
-        """
+            The `Allocation`, or a `Reject` with the reason ("incomplete" if open)."""
         if self.status == DONE:
             if any(self._useless):  # committed without the servers that give nothing, and their routes
                 kept = [s for s, u in zip(self.chosen, self._useless) if not u]
@@ -330,8 +309,7 @@ class PoolBuilder:
 
 
 def changed_rows(new: np.ndarray, old: np.ndarray) -> np.ndarray:
-    """Sorted int64 indices (first axis) where ``new`` differs from ``old`` bit
-    for bit; a row of a 2-d array may repeat."""
+    """Sorted int64 indices (first axis) where ``new`` differs from ``old`` bit for bit; 2-d rows may repeat."""
     if new.dtype == old.dtype and new.dtype.kind == "f" and new.flags.c_contiguous and old.flags.c_contiguous:
         kind = np.dtype(f"u{new.dtype.itemsize}")
         differs = new.view(kind) != old.view(kind)
@@ -349,8 +327,7 @@ class PoolAllocator(Allocator):
         network: The run's network (set by `reset`).
         rng: The run's random generator (set by `reset`).
         builder: Its `PoolBuilder` (made by `reset`).
-        accept_useless: Whether its builder adds a server that gives nothing.
-    """
+        accept_useless: Whether its builder adds a server that gives nothing."""
 
     accept_useless: bool = False
 
@@ -359,8 +336,7 @@ class PoolAllocator(Allocator):
 
         Args:
             network: The run's network.
-            rng: The allocator's random generator.
-        """
+            rng: The allocator's random generator."""
         self.network = network
         self.rng = rng
         self.builder = PoolBuilder(network, router=self.make_router(network), accept_useless=self.accept_useless)
@@ -370,10 +346,8 @@ class PoolAllocator(Allocator):
 
         Args:
             network: The run's network.
-
         Returns:
-            The router (a `WeightedRouter`, say), or None.
-        """
+            The router (a `WeightedRouter`, say), or None."""
         return None
 
     def choose(self, builder: PoolBuilder, allowed: np.ndarray) -> int:
@@ -382,10 +356,8 @@ class PoolAllocator(Allocator):
         Args:
             builder: The builder, with the request and the servers chosen so far.
             allowed: The servers that may be added (servers,), at least one set.
-
         Returns:
-            The server's index.
-        """
+            The server's index."""
         raise NotImplementedError
 
     def allocate(self, request: Request, state: State) -> Allocation | Reject:
@@ -394,13 +366,10 @@ class PoolAllocator(Allocator):
         Args:
             request: The pool request.
             state: The free capacities now, read-only.
-
         Returns:
             The `Allocation`, or a `Reject` ("no_server", "no_path").
-
         Raises:
-            AllocatorError: `choose` returned a server that may not be added.
-        """
+            AllocatorError: `choose` returned a server that may not be added."""
         builder = self.builder
         builder.start(request, state)
         while builder.is_open:

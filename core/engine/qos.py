@@ -1,13 +1,11 @@
-"""Latency and packet loss of links, each an M/M/1/K queue (the OCS paper's
-model: Poisson packet arrivals at the link's load, service at its
-capacity, at most K packets). With ρ = λ/μ:
+"""Latency and packet loss of links, each an M/M/1/K queue (the OCS paper's model: Poisson packet arrivals at the
+link's load, service at its capacity, at most K packets). With ρ = λ/μ:
 
     P_K = (1 − ρ) ρ^K / (1 − ρ^(K+1))                     (loss; 1/(K+1) at ρ = 1)
     L   = ρ/(1 − ρ) − (K+1) ρ^(K+1) / (1 − ρ^(K+1))       (mean packets; K/2 at ρ = 1)
     W   = L / (λ (1 − P_K))                               (Little's law: mean time in the system)
 
-(Kleinrock, Queueing Systems vol. 1, §3.6; docs/scenarios/ocs.md.)
-"""
+(Kleinrock, Queueing Systems vol. 1, §3.6; docs/scenarios/ocs.md.)"""
 
 from __future__ import annotations
 
@@ -17,8 +15,8 @@ _NEAR_ONE = 1e-9
 
 
 def mm1k(load: np.ndarray, capacity: np.ndarray, packet_bits: float, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """Mean time in the system (s) and loss probability of each link, given its
-    ``load`` and ``capacity`` in Gbps, float arrays (0 < load <= capacity), and buffer ``k``."""
+    """Mean time in the system (s) and loss probability of each link, given its ``load`` and ``capacity`` in Gbps,
+    float arrays (0 < load <= capacity), and buffer ``k``."""
     rho = load / capacity
     arrivals = load * 1e9 / packet_bits  # packets per second
     near_one = np.abs(1.0 - rho) < _NEAR_ONE

@@ -1,9 +1,6 @@
-"""Routers: which candidate paths a pool builder tries, in which order.
-
-Exact weighted k-shortest paths would search anew for every pair at every
-step; `WeightedRouter` ranks the ``candidates`` shortest paths by hop count
-instead (see docs/scenarios/tiered.md for what that covers).
-"""
+"""Routers: which candidate paths a pool builder tries, in which order. `WeightedRouter` ranks the ``candidates``
+shortest paths by hop count rather than search weighted k-shortest paths anew at every step
+(docs/scenarios/tiered.md)."""
 
 from __future__ import annotations
 
@@ -18,21 +15,17 @@ WEIGHTINGS = ("balance", "reference")
 
 
 class WeightedRouter:
-    """A `PoolBuilder`'s router: the ``k`` lightest of the ``candidates``
-    shortest paths by hop count, ties in hop-count order. Under "balance" a
-    link weighs 1 + used / capacity (the emptier of similar paths wins: the
-    NALB/NULB intent); under "reference" its free channels, as the reference
-    code, which prefers the fullest links.
+    """A `PoolBuilder`'s router: the ``k`` lightest of the ``candidates`` shortest paths by hop count, ties in hop-count
+    order. Under "balance" a link weighs 1 + used / capacity (the emptier of similar paths wins: the NALB/NULB
+    intent); under "reference" its free channels, as the reference code, which prefers the fullest links.
 
     Args:
         network: The network whose paths it ranks.
         weighting: "balance" or "reference" (`WEIGHTINGS`).
         k: The most paths it offers for a pair.
         candidates: How many of the shortest paths by hop count it ranks.
-
     Raises:
-        ValueError: ``weighting`` is not one of `WEIGHTINGS`.
-    """
+        ValueError: ``weighting`` is not one of `WEIGHTINGS`."""
 
     def __init__(self, network: Network, weighting: str = "balance", k: int = 3, candidates: int = 16):
         if weighting not in WEIGHTINGS:
@@ -49,10 +42,8 @@ class WeightedRouter:
             builder: The builder, whose free links weigh the paths.
             a: A server's index.
             b: Another server's index.
-
         Returns:
-            At most ``k`` paths, each a tuple of link indices.
-        """
+            At most ``k`` paths, each a tuple of link indices."""
         candidates = self.catalogue.between_servers(a, b)
         if len(candidates) <= 1:
             return candidates

@@ -1,8 +1,5 @@
-"""The event-driven engine: arrivals, departures, checks, commits.
-
-The engine owns the only state that counts; allocators read a view of it,
-and what they return is snapshotted, checked and only then committed.
-"""
+"""The event-driven engine: arrivals, departures, checks, commits. It owns the only state that counts; allocators
+read a view of it, and what they return is snapshotted, checked and only then committed."""
 
 from __future__ import annotations
 
@@ -34,16 +31,15 @@ SPREAD_LEVELS = ("server", "rack", "pod", "cross_pod")
 
 
 class Allocator(Protocol):
-    """What an allocator plugin's factory returns: `reset` and `allocate`
-    required, `check` optional (a no-op on this class and dcbench's bases)."""
+    """What an allocator plugin's factory returns: `reset` and `allocate` required, `check` optional (a no-op on this
+    class and dcbench's bases)."""
 
     def reset(self, network: Network, rng: np.random.Generator) -> None:
         """Prepare for a new run on ``network``; draw any randomness from ``rng``.
 
         Args:
             network: The run's network: the allocator's own copy.
-            rng: The allocator's random generator, drawn from the run's seed.
-        """
+            rng: The allocator's random generator, drawn from the run's seed."""
         ...
 
     def allocate(self, request: Request, state: State) -> Allocation | Reject | None:
@@ -52,27 +48,21 @@ class Allocator(Protocol):
         Args:
             request: The request to serve (the allocator's own copy).
             state: The free capacities now, read-only.
-
         Returns:
-            An `Allocation` (checked before it is committed; an invalid one
-            counts as a rejection), a `Reject`, or None (rejected, no reason).
-        """
+            An `Allocation` (checked first; an invalid one counts as a rejection), a `Reject`, or None (no reason)."""
         ...
 
     def check(self, network: Network) -> None:
         """Refuse parameters that do not suit ``network``, before anything runs.
 
-        Called when a run's specs are resolved, with a private copy of the
-        network, possibly more than once and on another instance of the same
-        spec: keep it cheap and free of side effects. Anything but a
-        `dcbench.SpecError` it raises is the plugin's bug.
+        Called on a private copy of the network, maybe more than once and on another instance of the same spec: keep it
+        cheap and free of side effects. Anything but a `dcbench.SpecError` it raises is the plugin's bug.
 
         Args:
             network: The run's network: a private copy, read-only.
-
         Raises:
-            SpecError: The allocator's parameters do not suit ``network``
-                ("k=12 but the topology has only 8 racks; give k=8 or less").
+            SpecError: The parameters do not suit ``network`` ("k=12 but the topology has only 8 racks; give k=8 or
+                less").
         """
         return None
 
@@ -82,16 +72,12 @@ class RunTables:
     """The recorded run, as columns by name.
 
     Attributes:
-        requests: One row per request: times, ``demand_<resource>``,
-            ``size``, ``outcome``, ``reason``, ``detail``, ``servers_used``,
-            ``spread`` (one of `SPREAD_LEVELS`), ``channels_tier<t>``,
-            ``measured``, ``reconfigurations``; for jobs ``vms`` and
-            ``inter_rack_gbps``.
-        timeline: One row per arrival or departure: ``time``, ``event``,
-            ``request_id``, ``active``, ``<resource>_util``,
-            ``link_util_tier<t>``; with a packet model ``inter_rack_gbps``,
-            ``latency_us`` and ``packet_loss``.
-    """
+        requests: One row per request: times, ``demand_<resource>``, ``size``, ``outcome``, ``reason``, ``detail``,
+            ``servers_used``, ``spread`` (one of `SPREAD_LEVELS`), ``channels_tier<t>``, ``measured``,
+            ``reconfigurations``; for jobs ``vms`` and ``inter_rack_gbps``.
+        timeline: One row per arrival or departure: ``time``, ``event``, ``request_id``, ``active``,
+            ``<resource>_util``, ``link_util_tier<t>``; with a packet model ``inter_rack_gbps``, ``latency_us`` and
+            ``packet_loss``."""
 
     requests: dict[str, np.ndarray]
     timeline: dict[str, np.ndarray]
@@ -112,9 +98,8 @@ MAX_REASON = 200  # characters of a reject reason that are recorded
 
 
 class Books:
-    """The engine's own record of the state, updated by the same operations
-    as the state allocators read, so the two are equal bit for bit unless
-    someone else wrote the state; compared every `every` requests and at the end."""
+    """The engine's own record of the state, updated by the same operations as the state allocators read, so the two
+    are equal bit for bit unless someone else wrote the state; compared every `every` requests and at the end."""
 
     COMPARED_PER_REQUEST = 4096  # array elements compared per request, on average at most
 
@@ -144,8 +129,8 @@ def minimum_servers(network: Network, demand: np.ndarray) -> np.ndarray:
 
 
 class Simulation:
-    """A run, one request at a time, for `simulate` and the Gymnasium environment:
-    `next_request`, then `resolve` the allocator's answer; `tables` at the end."""
+    """A run, one request at a time, for `simulate` and the Gymnasium environment: `next_request`, then `resolve` the
+    allocator's answer; `tables` at the end."""
 
     def __init__(self, network: Network, sequence: RequestSequence, state: State | None = None):
         self.network = network
@@ -220,10 +205,7 @@ class Simulation:
         self._row = row + 1
 
     def network_qos(self) -> tuple[float, float]:
-        """Mean packet latency (µs) and loss over the inter-rack traffic now (NaN if none).
-
-        Weighting each link by its load gives the mean over packets.
-        """
+        """Mean packet latency (µs) and loss over the inter-rack traffic now (NaN if none), links weighted by load."""
         if not self._qos or self._traffic <= 0:
             return np.nan, np.nan
         state = self.state
@@ -438,20 +420,14 @@ def simulate(
         sequence: The episode's requests.
         allocator: What an allocator plugin built.
         rng: The allocator's random generator, passed to its ``reset``.
-        progress: Called with the number of requests done, every hundredth
-            of the sequence (None: not called).
+        progress: Called with the number of requests done, every hundredth of the sequence (None: not called).
         state: The state to start from and leave behind (None: all free).
         drain: Whether every request still held at the end departs.
-
     Returns:
         The recorded run.
-
     Raises:
-        AllocatorError: The allocator raised (a `DcbenchError` passes as it
-            is), could not start, returned something other than an
-            `Allocation`, a `Reject` or None, a malformed `Allocation`, or a
-            reason that is no short line of text.
-    """
+        AllocatorError: The allocator raised (a `DcbenchError` passes as it is) or could not start, or returned other
+            than an `Allocation`, a `Reject` or None, a malformed `Allocation`, or a reason not a short line."""
     simulation = Simulation(network, sequence, state)
     try:
         allocator.reset(simulation.allocator_network, rng)

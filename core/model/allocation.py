@@ -1,5 +1,4 @@
-"""Allocations, the engine's state, and `check_allocation`, which every
-allocation passes before anything is committed."""
+"""Allocations, the engine's state, and `check_allocation`, which every allocation passes before it is committed."""
 
 from __future__ import annotations
 
@@ -18,14 +17,13 @@ CHANNELS_PER_PAIR = 1.0  # the papers' model: a pool's connected pair reserves o
 
 
 class Swap(NamedTuple):
-    """An OCS reconfiguration: idle circuits ``a→b`` and ``c→d`` re-pointed to ``a→d`` and ``c→b``.
+    """An OCS reconfiguration: idle circuits ``a→b`` and ``c→d`` re-pointed to ``a→d`` and ``c→b``, four distinct racks.
 
     Attributes:
-        a: A rack (an index, as are the others; all four distinct).
+        a: A rack's index.
         b: The rack ``a``'s circuit led to.
         c: Another rack.
-        d: The rack ``c``'s circuit led to.
-    """
+        d: The rack ``c``'s circuit led to."""
 
     a: int
     b: int
@@ -40,8 +38,7 @@ class Route(NamedTuple):
         a: The start node: a server for a pool, a rack's switch for a job.
         b: The end node.
         links: The path's link indices, in order.
-        amount: One channel for a pool's pair; the Gbps carried for a job.
-    """
+        amount: One channel for a pool's pair; the Gbps carried for a job."""
 
     a: int
     b: int
@@ -50,8 +47,7 @@ class Route(NamedTuple):
 
 
 class LinkUsage(NamedTuple):
-    """What an allocation reserves on the links its routes use: ``links``
-    ascending (int64), ``amounts`` summed in route order, none zero."""
+    """What an allocation reserves on its links: ``links`` ascending, ``amounts`` summed in route order, none 0."""
 
     links: np.ndarray
     amounts: np.ndarray
@@ -101,11 +97,10 @@ class Allocation:
     Attributes:
         servers: The chosen servers' indices, in the order chosen (servers,).
         amounts: What each gives, servers × resources; rows sum to the demand.
-        routes: For a pool, a route per pair of its servers that needs a path;
-            for a job, routes between the switches of racks exchanging traffic.
+        routes: For a pool, a route per pair of its servers that needs a path; for a job, routes between the switches
+            of racks exchanging traffic.
         vm_servers: Jobs: the server of each VM (VMs,); None for a pool.
-        reconfigure: Jobs: the circuit swaps to make first, in order.
-    """
+        reconfigure: Jobs: the circuit swaps to make first, in order."""
 
     servers: np.ndarray
     amounts: np.ndarray
@@ -119,27 +114,23 @@ class Reject:
     """An allocator's refusal.
 
     Attributes:
-        reason: One short printable line ("no_path"), recorded in the requests table.
-    """
+        reason: One short printable line ("no_path"), recorded in the requests table."""
 
     reason: str = "rejected"
 
 
 class State:
-    """Free capacity of every server and link, and every link's capacity (OCS
-    reconfiguration changes it). The engine owns the copy that counts;
-    allocators get a read-only view.
+    """Free capacity of every server and link, and every link's capacity (OCS reconfiguration changes it); the engine
+    owns the copy that counts, allocators get a read-only view.
 
     Args:
         network: The network whose capacities it starts from, all free.
-
     Attributes:
         network: The network (in an allocator's view, its private copy).
         free_resources: Each server's free capacity, servers × resources.
         free_links: Each link's free capacity (links,).
         link_capacity: Each link's capacity now (links,).
-        journal: The engine's `StateJournal` of its writes during a run, or None.
-    """
+        journal: The engine's `StateJournal` of its writes during a run, or None."""
 
     def __init__(self, network: Network):
         self.network = network
@@ -153,10 +144,8 @@ class State:
 
         Args:
             network: The network the view names; None: this state's.
-
         Returns:
-            The view, sharing the state's journal.
-        """
+            The view, sharing the state's journal."""
         view = State.__new__(State)
         view.network = self.network if network is None else network
         for name in ("free_resources", "free_links", "link_capacity"):
@@ -169,9 +158,8 @@ _NOTHING = np.zeros(0, dtype=np.int64)
 
 
 class StateJournal:
-    """The servers and links the engine has written, write by write, so that
-    a builder's `start` catches up without comparing its whole copy. Only the
-    last `KEEP` writes are kept."""
+    """The servers and links the engine wrote, so a builder's `start` catches up without comparing;
+    only the last `KEEP` writes are kept."""
 
     KEEP = 64
 
@@ -200,10 +188,8 @@ class StateJournal:
 
 
 def snapshot_allocation(allocation: Allocation) -> Allocation:
-    """``allocation`` read once into fresh arrays and routes and swaps of plain
-    ints and floats, so that what is committed is exactly what was checked,
-    whatever the allocator's objects answer later. Raises TypeError or
-    ValueError for a field of the wrong kind."""
+    """``allocation`` copied once into plain arrays, ints and floats, so what is committed is what was checked; raises
+    TypeError or ValueError for a field of the wrong kind."""
     routes = allocation.routes
     if not _is_plain(routes):
         routes = tuple(_plain_route(*route) for route in routes)  # (the usual tuple of plain Routes is kept)
@@ -290,18 +276,16 @@ def check_allocation(allocation: Allocation, request: Request, state: State) -> 
 
     Returns:
         The problem (one line) or None, and the amount reserved on every link.
-
     Raises:
         TypeError: A field of the wrong kind (`snapshot_allocation`).
-        ValueError: A field that cannot be read as numbers.
-    """
+        ValueError: A field that cannot be read as numbers."""
     problem, usage = check_snapshot(snapshot_allocation(allocation), request, state)
     return problem, usage.dense(state.network.n_links)
 
 
 def check_snapshot(allocation: Allocation, request: Request, state: State) -> tuple[str | None, LinkUsage]:
-    """`check_allocation` of a snapshot, in time that grows with the links its
-    routes use; returns the problem or None, and the `LinkUsage`."""
+    """`check_allocation` of a snapshot, in time growing with its routes' links: the problem or None, and
+    the `LinkUsage`."""
     if request.kind == "job":
         return check_job_allocation(allocation, request, state)
     network = state.network
@@ -372,8 +356,8 @@ def check_snapshot(allocation: Allocation, request: Request, state: State) -> tu
 
 
 def circuit_changes(network: Network, swaps: Sequence[Swap], free_links: np.ndarray) -> tuple[str | None, np.ndarray]:
-    """What ``swaps`` do to each link's capacity (None and the change), or why
-    they are not allowed: idle circuits only, between distinct racks."""
+    """What ``swaps`` do to each link's capacity (None and the change), or why they are not allowed:
+    idle circuits only, between distinct racks."""
     change = np.zeros(network.n_links)
     if not swaps:
         return None, change
@@ -409,8 +393,8 @@ def circuit_changes(network: Network, swaps: Sequence[Swap], free_links: np.ndar
 
 
 def check_job_allocation(allocation: Allocation, request: Request, state: State) -> tuple[str | None, LinkUsage]:
-    """`check_snapshot` for a job: every VM on a server, each server's share
-    the sum of its VMs, the swaps allowed, each rack pair's traffic carried."""
+    """`check_snapshot` for a job: every VM on a server, each server's share the sum of its VMs, the swaps allowed,
+    each rack pair's traffic carried."""
     network = state.network
     usage = _NO_USAGE
     if network.rack_node is None:

@@ -31,10 +31,8 @@ class Circuits:
         port_gbps: The capacity of one port, i.e. of one circuit (Gbps).
         reconfigurable: Whether idle circuits may be re-pointed during a run.
         max_hops: The most circuits a route between two racks may cross.
-        fixed_gbps: The capacity of each ordered pair of rack switches in the
-            fixed all-to-all fabric a non-reconfiguring allocator runs on
-            (`Network.fixed_fabric`); None: such a run keeps the circuits.
-    """
+        fixed_gbps: Each ordered rack pair's capacity in the all-to-all fabric of a run that does not reconfigure
+            (`Network.fixed_fabric`); None: such a run keeps the circuits."""
 
     ports: int
     port_gbps: float
@@ -48,9 +46,8 @@ class Topology:
     """What a topology plugin builds; `Network.compile` checks it.
 
     Attributes:
-        graph: A networkx graph of servers and switches; each edge has a
-            ``capacity`` (0 to `MAX_CAPACITY`, in ``link_unit``) and a ``tier``
-            (1, nearest the servers, by default).
+        graph: A networkx graph of servers and switches; each edge has a ``capacity`` (0 to `MAX_CAPACITY`, in
+            ``link_unit``) and a ``tier`` (1, nearest the servers, by default).
         servers: The server nodes of ``graph``, in index order.
         resources: The resources' names, such as ("cpu", "mem").
         capacity: Each server's capacity, servers × resources.
@@ -61,8 +58,7 @@ class Topology:
         info: Descriptive only: the engine reads none of it.
         rack_nodes: Rack ``r``'s switch at ``rack_nodes[r]`` (jobs need them), or None.
         demand_kinds: The demand kinds it serves: "pool", "job".
-        circuits: The optical circuits between the rack switches, or None.
-    """
+        circuits: The optical circuits between the rack switches, or None."""
 
     graph: "nx.Graph"
     servers: Sequence[Hashable]
@@ -79,18 +75,15 @@ class Topology:
 
 
 class Network:
-    """The compiled, read-only form of a `Topology`: nodes numbered servers
-    first, then switches; links in the graph's edge order. Only its caches
-    fill as used; an allocator gets a `private_copy` each run. What a plugin
-    may read of it is listed in docs/plugins.md.
+    """The compiled, read-only form of a `Topology`: nodes numbered servers first, then switches; links in edge order.
+    Only its caches fill as used; an allocator gets a `private_copy` each run (readable fields: docs/plugins.md).
 
     Args:
         topology: What a topology plugin built.
         k_paths: Paths per pair in the path catalogue ``paths``.
-
     Raises:
-        SpecError: The topology is unusable (servers, capacities, labels,
-            rack nodes, circuits or link capacities malformed or out of range).
+        SpecError: The topology is unusable (servers, capacities, labels, rack nodes, circuits or link capacities
+            malformed or out of range).
     """
 
     def __init__(self, topology: Topology, k_paths: int = 3):
@@ -195,8 +188,7 @@ class Network:
         """This network with caches of its own, sharing its read-only arrays.
 
         Returns:
-            The copy.
-        """
+            The copy."""
         copy = Network.__new__(Network)
         for name, value in self.__dict__.items():
             if name not in _PER_COPY:
@@ -208,13 +200,11 @@ class Network:
         return copy
 
     def fixed_fabric(self) -> "Network":
-        """The network a run whose allocator does not reconfigure runs on:
-        with circuits that have a ``fixed_gbps``, a copy whose rack-to-rack links
-        carry it and nothing is reconfigurable (the OCS paper's ALL2ALL).
+        """The network of a run whose allocator does not reconfigure: with a ``fixed_gbps``, a copy with that on every
+        rack-to-rack link and nothing reconfigurable (the OCS paper's ALL2ALL).
 
         Returns:
-            The fixed fabric, with caches of its own, or this network.
-        """
+            The fixed fabric, with caches of its own, or this network."""
         circuits = self.circuits
         if circuits is None or circuits.fixed_gbps is None or self.rack_node is None:
             return self
@@ -249,13 +239,10 @@ class Network:
         Args:
             a: A node's index.
             b: Another node's index.
-
         Returns:
             The link's index.
-
         Raises:
-            KeyError: No link joins them.
-        """
+            KeyError: No link joins them."""
         return self.link_of_pair[(a, b) if self.directed else _pair(a, b)]
 
     @classmethod
@@ -265,13 +252,10 @@ class Network:
         Args:
             topology: What a topology plugin built.
             k_paths: Paths per pair in the path catalogue ``paths``.
-
         Returns:
             The compiled network.
-
         Raises:
-            SpecError: The topology is unusable (see `Network`).
-        """
+            SpecError: The topology is unusable (see `Network`)."""
         return cls(topology, k_paths)
 
     def catalogue(self, k: int) -> "PathCatalogue":
@@ -279,11 +263,8 @@ class Network:
 
         Args:
             k: Paths per pair.
-
         Returns:
-            The catalogue: ``between_servers(a, b)`` and ``between_nodes(a, b)``
-            give paths as tuples of link indices, shortest first.
-        """
+            Its ``between_servers(a, b)`` and ``between_nodes(a, b)`` give link-index tuples, shortest first."""
         if k not in self._catalogues:
             self._catalogues[k] = PathCatalogue(self, k)
         return self._catalogues[k]
@@ -293,10 +274,8 @@ class Network:
 
         Args:
             links: Link indices, in the order the path crosses them.
-
         Returns:
-            ``(first node, last node)``, or None where they form no simple path.
-        """
+            ``(first node, last node)``, or None where they form no simple path."""
         known = self.path_ends_by_id.get(id(links))
         if known is not None and known[0] is links:
             return known[1]
@@ -412,9 +391,8 @@ def _pair(a: int, b: int) -> tuple[int, int]:
 
 
 class PathCatalogue:
-    """The k shortest simple paths (by hops) between nodes, as tuples of link
-    indices, ties in node-index order. Paths between single-homed servers
-    are composed from their attachments', cached per attachment pair."""
+    """The k shortest simple paths (by hops) between nodes as link-index tuples, ties in node-index order; a
+    single-homed server's paths are its attachment's, cached per attachment pair."""
 
     def __init__(self, network: Network, k: int):
         self.network = network
@@ -488,9 +466,7 @@ class PathCatalogue:
         return distance.tolist()
 
     def _search(self, source: int, target: int) -> tuple[Path, ...]:
-        """Simple paths by length: a depth-first search on the transit nodes,
-        bounded by the distance to the target (tests/core/model/test_paths.py
-        checks it against a plain search)."""
+        """Simple paths by length: a depth-first search on transit nodes, bounded by the distance to the target."""
         k = self.k
         if k <= 0:
             return ()

@@ -21,13 +21,11 @@ ALLOWED_SERVER_RULES = ("needed", "free")
 
 @dataclass(frozen=True, slots=True)
 class PacketModel:
-    """The packets of a job workload's traffic, for the M/M/1/K model of each
-    inter-rack link's latency and loss.
+    """A job workload's packets, for the M/M/1/K latency and loss of each inter-rack link.
 
     Attributes:
         packet_bytes: The size of a packet (bytes).
-        buffer_packets: The most packets a link holds (the K of M/M/1/K).
-    """
+        buffer_packets: The most packets a link holds (the K of M/M/1/K)."""
 
     packet_bytes: int
     buffer_packets: int = 15
@@ -35,30 +33,26 @@ class PacketModel:
 
 @dataclass
 class RequestSequence:
-    """A whole episode of requests, drawn up front so that every allocator sees
-    the same sequence for a seed; the runner checks and locks it before a run.
+    """A whole episode of requests, drawn up front so that every allocator sees the same sequence for a seed.
 
     Attributes:
-        kind: The demand kind: "pool" or "job".
+        kind: "pool" or "job".
         gaps: The time from the previous arrival to each request (requests,).
         holding: How long each request holds what it is given (requests,).
         demand: What each request asks for, requests × resources.
         connectivity: One of `CONNECTIVITY_RULES`.
-        wait_until_fits: Whether a request waits, the clock stepping by
-            ``time_step``, until the total free capacity covers it (one above
-            the whole capacity is skipped).
+        wait_until_fits: Whether a request waits, in steps of ``time_step``, until the total free capacity covers it
+            (one above the whole capacity is skipped).
         time_step: The clock's step while a request waits.
         allowed_servers: One of `ALLOWED_SERVER_RULES`.
-        departures_within: Whether requests due at a pool request's offer
-            leave once its first server is placed (the reference code's).
+        departures_within: Whether requests due at a pool request's offer leave once its first server is placed.
         extra: The workload's own: the engine reads none of it.
         measured: Booleans (requests,) marking what the metrics count (None: all).
         vm_offsets: Jobs: request ``i``'s VMs are ``vm_demand[vm_offsets[i]:vm_offsets[i + 1]]``.
         vm_demand: Jobs: VMs × resources; a job's ``demand`` is its VMs' sum.
         flow_offsets: Jobs: request ``i``'s flows are ``flows[flow_offsets[i]:flow_offsets[i + 1]]``.
         flows: Jobs: flows × 3, (source VM, destination VM, Gbps), VMs numbered within the job.
-        packets: Jobs: the packet model (None: no latency or loss reported).
-    """
+        packets: Jobs: the packet model (None: no latency or loss reported)."""
 
     kind: str
     gaps: np.ndarray
@@ -81,27 +75,23 @@ class RequestSequence:
         return len(self.gaps)
 
     def vms(self, i: int) -> np.ndarray | None:
-        """The VMs of one job.
+        """The VMs of job ``i``.
 
         Args:
             i: The request's index.
-
         Returns:
-            Its VMs × resources, a view; None for pools.
-        """
+            Its VMs × resources, a view; None for pools."""
         if self.vm_offsets is None or self.vm_demand is None:
             return None
         return self.vm_demand[self.vm_offsets[i]:self.vm_offsets[i + 1]]
 
     def job_flows(self, i: int) -> np.ndarray | None:
-        """The flows of one job.
+        """The flows of job ``i``.
 
         Args:
             i: The request's index.
-
         Returns:
-            Its flows × 3, a view; None for pools.
-        """
+            Its flows × 3, a view; None for pools."""
         if self.flow_offsets is None or self.flows is None:
             return None
         return self.flows[self.flow_offsets[i]:self.flow_offsets[i + 1]]
@@ -109,8 +99,7 @@ class RequestSequence:
 
 @dataclass(frozen=True, slots=True)
 class Departing:
-    """What requests departing inside a request free, as flat arrays: servers
-    and their amounts, links and their amounts (one row per request and server or link)."""
+    """What requests departing inside a request free, as flat arrays, a row per request and server or link."""
 
     servers: np.ndarray
     amounts: np.ndarray
@@ -132,9 +121,7 @@ class Request:
         vms: Jobs: its VMs × resources, in placement order (None for pools).
         flows: Jobs: its flows × 3, (source VM, destination VM, Gbps).
         allowed_servers: One of `ALLOWED_SERVER_RULES`.
-        departing: What requests due at its offer free once its first server
-            is placed (None: nothing departs while it is built).
-    """
+        departing: What requests due at its offer free once its first server is placed (None: nothing departs)."""
 
     id: int
     arrival: float
@@ -149,12 +136,11 @@ class Request:
 
 
 class Workload(Protocol):
-    """What a workload plugin's factory returns; it may also have
-    ``default_requests(network) -> int``, the episode length when none is given.
+    """What a workload plugin's factory returns; an optional ``default_requests(network) -> int`` sets the episode
+    length.
 
     Attributes:
-        kind: The demand kind of its sequences: "pool" or "job".
-    """
+        kind: The demand kind of its sequences: "pool" or "job"."""
 
     kind: str
 
@@ -164,16 +150,12 @@ class Workload(Protocol):
         Args:
             network: The compiled topology (a copy of its own).
             requests: How many requests to draw.
-            rng: Every random number's source; the first N requests of a seed
-                must not depend on ``requests`` (a stream per quantity, ``rng.spawn``).
-
+            rng: Every random number's source; the first N requests of a seed must not depend on ``requests`` (a
+                stream per quantity, ``rng.spawn``).
         Returns:
             The sequence: ``requests`` long, of kind ``kind``.
-
         Raises:
-            ValueError: Its parameters do not suit ``network`` or ``requests``
-                (reported as a `SpecError`).
-        """
+            ValueError: Its parameters do not suit ``network`` or ``requests`` (reported as a `SpecError`)."""
         ...
 
 
@@ -182,8 +164,7 @@ class SequenceProblem(ValueError):
 
 
 def checked_sequence(sequence: RequestSequence, network: Network, requests: int, kind: str) -> RequestSequence:
-    """``sequence`` as the engine runs it: arrays converted, checked and locked
-    (`frozen`), so no allocator or metric changes what the next one sees."""
+    """``sequence`` converted, checked and locked (`frozen`): no allocator or metric changes what the next one sees."""
     n = len(sequence.gaps) if hasattr(sequence.gaps, "__len__") else -1
     if n != requests:
         raise SequenceProblem(f"it has {n} requests, {requests} were asked for")

@@ -14,8 +14,7 @@ class Scenario:
         workload: The workload spec (None: the topology's default).
         requests: Requests per run (None: the workload's default, else two per server).
         seeds: The seeds each allocator runs it with.
-        name: Its label in sweeps, reports and the leaderboard ("": its topology spec).
-    """
+        name: Its label in sweeps, reports and the leaderboard ("": its topology spec)."""
 
     topology: str
     workload: str | None = None
@@ -39,11 +38,9 @@ class Suite:
         description: One line for ``dcbench list`` and the leaderboard.
         primary_metric: The summary column that ranks allocators.
         higher_is_better: Whether a larger ``primary_metric`` ranks higher.
-        figures: The ``"module:attr"`` of the figures ``dcbench plot`` draws
-            of a sweep of it, or None.
+        figures: The ``"module:attr"`` of the figures ``dcbench plot`` draws of a sweep of it, or None.
         metrics: Third-party metrics its runs compute besides dcbench's own.
-        plugin: The plugin that registered it (set by the registry, not compared).
-    """
+        plugin: The plugin that registered it (set by the registry, not compared)."""
 
     name: str
     scenarios: tuple[Scenario, ...]

@@ -1,9 +1,7 @@
-"""The plugin system: the plugin manager, the registered entries, and the
-checks on what plugins register.
+"""The plugin system: the plugin manager, the registered entries, and the checks on what plugins register.
 
-Built-in plugins are the modules in `BUILTIN_PLUGINS`; third-party plugins
-come through the ``dcbench`` entry-point group (`dcbench.registry.manager`).
-"""
+Built-in plugins are the modules in `BUILTIN_PLUGINS`; third-party plugins come through the ``dcbench`` entry-point
+group (`dcbench.registry.manager`)."""
 
 from dcbench.registry.columns import Column
 from dcbench.registry.entry import BuiltPlugin, PluginEntry, PluginInfo, blamed_on

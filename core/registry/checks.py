@@ -1,5 +1,4 @@
-"""What a plugin registers, checked as it registers: each ``*_problem``
-returns what makes the registration unusable, or None."""
+"""What a plugin registers, checked as it registers: each ``*_problem`` returns what makes it unusable, or None."""
 
 from __future__ import annotations
 
@@ -80,8 +79,8 @@ COLOUR_LENGTH = 40
 
 
 def colour_problem(colour: Any) -> str | None:
-    """What makes ``colour=`` unusable: a matplotlib colour ("C1", "tab:blue",
-    "#1f77b4"), or a mapping from "" and ``KEY=VALUE`` spec options to one."""
+    """What makes ``colour=`` unusable: a matplotlib colour ("C1", "tab:blue", "#1f77b4"), or a mapping from "" and
+    ``KEY=VALUE`` spec options to one."""
     colours = colour if isinstance(colour, Mapping) else {"": colour}
     for option, value in colours.items():
         if not isinstance(option, str) or option and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=[^,:=]+", option):
@@ -97,8 +96,8 @@ def _loadable(target: Any) -> bool:
 
 
 def param_problem(param: Param) -> str | None:
-    """What makes a declared `Param` unusable, or None: a name a spec can give,
-    and a default it accepts (a resolved spec writes it out to be parsed again)."""
+    """What makes a declared `Param` unusable, or None: a name a spec can give, and a default it accepts (a resolved
+    spec writes it out to be parsed again)."""
     if not isinstance(param.name, str) or not param.name.isidentifier():
         return "needs a name of letters, digits and '_'"
     if param.type not in PARAM_TYPES:
@@ -115,8 +114,7 @@ def param_problem(param: Param) -> str | None:
 
 
 def suite_problem(suite: Any) -> str | None:
-    """What makes ``register(suite)`` unusable, or None: it needs runs, and one
-    row per (scenario, seed)."""
+    """What makes ``register(suite)`` unusable, or None: it needs runs, and one row per (scenario, seed)."""
     if not isinstance(suite, Suite):
         return f"it is a {type(suite).__name__}, not a dcbench.Suite"
     if not isinstance(suite.name, str) or not is_spec_name(suite.name):

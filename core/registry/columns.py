@@ -1,5 +1,4 @@
-"""The summary columns a metric plugin declares (``columns=[Column(...)]``),
-all the tools read about a column."""
+"""The summary columns a metric plugin declares (``columns=[Column(...)]``), all the tools read about a column."""
 
 from __future__ import annotations
 
@@ -20,16 +19,13 @@ class Column:
     """A summary column a metric plugin writes.
 
     Attributes:
-        name: The column's name; one ``*`` may stand for letters and digits
-            that vary with the topology (``link_util_tier*``).
-        heading: Its name in a run's table, at most 40 characters; ``{}``
-            repeats what ``*`` stood for.
+        name: The column's name; one ``*`` may stand for letters and digits varying by topology (``link_util_tier*``).
+        heading: Its name in a run's table, at most 40 characters; ``{}`` repeats what ``*`` stood for.
         better: "higher", "lower", or None for a column that only describes a run.
         demands: The demand kinds ("pool", "job") whose runs it belongs to.
         headline: Whether ``dcbench run``'s table shows it: True, or the kinds.
         ranks: Whether it ranks runs where no suite says: True, or the kinds.
-        description: Its table's heading in ``dcbench report`` (at most 100
-            characters); None leaves it out of reports.
+        description: Its table's heading in ``dcbench report`` (at most 100 characters); None leaves it out of reports.
     """
 
     name: str
@@ -45,10 +41,8 @@ class Column:
 
         Args:
             kind: A demand kind: "pool" or "job".
-
         Returns:
-            True where it belongs to ``kind`` and is a headline for it.
-        """
+            True where it belongs to ``kind`` and is a headline for it."""
         return kind in self.demands and (self.headline is True or self.headline is not False and kind in self.headline)
 
     def ranks_kind(self, kind: str) -> bool:
@@ -56,10 +50,8 @@ class Column:
 
         Args:
             kind: A demand kind: "pool" or "job".
-
         Returns:
-            True where it belongs to ``kind`` and ranks it.
-        """
+            True where it belongs to ``kind`` and ranks it."""
         return kind in self.demands and (self.ranks is True or self.ranks is not False and kind in self.ranks)
 
     def matches(self, columns: Iterable[str]) -> list[tuple[str, str]]:
@@ -67,10 +59,8 @@ class Column:
 
         Args:
             columns: Summary column names (a run's, say).
-
         Returns:
-            Each one this declares, with its heading's ``{}`` filled in.
-        """
+            Each one this declares, with its heading's ``{}`` filled in."""
         if "*" not in self.name:
             return [(self.name, self.heading)] if self.name in columns else []
         start, end = (re.escape(part) for part in self.name.split("*"))
@@ -135,8 +125,8 @@ def ranking_columns(declared: Iterable[Column]) -> dict[str, tuple[str, bool]]:
 
 
 def demand_kind(row: Any, columns: Sequence[Column]) -> str:
-    """A run's demand kind from its summary ``row``: the first kind but "pool"
-    with a column declared for it alone in the row (even NaN), else "pool"."""
+    """A run's demand kind from its summary ``row``: the first kind but "pool" with a column of its own in the row
+    (even NaN), else "pool"."""
     for kind in DEMAND_KINDS[1:]:
         if any(column.demands == (kind,) and "*" not in column.name and row.get(column.name) is not None
                for column in columns):

@@ -57,8 +57,8 @@ class PluginEntry:
 
     @property
     def identity(self) -> str:
-        """What a third-party plugin is, for run ids: ``DIST VERSION src=DIGEST``
-        (its plugin's name where the distribution is unknown); "" for a built-in one."""
+        """What a third-party plugin is, for run ids: ``DIST VERSION src=DIGEST`` (its plugin's name if the
+        distribution is unknown); "" for a built-in one."""
         if self.builtin:
             return ""
         return (self.distribution or self.plugin) + (f" src={self.source}" if self.source else "")
@@ -111,18 +111,14 @@ class PluginEntry:
 
 @contextlib.contextmanager
 def blamed_on(entry: PluginEntry, failure: str) -> Iterator[None]:
-    """A context manager that reports an exception of a third-party plugin's code
-    in its block as a one-line `PluginError`, the exception its cause; a
-    built-in plugin's keeps its traceback, and a `DcbenchError` or
-    KeyboardInterrupt passes as it is.
+    """A context manager that turns an exception of a third-party plugin's code in its block into a one-line
+    `PluginError` caused by it; a built-in's keeps its traceback, a `DcbenchError` or KeyboardInterrupt passes.
 
     Args:
         entry: The registry entry of the plugin whose code runs in the block.
         failure: Where it failed, as the message says it ("failed in generate()").
-
     Raises:
-        PluginError: The block raised anything else, in a third-party plugin's code.
-    """
+        PluginError: The block raised anything else, in a third-party plugin's code."""
     try:
         yield
     except DcbenchError:
@@ -138,8 +134,8 @@ def blamed_on(entry: PluginEntry, failure: str) -> Iterator[None]:
 
 @dataclass
 class PluginInfo:
-    """A loaded plugin module: its entry point's name (a built-in one's module),
-    its distribution's name and version ("?" where unknown), its source's digest."""
+    """A loaded plugin module: its entry point's name (a built-in's module), its distribution's name and version ("?"
+    where unknown), its source's digest."""
 
     name: str
     distribution: str
@@ -149,8 +145,8 @@ class PluginInfo:
 
     @property
     def qualifier(self) -> str:
-        """The normalized distribution name that qualifies a third-party plugin's
-        names (``DIST.NAME``); "" for a built-in one or an unknown distribution."""
+        """The normalized distribution name that qualifies a third-party plugin's names (``DIST.NAME``); "" for a
+        built-in one or an unknown distribution."""
         return "" if self.builtin or self.distribution == "?" else normalized(self.distribution)
 
     @property

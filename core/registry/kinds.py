@@ -1,5 +1,4 @@
-"""What can be registered: the plugin kinds, their hooks, what ``register``
-takes for each, and the built-in plugins."""
+"""What can be registered: the plugin kinds, their hooks, what ``register`` takes for each, the built-in plugins."""
 
 from __future__ import annotations
 

@@ -1,11 +1,8 @@
 """The plugin manager and the registry of what plugins register.
 
-A broken third-party plugin is skipped with a one-line warning naming it
-(``DCBENCH_STRICT_PLUGINS=1``: an error); one in ``DCBENCH_DISABLE_PLUGINS``
-is not imported. A third-party plugin's names are qualified by its
-distribution's (``dcbench-firstfit.firstfit``); the bare name is an alias
-where unambiguous.
-"""
+A broken third-party plugin is a one-line warning (``DCBENCH_STRICT_PLUGINS=1``: an error); one in
+``DCBENCH_DISABLE_PLUGINS`` is not imported. Its names are qualified by its distribution's
+(``dcbench-firstfit.firstfit``); the bare name is an alias where unambiguous."""
 
 from __future__ import annotations
 
@@ -41,9 +38,8 @@ class PluginLoadWarning(UserWarning):
 
 
 class Entries(Mapping[str, Any]):
-    """One kind's entries by canonical name; a bare name that exactly one
-    distribution registers (and no built-in plugin has) is an alias, and
-    `ambiguous` holds those that several register."""
+    """One kind's entries by canonical name; a bare name that one distribution alone registers (and no built-in) is an
+    alias; `ambiguous` holds those that several register."""
 
     def __init__(self, by_name: dict[str, Any]):
         self._by_name = by_name
@@ -124,8 +120,8 @@ class Registry:
 
     def _register(self, kind: str, registered: dict[str, Any], plugin_name: str, name_or_suite: Any,
                   target: Any = None, **keywords: Any) -> None:
-        """What a hook's ``register`` calls: ``register(suite)``, or ``register(name, target,
-        **keywords)`` with the keywords `kinds.REGISTER_KEYWORDS` names for the kind."""
+        """What a hook's ``register`` calls: ``register(suite)``, or ``register(name, target, **keywords)`` with the
+        kind's `kinds.REGISTER_KEYWORDS`."""
         if kind == "suite":
             entry = name_or_suite
             name = getattr(entry, "name", None)
@@ -161,8 +157,8 @@ class Registry:
         registered[canonical] = entry
 
     def add_builtin(self, module_name: str) -> None:
-        """Register a built-in command plugin module now, once: only the command
-        line loads them, so a run's registry never imports click."""
+        """Register a built-in command plugin module now, once: only the command line loads them, so runs never
+        import click."""
         if self.manager.get_plugin(module_name) is None:
             self.manager.register(importlib.import_module(module_name), name=module_name)
             self.builtin_commands.append(module_name)  # part of dcbench: not in `plugins`, nor in provenance
@@ -177,8 +173,8 @@ class Registry:
         return sorted(implementations, key=lambda impl: not self.is_builtin(impl.plugin_name))
 
     def call_plugin(self, impl: Any, hook_name: str, *args: Any, **kwargs: Any) -> bool:
-        """Call one plugin's implementation of a hook; a third-party one that raises
-        is a warning and False, a built-in one's exception keeps its traceback."""
+        """Call one plugin's implementation of a hook; a third-party one that raises is a warning and False, a
+        built-in's exception keeps its traceback."""
         if impl.wrapper or impl.hookwrapper:  # called on its own, a wrapper's generator would never run
             self.fail(f"plugin {self.label(impl.plugin_name)} implements {hook_name} as a hook wrapper, which "
                       "dcbench does not call; drop wrapper=True (or hookwrapper=True) from its @hookimpl; ignored")
@@ -321,11 +317,8 @@ def get_registry() -> Registry:
 
     Returns:
         The registry of the built-in and installed third-party plugins.
-
     Raises:
-        PluginError: A third-party plugin is broken and
-            ``DCBENCH_STRICT_PLUGINS=1``.
-    """
+        PluginError: A third-party plugin is broken and ``DCBENCH_STRICT_PLUGINS=1``."""
     global _REGISTRY
     if _REGISTRY is None:
         _REGISTRY = create_registry()

@@ -39,11 +39,10 @@ from dcbench.running.summary import (
     sweep_summary_problem,
 )
 from dcbench.storage.files import staging_folder, swapped_in
-from dcbench.storage.journal import prepare_atomic, remove_leftovers
+from dcbench.storage.journal import remove_leftovers, write_together
 from dcbench.storage.locks import file_lock, folder_lock, sole_writer
 from dcbench.storage.paths import blocking_path, no_folder
 from dcbench.storage.records import read_json
-from dcbench.storage.renames import replace_all
 from dcbench.storage.tables import UnreadableTable, provenance_of, table_at
 
 
@@ -363,27 +362,21 @@ def build(root: Path, registry: Registry) -> list[Path]:
     # Then the plots folder and both pages are replaced together, or none of them.
     plots_dir = root / "plots"
     staging = staging_folder(plots_dir)
-    prepared: list[tuple[Path, Path]] = []
     try:
         declared = [*registry.columns()]
         for submission in submissions:  # a metric not installed here heads its columns as where it was
             declared += [c for c in submission.columns if not any(d.name == c.name for d in declared)]
         sections = _sections(by_suite, suites, baseline_names, defaults, declared, staging, plots_dir)
-        for name, text in (("README.md", pages.markdown(sections, submissions, __version__, root)),
-                           ("index.html", pages.html_page(sections, submissions, __version__, root))):
-            prepared.append(prepare_atomic(root / name, lambda path, text=text: path.write_text(
-                text, encoding="utf-8", newline="")))
-        try:
-            with swapped_in(staging, plots_dir):
-                replace_all(prepared)
-        except OSError as exc:
-            raise ResultsError(f"cannot replace '{exc.filename}': {exc.strerror}; nothing was replaced; make it "
-                               "writable, or give another --root") from None
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        for temporary, _ in prepared:
-            temporary.unlink(missing_ok=True)
-        raise
+        texts = {"README.md": pages.markdown(sections, submissions, __version__, root),
+                 "index.html": pages.html_page(sections, submissions, __version__, root)}
+        with swapped_in(staging, plots_dir):
+            write_together([(root / name, lambda path, text=text: path.write_text(text, encoding="utf-8", newline=""))
+                            for name, text in texts.items()])
+    except OSError as exc:
+        raise ResultsError(f"cannot replace '{exc.filename}': {exc.strerror}; nothing was replaced; make it "
+                           "writable, or give another --root") from None
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)  # (gone already where it was swapped in)
     return [root / "README.md", root / "index.html", *(section.plot for section in sections)]
 
 

@@ -484,7 +484,7 @@ def test_a_page_that_cannot_be_replaced_is_named_and_the_pages_and_plots_stay_as
         sweep_results, tmp_path, monkeypatch, locked_name):
     import os
 
-    import dcbench.storage.renames as results
+    import dcbench.storage.journal as results
 
     root = tmp_path / "leaderboard"
     runner = CliRunner()
@@ -513,7 +513,7 @@ def test_a_first_build_that_cannot_write_its_second_page_leaves_no_first_page_or
                                                                                         monkeypatch):
     import os
 
-    import dcbench.storage.renames as results
+    import dcbench.storage.journal as results
 
     root = tmp_path / "leaderboard"
     runner = CliRunner()

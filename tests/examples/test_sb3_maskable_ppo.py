@@ -17,6 +17,7 @@ ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "sb3-maskable-ppo" / "train_and_submit.py"
 
 
+@pytest.mark.slow  # trains MaskablePPO
 def test_maskable_ppo_trains_is_compared_with_the_heuristics_and_reaches_the_leaderboard(tmp_path):
     board = tmp_path / "leaderboard"
     shutil.copytree(ROOT / "leaderboard", board)

@@ -589,6 +589,7 @@ def test_a_decision_gives_the_batched_paths_logits_and_value_bit_for_bit(runner,
     assert len(compared) > 24 and all(compared)
 
 
+@pytest.mark.slow  # every shipped checkpoint under several kernel settings
 @pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64"), reason="the kernel switches are x86 ones")
 def test_the_shipped_policies_make_the_same_runs_whichever_cpu_kernels_run_them():
     # torch and MKL pick vector kernels by CPU; forcing others stands in for other

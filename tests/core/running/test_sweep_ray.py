@@ -25,6 +25,7 @@ def sweep(out, *extra):
     return result.output
 
 
+@pytest.mark.slow  # starts a Ray cluster
 def test_ray_sweep_matches_the_local_one_and_resumes(tmp_path):
     local, distributed = tmp_path / "local", tmp_path / "ray"
     sweep(local, "-j", "1")

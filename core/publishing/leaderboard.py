@@ -1,9 +1,8 @@
-"""The leaderboard: its submissions, checked again by every rebuild, and the ranked pages and plots
-`build` makes of them, byte for byte the same for the same submissions.
+"""The leaderboard: its submissions, checked again by every rebuild, and the ranked pages and plots `build` makes of
+them, byte for byte the same for the same submissions.
 
-A submission is a sweep's combined ``summary.parquet`` (`dcbench.publishing.submit`), data only:
-plain specs, numbers within their columns' ranges, in folders `submit` named.
-"""
+A submission is a sweep's combined ``summary.parquet`` (`dcbench.publishing.submit`), data only: plain specs, numbers
+within their columns' ranges, in folders `submit` named."""
 
 from __future__ import annotations
 
@@ -131,9 +130,9 @@ def leaderboard_lock(root: Path) -> Path:
 
 
 def holding_the_lock(command: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """A decorator: the function, given the leaderboard folder as ``root``, runs holding its lock (`leaderboard_lock`),
-    so that a second ``command`` (a submit or a rebuild) of the same leaderboard meanwhile is refused in one line
-    rather than check and write beside it."""
+    """A decorator: the function, given the leaderboard folder as ``root``, runs holding its lock
+    (`leaderboard_lock`), so that a second ``command`` (a submit or a rebuild) of the same leaderboard meanwhile is
+    refused in one line rather than check and write beside it."""
     def decorate(function: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(function)
         def holding_the_lock(*args: Any, **kwargs: Any) -> Any:
@@ -212,8 +211,8 @@ def submission_record(submission: Submission) -> dict[str, Any]:
 
 
 def _replay_of_record(record: dict[str, Any], rows: list[dict[str, Any]], path: Path) -> dict[str, Any] | None:
-    """What a ``submission.json`` says `submit` replayed, checked: runs of
-    the submission, a version and a date; None where it says nothing."""
+    """What a ``submission.json`` says `submit` replayed, checked: runs of the submission, a version and a date; None
+    where it says nothing."""
     replayed = record.get(REPLAY_KEY)
     if replayed is None:
         return None
@@ -239,8 +238,8 @@ def _is_date(text: str) -> bool:
 
 def _ranking_of_record(record: dict[str, Any], rows: list[dict[str, Any]], path: Path
                        ) -> tuple[tuple[str, bool] | None, tuple[Column, ...]]:
-    """The ranking and column declarations a ``submission.json`` records
-    (`submission_record`), checked: None and none for one that records none."""
+    """The ranking and column declarations a ``submission.json`` records (`submission_record`), checked: None and none
+    for one that records none."""
     unknown_keys = sorted(set(record) - set(IDENTITY_KEYS) - set(RANKING_KEYS) - {REPLAY_KEY})
     if unknown_keys:
         raise _damaged(path, f"its submission.json has unknown keys {unknown_keys}")
@@ -357,9 +356,8 @@ def build(root: Path, registry: Registry) -> list[Path]:
     by_suite: dict[str, list[Submission]] = {}
     for submission in submissions:
         by_suite.setdefault(submission.suite, []).append(submission)
-    # Everything is drawn and rendered before anything is replaced: a failure
-    # (matplotlib missing, say) leaves the previous pages and plots whole.
-    # Then the plots folder and both pages are replaced together, or none of them.
+    # Everything is drawn and rendered before anything is replaced: a failure (matplotlib missing, say) leaves the
+    # previous pages and plots whole. Then the plots folder and both pages are replaced together, or none of them.
     plots_dir = root / "plots"
     staging = staging_folder(plots_dir)
     try:
@@ -410,8 +408,8 @@ def check_own_folder(root: Path) -> None:
 def _sections(by_suite: dict[str, list[Submission]], suites: Mapping[str, Any], baseline_names: set[str],
               defaults: Mapping[str, str], columns: Sequence[Column], plots_staging: Path, plots_dir: Path
               ) -> list[Section]:
-    """One section per suite: its rankings, and its plot, drawn into ``plots_staging`` and named by its place once that
-    becomes ``plots_dir``."""
+    """One section per suite: its rankings, and its plot, drawn into ``plots_staging`` and named by its place once
+    that becomes ``plots_dir``."""
     sections = []
     for suite_name in sorted(by_suite):
         section = functools.partial(_section, suite_name, suites=suites, baseline_names=baseline_names,
@@ -449,8 +447,8 @@ def _section(suite_name: str, submissions: list[Submission], suites: Mapping[str
 
 
 def recorded_ranking(suite_name: str, submissions: list[Submission]) -> tuple[str, bool]:
-    """What ranks a suite no installed plugin registers: what its submissions recorded (the first one's, by name, where
-    they differ: the suite changed between them), or acceptance_ratio, higher is better, with a warning."""
+    """What ranks a suite no installed plugin registers: what its submissions recorded (the first one's, by name,
+    where they differ: the suite changed between them), or acceptance_ratio, higher is better, with a warning."""
     recorded = [s.ranked_by for s in submissions if s.ranked_by is not None]
     if not recorded:
         warnings.warn(f"suite {suite_name!r} is not installed here and its submissions record no ranking; ranked by "
@@ -503,10 +501,10 @@ def _overall(per_scenario: dict[str, list[Entry]], higher: bool) -> list[tuple[s
 
 def _plot(rows: list[dict[str, Any]], scenarios: list[str], metric: str, path: Path, title: str,
           defaults: Mapping[str, str]) -> Path:
-    """The suite ``title``'s ranking ``metric`` per scenario and allocator, its scenarios named as its figures name them
-    (`Figures.xlabel`, `Figures.tick_label`); where it declares none (or is not installed), as `dcbench plot` draws
-    it: as the figures of its rows' one topology family do, else by their labels. The allocators in the colours they
-    declare."""
+    """The suite ``title``'s ranking ``metric`` per scenario and allocator, its scenarios named as its figures name
+    them (`Figures.xlabel`, `Figures.tick_label`); where it declares none (or is not installed), as `dcbench plot`
+    draws it: as the figures of its rows' one topology family do, else by their labels. The allocators in the colours
+    they declare."""
     from dcbench.publishing.figures import (
         allocator_colours,
         metric_panels,

@@ -1,21 +1,16 @@
 """Files replaced together or not at all, whatever stops the writer, SIGKILL included: a redo journal.
 
-`write_together` writes each file's new contents to a temporary beside it,
-then commits by renaming a journal into place (in the first file's folder)
-that lists every temporary and the file it replaces, then renames the
-temporaries into place and removes the journal. Killed before the journal
-is in place, the files are all the old ones; killed after, all the new ones
-once `recover` has finished the renames, which the next write of any of
-them does first. (Nothing is synced to disk: a power cut is another matter.)
+`write_together` writes each file's new contents to a temporary beside it, then commits by renaming a journal into
+place (in the first file's folder) that lists every temporary and the file it replaces, then renames the temporaries
+into place and removes the journal. Killed before the journal is in place, the files are all the old ones; killed
+after, all the new ones once `recover` has finished the renames, which the next write of any of them does first.
+(Nothing is synced to disk: a power cut is another matter.)
 
-Every folder written into holds a marker from before its first temporary
-until after its last rename. It names the journal (which may be in another
-folder), and its writer holds a lock on it (``flock``, released by the
-kernel when the writer dies), so that `recover` leaves a write under way
-alone. Names, in a folder written into, where TXID is the write's 16 hex
-digits: ``.NAME.tmp-TXID`` (a file's new contents), ``.dcbench-txn-TXID``
-(the marker, made as ``.dcbench-txn-TXID.new``), ``.dcbench-txn-TXID.journal``
-(the journal, written as ``.dcbench-txn-TXID.journal.tmp``).
+Every folder written into holds a marker from before its first temporary until after its last rename. It names the
+journal (which may be in another folder), and its writer holds a lock on it (``flock``, released by the kernel when
+the writer dies), so that `recover` leaves a write under way alone. Names, in a folder written into, where TXID is the
+write's 16 hex digits: ``.NAME.tmp-TXID`` (a file's new contents), ``.dcbench-txn-TXID`` (the marker, made as
+``.dcbench-txn-TXID.new``), ``.dcbench-txn-TXID.journal`` (the journal, written as ``.dcbench-txn-TXID.journal.tmp``).
 """
 
 from __future__ import annotations
@@ -56,14 +51,11 @@ def _step(name: str) -> None:
 
 
 def write_together(writers: Sequence[tuple[Path, Callable[[Path], None]]]) -> None:
-    """Replace each ``path`` with what its ``write`` writes to a temporary
-    file, all or none (see the module's docstring); one file needs no
-    journal, its rename is the commit. A failure before the commit (a full
-    disk, Ctrl-C) removes the temporaries and leaves the files as they were;
-    Ctrl-C or SIGTERM during the renames waits for the last of them. A
-    rename the file system refuses after the commit (a file made immutable)
-    puts back the files already renamed, from copies made before the
-    commit, and raises naming the file."""
+    """Replace each ``path`` with what its ``write`` writes to a temporary file, all or none (see the module's
+    docstring); one file needs no journal, its rename is the commit. A failure before the commit (a full disk, Ctrl-C)
+    removes the temporaries and leaves the files as they were; Ctrl-C or SIGTERM during the renames waits for the last
+    of them. A rename the file system refuses after the commit (a file made immutable) puts back the files already
+    renamed, from copies made before the commit, and raises naming the file."""
     targets = [path.resolve() if path.is_symlink() else path for path, _ in writers]  # written through a link
     for target in targets:
         check_regular_file(target)
@@ -128,10 +120,8 @@ def _put_back(prepared: Sequence[tuple[Path, Path]], copies: Sequence[Path | Non
 
 
 def prepare_atomic(path: Path, write: Callable[[Path], None], tag: str | None = None) -> tuple[Path, Path]:
-    """The first half of `write_atomic`: (the temporary file written, the
-    path it is to replace), for `replace_all` to rename. The temporary is
-    ``.NAME.tmp-TAG`` where a ``tag`` is given, else ``.NAME.tmp-`` and a
-    random ending."""
+    """The first half of `write_atomic`: (the temporary file written, the path it is to replace), for `replace_all` to
+    rename. The temporary is ``.NAME.tmp-TAG`` where a ``tag`` is given, else ``.NAME.tmp-`` and a random ending."""
     if path.is_symlink():
         path = path.resolve()
     check_regular_file(path)
@@ -158,10 +148,9 @@ def prepare_atomic(path: Path, write: Callable[[Path], None], tag: str | None = 
 
 
 def recover(paths: Iterable[Path]) -> None:
-    """Finish the writes of `write_together` that were killed in the folders
-    of ``paths``, or undo those killed before their commit (their temporary
-    files removed): afterwards each such write's files are all new or all
-    old, and none of its files is left. Writes under way are left alone."""
+    """Finish the writes of `write_together` that were killed in the folders of ``paths``, or undo those killed before
+    their commit (their temporary files removed): afterwards each such write's files are all new or all old, and none
+    of its files is left. Writes under way are left alone."""
     for folder in dict.fromkeys(_real(Path(path).parent) for path in paths):
         _recover_folder(folder)
 
@@ -172,12 +161,10 @@ def _recover_folder(folder: Path) -> None:
 
 
 def remove_leftovers(folder: Path, names: Collection[str] | None = None) -> list[str]:
-    """`recover` ``folder``, then remove whatever dcbench's writers, killed,
-    left in it: temporary files and folders named as they name them, of the
-    files ``names`` where given (nothing else). Only where no other dcbench
-    command may be writing them (under a lock, `dcbench.storage.locks`): a temporary
-    of a write under way looks just like a killed one's. Returns the names
-    removed."""
+    """`recover` ``folder``, then remove whatever dcbench's writers, killed, left in it: temporary files and folders
+    named as they name them, of the files ``names`` where given (nothing else). Only where no other dcbench command
+    may be writing them (under a lock, `dcbench.storage.locks`): a temporary of a write under way looks just like a
+    killed one's. Returns the names removed."""
     _recover_folder(_real(folder))
     under_way = tuple(f".tmp-{txid}" for txid in _transactions(folder))  # another command's, in a file of its own
     removed = []
@@ -195,9 +182,8 @@ def remove_leftovers(folder: Path, names: Collection[str] | None = None) -> list
 
 
 def _place_marker(folder: Path, txid: str, journal: Path, held: contextlib.ExitStack) -> Path:
-    """Write the marker locked and whole under a name `recover` takes for a
-    killed write's, then rename it into place: seen by its name, a marker is
-    always complete, and locked while its writer lives."""
+    """Write the marker locked and whole under a name `recover` takes for a killed write's, then rename it into place:
+    seen by its name, a marker is always complete, and locked while its writer lives."""
     marker = folder / f"{MARKER}{txid}"
     making = folder / f"{MARKER}{txid}.new"
     descriptor = os.open(making, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
@@ -224,10 +210,9 @@ def _commit(journal: Path, prepared: list[tuple[Path, Path]], markers: list[Path
 
 
 def _rename_all(pairs: Sequence[tuple[Path, Path]], after_each: Callable[[], None] = lambda: None) -> None:
-    """Rename each temporary file still there into place (one already gone
-    was renamed by an earlier try). Ctrl-C or SIGTERM meanwhile is raised
-    after the last rename: the files must not be left out of step. The first
-    OSError is raised after trying the rest, named by the file it would replace."""
+    """Rename each temporary file still there into place (one already gone was renamed by an earlier try). Ctrl-C or
+    SIGTERM meanwhile is raised after the last rename: the files must not be left out of step. The first OSError is
+    raised after trying the rest, named by the file it would replace."""
     stopped: KeyboardInterrupt | None = None
     failed: OSError | None = None
     for temporary, target in pairs:
@@ -257,9 +242,8 @@ def _rename_if_there(temporary: Path, target: Path) -> None:
 
 def _remove_transaction(journal: Path, markers: Sequence[Path], copies: Sequence[Path | None],
                         step: Callable[[str], None] = _step) -> None:
-    """The copies, the markers of the other folders, then the journal, then
-    the marker beside it: a marker found without its journal is a write done
-    (or never committed), whose temporaries are gone (or to be removed)."""
+    """The copies, the markers of the other folders, then the journal, then the marker beside it: a marker found
+    without its journal is a write done (or never committed), whose temporaries are gone (or to be removed)."""
     for path in [*(copy for copy in copies if copy is not None), *markers[1:]]:
         path.unlink(missing_ok=True)
     step("markers removed")

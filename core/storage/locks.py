@@ -1,13 +1,10 @@
 """One dcbench command writing to a results folder or a checkpoint at a time.
 
-A command that writes (`run`, `sweep`, `train`) holds an ``flock`` on a lock
-file in its results folder (``.dcbench.lock``) or beside its checkpoint
-(``.NAME.lock``) for as long as it runs. The kernel releases it when the
-process ends, however it ends, so a killed command never leaves a folder
-locked; the file itself is removed when the command is done, and a stale
-one (a killed command's) is simply locked again. A second command is
-refused at once, in one line that names the first one's process.
-"""
+A command that writes (`run`, `sweep`, `train`) holds an ``flock`` on a lock file in its results folder
+(``.dcbench.lock``) or beside its checkpoint (``.NAME.lock``) for as long as it runs. The kernel releases it when the
+process ends, however it ends, so a killed command never leaves a folder locked; the file itself is removed when the
+command is done, and a stale one (a killed command's) is simply locked again. A second command is refused at once, in
+one line that names the first one's process."""
 
 from __future__ import annotations
 
@@ -34,10 +31,8 @@ def folder_lock(folder: Path) -> Path:
 
     Args:
         folder: The results folder.
-
     Returns:
-        Its ``.dcbench.lock`` path, for `sole_writer`.
-    """
+        Its ``.dcbench.lock`` path, for `sole_writer`."""
     return folder / FOLDER_LOCK
 
 
@@ -48,24 +43,19 @@ def file_lock(path: Path) -> Path:
 
 @contextlib.contextmanager
 def sole_writer(lock: Path, command: str, written: Path, option: str = "--out") -> Iterator[None]:
-    """Hold ``lock`` while the block runs; where another process holds it,
-    a `ResultsError` saying that another dcbench ``command`` (its own word)
-    is writing to ``written``. Folders made for the lock file are removed
-    again if they are left empty.
+    """Hold ``lock`` while the block runs; where another process holds it, a `ResultsError` saying that another
+    dcbench ``command`` (its own word) is writing to ``written``. Folders made for the lock file are removed again if
+    they are left empty.
 
-    A context manager. Where the platform has no ``flock`` (Windows) it
-    locks nothing.
+    A context manager. Where the platform has no ``flock`` (Windows) it locks nothing.
 
     Args:
         lock: The lock file (`folder_lock`).
         command: The command's name, for the message another one gets ("sweep").
         written: What the command writes, for that message.
         option: The option that gives another place to write, for that message.
-
     Raises:
-        ResultsError: Another process holds the lock, or the lock file
-            cannot be made.
-    """
+        ResultsError: Another process holds the lock, or the lock file cannot be made."""
     if fcntl is None:
         yield
         return

@@ -1,12 +1,9 @@
 """Parquet tables of a run, written atomically, with provenance in the metadata.
 
-A run is written to ``DIR/<run_id>/`` as ``requests.parquet``,
-``timeline.parquet`` and ``summary.parquet``. The files are first written to
-a temporary folder beside it, which is then renamed into place, so a run
-folder either is complete or does not exist. Reading a table checks its
-footer first, so that a damaged or hostile file is refused before it is
-decompressed.
-"""
+A run is written to ``DIR/<run_id>/`` as ``requests.parquet``, ``timeline.parquet`` and ``summary.parquet``. The files
+are first written to a temporary folder beside it, which is then renamed into place, so a run folder either is
+complete or does not exist. Reading a table checks its footer first, so that a damaged or hostile file is refused
+before it is decompressed."""
 
 from __future__ import annotations
 
@@ -76,23 +73,21 @@ def write_run(out_dir: Path, run_id: str, tables: Mapping[str, Mapping[str, Any]
 
 
 def _replaceable_run_folder(folder: Path) -> bool:
-    """Whether a rerun may replace ``folder`` whole: an empty folder, or one
-    holding a run's table (a folder with none is someone else's files)."""
+    """Whether a rerun may replace ``folder`` whole: an empty folder, or one holding a run's table (a folder with none
+    is someone else's files)."""
     return folder.is_dir() and (not any(folder.iterdir())
                                 or any((folder / f"{name}.parquet").is_file() for name in TABLES))
 
 
 def curve_columns(rows: list[dict[str, float]]) -> dict[str, list[float]]:
-    """A training curve's rows as columns: every key any row has, NaN where a
-    row lacks it (validation scores come every few rows; older rows lack new keys).
+    """A training curve's rows as columns: every key any row has, NaN where a row lacks it (validation scores come
+    every few rows; older rows lack new keys).
 
     Args:
         rows: The curve's rows, each a mapping of name to value.
-
     Returns:
         Each key, in the order the rows first have it, with its column of
-        values; ``{"steps": []}`` where there are no rows.
-    """
+        values; ``{"steps": []}`` where there are no rows."""
     keys = list(dict.fromkeys(key for row in rows for key in row)) if rows else ["steps"]
     return {key: [row.get(key, float("nan")) for row in rows] for key in keys}
 
@@ -102,16 +97,12 @@ def write_table_atomic(path: Path, columns: Any, provenance: Mapping[str, Any] |
 
     Args:
         path: The file to write.
-        columns: A mapping of column name to values (a column of Python
-            objects is written as strings), or a pyarrow Table, written as
-            it is.
-        provenance: For a mapping, written as JSON into the file's metadata
-            under the ``dcbench`` key (None: ``{}``).
-
+        columns: A mapping of column name to values (a column of Python objects is written as strings), or a pyarrow
+            Table, written as it is.
+        provenance: For a mapping, written as JSON into the file's metadata under the ``dcbench`` key (None: ``{}``).
     Raises:
         ResultsError: As `write_atomic`.
-        OSError: As `write_atomic`.
-    """
+        OSError: As `write_atomic`."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -119,10 +110,10 @@ def write_table_atomic(path: Path, columns: Any, provenance: Mapping[str, Any] |
     write_atomic(path, lambda temporary: pq.write_table(table, temporary))
 
 
-# What a results table `read_table` reads (a run's or a sweep's summary) may be, checked in its footer before
-# any of its data is read, so that a small file that decompresses to gigabytes is refused at once: far beyond
-# any sweep (the largest committed summary has 300 rows of 47 columns, 42 KB of data), far below what takes
-# a machine's memory (a table is read whole, and copied as rows).
+# What a results table `read_table` reads (a run's or a sweep's summary) may be, checked in its footer before any of
+# its data is read, so that a small file that decompresses to gigabytes is refused at once: far beyond any sweep (the
+# largest committed summary has 300 rows of 47 columns, 42 KB of data), far below what takes a machine's memory (a
+# table is read whole, and copied as rows).
 MAX_TABLE_ROWS = 1_000_000
 
 
@@ -133,10 +124,9 @@ MAX_TABLE_BYTES = 256 * 2**20  # of the file, and of its data decompressed as th
 
 
 def read_table(path: Path) -> Any:
-    """Read one Parquet table, or explain in one line why it cannot be read:
-    it must be a regular file (a pipe would hang the read, a folder be read as
-    a dataset), within `MAX_TABLE_ROWS`, `MAX_TABLE_COLUMNS` and
-    `MAX_TABLE_BYTES`, with no two columns of one name."""
+    """Read one Parquet table, or explain in one line why it cannot be read: it must be a regular file (a pipe would
+    hang the read, a folder be read as a dataset), within `MAX_TABLE_ROWS`, `MAX_TABLE_COLUMNS` and `MAX_TABLE_BYTES`,
+    with no two columns of one name."""
     if not path.exists():
         raise ResultsError(f"missing results file '{path}'; rerun the run that writes it")
     try:
@@ -148,8 +138,8 @@ def read_table(path: Path) -> Any:
 
 
 class UnreadableTable(Exception):
-    """Why a Parquet file is no table to read, said of the file ("is not a
-    regular file ..."), or, where ``corrupt``, what Arrow said of it."""
+    """Why a Parquet file is no table to read, said of the file ("is not a regular file ..."), or, where ``corrupt``,
+    what Arrow said of it."""
 
     def __init__(self, problem: str, corrupt: bool = False) -> None:
         super().__init__(problem)
@@ -157,17 +147,15 @@ class UnreadableTable(Exception):
 
 
 def table_at(path: Path) -> Any:
-    """The table in the Parquet file at ``path``, checked as `read_table`
-    says; `UnreadableTable` where it is none. Its text columns are read as
-    dictionaries first (indices, and each value once), so that what they
-    decode to is measured (`decoded_problem`) before they are decoded."""
+    """The table in the Parquet file at ``path``, checked as `read_table` says; `UnreadableTable` where it is none.
+    Its text columns are read as dictionaries first (indices, and each value once), so that what they decode to is
+    measured (`decoded_problem`) before they are decoded."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     with _regular_file(path) as file:
-        # Read from memory, on this thread: Arrow's thread pools, once a read
-        # from a Python file starts them, can abort or hang the interpreter
-        # at exit (apache/arrow#34314, #50482). A results table is small, and
+        # Read from memory, on this thread: Arrow's thread pools, once a read from a Python file starts them, can
+        # abort or hang the interpreter at exit (apache/arrow#34314, #50482). A results table is small, and
         # `_regular_file` has checked its size.
         contents = file.read()
     try:
@@ -197,10 +185,9 @@ def table_at(path: Path) -> Any:
 
 @contextlib.contextmanager
 def _regular_file(path: Path) -> Iterator[Any]:
-    """``path`` opened for reading, if it is a regular file of at most
-    `MAX_TABLE_BYTES`. It is opened without blocking and checked as opened,
-    so that a pipe (or one put in its place meanwhile) is refused, not
-    waited on for ever."""
+    """``path`` opened for reading, if it is a regular file of at most `MAX_TABLE_BYTES`. It is opened without
+    blocking and checked as opened, so that a pipe (or one put in its place meanwhile) is refused, not waited on for
+    ever."""
     try:
         descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except OSError as exc:
@@ -217,11 +204,9 @@ def _regular_file(path: Path) -> Iterator[Any]:
 
 
 def footer_problem(parquet: Any) -> str | None:
-    """What a Parquet file's footer declares beyond what a results table may
-    be (`MAX_TABLE_ROWS`, `MAX_TABLE_COLUMNS`, `MAX_TABLE_BYTES` of data as
-    stored and of its fixed-width columns as read), a column of a type no
-    table dcbench writes has (`_is_plain`), or two columns of one name;
-    None where it may be read."""
+    """What a Parquet file's footer declares beyond what a results table may be (`MAX_TABLE_ROWS`,
+    `MAX_TABLE_COLUMNS`, `MAX_TABLE_BYTES` of data as stored and of its fixed-width columns as read), a column of a
+    type no table dcbench writes has (`_is_plain`), or two columns of one name; None where it may be read."""
     metadata = parquet.metadata
     if metadata.num_rows > MAX_TABLE_ROWS:
         return f"has {metadata.num_rows:,} rows, more than the {MAX_TABLE_ROWS:,} a results table may have"
@@ -240,8 +225,8 @@ def footer_problem(parquet: Any) -> str | None:
     twice = [name for name, count in Counter(schema.names).items() if count > 1]
     if twice:
         return f"has two columns named {twice[0]!r}, which no table dcbench writes has"
-    # Every column's fixed part as read (a text column's offsets too), which a small file's runs of repeated
-    # values (1 M rows × 1,000 columns of 8 bytes is 8 GB) may declare far beyond its data as stored.
+    # Every column's fixed part as read (a text column's offsets too), which a small file's runs of repeated values (1
+    # M rows × 1,000 columns of 8 bytes is 8 GB) may declare far beyond its data as stored.
     fixed = metadata.num_rows * sum(_fixed_width(field.type) for field in schema)
     if fixed > MAX_TABLE_BYTES:
         return (f"has {metadata.num_rows:,} rows of {metadata.num_columns:,} columns, {fixed:,} bytes once read, "
@@ -250,8 +235,8 @@ def footer_problem(parquet: Any) -> str | None:
 
 
 def _is_plain(kind: Any) -> bool:
-    """Whether ``kind`` is a type of the columns dcbench writes: numbers,
-    booleans and text (and null, the type of a column with no value)."""
+    """Whether ``kind`` is a type of the columns dcbench writes: numbers, booleans and text (and null, the type of a
+    column with no value)."""
     import pyarrow as pa
 
     return (pa.types.is_integer(kind) or pa.types.is_floating(kind) or pa.types.is_boolean(kind)
@@ -279,11 +264,9 @@ def _fixed_width(kind: Any) -> float:
 
 
 def decoded_problem(table: Any, schema: Any) -> str | None:
-    """Where ``table``, read with its text columns as dictionaries, would
-    decode to more than `MAX_TABLE_BYTES` (a dictionary of one 64 KiB value
-    that a million rows point at is 64 GB): said with the column that takes
-    the most; None where it would not. Measured from the dictionaries' value
-    lengths at the indices, without decoding."""
+    """Where ``table``, read with its text columns as dictionaries, would decode to more than `MAX_TABLE_BYTES` (a
+    dictionary of one 64 KiB value that a million rows point at is 64 GB): said with the column that takes the most;
+    None where it would not. Measured from the dictionaries' value lengths at the indices, without decoding."""
     fixed = table.num_rows * sum(_fixed_width(field.type) for field in schema)
     texts = {field.name: _characters(table.column(field.name)) for field in schema if _is_text(field.type)}
     size = fixed + sum(texts.values())
@@ -316,8 +299,8 @@ NO_PROVENANCE = "it has no dcbench provenance"
 
 
 def _read_provenance(table: Any) -> tuple[dict[str, Any] | None, str | None]:
-    """The provenance dcbench wrote into ``table``, parsed once, or None and
-    why it is not usable (absent, not JSON, not a JSON object)."""
+    """The provenance dcbench wrote into ``table``, parsed once, or None and why it is not usable (absent, not JSON,
+    not a JSON object)."""
     metadata = table.schema.metadata or {}
     if METADATA_KEY not in metadata:
         return None, NO_PROVENANCE
@@ -333,8 +316,8 @@ def _read_provenance(table: Any) -> tuple[dict[str, Any] | None, str | None]:
 
 
 def provenance_of(table: Any, path: Path | None = None) -> dict[str, Any]:
-    """The provenance dcbench wrote into ``table``; a one-line error, naming
-    ``path`` where given, if it has none or it is damaged."""
+    """The provenance dcbench wrote into ``table``; a one-line error, naming ``path`` where given, if it has none or
+    it is damaged."""
     provenance, problem = _read_provenance(table)
     if provenance is None:
         where = f"'{path}'" if path is not None else "results file"

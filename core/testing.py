@@ -1,19 +1,8 @@
-"""Conformance checks for plugins, to call from a plugin's own tests.
+"""Conformance checks for plugins, to call from a plugin's own tests (as Gymnasium's ``check_env``).
 
-As Gymnasium's ``check_env`` checks an environment, each check runs one
-plugin on small generated scenarios and returns None when it honours every
-contract of its kind, or raises `ContractError` (an `AssertionError`) naming
-the plugin, the contract it broke and what was seen::
-
-    from dcbench.testing import check_allocator
-
-    def test_firstfit():
-        check_allocator("firstfit")
-
-Each check takes about a second. Nothing here imports pytest: the checks
-serve unittest or a plain script as well. ``registry=`` (default: the
-process's plugins, `dcbench.harness.get_registry`) is for tests that build
-their own.
+Each runs one plugin on small scenarios in about a second and returns None, or raises `ContractError` naming the
+plugin, the broken contract and what was seen: ``check_allocator("firstfit")``. No pytest needed; ``registry=``
+(default: the process's plugins) is for tests that build their own.
 """
 
 from __future__ import annotations
@@ -37,7 +26,6 @@ if TYPE_CHECKING:
 
 __all__ = ["ContractError", "SCENARIOS", "check_allocator", "check_topology", "check_workload", "check_metric",
            "check_suite"]
-
 # The small scenario each check runs by demand kind, (topology, workload): little demand on much room.
 SCENARIOS: Mapping[str, tuple[str, str]] = MappingProxyType({
     "pool": ("tiered:8,1x4", "uniform:max_cpu=32,max_mem=32"),
@@ -48,8 +36,7 @@ REQUESTS = 60
 
 
 class ContractError(AssertionError):
-    """A plugin broke a contract of its kind (`AssertionError`, so a test
-    framework reports it as a failure, not an error).
+    """A plugin broke a contract of its kind (an `AssertionError`: a test failure, not an error).
 
     Args:
         kind: The plugin's kind: "allocator", "topology", "workload", "metric" or "suite".
@@ -78,8 +65,7 @@ def _failing(kind: str, name: str, contract: str, where: str) -> Iterator[None]:
 
 
 class _WithoutMetrics:
-    """A registry that shows a runner no metric: the checks' runs compute none, so that a broken metric
-    fails its own check alone (and the runs take less time)."""
+    """A registry that shows a runner no metric, so a broken metric fails its own check alone (and runs are quicker)."""
 
     def __init__(self, registry: Registry):
         self._registry = registry
@@ -124,17 +110,13 @@ def check_allocator(name_or_spec: str, *, topology: str | None = None, workload:
                     requests: int = REQUESTS, registry: Registry | None = None) -> None:
     """Check an allocator on a small scenario of each demand kind it declares.
 
-    It runs through the engine twice with seed 0 on `SCENARIOS` (small demands on an empty, roomy topology), each time
-    without raising, makes no impossible allocation (the requests table's ``invalid_allocation``), accepts some
-    requests, and decides the same both times, so it neither ignores its seed nor keeps state from one run to the
-    next.
+    Two runs with seed 0 on `SCENARIOS` (small demands, roomy topology) must not raise, make no impossible allocation,
+    accept some requests, and decide alike (no ignored seed, no state kept across runs).
 
     Args:
         name_or_spec: The allocator's name or spec (``"firstfit:stay_in_rack=no"``).
-        topology: A topology spec to run on instead of the default of the demand kind its workload makes (a learned
-            allocator's checkpoint may need one); give it room to spare.
-        workload: A workload spec to run with (default: the topology's own where a topology is given, else the demand
-            kind's default).
+        topology: A topology spec instead of the demand kind's default (a checkpoint may need one), with room to spare.
+        workload: A workload spec (default: the topology's own where one is given, else the demand kind's default).
         requests: Requests in each run.
         registry: The plugins to look the names up in (default: the process's).
 
@@ -248,11 +230,10 @@ def _isnan(values: np.ndarray) -> np.ndarray:
 def check_topology(name_or_spec: str, *, registry: Registry | None = None) -> None:
     """Check that a topology builds and compiles into a consistent network.
 
-    Its factory returns a `dcbench.Topology` with servers, a capacity of each resource per server (none negative, none
-    of a server's or a resource's all zero), a rack and a pod label per server and the demand kinds it serves
-    (``pool`` and/or ``job``); it compiles; its links have capacity; for pools every server reaches the others, for
-    jobs every rack has a switch linked to every other rack's; its default workload is registered and makes demands it
-    serves (or is None).
+    It builds a `dcbench.Topology` with servers, non-negative capacities (no server or resource all zero), a rack and
+    pod label per server and demand kinds ``pool`` and/or ``job``; it compiles; links have capacity; for pools every
+    server reaches the others, for jobs every rack's switch links to every other's; its default workload is
+    registered and serves it (or is None).
 
     Args:
         name_or_spec: The topology's name or spec (``"tiered:8,1x4"``).
@@ -335,20 +316,16 @@ def check_workload(name_or_spec: str, *, topology: str | None = None, requests: 
                    varies_with_seed: bool = True, registry: Registry | None = None) -> None:
     """Check that a workload generates a sane request sequence from its seed alone.
 
-    ``generate`` returns a `dcbench.RequestSequence` of its declared kind with as many requests as asked for, demands
-    of the network's resources, none negative nor all zero, positive holding times, non-negative gaps, and nothing
-    else the engine refuses; the same seed gives the same sequence, another seed another one, and a longer episode of
-    the same seed begins with the shorter one (common random numbers: the first N requests of a seed do not depend on
-    how many are drawn).
+    ``generate`` returns a `dcbench.RequestSequence` of its kind with the requests asked for, demands of the network's
+    resources (none negative or all zero), positive holding times, non-negative gaps, nothing the engine refuses; the
+    same seed gives the same sequence, another seed another, and a longer episode of a seed begins with the shorter
+    (common random numbers).
 
     Args:
         name_or_spec: The workload's name or spec (``"uniform:max_cpu=64"``).
-        topology: The topology spec to generate for (default: the small one of `SCENARIOS` for the workload's demand
-            kind).
+        topology: The topology spec to generate for (default: the demand kind's in `SCENARIOS`).
         requests: Requests to generate.
-        varies_with_seed: Whether another seed must give other requests; False only for a workload that replays a
-            fixed trace (one that ignores its random generator otherwise makes a suite's seeds the same run over and
-            over).
+        varies_with_seed: Whether another seed must give other requests; False only for a fixed-trace replay.
         registry: The plugins to look the names up in (default: the process's).
 
     Raises:
@@ -467,8 +444,8 @@ class _RejectsAll:
 
 
 def _metric_runs(runner: Runner, scenarios: Mapping[str, tuple[str, str | None]]) -> tuple[list[_MetricRun], set[str]]:
-    """Per demand kind: runs of two allocators (seeds 0 and 1), one that accepts nothing, one that measures
-    nothing; and the summary columns the core writes."""
+    """Per demand kind, runs of two allocators (seeds 0, 1), one accepting nothing, one measuring nothing; and the
+    core's summary columns."""
     from dcbench.running.runner import LATER_COLUMNS, run_plan
 
     runs: list[_MetricRun] = []
@@ -496,19 +473,16 @@ def check_metric(name: str, *, topology: str | None = None, workload: str | None
                  registry: Registry | None = None) -> None:
     """Check a metric on a few small runs of each demand kind.
 
-    The runs: the allocators of `METRIC_ALLOCATORS` with seeds 0 and 1, one where nothing is accepted and one where
-    nothing is measured (all in a warm-up), for pools and for jobs. On each the metric returns a dict of columns named
-    as summary columns, other than the core's and other metrics' declared ones, each a number in the range its name
-    promises (``*_ratio``, ``*_share``, ``*_probability`` and ``*_util`` from 0 to 1, ``*_count`` whole: the
-    leaderboard's rule), NaN or 0 where nothing is measured; the same columns in every run of a scenario; a number
-    other than NaN in some run of an allocator; and every column it declares (``columns=``) in some run of the demand
-    kinds it declares it for.
+    The runs: `METRIC_ALLOCATORS` on seeds 0 and 1, one accepting nothing, one measuring nothing, for pools and jobs.
+    On each the metric returns a dict of new, validly named columns, each a number in the range its name promises
+    (``*_ratio``, ``*_share``, ``*_probability``, ``*_util`` in [0, 1], ``*_count`` whole), NaN or 0 where nothing is
+    measured; the same columns in every run of a scenario; a non-NaN number in some ordinary run; and every column it
+    declares (``columns=``) in some run of its declared demand kinds.
 
     Args:
         name: The metric's name.
-        topology: A topology spec to run on instead of the default of the demand kind its workload makes.
-        workload: A workload spec to run with (default: the topology's own where a topology is given, else the demand
-            kind's default).
+        topology: A topology spec instead of the demand kind's default.
+        workload: A workload spec (default: the topology's own where one is given, else the demand kind's default).
         registry: The plugins to look the names up in (default: the process's).
 
     Raises:
@@ -578,9 +552,8 @@ def _cut(text: str, limit: int = 80) -> str:
 def check_suite(name: str, *, registry: Registry | None = None) -> None:
     """Check that a suite's scenarios resolve and its ranking is declared.
 
-    Every scenario resolves (its topology compiles, its workload builds and makes demands the topology serves, its
-    episode length is in range), its seeds are distinct non-negative integers, its primary metric is a column some
-    metric declares for its scenarios' demand kinds, and ``higher_is_better`` agrees with that column's ``better``.
+    Every scenario resolves, its seeds are distinct non-negative integers, its primary metric is a column some metric
+    declares for its demand kinds, and ``higher_is_better`` agrees with that column's ``better``.
 
     Args:
         name: The suite's name.

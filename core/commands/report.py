@@ -1,6 +1,4 @@
-"""``dcbench report``, ``plot`` and ``runs``: what a results folder holds, as
-tables, figures and an index.
-"""
+"""``dcbench report``, ``plot`` and ``runs``: a results folder as tables, figures and an index."""
 
 from __future__ import annotations
 
@@ -18,8 +16,7 @@ from dcbench.registry import Registry
 
 @dataclasses.dataclass
 class Results:
-    """What `plot` and `report` read from a folder: a sweep's combined
-    summary, or the runs in a folder of runs grouped as a sweep's rows."""
+    """What `plot` and `report` read: a sweep's combined summary, or a folder's runs grouped as a sweep's rows."""
 
     rows: list[dict[str, Any]]
     suite: str | None  # the suite a sweep ran; None for an ad-hoc sweep or a folder of runs
@@ -31,11 +28,8 @@ RESULTS_HINT = "give the --out folder of `dcbench run` (results by default) or o
 
 
 def read_results(results: Path, registry: Registry) -> Results:
-    """A sweep's combined summary (`read_sweep_summary`, a suite's or an
-    ad-hoc sweep's), or where ``results`` has no summary.parquet but run
-    folders, those runs (`read_run_folder`) grouped into scenarios
-    (`as_scenarios`); what they are made by another dcbench version said
-    in a note."""
+    """A sweep's combined summary, or where there is none, the run folders' runs grouped into scenarios; runs made
+    by another dcbench version are said in a note."""
     from dcbench._version import __version__
     from dcbench.publishing.report import as_scenarios
     from dcbench.running.summary import RUN_FOLDER_NAME, holds_runs, read_run_folder, read_sweep_summary
@@ -174,10 +168,8 @@ def runs(folder: Path, as_csv: bool) -> None:
 
 
 def runs_index(rows: list[dict[str, Any]], registry: Registry, defaults: Mapping[str, str]) -> list[dict[str, Any]]:
-    """The index of runs ``rows`` (their summaries): each with its scenario's
-    label, its specs whole and shortened (`compact_specs`, `labels`), and
-    its demand kind's primary metric; runs of pools first, then by
-    scenario, allocator and seed."""
+    """The index of runs ``rows``: scenario label, specs whole and short, the kind's primary metric; pools first,
+    then by scenario, allocator and seed."""
     from dcbench.publishing.report import labels
     from dcbench.registry.columns import demand_kind, ranking_columns
     from dcbench.registry.kinds import DEMAND_KINDS
@@ -207,8 +199,7 @@ INDEX_CSV_COLUMNS = ("run_id", "scenario", "allocator", "topology", "workload", 
 
 
 def write_index_csv(index: list[dict[str, Any]], registry: Registry) -> None:
-    """The index as CSV on stdout, full specs, then the column that ranks
-    each demand kind's runs (an empty cell for no value)."""
+    """The index as CSV on stdout: full specs, then each demand kind's ranking column (empty for no value)."""
     import csv
     import io
 
@@ -226,9 +217,7 @@ def write_index_csv(index: list[dict[str, Any]], registry: Registry) -> None:
 
 
 def index_lines(index: list[dict[str, Any]], width: int) -> list[str]:
-    """The index as aligned text within ``width`` columns (at least 80): a
-    header and a line per run for each demand kind, the specs' columns cut
-    short with '…' where they do not fit."""
+    """The index as aligned text within ``width`` (≥ 80) columns, per demand kind, specs cut with '…' to fit."""
     from dcbench.publishing.report import significant
 
     lines = []

@@ -1,5 +1,4 @@
-"""``dcbench run``, ``list`` and ``plugins``: one scenario, and what is installed.
-"""
+"""``dcbench run``, ``list`` and ``plugins``: one scenario, and what is installed."""
 
 from __future__ import annotations
 
@@ -266,12 +265,10 @@ def show_entry(kind: str, entry: Any) -> None:
 
 
 def training_options(entry: PluginEntry) -> list[Param]:
-    """The training options a learned allocator declares with ``training_options="module:ConfigClass"`` (none where it
-    declares none).
+    """The training options a learned allocator declares (``training_options="module:ConfigClass"``), or none.
 
     Raises:
-        PluginError: a third-party plugin's declaration cannot be loaded or is no dataclass of options (a built-in
-            one's error keeps its traceback).
+        PluginError: A third-party declaration does not load or is no dataclass of options.
     """
     declared = entry.extra.get("training_options")
     if declared is None:

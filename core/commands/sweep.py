@@ -1,5 +1,4 @@
-"""``dcbench sweep``: every scenario, allocator and seed of a suite, or of ad-hoc specs.
-"""
+"""``dcbench sweep``: every scenario, allocator and seed of a suite, or of ad-hoc specs."""
 
 from __future__ import annotations
 
@@ -121,8 +120,7 @@ def sweep(suite_name: str | None, topologies: tuple[str, ...], workloads: tuple[
 
 def check_sweep_choice(suite: str | None, topologies: tuple[str, ...], workloads: tuple[str, ...],
                        requests: int | None, seeds: int | None) -> bool:
-    """Whether ``sweep`` is ad-hoc (-t), after checking that it was given a
-    suite or topologies, not both, and the options of -t only with -t."""
+    """Whether ``sweep`` is ad-hoc (-t), having checked it got a suite or topologies (not both), -t options with -t."""
     if suite is not None and topologies:
         raise SpecError("give a suite with -s SUITE or topologies with -t, not both")
     if suite is None and not topologies:

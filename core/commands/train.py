@@ -119,8 +119,7 @@ def takes_keyword(function: Any, name: str) -> bool:
 
 
 def status_line(row: dict[str, Any]) -> str:
-    """A trainer's progress ``row`` as one status text: the ``status`` it
-    gives, else its numbers (``name value``, to 4 significant digits)."""
+    """A trainer's progress ``row`` as one status text: its ``status``, else ``name value`` (4 significant digits)."""
     if isinstance(row.get("status"), str):
         return " ".join(row["status"].splitlines())  # one line, whatever a plugin gives
     numbers = [f"{key} {value:.4g}" for key, value in row.items()
@@ -157,8 +156,7 @@ STATE_FILES = ("state.pt", "curve.parquet")  # in OUT.train/
 
 
 def check_training_outputs(out: Path) -> None:
-    """Before training (minutes to hours): nothing but an earlier checkpoint
-    may be replaced where it and the files beside it go."""
+    """Before training (minutes to hours), check that only an earlier checkpoint would be replaced where it goes."""
     if out.is_dir():
         raise ResultsError(f"--out {out} is a folder; give the checkpoint's file name, e.g. {out / 'model.pt'}")
     if out.suffix != ".pt":

@@ -1,23 +1,9 @@
-"""Gymnasium environments over the same builders the engine's allocators use.
+"""Gymnasium environments over the engine's builders; ``import dcbench.envs`` registers ``dcbench/Allocation-v0``.
 
-``import dcbench.envs`` registers ``dcbench/Allocation-v0``::
-
-    import gymnasium, dcbench.envs
-    env = gymnasium.make("dcbench/Allocation-v0", topology="tiered:32,1x4", requests=32)
-
-For pools, a step chooses one server for the current request (the pool
-builder's step); for jobs (``workload="vmjobs..."`` on an ``ocs`` topology) a
-step chooses the rack of the current VM (the job builder's step, the OCS
-paper's multi-step formulation). The episode is the engine's own loop
-(`dcbench.engine.simulation.Simulation`), so a policy acting in the environment and the
-same policy acting as an allocator in ``dcbench run`` make the same
-decisions on the same seed.
-
-Rewards for pools are the tiered papers': +10 when a request is accepted,
-−10 when it fails, 0 otherwise. For jobs they are the OCS paper's Eq. 1,
-known only once the job is settled: the step that settles a job returns the
-sum of the rewards of all its steps, and ``info["step_rewards"]`` lists them
-one per step (what an actor-critic learner stores per sample)."""
+A pool step chooses a server for the current request; a job step (``vmjobs`` on ``ocs``) the rack of the current VM.
+The episode is the engine's own loop, so a policy makes the same decisions here as in ``dcbench run`` on a seed.
+Pool rewards: +10 accepted, −10 failed, 0 otherwise; job rewards are the OCS paper's Eq. 1, summed on the step that
+settles the job and listed per step in ``info["step_rewards"]``."""
 
 from __future__ import annotations
 
@@ -78,8 +64,7 @@ ALLOCATION_ENV_ID = "dcbench/Allocation-v0"  # AllocationEnv: any topology and w
 
 
 def _shown(value: Any) -> str:
-    """A value given where it does not belong, in a few words on one line
-    (an array's or a tensor's repr runs to many)."""
+    """A value in a few words on one line (an array's repr runs to many)."""
     if isinstance(value, np.ndarray):
         return f"a {value.dtype} array of shape {value.shape}"
     text = repr(value)
@@ -87,8 +72,7 @@ def _shown(value: Any) -> str:
 
 
 def _reward_weight(name: str, value: Any) -> float:
-    """A weight of the jobs' reward as a float: a finite number of at least
-    0 (nan or a string would poison every served job's reward)."""
+    """A weight of the jobs' reward: a finite float of at least 0 (nan would poison every reward)."""
     if isinstance(value, bool) or not isinstance(value, Real) or not math.isfinite(value):
         raise SpecError(f"{name} must be a finite number, got {_shown(value)}")
     problem = Range(0).violation(value)
@@ -108,8 +92,7 @@ def _settings(alpha: Any, reconfiguration_cost: Any, reconfigure: Any, hints: An
 
 
 def _action_index(action: Any, space: gym.spaces.Discrete) -> int:
-    """An action as a Python int: an int, a numpy integer or a 0-d integer array (what gymnasium's spaces and wrappers
-    pass)."""
+    """An action as an int: an int, a numpy integer or a 0-d integer array (what gymnasium passes)."""
     integral = isinstance(action, (int, np.integer)) and not isinstance(action, bool)
     if integral or (isinstance(action, np.ndarray) and action.shape == () and np.issubdtype(action.dtype, np.integer)):
         return int(action)
@@ -120,57 +103,39 @@ def _action_index(action: Any, space: gym.spaces.Discrete) -> int:
 class AllocationEnv(gym.Env):
     """One server per step for the pool requests of a scenario, or one rack per VM for its jobs.
 
-    ``reset(seed=s)`` draws the request sequence exactly as ``dcbench run --seed s --requests N`` does. An action is
-    an integer (an int, a numpy integer or a 0-d integer array); anything else, a bool or a float included, is refused
-    with an `AllocatorError` and changes nothing. An integer outside the mask fails the request
-    (``info["invalid_action"]``). For jobs, ``alpha`` and ``reconfiguration_cost`` are the α and Φ_reconf of the
-    paper's reward, finite numbers of at least 0, and ``reconfigure`` (True or False, nothing else: ``'no'`` is
-    refused, not taken as true) lets the job builder reconfigure circuits where the topology can; with False the
-    episode runs on the fabric's fixed all-to-all (`Network.fixed_fabric`), as a run of an allocator that does not
-    reconfigure does. Settings of the wrong type or range are a `SpecError`.
-
-    The observation's "action_mask" is the decision's allowed actions, and `action_masks` returns it as booleans (what
-    sb3-contrib's MaskablePPO calls, through ``get_wrapper_attr``). Where no decision is pending (the observation that
-    ends an episode, or a reset whose episode has no decision at all) the observation is zeros with an all-ones mask,
-    so that a masked policy sampling it (a vector env's next-step autoreset) never sees an empty mask; the action it
-    picks there is never taken.
-
-    ``hints`` adds the per-server `PoolHints` (pools only) as "hint_features"; `graph` is the static graph of
-    "node_features" and "edge_features". ``reset()`` without a seed draws a training seed of at least 3,000,000
-    (`SeedSplit`). The ``info`` of the step that ends an episode has ``measured_acceptance_ratio``: the acceptance
-    over the measured requests offered, what dcbench's metrics count (a workload's warm-up left out; the OCS suite's
-    blocking probability is 1 minus it).
+    ``reset(seed=s)`` draws the requests of ``dcbench run --seed s --requests N``. An action is an int, a numpy
+    integer or a 0-d integer array; anything else is an `AllocatorError` and changes nothing; one outside the mask
+    fails the request (``info["invalid_action"]``). With ``reconfigure=False`` a job episode runs on the fabric's fixed
+    all-to-all (`Network.fixed_fabric`). The observation's "action_mask" (booleans from `action_masks`, for
+    MaskablePPO) is all ones with zero features where no decision is pending, so a masked policy never sees an empty
+    mask. ``reset()`` without a seed draws a training seed ≥ 3,000,000 (`SeedSplit`). The last step's ``info`` has
+    ``measured_acceptance_ratio``: over the measured requests offered (warm-up left out), as dcbench's metrics count.
 
     Args:
         topology: The topology spec.
         workload: The workload spec (None: the topology's default).
         requests: Requests per episode (a workload's warm-up included).
         runner: Resolves the scenario (None: a new `Runner` on the process's plugins).
-        alpha: α of the jobs' reward.
-        reconfiguration_cost: Φ_reconf of the jobs' reward.
-        reconfigure: Whether the job builder may reconfigure circuits.
-        hints: The `PoolHints` in the observation: False (none), True (all of `HINT_FEATURES`) or a sequence of their
-            names.
+        alpha: α of the jobs' reward, a finite number ≥ 0.
+        reconfiguration_cost: Φ_reconf of the jobs' reward, a finite number ≥ 0.
+        reconfigure: Whether the job builder may reconfigure circuits: True or False only.
+        hints: `PoolHints` as "hint_features" (pools only): False, True (all `HINT_FEATURES`) or their names.
 
     Attributes:
         plan: The resolved scenario (`ResolvedRun`).
         network: Its network.
         workload: What the workload plugin built (its spec is in ``spec_text``).
         kind: The demand kind: "pool" or "job".
-        requests: Requests per episode.
         spec_text: The resolved topology and workload specs, by "topology" and "workload".
-        alpha: α, a float.
-        reconfiguration_cost: Φ_reconf, a float.
         builder: The `PoolBuilder` or `JobBuilder` the steps drive.
         features: The `PoolFeatures` or `JobFeatures` that observe them.
-        graph: The `StaticGraph` the observations describe.
+        graph: The `StaticGraph` of "node_features" and "edge_features".
         hints: The names of the hint features in the observation (empty without).
-        seeds: Which seeds are for what (`SeedSplit`; no test seeds here, a suite's in `ScenarioEnv`).
+        seeds: Which seeds are for what (`SeedSplit`; test seeds only in `ScenarioEnv`).
         action_space: Discrete: a server for pools, a rack for jobs.
         observation_space: The features' space.
         simulation: The engine's loop of the episode (None before `reset`).
-        floor_latency_ns: One packet's transmission time on a circuit (ns), the least l of the episode (NaN before
-            `reset`).
+        floor_latency_ns: One packet's transmission time on a circuit (ns), the least latency (NaN before `reset`).
         accepted: Requests accepted so far in the episode (set by `reset`).
         offered: Requests settled so far in the episode (set by `reset`).
         episode_seed: The seed of the episode under way (None before `reset`).
@@ -227,8 +192,7 @@ class AllocationEnv(gym.Env):
         self.floor_latency_ns = math.nan  # of the sequence `reset` draws
 
     def served_latency_ns(self) -> float:
-        """l of Eq. 1 once a job is committed: the network-wide mean packet latency, at least one packet's transmission
-        time (the latency when no traffic crosses racks, where the engine reports none: NaN).
+        """l of Eq. 1 once a job is committed: the mean packet latency, at least `floor_latency_ns`.
 
         Returns:
             The latency in nanoseconds.
@@ -237,19 +201,15 @@ class AllocationEnv(gym.Env):
         return self.floor_latency_ns if np.isnan(latency_us) else max(latency_us * 1e3, self.floor_latency_ns)
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
-        """Start an episode: draw its requests and move to the first decision.
-
-        Requests that no server (or rack) can take are refused on the way.
+        """Start an episode: draw its requests and move to the first decision, refusing unservable ones on the way.
 
         Args:
-            seed: The episode's seed, whose requests are those of ``dcbench run --seed`` (None: a training seed of at
-                least 3,000,000 drawn from the environment's generator).
+            seed: The episode's seed, as ``dcbench run --seed`` (None: a training seed ≥ 3,000,000).
             options: Not read.
 
         Returns:
-            ``(observation, info)``: the first decision's observation (zeros and an all-ones mask where there is
-            none), and ``info`` with ``reward_before_first_step`` (the rewards of pool requests refused on the way)
-            and ``done`` (no decision in the whole episode).
+            ``(observation, info)``; ``info`` has ``reward_before_first_step`` (pool requests refused on the way) and
+            ``done`` (no decision in the whole episode).
 
         Raises:
             SpecError: The workload refuses its parameters for this network.
@@ -262,8 +222,6 @@ class AllocationEnv(gym.Env):
         workload_rng, _ = np.random.default_rng(seed).spawn(2)
         sequence = draw_requests(self.plan, self.requests, workload_rng)
         self.simulation = Simulation(self.network, sequence)
-        # With no inter-rack traffic a packet would wait for nothing: the latency
-        # is then one packet's transmission time on a circuit.
         self.floor_latency_ns = _floor_latency_ns(sequence.packets, self.network.circuits)
         self.accepted = 0
         self.offered = 0
@@ -281,9 +239,7 @@ class AllocationEnv(gym.Env):
         return observation
 
     def action_masks(self) -> np.ndarray:
-        """The allowed actions of the current decision: the last observation's "action_mask" as booleans (all True where
-        no decision is pending). sb3-contrib's MaskablePPO calls it (a vector env through ``get_wrapper_attr``; a
-        single wrapped env: ``env.unwrapped``).
+        """The current decision's allowed actions as booleans (MaskablePPO calls it; all True where none is pending).
 
         Returns:
             One boolean per action, a copy.
@@ -302,8 +258,7 @@ class AllocationEnv(gym.Env):
         return SUCCESS_REWARD if accepted else FAILURE_REWARD
 
     def _advance(self) -> tuple[float, bool]:
-        """Move to the next request that needs a decision; requests with no
-        allowed server (rack) are refused on the way, as the allocators do."""
+        """Move to the next request that needs a decision, refusing those with no allowed server (rack)."""
         reward = 0.0
         while (request := self.simulation.next_request()) is not None:
             self.builder.start(request, self.simulation.view)
@@ -353,16 +308,14 @@ class AllocationEnv(gym.Env):
         """Take one decision: a server for the current pool request, or a rack for the current job's next VM.
 
         Args:
-            action: The server's or the rack's index: an int, a numpy integer or a 0-d integer array. One outside the
-                mask fails the request.
+            action: The server's or rack's index (int, numpy integer or 0-d integer array); outside the mask fails.
 
         Returns:
-            ``(observation, reward, terminated, truncated, info)``. ``truncated`` is always False. For pools, the
-            reward is +10 or −10 when the request is settled (plus the refusals on the way to the next decision), 0
-            otherwise; for jobs, the sum of the settled job's step rewards. ``info`` has ``accepted`` and ``offered``
-            so far, ``invalid_action`` where the action was outside the mask, ``acceptance_ratio`` and
-            ``measured_acceptance_ratio`` at the end, and for a settled job ``step_rewards``, ``job_accepted`` and
-            ``reconfigurations``.
+            ``(observation, reward, terminated, truncated, info)``, ``truncated`` always False. The reward is ±10 per
+            pool request settled (refusals on the way to the next decision included), or the sum of a settled job's
+            step rewards. ``info`` has ``accepted``, ``offered``, ``invalid_action`` (outside the mask), at the end
+            ``acceptance_ratio`` and ``measured_acceptance_ratio``, and for a settled job ``step_rewards``,
+            ``job_accepted`` and ``reconfigurations``.
 
         Raises:
             AllocatorError: ``action`` is not an integer (nothing changes).
@@ -386,8 +339,7 @@ class AllocationEnv(gym.Env):
         return result
 
     def _counts(self, info: dict[str, Any], done: bool) -> dict[str, Any]:
-        """``info`` with the episode's counts so far, and its acceptance ratios at the end: over every request settled,
-        and over the measured ones offered, as dcbench's metrics count them (NaN where none)."""
+        """``info`` with the counts so far and, at the end, the acceptance ratios (all settled; measured offered)."""
         info.update(accepted=self.accepted, offered=self.offered)
         if done:
             info["acceptance_ratio"] = self.accepted / max(1, self.offered)
@@ -419,21 +371,17 @@ class AllocationEnv(gym.Env):
 
 
 class ScenarioEnv(AllocationEnv):
-    """A suite's scenario as an environment: what each registered id (``dcbench/<suite>-<scenario>-v0``, `env_id`)
-    makes, with the scenario's topology, workload and episode, and its seeds.
+    """A suite's scenario as an environment: what each id ``dcbench/<suite>-<scenario>-v0`` (`env_id`) makes.
 
-    The episode is the workload's warm-up (the vmjobs workload's first jobs, which the metrics leave out; none for
-    most workloads), then ``requests`` measured requests: by default the scenario's own length, so that
-    ``reset(seed=s)`` draws exactly the requests of the suite's run on seed s. The warm-up's decisions are the agent's
-    too, with their rewards, as an allocator's are in a run; the episode's ``info["measured_acceptance_ratio"]``
-    leaves them out, as the suite's metrics do.
+    The episode is the workload's warm-up (none for most workloads), then ``requests`` measured requests, by default
+    the scenario's, so ``reset(seed=s)`` draws the suite's run on seed s. The warm-up's decisions are the agent's,
+    with rewards; ``info["measured_acceptance_ratio"]`` leaves them out, as the suite's metrics do.
 
     Args:
         suite: The suite's name (qualified, or a bare alias).
         scenario: The scenario's label in it (`Scenario.label`).
         requests: Measured requests per episode, after the warm-up (None: the scenario's).
-        runner: Resolves the scenario (None: a new `Runner` on the process's plugins, which must have registered the
-            suite).
+        runner: Resolves the scenario (None: a new `Runner` on the process's plugins).
         alpha: α of the jobs' reward.
         reconfiguration_cost: Φ_reconf of the jobs' reward.
         reconfigure: Whether the job builder may reconfigure circuits.
@@ -448,8 +396,7 @@ class ScenarioEnv(AllocationEnv):
 
     Raises:
         UnknownPluginError: No such suite, or a spec names no registered plugin.
-        SpecError: No such scenario in the suite, ``requests`` not a whole number of at least 1, or a setting as
-            `AllocationEnv`'s.
+        SpecError: No such scenario, ``requests`` not a whole number ≥ 1, or a setting as `AllocationEnv`'s.
         IncompatibleError: As `AllocationEnv`.
         PluginError: As `AllocationEnv`.
     """

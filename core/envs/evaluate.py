@@ -1,21 +1,9 @@
-"""Any policy on a suite, as the heuristics run it: `evaluate`, and the policy store that names a policy by its content.
+"""Any policy on a suite, as the heuristics run it (`evaluate`), and the store that names a policy by its content.
 
-A *policy* maps the environment's observation (`AllocationEnv`'s, built by `PoolFeatures` or `JobFeatures`) to an
-action: a callable ``policy(observation) -> action``, or an object with ``predict``, as Stable-Baselines3 models have
-(``predict(observation, action_masks=..., deterministic=True)`` where it takes them; the first item of a tuple it
-returns). `policy_function` is that convention.
-
-The built-in allocator `POLICY_ALLOCATOR` (``policy:sha256=ID``) asks a policy for every decision, with the
-observation the environment would show, so its runs are ordinary runs: same request sequences, run ids, summaries and
-leaderboard as every allocator. ``ID`` is 16 hex digits of the SHA-256 of the policy's content (`policy_digest`),
-never its path, so a run of it names no file and can be submitted. Where the ID comes from:
-
-- `evaluate` (a policy object in this process): the digest of the object, known to this process only while it runs;
-- the policy store (`add_policy`, ``dcbench policy add``): a copy of the policy's file, kept under
-  ``$DCBENCH_POLICIES`` (default ``~/.cache/dcbench/policies``) in a folder named by its ID, which any dcbench process
-  on the machine (a sweep's workers, ``leaderboard verify``) loads (`load_policy`).
-
-docs/policies.md says how to use it.
+A policy maps `AllocationEnv`'s observation to an action: a callable, or an object with ``predict`` (Stable-Baselines3;
+`policy_function`). The allocator `POLICY_ALLOCATOR` (``policy:sha256=ID``, ID from `policy_digest`, never a path)
+runs it as any allocator; the ID resolves to a policy `evaluate` runs in this process, or to one in the store
+(`add_policy`, under ``$DCBENCH_POLICIES``) that any process on the machine loads. See docs/policies.md.
 """
 
 from __future__ import annotations
@@ -55,28 +43,15 @@ POLICY_ID = re.compile(rf"[0-9a-f]{{{ID_LENGTH}}}")
 RECORD = "policy.json"  # a stored policy's record, in its folder
 PYTHON_ATTRIBUTE = "policy"  # what a Python file added without ":NAME" defines
 PICKLE_PROTOCOL = 4  # fixed, so that a digest does not change with Python's default protocol
-
 # The policies `evaluate` runs in this process, by ID: (full digest, policy).
 _SESSION: dict[str, tuple[str, Any]] = {}
 # The stored policies loaded in this process, by (store, ID): (full digest, policy).
 _LOADED: dict[tuple[str, str], tuple[str, Any]] = {}
 
 
-# ----- calling a policy ------------------------------------------------------
-
 def action_index(answer: Any) -> int:
-    """A policy's answer as an action index: an int, a numpy integer, or an integer array of one element (0-d, or shape
-    (1,), as a model's ``predict`` may give). Anything else (a bool, a float, text) is refused rather than rounded.
-
-    Args:
-        answer: What the policy returned (the first item of ``predict``'s tuple).
-
-    Returns:
-        The action, a Python int.
-
-    Raises:
-        AllocatorError: ``answer`` is no integer.
-    """
+    """A policy's answer as an int action: an integer, or an integer array of one element; never rounded (anything
+    else is an `AllocatorError`)."""
     if isinstance(answer, (Integral, np.integer)) and not isinstance(answer, (bool, np.bool_)):
         return int(answer)
     if isinstance(answer, np.ndarray) and answer.size == 1 and np.issubdtype(answer.dtype, np.integer):
@@ -87,11 +62,10 @@ def action_index(answer: Any) -> int:
 
 
 def policy_function(policy: Any) -> Callable[[Mapping[str, np.ndarray]], int]:
-    """The function from an observation to an action that `evaluate` and the policy allocator call:
-    ``policy.predict(observation, ...)`` where the policy has a ``predict`` (its first item where it returns a tuple,
-    as Stable-Baselines3's ``(action, state)``), passing ``action_masks=observation["action_mask"] != 0`` and
-    ``deterministic=True`` where ``predict`` names those parameters; otherwise ``policy(observation)``. The answer is
-    checked by `action_index`.
+    """The observation-to-action function `evaluate` and the policy allocator call.
+
+    ``policy.predict(observation, ...)`` where it has one (first item of a tuple; ``action_masks`` and
+    ``deterministic=True`` passed where it names them), else ``policy(observation)``; checked by `action_index`.
 
     Args:
         policy: A callable, or an object with ``predict``.
@@ -126,16 +100,13 @@ def policy_function(policy: Any) -> Callable[[Mapping[str, np.ndarray]], int]:
                     f"method; got {type(policy).__name__}")
 
 
-# ----- a policy's content ----------------------------------------------------
-
 def _tensor(dtype: str, shape: tuple[int, ...], data: bytes) -> None:
     """What a tensor stands for in a digest (never called: a digest is never unpickled)."""
 
 
 class _Digester(pickle.Pickler):
-    """pickle, with every tensor (torch's, or any object of a module named ``torch...`` with ``detach().cpu().numpy()``)
-    written as its dtype, shape and bytes: torch's own pickling writes a new serialization id each time, so the same
-    weights would never give the same digest twice."""
+    """pickle, with every torch tensor written as dtype, shape and bytes: torch's own pickling writes a new
+    serialization id each time, so the same weights would never give the same digest twice."""
 
     def reducer_override(self, obj: Any) -> Any:
         if type(obj).__module__.startswith("torch") and hasattr(obj, "detach") and hasattr(obj, "numpy"):
@@ -164,8 +135,7 @@ def _pickled(value: Any, what: str) -> bytes:
 
 
 def _object_content(policy: Any) -> bytes:
-    """An object pickled; where that fails, its attributes one by one, those
-    that do not pickle (a model's training environment) named but left out."""
+    """An object pickled; failing that, its attributes one by one, those that do not pickle named but left out."""
     what = f"the policy (a {type(policy).__name__})"
     try:
         return _dumps(policy)
@@ -198,8 +168,7 @@ def _source(obj: Any) -> bytes | None:
 
 
 def _function_content(function: types.FunctionType) -> bytes:
-    """A function's source (its bytecode where the source cannot be read),
-    then its defaults and the values its closure holds."""
+    """A function's source (else its bytecode), then its defaults and its closure's values."""
     source = _source(function)
     code = source if source is not None else marshal.dumps(_bare_code(function.__code__))
     cells = tuple(cell.cell_contents for cell in function.__closure__ or ())
@@ -208,16 +177,11 @@ def _function_content(function: types.FunctionType) -> bytes:
 
 
 def policy_digest(policy: Any) -> str:
-    """The SHA-256 of a policy's content, what names it in run ids and specs (`ID_LENGTH` hex digits of it). Never its
-    path or where it lives:
+    """The SHA-256 of a policy's content, never its path; its first `ID_LENGTH` hex digits name it.
 
-    - a ``fingerprint`` attribute that is a string, where it has one (the owner's word for what decides its decisions:
-      a hash of its weights);
-    - a function: its source text (its bytecode, stripped of its file name, where the source cannot be read), its
-      defaults and what its closure holds (pickled). What it reads from module globals is not covered;
-    - a bound method: its function as above and its object, pickled;
-    - any other object: the object pickled (protocol 4: its attributes, weights included) and its class's source where
-      it can be read.
+    A string ``fingerprint`` attribute where it has one; a function's source (else bytecode), defaults and closure
+    (module globals it reads are not covered); a bound method's function and object; any other object pickled, with
+    its class's source.
 
     Args:
         policy: The policy.
@@ -226,8 +190,7 @@ def policy_digest(policy: Any) -> str:
         64 hex digits.
 
     Raises:
-        SpecError: The policy is neither callable nor has a ``predict``, its ``fingerprint`` is an empty string, or it
-            cannot be pickled.
+        SpecError: Not a policy, an empty ``fingerprint``, or it cannot be pickled.
     """
     policy_function(policy)  # (refuses what is no policy)
     declared = getattr(policy, "fingerprint", None)
@@ -246,11 +209,8 @@ def policy_digest(policy: Any) -> str:
     return hashlib.sha256(content).hexdigest()
 
 
-# ----- the policy store ------------------------------------------------------
-
 def policy_store() -> Path:
-    """The policy store's folder: ``$DCBENCH_POLICIES`` where it is set,
-    else ``dcbench/policies`` under ``$XDG_CACHE_HOME`` (``~/.cache``).
+    """The policy store's folder: ``$DCBENCH_POLICIES``, else ``$XDG_CACHE_HOME/dcbench/policies`` (``~/.cache``).
 
     Returns:
         The folder (it may not exist yet).
@@ -264,15 +224,14 @@ def policy_store() -> Path:
 
 @dataclass(frozen=True)
 class StoredPolicy:
-    """A policy in the store: what `add_policy` records, in ``<store>/<id>/policy.json``.
+    """A policy in the store, as recorded in ``<store>/<id>/policy.json``.
 
     Attributes:
-        id: `ID_LENGTH` hex digits of ``sha256``: the allocator spec's ``policy:sha256=ID``.
+        id: `ID_LENGTH` hex digits of ``sha256``, as in ``policy:sha256=ID``.
         sha256: The SHA-256 of its content.
-        kind: ``"python"`` (a Python file defining the policy), ``"file"`` (a file a loader function reads) or
-            ``"module"`` (an importable ``module:attr``, checked against ``sha256`` whenever it is loaded).
+        kind: ``"python"`` (a Python file), ``"file"`` (read by a loader) or ``"module"`` (``module:attr``).
         name: A name for people (``--name``), or "".
-        source: What was added, as given (a path or ``module:attr``): a note, not part of its identity.
+        source: What was added, as given: a note, not part of its identity.
         file: The stored copy's name in its folder (None for a module).
         attribute: What a Python file defines, or a module's ``attr``.
         loader: The ``module:function`` that loads a ``"file"``, or None.
@@ -305,8 +264,7 @@ class StoredPolicy:
 
 
 def _file_digest(kind: str, how: str, data: bytes) -> str:
-    """A stored file's digest: its bytes and how they become a policy (the
-    Python file's attribute, the loader's ``module:function``)."""
+    """A stored file's digest: its bytes and how they become a policy (attribute or loader)."""
     return hashlib.sha256(f"{kind}\n{how}\n".encode() + data).hexdigest()
 
 
@@ -416,18 +374,12 @@ def _stored(policy_id: str, store: Path) -> StoredPolicy | None:
 
 def add_policy(source: str | Path, *, loader: str | None = None, name: str | None = None,
                store: Path | None = None) -> StoredPolicy:
-    """Put a policy in the store, named by its content; the same content added twice is one policy (the first record is
-    kept).
+    """Put a policy in the store, named by its content; adding the same content again keeps the first record.
 
-    - ``FILE.py`` or ``FILE.py:NAME``: a Python file that defines the policy as ``policy`` (or NAME); a copy of the
-      file is stored and run when loaded. Its digest covers the file's bytes and NAME.
-    - any other ``FILE`` with ``loader="module:function"``: the file (a Stable-Baselines3 ``model.save`` zip, weights,
-      ...) is stored, and loaded by calling ``function(path)``, which returns the policy
-      (``sb3_contrib:MaskablePPO.load``). Its digest covers the bytes and the loader's name, not the loader's code.
-    - ``module:attr``: an importable policy, stored by reference with its `policy_digest`, which is checked again
-      whenever it is loaded.
-
-    The policy is loaded once here, to check that it loads and is a policy.
+    ``FILE.py[:NAME]`` is a Python file defining ``policy`` (or NAME), copied; any other FILE needs ``loader``
+    (``sb3_contrib:MaskablePPO.load``), called on the stored copy's path, and its digest covers the bytes and the
+    loader's name, not its code; ``module:attr`` is stored by reference, its digest checked at every load. The policy
+    is loaded once here to check it.
 
     Args:
         source: A path, or ``module:attr``.
@@ -439,8 +391,7 @@ def add_policy(source: str | Path, *, loader: str | None = None, name: str | Non
         The stored policy; its ``spec`` is the allocator spec that runs it.
 
     Raises:
-        SpecError: Nothing to add at ``source``, a file that is not Python without a loader, a loader for a module, or
-            what does not load as a policy.
+        SpecError: Nothing at ``source``, a non-Python file without a loader, a loader for a module, or no policy.
         PluginError: The policy's own code, or its loader, raised.
     """
     store = store or policy_store()
@@ -496,8 +447,8 @@ def add_policy(source: str | Path, *, loader: str | None = None, name: str | Non
 
 
 def _staged(stored: StoredPolicy, data: bytes | None, store: Path) -> Path:
-    """A folder in the store with the policy's copy (the bytes digested) and its record, renamed into place once it
-    loads: nothing half-written is ever an entry, and a killed add leaves a ``.adding-*`` folder, never read."""
+    """A store folder with the copy and record, renamed into place once it loads, so nothing half-written is an
+    entry (a killed add leaves a ``.adding-*`` folder, never read)."""
     store.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(dir=store, prefix=".adding-"))
     mask = os.umask(0)
@@ -510,8 +461,7 @@ def _staged(stored: StoredPolicy, data: bytes | None, store: Path) -> Path:
 
 
 def load_policy(policy_id: str, store: Path | None = None) -> tuple[Any, str]:
-    """The policy ``policy:sha256=ID`` runs: the one `evaluate` is running in this process under that ID, else the
-    store's (loaded once per process, its file's digest checked).
+    """The policy ``policy:sha256=ID`` runs: `evaluate`'s in this process, else the store's (loaded once, checked).
 
     Args:
         policy_id: `ID_LENGTH` lowercase hex digits.
@@ -559,12 +509,9 @@ def _running(policy: Any) -> Iterator[str]:
             _SESSION[policy_id] = before
 
 
-# ----- evaluate --------------------------------------------------------------
-
 def _env_scenario(env_id: str, runner: Runner) -> tuple[Suite, Scenario] | None:
-    """The suite scenario a registered environment id stands for, from its registered settings: ``suite`` and
-    ``scenario`` where it names them, else the scenario of a registered suite that resolves to its topology, workload
-    and requests. None where ``env_id`` is no registered id."""
+    """The suite scenario a registered env id stands for (its ``suite``/``scenario``, else the one resolving to its
+    topology, workload and requests); None where it is no registered id."""
     import gymnasium
 
     if env_id not in gymnasium.registry:
@@ -636,31 +583,25 @@ def _seeds(seeds: Iterable[int] | None, scenario: Scenario) -> list[int]:
 def evaluate(policy: Any, target: str | Suite | Scenario, *, requests: int | None = None,
              seeds: Iterable[int] | None = None, registry: Registry | None = None,
              hints: bool | Sequence[str] = False) -> list[dict[str, Any]]:
-    """Run a policy on a suite's scenarios, or one scenario, with their seeds, as ``dcbench sweep`` runs the heuristics:
-    through `Runner.run` with the policy allocator (``policy:sha256=ID``, ID its content's, `policy_digest`), so on
-    the same request sequences, with the same observations the environment shows, and with the same summary rows.
+    """Run a policy on a suite's scenarios with their seeds, as ``dcbench sweep`` runs the heuristics: same requests,
+    observations and summary rows, through `Runner.run` with ``policy:sha256=ID``.
 
     Args:
-        policy: A callable from an observation to an action, or an object with ``predict`` (a Stable-Baselines3 model;
-            `policy_function`), or an allocator spec (``"tetris"``, ``"policy:sha256=ID"`` of a stored policy): the
-            heuristics' rows to compare with.
-        target: A suite's name (``"nara2022"``), ``"SUITE/SCENARIO"`` (``"nara2022/8-1x16"``), a registered
-            environment id whose settings are a suite's scenario, or a `dcbench.Suite` or `dcbench.Scenario`.
+        policy: A callable or an object with ``predict`` (`policy_function`), or an allocator spec to compare with.
+        target: A suite's name, ``"SUITE/SCENARIO"``, a registered env id of a suite's scenario, or a `dcbench.Suite`
+            or `dcbench.Scenario`.
         requests: Requests per run (None: each scenario's).
         seeds: The seeds to run (None: each scenario's, the suite's test seeds).
         registry: The plugins (None: the process's, `dcbench.harness.get_registry`).
-        hints: The hint features in a pool step's observation, as the environment's ``hints=`` (False: none; True:
-            all; or their names): the allocator's ``hints=all`` or ``hints=A+B``.
+        hints: Hint features in pool observations, as the environment's ``hints=`` (False, True or names).
 
     Returns:
-        One row per run, scenario by scenario and seed by seed, as a sweep's ``summary.parquet`` has them: ``run_id``,
-        ``scenario`` (its label), then the run's summary columns (``allocator`` is the resolved spec,
-        ``allocator_fingerprint`` the policy's digest).
+        One row per run, by scenario then seed, as a sweep's ``summary.parquet``: ``run_id``, ``scenario`` (its
+        label), then the summary columns (``allocator_fingerprint`` is the policy's digest).
 
     Raises:
-        SpecError: ``target`` names no suite or scenario, ``seeds`` is no list, ``policy`` is no policy or cannot be
-            identified by its content, ``hints`` are given with an allocator spec, or a run's settings are refused
-            (`Runner.run`; hints that are no hint features).
+        SpecError: A bad ``target``, ``seeds`` or ``policy``, ``hints`` with an allocator spec, or a run's settings
+            refused (`Runner.run`).
         AllocatorError: The policy raised or answered with no integer.
     """
     runner = Runner(registry) if registry is not None else Runner()

@@ -1,7 +1,5 @@
-"""What a learned policy sees of a step: the observations of a pool step (`PoolFeatures`, a graph, with the optional
-`PoolHints`) and of a job step (`JobFeatures`, per rack and link), computed from the builders' preallocated state, and
-the static graph both observe (`StaticGraph`).
-"""
+"""What a policy sees of a step: `PoolFeatures` (a graph, optional `PoolHints`), `JobFeatures` (racks and links),
+and the `StaticGraph` both observe."""
 
 from __future__ import annotations
 
@@ -22,21 +20,18 @@ NODE_KINDS = ("server", "switch", "rack")
 
 @dataclass(frozen=True, eq=False)
 class StaticGraph:
-    """The graph an environment's observations describe, the same at every step of every episode: nodes in the order of
-    the rows of ``observation["node_features"]``, edges in the order of the rows of ``observation["edge_features"]``.
+    """The graph the observations describe, fixed for an environment: nodes in the row order of "node_features",
+    edges in that of "edge_features".
 
-    Pools: the nodes are the network's (servers ``0..servers−1``, then the switches) and each link is two edges, one
-    each way. Jobs: the nodes are the racks, and each edge is one of the network's links between rack switches, once,
-    from its first end to its second (on a directed network such as the OCS topology's, a one-way circuit bundle).
+    Pools: the network's nodes (servers ``0..servers−1``, then switches), each link two edges, one each way. Jobs: the
+    racks, each link between rack switches one edge, first end to second (one-way on a directed network, e.g. OCS).
 
     Attributes:
-        edge_index: The ends of every edge (2 × edges, int64): edge ``j`` goes from node ``edge_index[0, j]`` to node
-            ``edge_index[1, j]`` (PyTorch Geometric's layout).
-        node_kind: Each node's kind (nodes,), an index into `NODE_KINDS`: "server", "switch" (pools) or "rack" (jobs).
+        edge_index: The ends of every edge (2 × edges, int64), PyTorch Geometric's layout.
+        node_kind: Each node's kind (nodes,), an index into `NODE_KINDS`.
         network_node: Each node's index among the network's nodes (for a rack, its switch's).
         edge_link: The network link of each edge (edges,).
-        directed: Whether the edges are links that carry traffic one way only (jobs on a directed network, the OCS
-            topology's); False where links carry it both ways (pools list each twice).
+        directed: Whether links carry traffic one way only (jobs on a directed network); False for pools.
     """
 
     edge_index: np.ndarray
@@ -57,8 +52,6 @@ class StaticGraph:
 
 
 NODE_FEATURES = ("free_over_needed_cpu", "free_over_needed_mem", "chosen", "free_share_cpu", "free_share_mem")
-
-
 EDGE_FEATURES = ("free_over_demand", "free_share")
 
 
@@ -70,18 +63,13 @@ def _squash(x: np.ndarray) -> np.ndarray:
 class PoolFeatures:
     """The observation of a pool step, as in the reference model.
 
-    - node features (nodes × 5): for each of CPU and memory, sigmoid(free / still needed − 1) (sigmoid(−1) where
-      nothing is needed, and for switches); a flag for servers already chosen for this request; and, an addition to
-      the reference, each resource's free share of the server's capacity (0 for switches);
-    - edge features (2 · links × 2, both directions): sigmoid(free channels − 1) and, an addition, the free share of
-      the link's channels;
-    - global features: 1 − free/total of each resource (committed state) and the holding time over H = 30 per 64
-      servers;
-    - the action mask: the builder's allowed servers;
-    - with ``hints``, "hint_features" (nodes × len(hints)): those of the `PoolHints` (what the shipped ``gnn_ppo``
-      reads besides the node features).
-
-    Servers are nodes ``0..servers−1``; shapes are fixed for a topology.
+    - "node_features" (nodes × 5): per CPU and memory, sigmoid(free / still needed − 1) (sigmoid(−1) where nothing is
+      needed, and for switches); a flag for servers already chosen; and (our addition) each resource's free share of
+      the server's capacity (0 for switches);
+    - "edge_features" (2 · links × 2, both directions): sigmoid(free channels − 1) and (addition) their free share;
+    - "global_features": 1 − free/total per resource (committed state), and holding time over H = 30 per 64 servers;
+    - "action_mask": the builder's allowed servers;
+    - with ``hints``, "hint_features" (nodes × len(hints)) of the `PoolHints`.
 
     Args:
         network: The network observed; its resources must be (cpu, mem).
@@ -92,8 +80,7 @@ class PoolFeatures:
         edge_index: The end nodes of every edge, 2 × (2 · links): each link both ways.
         edge_link: The link of each edge (2 · links,).
         total: The servers' total capacity, per resource.
-        inverse_capacity: 1 / each server's capacity, servers × resources (1 where it has none, so that its free share
-            reads 0).
+        inverse_capacity: 1 / each server's capacity, servers × resources (1 where it has none: free share 0).
         inverse_link_capacity: 1 / the capacity of each edge's link (1 for a link of none).
         holding_scale: H, the holding time that maps to 1.
         n_nodes: The number of nodes.
@@ -142,8 +129,7 @@ class PoolFeatures:
         return gym.spaces.Dict(spaces)
 
     def graph(self) -> StaticGraph:
-        """The static graph the observations describe: the network's nodes,
-        each link as two edges (the rows of "edge_features").
+        """The static graph: the network's nodes, each link as two edges.
 
         Returns:
             The graph.
@@ -190,27 +176,23 @@ class PoolFeatures:
 
 RACK_FEATURES = ("free_share_cpu", "free_share_mem", "free_share_disk", "it_if_placed", "job_vms_here",
                  "traffic_kept_here")
-
-
 LINK_FEATURES = ("free_share", "capacity_share")
 
 
 class JobFeatures:
     """The observation of a job step (a rack for the current VM).
 
-    - ``rack_state`` (2 · racks): the OCS paper's state. For each rack, if the VM went there: the smallest residual
-      share, over CPU, memory and disk, of the rack's free capacity; and the bottleneck residual share of the rack's
-      circuit bundles in and out, after the VM's flows to the VMs already placed. −1 where the rack has no server for
-      the VM, or its direct circuits cannot carry those flows.
-    - node features (racks × 6): the rack's free share of each resource, the first state value, the share of this
-      job's VMs placed there, and the share of the VM's traffic to them that would stay inside the rack;
-    - edge features (links × 2): free share of each circuit bundle, and its capacity over the most a bundle can have
-      (all of a ToR's ports);
-    - global features (4): committed share of CPU, memory, disk; the share of the job's VMs placed so far;
-    - the action mask: racks with a server for the VM.
+    - "rack_state" (2 · racks): the OCS paper's state: per rack, if the VM went there, the least residual share of
+      its free CPU, memory and disk, and the bottleneck residual share of its circuit bundles in and out after the
+      VM's flows to the VMs placed; −1 where the rack has no server for the VM or its circuits cannot carry them;
+    - "node_features" (racks × 6): free share per resource, the first state value, the share of the job's VMs placed
+      there, and the share of the VM's traffic to them that would stay inside the rack;
+    - "edge_features" (links × 2): each bundle's free share, and its capacity over all of a ToR's ports;
+    - "global_features" (4): committed share of CPU, memory, disk; the share of the job's VMs placed so far;
+    - "action_mask": racks with a server for the VM.
 
     Args:
-        network: The network observed: rack switches, and three resources (CPU, memory, disk).
+        network: The network observed: rack switches, and resources (cpu, mem, disk).
         builder: The job builder whose steps it observes.
 
     Attributes:
@@ -251,8 +233,7 @@ class JobFeatures:
         })
 
     def graph(self) -> StaticGraph:
-        """The static graph the observations describe: the racks, and each link between two rack switches one way (the
-        rows of "edge_features", in the network's link order).
+        """The static graph: the racks, each link between rack switches one way, in the network's link order.
 
         Returns:
             The graph.
@@ -299,8 +280,7 @@ class JobFeatures:
         return it, bandwidth, fits
 
     def traffic_kept(self) -> np.ndarray:
-        """Per rack, the share of the next VM's Gbps to the VMs already placed that would stay inside the rack if it
-        went there (0 for a job's first VM).
+        """Per rack, the share of the next VM's Gbps to placed VMs that would stay inside it (0 for a first VM).
 
         Returns:
             The shares (racks,).
@@ -316,8 +296,7 @@ class JobFeatures:
         """The observation of the builder's next step.
 
         Args:
-            builder: The job builder, started on the job: the one these features were made with (`rack_state` and
-                `traffic_kept` read that one).
+            builder: The job builder, started on the job: the one these features were made with.
             state: The engine's state: the committed free capacities.
 
         Returns:

@@ -1,6 +1,5 @@
-"""Per-server hint features of a pool step (`PoolHints`): what the shipped ``gnn_ppo`` policy reads besides the
-observation's node features, computed here so that any learner can read the same (``hints=`` of the environments).
-"""
+"""Per-server hint features of a pool step (`PoolHints`): what the shipped ``gnn_ppo`` reads besides the node
+features, so that any learner can read the same (the environments' ``hints=``)."""
 
 from __future__ import annotations
 
@@ -14,24 +13,13 @@ from dcbench.model.network import Network, share_divisor
 
 HINT_FEATURES = ("own_link_free_share", "same_rack_as_first", "same_pod_as_first", "same_rack_as_last",
                  "alignment", "best_fit_rank", "fit_last_rank")
-
-
-# The one hint that is not a share or a flag: a server outside the mask may score above the best allowed one.
+# The one hint that is no share or flag: a server outside the mask may score above the best allowed one.
 UNBOUNDED_HINTS = ("alignment",)
 
 
 def hint_names(hints: bool | str | Sequence[str]) -> tuple[str, ...]:
-    """The hint features ``hints`` asks for, in the order given.
-
-    Args:
-        hints: False (none), True (all of `HINT_FEATURES`), or a sequence of their names.
-
-    Returns:
-        Their names.
-
-    Raises:
-        SpecError: A name that is no hint, one given twice, or a value of another type.
-    """
+    """The hint features ``hints`` (False, True: all, or names) asks for, in order; `SpecError` for an unknown,
+    repeated or mistyped one."""
     if isinstance(hints, (bool, np.bool_)):
         return HINT_FEATURES if hints else ()
     if isinstance(hints, str) or not isinstance(hints, Sequence):
@@ -48,24 +36,20 @@ def hint_names(hints: bool | str | Sequence[str]) -> tuple[str, ...]:
 
 
 class PoolHints:
-    """Per-server hint features of a pool step, computed from the pool builder alone, all independent of the fabric's
-    size (switches get 0):
+    """Per-server hint features of a pool step, from the pool builder alone, independent of the fabric's size
+    (switches get 0):
 
-    - ``own_link_free_share``: the free share of the server's own link, after this request's reservations (0 for a
-      server without one);
-    - ``same_rack_as_first``, ``same_pod_as_first``: 1 where the server shares the rack (the pod) of the request's
-      first chosen server; ``same_rack_as_last``: the rack of the last one (all 0 before the first choice);
-    - ``alignment``: the Tetris alignment score, free · demand / 100 + free channels of the server's own link, over
-      its maximum over the allowed servers (0 where that is not positive; a server outside the mask may exceed 1);
-    - ``best_fit_rank``: the server's place in the `bestfit` heuristic's order of the allowed servers: 1 for its
-      choice, falling linearly to 1/allowed for its last, 0 outside the mask;
-    - ``fit_last_rank``: the server's place among the allowed servers that would complete the request in a rack it
-      already uses (anywhere for its first server), tightest first (least CPU and memory left over, then fewest free
-      channels, then lowest index; ``tetris:fit_last=yes``'s rule): 1 for the tightest, falling linearly to
-      1/candidates, 0 for the rest.
+    - ``own_link_free_share``: free share of the server's own link after this request's reservations (0 without one);
+    - ``same_rack_as_first``, ``same_pod_as_first``, ``same_rack_as_last``: 1 where the server shares the rack (pod)
+      of the request's first (last) chosen server; all 0 before the first choice;
+    - ``alignment``: Tetris's score, free · demand / 100 + free channels of the own link, over its maximum over the
+      allowed servers (0 where that is not positive; a server outside the mask may exceed 1);
+    - ``best_fit_rank``: the place in `bestfit`'s order of the allowed servers, 1 for its choice falling linearly to
+      1/allowed, 0 outside the mask;
+    - ``fit_last_rank``: the place among allowed servers that would complete the request in a rack it already uses,
+      tightest first (``tetris:fit_last=yes``'s rule), 1 falling linearly to 1/candidates, 0 for the rest.
 
-    These are the shipped ``gnn_ppo`` checkpoints' "ServerHints": the first five, and with six the sixth is
-    ``best_fit_rank`` or ``fit_last_rank``.
+    The shipped ``gnn_ppo`` checkpoints' "ServerHints" are the first five, plus one of the two ranks with six.
 
     Args:
         network: The network observed.
@@ -139,8 +123,8 @@ class PoolHints:
                     extra[ranked, column[name]] = 1.0 - np.arange(len(ranked)) / max(len(ranked), 1)
         return extra
 
-    # The two rankings are the bestfit and tetris:fit_last=yes heuristics' own rules, restated here (the
-    # core imports no plugin); tests/core/envs/test_hints.py checks them against the heuristics.
+    # The rankings restate bestfit's and tetris:fit_last=yes's rules (the core imports no plugin);
+    # tests/core/envs/test_hints.py checks them against the heuristics.
     def _own_link_free(self, builder: PoolBuilder) -> np.ndarray:
         """Free channels of every server's own link; a server without a link of its own is never short of them."""
         link_free = builder.free_links.take(self._links, out=self._own_link)
@@ -148,8 +132,7 @@ class PoolHints:
 
     @staticmethod
     def _completing(builder: PoolBuilder, allowed: np.ndarray, link_free: np.ndarray) -> np.ndarray:
-        """The allowed servers that cover everything the request still needs
-        and have a free channel on their own link for each server chosen."""
+        """The allowed servers that cover what the request still needs, with a free own-link channel per chosen."""
         remaining = builder.remaining
         needed = remaining > 0
         covers = (builder.free_resources[:, needed] >= remaining[needed]).all(axis=1)

@@ -6,23 +6,20 @@ from dcbench.model.network import Circuits
 from dcbench.model.requests import PacketModel
 
 SUCCESS_REWARD = 10.0
-
-
 FAILURE_REWARD = -10.0
 
 
 def job_step_rewards(steps: int, blocked_at: int | None, latency_ns: float, reconfigured: bool,
                      alpha: float = 100.0, reconfiguration_cost: float = 25.0, vms: int | None = None) -> list[float]:
-    """The OCS paper's Eq. 1 for the ``steps`` decisions taken for one job of ``vms`` VMs (K; ``steps`` by default).
+    """The OCS paper's Eq. 1 for the ``steps`` decisions taken for one job of ``vms`` VMs (K).
 
-    Blocked at step k (0-based, the last decision taken: a job whose next VM fits nowhere, or whose traffic cannot be
-    routed, is blocked at the decision before): −K for step k, 0.5 for the steps before it. Served: 1 + α / l for
-    every step, minus Φ_reconf if the job needed a reconfiguration; l is the network-wide mean latency in nanoseconds
-    right after the job is committed.
+    Blocked at step k (the last decision taken; a VM that fits nowhere or traffic that cannot be routed blocks at the
+    decision before): −K for step k, 0.5 for each before. Served: 1 + α / l for every step, minus Φ_reconf if the job
+    needed a reconfiguration; l is the network-wide mean latency (ns) right after the job is committed.
 
     Args:
         steps: The decisions taken for the job.
-        blocked_at: The step it was blocked at, or None where it was served.
+        blocked_at: The 0-based step it was blocked at, or None where it was served.
         latency_ns: l (ns); where it is not positive the α / l term is left out.
         reconfigured: Whether serving it needed a reconfiguration.
         alpha: α.

@@ -1,10 +1,6 @@
-"""The environments of the suites' scenarios: their Gymnasium ids (`env_id`, `suite_envs`, `register_suite_envs`), their
-episodes (`scenario_episode`) and which seeds are for what (`SeedSplit`).
-
-``import dcbench.envs`` registers one id per scenario of every registered suite, third parties' included, as
-``dcbench/<suite>-<scenario>-v0``, when gymnasium first looks one up; the environment behind each is
-`dcbench.envs.ScenarioEnv`.
-"""
+"""The suites' scenarios as environments: their ids (`env_id`, `suite_envs`, `register_suite_envs`), episodes
+(`scenario_episode`) and seeds (`SeedSplit`). ``import dcbench.envs`` registers ``dcbench/<suite>-<scenario>-v0``
+(a `dcbench.envs.ScenarioEnv`) for every registered suite when gymnasium first looks one up."""
 
 from __future__ import annotations
 
@@ -23,10 +19,8 @@ from dcbench.running.runner import ResolvedRun, Runner, draw_requests
 NAMESPACE = "dcbench"
 VERSION = 0
 ENTRY_POINT = "dcbench.envs:ScenarioEnv"
-
-# The seeds: the suites' test seeds are small (0..4 for dcbench's own); training and validation seeds are at
-# least TRAINING_SEEDS_FROM, as the shipped trainers draw them (1,000,000 + run · 100,000,000 + episode for
-# training, 2,000,000 + k for validation).
+# Test seeds are small (0..4 for dcbench's suites); the shipped trainers train on 1,000,000 + run · RUN_STRIDE +
+# episode and validate on 2,000,000 + k.
 TRAINING_SEEDS_FROM = 1_000_000
 VALIDATION_SEEDS = range(2_000_000, 3_000_000)
 RUN_STRIDE = 100_000_000  # between the training seeds of two runs (`SeedSplit.training`)
@@ -35,17 +29,13 @@ EPISODES_PER_RUN = VALIDATION_SEEDS.start - TRAINING_SEEDS_FROM
 
 @dataclass(frozen=True)
 class SeedSplit:
-    """Which seeds of an environment are for what, so that nobody trains or selects a model on the seeds it is tested
-    on.
+    """Which seeds are for what, so that nobody trains or selects a model on its test seeds.
 
-    - test: the suite's seeds of the scenario, those ``dcbench sweep`` runs and the leaderboard ranks (0..4 for
-      dcbench's suites);
-    - validation: `VALIDATION_SEEDS`, 2,000,000..2,999,999, for early stopping and model selection (the shipped
-      trainers score 2,000,000 + k);
-    - training: every other seed from 1,000,000 up; `training` numbers them as the shipped trainers do (1,000,000 +
-      run · 100,000,000 + episode), and ``reset()`` without a seed draws one of at least 3,000,000.
+    - test: the suite's seeds of the scenario, those ``dcbench sweep`` runs and the leaderboard ranks;
+    - validation: `VALIDATION_SEEDS`, 2,000,000..2,999,999, for early stopping and model selection;
+    - training: every other seed from 1,000,000 up (`training`; ``reset()`` without a seed draws one ≥ 3,000,000).
 
-    Seeds below 1,000,000 that are no test seed are for nothing.
+    Other seeds below 1,000,000 are for nothing.
 
     Attributes:
         test: The test seeds (none for ``dcbench/Allocation-v0``).
@@ -56,7 +46,7 @@ class SeedSplit:
     validation: range = VALIDATION_SEEDS
 
     def training(self, episode: int, run: int = 0) -> int:
-        """The seed of a training episode: 1,000,000 + run · 100,000,000 + episode, never a validation or a test seed.
+        """The seed of a training episode: 1,000,000 + run · 100,000,000 + episode.
 
         Args:
             episode: The episode's number in the run, 0 to 999,999.
@@ -66,8 +56,7 @@ class SeedSplit:
             The seed.
 
         Raises:
-            ValueError: ``episode`` or ``run`` out of range, or the seed is one of the test seeds (a suite whose seeds
-                reach 1,000,000).
+            ValueError: ``episode`` or ``run`` out of range, or the seed is a test seed.
         """
         if not 0 <= episode < EPISODES_PER_RUN:
             raise ValueError(f"episode must be 0 to {EPISODES_PER_RUN - 1:,}, got {episode!r}")
@@ -95,15 +84,13 @@ class SeedSplit:
 
 
 def _id_part(text: str) -> str:
-    """``text`` with every run of characters a Gymnasium id name does not
-    take (or a module-prefixed id would split on, ':') as one '-'."""
+    """``text`` with each run of characters a Gymnasium id does not take (or splits on, ':') as one '-'."""
     return re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-") or "-"
 
 
 def env_id(suite: str, scenario: str) -> str:
-    """The Gymnasium id of a suite's scenario: ``dcbench/<suite>-<scenario>-v0``, each part with the characters an id
-    does not take (':', ',', '=', spaces and anything not ASCII) as '-' (``tiered:8,1x4`` → ``tiered-8-1x4``); a third
-    party's qualified suite name keeps its '.' (``dcbench/dcbench-firstfit.firstfit-small-uniform-8-v0``).
+    """The Gymnasium id ``dcbench/<suite>-<scenario>-v0`` of a suite's scenario, each character an id does not take
+    as '-' (``tiered:8,1x4`` → ``tiered-8-1x4``); a qualified suite name keeps its '.'.
 
     Args:
         suite: The suite's (qualified) name.
@@ -131,8 +118,8 @@ class SuiteEnv:
 
 
 def suite_envs(registry: Registry | None = None) -> tuple[SuiteEnv, ...]:
-    """The environment of every scenario of every suite, by suite name then in the suite's order. Where two scenarios
-    would have the same id, the first keeps it and the other has none, with a warning naming both.
+    """The environment of every suite scenario, by suite name then suite order; of two with the same id, the second
+    has none, with a warning.
 
     Args:
         registry: The plugins (None: the process's, `get_registry`).
@@ -159,10 +146,9 @@ _REGISTERED: set[str] = set()  # the ids register_suite_envs put in gymnasium's 
 
 
 def register_suite_envs(registry: Registry | None = None) -> tuple[str, ...]:
-    """Register one Gymnasium id per suite scenario (`suite_envs`), with ``dcbench.envs:ScenarioEnv`` and the suite and
-    scenario as its keywords; ``import dcbench.envs`` does it with the process's plugins. Called again (after plugins
-    are installed, or with another registry), it replaces the ids it registered before; an id registered by someone
-    else is left alone, with a warning.
+    """Register one Gymnasium id per suite scenario (`suite_envs`) for `ScenarioEnv`.
+
+    Called again, it replaces the ids it registered before; an id registered by someone else is kept, with a warning.
 
     Args:
         registry: The plugins (None: the process's, `get_registry`).
@@ -190,8 +176,8 @@ def register_suite_envs(registry: Registry | None = None) -> tuple[str, ...]:
 
 
 class _RegisteringOnLookUp(dict):
-    """Gymnasium's registry, registering the suites' ids (`register_suite_envs`) at the first look-up
-    of a dcbench id or of every id: ``import dcbench.envs`` loads no plugin until then."""
+    """Gymnasium's registry, registering the suites' ids at the first look-up of a dcbench id or of every id, so
+    ``import dcbench.envs`` loads no plugin until then."""
 
     pending = True
 
@@ -248,20 +234,7 @@ def register_suite_envs_on_look_up() -> None:
 
 
 def find_scenario(registry: Registry, suite: str, scenario: str) -> tuple[Suite, Scenario]:
-    """A suite and one of its scenarios, by name and label.
-
-    Args:
-        registry: The plugins.
-        suite: The suite's name (qualified, or a bare alias).
-        scenario: The scenario's label.
-
-    Returns:
-        ``(suite, scenario)``.
-
-    Raises:
-        UnknownPluginError: No such suite.
-        SpecError: The suite has no scenario of that label.
-    """
+    """A suite (by name or alias) and its scenario of that label; an `UnknownPluginError` or `SpecError` if none."""
     entry = registry.get("suite", suite)
     for candidate in entry.scenarios:
         if candidate.label == scenario:
@@ -271,19 +244,7 @@ def find_scenario(registry: Registry, suite: str, scenario: str) -> tuple[Suite,
 
 
 def warmup_requests(plan: ResolvedRun) -> int:
-    """The requests at the start of an episode that the workload leaves out of the metrics (the vmjobs workload's
-    warm-up; 0 for most): those before the first measured one in a draw of ``plan.requests`` on seed 0.
-
-    Args:
-        plan: The resolved scenario.
-
-    Returns:
-        The number of requests.
-
-    Raises:
-        SpecError: The workload refuses its parameters for this network.
-        PluginError: A third-party workload failed.
-    """
+    """The requests opening an episode that the metrics leave out (vmjobs' warm-up; 0 for most), from seed 0's draw."""
     measured = draw_requests(plan, plan.requests, np.random.default_rng(0)).measured
     if measured is None or measured.all():
         return 0
@@ -298,8 +259,7 @@ def scenario_episode(scenario: Scenario, runner: Runner | None = None) -> tuple[
         runner: Resolves it (None: a new `Runner` on the process's plugins).
 
     Returns:
-        ``(measured, warmup)``: the requests measured after the warm-up (the scenario's requests less the warm-up),
-        and the warm-up's.
+        ``(measured, warmup)``: the requests measured after the warm-up, and the warm-up's.
 
     Raises:
         SpecError: As `Runner.resolve_scenario`, or the workload refuses its parameters.

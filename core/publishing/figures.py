@@ -1,13 +1,6 @@
-"""Figures of a sweep's rows: what every figure shares, and the figures the
-plugins declare.
-
-The core knows no paper's figures: a suite (``Suite(figures=...)``) or a
-topology family (``register(..., figures=...)``) names an object that
-implements `Figures` by its ``"module:attr"``, imported only when drawn, and
-an allocator declares its colour (``register(..., colour=...)``, `Colours`).
-matplotlib is imported only when a figure is drawn (``pip install
-'dcbench[plot]'``).
-"""
+"""Figures of a sweep's rows. The core knows no paper's figures: a suite (``Suite(figures=...)``) or a topology family
+(``register(..., figures=...)``) names a `Figures` by ``"module:attr"``, imported only when drawn; an allocator declares
+its colour (`Colours`). matplotlib is imported only to draw (``pip install 'dcbench[plot]'``)."""
 
 from __future__ import annotations
 
@@ -36,10 +29,8 @@ class Figures(Protocol):
     """The figures a suite or a topology family declares (by ``"module:attr"``).
 
     Attributes:
-        xlabel: How the scenarios' axis is named where each scenario is one
-            tick (the leaderboard's plot of a suite's ranking metric).
-        columns: The summary columns `draw` needs; rows without one of
-            them are refused before anything is drawn.
+        xlabel: The scenarios' axis name where each scenario is one tick (the leaderboard's plot).
+        columns: The summary columns `draw` needs; rows lacking one are refused before anything is drawn.
     """
 
     xlabel: str
@@ -56,7 +47,7 @@ class Figures(Protocol):
         """
 
     def files(self, rows: list[Row]) -> list[str]:
-        """The file names `draw` writes of ``rows``, each checked before any is drawn.
+        """The file names `draw` writes of ``rows``, all checked before any is drawn.
 
         Args:
             rows: The summary rows to draw.
@@ -70,13 +61,10 @@ class Figures(Protocol):
         """Draw every figure of ``rows`` into ``out_dir``, which `save_figure` makes.
 
         Args:
-            rows: The summary rows, one per run, with every column of
-                ``columns``.
+            rows: The summary rows, one per run, with every column of ``columns``.
             out_dir: The folder to write the PNGs in (`save_figure`).
             name: The suite's or the folder's name, for the titles.
-            defaults: Each allocator's default spec, by name, which names
-                allocators by the options that tell them apart
-                (`dcbench.publishing.report.labels`).
+            defaults: Each allocator's default spec, by name (`dcbench.publishing.report.labels`).
             colours: The allocators' colours (`Colours`).
 
         Returns:
@@ -88,11 +76,8 @@ class Figures(Protocol):
 class Colours:
     """The colours allocators declared (``register(..., colour=...)``), by name.
 
-    A declaration is a colour, or a mapping from ``""`` (the allocator's own)
-    and ``"KEY=VALUE"`` options of its spec to colours: a spec takes the
-    colour of the first of those options it has, else ``""``'s. An
-    allocator that declares none is drawn in C8 or C9, by its place in the
-    figure.
+    A declaration is a colour, or a mapping from ``""`` (the allocator's own) and ``"KEY=VALUE"`` options of its spec
+    to colours: a spec takes the colour of its first such option, else ``""``'s. Undeclared: C8 or C9.
 
     Attributes:
         declared: Each allocator's declaration, by plugin name.
@@ -123,9 +108,7 @@ class Colours:
         return f"C{8 + index % 2}"
 
     def shares(self, spec: str, specs: Sequence[str]) -> bool:
-        """Whether an earlier allocator in ``specs`` has the colour of
-        ``spec`` (a variant of the same paper method, say): ``spec`` is then
-        drawn dashed (hatched for bars).
+        """Whether an earlier allocator in ``specs`` has ``spec``'s colour, so ``spec`` is drawn dashed (hatched).
 
         Args:
             spec: An allocator's spec, one of ``specs``.
@@ -154,7 +137,7 @@ class DeclaredFigures:
 
     target: str
     owner: str  # as an error names it: "suite 'nara2022' (plugin dcbench.plugins.topologies.tiered)"
-    builtin: bool  # a built-in plugin's failure is a bug of dcbench, which keeps its traceback
+    builtin: bool  # a built-in plugin's failure is dcbench's bug, which keeps its traceback
 
     def load(self) -> Figures:
         """The object ``target`` names; a `PluginError` where it fails to import or is no `Figures`."""
@@ -184,8 +167,7 @@ class DeclaredFigures:
 
     @contextlib.contextmanager
     def blamed(self, failure: str) -> Iterator[None]:
-        """Report an exception of a third-party plugin's figures as one line
-        (a `PluginError` that says ``failure``). A built-in plugin's keeps
+        """A third-party figures' exception as a one-line `PluginError` saying ``failure``; a built-in plugin's keeps
         its traceback, and an `OSError` (a full disk) is the file system's."""
         try:
             yield
@@ -232,16 +214,14 @@ def pyplot() -> Any:
 
 
 def plain(text: str) -> str:
-    """``text`` for matplotlib to show as it is: its '$' escaped, which would
-    start mathtext (a '$…$' in an allocator's spec or a scenario's label is
-    drawn as a formula, or fails to parse and the figure with it), and a
-    leading '_' kept from hiding a legend's entry.
+    """``text`` for matplotlib to show as it is: each '$' escaped (it would start mathtext, or fail to parse), and a
+    leading '_' (which hides a legend entry) preceded by a space.
 
     Args:
         text: A label, title or legend entry.
 
     Returns:
-        The text with each '$' escaped, and a space before a leading '_'.
+        The escaped text.
     """
     text = text.replace("$", r"\$")
     return " " + text if text.startswith("_") else text
@@ -298,8 +278,7 @@ def mean_over(rows: Sequence[Row]) -> str:
 
 
 def grouped(names: Sequence[str]) -> list[list[int]]:
-    """The indices of ``names`` gathered by name, groups in the order their
-    name first comes ([[0, 2], [1], ...]); an index named '' alone."""
+    """The indices of ``names`` by name, groups in first-seen order ([[0, 2], [1], ...]); an index named '' alone."""
     groups: dict[Hashable, list[int]] = {}
     for index, name in enumerate(names):
         groups.setdefault(name or index, []).append(index)
@@ -307,8 +286,7 @@ def grouped(names: Sequence[str]) -> list[list[int]]:
 
 
 def positions(groups: list[list[int]]) -> list[float]:
-    """The x of every scenario, indexed as ``groups`` index them: one apart
-    within a group, with an empty slot between groups."""
+    """The x of every scenario: one apart within a group, an empty slot between groups."""
     xs = [0.0] * sum(len(group) for group in groups)
     slot = 0
     for group in groups:
@@ -323,9 +301,7 @@ GROUP_NAME_PAD = 18  # points between the x axis and a group's name: below the t
 
 
 def mark_groups(axes: Sequence[Any], groups: list[list[int]], xs: list[float], names: list[str]) -> None:
-    """Separate the groups of scenarios: a vertical line in every panel in
-    the gap between two groups, and each group's name below the bottom
-    panel's tick labels."""
+    """A vertical line between groups in every panel, and each group's name below the bottom tick labels."""
     for before, after in zip(groups, groups[1:]):
         for axis in axes:
             axis.axvline((xs[before[-1]] + xs[after[0]]) / 2, color="0.35", linewidth=1.0)
@@ -344,10 +320,8 @@ def metric_panels(rows: list[Row], metrics: Sequence[tuple[str, str]], path: Pat
                   tick_label: Callable[[Row], str] = scenario_label) -> Path:
     """One panel per metric: each allocator's mean and 95% CI per scenario.
 
-    With ``group_by`` (a row's group's name, '' for none), the scenarios of
-    a group are drawn side by side and joined by lines, the groups apart and
-    never joined (a group per number of channels, whose points are no
-    continuum, say).
+    With ``group_by``, a group's scenarios are drawn side by side and joined by lines, groups apart and never joined
+    (say a group per number of channels, whose points are no continuum).
 
     Args:
         rows: Summary rows, one per run.
@@ -356,9 +330,8 @@ def metric_panels(rows: list[Row], metrics: Sequence[tuple[str, str]], path: Pat
         title: The figure's title.
         colours: The allocators' colours.
         xlabel: The x axis's label.
-        defaults: Each allocator's default spec, for its label
-            (`dcbench.publishing.report.labels`).
-        group_by: A row's group's name, or None for no groups.
+        defaults: Each allocator's default spec, for its label (`dcbench.publishing.report.labels`).
+        group_by: A row's group's name ('' for none), or None for no groups.
         tick_label: A scenario's tick, from one of its rows.
 
     Returns:
@@ -446,10 +419,8 @@ def plot_sweep(rows: list[Row], out_dir: Path, name: str, figures: DeclaredFigur
 def plot_runs(rows: list[Row], out_dir: Path, name: str, figures: Mapping[str, DeclaredFigures],
               columns: Sequence[Column], colours: Colours, defaults: Mapping[str, str] | None,
               note: Callable[[str], None]) -> list[Path]:
-    """Draw the figures of runs no suite's figures draw (a folder of runs, an
-    ad-hoc sweep, a suite that declares none): the runs of each demand kind
-    apart, each drawn by the figures their topology family declares, from
-    the columns its runs have. ``note`` is told of the runs no figures draw."""
+    """Draw the runs no suite's figures draw, by demand kind, each by its topology family's declared figures;
+    ``note`` is told of the runs no figures draw."""
     owners = {declared.target: declared for declared in reversed(list(figures.values()))}  # the first family's
     parts: list[tuple[list[Row], DeclaredFigures]] = []
     for part in by_demand_kind(rows, columns).values():
@@ -470,8 +441,7 @@ def plot_runs(rows: list[Row], out_dir: Path, name: str, figures: Mapping[str, D
 
 def _draw(parts: list[tuple[list[Row], DeclaredFigures]], out_dir: Path, name: str, colours: Colours,
           defaults: Mapping[str, str] | None) -> list[Path]:
-    """Draw each part's figures: all loaded and checked, with every file
-    they write, before ``out_dir`` is made or any figure replaced."""
+    """Draw each part's figures, all loaded and checked with their files before ``out_dir`` is made or any replaced."""
     if not parts:
         return []
     loaded = [(rows, declared, declared.load()) for rows, declared in parts]
@@ -497,8 +467,7 @@ def _draw(parts: list[tuple[list[Row], DeclaredFigures]], out_dir: Path, name: s
 
 
 def outermost_missing(folder: Path) -> Path | None:
-    """The outermost of ``folder`` and its parents that does not exist (what
-    making ``folder`` creates), or None where ``folder`` exists."""
+    """The outermost of ``folder`` and its parents that does not exist, or None where ``folder`` exists."""
     missing = None
     for path in (folder, *folder.parents):
         if path.exists():

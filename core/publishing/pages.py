@@ -73,9 +73,7 @@ def markdown(sections: Iterable[Section], submissions: list[Any], version: str, 
 
 
 def code(text: str) -> str:
-    """``text`` as Markdown code in a table cell: a spec, which holds no '`'
-    or '|' (`dcbench.publishing.submissions.spec_problem`), or a name made of one;
-    either is replaced all the same, rather than end the code or the cell."""
+    """``text`` as Markdown code in a table cell, any '`' or '|' replaced (a spec has none) so it ends neither."""
     return "`" + text.replace("`", "'").replace("|", "\\|") + "`"
 
 

@@ -26,8 +26,7 @@ def replay_rows(rows: Sequence[Mapping[str, Any]], rng: np.random.Generator) -> 
 
 
 def plugins_used(rows: Sequence[Mapping[str, Any]], suite: str, registry: Any) -> set[str]:
-    """The plugins (by name) whose entries a submission's runs use: its
-    specs', its third-party metrics' and its suite's."""
+    """The plugins (by name) a submission's runs use: its specs', third-party metrics' and suite's."""
     used = {registry.get("suite", suite).plugin}
     for row in rows:
         for kind in SPECS:
@@ -46,18 +45,8 @@ def only_these_plugins(used: set[str], registry: Any) -> dict[str, str]:
 
 
 def replay(rows: Sequence[Mapping[str, Any]], suite: str, registry: Any, workers: int) -> dict[str, Any]:
-    """Make one seed of every (scenario, allocator) of a submission again, in fresh worker processes that load only the
-    plugins it uses, each allocator's apart; what was replayed, for its ``submission.json``.
-
-    The seeds are drawn anew each time (no one can know beforehand which runs will be replayed), so every run must be
-    as its sweep made it.
-
-    Returns:
-        ``{"runs": [run ids], "dcbench_version": ..., "date": "YYYY-MM-DD"}``.
-
-    Raises:
-        ResultsError: A run came out otherwise (naming it and its columns), or could not be made again.
-    """
+    """Make one seed of every (scenario, allocator) of a submission again, in fresh workers loading only its plugins,
+    the seeds drawn anew each time; the ``submission.json`` record of it, or a `ResultsError` naming what differed."""
     from dcbench._version import __version__
 
     chosen = replay_rows(rows, np.random.default_rng())

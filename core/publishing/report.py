@@ -18,19 +18,14 @@ from dcbench.storage.paths import check_regular_file
 
 START = "<!-- dcbench report: start -->"
 END = "<!-- dcbench report: end -->"
-
-
-# What Markdown (GitHub's: tables, emphasis, code, links, HTML, entities, math,
-# a heading's closing #s) would read as syntax in a cell or a heading: '_'
-# only at a word's edge, as one within a word (fit_last) starts no emphasis.
+# What GitHub Markdown would read as syntax in a cell or heading; '_' only at a word's edge (fit_last starts no
+# emphasis).
 _MARKDOWN_SYNTAX = re.compile(r"[\\`*\[\]<>|$&~#]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")
 
 
 def cell(text: str) -> str:
-    """``text`` for a Markdown table cell or heading, shown as the text it
-    is (a third-party suite's scenario label, say): what Markdown would read
-    as syntax backslash-escaped ('|' would end the cell, '<' start HTML,
-    '$' a formula), a line break or other control character a space."""
+    """``text`` shown as itself in a Markdown cell or heading: syntax backslash-escaped ('|' would end the cell, '<'
+    start HTML, '$' a formula), control characters as spaces."""
     text = "".join(character if character.isprintable() else " " for character in text)
     return _MARKDOWN_SYNTAX.sub(lambda match: "\\" + match[0], text)
 
@@ -42,17 +37,13 @@ def display_name(spec: str, specs: Sequence[str]) -> str:
 
 
 def labels(specs: Sequence[str], defaults: Mapping[str, str] | None = None) -> dict[str, str]:
-    """How a report names each allocator: the plugin's name and the options
-    that tell it apart — where several variants of a plugin compete, the
-    options on which they differ; where one does, the options that differ
-    from the plugin's defaults (``defaults``: plugin name -> the resolved
-    spec of its defaults), so ``tetris:fit_last=yes`` is never shown as
-    ``tetris``. `display_name` for a plugin whose defaults are not known.
+    """How a report names each allocator: the plugin's name and the options that tell it apart (those on which
+    competing variants differ, else those differing from ``defaults``), so ``tetris:fit_last=yes`` never shows as
+    ``tetris``; `display_name` where the defaults are unknown.
 
     Args:
         specs: The allocators' resolved specs.
-        defaults: The resolved spec of each plugin's defaults, by plugin
-            name (None: none known).
+        defaults: The resolved spec of each plugin's defaults, by plugin name (None: none known).
 
     Returns:
         Each spec's label, by spec.
@@ -79,12 +70,9 @@ def labels(specs: Sequence[str], defaults: Mapping[str, str] | None = None) -> d
 
 
 def as_scenarios(rows: list[dict[str, Any]], registry: Any) -> list[dict[str, Any]]:
-    """A folder's runs (`dcbench.running.summary.read_runs`) as a sweep's rows: each
-    with the ``scenario`` that `scenario_labels` names from its topology,
-    workload and requests, every row with every column (None where a run
-    lacks it), sorted by scenario, allocator and seed. Two runs of one
-    allocator, scenario and seed (made by two dcbench versions, say) would
-    count twice in every mean: a one-line error naming both."""
+    """A folder's runs as a sweep's rows: each with its `scenario_labels` ``scenario``, every column (None where
+    lacking), sorted by scenario, allocator and seed; two runs of one cell and seed (two dcbench versions, say) would
+    count twice, so they are an error."""
     labels_of = scenario_labels([(r["topology"], r["workload"], r["requests"]) for r in rows], registry)
     columns = list(dict.fromkeys(column for row in rows for column in row))
     seen: dict[tuple[str, str, int], dict[str, Any]] = {}
@@ -104,9 +92,7 @@ def as_scenarios(rows: list[dict[str, Any]], registry: Any) -> list[dict[str, An
 
 def by_demand_kind(rows: list[dict[str, Any]], columns: Sequence[Column] | None = None
                    ) -> dict[str, list[dict[str, Any]]]:
-    """``rows`` split into runs of pools and of jobs (`demand_kind` by the
-    metrics' declared ``columns``), each part without the columns none of
-    its rows has a value in (a job's latency in the rows of pools)."""
+    """``rows`` split by demand kind (`demand_kind`), each part without the columns none of its rows has a value in."""
     columns = declared(columns)
     parts: dict[str, list[dict[str, Any]]] = {}
     for row in rows:
@@ -130,11 +116,8 @@ def scenarios_table(rows: list[dict[str, Any]]) -> str:
 
 def report_runs(rows: list[dict[str, Any]], title: str, columns: Sequence[Column] | None = None,
                 baselines: set[str] | None = None, defaults: Mapping[str, str] | None = None) -> str:
-    """The report of runs no suite ranks (a folder of runs, an ad-hoc
-    sweep): a table of the scenarios' specs, then `report`'s tables, ranked
-    by the column that ranks the demand kind (`ranking_columns`); runs of
-    pools and of jobs in a section each. ``columns`` are the metrics'
-    declared columns (`Registry.columns`; by default the loaded plugins')."""
+    """The report of runs no suite ranks (a folder of runs, an ad-hoc sweep): the scenarios' specs, then `report`'s
+    tables ranked by the kind's ranking column, a section per demand kind. ``columns``: as `report`'s."""
     columns = declared(columns)
     parts = by_demand_kind(rows, columns)
     ranked_by = ranking_columns(columns)
@@ -161,7 +144,7 @@ def metric_table(rows: list[dict[str, Any]], metric: str, higher_is_better: bool
         means = [c[0] for c in cells]
         best = best_mean(means, higher_is_better)
         texts = [("**" + table_ci(m, h) + "**") if m == best else table_ci(m, h) for m, h, _ in cells]
-        # a run with nothing to measure (every request in the warm-up, say) has no value: say on how many it rests
+        # a run with nothing to measure (all in the warm-up, say) has no value: say on how many the mean rests
         texts = [text + (f" ({n} of {len(values)} runs)" if 0 < n < len(values) else "")
                  for text, (_, _, n), values in zip(texts, cells, runs)]
         lines.append(f"| {cell(scenario)} | " + " | ".join(texts) + " |")
@@ -212,10 +195,8 @@ def has_value(value: Any) -> bool:
 
 def headline_columns(declared: Sequence[Column], kind: str, summaries: Sequence[Mapping[str, Any]]
                      ) -> list[tuple[str, str, str | None]]:
-    """(column, heading, better) of every headline column of the metrics'
-    ``declared`` columns for runs of ``kind`` that one of ``summaries`` has
-    a value in, the column that ranks the kind first, the others in the
-    order the metrics declare them."""
+    """(column, heading, better) of each headline column for ``kind`` that some summary has a value in, the kind's
+    ranking column first, the rest in declaration order."""
     columns = list(dict.fromkeys(column for summary in summaries for column in summary))
     found: dict[str, tuple[str, str | None]] = {}
     for declaration in declared:
@@ -230,9 +211,7 @@ def headline_columns(declared: Sequence[Column], kind: str, summaries: Sequence[
 
 
 def significant(value: float, digits: int = 3) -> str:
-    """``value`` to ``digits`` significant digits, so that a small one shows:
-    0.937, 0.0629, 14.7, 1,234; below 0.001 in scientific notation (2.41e-05);
-    0 as 0, NaN as n/a."""
+    """``value`` to ``digits`` significant digits (0.937, 0.0629, 14.7, 1,234; 2.41e-05 below 0.001; 0; n/a)."""
     if not has_value(value):
         return "n/a"
     if value == 0:
@@ -246,9 +225,7 @@ def significant(value: float, digits: int = 3) -> str:
 
 
 def table_ci(mean: float, half: float) -> str:
-    """A report cell: the mean and its interval's half-width as `mean_and_spread`
-    shows them (three significant digits, so that 0.00916 is not 0.009), "–"
-    without a mean."""
+    """A report cell: `mean_and_spread` (three significant digits: 0.00916 is not 0.009), "–" without a mean."""
     return "–" if math.isnan(mean) else mean_and_spread(mean, half)
 
 
@@ -258,10 +235,8 @@ def signed_ci(mean: float, half: float) -> str:
 
 
 def mean_and_spread(mean: float, spread: float) -> str:
-    """``mean ± spread``, the mean to `significant` digits and the spread to
-    as many decimal places (0.467 ± 0.004, 5.68 ± 0.26), or to its own
-    significant digits where those would show it as 0 or the mean is in
-    scientific notation (8.50e-08 ± 1.20e-08)."""
+    """``mean ± spread``: the mean to `significant` digits, the spread to as many places (5.68 ± 0.26), or to its own
+    significant digits where that would show 0 or the mean is scientific (8.50e-08 ± 1.20e-08)."""
     shown = significant(mean)
     if not has_value(spread):
         return shown
@@ -272,10 +247,8 @@ def mean_and_spread(mean: float, spread: float) -> str:
 
 
 def report_columns(declared: Sequence[Column], kind: str, row: Mapping[str, Any]) -> list[tuple[str, str, bool]]:
-    """(column, description, higher is better) of each of the metrics'
-    ``declared`` columns that a report of runs of ``kind`` shows and ``row``
-    has: first those that rank runs (of any kind), then those declared for
-    ``kind`` alone, then the others, each group in the metrics' order."""
+    """(column, description, higher is better) of each declared column a report of ``kind`` shows and ``row`` has:
+    ranking ones first, then those for ``kind`` alone, then the rest, each group in declaration order."""
     shown: dict[str, tuple[str, bool, int]] = {}
     for declaration in declared:
         if declaration.description is None or kind not in declaration.demands:
@@ -292,9 +265,8 @@ def paired_table(rows: list[dict[str, Any]], metric: str, baselines: set[str], h
                  defaults: Mapping[str, str] | None = None) -> str:
     """Each non-baseline allocator against the best baseline of every scenario, seed by seed.
 
-    For a metric where lower is better (blocking), the last column is the
-    factor by which the challenger is lower (best baseline's mean over its
-    mean), the papers' way of stating it."""
+    For a metric where lower is better, the last column is the factor by which the challenger is lower (the best
+    baseline's mean over its mean), as the papers state it."""
     scenarios = list(dict.fromkeys(r["scenario"] for r in rows))
     allocators = list(dict.fromkeys(r["allocator"] for r in rows))
     challengers = [a for a in allocators if a.split(":")[0] not in baselines]
@@ -345,11 +317,9 @@ def paired_table(rows: list[dict[str, Any]], metric: str, baselines: set[str], h
 def report(rows: list[dict[str, Any]], title: str, primary: str, higher_is_better: bool = True,
            columns: Sequence[Column] | None = None, baselines: set[str] | None = None,
            defaults: Mapping[str, str] | None = None) -> str:
-    """A sweep's report in Markdown: a table (mean ± 95% CI) of each of the
-    metrics' declared ``columns`` it has, a ranking by ``primary``, and the
-    learned and third-party allocators against the best of ``baselines``.
-    ``columns`` are the metrics' declared columns (`Registry.columns`; by
-    default the loaded plugins')."""
+    """A sweep's report in Markdown: a table (mean ± 95% CI) per declared column it has, a ranking by ``primary``,
+    and the non-baseline allocators against the best of ``baselines``. ``columns``: the metrics' declared columns
+    (`Registry.columns`; default: the loaded plugins')."""
     if not rows:
         raise ResultsError("the summary has no rows; run the sweep first")
     seeds = sorted({r["seed"] for r in rows})
@@ -375,8 +345,7 @@ def report(rows: list[dict[str, Any]], title: str, primary: str, higher_is_bette
 
 
 def write_between_markers(path: Path, text: str, section: str = "") -> None:
-    """Replace the generated part of ``path`` (between the markers), keeping
-    the prose around it; the file is replaced whole or not at all."""
+    """Replace the part of ``path`` between the markers, keeping the prose around it; atomically."""
     start, end = (START, END) if not section else (START.replace(":", f" {section}:"), END.replace(":", f" {section}:"))
     block = f"{start}\n{text}\n{end}"
     check_regular_file(path, "a Markdown file with --out")
@@ -398,8 +367,7 @@ def page_text(path: Path) -> str:
 
 
 def with_block(current: str, start: str, end: str, block: str, path: Path) -> str:
-    """``current`` with its marked block replaced by ``block``, or with
-    ``block`` appended where it has no start marker."""
+    """``current`` with its marked block replaced by ``block``, or ``block`` appended where there is none."""
     if current.count(start) > 1 or current.count(end) > 1:
         raise ResultsError(f"cannot update '{path}': its marker {start!r} or {end!r} is there twice; "
                            "keep one block between them")

@@ -1,14 +1,7 @@
-"""What a leaderboard submission may hold: checked alike by `submit` and by every rebuild.
-
-A submission is data, and only well-formed data. Its specs are plain
-specs of a small alphabet (`spec_problem`), so that no name can be a path,
-Markdown or HTML; every number is within the range its column declares by
-its name (`values_problem`); and its folder is named from validated names
-and a digest, and stays below ``submissions/`` (`submission_name`,
-`folder_problem`). What depends on this installation (is the allocator a
-plugin installed here, `registered_problem`) is checked by `submit` alone:
-a rebuild ranks a submission whose plugin has since been uninstalled as it
-was accepted.
+"""What a leaderboard submission may hold, checked alike by `submit` and every rebuild: plain specs of a small
+alphabet (no path, Markdown or HTML), numbers in their columns' ranges, and a folder named from validated names and a
+digest, below ``submissions/``. Whether the allocator is installed here (`registered_problem`) is `submit`'s check
+alone, so a rebuild ranks a submission whose plugin was since uninstalled as it was accepted.
 """
 
 from __future__ import annotations
@@ -22,10 +15,8 @@ from typing import Any
 from dcbench.errors import SpecError
 from dcbench.spec import Spec, bind, resolved_spec
 
-# What a submitted spec may hold: the characters of a plugin's name, a keyword,
-# and a value a resolved spec writes (numbers as 1e-05 or 1e+20, 1x4, yes, fifo),
-# with ':', ',' and '='. No path ('/', '\'), no space, no Markdown or HTML ('`',
-# '|', '*', '[', '<', '$', '&', ...), no control character, no quote.
+# What a submitted spec may hold: plugin names, keywords and resolved values (1e-05, 1x4, yes), ':', ',' and '=';
+# no path, space, quote, control character, Markdown or HTML.
 SPEC_CHARACTERS = frozenset(string.ascii_letters + string.digits + "_.-+:,=")
 MAX_SPEC_LENGTH = 256  # the longest committed spec (an ocs topology) has 104 characters
 MAX_LABEL_LENGTH = 200  # a scenario's label
@@ -44,11 +35,8 @@ def shown(text: Any, limit: int = 80) -> str:
 
 
 def spec_problem(kind: str, text: Any) -> str | None:
-    """Why ``text`` cannot be a submitted ``kind`` spec (allocator, topology,
-    workload), or None: a string of at most `MAX_SPEC_LENGTH` characters of
-    `SPEC_CHARACTERS`, without '..', that parses as a spec; an allocator's
-    names no ``checkpoint=`` file, which exists on its submitter's machine
-    alone (no one else could run it again)."""
+    """Why ``text`` cannot be a submitted ``kind`` spec, or None: at most `MAX_SPEC_LENGTH` of `SPEC_CHARACTERS`, no
+    '..', parses; an allocator's names no ``checkpoint=`` file (only its submitter has it)."""
     if not isinstance(text, str):
         return f"{kind} {shown(text)} is not a spec"
     if len(text) > MAX_SPEC_LENGTH:
@@ -86,9 +74,7 @@ def name_problem(kind: str, text: Any) -> str | None:
 
 
 def label_problem(text: Any) -> str | None:
-    """Why ``text`` cannot be a scenario's label, or None: one printable
-    line (as a registered suite's are) of at most `MAX_LABEL_LENGTH`
-    characters. The pages escape it wherever it is shown."""
+    """Why ``text`` cannot be a scenario's label, or None: one printable line of at most `MAX_LABEL_LENGTH`."""
     if not isinstance(text, str) or not text.isprintable() or not text:
         return f"scenario {shown(text)} is no printable label"
     if len(text) > MAX_LABEL_LENGTH:
@@ -97,8 +83,7 @@ def label_problem(text: Any) -> str | None:
 
 
 def names_problem(suite: Any, columns: list[str], rows: list[dict[str, Any]]) -> str | None:
-    """What is wrong with the names a submission holds, or None: its suite's
-    name, its columns' (`COLUMN_NAME`), and every row's specs and scenario label."""
+    """What is wrong with a submission's names (suite, columns, each row's specs and label), or None."""
     problem = name_problem("suite", suite)
     if problem is not None:
         return problem
@@ -123,9 +108,7 @@ def names_problem(suite: Any, columns: list[str], rows: list[dict[str, Any]]) ->
 
 
 def registered_problem(allocator: str, registry: Any) -> str | None:
-    """Why ``allocator`` (a spec `spec_problem` passed) is no allocator of a
-    plugin installed here, written as a run writes it (a third-party one's
-    name qualified by its distribution's), or None."""
+    """Why ``allocator`` is no installed plugin's, written as its runs write it (qualified if third-party), or None."""
     spec = Spec.parse(allocator)
     entry = registry.entries("allocator").get(spec.name)
     if entry is None:
@@ -140,12 +123,9 @@ def registered_problem(allocator: str, registry: Any) -> str | None:
     return None
 
 
-# ----- the submission's folder -----------------------------------------------
-
 def submission_name(suite: str, allocators: list[str], run_ids: list[str], version: str) -> str:
-    """A new submission's folder name: its suite and its allocators' plugin
-    names (each checked by `spec_problem`), cut to fit `MAX_NAME_LENGTH`,
-    then a digest of its runs, which keeps it unique."""
+    """A new submission's folder name: suite and allocator plugins, cut to `MAX_NAME_LENGTH`, then a digest of its
+    runs, which keeps it unique."""
     from dcbench.running.runner import run_hash
 
     plugins = "-".join(sorted({Spec.parse(allocator).name for allocator in allocators}))
@@ -155,9 +135,8 @@ def submission_name(suite: str, allocators: list[str], run_ids: list[str], versi
 
 
 def folder_problem(folder: Path, submissions: Path) -> str | None:
-    """Why ``folder`` cannot be a submission's folder in ``submissions``, or
-    None: its name is one `submission_name` makes, and it is no link, so it
-    and its summary resolve to a folder right below ``submissions``."""
+    """Why ``folder`` cannot be a submission's folder, or None: a `submission_name`, no link, right below
+    ``submissions``."""
     name = folder.name
     if not SUBMISSION_NAME.fullmatch(name) or ".." in name or len(name) > MAX_NAME_LENGTH:
         return f"its name {shown(name)} is none that `dcbench leaderboard submit` gives"

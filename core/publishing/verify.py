@@ -1,6 +1,5 @@
-"""Submitted runs made again and compared, bit for bit: `dcbench leaderboard verify` (`sample_runs`,
-`rerun_rows`) and a submission's replay on arrival (`dcbench.publishing.replay`). Each allocator's
-runs run in worker processes of their own (`dcbench.running.workers`)."""
+"""Submitted runs made again and compared bit for bit: `dcbench leaderboard verify` and a submission's replay on
+arrival, each allocator's runs in workers of their own."""
 
 from __future__ import annotations
 
@@ -52,9 +51,8 @@ def planned_rerun(row: Mapping[str, Any], runner: Runner, plans: dict[tuple[Any,
 def rerun_rows(rows: Sequence[Mapping[str, Any]], runner: Runner, workers: int,
                on_result: Callable[[int, list[str] | DcbenchError], None], fresh: bool = False,
                environ: Mapping[str, str] | None = None) -> None:
-    """Make the submitted ``rows`` again in worker processes, each allocator's apart (`run_apart`),
-    and call ``on_result`` with each row's index and the columns that came out otherwise
-    (`differing_columns`), or its run's error, as each comes.
+    """Make the submitted ``rows`` again in workers, each allocator's apart, calling ``on_result`` with each row's
+    index and its `differing_columns`, or its run's error, as each comes.
 
     Raises:
         ResultsError: A worker that died or changed its network.

@@ -1,5 +1,4 @@
-"""What a sweep and its report call scenarios and specs: plugin defaults
-left out, the options that tell specs apart kept."""
+"""What a sweep and its report call scenarios and specs: plugin defaults left out, distinguishing options kept."""
 
 from __future__ import annotations
 
@@ -11,8 +10,7 @@ from dcbench.spec import Spec, bind, resolved_spec
 
 
 def default_specs(registry: Any, kind: str = "allocator") -> dict[str, str]:
-    """Each ``kind`` plugin's resolved spec with every parameter at its
-    default (plugins with a required parameter are left out)."""
+    """Each ``kind`` plugin's resolved spec at its defaults (plugins with a required parameter left out)."""
     specs = {}
     for name, entry in registry.entries(kind).items():
         try:
@@ -23,12 +21,9 @@ def default_specs(registry: Any, kind: str = "allocator") -> dict[str, str]:
 
 
 def compact_spec(spec: str, registry: Any, kind: str, keep: Iterable[str] = ()) -> str:
-    """A resolved spec as short as it can be written: its plugin's name and
-    the options that differ from the plugin's defaults or are in ``keep``
-    (those that differ among the specs it is shown beside), the leading
-    positional ones by value alone, as one would type them
-    (``tiered:channels=16,ratio=1x8,pods=2,...`` is ``tiered:16,1x8``). A
-    plugin that is not installed keeps every option."""
+    """A resolved spec as short as one would type it: options differing from the defaults or in ``keep``, leading
+    positional ones by value (``tiered:channels=16,ratio=1x8,pods=2,...`` is ``tiered:16,1x8``); a plugin that is not
+    installed keeps every option."""
     parsed = Spec.parse(spec)
     entry = registry.entries(kind).get(parsed.name)
     default = default_specs(registry, kind).get(parsed.name) if entry is not None else None
@@ -69,13 +64,9 @@ Scenario = tuple[str, str, int]  # (topology, workload, requests): the resolved 
 
 
 def scenario_labels(scenarios: Sequence[Scenario], registry: Any) -> dict[Scenario, str]:
-    """What a folder of runs or an ad-hoc sweep calls each scenario: its
-    topology as `compact_spec` writes it, beside the others' (the options
-    on which they differ are kept), then its workload where that is not
-    the plugin's defaults (``tiered:16,1x8``, ``ocs vmjobs:warmup=50``).
-    Scenarios that would be named alike are told apart by ``n=REQUESTS``,
-    then by their workloads' names too, and failing that by their full
-    specs."""
+    """What a folder of runs or an ad-hoc sweep calls each scenario: its `compact_spec` topology, then its workload
+    where not the defaults (``tiered:16,1x8``, ``ocs vmjobs:warmup=50``); names alike are told apart by
+    ``n=REQUESTS``, then the workload's name, then the full specs."""
     scenarios = list(dict.fromkeys(scenarios))
     topologies = compact_specs([t for t, _, _ in scenarios], registry, "topology")
     workloads = compact_specs([w for _, w, _ in scenarios], registry, "workload")

@@ -1,7 +1,5 @@
-"""The numbers of a sweep's summary, checked: every value within the range
-its column declares by its name (`values_problem`), and the counts of each
-run's requests agreeing with each other (`counts_problem`). `report`,
-`plot` and the leaderboard read no summary before these pass."""
+"""A sweep summary's numbers, checked: each value in its column's range (`values_problem`), each run's counts
+consistent (`counts_problem`). `report`, `plot` and the leaderboard read no summary before these pass."""
 
 from __future__ import annotations
 
@@ -12,17 +10,14 @@ from typing import Any, Callable, Iterator
 
 from dcbench.spec import LARGEST_INTEGER
 
-# How far a share may stray beyond 0 and 1 by the rounding of the sums it is
-# made of: a committed link utilisation (a mean of 25 values) is -7.6e-18.
+# How far a share may stray past 0 and 1 by rounding (a committed link utilisation, a mean of 25, is -7.6e-18).
 ROUNDING = 1e-9
 
 
 @dataclass(frozen=True)
 class ValueRange:
-    """What the values of a summary column may be: from ``low`` to ``high``
-    (None: open), NaN or not (a metric is NaN where a run had nothing to
-    measure: no request offered, none accepted), whole numbers or not;
-    ``slack`` beyond either end for rounding. Never ±inf."""
+    """What a summary column's values may be: ``low`` to ``high``, NaN (a metric with nothing to measure) or not,
+    whole or not, with ``slack`` for rounding; never ±inf."""
 
     what: str
     low: float = -math.inf
@@ -44,25 +39,13 @@ class ValueRange:
 
 
 SHARE = ValueRange("a share from 0 to 1, or NaN", 0, 1, slack=ROUNDING)
-
-
 UTILISATION = ValueRange("a utilisation from 0 to 1, or NaN", 0, 1, slack=ROUNDING)
-
-
 COUNT = ValueRange(f"a whole number from 0 to {LARGEST_INTEGER:,}", 0, LARGEST_INTEGER, nan=False, whole=True)
-
-
 AMOUNT = ValueRange("a finite number of at least 0, or NaN", 0)
-
-
 FINITE = ValueRange("a finite number, or NaN")
-
-
-# A summary column's range, by its name (the first pattern that matches the
-# whole name): the core's and the built-in metrics' columns, and the
-# conventions a third-party metric's columns follow (``*_ratio``,
-# ``*_probability``, ``*_share``: shares; ``*_util``: utilisations;
-# ``*_count``: counts). Any other column is a finite number, or NaN.
+# A summary column's range by its name (first full match): the core's and built-in metrics' columns, and the
+# conventions third-party metrics follow (``*_ratio``, ``*_probability``, ``*_share``: shares; ``*_util``:
+# utilisations; ``*_count``: counts). Any other column is a finite number, or NaN.
 VALUE_RANGES: tuple[tuple[re.Pattern[str], ValueRange], ...] = tuple(
     (re.compile(pattern), value_range) for pattern, value_range in (
         (r"seed|requests|offered|accepted|invalid_allocations|accepted_size_\d+|\w+_count", COUNT),
@@ -78,9 +61,8 @@ def value_range(column: str) -> ValueRange:
 
 
 def values_problem(table: Any) -> str | None:
-    """The first number of ``table`` (a submission's summary) outside its
-    column's `value_range`, said with its run and column, or None. An empty
-    cell is no number (a metric installed after its run was made)."""
+    """The first number of ``table`` outside its column's `value_range`, said with its run and column, or None (an
+    empty cell, a metric installed after its run, is no number)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -100,35 +82,23 @@ def values_problem(table: Any) -> str | None:
 
 
 def numbers_problem(table: Any) -> str | None:
-    """`values_problem`, then `counts_problem`: what `report` and `plot`
-    check of a sweep's numbers (the leaderboard checks each in its turn)."""
+    """`values_problem`, then `counts_problem`: what `report` and `plot` check of a sweep's numbers."""
     return values_problem(table) or counts_problem(table)
 
 
 SIZE_BRACKETS = range(1, 9)  # acceptance_size_k and accepted_size_k (`dcbench.plugins.metrics.acceptance`)
-
-
 BRACKETS = "accepted_size_1..8"
 
 
 def counts_problem(table: Any) -> str | None:
-    """The first row of ``table`` (a sweep's summary, its values within
-    their ranges) whose counts disagree, said with its run and columns; None
-    where every row's agree. Each rule holds only where its columns are
-    there and not empty (a metric installed after its run was made).
+    """The first row of ``table`` (values in range) whose counts disagree, said with its run and columns, or None.
 
-    The core counts the whole run: ``accepted`` <= ``offered`` <=
-    ``requests``, and ``invalid_allocations`` (refusals) <= offered -
-    accepted. The built-in metrics count the M measured requests offered
-    (the warm-up left out): A accepted of them, the sum of
-    ``accepted_size_1..8``, each request in the bracket of the servers'
-    worth it needs (every request of some demand needs one at least).
-    ``acceptance_ratio`` is A / M as float64 divides it (NaN where M is 0),
-    ``blocking_probability`` (M - A) / M, ``acceptance_size_k``
-    accepted_size_k over the k-th bracket's requests, whose counts add up
-    to M; so M, and each bracket's count, is the whole number these
-    quotients give back exactly, at most what the core counts (a bracket's
-    count where its share is 0 is only known to be 1 at least).
+    Each rule holds only where its columns are there and not empty. The core counts the whole run: ``accepted`` <=
+    ``offered`` <= ``requests``, ``invalid_allocations`` <= offered - accepted. The built-in metrics count the M
+    measured requests offered: A accepted, the sum of ``accepted_size_1..8``; ``acceptance_ratio`` is A / M in float64
+    (NaN where M is 0), ``blocking_probability`` (M - A) / M, ``acceptance_size_k`` accepted_size_k over the k-th
+    bracket's requests, which add up to M. So M and each bracket's count are the whole numbers these quotients give
+    back exactly, at most the core's counts (a bracket whose share is 0 has 1 or more).
     """
     import numpy as np
 
@@ -143,8 +113,7 @@ def counts_problem(table: Any) -> str | None:
 
 
 class _Cells:
-    """A summary's numeric columns as float64 (exact for counts below 2**53),
-    and where each is there and not empty."""
+    """A summary's numeric columns as float64 (exact for counts below 2**53), and where each is present."""
 
     def __init__(self, table: Any) -> None:
         self.table = table
@@ -168,8 +137,7 @@ class _Cells:
 
 
 def _count_rules(cells: _Cells) -> Iterator[tuple[Any, Callable[[int], str]]]:
-    """Each rule as (which rows break it, what to say of a row that does),
-    in turn: a rule may take for granted what the rules before it checked."""
+    """Each rule as (rows breaking it, what to say of such a row), in turn: later rules rely on earlier ones."""
     yield from _whole_run_rules(cells)
     shares = [f"acceptance_size_{k}" for k in SIZE_BRACKETS]
     counts = [f"accepted_size_{k}" for k in SIZE_BRACKETS]
@@ -226,8 +194,7 @@ def _measured_rules(cells: _Cells, present: Any, counts: list[str], shares: list
 
 def _bracket_rules(present: Any, accepted_k: Any, share_k: Any, m: Any, offered: Any
                    ) -> Iterator[tuple[Any, Callable[[int], str]]]:
-    """Each bracket's share is its accepted count over a whole number of
-    requests, and those add up to the measured requests M."""
+    """Each bracket's share is its accepted count over a whole number of requests; those add up to M."""
     import numpy as np
 
     # A bracket's requests: 0 where its share is NaN, unknown (1 or more) where it is 0.

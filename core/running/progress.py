@@ -1,12 +1,6 @@
-"""Progress of long commands: one interface, drawn as rich's bar on a terminal and written as plain lines elsewhere (a
-log, CI, ``nohup``).
-
-`progress_bar` picks: nothing with ``quiet``; on a terminal, rich's bar on stderr, transient, its description and
-status cut to fit the terminal's width so the bar stays on the line; otherwise `ProgressLog`, a line on stderr at the
-end of every unit of work (a run of a sweep, a training iteration, a verified run: `Progress.advance`, or
-`Progress.update` with ``unit_done=True``) and, while work goes on, at most every `LOG_INTERVAL` seconds: what is
-done, of how many, and the time since the task began. stdout carries only results either way.
-"""
+"""Progress of long commands (`progress_bar`): rich's bar on a terminal, plain lines elsewhere (a log, CI, ``nohup``):
+one at the end of every unit of work (`Progress.advance`, or ``unit_done=True``) and at most every `LOG_INTERVAL`
+seconds while work goes on. stdout carries only results either way."""
 
 from __future__ import annotations
 
@@ -21,7 +15,6 @@ LOG_INTERVAL = 10.0
 BAR_WIDTH, BAR_WIDTH_WITH_STATUS = 20, 12
 # The fewest cells a description is cut to (it says what the work is).
 MIN_DESCRIPTION = 16
-
 TaskID = int
 
 
@@ -71,10 +64,9 @@ def shorten(text: str, width: int) -> str:
 
 
 def fit_line(width: int, description: str, statuses: list[str], count_cells: int) -> tuple[str, int, list[str]]:
-    """The description, the bar's width and the status texts cut so that the bar's whole line (description, bar,
-    ``count_cells`` of count, the time and the statuses, a space between each two) fits ``width`` cells: the
-    description keeps three fifths of the room besides the bar, or all it needs if that leaves the statuses 17 cells;
-    the bar shrinks to 10 cells before anything else is cut to nothing."""
+    """The description, bar width and statuses cut so the bar's whole line fits ``width`` cells: the description
+    keeps three fifths of the room besides the bar, or all it needs if that leaves the statuses 17 cells; the bar
+    shrinks to 10 cells before anything is cut to nothing."""
     from rich.cells import cell_len
 
     fixed = count_cells + 8 + 3  # count, elapsed time (h:mm:ss), a space before each of the three
@@ -174,8 +166,7 @@ class _LogTask:
 
 
 class ProgressLog(Progress):
-    """A plain line per unit of work and per ``interval`` seconds of work between them, written by ``write``; time from
-    ``clock``."""
+    """A plain line per unit of work and per ``interval`` seconds of work between them, written by ``write``."""
 
     def __init__(self, write: Callable[[str], None], status: tuple[str, ...] = (), interval: float = LOG_INTERVAL,
                  clock: Callable[[], float] = time.monotonic, heartbeat: bool = True):
@@ -277,9 +268,8 @@ def stderr_writer(stream: IO[str] | None = None) -> Callable[[str], None]:
 def progress_bar(quiet: bool, *status: str, console: Any = None, write: Callable[[str], None] | None = None,
                  clock: Callable[[], float] = time.monotonic, interval: float = LOG_INTERVAL,
                  heartbeat: bool = True) -> Progress:
-    """The progress of a command: nothing when ``quiet``; rich's bar (a description, the bar, the count, the time, then
-    the task's ``status`` fields) where stderr is a terminal; a `ProgressLog` on stderr otherwise. stdout carries only
-    results either way.
+    """The progress of a command: nothing when ``quiet``; rich's bar where stderr is a terminal; else a `ProgressLog`
+    on stderr.
 
     Args:
         quiet: Whether to report nothing (``-q``).

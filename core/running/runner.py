@@ -32,8 +32,7 @@ class RunResult:
     """One run's results, as `Runner.run` returns them.
 
     Attributes:
-        run_id: The run's id: 16 hex digits hashing its resolved specs, requests, seed, dcbench's version and the
-            allocator's fingerprint.
+        run_id: 16 hex digits hashing its resolved specs, requests, seed, dcbench's version and fingerprint.
         summary: The summary row: the run's identity and counts, then each metric's columns.
         tables: The per-request and timeline tables.
         provenance: What made the run (versions, plugins, git commit, ...), written into every table's metadata.
@@ -107,8 +106,7 @@ class ResolvedRun:
         workload: The resolved workload spec.
         allocator: The resolved allocator spec ("" for a scenario resolved without one).
         requests: Requests per run.
-        fingerprint: What besides its spec decides the allocator (a checkpoint's bytes), the third-party plugins'
-            distributions and metrics; "" if nothing.
+        fingerprint: What besides its spec decides the allocator, and the third-party plugins; "" if nothing.
         network: The compiled topology.
         workload_model: What the workload plugin built.
         workload_entry: The workload's registry entry.
@@ -384,19 +382,17 @@ class Runner:
             topology: The topology spec.
             workload: The workload spec (None: the topology's default).
             requests: Requests per run (None: the workload's ``default_requests(network)``, else two per server).
-            metrics: Third-party metrics to compute besides dcbench's own (which every run computes); their names
-                enter the run id.
+            metrics: Third-party metrics to compute besides dcbench's own; their names enter the run id.
 
         Returns:
             The plan, without a seed.
 
         Raises:
             SpecError: A malformed spec, a parameter a plugin refuses (the allocator's ``check(network)`` too), no
-                workload for a topology without a default one, or ``requests`` outside 1 to 1,000,000.
+                workload and no default, or ``requests`` outside 1 to 1,000,000.
             UnknownPluginError: A spec names no registered plugin.
             IncompatibleError: The topology or the allocator serves no demand of the workload's kind.
-            PluginError: A third-party plugin failed to build, or returned something unusable; a topology's default
-                workload does not build.
+            PluginError: A third-party plugin failed to build or returned something unusable.
             AllocatorError: The allocator's fingerprint cannot be taken (a missing or unreadable checkpoint).
         """
         topology_spec, network = self.network(topology)
@@ -456,8 +452,7 @@ class Runner:
         )
 
     def asked_metrics(self, names: Sequence[str]) -> tuple[PluginEntry, ...]:
-        """The third-party metrics among ``names``, once each, in the order
-        they registered (so the order given changes neither columns nor id).
+        """The third-party metrics among ``names``, once each, in registration order (so order changes no id).
 
         Args:
             names: Metric names, as ``--metric`` or a suite's ``metrics`` give them.
@@ -501,8 +496,7 @@ class Runner:
     def run(self, allocator: str, topology: str, workload: str | None = None, requests: int | None = None,
             seed: int = 0, progress: Callable[[int], None] | None = None, metrics: Sequence[str] = ()
             ) -> RunResult:
-        """`resolve` then `run_plan`, in one call: a convenience for plugin commands and trainers (runs of several seeds
-        resolve once and call `run_plan` for each).
+        """`resolve` then `run_plan` in one call (runs of several seeds resolve once and call `run_plan` each).
 
         Args:
             allocator: The allocator spec.

@@ -5,9 +5,8 @@ from __future__ import annotations
 import math
 from typing import Iterable
 
-# Two-sided 95% quantiles of Student's t by degrees of freedom, 1 to 30
-# (scipy.stats.t.ppf(0.975, dof) to nine decimals: three, as printed tables
-# give, move a half-width's third decimal in about one cell in a hundred).
+# Two-sided 95% quantiles of Student's t for 1 to 30 degrees of freedom, to nine decimals (scipy.stats.t.ppf):
+# three, as printed tables give, move a half-width's third decimal in about one cell in a hundred.
 _T975 = (12.706204736, 4.302652730, 3.182446305, 2.776445105, 2.570581836, 2.446911851, 2.364624252,
          2.306004135, 2.262157163, 2.228138852, 2.200985160, 2.178812830, 2.160368656, 2.144786688,
          2.131449546, 2.119905299, 2.109815578, 2.100922040, 2.093024054, 2.085963447, 2.079613845,

@@ -1,8 +1,5 @@
-"""A sweep's combined summary and the run folders beside it: read, and checked.
-
-``read_sweep_summary`` is what `plot`, `report` and the leaderboard read a sweep through; the ``*_problem`` functions
-each return what is wrong with one kind of object (a run folder, a summary row, a summary's columns), or None.
-"""
+"""A sweep's combined summary and its run folders, read and checked; each ``*_problem`` returns what is wrong with
+one kind of object (a run folder, a summary row, a summary's columns), or None."""
 
 from __future__ import annotations
 
@@ -23,28 +20,19 @@ from dcbench.storage.tables import (
     table_at,
 )
 
-# The columns of a sweep's combined summary other than its metrics, with their
-# Arrow types; every other column is a metric, and the runner writes metrics as numbers.
+# A sweep summary's non-metric columns with their Arrow types; every other column is a metric, written as numbers.
 SUMMARY_COLUMNS = {"run_id": "string", "scenario": "string", "allocator": "string", "topology": "string",
                    "workload": "string", "seed": "int64", "requests": "int64", "dcbench_version": "string",
                    "allocator_fingerprint": "string"}
-
-
 SWEEP_COLUMNS = {"scenario"}  # what a sweep's combined summary adds to its runs' own
-
-
 RUN_SUMMARY_COLUMNS = {k: v for k, v in SUMMARY_COLUMNS.items() if k not in SWEEP_COLUMNS}
-
-
 REBUILD_SUMMARY = "remove it and run the sweep again to rebuild it"
 
 
 def read_sweep_summary(results: Path, registry: Any = None, runs_needed: bool = False, numbers: bool = True) -> Any:
-    """The combined ``summary.parquet`` of a sweep's folder, a suite's or an ad-hoc one's (what `plot`, `report` and the
-    leaderboard read; the leaderboard refuses an ad-hoc one first), checked by `sweep_summary_problem`, against its
-    run folders (`check_run_folders`; every run's folder must be there only where ``runs_needed``), then, where
-    ``numbers``, by `numbers_problem` (the leaderboard checks those numbers itself, after the names in them); a folder
-    of single runs, or one run, is a one-line error that says what to give instead."""
+    """A sweep folder's combined ``summary.parquet``, as `plot`, `report` and the leaderboard read it: checked by
+    `sweep_summary_problem`, against its run folders (each required only where ``runs_needed``), then by
+    `numbers_problem` where ``numbers``; a folder of single runs is a one-line error saying what to give instead."""
     from dcbench.running.numbers import numbers_problem
 
     hint = "give the folder a `dcbench sweep` wrote (its --out, results/<suite> by default)"
@@ -76,8 +64,8 @@ RUN_FOLDER_NAME = re.compile(r"[0-9a-f]{16}")  # a run id: what `write_run` name
 
 
 def run_folders(folder: Path) -> list[Path]:
-    """The folders right below ``folder`` named as runs are (their run ids), in the order of their names; the rest (a
-    sweep's folder, plots/, a half-written run's hidden folder, files) are not runs."""
+    """The run-id-named folders right below ``folder``, by name; anything else (plots/, a hidden half-written run)
+    is no run."""
     try:
         children = sorted(folder.iterdir())
     except OSError as exc:
@@ -92,8 +80,7 @@ def holds_runs(folder: Path) -> bool:
 
 
 def run_identity_problem(run_dir: Path) -> str | None:
-    """Why ``run_dir`` holds no finished run whose one-row summary reads (`run_folder_problem`, `read_table`) and whose
-    id is the hash of its specs, or None."""
+    """Why ``run_dir`` holds no finished, readable run whose id is the hash of its specs, or None."""
     from dcbench.running.runner import run_hash
 
     problem = run_folder_problem(run_dir)
@@ -111,8 +98,8 @@ def run_identity_problem(run_dir: Path) -> str | None:
 
 
 def read_runs(folder: Path) -> tuple[list[dict[str, Any]], list[tuple[Path, str]]]:
-    """The one-row summaries of the run folders right below ``folder`` (`run_folders`), each checked by
-    `run_identity_problem`, in the order of their names, and the run folders that failed a check with why."""
+    """The one-row summaries of the run folders below ``folder`` that pass `run_identity_problem`, and those that
+    failed, with why."""
     rows, damaged = [], []
     for run_dir in run_folders(folder):
         problem = run_identity_problem(run_dir)
@@ -124,8 +111,7 @@ def read_runs(folder: Path) -> tuple[list[dict[str, Any]], list[tuple[Path, str]
 
 
 def read_run_folder(folder: Path) -> list[dict[str, Any]]:
-    """`read_runs`, for `report` and `plot`: a folder with no run, or with a
-    run folder that fails a check, is a one-line error with the fix."""
+    """`read_runs` for `report` and `plot`: no run, or a damaged one, is a one-line error with the fix."""
     rows, damaged = read_runs(folder)
     if damaged:
         run_dir, problem = damaged[0]
@@ -138,11 +124,9 @@ def read_run_folder(folder: Path) -> list[dict[str, Any]]:
 
 
 def check_run_folders(results: Path, rows: list[dict[str, Any]], runs_needed: bool = True) -> None:
-    """Each row of a sweep's summary must say what its run folder's own summary says (`summary_row_problem`), the folder
-    finished (`run_folder_problem`): a one-line error with the fix where a run was damaged since, or the summary
-    edited. A folder that is gone is such an error only where ``runs_needed`` (a submission, whose numbers must be the
-    runs'): the summary holds all that a report or a plot reads, so removing the run folders, which hold each
-    request's row, to save space is fine."""
+    """Check that each summary row says what its finished run folder's summary says; a one-line error with the fix.
+    A missing folder is an error only where ``runs_needed`` (a submission): the summary holds all a report or plot
+    reads, so removing run folders to save space is fine."""
     for row in rows:
         run_dir = results / row["run_id"]
         if not runs_needed and not run_dir.exists():
@@ -156,8 +140,8 @@ def check_run_folders(results: Path, rows: list[dict[str, Any]], runs_needed: bo
 
 
 def summary_row_problem(row: Mapping[str, Any], run_dir: Path) -> str | None:
-    """Where a row of a sweep's summary is not what its run folder's own summary says, or None. An empty cell for a
-    column the run lacks is what a sweep writes where a metric was installed after that run was made."""
+    """Where a sweep summary's row differs from its run folder's summary, or None; an empty cell for a column the
+    run lacks is a metric installed after the run."""
     (own,) = read_table(run_dir / "summary.parquet").to_pylist()  # one row: `run_folder_problem` checked it
     for column, value in own.items():
         given = row.get(column)
@@ -175,14 +159,12 @@ def same_value(a: Any, b: Any) -> bool:
 
 
 def ranking_of(suite: Any) -> tuple[str, bool]:
-    """The column a suite is ranked by and whether higher is better; acceptance_ratio, which every run has, for None (a
-    suite that is not registered, or no longer)."""
+    """The column a suite ranks by and whether higher is better; acceptance_ratio for None (no registered suite)."""
     return (suite.primary_metric, suite.higher_is_better) if suite is not None else ("acceptance_ratio", True)
 
 
 def is_adhoc(provenance: Mapping[str, Any]) -> bool:
-    """Whether a sweep's provenance is an ad-hoc sweep's (``dcbench sweep -t
-    ...``: it lists its scenarios where a suite's names the suite)."""
+    """Whether a sweep's provenance is an ad-hoc one's (it lists its scenarios; a suite's names the suite)."""
     return "suite" not in provenance and "scenarios" in provenance
 
 
@@ -191,8 +173,7 @@ ADHOC_REFUSED = ("it is an ad-hoc sweep's (of -t/-w specs), and the leaderboard 
 
 
 def is_adhoc_sweep(results: Path) -> bool:
-    """Whether ``results`` holds an ad-hoc sweep's summary (False where it
-    holds none, or one that does not read: the checks that follow say why)."""
+    """Whether ``results`` holds an ad-hoc sweep's summary (False where none reads: later checks say why)."""
     try:
         provenance, _ = _read_provenance(table_at(results / "summary.parquet"))
     except (UnreadableTable, OSError):
@@ -201,8 +182,8 @@ def is_adhoc_sweep(results: Path) -> bool:
 
 
 def sweep_provenance_problem(table: Any, adhoc: bool = True) -> str | None:
-    """Why ``table`` is not the combined summary of a dcbench sweep (its provenance names the suite, or where ``adhoc``
-    lists the scenarios of an ad-hoc sweep, and it has a scenario column), or None."""
+    """Why ``table`` is no sweep's combined summary (with a scenario column and a provenance naming the suite, or
+    where ``adhoc`` listing the scenarios), or None."""
     provenance, problem = _read_provenance(table)
     if provenance is None:
         return problem
@@ -223,8 +204,7 @@ def sweep_provenance_problem(table: Any, adhoc: bool = True) -> str | None:
 
 
 def sweep_summary_problem(table: Any, registry: Any = None, adhoc: bool = False) -> str | None:
-    """What is wrong with ``table`` as a sweep's combined summary (`sweep_provenance_problem`,
-    `summary_contents_problem`, then `summary_runs_problem`), or None."""
+    """What is wrong with ``table`` as a sweep's combined summary, or None."""
     problem = sweep_provenance_problem(table, adhoc)
     if problem is not None:
         return problem
@@ -242,9 +222,7 @@ RUN_IDENTITY = ("run_id", "topology", "workload", "allocator", "requests", "seed
 
 
 def summary_runs_problem(table: Any) -> str | None:
-    """Why the rows of a sweep's combined summary (checked by `summary_contents_problem`) are not the runs the sweep
-    made, or None: they must be the runs its provenance lists, each named by the hash of its specs (an edited
-    allocator, topology, workload, requests or seed breaks it)."""
+    """Why a sweep summary's rows are not the runs its provenance lists, each id the hash of its specs, or None."""
     from dcbench.running.runner import run_hash
 
     held = table.column("run_id").to_pylist()
@@ -266,8 +244,7 @@ def summary_runs_problem(table: Any) -> str | None:
 
 
 def summary_contents_problem(table: Any, primary: str) -> str | None:
-    """What is wrong with the contents of a sweep's combined summary, or None: it has rows, `SUMMARY_COLUMNS` with their
-    types, the suite's ``primary`` metric, and numbers in every metric column."""
+    """What is wrong with a sweep summary's contents, or None: rows, `SUMMARY_COLUMNS` typed, ``primary``, numbers."""
 
     if table.num_rows == 0:
         return "it is empty, with no runs"
@@ -287,8 +264,7 @@ def summary_contents_problem(table: Any, primary: str) -> str | None:
 
 
 def summary_schema_problem(schema: Any, required: Mapping[str, str]) -> str | None:
-    """What is wrong with a summary's columns, or None: the ``required``
-    ones with their types, and numbers in every other (metric) column."""
+    """What is wrong with a summary's columns, or None: the ``required`` ones typed, numbers in every other."""
     import pyarrow as pa
 
     types = {field.name: field.type for field in schema}
@@ -305,9 +281,8 @@ def summary_schema_problem(schema: Any, required: Mapping[str, str]) -> str | No
 
 
 def run_folder_problem(run_dir: Path) -> str | None:
-    """Why ``run_dir`` does not hold a finished run, or None: each of its three tables must read (its footer: a cheap
-    check that catches a truncated file), and its summary must be one row, with the summary's columns, that names the
-    run the folder is named after."""
+    """Why ``run_dir`` holds no finished run, or None: its three tables' footers read (catching truncation), and its
+    summary is one row with the summary's columns naming the folder's run."""
     import pyarrow.parquet as pq
 
     if not all((run_dir / f"{name}.parquet").is_file() for name in TABLES):

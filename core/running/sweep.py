@@ -1,9 +1,6 @@
-"""Sweeps: every (scenario, allocator, seed) of a suite, or of ad-hoc specs, resumable.
-
-Every (scenario, allocator) is resolved once, here; each run is written atomically to its own folder, so a killed
-sweep leaves only complete runs, which the next one skips. The combined ``summary.parquet`` is rebuilt from the plan's
-run folders, in its order.
-"""
+"""Sweeps: every (scenario, allocator, seed) of a suite or of ad-hoc specs, resumable. Each (scenario, allocator) is
+resolved once; each run is written atomically to its own folder, so a killed sweep leaves only complete runs, which
+the next skips. The combined ``summary.parquet`` is rebuilt from the run folders, in plan order."""
 
 from __future__ import annotations
 

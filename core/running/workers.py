@@ -1,10 +1,6 @@
-"""Runs in worker processes, each allocator's apart from every other's.
-
-An allocator runs its own code in the process that runs it, and nothing in a process is out of its reach: the engine
-one stack frame up, the compiled networks a runner caches, every module. So a sweep, `verify` and a submission's
-replay run each allocator's runs in worker processes that run that allocator only, and the parent, which alone writes
-and compares, takes a run only from a worker whose network still has the digest the parent computed for it. What an
-allocator does inside its worker reaches no other allocator's run.
+"""Runs in worker processes, each allocator's apart from every other's: an allocator's code can reach anything in
+its process (the engine, cached networks, every module), so each allocator runs in workers of its own, and the parent,
+which alone writes and compares, takes a run only from a worker whose network still has the digest it computed.
 """
 
 from __future__ import annotations
@@ -57,8 +53,7 @@ class PlannedRun:
 
 @dataclass
 class RunOutput:
-    """What a worker sends back of a run: its id, summary, tables (None where
-    not asked for), provenance and its network's digest after the run."""
+    """What a worker sends back of a run (``tables`` None where not asked for), with its network's digest after."""
 
     run_id: str
     summary: dict[str, Any]
@@ -85,11 +80,10 @@ def network_digest(network: Network) -> str:
 def run_apart(runs: Sequence[PlannedRun], workers: int, on_output: Callable[[PlannedRun, RunOutput], None],
               tables: bool = True, fresh: bool = False, environ: Mapping[str, str] | None = None,
               on_error: Callable[[PlannedRun, DcbenchError], None] | None = None) -> None:
-    """Make ``runs`` in worker processes, each allocator's in workers of its own (at most ``workers`` at a time), and
-    hand each run's output to ``on_output`` as it comes, once its network's digest is checked. ``fresh`` workers load
-    the plugins anew (a fork server that imported dcbench alone) and resolve their runs' specs once; others are forked
-    from this process and take the runs' plans. ``environ`` is set in the workers before they load any plugin;
-    ``on_error`` takes a run's `DcbenchError` where the others go on (None: it ends them all).
+    """Make ``runs`` in workers, each allocator's in its own (at most ``workers`` at a time), handing each output to
+    ``on_output`` once its network's digest is checked. ``fresh`` workers load the plugins anew and resolve once;
+    others are forked and take the plans. ``environ`` is set before any plugin loads; ``on_error`` takes a run's
+    `DcbenchError` while the others go on (None: it ends them all).
 
     Raises:
         ResultsError: A worker's network no longer has its digest; a worker died.
@@ -201,8 +195,7 @@ def run_in_worker(run: PlannedRun, tables: bool = True) -> RunOutput:
 
 
 def quiet_plugin_warnings() -> None:
-    """A worker loads the plugins again; the command that started it has
-    already warned about the broken ones: once per command, not per worker."""
+    """Silence plugin-load warnings in a worker: its command warned once already."""
     from dcbench.registry import PluginLoadWarning
 
     warnings.filterwarnings("ignore", category=PluginLoadWarning)
@@ -210,9 +203,8 @@ def quiet_plugin_warnings() -> None:
 
 def start_worker(parent: int | None = None, environ: Mapping[str, str] | None = None,
                  plans: Mapping[tuple[Any, ...], ResolvedRun] | None = None) -> None:
-    """What a worker does first: take ``environ`` before any plugin loads (a fork server's is the one it started with),
-    die with the command's process ``parent``, keep the ``plans`` it was handed, warn no second time of broken
-    plugins, print on stderr, and leave Ctrl-C to the command, which stops the workers."""
+    """A worker's first steps: take ``environ`` before any plugin loads, die with ``parent``, keep the ``plans``
+    handed, warn no second time, print on stderr, and leave Ctrl-C to the command, which stops the workers."""
     _HANDED.update(plans or {})
     if environ is not None:
         os.environ.clear()
@@ -232,10 +224,8 @@ PARENT_CHECK_SECONDS = 0.5
 
 
 def die_with(parent: int) -> None:
-    """End this process (SIGKILL: a plugin stuck in its own code cannot stop it) as soon as the command's process
-    ``parent`` is gone: where it is this process's parent, on Linux, the kernel sends the signal
-    (``prctl(PR_SET_PDEATHSIG)``); elsewhere, and where a fork server started this process, a thread checks the
-    command every half second."""
+    """SIGKILL this process (a plugin stuck in its own code cannot stop it) once ``parent`` is gone: by
+    ``prctl(PR_SET_PDEATHSIG)`` where it is the parent on Linux, else by a thread polling it every half second."""
     if os.getppid() == parent and sys.platform.startswith("linux"):
         import ctypes
 

@@ -94,7 +94,7 @@ def sweep(suite_name: str | None, topologies: tuple[str, ...], workloads: tuple[
                     sweeps.run_ray(todo, out, address, lambda run: progress.advance(task))
                 else:
                     sweeps.run_local(todo, out, workers, lambda run: progress.advance(task))
-            except BaseException:  # Ctrl-C or SIGTERM, too: the runs under way were stopped mid-write
+            except BaseException:  # Ctrl-C too: runs stopped mid-write (test_ctrl_c_during_a_sweep_removes_...)
                 remove_staging(out, [job.run_id for job in todo])
                 raise
         combined = sweeps.combine(planned, out, {

@@ -103,7 +103,6 @@ def submit(results: Path, root: Path, registry: Registry, workers: int = 1) -> P
         (staging / "submission.json").write_text(json.dumps(submission_record(submission), indent=2,
                                                             sort_keys=True) + "\n")
         os.replace(staging, folder)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)  # (gone already where it was renamed into place)
     return folder

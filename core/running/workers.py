@@ -115,7 +115,7 @@ def run_apart(runs: Sequence[PlannedRun], workers: int, on_output: Callable[[Pla
                 stop(pool)
                 raise ResultsError("a worker process died (killed for want of memory?); the runs it finished are "
                                    "kept: run the same sweep again to resume it, with fewer workers (-j)") from None
-            except BaseException:  # a run's error, or Ctrl-C: the runs under way are not waited for
+            except BaseException:  # Ctrl-C too: no waiting for runs (test_ctrl_c_while_the_pool_starts_its_workers_...)
                 stop(pool)
                 raise
             pool.shutdown()

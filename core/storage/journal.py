@@ -139,7 +139,7 @@ def prepare_atomic(path: Path, write: Callable[[Path], None], tag: str | None = 
     try:
         os.chmod(temporary, mode)  # mkstemp makes it private, unlike any other file written
         write(Path(temporary))
-    except BaseException as exc:
+    except BaseException as exc:  # Ctrl-C too (test_ctrl_c_or_a_failure_before_the_commit_leaves_the_files_...)
         Path(temporary).unlink(missing_ok=True)
         if isinstance(exc, OSError) and exc.filename in (None, temporary):  # named by the file it is to replace
             raise OSError(exc.errno, exc.strerror or describe(exc), str(path)) from None

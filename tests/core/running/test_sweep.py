@@ -773,3 +773,21 @@ def test_a_sweep_resolves_each_scenario_and_allocator_once_in_the_parent_and_nev
     allocators = [line.split()[1] for line in lines]
     assert sorted(a for a in allocators if a != "None") == ["random", "random", "tetris", "tetris"]
     assert allocators.count("None") == 2  # each ad-hoc scenario, resolved alone to name it
+
+
+def test_ctrl_c_during_a_sweep_removes_the_run_folders_it_left_half_written(tmp_path, monkeypatch):
+    from dcbench.running import sweep as sweeps
+    from dcbench.storage.files import staging_folder
+
+    out = tmp_path / "sweep"
+    out.mkdir()
+
+    def stopped(todo, out_dir, workers, done):  # a run being written when Ctrl-C comes
+        staging_folder(out_dir / todo[0].run_id)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(sweeps, "run_local", stopped)
+    result = CliRunner().invoke(cli, ["sweep", "-t", "tiered:8,1x4", "-a", "random", "-n", "8", "--seeds", "2",
+                                      "--out", str(out), "-q"])
+    assert result.exit_code == 130 and "nothing is left half-written" in result.output
+    assert list(out.iterdir()) == []

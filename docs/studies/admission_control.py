@@ -1,4 +1,4 @@
-"""Would declining large requests raise the acceptance ratio? (docs/reproduction-nara2022.md, item 17)
+"""Would declining large requests raise the acceptance ratio? (docs/learned/gnn_ppo.md)
 
 Acceptance counts requests, so a policy might decline a request of many
 servers' worth to keep room for several small ones. This wraps Tetris and

@@ -1,7 +1,7 @@
 """The behaviour-cloning warm start of gnn_ppo's training.
 
 PPO from scratch does not move the GNN policy off uniform on these
-topologies (docs/learned/gnn_ppo.md, items 1 and 2 of what was tried), so a
+topologies (docs/learned/gnn_ppo.md), so a
 run first clones a heuristic: cross-entropy on its choices and the value
 head on its discounted returns, over training episodes it drives.
 ``dagger_rounds`` > 0 adds DAgger rounds (tried, not shipped).

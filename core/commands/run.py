@@ -247,7 +247,7 @@ def show_entry(kind: str, entry: Any) -> None:
         return
     if kind == "allocator":
         click.echo(f"  serves: {', '.join(entry.demands)} demands"
-                   + ("; trained with `dcbench train`" if "trainer" in entry.extra else ""))
+                   + ("; trained with `dcbench train`" if entry.trainer is not None else ""))
     click.echo(f"  from: {entry.plugin}")
     if entry.params:
         positional = "; a positional one also without its KEY=" if any(p.positional for p in entry.params) else ""
@@ -270,7 +270,7 @@ def training_options(entry: PluginEntry) -> list[Param]:
     Raises:
         PluginError: A third-party declaration does not load or is no dataclass of options.
     """
-    declared = entry.extra.get("training_options")
+    declared = entry.training_options
     if declared is None:
         return []
     config_class = PluginEntry(entry.kind, entry.name, declared, plugin=entry.plugin,

@@ -53,8 +53,8 @@ def train(allocator: str, topology: str, workload: str | None, steps: int | None
 
     registry = load_registry()
     entry = registry.get("allocator", allocator.split(":")[0])
-    if "trainer" not in entry.extra:
-        learned = sorted(n for n, e in registry.entries("allocator").items() if "trainer" in e.extra)
+    if entry.trainer is None:
+        learned = sorted(n for n, e in registry.entries("allocator").items() if e.trainer is not None)
         raise SpecError(f"allocator {entry.name!r} is not trained; "
                         f"trainable allocators: {', '.join(learned) or 'none'}")
     plan = Runner(registry).resolve_scenario(topology, workload)  # check the scenario before training
@@ -65,7 +65,7 @@ def train(allocator: str, topology: str, workload: str | None, steps: int | None
                                 f"{plan.workload.split(':')[0]!r} makes {kind} demands; "
                                 + (f"train it on a topology that serves them, e.g. -t {example}" if example
                                    else "give a workload that makes them with -w"))
-    trainer = PluginEntry("trainer", entry.name, entry.extra["trainer"], plugin=entry.plugin).load()
+    trainer = PluginEntry("trainer", entry.name, entry.trainer, plugin=entry.plugin).load()
     check_bounds("--steps", steps, 1, at_most=MAX_TRAINING_STEPS)
     check_bounds("--seed", seed, 0)
     out = out or Path("checkpoints") / f"{entry.name}-{topology.replace(':', '-').replace(',', '-')}.pt"

@@ -305,7 +305,7 @@ def _damaged(submission: Path, problem: str) -> ResultsError:
 def baselines(registry: Registry) -> set[str]:
     """The built-in heuristics: what a learned or third-party allocator is measured against."""
     return {name for name, entry in registry.entries("allocator").items()
-            if entry.builtin and not entry.extra.get("learned")}
+            if entry.builtin and not entry.learned}
 
 
 def rank_scenario(rows: list[dict[str, Any]], metric: str, higher: bool, baseline_names: set[str],

@@ -41,7 +41,6 @@ from dcbench.envs.suites import (
     env_id,
     find_scenario,
     register_suite_envs,
-    register_suite_envs_on_look_up,
     scenario_episode,
     suite_envs,
     warmup_requests,
@@ -424,4 +423,4 @@ class ScenarioEnv(AllocationEnv):
 
 
 gym.register(ALLOCATION_ENV_ID, entry_point="dcbench.envs:AllocationEnv")
-register_suite_envs_on_look_up()  # one id per suite scenario, third parties' included, when first asked
+register_suite_envs()  # one id per suite scenario, third parties' included, as ALE and MiniGrid register theirs

@@ -156,8 +156,6 @@ def register_suite_envs(registry: Registry | None = None) -> tuple[str, ...]:
     Returns:
         The ids registered.
     """
-    if isinstance(gym.registry, _RegisteringOnLookUp):
-        gym.registry.pending = False  # (asked for now: no second round at the next look-up)
     envs = suite_envs(registry)
     for stale in _REGISTERED - {env.id for env in envs}:
         gym.registry.pop(stale, None)
@@ -173,64 +171,6 @@ def register_suite_envs(registry: Registry | None = None) -> tuple[str, ...]:
         _REGISTERED.add(env.id)
         registered.append(env.id)
     return tuple(registered)
-
-
-class _RegisteringOnLookUp(dict):
-    """Gymnasium's registry, registering the suites' ids at the first look-up of a dcbench id or of every id, so
-    ``import dcbench.envs`` loads no plugin until then."""
-
-    pending = True
-
-    def _register(self, key: object = None) -> None:
-        if self.pending and (key is None or (isinstance(key, str) and key.startswith(NAMESPACE + "/"))):
-            self.pending = False
-            register_suite_envs()
-
-    def get(self, key, default=None):  # type: ignore[override]
-        self._register(key)
-        return super().get(key, default)
-
-    def __getitem__(self, key):  # type: ignore[override]
-        self._register(key)
-        return super().__getitem__(key)
-
-    def __contains__(self, key):  # type: ignore[override]
-        self._register(key)
-        return super().__contains__(key)
-
-    def __iter__(self):  # type: ignore[override]
-        self._register()
-        return super().__iter__()
-
-    def __len__(self) -> int:
-        self._register()
-        return super().__len__()
-
-    def keys(self):  # type: ignore[override]
-        self._register()
-        return super().keys()
-
-    def values(self):  # type: ignore[override]
-        self._register()
-        return super().values()
-
-    def items(self):  # type: ignore[override]
-        self._register()
-        return super().items()
-
-
-def register_suite_envs_on_look_up() -> None:
-    """Swap gymnasium's registry for one that registers the suites' ids when first asked."""
-    import gymnasium.envs.registration as registration
-
-    if isinstance(registration.registry, _RegisteringOnLookUp):
-        return
-    lazy = _RegisteringOnLookUp(registration.registry)
-    for module in (gym, gym.envs, registration):  # every name gymnasium reads it by
-        if getattr(module, "registry", None) is registration.registry:
-            module.registry = lazy
-    registration.pprint_registry.__defaults__ = (lazy, *registration.pprint_registry.__defaults__[1:])
-    registration.registry = lazy
 
 
 def find_scenario(registry: Registry, suite: str, scenario: str) -> tuple[Suite, Scenario]:

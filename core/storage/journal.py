@@ -37,8 +37,8 @@ except ImportError:  # (Windows) a write under way cannot be told from a killed 
 
 MARKER = ".dcbench-txn-"
 _TRANSACTION_FILE = re.compile(r"\.dcbench-txn-([0-9a-f]{16})(\.new|\.journal|\.journal\.tmp)?")
-# What dcbench's writers leave behind when killed: `prepare_atomic`'s and `write_together`'s temporary files,
-# `staging_folder`'s and `swapped_in`'s folders, `replace_all`'s copies, `check_writable`'s probe.
+# What dcbench's writers leave behind when killed: `write_together`'s temporary files,
+# `staging_folder`'s and `swapped_in`'s folders, the copies `write_together` puts back from, `check_writable`'s probe.
 _LEFTOVER = re.compile(r"\.(.+)\.(?:tmp|old)-[A-Za-z0-9_]+|\.dcbench-probe-[A-Za-z0-9_]+")
 
 # Called with the name of each step of `write_together` once it is done; tests set it to kill the writer there.
@@ -63,9 +63,9 @@ def write_together(writers: Sequence[tuple[Path, Callable[[Path], None]]]) -> No
         target.parent.mkdir(parents=True, exist_ok=True)
     recover(targets)
     if len(writers) == 1:
-        temporary, target = prepare_atomic(targets[0], writers[0][1])
+        temporary = _write_temporary(targets[0], writers[0][1])
         try:
-            _rename_all([(temporary, target)])
+            _rename_all([(temporary, targets[0])])
         finally:
             temporary.unlink(missing_ok=True)
         return
@@ -81,7 +81,7 @@ def write_together(writers: Sequence[tuple[Path, Callable[[Path], None]]]) -> No
                 markers.append(_place_marker(folder, txid, journal, held))
                 _step("marker")
             for (_, write), target in zip(writers, targets):
-                prepared.append(prepare_atomic(target, write, tag=txid))
+                prepared.append((_write_temporary(target, write, tag=txid), target))
                 _step("temporary")
             for target in targets:
                 copies.append(_copy_of(target, txid))
@@ -119,13 +119,9 @@ def _put_back(prepared: Sequence[tuple[Path, Path]], copies: Sequence[Path | Non
             target.unlink(missing_ok=True)
 
 
-def prepare_atomic(path: Path, write: Callable[[Path], None], tag: str | None = None) -> tuple[Path, Path]:
-    """The first half of `write_atomic`: (the temporary file written, the path it is to replace), for `replace_all` to
-    rename. The temporary is ``.NAME.tmp-TAG`` where a ``tag`` is given, else ``.NAME.tmp-`` and a random ending."""
-    if path.is_symlink():
-        path = path.resolve()
-    check_regular_file(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+def _write_temporary(path: Path, write: Callable[[Path], None], tag: str | None = None) -> Path:
+    """The new contents of ``path`` (checked, its folder made) written beside it by ``write``, with its mode: as
+    ``.NAME.tmp-TAG`` where a ``tag`` is given, else ``.NAME.tmp-`` and a random ending."""
     try:
         mode = stat.S_IMODE(path.stat().st_mode)
     except FileNotFoundError:
@@ -144,7 +140,7 @@ def prepare_atomic(path: Path, write: Callable[[Path], None], tag: str | None = 
         if isinstance(exc, OSError) and exc.filename in (None, temporary):  # named by the file it is to replace
             raise OSError(exc.errno, exc.strerror or describe(exc), str(path)) from None
         raise
-    return Path(temporary), path
+    return Path(temporary)
 
 
 def recover(paths: Iterable[Path]) -> None:

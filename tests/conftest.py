@@ -1,6 +1,10 @@
 from __future__ import annotations
 
 import json
+import os
+import shutil
+from importlib import resources
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -147,3 +151,57 @@ def installed_plugin(folder, monkeypatch, name: str, source: str) -> str:
     importlib.invalidate_caches()
     monkeypatch.setattr(dcbench.registry.manager, "_REGISTRY", None)
     return f"tp-{name}"
+
+
+# The leaderboard page in a real browser: Debian's chromium driven by Playwright (no browser download; no network).
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync"]
+
+
+def static_text(name: str) -> str:
+    """The text of ``dcbench/publishing/static/<name>`` (leaderboard.js, leaderboard.css), as the package ships it."""
+    return (resources.files("dcbench.publishing") / "static" / name).read_text(encoding="utf-8")
+
+
+def inline_static(page: str) -> str:
+    """``page`` with its placeholders ``/*STYLE*/`` and ``/*SCRIPT*/`` replaced by the text of leaderboard.css
+    and leaderboard.js, as the page's generator inlines them in its ``<style>`` and ``<script>``."""
+    assert "/*STYLE*/" in page and "/*SCRIPT*/" in page
+    page = page.replace("/*STYLE*/", static_text("leaderboard.css"))
+    return page.replace("/*SCRIPT*/", static_text("leaderboard.js"))
+
+
+@pytest.fixture(scope="module")
+def chromium_browser():
+    """A headless Chromium (Debian's, through Playwright) for this test module. Skips where chromium or
+    playwright is missing, but fails under CI (the env var CI set), whose .ci/run installs both."""
+    if CHROMIUM is None:
+        if os.environ.get("CI"):
+            pytest.fail("chromium is not installed; .ci/run installs Debian's chromium")
+        pytest.skip("chromium is not installed (apt-get install chromium)")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        if os.environ.get("CI"):
+            pytest.fail("playwright is not installed; .ci/run installs it with the dev extra")
+        pytest.skip("playwright is not installed (pip install -e '.[dev]')")
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+def open_page(browser, path: Path, fragment: str = "", width: int = 1400, height: int = 900, javascript: bool = True):
+    """A new Playwright page (in its own context) showing the file ``path`` from its ``file://`` URL, with
+    ``#fragment`` if given, in a ``width`` x ``height`` viewport; once its script has wired it up
+    (``body[data-ready]``). Its ``js_errors`` list collects the page's uncaught errors and console errors."""
+    context = browser.new_context(viewport={"width": width, "height": height}, java_script_enabled=javascript)
+    page = context.new_page()
+    page.js_errors = []
+    page.on("pageerror", lambda error: page.js_errors.append(str(error)))
+    page.on("console", lambda message: page.js_errors.append(message.text) if message.type == "error" else None)
+    page.goto(Path(path).resolve().as_uri() + (f"#{fragment}" if fragment else ""), wait_until="load")
+    if javascript:
+        page.wait_for_function("document.body.dataset.ready === 'true'", timeout=10_000)
+    return page

@@ -4,9 +4,11 @@ training options, statistics, progress and figures. Its modules import the engin
 from dcbench.publishing.figures import (
     Colours,
     Figures,
+    dodge,
     mean_over,
     metric_panels,
     plain,
+    points,
     pyplot,
     save_figure,
     seeds_text,
@@ -34,5 +36,5 @@ __all__ = [
     "mean_ci", "format_ci", "progress_bar",
     # figures
     "pyplot", "save_figure", "metric_panels", "Figures", "Colours", "plain", "seeds_text", "mean_over",
-    "allocator_labels",
+    "allocator_labels", "dodge", "points",
 ]

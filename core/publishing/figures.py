@@ -108,14 +108,14 @@ class Colours:
         return f"C{8 + index % 2}"
 
     def shares(self, spec: str, specs: Sequence[str]) -> bool:
-        """Whether an earlier allocator in ``specs`` has ``spec``'s colour, so ``spec`` is drawn dashed (hatched).
+        """Whether an earlier allocator in ``specs`` has ``spec``'s colour, so ``spec`` is drawn in open squares.
 
         Args:
             spec: An allocator's spec, one of ``specs``.
             specs: The figure's allocators, in order.
 
         Returns:
-            Whether ``spec`` is to be drawn dashed.
+            Whether ``spec`` is to be drawn in open squares (`points`).
 
         Raises:
             ValueError: ``spec`` is not in ``specs``.
@@ -298,6 +298,37 @@ def positions(groups: list[list[int]]) -> list[float]:
 
 
 GROUP_NAME_PAD = 18  # points between the x axis and a group's name: below the tick labels
+DODGE_WIDTH = 0.7  # the part of a category's slot (1 wide) over which its allocators' points stand side by side
+
+
+def dodge(count: int, width: float = DODGE_WIDTH) -> list[float]:
+    """The x offsets of ``count`` allocators' points within a category, side by side and centred on it.
+
+    Args:
+        count: The number of allocators.
+        width: The part of the category's slot they take.
+
+    Returns:
+        One offset per allocator, in order, ``width / count`` apart.
+    """
+    return [width / count * (index - (count - 1) / 2) for index in range(count)]
+
+
+def points(axis: Any, xs: Sequence[float], cells: Sequence[tuple[float, float]], colour: str, shared: bool,
+           label: str | None) -> None:
+    """One allocator's points: a marker at each mean with its 95% CI as an error bar, and no line between them.
+
+    Args:
+        axis: The matplotlib axes.
+        xs: Each point's x.
+        cells: (mean, CI half-width) per point; a NaN mean draws nothing, a NaN half-width no bar.
+        colour: The allocator's colour.
+        shared: Whether an earlier allocator has that colour (`Colours.shares`): open squares, not filled dots.
+        label: Its legend entry, or None.
+    """
+    axis.errorbar(list(xs), [mean for mean, _ in cells], yerr=[0.0 if half != half else half for _, half in cells],
+                  linestyle="none", marker="s" if shared else "o", markersize=4, color=colour,
+                  markerfacecolor="white" if shared else colour, elinewidth=1.0, capsize=2, label=label)
 
 
 def mark_groups(axes: Sequence[Any], groups: list[list[int]], xs: list[float], names: list[str]) -> None:
@@ -314,14 +345,30 @@ def mark_groups(axes: Sequence[Any], groups: list[list[int]], xs: list[float], n
     below.spines["bottom"].set_visible(False)
 
 
+def category_grid(axis: Any, groups: list[list[int]], xs: list[float]) -> None:
+    """Horizontal grid lines, and faint vertical ones between the neighbouring categories of a group (where
+    `mark_groups` draws none): between the categories' clusters of points, never through one."""
+    bounds = [(xs[a] + xs[b]) / 2 for group in groups for a, b in zip(group, group[1:])]
+    axis.set_xticks(sorted(bounds), minor=True)
+    axis.tick_params(axis="x", which="minor", length=0)
+    axis.grid(axis="y", alpha=0.3)
+    axis.grid(axis="x", which="minor", alpha=0.3)
+
+
 def metric_panels(rows: list[Row], metrics: Sequence[tuple[str, str]], path: Path, title: str, colours: Colours,
                   xlabel: str = "scenario", defaults: Mapping[str, str] | None = None,
                   group_by: Callable[[Row], str] | None = None,
                   tick_label: Callable[[Row], str] = scenario_label) -> Path:
     """One panel per metric: each allocator's mean and 95% CI per scenario.
 
-    With ``group_by``, a group's scenarios are drawn side by side and joined by lines, groups apart and never joined
-    (say a group per number of channels, whose points are no continuum).
+    The scenarios are categories: each is one slot on the x axis, in which every allocator's mean over seeds is a
+    marker with its 95% interval (`mean_ci`: Student's t over the seeds) as an error bar, the allocators side by side
+    (`dodge`), and no line joins any two points. A line between scenarios would claim a continuum: between unrelated
+    scenarios (8 channels at 1:16, 16 at 1:1; 16 ToRs at load 78, 32 ToRs at 300) there is none, and even within one
+    family (one fabric at 1:1, 1:4, 1:8, 1:16) the slots stand evenly apart whatever the parameter's values.
+
+    With ``group_by``, a group's scenarios stand side by side, groups apart, a vertical line between two groups and
+    each group's name below its ticks (say a group per number of channels, the ratios within it).
 
     Args:
         rows: Summary rows, one per run.
@@ -352,15 +399,12 @@ def metric_panels(rows: list[Row], metrics: Sequence[tuple[str, str]], path: Pat
     for axis, (metric, ylabel) in zip(axes, metrics):
         allocators, values = _series(rows, metric, scenarios)
         shown = allocator_labels(allocators, defaults)
-        for index, allocator in enumerate(allocators):
-            for number, group in enumerate(groups):
-                axis.errorbar([xs[i] for i in group], [values[allocator][i][0] for i in group],
-                              yerr=[values[allocator][i][1] for i in group], marker="o", markersize=4, capsize=2,
-                              linewidth=1.2, linestyle="--" if colours.shares(allocator, allocators) else "-",
-                              color=colours.of(allocator, index),
-                              label=plain(shown[allocator]) if number == 0 else None)
+        for index, (allocator, offset) in enumerate(zip(allocators, dodge(len(allocators)))):
+            points(axis, [x + offset for x in xs], values[allocator], colours.of(allocator, index),
+                   colours.shares(allocator, allocators), plain(shown[allocator]))
         axis.set_ylabel(plain(ylabel))
-        axis.grid(alpha=0.3)
+        category_grid(axis, groups, xs)
+    axes[-1].set_xlim(min(xs) - 0.5, max(xs) + 0.5)
     if group_by:
         mark_groups(axes, groups, xs, [group_by(row) for row in first_rows])
     ticks = sorted(zip(xs, (tick_label(row) for row in first_rows)))

@@ -1,7 +1,7 @@
 """The tiered papers' figures of a sweep on tiered fabrics: Fig. 2
 (acceptance, CPU and memory utilisation), Fig. 3 (link utilisation per
-tier), Fig. 5 (spread of the accepted requests) and Fig. 8 (accepted
-requests by size). Declared by the ``tiered`` topology and its suites as
+tier), Fig. 5 (spread of the accepted requests) and Fig. 8 (acceptance
+by request size, with the requests offered). Declared by the ``tiered`` topology and its suites as
 ``"dcbench.plugins.topologies.tiered_figures:FIGURES"``.
 """
 
@@ -15,10 +15,12 @@ from typing import Any, Mapping, Sequence
 from dcbench.harness import (
     Colours,
     allocator_labels,
+    dodge,
     mean_ci,
     mean_over,
     metric_panels,
     plain,
+    points,
     pyplot,
     save_figure,
     seeds_text,
@@ -32,6 +34,8 @@ FIG2_PANELS = (("acceptance_ratio", "acceptance"), ("cpu_util", "CPU util."), ("
 FIG3_PANELS = (("link_util_tier1", "tier 1 (server-rack)"), ("link_util_tier2", "tier 2 (rack-agg.)"),
                ("link_util_tier3", "tier 3 (agg.-core)"))
 SPREAD_COLUMNS = ("spread_server", "spread_rack", "spread_pod", "spread_cross_pod")
+BRACKETS = range(1, 9)  # request sizes in servers' worth, the last one 8 or more (`dcbench.plugins.metrics.acceptance`)
+BRACKET_COLUMNS = tuple(f"{kind}_size_{k}" for kind in ("acceptance", "accepted") for k in BRACKETS)
 
 
 def topology_label(row: Row) -> str:
@@ -85,37 +89,78 @@ def fabric_groups(rows: Sequence[Row]) -> dict[str, str]:
     return {r["scenario"]: group_name(described[r["scenario"]]) if r["scenario"] in described else "" for r in rows}
 
 
+def finite(value: Any) -> bool:
+    """Whether ``value`` is a number and no NaN (a summary's empty cell is None or NaN)."""
+    return value is not None and value == value
+
+
+def offered(rows: Sequence[Row], bracket: int) -> tuple[int, bool]:
+    """The measured requests offered in ``bracket`` to one scenario's runs, every seed's once, and whether that is
+    exact. A run's count is ``accepted_size_k / acceptance_size_k``; every allocator of a seed is offered the same
+    requests (one is skipped only where it exceeds the whole capacity), so a seed's count is read off any of its runs
+    that accepted one. A seed none of whose runs did counts 1, the least a share of 0 rests on (not exact); one
+    whose share is NaN had none.
+
+    Args:
+        rows: The summary rows of one scenario.
+        bracket: The request size, 1 to 8.
+
+    Returns:
+        (the count, whether it is exact rather than a least count).
+    """
+    counts: dict[Any, int] = {}
+    unknown = set()
+    for row in rows:
+        share, accepted = row.get(f"acceptance_size_{bracket}"), row.get(f"accepted_size_{bracket}")
+        if not finite(share):
+            counts.setdefault(row.get("seed"), 0)
+        elif share > 0 and finite(accepted):
+            counts[row.get("seed")] = max(counts.get(row.get("seed"), 0), round(accepted / share))
+        else:
+            unknown.add(row.get("seed"))
+    unknown -= {seed for seed, count in counts.items() if count}
+    return sum(counts.values()) + len(unknown), not unknown
+
+
 def size_brackets(rows: list[Row], path: Path, title: str, colours: Colours,
                   defaults: Mapping[str, str] | None = None) -> Path:
-    """Fig. 8: accepted requests per size bracket, summed over seeds, one panel per topology."""
+    """Fig. 8: acceptance by request size, one panel per topology. At each size every allocator's share of the
+    requests offered in it (``acceptance_size_k``) is a marker at its mean over seeds with its 95% CI, the allocators
+    side by side and no line between sizes; above each size, the requests offered in it (`offered`), all seeds
+    together (a '≥' where a seed's count is unknown), so that a share of few requests reads as such."""
     plt = pyplot()
     scenarios = list(dict.fromkeys(r["scenario"] for r in rows))
     allocators = list(dict.fromkeys(r["allocator"] for r in rows))
     shown = allocator_labels(allocators, defaults)
     columns = 4 if len(scenarios) > 4 else len(scenarios)
     lines = -(-len(scenarios) // columns)
-    figure, axes = plt.subplots(lines, columns, figsize=(3.2 * columns, 2.4 * lines), sharey=True, squeeze=False)
-    width = 0.8 / len(allocators)
-    brackets = range(1, 9)
+    figure, axes = plt.subplots(lines, columns, figsize=(3.2 * columns, 2.6 * lines + 0.4), sharey=True,
+                                squeeze=False)
     for position, scenario in enumerate(scenarios):
         axis = axes[position // columns][position % columns]
-        for index, allocator in enumerate(allocators):
-            chosen = [r for r in rows if r["scenario"] == scenario and r["allocator"] == allocator]
-            counts = [sum(r.get(f"accepted_size_{k}", 0) for r in chosen) for k in brackets]
-            axis.bar([k - 0.4 + width * (index + 0.5) for k in brackets], counts, width,
-                     hatch="//" if colours.shares(allocator, allocators) else None,
-                     color=colours.of(allocator, index), label=plain(shown[allocator]))
-        axis.set_title(plain(topology_label(next(r for r in rows if r["scenario"] == scenario)).replace("\n", " ch, ")),
-                       fontsize=9)
-        axis.set_xticks(list(brackets))
+        of_scenario = [r for r in rows if r["scenario"] == scenario]
+        for index, (allocator, offset) in enumerate(zip(allocators, dodge(len(allocators)))):
+            chosen = [r for r in of_scenario if r["allocator"] == allocator]
+            cells = [mean_ci(r.get(f"acceptance_size_{k}") for r in chosen)[:2] for k in BRACKETS]
+            points(axis, [k + offset for k in BRACKETS], cells, colours.of(allocator, index),
+                   colours.shares(allocator, allocators), plain(shown[allocator]))
+        for k in BRACKETS:
+            count, exact = offered(of_scenario, k)
+            axis.text(k, 1.01, f"{count:,}" if exact else f"≥{count:,}", transform=axis.get_xaxis_transform(),
+                      ha="center", va="bottom", fontsize=6, color="0.3")
+        axis.set_title(plain(topology_label(of_scenario[0]).replace("\n", " ch, ")), fontsize=9, pad=11)
+        axis.set_xticks(list(BRACKETS), [str(k) for k in BRACKETS[:-1]] + [f"{BRACKETS[-1]}+"])
+        axis.set_xlim(BRACKETS[0] - 0.5, BRACKETS[-1] + 0.5)
+        axis.set_ylim(-0.04, 1.04)
+        axis.grid(axis="y", alpha=0.3)
     for axis in axes[-1]:
         axis.set_xlabel("request size (servers' worth)")
     for line in axes:
-        line[0].set_ylabel("accepted requests")
+        line[0].set_ylabel("acceptance ratio")
     for extra in range(len(scenarios), lines * columns):
         axes[extra // columns][extra % columns].axis("off")
-    axes[0][0].legend(fontsize=7)
-    figure.suptitle(plain(title))
+    axes[0][0].legend(fontsize=7, loc="lower left")
+    figure.suptitle(plain(title), fontsize=10)
     figure.tight_layout()
     save_figure(figure, path, dpi=110)
     plt.close(figure)
@@ -184,7 +229,8 @@ class TieredFigures:
     """Figs. 2, 3, 5 and 8 of the tiered papers (`dcbench.harness.Figures`)."""
 
     xlabel: str = "topology (channels per server link / oversubscription)"
-    columns: tuple[str, ...] = tuple(column for column, _ in FIG2_PANELS + FIG3_PANELS) + SPREAD_COLUMNS
+    columns: tuple[str, ...] = (tuple(column for column, _ in FIG2_PANELS + FIG3_PANELS) + SPREAD_COLUMNS
+                                + BRACKET_COLUMNS)
 
     def tick_label(self, row: Row) -> str:
         return topology_label(row)
@@ -207,7 +253,8 @@ class TieredFigures:
             metric_panels(rows, FIG3_PANELS, fig3, f"{name}: link utilisation per tier, {over}", colours,
                           xlabel=GROUPED_XLABEL, defaults=defaults, group_by=group, tick_label=ratio_label),
             spread(rows, fig5, f"{name}: spread of accepted requests by oversubscription", colours, defaults),
-            size_brackets(rows, fig8, f"{name}: accepted requests by size, summed over {seeds_text(rows)}", colours,
+            size_brackets(rows, fig8, f"{name}: acceptance by request size, {over}\n"
+                          f"above each size: the requests offered in it, {seeds_text(rows)} together", colours,
                           defaults),
         ]
 

@@ -118,7 +118,7 @@ def test_allocators_are_named_by_the_options_that_tell_them_apart():
     assert "| scenario | tetris | y |" in metric_table(rows, "acceptance_ratio")  # without defaults, as before
 
 
-def test_a_second_variant_with_the_same_colour_is_drawn_dashed():
+def test_a_second_variant_with_the_same_colour_is_drawn_apart():
     colours = paper_colours()
     specs = ["tetris:fit_last=no", "tetris:fit_last=yes", "nalb", "ccf:reconfigure=no", "ccf:reconfigure=yes"]
     assert [colours.shares(s, specs) for s in specs] == [False, True, False, False, False]
@@ -330,7 +330,7 @@ def test_job_sweeps_get_the_ocs_figures(tmp_path):
     assert [p.name for p in paths] == ["jobs_16x32.png"] and paths[0].stat().st_size > 10_000
 
 
-def test_a_job_figure_joins_the_loads_of_its_network_size_only_and_says_over_which_seeds(tmp_path, monkeypatch):
+def test_a_job_figure_draws_the_loads_of_its_network_size_only_and_says_over_which_seeds(tmp_path, monkeypatch):
     rows = [{"scenario": f"{tors}-load{load}", "allocator": a, "seed": seed, "topology": f"ocs:tors={tors},servers=32",
              "workload": f"vmjobs:load={load}", "blocking_probability": tors / 100, "latency_us": 0.1,
              "packet_loss": 0.01, "reconfigurations_per_job": 0.5}
@@ -343,6 +343,7 @@ def test_a_job_figure_joins_the_loads_of_its_network_size_only_and_says_over_whi
         assert figure._suptitle.get_text() == f"odcn2025: {tors} ToRs × 32 servers, mean over seeds 0–2 with 95% CI"
         lines = data_lines(figure.axes[0])
         assert len(lines) == 2 and all(list(line.get_ydata()) == [tors / 100] * loads for line in lines)
+        assert all(line.get_linestyle() == "None" for line in lines)  # points, no line from load to load
 
 
 def test_two_fabrics_of_one_size_get_a_job_figure_each_not_one_over_the_other(tmp_path, monkeypatch):
@@ -365,7 +366,8 @@ def test_every_figure_says_over_which_seeds_its_points_and_bars_are_taken(tmp_pa
     assert titles["fig3_link_utilisation.png"] == "mine: link utilisation per tier, mean over seeds 0, 2, 7 with 95% CI"
     assert titles["fig5_spread.png"].endswith("the 9 runs' shares at one oversubscription (8, 16, 32 channels per "
                                               "server link × seeds 0, 2, 7)")
-    assert titles["fig8_size_brackets.png"] == "mine: accepted requests by size, summed over seeds 0, 2, 7"
+    assert titles["fig8_size_brackets.png"] == "mine: acceptance by request size, mean over seeds 0, 2, 7 with 95% " \
+                                               "CI\nabove each size: the requests offered in it, seeds 0, 2, 7 together"
     figures.clear()
     rows = tiered_rows(seeds=(0, 2, 7))
     for row in rows[:3]:  # tetris on 8-1x1, every seed: nothing accepted, so no share of anything
@@ -424,7 +426,8 @@ def tiered_rows(order=SUITE_ORDER, allocators=("tetris", "random"), seeds=range(
                        "workload": "uniform:pairs=reference", "spread_server": 0.01 * seed,
                        "spread_rack": 0.3 + channels / 100 + 0.01 * seed + (0.1 if allocator == "random" else 0),
                        "spread_pod": 0.2, "spread_cross_pod": ratio / 100,
-                       **{f"accepted_size_{k}": k for k in range(1, 9)}}
+                       **{f"accepted_size_{k}": k for k in range(1, 9)},
+                       **{f"acceptance_size_{k}": 0.5 for k in range(1, 9)}}  # 2k offered
                 for metric in ("acceptance_ratio", "cpu_util", "mem_util", "link_util_tier1", "link_util_tier2",
                                "link_util_tier3"):
                     row[metric] = channels / 100 + ratio / 10_000
@@ -433,7 +436,8 @@ def tiered_rows(order=SUITE_ORDER, allocators=("tetris", "random"), seeds=range(
 
 
 def data_lines(axis):
-    return [line for line in axis.lines if line.get_marker() == "o"]
+    """An axis's series of points, one per allocator (filled dots, or open squares for a shared colour)."""
+    return [line for line in axis.lines if line.get_marker() in ("o", "s")]
 
 
 def separators(axis):
@@ -442,7 +446,7 @@ def separators(axis):
 
 
 @pytest.mark.parametrize("order", [SUITE_ORDER, INTERLEAVED], ids=["suite-order", "interleaved"])
-def test_fig2_and_fig3_join_only_points_of_one_channel_group_and_separate_the_groups(tmp_path, monkeypatch, order):
+def test_fig2_and_fig3_draw_points_in_channel_groups_and_join_none(tmp_path, monkeypatch, order):
     figures = drawn_figures(monkeypatch)
     draw_sweep(tiered_rows(order), tmp_path, "nara2022")
     for name in ("fig2_acceptance_cpu_memory.png", "fig3_link_utilisation.png"):
@@ -453,13 +457,17 @@ def test_fig2_and_fig3_join_only_points_of_one_channel_group_and_separate_the_gr
             assert len(bounds) == 4  # a line between 8 and 16 channels, one between 16 and 32
             drawn = {}
             for line in data_lines(axis):
-                xs = list(line.get_xdata())
-                topologies = [(round(y * 100 - 0.5), round(y * 10_000) % 100) for y in line.get_ydata()]
-                assert len({channels for channels, _ in topologies}) == 1, (name, topologies)  # one group a line
-                assert xs == sorted(xs) and [r for _, r in topologies] == [1, 4, 8, 16]
-                assert any(low < min(xs) and max(xs) < high for low, high in zip(bounds, bounds[1:]))  # no separator
-                drawn.setdefault(line.get_color(), []).extend(topologies)
-            assert len(drawn) == 2 and all(sorted(seen) == sorted(order) for seen in drawn.values())  # each once
+                assert line.get_linestyle() == "None"  # markers only: no line joins two topologies
+                for x, y in zip(line.get_xdata(), line.get_ydata()):
+                    channels, ratio = round(y * 100 - 0.5), round(y * 10_000) % 100
+                    group = next(index for index, (low, high) in enumerate(zip(bounds, bounds[1:])) if low < x < high)
+                    drawn.setdefault(line.get_color(), {}).setdefault(group, []).append((x, channels, ratio))
+            assert len(drawn) == 2
+            for groups in drawn.values():  # each allocator: a group per channel count, its ratios in order
+                assert sorted((c, r) for points in groups.values() for _, c, r in points) == sorted(order)
+                for points in groups.values():
+                    assert len({c for _, c, _ in points}) == 1
+                    assert [r for _, _, r in sorted(points)] == [1, 4, 8, 16]
         bottom = axes[-1]
         assert [label.get_text() for label in bottom.get_xticklabels()] == ["1:1", "1:4", "1:8", "1:16"] * 3
         names = [label.get_text() for child in bottom.child_axes for label in child.get_xticklabels()]
@@ -472,13 +480,13 @@ def test_fabrics_of_one_channel_count_but_other_sizes_are_groups_of_their_own(tm
     order = [(8, 1), (8, 4)]
     draw_sweep(tiered_rows(order, pods=2) + tiered_rows(order, pods=8), tmp_path, "mine")  # an ad-hoc sweep, say
     axis = figures["fig2_acceptance_cpu_memory.png"].axes[0]
-    assert len(separators(axis)) == 1 and [len(line.get_xdata()) for line in data_lines(axis)] == [2] * 4
+    assert len(separators(axis)) == 1 and [len(line.get_xdata()) for line in data_lines(axis)] == [4] * 2
     bottom = figures["fig2_acceptance_cpu_memory.png"].axes[2]
     assert [label.get_text() for child in bottom.child_axes for label in child.get_xticklabels()] == [
         "pods=2", "pods=8"]
 
 
-def test_panels_without_groups_are_drawn_as_before_one_line_per_allocator(tmp_path, monkeypatch):
+def test_panels_without_groups_draw_one_series_of_points_per_allocator(tmp_path, monkeypatch):
     from dcbench.publishing.figures import metric_panels
 
     figures = drawn_figures(monkeypatch)

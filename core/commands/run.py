@@ -59,7 +59,7 @@ def _mean_spread(values: list[float]) -> str:
     from dcbench.running.stats import mean_sd
 
     mean, sd, n = mean_sd(values)
-    return mean_and_spread(mean, sd) if n > 1 else mean_and_spread(mean, float("nan"))
+    return mean_and_spread(mean, sd if n > 1 else float("nan"))
 
 
 BETTER_MARK = {"higher": " ↑", "lower": " ↓", None: ""}

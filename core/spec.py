@@ -126,6 +126,14 @@ LARGEST_INTEGER = 2**53  # larger integers overflow numpy's int64 draws, and are
 MAX_REQUESTS = 1_000_000
 MAX_TRAINING_STEPS = 10_000_000
 
+
+def check_bounds(option: str, value: int | None, minimum: int, at_most: int = LARGEST_INTEGER) -> None:
+    """Refuse a count (``option``, as an error names it) below ``minimum`` or above ``at_most``; None passes."""
+    if value is not None and value < minimum:
+        raise SpecError(f"{option} must be at least {minimum}, got {value}")
+    if value is not None and value > at_most:
+        raise SpecError(f"{option} must be at most {at_most:,}, got {value:,}")
+
 _PARSERS: dict[type, Callable[[str], Any]] = {int: parse_int, float: parse_finite_float, str: str, bool: parse_bool}
 PARAM_TYPES = tuple(_PARSERS)
 _TYPE_NAMES = {int: "an integer", float: "a finite number", str: "a string", bool: "yes or no"}

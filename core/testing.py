@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Iterator, Mapping, cast
 
@@ -246,10 +247,7 @@ def check_topology(name_or_spec: str, *, registry: Registry | None = None) -> No
     from dcbench.model.network import Network, Topology
 
     runner, plugins = _runner(registry)
-
-    def broke(contract: str, seen: str) -> ContractError:
-        return ContractError("topology", name_or_spec, contract, seen)
-
+    broke = functools.partial(ContractError, "topology", name_or_spec)
     with _failing("topology", name_or_spec, "builds a dcbench.Topology", "its factory"):
         topology = plugins.build("topology", name_or_spec).obj
     if not isinstance(topology, Topology):
@@ -336,10 +334,7 @@ def check_workload(name_or_spec: str, *, topology: str | None = None, requests: 
     from dcbench.model.requests import RequestSequence, SequenceProblem, checked_sequence
 
     runner, plugins = _runner(registry)
-
-    def broke(contract: str, seen: str) -> ContractError:
-        return ContractError("workload", name_or_spec, contract, seen)
-
+    broke = functools.partial(ContractError, "workload", name_or_spec)
     with _failing("workload", name_or_spec, "builds", "its factory"):
         kind = _kind(plugins.build("workload", name_or_spec).obj)
     if kind not in SCENARIOS:
@@ -495,10 +490,7 @@ def check_metric(name: str, *, topology: str | None = None, workload: str | None
 
     runner, plugins = _runner(registry)
     entry = plugins.get("metric", name)
-
-    def broke(contract: str, seen: str) -> ContractError:
-        return ContractError("metric", name, contract, seen)
-
+    broke = functools.partial(ContractError, "metric", name)
     runs, core = _metric_runs(runner, _scenarios(runner, topology, workload))
     others = {column.name: other for other, metric in plugins.entries("metric").items() if other != entry.name
               for column in metric.columns if "*" not in column.name}
@@ -565,10 +557,7 @@ def check_suite(name: str, *, registry: Registry | None = None) -> None:
     """
     runner, plugins = _runner(registry)
     suite = plugins.get("suite", name)
-
-    def broke(contract: str, seen: str) -> ContractError:
-        return ContractError("suite", name, contract, seen)
-
+    broke = functools.partial(ContractError, "suite", name)
     if not suite.scenarios:
         raise broke("has scenarios", "it has none")
     kinds = set()

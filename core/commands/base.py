@@ -14,9 +14,9 @@ from typing import Any, Callable, Iterator
 
 import click
 
-from dcbench.errors import DcbenchError, SpecError, describe
+from dcbench.errors import DcbenchError, describe
 from dcbench.registry import Registry, get_registry
-from dcbench.spec import LARGEST_INTEGER, MAX_REQUESTS
+from dcbench.spec import MAX_REQUESTS, check_bounds  # noqa: F401 (check_bounds: the commands')
 
 
 class ErrorLine(click.ClickException):
@@ -153,13 +153,6 @@ MAX_SEEDS = 10_000  # seeds of one `run`
 MAX_JOBS = 256  # a sweep's worker processes, 100 to 300 MB each
 MAX_REPEAT = 100  # `bench --repeat`: the best of 100 is as steady as timing gets
 ADHOC_SEEDS = 5  # seeds per scenario of an ad-hoc sweep, as the suites have
-
-
-def check_bounds(option: str, value: int | None, minimum: int, at_most: int = LARGEST_INTEGER) -> None:
-    if value is not None and value < minimum:
-        raise SpecError(f"{option} must be at least {minimum}, got {value}")
-    if value is not None and value > at_most:
-        raise SpecError(f"{option} must be at most {at_most:,}, got {value:,}")
 
 
 @contextlib.contextmanager

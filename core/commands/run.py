@@ -54,14 +54,6 @@ def _seeds(seed: int | None, seeds: int | None) -> list[int]:
     return [seed if seed is not None else 0]
 
 
-def _mean_spread(values: list[float]) -> str:
-    from dcbench.publishing.report import mean_and_spread
-    from dcbench.running.stats import mean_sd
-
-    mean, sd, n = mean_sd(values)
-    return mean_and_spread(mean, sd) if n > 1 else mean_and_spread(mean, float("nan"))
-
-
 BETTER_MARK = {"higher": " ↑", "lower": " ↓", None: ""}
 
 
@@ -72,7 +64,8 @@ def print_summary(summaries: list[dict[str, Any]], scenario: Mapping[str, Any], 
     from rich.console import Console
     from rich.table import Table
 
-    from dcbench.publishing.report import has_value, headline_columns
+    from dcbench.publishing.report import has_value, headline_columns, mean_and_spread
+    from dcbench.running.stats import mean_sd
 
     for part, value in scenario.items():
         click.echo(f"{part:<10} {value}")
@@ -89,7 +82,8 @@ def print_summary(summaries: list[dict[str, Any]], scenario: Mapping[str, Any], 
     table.add_column("column")
     table.add_column(f"mean ± sd, {seeds} seeds" if seeds > 1 else f"seed {summaries[0]['seed']}", justify="right")
     for column, heading, better in columns:
-        table.add_row(heading + BETTER_MARK[better], column, _mean_spread([s.get(column) for s in summaries]))
+        mean, sd, n = mean_sd([s.get(column) for s in summaries])
+        table.add_row(heading + BETTER_MARK[better], column, mean_and_spread(mean, sd if n > 1 else float("nan")))
     Console().print(table)
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from dcbench.engine.pool import PoolAllocator, changed_rows
+from dcbench.engine.pool import DONE, OPEN, PoolAllocator, StepBuilder, changed_rows
 from dcbench.engine.simulation import Allocator
 from dcbench.errors import AllocatorError
 from dcbench.model.allocation import Allocation, Reject, Route, State, Swap
@@ -16,7 +16,7 @@ from dcbench.model.network import Network
 from dcbench.model.requests import Request
 from dcbench.spec import Param
 
-OPEN, PLACED, DONE, FAILED = "open", "placed", "done", "failed"
+PLACED = "placed"
 _TOLERANCE = 1e-9
 
 
@@ -43,7 +43,7 @@ def rack_link_matrix(network: Network) -> np.ndarray:
     return matrix
 
 
-class JobBuilder:
+class JobBuilder(StepBuilder):
     """Builds one job allocation a VM at a time; reused across requests.
 
     `start` a job, `place` each VM on a rack `rack_fits` allows, `route` it, then read `result`. What a policy may
@@ -155,11 +155,6 @@ class JobBuilder:
     def reconfigure_allowed(self) -> bool:
         """Whether `route` may reconfigure: ``reconfigure`` and reconfigurable circuits."""
         return self.reconfigure and self._reconfigurable
-
-    @property
-    def is_open(self) -> bool:
-        """Whether VMs are still to be placed."""
-        return self.status == OPEN
 
     @property
     def step(self) -> int:
@@ -295,14 +290,6 @@ class JobBuilder:
         if self.step == len(self.vms):
             self.status = PLACED
         return True
-
-    def fail(self, reason: str) -> None:
-        """End the job as failed.
-
-        Args:
-            reason: Why, as the `Reject` will say it ("no_server")."""
-        self.status = FAILED
-        self.reason = reason
 
     def _inter_rack_flows(self) -> list[tuple[int, int, float]]:
         racks = np.asarray(self.host_racks, dtype=np.int64)

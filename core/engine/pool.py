@@ -25,7 +25,27 @@ class Router(Protocol):
     def __call__(self, builder: "PoolBuilder", a: int, b: int) -> Sequence[Path]: ...
 
 
-class PoolBuilder:
+class StepBuilder:
+    """What both builders share: a ``status`` ("open" while building) and the ``reason`` of a failure."""
+
+    status = DONE
+    reason = ""
+
+    @property
+    def is_open(self) -> bool:
+        """Whether the request is still being built (a job: VMs are still to be placed)."""
+        return self.status == OPEN
+
+    def fail(self, reason: str) -> None:
+        """End the request as failed.
+
+        Args:
+            reason: Why, as the `Reject` will say it ("no_server")."""
+        self.status = FAILED
+        self.reason = reason
+
+
+class PoolBuilder(StepBuilder):
     """Builds one pool allocation a server at a time; reused across requests.
 
     `start` a request, `add` servers among those `allowed` until ``status`` is "done" or "failed", then read `result`
@@ -98,12 +118,12 @@ class PoolBuilder:
         self.reason = ""
         self._needed[:] = [r > 0 for r in self._remaining]
         if self._copy_whole:
-            self._mask_into(self.free_resources, self._allowed)
+            self._mask(self.free_resources, self._allowed)
             return
         key = (True,) if self._any_free else (False, *(r > 0 for r in self._remaining))
         if key != self._base_key:  # other needs: the whole mask
             self._base_key = key
-            self._mask_into(self._synced_resources, self._base_allowed)
+            self._mask(self._synced_resources, self._base_allowed)
         elif len(changed_servers):
             self._base_allowed[changed_servers] = self._mask(self._synced_resources[changed_servers])
         np.copyto(self._allowed, self._base_allowed)
@@ -143,17 +163,11 @@ class PoolBuilder:
             self.free_resources[servers] = values
         return changed_servers
 
-    def _mask(self, free_resources: np.ndarray) -> np.ndarray:
-        if self._any_free:
-            return free_resources.sum(axis=1) > 0
-        return free_resources @ self._needed > 0
-
-    def _mask_into(self, free_resources: np.ndarray, out: np.ndarray) -> None:
+    def _mask(self, free_resources: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
         # free capacities are never negative: a positive sum over the needed resources means some is free
         if self._any_free:  # the reference code's mask: anything free at all, needed or not
-            np.greater(free_resources.sum(axis=1), 0, out=out)
-        else:
-            np.greater(free_resources @ self._needed, 0, out=out)
+            return np.greater(free_resources.sum(axis=1), 0, out=out)
+        return np.greater(free_resources @ self._needed, 0, out=out)
 
     def link_free(self, link: int) -> float:
         """Free capacity of one link, after this request's reservations so far.
@@ -180,14 +194,9 @@ class PoolBuilder:
 
     def _refresh_allowed(self) -> None:
         self._needed[:] = [r > 0 for r in self._remaining]
-        self._mask_into(self.free_resources, self._allowed)
+        self._mask(self.free_resources, self._allowed)
         if self.chosen:
             self._allowed[self.chosen] = False
-
-    @property
-    def is_open(self) -> bool:
-        """Whether the request is still being built."""
-        return self.status == OPEN
 
     def allowed(self) -> np.ndarray:
         """Servers that may be added now: not chosen, with some of a resource still needed (any, under the "free" rule).
@@ -282,14 +291,6 @@ class PoolBuilder:
             free_links[link] += amount
         self._stale_links.extend(departing.links.tolist())
         self._refresh_allowed()
-
-    def fail(self, reason: str) -> None:
-        """End the request as failed.
-
-        Args:
-            reason: Why, as the `Reject` will say it ("no_server")."""
-        self.status = FAILED
-        self.reason = reason
 
     def result(self) -> Allocation | Reject:
         """What the request came to.

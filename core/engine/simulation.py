@@ -240,8 +240,7 @@ class Simulation:
         if not due:
             return None
         held = [self._holdings[request_id] for request_id in due]
-        return Departing(np.concatenate([h[0] for h in held]), np.concatenate([h[1] for h in held]),
-                         np.concatenate([h[2] for h in held]), np.concatenate([h[3] for h in held]))
+        return Departing(*(np.concatenate([h[part] for h in held]) for part in range(4)))
 
     def next_request(self) -> Request | None:
         """Advance to the next request to offer; None when the episode is over."""
@@ -431,9 +430,7 @@ def simulate(
     simulation = Simulation(network, sequence, state)
     try:
         allocator.reset(simulation.allocator_network, rng)
-    except DcbenchError:
-        raise
-    except KeyboardInterrupt:  # Ctrl-C (or SIGTERM) stops the command
+    except (DcbenchError, KeyboardInterrupt):  # Ctrl-C (or SIGTERM) stops the command
         raise
     # BaseException: an allocator's sys.exit() is its failure, not the run's end (test_an_allocator_that_exits_...)
     except BaseException as exc:
@@ -443,9 +440,7 @@ def simulate(
     while (request := simulation.next_request()) is not None:
         try:
             result = allocator.allocate(request, view)
-        except DcbenchError:
-            raise
-        except KeyboardInterrupt:  # Ctrl-C (or SIGTERM) stops the command
+        except (DcbenchError, KeyboardInterrupt):
             raise
         except BaseException as exc:  # as in reset (test_misbehaving_allocators_stop_the_run_with_a_clear_error)
             raise AllocatorError.of_allocator(f"raised {describe(exc)} (request {request.id})") from exc

@@ -48,8 +48,8 @@ from dcbench.envs.suites import (
 from dcbench.errors import AllocatorError, SpecError
 from dcbench.model.network import Network
 from dcbench.model.suite import Scenario
-from dcbench.running.runner import ResolvedRun, Runner, check_requests, draw_requests
-from dcbench.spec import Range
+from dcbench.running.runner import ResolvedRun, Runner, draw_requests
+from dcbench.spec import MAX_REQUESTS, Range, check_bounds
 
 __all__ = ["AllocationEnv", "PoolFeatures", "JobFeatures", "job_step_rewards", "SUCCESS_REWARD", "FAILURE_REWARD",
            "ScenarioEnv", "SeedSplit", "SuiteEnv", "StaticGraph", "PoolHints", "HINT_FEATURES", "NODE_KINDS",
@@ -261,34 +261,20 @@ class AllocationEnv(gym.Env):
         reward = 0.0
         while (request := self.simulation.next_request()) is not None:
             self.builder.start(request, self.simulation.view)
-            if self.kind == "job":
-                if self.builder.rack_fits().any():
-                    self._open = True
-                    return reward, False
-                self.builder.fail("no_server")
-                self.simulation.resolve(self.builder.result())
-                self.offered += 1
-                continue  # no decision was taken: no sample, no reward
-            if self.builder.allowed().any():
+            if (self.builder.rack_fits() if self.kind == "job" else self.builder.allowed()).any():
                 self._open = True
                 return reward, False
             self.builder.fail("no_server")
-            reward += self._resolve(self.builder.result())
+            if self.kind == "job":  # no decision was taken: no sample, no reward
+                self.simulation.resolve(self.builder.result())
+                self.offered += 1
+            else:
+                reward += self._resolve(self.builder.result())
         self._open = False
         return reward, True
 
-    def _step_job(self, action: int) -> tuple[float, dict[str, Any]]:
+    def _settle_job(self, info: dict[str, Any]) -> float:
         builder = self.builder
-        info: dict[str, Any] = {}
-        if not (0 <= action < self.network.n_racks and builder.rack_fits()[action]):
-            info["invalid_action"] = True
-            builder.fail("invalid_action")
-        else:
-            builder.place(action)
-            if builder.is_open and not builder.rack_fits().any():
-                builder.fail("no_server")
-        if builder.is_open:
-            return 0.0, info
         actions = builder.step + bool(info.get("invalid_action"))  # decisions taken for this job
         if builder.status == PLACED:
             builder.route()
@@ -301,7 +287,7 @@ class AllocationEnv(gym.Env):
                                    vms=len(builder.vms))
         info.update(step_rewards=rewards, job_accepted=accepted,
                     reconfigurations=len(builder.swaps) if accepted else 0)
-        return float(sum(rewards)), info
+        return float(sum(rewards))
 
     def step(self, action):
         """Take one decision: a server for the current pool request, or a rack for the current job's next VM.
@@ -325,17 +311,23 @@ class AllocationEnv(gym.Env):
         if self._done:
             raise gym.error.ResetNeeded("the episode is over; call reset() before step()")
         action = _action_index(action, self.action_space)
-        if self.kind == "job":
-            reward, info = self._step_job(action)
-            done = False
-            if not self._open or not self.builder.is_open:
-                more, done = self._advance()
-                reward += more
-            result = self._observation(), reward, done, False, self._counts(info, done)
+        builder = self.builder
+        allowed, take = (builder.rack_fits, builder.place) if self.kind == "job" else (builder.allowed, builder.add)
+        info: dict[str, Any] = {}
+        if not (0 <= action < self.action_space.n and allowed()[action]):
+            info["invalid_action"] = True
+            builder.fail("invalid_action")
         else:
-            result = self._step_pool(action)
-        self._done = result[2]
-        return result
+            take(action)
+            if builder.is_open and not allowed().any():
+                builder.fail("no_server")
+        reward, done = 0.0, False
+        if not builder.is_open:
+            reward = self._settle_job(info) if self.kind == "job" else self._resolve(builder.result())
+            more, done = self._advance()
+            reward += more
+        self._done = done
+        return self._observation(), reward, done, False, self._counts(info, done)
 
     def _counts(self, info: dict[str, Any], done: bool) -> dict[str, Any]:
         """``info`` with the counts so far and, at the end, the acceptance ratios (all settled; measured offered)."""
@@ -348,25 +340,6 @@ class AllocationEnv(gym.Env):
             info["measured_acceptance_ratio"] = (int((offered & (outcome == ACCEPTED)).sum()) / n_offered
                                                  if n_offered else math.nan)
         return info
-
-    def _step_pool(self, action: int):
-        builder = self.builder
-        info: dict[str, Any] = {}
-        if not (0 <= action < self.network.n_servers and builder.allowed()[action]):
-            info["invalid_action"] = True
-            builder.fail("invalid_action")
-        else:
-            builder.add(action)
-            if builder.is_open and not builder.allowed().any():
-                builder.fail("no_server")
-        reward = 0.0
-        if not builder.is_open:
-            reward = self._resolve(builder.result())
-            more, done = self._advance()
-            reward += more
-        else:
-            done = False
-        return self._observation(), reward, done, False, self._counts(info, done)
 
 
 class ScenarioEnv(AllocationEnv):
@@ -412,7 +385,7 @@ class ScenarioEnv(AllocationEnv):
         own = runner.resolve_scenario(found.topology, found.workload, found.requests)
         warmup = warmup_requests(own)
         measured = own.requests - warmup if requests is None else int(requests)
-        check_requests(warmup + measured)
+        check_bounds("--requests", warmup + measured, 1, MAX_REQUESTS)
         settings = _settings(alpha, reconfiguration_cost, reconfigure, hints)
         self._start(dataclasses.replace(own, requests=warmup + measured), runner, *settings)
         self.suite = found_suite.name

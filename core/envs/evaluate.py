@@ -34,6 +34,7 @@ from dcbench.errors import AllocatorError, DcbenchError, NotInstalledError, Plug
 from dcbench.model.suite import Scenario, Suite
 from dcbench.registry import Registry
 from dcbench.running.runner import Runner, check_seed, run_plan
+from dcbench.storage.paths import _FOLDER_MODE
 from dcbench.storage.records import read_json
 
 POLICY_ALLOCATOR = "policy"  # the built-in allocator that runs a policy (plugins/allocators/policy.py)
@@ -222,6 +223,10 @@ def policy_store() -> Path:
     return Path(cache).expanduser() / "dcbench" / "policies"
 
 
+# What policy.json holds: a StoredPolicy's fields but its folder.
+RECORD_FIELDS = ("id", "sha256", "kind", "name", "source", "file", "attribute", "loader")
+
+
 @dataclass(frozen=True)
 class StoredPolicy:
     """A policy in the store, as recorded in ``<store>/<id>/policy.json``.
@@ -259,8 +264,7 @@ class StoredPolicy:
         Returns:
             Its fields but the folder, by name.
         """
-        return {"id": self.id, "sha256": self.sha256, "kind": self.kind, "name": self.name, "source": self.source,
-                "file": self.file, "attribute": self.attribute, "loader": self.loader}
+        return {key: getattr(self, key) for key in RECORD_FIELDS}
 
 
 def _file_digest(kind: str, how: str, data: bytes) -> str:
@@ -335,8 +339,7 @@ def _load_record(stored: StoredPolicy) -> Any:
 def _read_record(folder: Path) -> StoredPolicy:
     try:
         record = read_json(folder / RECORD)
-        stored = StoredPolicy(**{key: record[key] for key in (
-            "id", "sha256", "kind", "name", "source", "file", "attribute", "loader")}, folder=folder)
+        stored = StoredPolicy(**{key: record[key] for key in RECORD_FIELDS}, folder=folder)
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise SpecError(f"the policy store's '{folder / RECORD}' does not read ({describe(exc)}); remove that "
                         "folder and add the policy again") from None
@@ -451,9 +454,7 @@ def _staged(stored: StoredPolicy, data: bytes | None, store: Path) -> Path:
     entry (a killed add leaves a ``.adding-*`` folder, never read)."""
     store.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(dir=store, prefix=".adding-"))
-    mask = os.umask(0)
-    os.umask(mask)
-    staging.chmod(0o777 & ~mask)  # (mkdtemp's 0700 would keep a shared store's policies from its other users)
+    staging.chmod(_FOLDER_MODE)  # (mkdtemp's 0700 would keep a shared store's policies from its other users)
     if data is not None:
         (staging / stored.file).write_bytes(data)
     (staging / RECORD).write_text(json.dumps(stored.record(), indent=1, sort_keys=True) + "\n", encoding="utf-8")

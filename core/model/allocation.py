@@ -310,11 +310,9 @@ def check_snapshot(allocation: Allocation, request: Request, state: State) -> tu
         return "a chosen server gives nothing", usage
     if np.abs(amounts.sum(axis=0) - request.demand).max() > 1e-6:
         return f"amounts sum to {amounts.sum(axis=0).tolist()}, demand is {request.demand.tolist()}", usage
-    over = amounts > state.free_resources[servers] + _TOLERANCE
-    if over.any():
-        row, column = np.argwhere(over)[0]
-        return (f"server {int(servers[row])} over capacity on {network.resources[column]}: "
-                f"takes {amounts[row, column]:g}, {state.free_resources[servers[row], column]:g} free"), usage
+    problem = _servers_over(network, servers, amounts, state.free_resources)
+    if problem is not None:
+        return problem, usage
 
     position = {s: i for i, s in enumerate(server_list)}
     by_id = network.path_ends_by_id
@@ -338,11 +336,9 @@ def check_snapshot(allocation: Allocation, request: Request, state: State) -> tu
         route_links.extend(links)
         routed.add(pair)
     usage = _pool_usage(route_links, network.n_links)
-    free = state.free_links[usage.links]
-    over_links = usage.amounts > free + _TOLERANCE
-    if over_links.any():
-        k = int(np.flatnonzero(over_links)[0])  # (links ascending: the lowest link over capacity)
-        return f"link {int(usage.links[k])} over capacity: reserves {usage.amounts[k]:g}, {free[k]:g} free", usage
+    problem = _links_over(usage, state.free_links[usage.links])
+    if problem is not None:
+        return problem, usage
 
     n = len(server_list)
     if request.connectivity == "all" and len(routed) == n * (n - 1) // 2:
@@ -420,12 +416,9 @@ def check_job_allocation(allocation: Allocation, request: Request, state: State)
             or not np.abs(given_amounts - summed[np.searchsorted(ascending, given_servers)]).max() <= 1e-6):
         return "servers and amounts must be the servers of the VMs and the sum of each one's VMs", usage
     taken = summed[in_order]
-    over = taken > state.free_resources[servers] + _TOLERANCE
-    if over.any():
-        row, column = np.argwhere(over)[0]
-        server = int(servers[row])
-        return (f"server {server} over capacity on {network.resources[column]}: "
-                f"takes {taken[row, column]:g}, {state.free_resources[server, column]:g} free"), usage
+    problem = _servers_over(network, servers, taken, state.free_resources)
+    if problem is not None:
+        return problem, usage
 
     problem, change = circuit_changes(network, allocation.reconfigure, state.free_links)
     if problem is not None:
@@ -445,26 +438,40 @@ def check_job_allocation(allocation: Allocation, request: Request, state: State)
     for a, b, links, amount in allocation.routes:
         pair = (rack_of_node.get(a, -1), rack_of_node.get(b, -1))
         if pair not in needed:
-            return (f"route {a}->{b} does not join two racks that exchange traffic in this job",
-                    _job_usage(route_links, route_amounts))
-        if not amount > 0:
-            return f"route {a}->{b} reserves a non-positive amount", _job_usage(route_links, route_amounts)
-        if network.path_ends(links) != (a, b):
-            return f"route {a}->{b} is not a path from one to the other", _job_usage(route_links, route_amounts)
-        if len(links) > max_hops:
-            return (f"route {a}->{b} crosses {len(links)} circuits; this topology allows {max_hops}",
-                    _job_usage(route_links, route_amounts))
-        route_links.extend(links)
-        route_amounts.extend([amount] * len(links))
-        carried[pair] = carried.get(pair, 0.0) + amount
+            problem = f"route {a}->{b} does not join two racks that exchange traffic in this job"
+        elif not amount > 0:
+            problem = f"route {a}->{b} reserves a non-positive amount"
+        elif network.path_ends(links) != (a, b):
+            problem = f"route {a}->{b} is not a path from one to the other"
+        elif len(links) > max_hops:
+            problem = f"route {a}->{b} crosses {len(links)} circuits; this topology allows {max_hops}"
+        else:
+            route_links.extend(links)
+            route_amounts.extend([amount] * len(links))
+            carried[pair] = carried.get(pair, 0.0) + amount
+            continue
+        return problem, _job_usage(route_links, route_amounts)
     usage = _job_usage(route_links, route_amounts)
     for pair, gbps in needed.items():
         if abs(carried.get(pair, 0.0) - gbps) > 1e-6:
             return (f"racks {pair[0]}->{pair[1]} exchange {gbps:g} Gbps, "
                     f"the routes carry {carried.get(pair, 0.0):g}"), usage
-    free = state.free_links[usage.links] + change[usage.links]
-    over_links = usage.amounts > free + _TOLERANCE
-    if over_links.any():
-        k = int(np.flatnonzero(over_links)[0])  # (links ascending: the lowest link over capacity)
-        return f"link {int(usage.links[k])} over capacity: reserves {usage.amounts[k]:g}, {free[k]:g} free", usage
-    return None, usage
+    return _links_over(usage, state.free_links[usage.links] + change[usage.links]), usage
+
+
+def _servers_over(network: Network, servers: np.ndarray, taken: np.ndarray, free: np.ndarray) -> str | None:
+    over = taken > free[servers] + _TOLERANCE
+    if not over.any():
+        return None
+    row, column = np.argwhere(over)[0]
+    server = int(servers[row])
+    return (f"server {server} over capacity on {network.resources[column]}: "
+            f"takes {taken[row, column]:g}, {free[server, column]:g} free")
+
+
+def _links_over(usage: LinkUsage, free: np.ndarray) -> str | None:
+    over = np.flatnonzero(usage.amounts > free + _TOLERANCE)
+    if not len(over):
+        return None
+    k = int(over[0])  # (links ascending: the lowest link over capacity)
+    return f"link {int(usage.links[k])} over capacity: reserves {usage.amounts[k]:g}, {free[k]:g} free"

@@ -243,7 +243,7 @@ class Network:
             The link's index.
         Raises:
             KeyError: No link joins them."""
-        return self.link_of_pair[(a, b) if self.directed else _pair(a, b)]
+        return self.link_of_pair[(a, b) if self.directed or a < b else (b, a)]
 
     @classmethod
     def compile(cls, topology: Topology, k_paths: int = 3) -> "Network":
@@ -384,10 +384,6 @@ def frozen(array: np.ndarray) -> np.ndarray:
 def share_divisor(capacity: np.ndarray) -> np.ndarray:
     """``capacity`` with 1 where it is 0, so that an absent resource's free share reads 0, not 0 / 0."""
     return np.where(capacity > 0, capacity, 1.0)
-
-
-def _pair(a: int, b: int) -> tuple[int, int]:
-    return (a, b) if a < b else (b, a)
 
 
 class PathCatalogue:

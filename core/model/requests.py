@@ -189,23 +189,19 @@ def checked_sequence(sequence: RequestSequence, network: Network, requests: int,
         arrays["measured"] = measured.copy()
     if kind == "job":
         arrays.update(_job_arrays(sequence, n, resources, arrays["demand"]))
-        problem = _packets_problem(sequence.packets)
-        if problem is not None:
-            raise SequenceProblem(problem)
+        _check_packets(sequence.packets)
     return dataclasses.replace(sequence, **{name: frozen(array) for name, array in arrays.items()})
 
 
-def _packets_problem(packets: PacketModel | None) -> str | None:
+def _check_packets(packets: PacketModel | None) -> None:
     if packets is None:
-        return None
+        return
     if not isinstance(packets, PacketModel):
-        return f"its packets are a {type(packets).__name__}, not a dcbench.PacketModel"
+        raise SequenceProblem(f"its packets are a {type(packets).__name__}, not a dcbench.PacketModel")
     if not _positive_finite(packets.packet_bytes):
-        return f"its packet_bytes={packets.packet_bytes!r} is not a positive finite number"
-    buffer = packets.buffer_packets
-    if not isinstance(buffer, (int, np.integer)) or buffer < 1:
-        return f"its buffer_packets={buffer!r} is not an integer >= 1"
-    return None
+        raise SequenceProblem(f"its packet_bytes={packets.packet_bytes!r} is not a positive finite number")
+    if not isinstance(packets.buffer_packets, (int, np.integer)) or packets.buffer_packets < 1:
+        raise SequenceProblem(f"its buffer_packets={packets.buffer_packets!r} is not an integer >= 1")
 
 
 def _positive_finite(value: Any) -> bool:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import sys
 import threading
 import time
-from typing import IO, Any, Callable
+from typing import Any, Callable
 
 # Seconds between two lines of a log while no unit of work ends: a long run or training iteration says it is alive.
 LOG_INTERVAL = 10.0
@@ -254,15 +254,9 @@ class ProgressLog(Progress):
         self.lines += 1
 
 
-def stderr_writer(stream: IO[str] | None = None) -> Callable[[str], None]:
-    """Writes a line to ``stream`` (default: sys.stderr as it is at the call) and flushes it: a log shows it at once."""
-
-    def write(text: str) -> None:
-        target = stream if stream is not None else sys.stderr
-        target.write(text + "\n")
-        target.flush()
-
-    return write
+def _write_to_stderr(text: str) -> None:
+    sys.stderr.write(text + "\n")  # (sys.stderr as it is now, flushed: a log shows the line at once)
+    sys.stderr.flush()
 
 
 def progress_bar(quiet: bool, *status: str, console: Any = None, write: Callable[[str], None] | None = None,
@@ -291,4 +285,4 @@ def progress_bar(quiet: bool, *status: str, console: Any = None, write: Callable
         console = Console(stderr=True)
     if console.is_terminal:
         return ProgressBar(console, status)
-    return ProgressLog(write or stderr_writer(), status, interval=interval, clock=clock, heartbeat=heartbeat)
+    return ProgressLog(write or _write_to_stderr, status, interval=interval, clock=clock, heartbeat=heartbeat)

@@ -20,7 +20,7 @@ from dcbench.errors import AllocatorError, IncompatibleError, SpecError, short_r
 from dcbench.model.network import Network, Topology
 from dcbench.model.requests import RequestSequence, SequenceProblem, checked_sequence
 from dcbench.registry import PluginEntry, Registry, blamed_on, get_registry
-from dcbench.spec import MAX_REQUESTS, Spec
+from dcbench.spec import MAX_REQUESTS, Spec, check_bounds
 from dcbench.storage.tables import write_run
 
 # Summary columns the core adds after the metrics' (``scenario`` in a sweep's combined summary).
@@ -157,26 +157,21 @@ class ResolvedRun:
         return self.allocator_entry.build(self.allocator_spec).obj
 
 
-def with_distributions(fingerprint: str, entries: tuple[PluginEntry, ...]) -> str:
-    """A fingerprint naming every third-party plugin's identity (`PluginEntry.identity`), so that a
-    plugin's new release or changed code makes new runs; unchanged where all are built in."""
-    third_party = sorted({entry.identity for entry in entries if not entry.builtin})
-    parts = [fingerprint] if fingerprint else []
-    return "; ".join(parts + [f"plugin {name}" for name in third_party])
-
-
 METRICS_PART = "metrics "  # how a run's fingerprint names the third-party metrics it computed
 
 
-def with_metrics(fingerprint: str, metrics: tuple[PluginEntry, ...]) -> str:
-    """A fingerprint naming the third-party ``metrics`` a run computes (they decide its columns)."""
-    if not metrics:
-        return fingerprint
-    return "; ".join([*([fingerprint] if fingerprint else []), METRICS_PART + ",".join(m.name for m in metrics)])
+def run_fingerprint(fingerprint: str, entries: tuple[PluginEntry, ...], metrics: tuple[PluginEntry, ...]) -> str:
+    """The allocator's ``fingerprint``, then every third-party plugin's identity (`PluginEntry.identity`: a plugin's
+    new release or changed code makes new runs), then the third-party ``metrics`` computed (they decide the columns)."""
+    parts = [fingerprint] if fingerprint else []
+    parts += [f"plugin {name}" for name in sorted({entry.identity for entry in entries if not entry.builtin})]
+    if metrics:
+        parts.append(METRICS_PART + ",".join(m.name for m in metrics))
+    return "; ".join(parts)
 
 
 def metrics_of(fingerprint: str) -> tuple[str, ...]:
-    """The third-party metrics a run's fingerprint (`with_metrics`) says it computed."""
+    """The third-party metrics a run's fingerprint (`run_fingerprint`) says it computed."""
     for part in fingerprint.split("; "):
         if part.startswith(METRICS_PART):
             return tuple(part.removeprefix(METRICS_PART).split(","))
@@ -294,14 +289,6 @@ def draw_requests(plan: ResolvedRun, requests: int, rng: np.random.Generator) ->
         return checked_sequence(sequence, plan.network, requests, getattr(plan.workload_model, "kind", "pool"))
     except SequenceProblem as exc:
         raise plan.workload_entry.error(f"returned an unusable request sequence from generate(): {exc}") from None
-
-
-def check_requests(requests: int | None) -> None:
-    """Refuse a number of requests outside 1 to `MAX_REQUESTS` (None: the workload's default)."""
-    if requests is not None and requests < 1:
-        raise SpecError(f"--requests must be at least 1, got {requests}")
-    if requests is not None and requests > MAX_REQUESTS:
-        raise SpecError(f"--requests must be at most {MAX_REQUESTS:,}, got {requests:,}")
 
 
 @dataclass
@@ -433,7 +420,7 @@ class Runner:
             checked_against(entry, allocator_built, network)
             if getattr(allocator_built.obj, "reconfigure", True) is False:
                 network = self.fixed_fabric(topology)  # the OCS paper's ALL2ALL: a policy that never reconfigures
-        check_requests(requests)
+        check_bounds("--requests", requests, 1, MAX_REQUESTS)
         workload_entry = self.registry.get("workload", workload_spec.name)
         topology_entry = self.registry.get("topology", topology_spec.split(":")[0])
         asked = self.asked_metrics(metrics)
@@ -443,8 +430,7 @@ class Runner:
             topology=topology_spec, workload=workload_built.spec,
             allocator=allocator_built.spec if allocator_built is not None else "",
             requests=requests or self._default_requests(workload_entry, workload_built.obj, network),
-            fingerprint=with_metrics(with_distributions(self._fingerprint(entry, fingerprint, network), entries),
-                                     asked),
+            fingerprint=run_fingerprint(self._fingerprint(entry, fingerprint, network), entries, asked),
             network=network, workload_model=workload_built.obj, workload_entry=workload_entry,
             allocator_entry=entry, metrics=asked, allocator_spec=allocator_spec,
             computed=builtin_metrics + asked,

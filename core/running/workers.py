@@ -90,8 +90,10 @@ def run_apart(runs: Sequence[PlannedRun], workers: int, on_output: Callable[[Pla
     """
     context = worker_context(fresh)
     for allocator_runs in by_allocator(runs):
-        # Each pool starts its workers at its first submissions, so the whole pool lives in these settings.
-        with one_math_thread_per_worker():
+        # Each pool starts its workers at its first submissions, so the whole pool lives in these settings. The
+        # workers fill the cores: a BLAS that also starts a thread per core in each of them spins against the
+        # others (the shared-actor a2c_multistep went from 0.5 to 4.4 ms a decision).
+        with environment({name: os.environ.get(name, "1") for name in MATH_THREAD_VARIABLES}):
             pool = concurrent.futures.ProcessPoolExecutor(
                 max_workers=min(workers, len(allocator_runs)), mp_context=context, initializer=start_worker,
                 initargs=(os.getpid(), {**os.environ, **(environ or {})}, plans_of(allocator_runs, context)))
@@ -249,9 +251,7 @@ def die_with(parent: int) -> None:
 def _running(pid: int) -> bool:
     try:
         os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # someone else's process now has the number: the command is gone
+    except (ProcessLookupError, PermissionError):  # (Permission: someone else's process now has the number)
         return False
     return True
 
@@ -272,14 +272,6 @@ def stop(pool: concurrent.futures.ProcessPoolExecutor) -> None:
         if worker.is_alive():
             worker.kill()
             worker.join()
-
-
-@contextlib.contextmanager
-def one_math_thread_per_worker() -> Iterator[None]:
-    """The workers already fill the cores: a BLAS that also starts a thread per core in each of them spins against the
-    others (the shared-actor a2c_multistep went from 0.5 to 4.4 ms a decision)."""
-    with environment({name: os.environ.get(name, "1") for name in MATH_THREAD_VARIABLES}):
-        yield
 
 
 @contextlib.contextmanager

@@ -118,8 +118,8 @@ def test_the_example_runs_a_suite_and_enters_the_leaderboard(site, tmp_path):
     done = dcbench(site, "leaderboard", "--root", str(board))
     assert done.returncode == 0, done.stderr
     page = (board / "README.md").read_text()
-    ranking = page.split("| rank | allocator | mean over scenarios |")[1].split("\n\n")[0]
-    assert "`dcbench-firstfit.firstfit`" in ranking and "`tetris`" in ranking  # the run's name, as installed
+    ranking = page.split("| rank | entry | kind |")[1].split("\n\n")[0]
+    assert "| dcbench-firstfit.firstfit | heuristic |" in ranking and "| tetris | paper baseline |" in ranking
 
 
 PROBE = """

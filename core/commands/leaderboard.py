@@ -31,17 +31,23 @@ def leaderboard(ctx: click.Context, root: Path) -> None:
 @click.argument("results", type=PATH)
 @click.option("--jobs", "-j", type=int, default=None,
               help=f"Worker processes for the replay (default: all cores; at most {MAX_JOBS}).")
+@click.option("--about", "about_file", type=PATH, default=None,
+              help="A TOML file describing the entries: a table per allocator (its spec, or its plugin's name) with "
+                   "name, authors, paper, code, description, kind and, for a learned one, trained_on and "
+                   "training_seeds (docs/leaderboard.md).")
 @click.pass_obj
-def submit(root: Path, results: Path, jobs: int | None) -> None:
+def submit(root: Path, results: Path, jobs: int | None, about_file: Path | None) -> None:
     """Validate a sweep's RESULTS folder, replay one seed of every scenario
     and allocator in it, and add it to the leaderboard."""
     import os
 
+    from dcbench.publishing.submit import read_about
     from dcbench.publishing.submit import submit as submit_results
 
     check_bounds("--jobs", jobs, 1, at_most=MAX_JOBS)
+    about = read_about(about_file) if about_file is not None else None
     with plugin_prints_to_stderr():
-        folder = submit_results(results, root, load_registry(), jobs or min(os.cpu_count() or 1, MAX_JOBS))
+        folder = submit_results(results, root, load_registry(), jobs or min(os.cpu_count() or 1, MAX_JOBS), about)
     click.echo(f"accepted: {folder}")
     click.echo("rebuild the pages with `dcbench leaderboard`")
 
@@ -49,7 +55,7 @@ def submit(root: Path, results: Path, jobs: int | None) -> None:
 @leaderboard.command()
 @click.option("--runs", "-n", "count", type=int, default=20, show_default=True,
               help="How many of the submitted runs to run again, drawn at random, at least one of every "
-                   "submission (0: all of them).")
+                   "allocator of every submission (0: all of them).")
 @click.option("--all", "every_run", is_flag=True, help="Run every submitted run again (as --runs 0).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the draw.")
 @click.option("--jobs", "-j", type=int, default=None,
@@ -61,7 +67,7 @@ def verify(root: Path, count: int, every_run: bool, seed: int, jobs: int | None,
     """Re-run submitted runs and compare, bit for bit."""
     import os
 
-    from dcbench.publishing.leaderboard import check_root, load_submissions
+    from dcbench.publishing.leaderboard import check_root, load_submissions, record_verified
     from dcbench.publishing.verify import rerun_rows, sample_runs
     from dcbench.running.runner import Runner
     from dcbench.spec import Spec
@@ -120,6 +126,8 @@ def verify(root: Path, count: int, every_run: bool, seed: int, jobs: int | None,
                            f"be re-run here: {failures[i]}; put back what it needs, or draw other runs with --seed")
     for line, outcome in zip(drawn, outcomes):  # every run drawn, with what came of it, in the draw's order
         click.echo(f"{line}: {outcome}")
+    record_verified(root, [(name, row["run_id"], outcome.startswith("the same"))
+                           for (name, row), outcome in zip(pairs, outcomes) if not outcome.startswith("skipped")])
     skipped = sum(outcome.startswith("skipped") for outcome in outcomes)
     differences = sum(not outcome.startswith(("skipped", "the same")) for outcome in outcomes)
     checked = len(pairs) - skipped

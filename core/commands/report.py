@@ -104,9 +104,8 @@ def report(results: Path, out: Path | None, section: str | None) -> None:
     """Tables of every metric (mean ± 95% CI) from a RESULTS folder: a sweep's,
     or one of runs (`dcbench run --out`), whose runs are grouped by scenario
     and allocator."""
-    from dcbench.publishing.leaderboard import baselines
+    from dcbench.publishing.report import baselines, report_runs, write_between_markers
     from dcbench.publishing.report import report as make_report
-    from dcbench.publishing.report import report_runs, write_between_markers
     from dcbench.running.labels import default_specs
     from dcbench.running.summary import ranking_of
 

@@ -40,6 +40,7 @@ class Suite:
         higher_is_better: Whether a larger ``primary_metric`` ranks higher.
         figures: The ``"module:attr"`` of the figures ``dcbench plot`` draws of a sweep of it, or None.
         metrics: Third-party metrics its runs compute besides dcbench's own.
+        reference: The allocator spec the leaderboard measures every Δ against (None: no Δ).
         plugin: The plugin that registered it (set by the registry, not compared)."""
 
     name: str
@@ -49,4 +50,5 @@ class Suite:
     higher_is_better: bool = True
     figures: str | None = None
     metrics: tuple[str, ...] = ()
+    reference: str | None = None
     plugin: str = field(default="", compare=False)

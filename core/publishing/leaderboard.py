@@ -8,17 +8,20 @@ from __future__ import annotations
 
 import functools
 import inspect
+import json
 import math
 import os
 import shutil
 import warnings
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from dcbench.errors import DcbenchError, ResultsError, describe
+from dcbench.model.about import MAX_TEXT, about_problem, training_mark
 from dcbench.publishing import pages
-from dcbench.publishing.pages import SUBMISSIONS, Entry, Section
+from dcbench.publishing.pages import SUBMISSIONS, Section
+from dcbench.publishing.ranking import rank_suite
 from dcbench.publishing.report import labels
 from dcbench.publishing.submissions import (
     folder_problem,
@@ -26,7 +29,7 @@ from dcbench.publishing.submissions import (
 )
 from dcbench.publishing.verify import rerun  # noqa: F401 (tests/test_committed_results.py imports it from here)
 from dcbench.registry import Column, Registry, get_registry
-from dcbench.registry.columns import columns_problem
+from dcbench.registry.columns import columns_problem, demand_kind
 from dcbench.running.labels import default_specs
 from dcbench.running.numbers import counts_problem, values_problem
 from dcbench.running.runner import Runner
@@ -37,7 +40,8 @@ from dcbench.running.summary import (
     same_value,
     sweep_summary_problem,
 )
-from dcbench.storage.files import staging_folder, swapped_in
+from dcbench.spec import Spec, bind, resolved_spec
+from dcbench.storage.files import staging_folder, swapped_in, write_atomic
 from dcbench.storage.journal import remove_leftovers, write_together
 from dcbench.storage.locks import file_lock, folder_lock, sole_writer
 from dcbench.storage.paths import blocking_path, no_folder
@@ -54,6 +58,8 @@ class Submission:
     ranked_by: tuple[str, bool] | None = None  # what its suite ranked by when submitted (None: not recorded)
     columns: tuple[Column, ...] = ()  # the metrics' declarations of its columns, when submitted
     replayed: dict[str, Any] | None = None  # what `submit` ran again (`dcbench.publishing.replay.replay`), if recorded
+    entries: dict[str, dict[str, Any]] = field(default_factory=dict)  # who and what each allocator is (`model.about`)
+    verified: dict[str, Any] | None = None  # what the latest `dcbench leaderboard verify` ran again (`VERIFIED`)
 
 
 class RowsProblem(Exception):
@@ -182,7 +188,10 @@ def load_submissions(root: Path, registry: Registry | None = None) -> list[Submi
             raise _damaged(path, "its submission.json does not describe its summary")
         ranked_by, columns = _ranking_of_record(record, rows, path)
         replayed = _replay_of_record(record, rows, path)
-        submissions.append(Submission(path.name, suite, allocators, rows, ranked_by, columns, replayed))
+        entries = _entries_of_record(record, allocators, path)
+        verified = _verified_of(path, rows)
+        submissions.append(Submission(path.name, suite, allocators, rows, ranked_by, columns, replayed, entries,
+                                      verified))
     return submissions
 
 
@@ -193,6 +202,12 @@ RANKING_KEYS = ("ranked_by", "columns")  # what ranks it (`submission_record`)
 
 
 REPLAY_KEY = "replayed"  # the runs `submit` ran again
+
+
+ENTRIES_KEY = "entries"  # who and what each allocator is, by spec
+
+
+VERIFIED = "verified.json"  # beside submission.json: what the latest `verify` ran again of the submission
 
 
 def submission_record(submission: Submission) -> dict[str, Any]:
@@ -207,7 +222,60 @@ def submission_record(submission: Submission) -> dict[str, Any]:
         record["columns"] = [asdict(column) for column in submission.columns]
     if submission.replayed is not None:
         record[REPLAY_KEY] = submission.replayed
+    if submission.entries:
+        record[ENTRIES_KEY] = submission.entries
     return record
+
+
+def _entries_of_record(record: dict[str, Any], allocators: list[str], path: Path) -> dict[str, dict[str, Any]]:
+    """What a ``submission.json`` says each allocator is, checked (`dcbench.model.about.about_problem`)."""
+    entries = record.get(ENTRIES_KEY, {})
+    if not isinstance(entries, dict) or not set(entries) <= set(allocators):
+        raise _damaged(path, f"its submission.json's {ENTRIES_KEY} are not a table by allocator of its summary")
+    for spec, about in entries.items():
+        problem = about_problem(about)
+        if problem is not None:
+            raise _damaged(path, f"its submission.json's entry {spec!r}: {problem}")
+    return entries
+
+
+def _verified_of(path: Path, rows: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """What ``VERIFIED`` says the latest `verify` ran again, checked: runs of the submission that came out the same
+    and otherwise, a version and a date; None where there is no such file."""
+    if not (path / VERIFIED).exists():
+        return None
+    try:
+        verified = read_json(path / VERIFIED)
+    except (OSError, ValueError) as exc:
+        raise _damaged(path, f"its {VERIFIED} does not read: {describe(exc)}") from None
+    run_ids = {row["run_id"] for row in rows}
+    if (not isinstance(verified, dict) or set(verified) != {"same", "otherwise", "dcbench_version", "date"}
+            or not all(isinstance(verified[k], list) and all(isinstance(r, str) and r in run_ids for r in verified[k])
+                       for k in ("same", "otherwise"))
+            or not (verified["same"] or verified["otherwise"])
+            or not isinstance(verified["dcbench_version"], str) or len(verified["dcbench_version"]) > 40
+            or not isinstance(verified["date"], str) or not _is_date(verified["date"])):
+        raise _damaged(path, f"its {VERIFIED} is not {{same: run ids, otherwise: run ids, dcbench_version: a "
+                             "version, date: YYYY-MM-DD}")
+    return verified
+
+
+@holding_the_lock("leaderboard verify")
+def record_verified(root: Path, outcomes: Sequence[tuple[str, str, bool]]) -> None:
+    """Write each submission's `VERIFIED`: which of its runs a `verify` made again, as ``(submission, run id, the
+    same bit for bit)``; a submission none of whose runs was made again keeps the record it had."""
+    import datetime
+
+    from dcbench._version import __version__
+
+    today = datetime.datetime.now(datetime.timezone.utc).date().isoformat()
+    by_submission: dict[str, dict[str, list[str]]] = {}
+    for name, run_id, same in outcomes:
+        record = by_submission.setdefault(name, {"same": [], "otherwise": []})
+        record["same" if same else "otherwise"].append(run_id)
+    for name, record in sorted(by_submission.items()):
+        text = json.dumps({**record, "dcbench_version": __version__, "date": today}, indent=2, sort_keys=True) + "\n"
+        write_atomic(root / SUBMISSIONS / name / VERIFIED, lambda path, text=text: path.write_text(text))
 
 
 def _replay_of_record(record: dict[str, Any], rows: list[dict[str, Any]], path: Path) -> dict[str, Any] | None:
@@ -240,7 +308,7 @@ def _ranking_of_record(record: dict[str, Any], rows: list[dict[str, Any]], path:
                        ) -> tuple[tuple[str, bool] | None, tuple[Column, ...]]:
     """The ranking and column declarations a ``submission.json`` records (`submission_record`), checked: None and none
     for one that records none."""
-    unknown_keys = sorted(set(record) - set(IDENTITY_KEYS) - set(RANKING_KEYS) - {REPLAY_KEY})
+    unknown_keys = sorted(set(record) - set(IDENTITY_KEYS) - set(RANKING_KEYS) - {REPLAY_KEY, ENTRIES_KEY})
     if unknown_keys:
         raise _damaged(path, f"its submission.json has unknown keys {unknown_keys}")
     if not any(key in record for key in RANKING_KEYS):
@@ -302,43 +370,55 @@ def _damaged(submission: Path, problem: str) -> ResultsError:
                         "the sweep's results folder again with `dcbench leaderboard submit`")
 
 
-def baselines(registry: Registry) -> set[str]:
-    """The built-in heuristics: what a learned or third-party allocator is measured against."""
-    return {name for name, entry in registry.entries("allocator").items()
-            if entry.builtin and not entry.learned}
+def default_entry(spec: str, label: str, registry: Registry) -> dict[str, Any]:
+    """What a leaderboard says of an allocator nobody described (`dcbench.model.about`): from its registration where
+    it is installed: its kind (learned; a built-in heuristic with a paper: a paper baseline, without one: a dcbench
+    baseline; another: a heuristic), authors, links and, for the weights it ships, its trainer's seeds."""
+    parsed = Spec.parse(spec)
+    entry = registry.entries("allocator").get(parsed.name)
+    if entry is None:
+        return {"name": label, "kind": "heuristic"}
+    kind = "learned" if entry.learned else ("paper baseline" if entry.paper else "dcbench baseline") \
+        if entry.builtin else "heuristic"
+    about: dict[str, Any] = {"name": label, "kind": kind}
+    if entry.description:
+        about["description"] = entry.description[:MAX_TEXT].strip()
+    if entry.authors:
+        about["authors"] = list(entry.authors)
+    about.update({key: getattr(entry, key) for key in ("paper", "code") if getattr(entry, key)})
+    if entry.learned and entry.training_seeds and "checkpoint" not in parsed.kwargs:  # the weights it ships
+        about["training_seeds"] = list(entry.training_seeds)
+    return about
 
 
-def rank_scenario(rows: list[dict[str, Any]], metric: str, higher: bool, baseline_names: set[str],
-                  metrics: list[str]) -> list[Entry]:
-    allocators = sorted({r["allocator"] for r in rows})
-    by_seed = {a: {r["seed"]: r for r in rows if r["allocator"] == a} for a in allocators}
-    means = {a: mean_ci(r[metric] for r in by_seed[a].values()) for a in allocators}
-    sign = 1 if higher else -1
-    candidates = [a for a in allocators if a.split(":")[0] in baseline_names]
-    best_baseline = max(candidates, key=lambda a: (sign * means[a][0], a)) if candidates else None
-    entries = []
-    for allocator in allocators:
-        delta = None
-        if best_baseline is not None:
-            seeds = sorted(set(by_seed[allocator]) & set(by_seed[best_baseline]))
-            delta = mean_ci(by_seed[allocator][s][metric] - by_seed[best_baseline][s][metric] for s in seeds)
-        entries.append(Entry(allocator, means[allocator], delta,
-                             {m: mean_ci(r.get(m, float("nan")) for r in by_seed[allocator].values())
-                              for m in metrics}))
-    entries.sort(key=lambda e: (-sign * e.primary[0], e.allocator))
-    return entries
+def _metric_columns(rows: list[dict[str, Any]], primary: str, declared: Sequence[Column]
+                    ) -> list[tuple[str, str, str | None, bool]]:
+    """The columns a suite's scenario tables show beside ``primary``, as (column, heading, better, headline): the
+    numbers the metrics declare (`dcbench.Column`), in their order; the first `HEADLINE_COLUMNS` of their headline
+    columns are the table's headline, so that it fits a page, the others are behind a toggle."""
+    kind = demand_kind(rows[0], declared)
+    shown = []
+    for column, value in rows[0].items():
+        if not isinstance(value, float) or column == primary:
+            continue
+        for declaration in declared:
+            matched = declaration.matches([column])
+            if matched:
+                shown.append((column, matched[0][1], declaration.better, declaration.is_headline(kind)))
+                break
+    headline = [c for c in shown if c[3]][:HEADLINE_COLUMNS]
+    return headline + [(column, heading, better, False) for column, heading, better, _ in shown
+                       if (column, heading, better, True) not in headline]
 
 
-def _metric_columns(rows: list[dict[str, Any]], primary: str, declared: Sequence[Column]) -> list[str]:
-    """The columns a section shows beside ``primary``: the numbers the metrics declare (`dcbench.Column`)."""
-    numbers = [column for column, value in rows[0].items() if isinstance(value, float) and column != primary]
-    return sorted(column for column in numbers if any(declaration.matches([column]) for declaration in declared))
+HEADLINE_COLUMNS = 3
 
 
 @holding_the_lock("leaderboard")
 def build(root: Path, registry: Registry) -> list[Path]:
-    """Rebuild ``root/README.md``, ``root/index.html`` and ``root/plots/`` from the submissions, first removing what a
-    killed rebuild left of them (`BUILT`): under the lock, no other rebuild can be writing them."""
+    """Rebuild ``root/README.md``, ``root/index.html``, ``root/plots/`` and ``root/tables/`` from the submissions,
+    first removing what a killed rebuild left of them (`BUILT`): under the lock, no other rebuild can be writing
+    them."""
     from dcbench._version import __version__
 
     if not root.is_dir():
@@ -347,9 +427,6 @@ def build(root: Path, registry: Registry) -> list[Path]:
     check_own_folder(root)
     remove_leftovers(root, BUILT)
     submissions = load_submissions(root, registry)
-    suites = registry.entries("suite")
-    baseline_names = baselines(registry)
-    defaults = default_specs(registry)
     conflict = first_conflict(submissions)
     if conflict is not None:
         raise disagreeing(root, conflict)
@@ -357,17 +434,20 @@ def build(root: Path, registry: Registry) -> list[Path]:
     for submission in submissions:
         by_suite.setdefault(submission.suite, []).append(submission)
     # Everything is drawn and rendered before anything is replaced: a failure (matplotlib missing, say) leaves the
-    # previous pages and plots whole. Then the plots folder and both pages are replaced together, or none of them.
-    plots_dir = root / "plots"
-    staging = staging_folder(plots_dir)
+    # previous pages, plots and tables whole. Then both folders and both pages are replaced together, or none.
+    plots_dir, tables_dir = root / "plots", root / "tables"
+    staging, tables_staging = staging_folder(plots_dir), staging_folder(tables_dir)
     try:
         declared = [*registry.columns()]
         for submission in submissions:  # a metric not installed here heads its columns as where it was
             declared += [c for c in submission.columns if not any(d.name == c.name for d in declared)]
-        sections = _sections(by_suite, suites, baseline_names, defaults, declared, staging, plots_dir)
+        sections = _sections(by_suite, registry, declared, staging, plots_dir)
+        written = [section.plot for section in sections]
+        for section in sections:
+            written += [tables_dir / path.name for path in pages.write_tables(section, tables_staging)]
         texts = {"README.md": pages.markdown(sections, submissions, __version__, root),
                  "index.html": pages.html_page(sections, submissions, __version__, root)}
-        with swapped_in(staging, plots_dir):
+        with swapped_in(staging, plots_dir), swapped_in(tables_staging, tables_dir):
             write_together([(root / name, lambda path, text=text: path.write_text(text, encoding="utf-8", newline=""))
                             for name, text in texts.items()])
     except OSError as exc:
@@ -375,19 +455,21 @@ def build(root: Path, registry: Registry) -> list[Path]:
                            "writable, or give another --root") from None
     finally:
         shutil.rmtree(staging, ignore_errors=True)  # (gone already where it was swapped in)
-    return [root / "README.md", root / "index.html", *(section.plot for section in sections)]
+        shutil.rmtree(tables_staging, ignore_errors=True)
+    return [root / "README.md", root / "index.html", *written]
 
 
 # What marks the pages `build` writes as its own (the first lines of each).
 OWN_PAGES = {"README.md": "# dcbench leaderboard\n", "index.html": "<!DOCTYPE html>\n<html lang=\"en\"><head>"}
 
 
-BUILT = ("plots", *OWN_PAGES)  # what `build` replaces, through temporaries named after them
+BUILT = ("plots", "tables", *OWN_PAGES)  # what `build` replaces, through temporaries named after them
+OWN_FILES = {"plots": (".png",), "tables": (".csv", ".parquet")}  # what its folders hold
 
 
 def check_own_folder(root: Path) -> None:
     """Refuse to rebuild in a folder that is not a leaderboard's: it must hold submissions/, its pages must be ones
-    `build` wrote, and its plots/ only the PNG files `build` draws (the folder is replaced whole)."""
+    `build` wrote, and its plots/ and tables/ only the files `build` writes there (each is replaced whole)."""
     fix = "give a leaderboard folder of its own with --root"
     if not (root / SUBMISSIONS).is_dir():
         raise ResultsError(f"'{root}' holds no {SUBMISSIONS}/ folder, so it is no leaderboard; {fix}, or start one "
@@ -396,24 +478,23 @@ def check_own_folder(root: Path) -> None:
         page = root / name
         if page.exists() and not (page.is_file() and page.read_bytes().startswith(start.encode())):
             raise ResultsError(f"'{page}' was not written by `dcbench leaderboard`, which would replace it; {fix}")
-    plots = root / "plots"
-    if plots.exists():
-        foreign = [p for p in plots.iterdir() if not (p.is_file() and p.suffix == ".png")] if plots.is_dir() \
-            else [plots]
-        if foreign:
-            raise ResultsError(f"'{foreign[0]}' was not drawn by `dcbench leaderboard`, which rebuilds "
-                               f"'{plots}' whole; move it elsewhere, or {fix}")
+    for name, suffixes in OWN_FILES.items():
+        folder = root / name
+        if folder.exists():
+            foreign = [p for p in folder.iterdir() if not (p.is_file() and p.suffix in suffixes)] \
+                if folder.is_dir() else [folder]
+            if foreign:
+                raise ResultsError(f"'{foreign[0]}' was not written by `dcbench leaderboard`, which rebuilds "
+                                   f"'{folder}' whole; move it elsewhere, or {fix}")
 
 
-def _sections(by_suite: dict[str, list[Submission]], suites: Mapping[str, Any], baseline_names: set[str],
-              defaults: Mapping[str, str], columns: Sequence[Column], plots_staging: Path, plots_dir: Path
-              ) -> list[Section]:
+def _sections(by_suite: dict[str, list[Submission]], registry: Registry, columns: Sequence[Column],
+              plots_staging: Path, plots_dir: Path) -> list[Section]:
     """One section per suite: its rankings, and its plot, drawn into ``plots_staging`` and named by its place once
     that becomes ``plots_dir``."""
     sections = []
     for suite_name in sorted(by_suite):
-        section = functools.partial(_section, suite_name, suites=suites, baseline_names=baseline_names,
-                                    defaults=defaults, columns=columns, plots_dir=plots_dir)
+        section = functools.partial(_section, suite_name, registry=registry, columns=columns, plots_dir=plots_dir)
         try:
             sections.append(section(by_suite[suite_name], plots_staging=plots_staging))
         except DcbenchError:  # matplotlib missing, say: no submission's doing
@@ -423,27 +504,72 @@ def _sections(by_suite: dict[str, list[Submission]], suites: Mapping[str, Any], 
     return sections
 
 
-def _section(suite_name: str, submissions: list[Submission], suites: Mapping[str, Any], baseline_names: set[str],
-             defaults: Mapping[str, str], columns: Sequence[Column], plots_staging: Path, plots_dir: Path
-             ) -> Section:
+def _section(suite_name: str, submissions: list[Submission], registry: Registry, columns: Sequence[Column],
+             plots_staging: Path, plots_dir: Path) -> Section:
     by_run: dict[str, dict[str, Any]] = {}
     for submission in submissions:
         for row in submission.rows:  # the same run submitted twice counts once: its copies agree
             by_run.setdefault(row["run_id"], row)
     rows = sorted(by_run.values(), key=lambda r: (r["scenario"], r["allocator"], r["seed"]))
-    suite = suites.get(suite_name)
+    suite = registry.entries("suite").get(suite_name)
     metric, higher = ranking_of(suite) if suite is not None else recorded_ranking(suite_name, submissions)
     order = [s.label for s in suite.scenarios] if suite else sorted({r["scenario"] for r in rows})
     scenarios = [s for s in order if any(r["scenario"] == s for r in rows)]
-    metrics = _metric_columns(rows, metric, columns)
-    per_scenario = {s: rank_scenario([r for r in rows if r["scenario"] == s], metric, higher, baseline_names,
-                                     metrics)
-                    for s in scenarios}
-    overall = _overall(per_scenario, higher)
+    specs = sorted({r["allocator"] for r in rows})
+    values: dict[str, dict[str, dict[int, float]]] = {spec: {} for spec in specs}
+    for row in rows:
+        values[row["allocator"]].setdefault(row["scenario"], {})[row["seed"]] = row[metric]
+    reference = _reference(suite, specs, registry)
+    defaults = default_specs(registry)
+    label = labels(specs, defaults)
+    shown = _metric_columns(rows, metric, columns)
+    measured = {(scenario, spec): {column: mean_ci(r[column] for r in group)
+                                   for column in [metric, *(c[0] for c in shown)]}
+                for (scenario, spec), group in _grouped(rows).items()}
     drawn = _plot(rows, scenarios, metric, plots_staging / f"{suite_name}.png", suite_name, defaults)
-    plot = plots_dir / drawn.name
-    label = labels([a for a, _, _ in overall], defaults)
-    return Section(suite_name, suite, metric, higher, scenarios, per_scenario, overall, metrics, plot, label)
+    test_seeds = sorted({seed for s in suite.scenarios for seed in s.seeds}) if suite else \
+        sorted({r["seed"] for r in rows})
+    return Section(suite_name, suite.description if suite else "", metric, higher, scenarios,
+                   rank_suite(values, scenarios, higher, reference), shown, measured, reference,
+                   {spec: _about(spec, label[spec], submissions, registry, test_seeds) for spec in specs},
+                   label, plots_dir / drawn.name, len(test_seeds))
+
+
+def _grouped(rows: list[dict[str, Any]]) -> dict[tuple[str, str], list[dict[str, Any]]]:
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for row in rows:
+        groups.setdefault((row["scenario"], row["allocator"]), []).append(row)
+    return groups
+
+
+def _reference(suite: Any, specs: list[str], registry: Registry) -> str | None:
+    """The resolved spec of the suite's reference allocator where it has runs here, else None."""
+    if suite is None or suite.reference is None:
+        return None
+    parsed = Spec.parse(suite.reference)
+    entry = registry.entries("allocator").get(parsed.name)
+    resolved = suite.reference if entry is None else resolved_spec(entry.name, bind(entry.name, entry.params, parsed))
+    return resolved if resolved in specs else None
+
+
+def _about(spec: str, label: str, submissions: list[Submission], registry: Registry, test_seeds: list[int]
+           ) -> pages.About:
+    """Who and what ``spec`` is on the page: as the first submission that describes it says (else as its plugin
+    registers it), with its version, date, verified mark and trained-on-test mark."""
+    holding = [s for s in submissions if spec in s.allocators]
+    described = [s.entries[spec] for s in holding if spec in s.entries]
+    about = described[0] if described else default_entry(spec, label, registry)
+    run_ids = {row["run_id"] for s in holding for row in s.rows if row["allocator"] == spec}
+    replayed = [(len(run_ids & set(s.replayed["runs"])), s.replayed) for s in holding if s.replayed]
+    verified = [(len(run_ids & set(s.verified["same"])), len(run_ids & set(s.verified["otherwise"])), s.verified)
+                for s in holding if s.verified]
+    versions = sorted({row["dcbench_version"] for s in holding for row in s.rows if row["allocator"] == spec})
+    dates = sorted(s.replayed["date"] for s in holding if s.replayed)
+    return pages.About(spec, about, ", ".join(versions), dates[0] if dates else "",
+                       [(n, r["dcbench_version"], r["date"]) for n, r in replayed if n],
+                       [(same, otherwise, v["dcbench_version"], v["date"]) for same, otherwise, v in verified
+                        if same or otherwise],
+                       training_mark(about, test_seeds))
 
 
 def recorded_ranking(suite_name: str, submissions: list[Submission]) -> tuple[str, bool]:
@@ -483,20 +609,6 @@ def _unrankable(submissions: list[Submission], exc: Exception, section: Callable
     names = ", ".join(submission.name for submission in submissions)
     return ResultsError(f"the submissions {names} cannot be ranked or drawn together ({problem}); remove one of "
                         "their folders and rebuild")
-
-
-def _overall(per_scenario: dict[str, list[Entry]], higher: bool) -> list[tuple[str, float, int]]:
-    allocators = sorted({e.allocator for entries in per_scenario.values() for e in entries})
-    wins = {a: 0 for a in allocators}
-    for entries in per_scenario.values():
-        for entry in entries:  # an exact tie at the top is a win for each
-            if entry.primary[0] == entries[0].primary[0]:
-                wins[entry.allocator] += 1
-    means = {a: sum(e.primary[0] for entries in per_scenario.values() for e in entries if e.allocator == a)
-             / max(1, sum(1 for entries in per_scenario.values() for e in entries if e.allocator == a))
-             for a in allocators}
-    sign = 1 if higher else -1
-    return sorted(((a, means[a], wins[a]) for a in allocators), key=lambda t: (-sign * t[1], t[0]))
 
 
 def _plot(rows: list[dict[str, Any]], scenarios: list[str], metric: str, path: Path, title: str,

@@ -1,134 +1,397 @@
-"""The leaderboard's pages: ``README.md`` and ``index.html`` of its ranked sections."""
+"""The leaderboard's pages, ``README.md`` and ``index.html``, and its downloadable tables, from ranked sections."""
 
 from __future__ import annotations
 
+import csv
 import html
+import io
+import math
 from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Sequence
 
-from dcbench.publishing.report import cell, signed_ci, significant, table_ci
+from dcbench.model.about import CLEAN, ON_TEST
+from dcbench.publishing.ranking import Estimate, SuiteRanking
+from dcbench.publishing.report import cell
 
 SUBMISSIONS = "submissions"  # the leaderboard's folder of submissions
+DOCS = "../docs/leaderboard.md#how-entries-are-ranked"  # the page's link to how it ranks, from leaderboard/
+BETTER = {"higher": "↑", "lower": "↓", None: ""}
+PAPERS = (  # the papers whose scenarios the built-in suites run (README.md, The papers)
+    ("Z. Shabka and G. Zervas", "Network-aware compute and memory allocation in optically composable data centers "
+     "with deep reinforcement learning and graph neural networks", "Journal of Optical Communications and "
+     "Networking 15(2), 133, 2023", "https://doi.org/10.1364/JOCN.478944"),
+    ("Z. Shabka and G. Zervas", "Resource Allocation in Disaggregated Data Centre Systems with Reinforcement "
+     "Learning", "NeurIPS 2021 Workshop on ML for Systems", "https://arxiv.org/abs/2106.02412"),
+    ("C.-Y. Liu, X. Chen, R. Proietti, Z. Zhu and S. J. B. Yoo", "Deep reinforcement learning-aided multi-step job "
+     "scheduling in optical data center networks", "Journal of Optical Communications and Networking 17(9), 2025",
+     "https://doi.org/10.1364/JOCN.562531"),
+)
 
 
 @dataclass
-class Entry:
-    allocator: str
-    primary: tuple[float, float, int]
-    delta: tuple[float, float, int] | None
-    metrics: dict[str, tuple[float, float, int]]
+class About:
+    """An entry as the pages show it: its spec, description (`dcbench.model.about`) and marks."""
+
+    spec: str
+    about: dict[str, Any]
+    version: str
+    date: str  # the day it was submitted ("" where not recorded)
+    replayed: list[tuple[int, str, str]]  # (its runs `submit` made again, version, date), per submission
+    verified: list[tuple[int, int, str, str]]  # (runs `verify` found the same, otherwise, version, date)
+    training: str | None  # `dcbench.model.about.training_mark`
+
+    @property
+    def verified_mark(self) -> str:
+        if any(otherwise for _, otherwise, _, _ in self.verified):
+            return "✗"
+        return "✓" if self.replayed or self.verified else "–"
+
+    @property
+    def verified_text(self) -> str:
+        """What was run again, in words."""
+        parts = [f"{n} run{'s' * (n != 1)} replayed at submission (dcbench {version}, {date})"
+                 for n, version, date in self.replayed]
+        parts += [f"{same + otherwise} re-run by verify (dcbench {version}, {date}): "
+                  + (f"{otherwise} came out otherwise" if otherwise else "the same, bit for bit")
+                  for same, otherwise, version, date in self.verified]
+        return "; ".join(parts) or "not run again"
 
 
 @dataclass
 class Section:
-    """One suite's part of the pages: its overall ranking, per-scenario rankings and plot."""
+    """One suite's part of the pages."""
+
     suite_name: str
-    suite: Any  # the registered Suite, or None for a suite no longer registered
+    description: str
     metric: str
     higher: bool
     scenarios: list[str]
-    per_scenario: dict[str, list[Entry]]
-    overall: list[tuple[str, float, int]]  # (allocator, mean over scenarios, scenarios won), best first
-    metrics: list[str]
+    ranking: SuiteRanking
+    columns: list[tuple[str, str, str | None, bool]]  # beside the metric: (column, heading, better, headline)
+    measured: dict[tuple[str, str], dict[str, tuple[float, float, int]]]  # (scenario, spec) -> column -> mean_ci
+    reference: str | None  # the spec every Δ is measured against
+    entries: dict[str, About]
+    label: dict[str, str]  # spec -> its short name on the pages
     plot: Path
-    label: dict[str, str]  # allocator spec -> its short name on the pages
+    seeds: int  # per scenario
+
+    def name(self, spec: str) -> str:
+        return self.entries[spec].about.get("name") or self.label[spec]
 
 
-def _delta(entry: Entry) -> str:
-    if entry.delta is None or entry.delta[2] == 0:
+def decimals(values: Iterable[float]) -> int:
+    """Decimal places that show three significant digits of the median of ``values`` (zeros left out): one format per
+    column, whatever each cell's size."""
+    sizes = sorted(abs(v) for v in values if math.isfinite(v) and v != 0)
+    return 3 if not sizes else min(6, max(0, 2 - math.floor(math.log10(sizes[len(sizes) // 2]))))
+
+
+def shown(estimate: Estimate | tuple[float, float, int] | None, places: int, signed: bool = False) -> str:
+    """``0.871 ± 0.008`` at ``places`` decimals; "–" without a mean."""
+    if estimate is None:
         return "–"
-    mean, half, _ = entry.delta
-    return signed_ci(mean, half)
+    mean, half = (estimate.mean, estimate.half) if isinstance(estimate, Estimate) else estimate[:2]
+    if math.isnan(mean):
+        return "–"
+    text = f"{mean:+.{places}f}" if signed else f"{mean:.{places}f}"
+    return text if math.isnan(half) else f"{text} ± {half:.{places}f}"
+
+
+def _places(section: Section, column: str) -> int:
+    return decimals(m[column][0] for m in section.measured.values() if column in m)
+
+
+def _score_places(section: Section) -> int:
+    return decimals(e.score.mean for e in section.ranking.entries)
+
+
+def _delta(section: Section, spec: str, delta: Estimate | None, places: int) -> str:
+    return "reference" if spec == section.reference else shown(delta, places, signed=True)
+
+
+def _metric_heading(section: Section) -> str:
+    return _heading(section.metric.replace("_", " "), "higher" if section.higher else "lower")
+
+
+def _heading(name: str, better: str | None) -> str:
+    return f"{name} {BETTER[better]}".strip()
+
+
+def verdict(section: Section) -> str:
+    """Whether the data separates the two leading entries, and if not, how many seeds would; in how many scenarios
+    one entry is significantly better than every other."""
+    ranking = section.ranking
+    if ranking.leaders_separated is None:
+        return ""
+    first, second = sorted(ranking.entries, key=lambda e: (e.rank, -_sign(section) * e.score.mean))[:2]
+    names = f"{section.name(first.entry)} and {section.name(second.entry)}"
+    won = sum(any(row.win for row in rows) for rows in ranking.scenarios.values())
+    scenarios = (f" In {won} of {len(ranking.scenarios)} scenarios one entry is significantly better than every "
+                 f"other; in the rest, {section.seeds} seeds leave the leaders of the scenario tied.")
+    if ranking.leaders_separated:
+        return f"Over all scenarios, the data separates the leading entries, {names}." + scenarios
+    text = (f"{section.seeds} seeds per scenario cannot separate the leading entries, {names}: they share a rank.")
+    if ranking.seeds_needed is not None:
+        text += (f" Were their observed difference real, about {ranking.seeds_needed} seeds per scenario would "
+                 "separate them with 80% power; a suite with more seeds is a new suite, not an edit of this one.")
+    return text + scenarios
+
+
+def _sign(section: Section) -> float:
+    return 1.0 if section.higher else -1.0
+
+
+def how_ranked(section: Section) -> str:
+    reference = section.label[section.reference] if section.reference else None
+    return (f"Ranked by {section.metric.replace('_', ' ')} ({'higher' if section.higher else 'lower'} is better). "
+            f"Score: the mean over {len(section.scenarios)} scenarios of the mean over {section.seeds} seeds, with "
+            "its 95% interval. Entries that paired tests over the same seeds cannot separate (Holm-corrected) share "
+            "a rank; wins count only scenarios where an entry is significantly better than every other. "
+            + (f"Δ: the paired difference from {reference}, the suite's reference." if reference
+               else "The suite names no reference with runs here, so there is no Δ."))
+
+
+# --- downloadable tables -------------------------------------------------------------------------------------------
+
+
+def summary_rows(section: Section) -> list[dict[str, Any]]:
+    rows = []
+    for ranked in section.ranking.entries:
+        entry = section.entries[ranked.entry]
+        about = entry.about
+        delta = ranked.delta or Estimate(math.nan, math.nan)
+        rows.append({
+            "rank": ranked.rank, "name": section.name(ranked.entry), "allocator": ranked.entry,
+            "kind": about["kind"], "authors": "; ".join(about.get("authors", [])), "paper": about.get("paper", ""),
+            "code": about.get("code", ""), "score": ranked.score.mean, "score_ci95": ranked.score.half,
+            "delta": delta.mean, "delta_ci95": delta.half, "significant_wins": ranked.wins,
+            "scenarios": ranked.scenarios, "verified": entry.verified_text, "trained_on_test": entry.training or "",
+            "dcbench_version": entry.version, "date": entry.date})
+    return rows
+
+
+def scenario_rows(section: Section) -> list[dict[str, Any]]:
+    rows = []
+    for scenario in section.scenarios:
+        for ranked in section.ranking.scenarios[scenario]:
+            measured = section.measured[(scenario, ranked.entry)]
+            delta = ranked.delta or Estimate(math.nan, math.nan)
+            row = {"scenario": scenario, "rank": ranked.rank, "name": section.name(ranked.entry),
+                   "allocator": ranked.entry, section.metric: ranked.value.mean,
+                   f"{section.metric}_ci95": ranked.value.half, "delta": delta.mean, "delta_ci95": delta.half,
+                   "significant_win": ranked.win}
+            for column, *_ in section.columns:
+                row[column], row[f"{column}_ci95"] = measured[column][:2]
+            rows.append(row)
+    return rows
+
+
+def write_tables(section: Section, folder: Path) -> list[Path]:
+    """The section's summary and per-scenario tables as CSV and Parquet in ``folder``; the files written."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    written = []
+    for name, rows in (("summary", summary_rows(section)), ("scenarios", scenario_rows(section))):
+        as_csv, as_parquet = (folder / f"{section.suite_name}-{name}.{suffix}" for suffix in ("csv", "parquet"))
+        buffer = io.StringIO()  # (a suite's qualified name has a dot: no Path.with_suffix)
+        writer = csv.DictWriter(buffer, fieldnames=list(rows[0]), lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(rows)
+        as_csv.write_text(buffer.getvalue(), encoding="utf-8")
+        pq.write_table(pa.Table.from_pylist(rows), as_parquet)
+        written += [as_csv, as_parquet]
+    return written
+
+
+def table_files(section: Section, name: str) -> list[tuple[str, str]]:
+    return [(kind, f"tables/{section.suite_name}-{name}.{kind.lower()}") for kind in ("CSV", "Parquet")]
+
+
+# --- README.md -----------------------------------------------------------------------------------------------------
 
 
 def markdown(sections: Iterable[Section], submissions: list[Any], version: str, root: Path) -> str:
     lines = ["# dcbench leaderboard", "",
-             f"Generated by `dcbench leaderboard` (dcbench {version}) from the {len(submissions)} submission(s) "
-             f"in `{SUBMISSIONS}/`. Means with the half-width of the 95% confidence interval over seeds; "
-             "Δ is the paired difference from the best built-in baseline of the scenario (same seeds, "
-             "same request sequences).", ""]
+             f"Generated by `dcbench leaderboard` (dcbench {version}) from the {len(submissions)} submission(s) in "
+             f"`{SUBMISSIONS}/`; `index.html` is the same leaderboard as a page that sorts and filters. How entries "
+             f"are ranked: [docs/leaderboard.md]({DOCS}).", "", "The papers whose scenarios it runs:", ""]
+    lines += [f"- {authors}, *{title}*, {venue}, <{link}>" for authors, title, venue, link in PAPERS] + [""]
     for section in sections:
-        name = section.label
         suite = cell(section.suite_name)
-        lines += [f"## {suite}", "", section.suite.description if section.suite else "", "",
-                  f"Ranked by `{section.metric}` ({'higher' if section.higher else 'lower'} is better).", "",
-                  "| rank | allocator | mean over scenarios | scenarios won |", "|---:|---|---:|---:|"]
-        for rank, (allocator, mean, wins) in enumerate(section.overall, 1):
-            lines.append(f"| {rank} | {code(name[allocator])} | {significant(mean)} | {wins} |")
-        lines += ["", f"![{suite}]({section.plot.relative_to(root).as_posix()})", ""]
+        places = _score_places(section)
+        lines += [f"## {suite}", "", cell(section.description), "", how_ranked(section), ""]
+        if verdict(section):
+            lines += [verdict(section), ""]
+        lines += ["| rank | entry | kind | score | Δ | wins | verified | training |",
+                  "|---:|---|---|---:|---:|---:|:-:|---|"]
+        for ranked in section.ranking.entries:
+            entry = section.entries[ranked.entry]
+            lines.append(f"| {ranked.rank} | {cell(section.name(ranked.entry))} | {entry.about['kind']} | "
+                         f"{shown(ranked.score, places)} | {_delta(section, ranked.entry, ranked.delta, places)} | "
+                         f"{ranked.wins}/{ranked.scenarios} | {entry.verified_mark} | {entry.training or ''} |")
+        downloads = " · ".join(f"[{name} {kind}]({path})" for name in ("summary", "scenarios")
+                               for kind, path in table_files(section, name))
+        lines += ["", f"Tables: {downloads}", "", f"![{suite}]({section.plot.relative_to(root).as_posix()})", ""]
+        value_places = _places(section, section.metric)
         for scenario in section.scenarios:
             lines += [f"### {suite} / {cell(scenario)}", "",
-                      f"| rank | allocator | {section.metric} | Δ vs best baseline | "
-                      + " | ".join(cell(m) for m in section.metrics) + " |",
-                      "|---:|---|---:|---:|" + "---:|" * len(section.metrics)]
-            for rank, entry in enumerate(section.per_scenario[scenario], 1):
-                cells = [table_ci(entry.metrics[m][0], entry.metrics[m][1]) for m in section.metrics]
-                lines.append(f"| {rank} | {code(name[entry.allocator])} | {table_ci(*entry.primary[:2])} | "
-                             f"{_delta(entry)} | " + " | ".join(cells) + " |")
+                      f"| rank | entry | {_metric_heading(section)} "
+                      "| Δ | significant win |", "|---:|---|---:|---:|:-:|"]
+            for ranked in section.ranking.scenarios[scenario]:
+                lines.append(f"| {ranked.rank} | {cell(section.name(ranked.entry))} | "
+                             f"{shown(ranked.value, value_places)} | "
+                             f"{_delta(section, ranked.entry, ranked.delta, value_places)} | "
+                             f"{'✓' if ranked.win else ''} |")
             lines.append("")
-    lines += ["## Submissions", ""] + [f"- {code(s.name)}: {cell(s.suite)}, {len(s.rows)} runs, "
-                                       + ", ".join(code(a) for a in s.allocators) for s in submissions]
+    lines += ["## Submissions", ""] + [f"- `{s.name}`: {cell(s.suite)}, {len(s.rows)} runs" for s in submissions]
     return "\n".join(lines) + "\n"
 
 
-def code(text: str) -> str:
-    """``text`` as Markdown code in a table cell, any '`' or '|' replaced (a spec has none) so it ends neither."""
-    return "`" + text.replace("`", "'").replace("|", "\\|") + "`"
+# --- index.html ----------------------------------------------------------------------------------------------------
 
 
-_STYLE = """
-body{font-family:system-ui,sans-serif;margin:2rem auto;max-width:72rem;padding:0 1rem;color:#222}
-table{border-collapse:collapse;margin:.5rem 0 1.5rem;font-size:.85rem}
-th,td{border:1px solid #ccc;padding:.25rem .5rem;text-align:right}
-th:nth-child(2),td:nth-child(2){text-align:left}
-tr:first-child td{background:#eef6ee}
-img{max-width:100%}
-details{margin-bottom:1rem}
-code{font-size:.85em}
-"""
+def _static(name: str) -> str:
+    return (resources.files("dcbench.publishing") / "static" / name).read_text(encoding="utf-8")
 
 
-def html_page(sections: Iterable[Section], submissions: list[Any], version: str, root: Path) -> str:
+def _e(text: Any) -> str:
+    return html.escape(str(text))
+
+
+def _td(text: str, value: Any = None, css: str = "") -> str:
+    attributes = (f' data-value="{_e(value)}"' if value is not None else "") + (f' class="{css}"' if css else "")
+    return f"<td{attributes}>{text}</td>"
+
+
+def _th(text: str, kind: str = "number", css: str = "", title: str = "") -> str:
+    attributes = f' data-type="{kind}"' + (f' class="{css}"' if css else "")
+    attributes += f' title="{_e(title)}"' if title else ""
+    return f"<th{attributes}>{_e(text)}</th>"
+
+
+def _number(value: float) -> str:
+    return "nan" if math.isnan(value) else repr(value)
+
+
+def _entry_cell(section: Section, spec: str) -> str:
+    about = section.entries[spec].about
+    name = _e(section.name(spec))
+    link = about.get("code") or about.get("paper")
+    title = f' title="{_e(about["description"])}"' if about.get("description") else ""
+    text = f'<a href="{_e(link)}"{title}>{name}</a>' if link else f"<span{title}>{name}</span>"
+    links = [f'<a href="{_e(about[key])}">{key}</a>' for key in ("paper", "code") if about.get(key)]
+    if section.label[spec] != section.name(spec):
+        text += f'<br><code class="spec">{_e(section.label[spec])}</code>'
+    return text + (f' <span class="links">{" · ".join(links)}</span>' if links else "")
+
+
+def _training_cell(entry: About) -> str:
+    if entry.training is None:
+        return _td("", "")
+    css = {CLEAN: "clean", ON_TEST: "trained-on-test"}.get(entry.training, "unknown")
+    seeds = ", ".join(entry.about.get("training_seeds", [])) or "not recorded"
+    return _td(f'<span class="mark {css}" title="training seeds: {_e(seeds)}">{_e(entry.training)}</span>',
+               entry.training)
+
+
+def _summary_table(section: Section) -> list[str]:
+    table = f"summary-{section.suite_name}"
+    places = _score_places(section)
+    better = "higher" if section.higher else "lower"
+    out = [f'<div class="filters" data-table="{_e(table)}">'
+           '<input type="search" class="text-filter" placeholder="Filter entries" aria-label="Filter entries">'
+           '<select class="kind-filter" aria-label="Kind"><option value="">every kind</option>'
+           + "".join(f'<option value="{k}">{k}</option>' for k in ("learned", "heuristic", "paper baseline",
+                                                                   "dcbench baseline"))
+           + '</select> <span class="shown-count"></span></div>',
+           f'<div class="table-wrap"><table class="summary sortable" id="{_e(table)}"><thead><tr>'
+           + _th("Rank", css="rank-group", title="one more than the number of entries significantly better")
+           + _th("Entry", "text") + _th("Kind", "text") + _th("Authors", "text")
+           + _th(_heading("Score", better), title="mean over scenarios, 95% interval")
+           + _th("Δ", title=f"paired difference from {section.label.get(section.reference, 'no reference')}")
+           + _th("Wins", title="scenarios where it is significantly better than every other entry")
+           + _th("Verified", "text", title="runs made again bit for bit")
+           + _th("Training", "text", title="a learned entry's training seeds against the suite's test seeds")
+           + _th("Version", "text") + _th("Date", "text", title="the day it was submitted") + "</tr></thead><tbody>"]
+    for ranked in section.ranking.entries:
+        entry = section.entries[ranked.entry]
+        about = entry.about
+        delta = ranked.delta or Estimate(math.nan, math.nan)
+        out.append(
+            f'<tr data-kind="{_e(about["kind"])}">' + _td(str(ranked.rank), ranked.rank, "rank-group")
+            + _td(_entry_cell(section, ranked.entry), section.name(ranked.entry)) + _td(_e(about["kind"]))
+            + _td(_e(", ".join(about.get("authors", []))), css="wrap")
+            + _td(shown(ranked.score, places), _number(ranked.score.mean))
+            + _td(_delta(section, ranked.entry, ranked.delta, places), _number(delta.mean))
+            + _td(f"{ranked.wins}/{ranked.scenarios}", ranked.wins)
+            + _td(f'<span class="mark verified" title="{_e(entry.verified_text)}">{entry.verified_mark}</span>',
+                  entry.verified_mark)
+            + _training_cell(entry) + _td(_e(entry.version)) + _td(_e(entry.date)) + "</tr>")
+    out.append("</tbody></table></div>")
+    return out
+
+
+def _scenario_table(section: Section, index: int, scenario: str) -> list[str]:
+    table = f"scenario-{section.suite_name}-{index}"
+    places = {column: _places(section, column) for column in [section.metric, *(c[0] for c in section.columns)]}
+    head = (_th("Rank", css="rank-group") + _th("Entry", "text") + _th(_metric_heading(section)) + _th("Δ")
+            + _th("Win", "text")
+            + "".join(_th(_heading(heading, better), css="" if headline else "extra", title=column)
+                      for column, heading, better, headline in section.columns))
+    out = [f'<h4>{_e(scenario)}</h4><div class="table-tools">'
+           f'<button type="button" class="toggle-columns" data-table="{_e(table)}">Show all metrics</button>'
+           '</div>' if any(not c[3] for c in section.columns) else f"<h4>{_e(scenario)}</h4>",
+           f'<div class="table-wrap"><table class="scenario sortable" id="{_e(table)}"><thead><tr>{head}</tr>'
+           "</thead><tbody>"]
+    for ranked in section.ranking.scenarios[scenario]:
+        measured = section.measured[(scenario, ranked.entry)]
+        delta = ranked.delta or Estimate(math.nan, math.nan)
+        cells = [_td(str(ranked.rank), ranked.rank, "rank-group"), _td(_e(section.name(ranked.entry)),
+                                                                   section.name(ranked.entry)),
+                 _td(shown(ranked.value, places[section.metric]), _number(ranked.value.mean)),
+                 _td(_delta(section, ranked.entry, ranked.delta, places[section.metric]), _number(delta.mean)),
+                 _td("✓" if ranked.win else "", "✓" if ranked.win else "")]
+        cells += [_td(shown(measured[column], places[column]), _number(measured[column][0]),
+                      "" if headline else "extra") for column, _, _, headline in section.columns]
+        out.append(f'<tr data-kind="{_e(section.entries[ranked.entry].about["kind"])}">' + "".join(cells) + "</tr>")
+    out.append("</tbody></table></div>")
+    return out
+
+
+def html_page(sections: Sequence[Section], submissions: list[Any], version: str, root: Path) -> str:
     out = ["<!DOCTYPE html>", "<html lang=\"en\"><head><meta charset=\"utf-8\">",
-           "<title>dcbench leaderboard</title>", f"<style>{_STYLE}</style></head><body>",
-           "<h1>dcbench leaderboard</h1>",
-           f"<p>dcbench {html.escape(version)}; {len(submissions)} submission(s). Means ± half-width of the 95% "
-           "confidence interval over seeds; Δ: paired difference from the best built-in baseline.</p>"]
+           '<meta name="viewport" content="width=device-width, initial-scale=1">',
+           "<title>dcbench leaderboard</title>", f"<style>{_static('leaderboard.css')}</style></head><body>",
+           "<header><h1>dcbench leaderboard</h1>",
+           f"<p>dcbench {_e(version)}, from {len(submissions)} submission(s). Each suite ranks entries by a score with "
+           f'its 95% interval; entries the data cannot separate share a rank (<a href="{_e(DOCS)}">how entries are '
+           "ranked</a>). ✓: runs made again bit for bit, at submission and by <code>dcbench leaderboard verify</code>."
+           "</p><details><summary>The papers whose scenarios the suites run</summary><ul>"
+           + "".join(f'<li>{_e(authors)}, <a href="{_e(link)}"><cite>{_e(title)}</cite></a>, {_e(venue)}</li>'
+                     for authors, title, venue, link in PAPERS) + "</ul></details></header>",
+           '<nav class="tabs">' + "".join(f'<button type="button" data-tab="{_e(s.suite_name)}">{_e(s.suite_name)}'
+                                          "</button>" for s in sections) + "</nav>"]
     for section in sections:
-        name = section.label
-        out.append(f"<h2 id=\"{html.escape(section.suite_name)}\">{html.escape(section.suite_name)}</h2>")
-        if section.suite:
-            out.append(f"<p>{html.escape(section.suite.description)}</p>")
-        out.append(f"<p>Ranked by <code>{html.escape(section.metric)}</code> "
-                   f"({'higher' if section.higher else 'lower'} is better).</p>")
-        out.append(f"<table class=\"ranking\" data-suite=\"{html.escape(section.suite_name)}\"><tr><th>rank</th>"
-                   "<th>allocator</th><th>mean over scenarios</th><th>scenarios won</th></tr>")
-        for rank, (allocator, mean, wins) in enumerate(section.overall, 1):
-            out.append(f"<tr><td>{rank}</td><td><code title=\"{html.escape(allocator)}\">"
-                       f"{html.escape(name[allocator])}</code></td>"
-                       f"<td>{significant(mean)}</td><td>{wins}</td></tr>")
-        out.append("</table>")
-        out.append(f"<img src=\"{html.escape(section.plot.relative_to(root).as_posix())}\" "
-                   f"alt=\"{html.escape(section.suite_name)}\">")
-        for scenario in section.scenarios:
-            out.append(f"<details><summary>{html.escape(section.suite_name)} / {html.escape(scenario)}</summary>")
-            out.append("<table class=\"scenario\"><tr><th>rank</th><th>allocator</th>"
-                       f"<th>{html.escape(section.metric)}</th><th>Δ vs best baseline</th>"
-                       + "".join(f"<th>{html.escape(m)}</th>" for m in section.metrics) + "</tr>")
-            for rank, entry in enumerate(section.per_scenario[scenario], 1):
-                out.append(f"<tr><td>{rank}</td><td><code>{html.escape(name[entry.allocator])}</code></td>"
-                           f"<td>{table_ci(*entry.primary[:2])}</td><td>{_delta(entry)}</td>"
-                           + "".join(f"<td>{table_ci(*entry.metrics[m][:2])}</td>" for m in section.metrics)
-                           + "</tr>")
-            out.append("</table></details>")
-    out.append("<h2>Submissions</h2><ul>")
-    for submission in submissions:
-        out.append(f"<li><code>{html.escape(submission.name)}</code>: {html.escape(submission.suite)}, "
-                   f"{len(submission.rows)} runs</li>")
-    out.append("</ul>")
-    # Lets a headless browser (and a person's console) confirm that every plot loaded.
-    out.append("<script>window.addEventListener('load',()=>{document.body.dataset.imagesLoaded="
-               "[...document.images].every(i=>i.complete&&i.naturalWidth>0)});</script>")
-    out.append("</body></html>")
+        out.append(f'<section class="suite" id="suite-{_e(section.suite_name)}" data-suite="{_e(section.suite_name)}">'
+                   f"<h2>{_e(section.suite_name)}</h2><p>{_e(section.description)}</p>"
+                   f'<p class="how">{_e(how_ranked(section))}</p>')
+        if verdict(section):
+            out.append(f'<p class="verdict">{_e(verdict(section))}</p>')
+        out += _summary_table(section)
+        links = " · ".join(f'<a href="{_e(path)}" download>{name} ({kind})</a>' for name in ("summary", "scenarios")
+                           for kind, path in table_files(section, name))
+        out.append(f'<p class="downloads">Download: {links}</p>')
+        out.append(f'<figure><img src="{_e(section.plot.relative_to(root).as_posix())}" '
+                   f'alt="{_e(section.suite_name)}: {_e(section.metric)} per scenario and entry"></figure>')
+        out.append("<h3>Per scenario</h3>")
+        for index, scenario in enumerate(section.scenarios):
+            out += _scenario_table(section, index, scenario)
+        out.append("</section>")
+    out.append("<footer><h2>Submissions</h2><ul>" + "".join(
+        f"<li><code>{_e(s.name)}</code>: {_e(s.suite)}, {len(s.rows)} runs</li>" for s in submissions)
+        + "</ul></footer>")
+    out.append(f"<script>{_static('leaderboard.js')}</script></body></html>")
     return "\n".join(out) + "\n"

@@ -57,7 +57,8 @@ def labels(specs: Sequence[str], defaults: Mapping[str, str] | None = None) -> d
         base = spec.split(":")[0]
         variants = [s for s in specs if s.split(":")[0] == base]
         if len(variants) > 1:
-            keys = {k for s in variants for k in options[s] if options[s].get(k) != options[spec].get(k)}
+            keys = {k for s in variants for k in {*options[s], *options[spec]}
+                    if options[s].get(k) != options[spec].get(k)}
         elif defaults is not None and base in defaults:
             default_options = Spec.parse(defaults[base]).kwargs
             keys = {k for k, v in options[spec].items() if default_options.get(k) != v}
@@ -259,6 +260,11 @@ def report_columns(declared: Sequence[Column], kind: str, row: Mapping[str, Any]
                 shown[column] = (declaration.description, declaration.better != "lower", group)
     order = sorted(shown, key=lambda column: shown[column][2])  # (a stable sort)
     return [(column, shown[column][0], shown[column][1]) for column in order]
+
+
+def baselines(registry: Any) -> set[str]:
+    """The built-in heuristics: what a learned or third-party allocator is measured against."""
+    return {name for name, entry in registry.entries("allocator").items() if entry.builtin and not entry.learned}
 
 
 def paired_table(rows: list[dict[str, Any]], metric: str, baselines: set[str], higher_is_better: bool = True,

@@ -7,22 +7,27 @@ import json
 import os
 import shutil
 from pathlib import Path
+from typing import Any, Mapping
 
 from dcbench.errors import ResultsError
+from dcbench.model.about import about_problem
 from dcbench.publishing.leaderboard import (
     SUBMISSIONS,
     RowsProblem,
     Submission,
     allocators_of,
     check_contents,
+    default_entry,
     disagreeing,
     first_conflict,
     holding_the_lock,
     load_submissions,
     submission_record,
 )
+from dcbench.publishing.report import labels
 from dcbench.publishing.submissions import folder_problem, registered_problem, submission_name
 from dcbench.registry import Registry
+from dcbench.running.labels import default_specs
 from dcbench.running.runner import Runner
 from dcbench.running.summary import is_adhoc_sweep, read_sweep_summary
 from dcbench.storage.files import staging_folder
@@ -33,8 +38,34 @@ def _refuse(reason: str) -> ResultsError:
     return ResultsError(f"submission refused: {reason}")
 
 
-def validate(results: Path, registry: Registry) -> Submission:
-    """Check a sweep's results folder; the accepted submission, or a one-line refusal."""
+def described(allocators: list[str], about: Mapping[str, Any], registry: Registry) -> dict[str, dict[str, Any]]:
+    """Who and what each allocator is: as its plugin registers it (`default_entry`), with what ``about`` says of it
+    laid over that. ``about`` is keyed by an allocator's spec as the sweep resolved it, its short name on the pages, or
+    its plugin's name where that names one allocator of the submission."""
+    label = labels(allocators, default_specs(registry))
+    entries = {spec: default_entry(spec, label[spec], registry) for spec in allocators}
+    for key, given in about.items():
+        named = [spec for spec in allocators if key in (spec, label[spec])] or \
+            [spec for spec in allocators if spec.split(":")[0] == key]
+        if len(named) != 1:
+            which = "none" if not named else "several"
+            raise _refuse(f"--about describes {str(key)[:60]!r}, which names {which} of its allocators "
+                          f"({', '.join(allocators)}); key each table by an allocator's spec")
+        if not isinstance(given, Mapping):
+            raise _refuse(f"--about's {key!r} is not a table")
+        entry = {**entries[named[0]], **given}
+        if given.get("kind", "learned") != "learned":
+            entry.pop("training_seeds", None)
+        problem = about_problem(entry)
+        if problem is not None:
+            raise _refuse(f"--about's {key!r}: {problem}")
+        entries[named[0]] = entry
+    return entries
+
+
+def validate(results: Path, registry: Registry, about: Mapping[str, Any] | None = None) -> Submission:
+    """Check a sweep's results folder, and what ``about`` says of its allocators (`described`); the accepted
+    submission, or a one-line refusal."""
     from dcbench._version import __version__
 
     if is_adhoc_sweep(results):  # before its runs are checked: nothing about them would make it rankable
@@ -65,11 +96,13 @@ def validate(results: Path, registry: Registry) -> Submission:
     name = submission_name(suite_name, allocators, [row["run_id"] for row in rows], __version__)
     suite = suites[suite_name]
     declared = tuple(column for column in registry.columns() if column.matches(rows[0]))
-    return Submission(name, suite_name, allocators, rows, (suite.primary_metric, suite.higher_is_better), declared)
+    return Submission(name, suite_name, allocators, rows, (suite.primary_metric, suite.higher_is_better), declared,
+                      entries=described(allocators, about or {}, registry))
 
 
 @holding_the_lock("leaderboard submit")
-def submit(results: Path, root: Path, registry: Registry, workers: int = 1) -> Path:
+def submit(results: Path, root: Path, registry: Registry, workers: int = 1, about: Mapping[str, Any] | None = None
+           ) -> Path:
     """Validate a submission, replay one seed of every scenario and allocator in it (`dcbench.publishing.replay.replay`,
     ``workers`` processes at a time), and copy it into ``root/submissions`` (atomically)."""
     from dcbench.publishing.replay import replay
@@ -77,7 +110,7 @@ def submit(results: Path, root: Path, registry: Registry, workers: int = 1) -> P
     if root.is_dir() and not (root / SUBMISSIONS).is_dir() and any(root.iterdir()):
         raise ResultsError(f"'{root}' holds other things and no {SUBMISSIONS}/ folder, so it is no leaderboard; "
                            "give a leaderboard folder, or a new or empty one, with --root")
-    submission = validate(results, registry)
+    submission = validate(results, registry, about)
     folder = root / SUBMISSIONS / submission.name
     problem = folder_problem(folder, root / SUBMISSIONS)
     if problem is not None:  # (names are checked: it cannot happen)
@@ -106,3 +139,22 @@ def submit(results: Path, root: Path, registry: Registry, workers: int = 1) -> P
     finally:
         shutil.rmtree(staging, ignore_errors=True)  # (gone already where it was renamed into place)
     return folder
+
+
+MAX_ABOUT_BYTES = 1_000_000
+
+
+def read_about(path: Path) -> dict[str, Any]:
+    """An ``--about`` file: TOML, a table per allocator."""
+    import tomllib
+
+    fix = "give a TOML file with a table per allocator (docs/leaderboard.md)"
+    try:
+        if path.stat().st_size > MAX_ABOUT_BYTES:
+            raise ResultsError(f"--about file '{path}' is over {MAX_ABOUT_BYTES:,} bytes; {fix}")
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ResultsError(f"cannot read --about file '{path}': {getattr(exc, 'strerror', None) or exc}; {fix}"
+                           ) from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ResultsError(f"--about file '{path}' is no TOML ({exc}); {fix}") from None

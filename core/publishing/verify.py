@@ -85,16 +85,19 @@ def rerun(row: Mapping[str, Any], runner: Runner) -> list[str]:
 
 
 def sample_runs(submissions: list[Any], count: int, seed: int) -> list[tuple[str, dict[str, Any]]]:
-    """``count`` (submission name, row) pairs drawn without replacement, one of every submission
-    first, the same for the same seed; every run where ``count`` covers them all."""
+    """``count`` (submission name, row) pairs drawn without replacement, one of every allocator of every
+    submission first (each leaderboard entry's verified mark rests on it), the same for the same seed; every run
+    where ``count`` covers them all."""
     import numpy as np
 
     pairs = [(submission.name, row) for submission in submissions for row in submission.rows]
     if count >= len(pairs):
         return pairs
     rng = np.random.default_rng(seed)
-    starts = np.cumsum([0] + [len(submission.rows) for submission in submissions])
-    firsts = [int(start + rng.integers(size)) for start, size in zip(starts[:-1], np.diff(starts)) if size]
+    cells: dict[tuple[str, str], list[int]] = {}
+    for i, (name, row) in enumerate(pairs):
+        cells.setdefault((name, row["allocator"]), []).append(i)
+    firsts = [indices[int(rng.integers(len(indices)))] for indices in cells.values()]
     others = np.setdiff1d(np.arange(len(pairs)), firsts)
     rest = rng.choice(others, size=max(0, count - len(firsts)), replace=False).tolist()
     return [pairs[i] for i in sorted(firsts + rest)]

@@ -8,6 +8,7 @@ import re
 from typing import Any, Mapping
 
 from dcbench.errors import SpecError, short_repr
+from dcbench.model.about import about_problem
 from dcbench.model.suite import Scenario, Suite
 from dcbench.registry.columns import columns_problem
 from dcbench.registry.kinds import DEMAND_KINDS, PLURALS, REGISTER_KEYWORDS
@@ -72,6 +73,12 @@ def _keywords_problem(given: Mapping[str, Any]) -> str | None:
     figures = given.get("figures")
     if figures is not None and not (isinstance(figures, str) and _loadable(figures)):
         return f"figures={short_repr(figures)} is not a 'module:attr' string"
+    if any(key in given for key in ("authors", "paper", "code", "training_seeds")):
+        about = {key: given[key] for key in ("authors", "paper", "code", "training_seeds") if given.get(key)}
+        problem = about_problem({**about, "kind": "learned" if learned else "heuristic"})
+        if problem is not None:
+            problem = problem.replace("its kind is not learned", "its allocator is not learned=True")
+            return problem.removeprefix("its ")
     return None
 
 
@@ -129,6 +136,8 @@ def suite_problem(suite: Any) -> str | None:
         return f"figures={short_repr(suite.figures)} is not a 'module:attr' string"
     if not isinstance(suite.metrics, (list, tuple)) or not all(isinstance(m, str) and m for m in suite.metrics):
         return f"metrics={short_repr(suite.metrics)} is not a tuple of metric names"
+    if suite.reference is not None and not (isinstance(suite.reference, str) and suite.reference):
+        return f"reference={short_repr(suite.reference)} is not an allocator spec"
     if not isinstance(suite.scenarios, (list, tuple)) or not suite.scenarios:
         return "it has no scenarios; give scenarios=[dcbench.Scenario(...), ...]"
     labels: set[Any] = set()

@@ -42,6 +42,10 @@ class PluginEntry:
     trainer: Callable[..., Any] | str | None = None
     training_options: str | None = None  # 'module:attr' of a trainer's configuration dataclass
     colour: str | Mapping[str, str] | None = None  # an allocator's colour in figures
+    authors: tuple[str, ...] = ()  # an allocator's authors, its paper's and code's links (`dcbench.model.about`)
+    paper: str | None = None
+    code: str | None = None
+    training_seeds: tuple[str, ...] = ()  # a learned allocator's: the episode seeds its trainer draws, "A..B"/"A.."
     columns: tuple[Column, ...] = ()  # a metric's declared summary columns
     figures: str | None = None  # 'module:attr' of a topology's figures, for runs no suite groups
     given: tuple[str, ...] = ()  # which of those its plugin passed

@@ -45,7 +45,8 @@ def workload(*, description: str = "", params: Sequence[Any] = ()) -> dict[str, 
 
 def allocator(*, description: str = "", params: Sequence[Any] = (), demands: Sequence[str] = ("pool",),
               learned: bool = False, trainer: Any = None, training_options: str | None = None,
-              colour: str | Mapping[str, str] | None = None) -> dict[str, Any]:
+              colour: str | Mapping[str, str] | None = None, authors: Sequence[str] = (), paper: str | None = None,
+              code: str | None = None, training_seeds: Sequence[str] = ()) -> dict[str, Any]:
     return locals()
 
 
@@ -53,6 +54,7 @@ def metric(*, description: str = "", params: Sequence[Any] = (), columns: Sequen
     return locals()
 
 
+TUPLE_KEYWORDS = ("params", "demands", "columns", "authors", "training_seeds")  # kept as tuples, given as lists too
 REGISTER_KEYWORDS = {"topology": topology, "workload": workload, "allocator": allocator, "metric": metric}
 
 

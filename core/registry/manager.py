@@ -29,7 +29,7 @@ from dcbench.registry.distributions import (
     source_digest,
 )
 from dcbench.registry.entry import BuiltPlugin, PluginEntry, PluginInfo
-from dcbench.registry.kinds import BUILTIN_PLUGINS, HOOK_OF_KIND, KINDS, PLURALS, REGISTER_KEYWORDS
+from dcbench.registry.kinds import BUILTIN_PLUGINS, HOOK_OF_KIND, KINDS, PLURALS, REGISTER_KEYWORDS, TUPLE_KEYWORDS
 from dcbench.spec import Spec, unknown
 
 
@@ -149,7 +149,7 @@ class Registry:
         else:
             given = REGISTER_KEYWORDS[kind](**keywords)
             given.update(description=" ".join(given["description"].split()),  # one line in `dcbench list`
-                         **{key: tuple(given[key]) for key in ("params", "demands", "columns") if key in given})
+                         **{key: tuple(given[key]) for key in TUPLE_KEYWORDS if key in given})
             entry = PluginEntry(kind, canonical, target, plugin=plugin_name,
                                 distribution=self._distribution(plugin_name),
                                 source=info.source if info is not None else "",

@@ -80,7 +80,13 @@ def main() -> None:
     sweep = args.out / "sweep"
     shutil.rmtree(sweep, ignore_errors=True)
     dcbench("sweep", "-s", spec.kwargs["suite"], "-a", allocator, "--out", str(sweep), "-q")
-    print(dcbench("leaderboard", "--root", str(args.leaderboard), "submit", str(sweep)).strip())
+    # Who it is, and what it trained on: its first episode's seed, then the environment's own training seeds.
+    about = args.out / "about.toml"
+    about.write_text(f'["{allocator}"]\nname = "MaskablePPO, {args.steps:,} steps"\nkind = "learned"\n'
+                     'code = "https://github.com/Stable-Baselines-Team/stable-baselines3-contrib"\n'
+                     f'description = "sb3-contrib MaskablePPO with its default network on {args.env}"\n'
+                     f'trained_on = "{scenario}"\ntraining_seeds = ["{args.seed}", "3000000.."]\n')
+    print(dcbench("leaderboard", "--root", str(args.leaderboard), "submit", str(sweep), "--about", str(about)).strip())
     dcbench("leaderboard", "--root", str(args.leaderboard))
     print(f"ranked in {args.leaderboard / 'README.md'} as {allocator}")
 

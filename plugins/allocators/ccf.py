@@ -20,6 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from dcbench import RECONFIGURE_PARAM, JobAllocator, JobBuilder, Param, hookimpl
+from dcbench.plugins.allocators._papers import OCS
 
 PLACEMENTS = ("consolidate", "spread")
 
@@ -50,4 +51,5 @@ def register_allocators(register):
                       choices=PLACEMENTS)],
         demands=("job",),
         colour={"": "C5", "reconfigure=no": "C7"},
+        paper=OCS,
     )

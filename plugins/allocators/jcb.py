@@ -21,6 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from dcbench import RECONFIGURE_PARAM, JobAllocator, JobBuilder, hookimpl
+from dcbench.plugins.allocators._papers import OCS
 
 
 class JCBAllocator(JobAllocator):
@@ -71,4 +72,5 @@ def register_allocators(register):
         params=[RECONFIGURE_PARAM],
         demands=("job",),
         colour="C6",
+        paper=OCS,
     )

@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from dcbench import JobBuilder, Param, PoolAndJobAllocator, PoolBuilder, hookimpl
+from dcbench.plugins.allocators._papers import TIERED_WORKSHOP
 
 
 class RandomAllocator(PoolAndJobAllocator):
@@ -44,4 +45,5 @@ def register_allocators(register):
         ],
         demands=("pool", "job"),
         colour="C4",
+        paper=TIERED_WORKSHOP,
     )

@@ -38,6 +38,7 @@ import numpy as np
 
 from dcbench import JobBuilder, Network, Param, PoolAndJobAllocator, PoolBuilder, hookimpl
 from dcbench.plugins.allocators._fit import own_link_free, tightest_completing
+from dcbench.plugins.allocators._papers import TIERED_WORKSHOP
 
 KEEP_SCORES_FROM = 4096  # servers (measured: 1,024 servers and fewer are faster without, 8,192 with)
 
@@ -232,4 +233,5 @@ def register_allocators(register):
         ],
         demands=("pool", "job"),
         colour="C1",
+        paper=TIERED_WORKSHOP,
     )

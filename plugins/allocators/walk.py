@@ -38,6 +38,7 @@ from typing import Iterator
 import numpy as np
 
 from dcbench import WEIGHTINGS, Network, Param, PoolBuilder, WeightedRouter, hookimpl
+from dcbench.plugins.allocators._papers import TIERED_WORKSHOP
 from dcbench.plugins.allocators.tetris import TetrisAllocator
 
 
@@ -150,7 +151,7 @@ def nalb(**params) -> WalkAllocator:
 
 @hookimpl
 def register_allocators(register):
-    register("nulb", nulb, params=PARAMS, demands=("pool",), colour="C3",
+    register("nulb", nulb, params=PARAMS, demands=("pool",), colour="C3", paper=TIERED_WORKSHOP,
              description="Network-unaware: Tetris first pick, then a walk in graph order")
-    register("nalb", nalb, params=PARAMS, demands=("pool",), colour="C2",
+    register("nalb", nalb, params=PARAMS, demands=("pool",), colour="C2", paper=TIERED_WORKSHOP,
              description="Network-aware: Tetris first pick, then a walk along the links with most free channels")

@@ -131,6 +131,7 @@ def odcn2025_scenarios(measured: int = 10_000) -> tuple[Scenario, ...]:
 def register_suites(register):
     register(Suite(
         name="odcn2025",
+        reference="ccf",
         scenarios=odcn2025_scenarios(),
         description="The OCS paper: 16 ToRs × 32 servers at loads 54..78, 32 × 64 at 300, 64 × 128 at 1,320; "
         "ring jobs, warm-up of 5 holding times then 10,000 measured jobs, seeds 0..4",

@@ -143,6 +143,7 @@ def nara2022_scenarios(size: str = "", requests: int = 128) -> tuple[Scenario, .
 def register_suites(register):
     register(Suite(
         name="nara2022",
+        reference="tetris",
         scenarios=nara2022_scenarios(),
         description="The tiered papers' 12 topologies (8/16/32 channels × 1:1..1:16), 64 servers, "
         "128-request episodes, the reference connectivity rule, seeds 0..4",
@@ -151,6 +152,7 @@ def register_suites(register):
     ))
     register(Suite(
         name="nara2022-large",
+        reference="tetris",
         scenarios=nara2022_scenarios(",pods=8,racks=8", 2048),
         description="The same 12 topologies at 1,024 servers (8 pods × 8 racks), 2,048-request episodes",
         primary_metric="acceptance_ratio",

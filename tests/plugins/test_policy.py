@@ -151,7 +151,7 @@ def test_a_sweep_of_a_stored_policy_is_submitted_and_verified(tmp_path, store):
     verified = runner.invoke(cli, ["leaderboard", "--root", str(root), "verify", "-n", "3", "-q"])
     assert verified.exit_code == 0 and "3 runs re-run: every one gave the submitted summary" in verified.output
     built = runner.invoke(cli, ["leaderboard", "--root", str(root)])
-    assert built.exit_code == 0 and f"`{spec}`" in (root / "README.md").read_text()
+    assert built.exit_code == 0 and f"| {spec} | learned |" in (root / "README.md").read_text()
     # where the policy is not in the store, its runs are skipped as runs of a plugin not installed are
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("DCBENCH_POLICIES", str(tmp_path / "elsewhere"))

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from dcbench import Param, hookimpl
 from dcbench.harness import check_writable, folder_lock, sole_writer
+from dcbench.plugins.allocators._papers import OCS, OCS_AUTHORS
 
 
 @hookimpl
@@ -22,6 +23,9 @@ def register_allocators(register):
         demands=("job",),
         colour="C0",
         learned=True,
+        authors=OCS_AUTHORS,
+        paper=OCS,
+        training_seeds=("500000..",),  # train.py: warm-start episodes from 500,000, training from 1,000,000
         trainer="dcbench.plugins.allocators.a2c_multistep.train:train",
         training_options="dcbench.plugins.allocators.a2c_multistep.config:A2CConfig",
     )

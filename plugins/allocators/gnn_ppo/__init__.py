@@ -7,6 +7,7 @@ the allocator is built or trained.
 from __future__ import annotations
 
 from dcbench import Param, hookimpl
+from dcbench.plugins.allocators._papers import TIERED_AUTHORS, TIERED_CODE, TIERED_JOURNAL
 
 
 @hookimpl
@@ -19,6 +20,10 @@ def register_allocators(register):
         demands=("pool",),
         colour="C0",
         learned=True,
+        authors=TIERED_AUTHORS,
+        paper=TIERED_JOURNAL,
+        code=TIERED_CODE,
+        training_seeds=("1000000..",),  # train.py: training episodes from 1,000,000, validation from 2,000,000
         trainer="dcbench.plugins.allocators.gnn_ppo.train:train",
         training_options="dcbench.plugins.allocators.gnn_ppo.config:PPOConfig",
     )

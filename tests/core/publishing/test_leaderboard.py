@@ -83,10 +83,12 @@ def test_submit_then_rebuild_is_byte_for_byte_repeatable(sweep_results, tmp_path
     assert runner.invoke(cli, ["leaderboard", "--root", str(root)]).exit_code == 0
     assert snapshot(root) == first
     page = (root / "README.md").read_text()
-    assert "## nara2022" in page and "### nara2022 / 8-1x16" in page and "Δ vs best baseline" in page
-    ranking = page.split("| rank | allocator | mean over scenarios |")[1].split("\n\n")[0]
-    assert ranking.index("`tetris`") < ranking.index("`random`")
+    assert "## nara2022" in page and "### nara2022 / 8-1x16" in page
+    ranking = page.split("| rank | entry | kind | score | Δ | wins | verified | training |")[1].split("\n\n")[0]
+    assert ranking.index("| tetris |") < ranking.index("| random |")
     assert "plots/nara2022.png" in (root / "index.html").read_text()
+    assert sorted(p.name for p in (root / "tables").iterdir()) == [
+        "nara2022-scenarios.csv", "nara2022-scenarios.parquet", "nara2022-summary.csv", "nara2022-summary.parquet"]
     again = runner.invoke(cli, ["leaderboard", "--root", str(root), "submit", str(sweep_results)])
     assert again.exit_code == 2 and "already submitted" in again.output
 
@@ -148,7 +150,7 @@ def test_a_rebuild_that_fails_leaves_the_previous_pages_and_plots_whole(sweep_re
     result = runner.invoke(cli, ["leaderboard", "--root", str(root)])
     assert result.exit_code == 2 and "the page could not be rendered" in result.output
     assert snapshot(root) == before
-    assert sorted(p.name for p in root.iterdir()) == ["README.md", "index.html", "plots", "submissions"]
+    assert sorted(p.name for p in root.iterdir()) == ["README.md", "index.html", "plots", "submissions", "tables"]
 
 
 def as_if_made_by(submission, renamed):
@@ -166,7 +168,9 @@ def as_if_made_by(submission, renamed):
     rewrite_summary(submission, rename)
     record = json.loads((submission / "submission.json").read_text())
     record["allocators"] = list(dict.fromkeys(renamed.get(a, a) for a in record["allocators"]))
-    record.pop("replayed", None)  # made by hand: `submit` replayed none of these runs
+    record["entries"] = {renamed.get(a, a): about for a, about in record.get("entries", {}).items()}
+    record.pop("replayed", None)  # made by hand: `submit` replayed none of these runs, nor `verify` any
+    (submission / "verified.json").unlink(missing_ok=True)
     (submission / "submission.json").write_text(json.dumps(record))
 
 
@@ -221,8 +225,8 @@ def test_verify_draws_the_same_runs_for_the_same_seed_and_refuses_bad_input(tmp_
     from dcbench.publishing.leaderboard import Submission
     from dcbench.publishing.verify import sample_runs
 
-    submissions = [Submission("a", "nara2022", ["x"], [{"run_id": str(i)} for i in range(30)]),
-                   Submission("b", "nara2022", ["y"], [{"run_id": str(i)} for i in range(30, 40)])]
+    submissions = [Submission("a", "nara2022", ["x"], [{"run_id": str(i), "allocator": "x"} for i in range(30)]),
+                   Submission("b", "nara2022", ["y"], [{"run_id": str(i), "allocator": "y"} for i in range(30, 40)])]
     first = sample_runs(submissions, 5, seed=1)
     assert first == sample_runs(submissions, 5, seed=1) and len({row["run_id"] for _, row in first}) == 5
     assert first != sample_runs(submissions, 5, seed=2)
@@ -293,7 +297,7 @@ def test_a_damaged_submission_is_named_with_the_fix_and_the_pages_are_kept(sweep
     (lambda root: ((root / "submissions").mkdir(), (root / "README.md").write_text("# my project\n")),
      "README.md' was not written by `dcbench leaderboard`, which would replace it"),
     (lambda root: ((root / "submissions").mkdir(), (root / "plots").mkdir(), (root / "plots" / "notes.txt").touch()),
-     "notes.txt' was not drawn by `dcbench leaderboard`, which rebuilds"),
+     "notes.txt' was not written by `dcbench leaderboard`, which rebuilds"),
 ])
 def test_the_pages_are_rebuilt_only_in_a_folder_that_is_a_leaderboards(tmp_path, make, fragment):
     root = tmp_path / "folder"
@@ -379,7 +383,9 @@ def copied_submission(root, submission, name, change_rows, suite=None):
 
     rewrite_summary(copy, change)
     record = json.loads((copy / "submission.json").read_text())
-    record.pop("replayed", None)  # made by hand: `submit` replayed none of these runs
+    for made_by_submit in ("replayed", "entries"):  # made by hand: `submit` replayed and described none of these
+        record.pop(made_by_submit, None)
+    (copy / "verified.json").unlink(missing_ok=True)
     (copy / "submission.json").write_text(json.dumps({**record, "name": name, "suite": suite or record["suite"]}))
     return copy
 
@@ -469,7 +475,7 @@ def test_a_run_folder_whose_summary_is_not_one_row_is_refused_in_one_line(sweep_
 def test_a_third_party_allocator_is_no_baseline_whatever_its_entry_point_is_called(tmp_path, monkeypatch):
     import importlib.metadata
 
-    from dcbench.publishing.leaderboard import baselines
+    from dcbench.publishing.report import baselines
     from dcbench.registry import create_registry
     from tests.conftest import random_allocator_module
 
@@ -506,7 +512,7 @@ def test_a_page_that_cannot_be_replaced_is_named_and_the_pages_and_plots_stay_as
         f"Error: cannot replace '{root / locked_name}': Operation not permitted; nothing was replaced; make it "
         "writable, or give another --root\n")
     assert snapshot(root) == before
-    assert sorted(p.name for p in root.iterdir()) == ["README.md", "index.html", "plots", "submissions"]
+    assert sorted(p.name for p in root.iterdir()) == ["README.md", "index.html", "plots", "submissions", "tables"]
 
 
 def test_a_first_build_that_cannot_write_its_second_page_leaves_no_first_page_or_plots(sweep_results, tmp_path,
@@ -597,8 +603,8 @@ def test_verify_loads_no_checkpoint_file_a_submission_names(sweep_results, tmp_p
         rerun(row, Runner())
 
 
-def test_every_cell_shows_its_mean_to_three_significant_digits(sweep_results, tmp_path):
-    # a small value (a blocking of 0.00916, a loss of 5e-08) is not shown as 0.009 or 0.000
+def test_every_column_has_one_number_format_and_shows_the_means(sweep_results, tmp_path):
+    # a column's cells share their decimals (no 8.60e-04 beside 0.0166), enough for its typical value's three digits
     from dcbench.running.stats import mean_ci
 
     root = tmp_path / "leaderboard"
@@ -606,22 +612,22 @@ def test_every_cell_shows_its_mean_to_three_significant_digits(sweep_results, tm
     assert CliRunner().invoke(cli, ["leaderboard", "--root", str(root)]).exit_code == 0
     page = (root / "README.md").read_text()
     rows = pq.read_table(sweep_results / "summary.parquet").to_pylist()
-    checked = 0
+    places = set()
     for scenario in sorted({row["scenario"] for row in rows}):
         table = page.split(f"### nara2022 / {scenario}\n")[1].strip().split("\n\n")[0].splitlines()
         header = [h.strip() for h in table[0].strip("|").split("|")]
+        assert header == ["rank", "entry", "acceptance ratio ↑", "Δ", "significant win"]
         for line in table[2:]:
             cells = dict(zip(header, (c.strip() for c in line.strip("|").split("|"))))
-            allocator = cells["allocator"].strip("`")
-            runs = [r for r in rows if r["scenario"] == scenario and r["allocator"].split(":")[0] == allocator]
-            for column, shown in cells.items():
-                if column in ("rank", "allocator", "Δ vs best baseline") or shown == "–":
-                    continue
-                mean = mean_ci(r[column] for r in runs)[0]
-                value = float(shown.split(" ± ")[0].replace(",", ""))
-                assert value == pytest.approx(mean, rel=5e-3, abs=1e-300), (scenario, allocator, column, shown)
-                checked += mean != 0 and abs(mean) < 0.1
-    assert checked > 0  # small values were among them
+            runs = [r for r in rows if r["scenario"] == scenario and r["allocator"].split(":")[0] == cells["entry"]]
+            mean, half, _ = mean_ci(r["acceptance_ratio"] for r in runs)
+            shown_mean, shown_half = cells["acceptance ratio ↑"].split(" ± ")
+            places |= {len(shown_mean.split(".")[1]), len(shown_half.split(".")[1])}
+            assert float(shown_mean) == pytest.approx(mean, abs=0.0005) and float(shown_half) == pytest.approx(
+                half, abs=0.0005)
+            if cells["Δ"] != "reference":
+                assert re.fullmatch(r"[+-]\d\.\d{3} ± \d\.\d{3}", cells["Δ"]), cells["Δ"]
+    assert places == {3}
 
 
 # ----- one writer at a time, and what a killed one left ---------------------
@@ -639,11 +645,11 @@ def test_a_second_submit_while_one_is_under_way_is_refused_in_one_line_and_the_b
     checking, may_go_on = threading.Event(), threading.Event()
     validate = submitting.validate
 
-    def held_while_checked(results, registry):  # the first submit, paused between its check and its write
+    def held_while_checked(results, registry, about=None):  # the first submit, paused between check and write
         if results == sweep_results:
             checking.set()
             may_go_on.wait(timeout=120)
-        return validate(results, registry)
+        return validate(results, registry, about)
 
     monkeypatch.setattr(submitting, "validate", held_while_checked)
     accepted = []
@@ -667,7 +673,7 @@ def test_a_second_submit_while_one_is_under_way_is_refused_in_one_line_and_the_b
     assert second.exit_code == 0, second.output  # once the first is done
     rebuilt = CliRunner().invoke(cli, ["leaderboard", "--root", str(root)])
     assert rebuilt.exit_code == 0, rebuilt.output
-    assert sorted(p.name for p in root.iterdir()) == ["README.md", "index.html", "plots", "submissions"]
+    assert sorted(p.name for p in root.iterdir()) == ["README.md", "index.html", "plots", "submissions", "tables"]
     assert len(list((root / "submissions").iterdir())) == 2 and sorted(os.listdir(tmp_path)) == ["leaderboard"]
 
 

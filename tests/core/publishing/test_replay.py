@@ -80,16 +80,18 @@ def test_the_replay_turns_off_every_installed_plugin_the_submission_does_not_use
     assert only_these_plugins({"mine", "theirs"}, SimpleNamespace(plugins=plugins)) == {}
 
 
-def test_verify_draws_from_every_submission_and_all_of_them_with_all(random_sweep, tmp_path):
+def test_verify_draws_from_every_allocator_of_every_submission_and_all_of_them_with_all(random_sweep, tmp_path):
     from dcbench.publishing.leaderboard import Submission
     from dcbench.publishing.verify import sample_runs
 
-    submissions = [Submission(name, "nara2022", ["x"], [{"run_id": f"{name}{i}"} for i in range(size)])
+    submissions = [Submission(name, "nara2022", ["x", "y"], [{"run_id": f"{name}{i}", "allocator": "xy"[i % 2]}
+                                                              for i in range(size)])
                    for name, size in (("a", 50), ("b", 3), ("c", 1))]
     for seed in range(20):
-        drawn = sample_runs(submissions, 4, seed)
-        assert len(drawn) == 4 and {name for name, _ in drawn} == {"a", "b", "c"}
-    assert {name for name, _ in sample_runs(submissions, 1, 0)} == {"a", "b", "c"}  # one each, at least
+        drawn = sample_runs(submissions, 6, seed)
+        assert len(drawn) == 6 and {(name, row["allocator"]) for name, row in drawn} == {
+            ("a", "x"), ("a", "y"), ("b", "x"), ("b", "y"), ("c", "x")}
+    assert len(sample_runs(submissions, 1, 0)) == 5  # one of each, at least
     root = tmp_path / "leaderboard"
     assert submit(random_sweep, root).exit_code == 0
     every = CliRunner().invoke(cli, ["leaderboard", "--root", str(root), "verify", "--all", "-q"])

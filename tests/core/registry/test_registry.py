@@ -231,8 +231,8 @@ def test_a_failed_registration_is_reported_when_the_registry_is_created(plugin_m
     ("misspelt_learned", "registers allocator 'misspelt_learned': it passes the unknown keyword lerned=; "
                          "did you mean learned=?; ignored"),
     ("stray_keyword", "registers allocator 'stray_keyword': it passes the unknown keyword shade=; register takes "
-                      "description=, params=, demands=, learned=, trainer=, training_options=, colour= for "
-                      "allocators; ignored"),
+                      "description=, params=, demands=, learned=, trainer=, training_options=, colour=, "
+                      "authors=, paper=, code=, training_seeds= for allocators; ignored"),
     ("learned_text", "registers allocator 'learned_text': learned='yes' is not True or False"),
 ])
 def test_an_unusable_registration_is_skipped_with_a_warning(more_plugin_modules, name, fragment):
@@ -246,6 +246,17 @@ def test_an_unusable_registration_is_skipped_with_a_warning(more_plugin_modules,
     assert allocators["fine"].description == "A fine one, over two lines"  # one line in `dcbench list`
 
 
+def test_an_allocators_authors_links_and_training_seeds_are_checked_at_registration():
+    fine = {"authors": ["A. Researcher"], "paper": "https://arxiv.org/abs/1", "code": "https://github.com/a/b"}
+    assert registration_problem("allocator", "mine", TetrisAllocator, fine) is None
+    assert registration_problem("allocator", "mine", TetrisAllocator, {"paper": "arxiv.org/abs/1"}) == (
+        "paper 'arxiv.org/abs/1' is not an https:// link")
+    assert registration_problem("allocator", "mine", TetrisAllocator, {"training_seeds": ["1000.."]}) == (
+        "it gives training_seeds but its allocator is not learned=True")
+    assert registration_problem("allocator", "mine", TetrisAllocator,
+                                {"learned": True, "training_seeds": ["1000.."]}) is None
+
+
 def test_each_kind_takes_its_own_keywords_beyond_description_and_params():
     assert registration_problem("topology", "mesh", TetrisAllocator, {"demands": ("pool",)}) == (
         "it passes the unknown keyword demands=; register takes description=, params=, figures= for topologies")
@@ -255,7 +266,7 @@ def test_each_kind_takes_its_own_keywords_beyond_description_and_params():
     assert registration_problem("allocator", "mine", TetrisAllocator, fine) is None
     assert registration_problem("allocator", "mine", TetrisAllocator, {"weights": []}) == (
         "it passes the unknown keyword weights=; register takes description=, params=, demands=, learned=, "
-        "trainer=, training_options=, colour= for allocators")
+        "trainer=, training_options=, colour=, authors=, paper=, code=, training_seeds= for allocators")
     assert registration_problem("metric", "mine", len, {"column": []}) == (
         "it passes the unknown keyword column=; did you mean columns=?")
 

@@ -439,19 +439,21 @@ def test_a_submission_is_ranked_as_it_was_submitted_where_its_plugin_is_not_inst
     assert [c["name"] for c in record["columns"]][-2:] == ["busy_share", "idle_share"]
     assert runner.invoke(cli, ["leaderboard", "--root", str(root)]).exit_code == 0
     with_plugin_page = (root / "README.md").read_text()
+    with_plugin_table = (root / "tables" / "tp-busy.busy_suite-scenarios.csv").read_text()
     monkeypatch.setattr(dcbench.registry.manager, "_REGISTRY", dcbench.registry.create_registry([]))  # uninstalled
     rebuilt = runner.invoke(cli, ["leaderboard", "--root", str(root)])
     assert rebuilt.exit_code == 0, rebuilt.output
     page = (root / "README.md").read_text()
-    for built in (with_plugin_page, page):  # ranked, and its other column shown, as the plugin declares them
-        assert "Ranked by `busy_share` (lower is better)" in built and "| busy_share | Δ vs best baseline |" in built
-        assert " idle_share |" in built
+    table = (root / "tables" / "tp-busy.busy_suite-scenarios.csv").read_text()
+    for built, scenarios in ((with_plugin_page, with_plugin_table), (page, table)):  # as the plugin declares them
+        assert "Ranked by busy share (lower is better)" in built and "| busy share ↓ | Δ |" in built
+        assert "idle_share,idle_share_ci95" in scenarios.splitlines()[0]
     record.pop("ranked_by")  # a submission of an older dcbench records nothing: ranked by default, and said so
     record.pop("columns")
     (path,) = root.glob("submissions/*/submission.json")
     path.write_text(json.dumps(record))
     old = runner.invoke(cli, ["leaderboard", "--root", str(root)])
-    assert old.exit_code == 0 and "Ranked by `acceptance_ratio` (higher is better)" in (root / "README.md").read_text()
+    assert old.exit_code == 0 and "Ranked by acceptance ratio (higher is better)" in (root / "README.md").read_text()
     assert "'tp-busy.busy_suite' is not installed here and its submissions record no ranking" in old.stderr
     for damage, problem in [({"ranked_by": {"metric": "nosuch", "higher_is_better": True}, "columns": []},
                              "its submission.json's ranked_by is not {metric: a column of its summary"),

@@ -1,37 +1,22 @@
 """The figures draw scenarios as categories: each allocator's mean over seeds as a marker with its 95% interval,
 the allocators side by side, and no line between two scenarios; Fig. 8 shows acceptance by size with the requests
-offered (issue #45)."""
+offered."""
 
 import pytest
 
 from dcbench.running.stats import mean_ci
+from tests.core.publishing.test_report_plots import drawn_figures, paper_colours
 
 SEEDS = (0, 1, 2)
 
 
-def kept_figures(monkeypatch):
-    """The figures drawn, by file name, kept instead of written (their artists stay readable)."""
-    import dcbench.plugins.topologies.tiered_figures as tiered
-    import dcbench.publishing.figures as plots
-
-    figures = {}
-    for module in (plots, tiered):
-        monkeypatch.setattr(module, "save_figure", lambda figure, path, dpi: figures.setdefault(path.name, figure))
-    return figures
-
-
-def colours():
-    from dcbench.publishing.figures import allocator_colours
-    from dcbench.registry import get_registry
-
-    return allocator_colours(get_registry())
 
 
 def draw_suite(rows, out_dir, suite):
     from dcbench.publishing.figures import plot_sweep, suite_figures
     from dcbench.registry import get_registry
 
-    return plot_sweep(rows, out_dir, suite, suite_figures(get_registry().entries("suite")[suite]), colours())
+    return plot_sweep(rows, out_dir, suite, suite_figures(get_registry().entries("suite")[suite]), paper_colours())
 
 
 def tiered_rows(allocators=("tetris", "random")):
@@ -88,7 +73,7 @@ def series(axis):
 
 
 def test_no_figure_of_a_sweep_joins_two_scenarios_and_every_point_has_its_interval(tmp_path, monkeypatch):
-    figures = kept_figures(monkeypatch)
+    figures = drawn_figures(monkeypatch)
     draw_suite(tiered_rows(), tmp_path / "tiered", "nara2022")
     draw_suite(odcn_rows(), tmp_path / "ocs", "odcn2025")
     assert {"fig2_acceptance_cpu_memory.png", "fig3_link_utilisation.png", "fig8_size_brackets.png",
@@ -109,10 +94,11 @@ def test_the_leaderboards_plot_of_loads_of_three_networks_draws_each_as_a_catego
     from dcbench.plugins.topologies.ocs_figures import ODCN2025
     from dcbench.publishing.figures import metric_panels
 
-    figures = kept_figures(monkeypatch)
+    figures = drawn_figures(monkeypatch)
     rows = odcn_rows()
+    # as the leaderboard draws it
     metric_panels(rows, [("blocking_probability", "blocking probability")], tmp_path / "odcn2025.png", "odcn2025",
-                  colours(), xlabel=ODCN2025.xlabel, tick_label=ODCN2025.tick_label)  # as the leaderboard draws it
+                  paper_colours(), xlabel=ODCN2025.xlabel, tick_label=ODCN2025.tick_label)
     (axis,) = figures["odcn2025.png"].axes
     assert joining_lines(figures["odcn2025.png"]) == []
     ticks = [tick.get_text() for tick in axis.get_xticklabels()]
@@ -135,10 +121,10 @@ def test_the_leaderboards_plot_of_loads_of_three_networks_draws_each_as_a_catego
 def test_a_variant_sharing_an_earlier_allocators_colour_is_drawn_in_open_squares(tmp_path, monkeypatch):
     from dcbench.publishing.figures import metric_panels
 
-    figures = kept_figures(monkeypatch)
+    figures = drawn_figures(monkeypatch)
     rows = [{**row, "allocator": "tetris:fit_last=yes" if row["allocator"] == "random" else "tetris:fit_last=no"}
             for row in tiered_rows()]
-    metric_panels(rows, [("acceptance_ratio", "acceptance")], tmp_path / "board.png", "board", colours())
+    metric_panels(rows, [("acceptance_ratio", "acceptance")], tmp_path / "board.png", "board", paper_colours())
     (axis,) = figures["board.png"].axes
     (_, first, _), (_, second, _) = series(axis)
     assert first.get_color() == second.get_color()
@@ -164,7 +150,7 @@ def size_rows():
 def test_fig8_draws_acceptance_ratios_by_size_with_the_requests_offered_in_each(tmp_path, monkeypatch):
     from dcbench.plugins.topologies.tiered_figures import offered
 
-    figures = kept_figures(monkeypatch)
+    figures = drawn_figures(monkeypatch)
     rows = size_rows()
     draw_suite(rows, tmp_path, "nara2022")
     figure = figures["fig8_size_brackets.png"]

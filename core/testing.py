@@ -10,12 +10,13 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
+import time
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Iterator, Mapping, cast
 
 import numpy as np
 
-from dcbench.errors import IncompatibleError, SpecError, describe, short_repr
+from dcbench.errors import DcbenchError, IncompatibleError, SpecError, describe, short_repr
 from dcbench.spec import Spec
 
 if TYPE_CHECKING:
@@ -34,6 +35,7 @@ SCENARIOS: Mapping[str, tuple[str, str]] = MappingProxyType({
 })
 METRIC_ALLOCATORS = ("random", "tetris")  # the allocators whose runs a metric is checked on; both serve both kinds
 REQUESTS = 60
+TIME_LIMIT = 30.0  # seconds a check may take (``time_limit=``), measured between its steps and per decision
 
 
 class ContractError(AssertionError):
@@ -59,10 +61,39 @@ def _failing(kind: str, name: str, contract: str, where: str) -> Iterator[None]:
     """Whatever the plugin raises inside is a broken ``contract``; a bad spec of the caller's is not."""
     try:
         yield
+    except _Overtime as exc:  # raised inside the engine, which passes a DcbenchError on unchanged
+        raise exc.error from None
     except (ContractError, SpecError, IncompatibleError):
         raise
     except Exception as exc:
         raise ContractError(kind, name, contract, f"{where}: {describe(exc, 300)}") from exc
+
+
+class _Overtime(DcbenchError):
+    """A check's time bound, passed out of the engine (which wraps an allocator's other exceptions)."""
+
+    def __init__(self, error: ContractError):
+        super().__init__(str(error))
+        self.error = error
+
+
+class _Clock:
+    """A check's time bound, looked at between its steps (and per decision): nothing is killed, so a single step
+    that never returns is not caught."""
+
+    def __init__(self, kind: str, name: str, limit: float):
+        if not (isinstance(limit, (int, float)) and not isinstance(limit, bool) and limit > 0):
+            raise SpecError(f"time_limit={limit!r} is not a positive number of seconds")
+        self.kind, self.name, self.limit = kind, name, float(limit)
+        self.start = time.monotonic()
+
+    def check(self, where: str) -> None:
+        """Raise a `ContractError` once the check has taken more than its limit, saying where it was."""
+        spent = time.monotonic() - self.start
+        if spent > self.limit:
+            raise ContractError(self.kind, self.name, f"its check takes at most {self.limit:g} s",
+                                f"{spent:.1f} s in, {where}; pass time_limit= a larger bound for a plugin "
+                                "this slow")
 
 
 class _WithoutMetrics:
@@ -108,7 +139,8 @@ def _where(kind: str, topology: str, workload: str | None) -> str:
 
 
 def check_allocator(name_or_spec: str, *, topology: str | None = None, workload: str | None = None,
-                    requests: int = REQUESTS, registry: Registry | None = None) -> None:
+                    requests: int = REQUESTS, registry: Registry | None = None,
+                    time_limit: float = TIME_LIMIT) -> None:
     """Check an allocator on a small scenario of each demand kind it declares.
 
     Two runs with seed 0 on `SCENARIOS` (small demands, roomy topology) must not raise, make no impossible allocation,
@@ -120,13 +152,15 @@ def check_allocator(name_or_spec: str, *, topology: str | None = None, workload:
         workload: A workload spec (default: the topology's own where one is given, else the demand kind's default).
         requests: Requests in each run.
         registry: The plugins to look the names up in (default: the process's).
+        time_limit: Seconds the check may take, looked at before each decision.
 
     Raises:
-        ContractError: The allocator raised, made an impossible allocation, accepted nothing or decided differently
-            for the same seed.
+        ContractError: The allocator raised, made an impossible allocation, accepted nothing, decided differently
+            for the same seed, or took more than ``time_limit``.
         SpecError: A spec does not parse or names no registered plugin.
         IncompatibleError: The scenario's demands are of a kind the allocator does not declare.
     """
+    clock = _Clock("allocator", name_or_spec, time_limit)
     runner, plugins = _runner(registry)
     entry = plugins.get("allocator", Spec.parse(name_or_spec).name)
     scenarios = _scenarios(runner, topology, workload)
@@ -136,11 +170,13 @@ def check_allocator(name_or_spec: str, *, topology: str | None = None, workload:
         with _failing("allocator", name_or_spec, "builds for the scenario", where):
             plan = runner.resolve(name_or_spec, scenario_topology, scenario_workload, requests)
         runs = []
-        for _ in range(2):  # each with an allocator of its own, as each run of a sweep
+        for run in range(2):  # each with an allocator of its own, as each run of a sweep
+            clock.check(f"at the start of run {run + 1} of {where}")
             with _failing("allocator", name_or_spec, "builds for the scenario", where):
-                recorder = _Recorder(plan.new_allocator())
+                recorder = _Recorder(plan.new_allocator(), clock, f"run {run + 1} of {where}")
             with _failing("allocator", name_or_spec, "runs without raising", where):
                 runs.append((_simulate(plan, recorder, seed=0), recorder.decisions))
+            clock.check(f"at the end of run {run + 1} of {where}")
         table = runs[0][0].requests
         invalid = np.flatnonzero(table["reason"] == "invalid_allocation")
         if len(invalid):
@@ -171,14 +207,18 @@ Decision = tuple[int, tuple[tuple[str, str], ...]]  # a request's id, and the pa
 class _Recorder:
     """An allocator whose answers are recorded, part by part, and passed on unchanged."""
 
-    def __init__(self, allocator: Any):
-        self.allocator = allocator
+    def __init__(self, allocator: Any, clock: _Clock, where: str):
+        self.allocator, self.clock, self.where = allocator, clock, where
         self.decisions: list[Decision] = []
 
     def reset(self, network: Network, rng: np.random.Generator) -> None:
         self.allocator.reset(network, rng)
 
     def allocate(self, request: Any, state: Any) -> Any:
+        try:
+            self.clock.check(f"at {self.where}, request {request.id}")
+        except ContractError as exc:
+            raise _Overtime(exc) from None
         answer = self.allocator.allocate(request, state)
         try:
             routes = answer.routes if isinstance(answer.routes, (tuple, list)) else ()  # an iterator: not consumed
@@ -228,24 +268,27 @@ def _isnan(values: np.ndarray) -> np.ndarray:
     return np.zeros(values.shape, dtype=bool)
 
 
-def check_topology(name_or_spec: str, *, registry: Registry | None = None) -> None:
+def check_topology(name_or_spec: str, *, registry: Registry | None = None, time_limit: float = TIME_LIMIT) -> None:
     """Check that a topology builds and compiles into a consistent network.
 
     It builds a `dcbench.Topology` with servers, non-negative capacities (no server or resource all zero), a rack and
-    pod label per server and demand kinds ``pool`` and/or ``job``; it compiles; links have capacity; for pools every
-    server reaches the others, for jobs every rack's switch links to every other's; its default workload is
-    registered and serves it (or is None).
+    pod label per server and demand kinds ``pool`` and/or ``job``; it compiles; links have capacity and a tier from 0;
+    for pools every server reaches the others, for jobs every rack's switch links to every other's; its default
+    workload is registered and serves it (or is None), and a short run of it with dcbench's metrics succeeds.
 
     Args:
         name_or_spec: The topology's name or spec (``"tiered:8,1x4"``).
         registry: The plugins to look the names up in (default: the process's).
+        time_limit: Seconds the check may take, looked at between its steps.
 
     Raises:
-        ContractError: The topology broke one of those contracts.
+        ContractError: The topology broke one of those contracts, or its check took more than ``time_limit``.
         SpecError: The spec does not parse or names no registered topology.
     """
     from dcbench.model.network import Network, Topology
+    from dcbench.running.runner import Runner, run_plan
 
+    clock = _Clock("topology", name_or_spec, time_limit)
     runner, plugins = _runner(registry)
     broke = functools.partial(ContractError, "topology", name_or_spec)
     with _failing("topology", name_or_spec, "builds a dcbench.Topology", "its factory"):
@@ -281,8 +324,14 @@ def check_topology(name_or_spec: str, *, registry: Registry | None = None) -> No
         raise broke("serves pool and/or job demands", f"demand_kinds={kinds!r}")
     with _failing("topology", name_or_spec, "compiles into a network", "Network.compile"):
         network = Network.compile(topology)
+    clock.check("after compiling it")
     if network.n_links == 0 or not network.link_capacity.sum() > 0:
         raise broke("links of some capacity", f"{network.n_links} links of {network.link_capacity.sum()} in all")
+    if (network.link_tier < 0).any():  # a run's link_util_tier<t> columns need one (the product refuses the run)
+        link = int(np.flatnonzero(network.link_tier < 0)[0])
+        a, b = (network.nodes[end] for end in network.link_ends[link])
+        raise broke("every link of a tier from 0 (1 nearest the servers)",
+                    f"the link {a!r}-{b!r} has tier {int(network.link_tier[link])}")
     if "pool" in kinds:
         for server in np.unique(np.linspace(1, network.n_servers - 1, min(network.n_servers - 1, 256), dtype=int)):
             if not network.paths.between_servers(0, int(server)):
@@ -298,6 +347,7 @@ def check_topology(name_or_spec: str, *, registry: Registry | None = None) -> No
                 if a != b and (a, b) not in network.link_of_pair and (b, a) not in network.link_of_pair:
                     raise broke("every rack's switch linked to every other's (jobs)",
                                 f"no link between {network.nodes[a]!r} and {network.nodes[b]!r}")
+    clock.check("after its paths")
     default = network.default_workload
     if default is not None:
         contract = "a default workload that is registered and serves it (or None)"
@@ -308,10 +358,18 @@ def check_topology(name_or_spec: str, *, registry: Registry | None = None) -> No
             runner.resolve_scenario(name_or_spec)
         except Exception as exc:
             raise broke(contract, describe(exc, 300)) from exc
+        clock.check("after resolving its default workload")
+        try:  # what `dcbench run` makes of it, with dcbench's own metrics: the product's refusals, not a copy
+            run_plan(Runner(plugins).resolve(METRIC_ALLOCATORS[0], name_or_spec, requests=REQUESTS), 0)
+        except Exception as exc:
+            raise broke("runs as `dcbench run` runs it", f"{METRIC_ALLOCATORS[0]}, {REQUESTS} requests of its "
+                                                         f"default workload, seed 0: {describe(exc, 300)}") from exc
+        clock.check("after a short run")
 
 
 def check_workload(name_or_spec: str, *, topology: str | None = None, requests: int = 50,
-                   varies_with_seed: bool = True, registry: Registry | None = None) -> None:
+                   varies_with_seed: bool = True, registry: Registry | None = None,
+                   time_limit: float = TIME_LIMIT) -> None:
     """Check that a workload generates a sane request sequence from its seed alone.
 
     ``generate`` returns a `dcbench.RequestSequence` of its kind with the requests asked for, demands of the network's
@@ -325,14 +383,16 @@ def check_workload(name_or_spec: str, *, topology: str | None = None, requests: 
         requests: Requests to generate.
         varies_with_seed: Whether another seed must give other requests; False only for a fixed-trace replay.
         registry: The plugins to look the names up in (default: the process's).
+        time_limit: Seconds the check may take, looked at after each draw.
 
     Raises:
-        ContractError: The workload broke one of those contracts.
+        ContractError: The workload broke one of those contracts, or its check took more than ``time_limit``.
         SpecError: A spec does not parse or names no registered plugin.
         IncompatibleError: The topology does not serve the workload's demand kind.
     """
     from dcbench.model.requests import RequestSequence, SequenceProblem, checked_sequence
 
+    clock = _Clock("workload", name_or_spec, time_limit)
     runner, plugins = _runner(registry)
     broke = functools.partial(ContractError, "workload", name_or_spec)
     with _failing("workload", name_or_spec, "builds", "its factory"):
@@ -346,6 +406,7 @@ def check_workload(name_or_spec: str, *, topology: str | None = None, requests: 
     def draw(seed: int, length: int = requests) -> RequestSequence:
         with _failing("workload", name_or_spec, "generate() runs", f"on {topology}, seed {seed}"):
             sequence = plan.workload_model.generate(network.private_copy(), length, np.random.default_rng(seed))
+        clock.check(f"after drawing {length} requests of seed {seed} on {topology}")
         if not isinstance(sequence, RequestSequence):
             raise broke("generate() returns a dcbench.RequestSequence", f"it returned {type(sequence).__name__}")
         return sequence
@@ -438,7 +499,8 @@ class _RejectsAll:
         return None
 
 
-def _metric_runs(runner: Runner, scenarios: Mapping[str, tuple[str, str | None]]) -> tuple[list[_MetricRun], set[str]]:
+def _metric_runs(runner: Runner, scenarios: Mapping[str, tuple[str, str | None]], clock: _Clock
+                 ) -> tuple[list[_MetricRun], set[str]]:
     """Per demand kind, runs of two allocators (seeds 0, 1), one accepting nothing, one measuring nothing; and the
     core's summary columns."""
     from dcbench.running.runner import LATER_COLUMNS, run_plan
@@ -450,6 +512,7 @@ def _metric_runs(runner: Runner, scenarios: Mapping[str, tuple[str, str | None]]
         for seed, allocator in enumerate(METRIC_ALLOCATORS):
             plan = runner.resolve(allocator, topology, workload, REQUESTS)
             result = run_plan(plan, seed)
+            clock.check(f"after a run of {allocator} ({where})")
             core |= set(result.summary)
             runs.append(_MetricRun(f"run {len(runs) + 1} ({allocator}, seed {seed}, {where})", kind, result.tables,
                                    plan.network))
@@ -465,7 +528,7 @@ def _metric_runs(runner: Runner, scenarios: Mapping[str, tuple[str, str | None]]
 
 
 def check_metric(name: str, *, topology: str | None = None, workload: str | None = None,
-                 registry: Registry | None = None) -> None:
+                 registry: Registry | None = None, time_limit: float = TIME_LIMIT) -> None:
     """Check a metric on a few small runs of each demand kind.
 
     The runs: `METRIC_ALLOCATORS` on seeds 0 and 1, one accepting nothing, one measuring nothing, for pools and jobs.
@@ -479,19 +542,21 @@ def check_metric(name: str, *, topology: str | None = None, workload: str | None
         topology: A topology spec instead of the demand kind's default.
         workload: A workload spec (default: the topology's own where one is given, else the demand kind's default).
         registry: The plugins to look the names up in (default: the process's).
+        time_limit: Seconds the check may take, looked at after each run and each call of the metric.
 
     Raises:
-        ContractError: The metric broke one of those contracts.
+        ContractError: The metric broke one of those contracts, or its check took more than ``time_limit``.
         SpecError: A spec does not parse or names no registered plugin.
     """
     from dcbench.engine.simulation import RunTables
     from dcbench.running.numbers import value_range
     from dcbench.running.runner import COLUMN_NAME, read_only_copy, summary_number
 
+    clock = _Clock("metric", name, time_limit)
     runner, plugins = _runner(registry)
     entry = plugins.get("metric", name)
     broke = functools.partial(ContractError, "metric", name)
-    runs, core = _metric_runs(runner, _scenarios(runner, topology, workload))
+    runs, core = _metric_runs(runner, _scenarios(runner, topology, workload), clock)
     others = {column.name: other for other, metric in plugins.entries("metric").items() if other != entry.name
               for column in metric.columns if "*" not in column.name}
     written: dict[str, list[str]] = {}
@@ -500,6 +565,7 @@ def check_metric(name: str, *, topology: str | None = None, workload: str | None
         with _failing("metric", name, "runs on every run's tables", run.label):
             columns = entry.load()(RunTables(read_only_copy(run.tables.requests), read_only_copy(run.tables.timeline)),
                                    run.network.private_copy())
+        clock.check(f"after measuring {run.label}")
         if not isinstance(columns, Mapping) or not columns:
             raise broke("returns a dict of summary columns", f"{run.label}: it returned {short_repr(columns)}")
         for column, value in columns.items():
@@ -541,44 +607,59 @@ def _cut(text: str, limit: int = 80) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def check_suite(name: str, *, registry: Registry | None = None) -> None:
-    """Check that a suite's scenarios resolve and its ranking is declared.
+def check_suite(name: str, *, registry: Registry | None = None, time_limit: float = TIME_LIMIT) -> None:
+    """Check that a suite's scenarios resolve, a sweep of it plans, and its ranking is declared.
 
-    Every scenario resolves, its seeds are distinct non-negative integers, its primary metric is a column some metric
-    declares for its demand kinds, and ``higher_is_better`` agrees with that column's ``better``.
+    Every scenario resolves, its seeds are distinct non-negative integers; a sweep
+    of it with a built-in allocator plans (its ``metrics`` are registered, no two scenarios make the same runs); its
+    primary metric is a column that dcbench's metrics or its ``metrics`` declare for its demand kinds (a sweep
+    computes no other), and ``higher_is_better`` agrees with that column's ``better``.
 
     Args:
         name: The suite's name.
         registry: The plugins to look the names up in (default: the process's).
+        time_limit: Seconds the check may take, looked at after each scenario.
 
     Raises:
-        ContractError: The suite broke one of those contracts.
+        ContractError: The suite broke one of those contracts, or its check took more than ``time_limit``.
         SpecError: No suite of that name is registered.
     """
+    from dcbench.running.runner import Runner
+    from dcbench.running.sweep import plan
+
+    clock = _Clock("suite", name, time_limit)
     runner, plugins = _runner(registry)
     suite = plugins.get("suite", name)
     broke = functools.partial(ContractError, "suite", name)
-    if not suite.scenarios:
-        raise broke("has scenarios", "it has none")
     kinds = set()
     for scenario in suite.scenarios:
         where = f"scenario {scenario.label!r}"
         try:
-            plan = runner.resolve_scenario(scenario.topology, scenario.workload, scenario.requests)
+            resolved = runner.resolve_scenario(scenario.topology, scenario.workload, scenario.requests)
         except Exception as exc:
             raise broke("every scenario resolves", f"{where}: {describe(exc, 300)}") from exc
-        kinds.add(_kind(plan.workload_model))
-        seeds = scenario.seeds
-        if (not isinstance(seeds, tuple) or not seeds or len(set(seeds)) != len(seeds)
-                or not all(isinstance(seed, (int, np.integer)) and not isinstance(seed, bool) and seed >= 0
-                           for seed in seeds)):
-            raise broke("seeds are distinct non-negative integers", f"{where} has seeds={seeds!r}")
+        kinds.add(_kind(resolved.workload_model))
+        clock.check(f"after resolving {where}")
+    sweeper = Runner(plugins)  # with the metrics, as `dcbench sweep` has them
+    try:
+        plan(sweeper, suite, [METRIC_ALLOCATORS[0]])
+    except Exception as exc:  # what `dcbench sweep -s NAME` refuses before it runs anything
+        raise broke("a suite `dcbench sweep` plans", f"sweep -s {name} -a {METRIC_ALLOCATORS[0]}: "
+                                                     f"{describe(exc, 300)}") from exc
+    clock.check("after planning a sweep")
     primary = suite.primary_metric
-    declared = [column for column in plugins.columns() if column.matches([primary])]
+    computed = [entry for entry in plugins.entries("metric").values() if entry.builtin]
+    computed += sweeper.asked_metrics(suite.metrics)
+    declared = [column for entry in computed for column in entry.columns if column.matches([primary])]
     if not declared:
-        raise broke("a primary metric some metric declares",
-                    f"no metric declares {primary!r} (declared: "
-                    f"{', '.join(c.name for c in plugins.columns())})")
+        elsewhere = [other for other, entry in plugins.entries("metric").items()
+                     if any(column.matches([primary]) for column in entry.columns)]
+        hint = (f"metric {elsewhere[0]!r} declares it, but a sweep computes it only where the suite lists it in "
+                "metrics=" if elsewhere else
+                f"declared: {', '.join(column.name for entry in computed for column in entry.columns)}")
+        raise broke("a primary metric that a metric its sweep computes declares",
+                    f"no metric a sweep of it computes (dcbench's own"
+                    f"{', ' + ', '.join(suite.metrics) if suite.metrics else ''}) declares {primary!r}; {hint}")
     column = declared[0]
     if not kinds <= set(column.demands):
         raise broke("a primary metric of its scenarios' demands",

@@ -22,7 +22,8 @@ DEFAULT_TOPOLOGIES = (
               help="Allocators to time, repeated or listed with commas as for sweep "
                    "(default: every heuristic that serves the topology).")
 @click.option("--topology", "-t", "topologies", multiple=True,
-              help="Topologies (default: tiered:32,1x4 at 64, 1,024, 8,192 and 65,536 servers, "
+              help="Topologies, repeated or listed with commas (default: tiered:32,1x4 at 64, 1,024, 8,192 and "
+                   "65,536 servers, "
                    "and ocs:128,servers=64).")
 @click.option("--workload", "-w", default=None, help="Workload spec (default: each topology's own).")
 @click.option("--requests", "-n", type=int, default=4096, show_default=True,
@@ -33,12 +34,13 @@ def bench(allocators: tuple[str, ...], topologies: tuple[str, ...], workload: st
           repeat: int) -> None:
     """Measure requests per second and time per request of allocators."""
     from dcbench.running.bench import run_bench
-    from dcbench.running.sweep import split_allocators
+    from dcbench.running.sweep import split_allocators, split_specs
 
     check_bounds("--requests", requests, 1, at_most=MAX_RUN_REQUESTS)
     check_bounds("--repeat", repeat, 1, at_most=MAX_REPEAT)
     registry = load_registry()
     named = bool(allocators)
+    topologies = tuple(split_specs(topologies, "--topology", "tiered:32,1x4")) if topologies else ()
     if allocators:
         allocators = tuple(split_allocators(allocators))
     else:

@@ -110,9 +110,12 @@ def verify(root: Path, count: int, every_run: bool, seed: int, jobs: int | None,
             elif isinstance(result, DcbenchError):
                 failures[i] = result
                 return
+            elif result and result[0] == "run_id":  # then each plugin whose code changed (`changed_plugins`)
+                outcomes[i] = (f"another run id: plugin {'; '.join(result[1:])}" if result[1:] else
+                               "another run id: this installation's dcbench version, specs or checkpoint are not "
+                               "the submission's")
             elif result:
-                outcomes[i] = ("another run id: this installation's dcbench version, specs or checkpoint are not "
-                               "the submission's") if result == ["run_id"] else "other " + ", ".join(result)
+                outcomes[i] = "other " + ", ".join(result)
             else:
                 outcomes[i] = "the same, bit for bit"
             progress.update(task, advance=1, unit_done=True, run=f"{drawn[i]}: {outcomes[i]}")

@@ -102,18 +102,21 @@ def print_summary(summaries: list[dict[str, Any]], scenario: Mapping[str, Any], 
               help="Weights for a learned allocator instead of its shipped checkpoint "
                    "(the same as -a NAME:checkpoint=PATH).")
 @click.option("--metric", "-m", "metrics", multiple=True,
-              help="Also compute this third-party metric (repeat for more); dcbench's own metrics always run.")
+              help="Also compute this third-party metric (repeat it, or list with commas); dcbench's own metrics "
+                   "always run.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar and no summary table.")
 def run(allocator: str, topology: str, workload: str | None, requests: int | None, seed: int | None,
         seeds: int | None, out: Path, checkpoint: Path | None, metrics: tuple[str, ...], quiet: bool) -> None:
     """Run one allocator on one scenario and write its Parquet tables."""
     from dcbench.running.runner import Runner, run_plan
+    from dcbench.running.sweep import split_specs
     from dcbench.storage.journal import remove_leftovers
     from dcbench.storage.locks import folder_lock, sole_writer
     from dcbench.storage.paths import check_writable
 
     seed_list = _seeds(seed, seeds)
     check_bounds("--requests", requests, 1, at_most=MAX_RUN_REQUESTS)
+    metrics = tuple(split_specs(metrics, "--metric", "locality")) if metrics else ()
     registry = load_registry()
     if checkpoint is not None:
         allocator = with_checkpoint(registry, allocator, checkpoint)

@@ -25,10 +25,10 @@ from dcbench.running.progress import progress_bar
 @click.command()
 @click.option("--suite", "-s", "suite_name", default=None, help="Suite to run (see `dcbench list suites`).")
 @click.option("--topology", "-t", "topologies", multiple=True,
-              help="Instead of a suite: a topology spec; repeat it for more. Every topology runs with every "
-                   "workload (-w) and allocator.")
+              help="Instead of a suite: a topology spec; repeat it, or list specs with commas (tiered:16,1x8,"
+                   "tiered:32,1x4). Every topology runs with every workload (-w) and allocator.")
 @click.option("--workload", "-w", "workloads", multiple=True,
-              help="With -t: a workload spec; repeat it for more (default: each topology's own).")
+              help="With -t: a workload spec; repeat it, or list specs with commas (default: each topology's own).")
 @click.option("--requests", "-n", type=int, default=None,
               help=f"With -t: requests per run (default: the workload's), at most {MAX_RUN_REQUESTS:,}.")
 @click.option("--seeds", type=int, default=None,
@@ -37,8 +37,8 @@ from dcbench.running.progress import progress_bar
 @click.option("--allocator", "-a", "allocator_values", multiple=True, required=True,
               help="Allocator spec; repeat it, or list specs with commas: tetris,nalb or ccf:reconfigure=no,jcb.")
 @click.option("--metric", "-m", "metrics", multiple=True,
-              help="Also compute this third-party metric in every run (repeat for more), besides the suite's; "
-                   "dcbench's own metrics always run.")
+              help="Also compute this third-party metric in every run (repeat it, or list with commas), besides the "
+                   "suite's; dcbench's own metrics always run.")
 @click.option("--out", type=PATH, default=None,
               help="Results folder (default: results/<suite>, results/sweep for -t). One command writes to it at "
                    "a time.")
@@ -69,6 +69,10 @@ def sweep(suite_name: str | None, topologies: tuple[str, ...], workloads: tuple[
     adhoc = check_sweep_choice(suite_name, topologies, workloads, requests, seeds)
     registry = load_registry()
     allocators = sweeps.split_allocators(allocator_values)
+    topologies, workloads, metrics = (tuple(sweeps.split_specs(values, flag, example)) if values else ()
+                                      for values, flag, example in ((topologies, "--topology", "tiered:16,1x8"),
+                                                                    (workloads, "--workload", "uniform"),
+                                                                    (metrics, "--metric", "locality")))
     if address is not None and executor != "ray":
         raise SpecError("--address is the Ray cluster's, for --executor ray; give both, or neither")
     workers = jobs if jobs is not None else min(os.cpu_count() or 1, MAX_JOBS)
@@ -135,8 +139,10 @@ def check_sweep_choice(suite: str | None, topologies: tuple[str, ...], workloads
     return suite is None
 
 
-def print_ranking(rows: list[dict[str, Any]], metric: str, higher_is_better: bool, registry: Any) -> None:
-    """Per scenario, the allocators' mean of the suite's primary metric."""
+def print_ranking(rows: list[dict[str, Any]], metric: str, higher_is_better: bool, registry: Any,
+                  console: Any = None) -> None:
+    """Per scenario, the allocators' mean of the suite's primary metric; a name too wide for its column is folded
+    over lines, never cut (two specs cut alike would read the same)."""
     from rich.console import Console
     from rich.table import Table
 
@@ -147,10 +153,10 @@ def print_ranking(rows: list[dict[str, Any]], metric: str, higher_is_better: boo
     scenarios = list(dict.fromkeys(row["scenario"] for row in rows))
     allocators = list(dict.fromkeys(row["allocator"] for row in rows))
     table = Table(title=f"{metric}, mean over seeds")
-    table.add_column("scenario")
+    table.add_column("scenario", overflow="fold")
     shown = labels(allocators, default_specs(registry))
     for allocator in allocators:
-        table.add_column(shown[allocator], justify="right")
+        table.add_column(shown[allocator], justify="right", overflow="fold")
     for scenario in scenarios:
         here = [row for row in rows if row["scenario"] == scenario]
         means = [mean_ci(row.get(metric) for row in here if row["allocator"] == allocator)[0]
@@ -158,7 +164,7 @@ def print_ranking(rows: list[dict[str, Any]], metric: str, higher_is_better: boo
         best = best_mean(means, higher_is_better)
         shown_means = [format_ci(m, float("nan")) for m in means]
         table.add_row(scenario, *[f"[bold]{text}[/bold]" if m == best else text for m, text in zip(means, shown_means)])
-    Console().print(table)
+    (console or Console()).print(table)
 
 
 @hookimpl

@@ -16,9 +16,11 @@ _MISSING = object()
 
 def differing_columns(row: Mapping[str, Any], run_id: str, summary: Mapping[str, Any]) -> list[str]:
     """The summary columns of a submitted ``row`` that its run made again gave otherwise (``run_id``
-    alone where its identity changed); a column only this installation adds says nothing of the row."""
+    where its identity changed, then each third-party plugin whose identity did, `changed_plugins`); a column only
+    this installation adds says nothing of the row."""
     if run_id != row["run_id"]:
-        return ["run_id"]
+        return ["run_id", *changed_plugins(row.get("allocator_fingerprint") or "",
+                                           summary.get("allocator_fingerprint") or "")]
     differ = []
     for column, given in row.items():
         if column in SWEEP_COLUMNS:
@@ -29,6 +31,21 @@ def differing_columns(row: Mapping[str, Any], run_id: str, summary: Mapping[str,
         if not same_value(value, given):
             differ.append(column if value is not _MISSING else f"{column} (not made here)")
     return differ
+
+
+PLUGIN_PART = "plugin "  # how a run's fingerprint names a third-party plugin's identity (`run_fingerprint`)
+
+
+def changed_plugins(submitted: str, installed: str) -> list[str]:
+    """Each third-party plugin whose identity (``DIST VERSION src=DIGEST``) differs between a submitted run's
+    fingerprint and the same run's made here: "DIST: submitted IDENTITY, installed IDENTITY" ("none" where absent)."""
+    def identities(fingerprint: str) -> dict[str, str]:
+        parts = [part.removeprefix(PLUGIN_PART) for part in fingerprint.split("; ") if part.startswith(PLUGIN_PART)]
+        return {part.split(" ")[0]: part for part in parts}
+
+    before, now = identities(submitted), identities(installed)
+    return [f"{name}: submitted {before.get(name, 'none')}, installed {now.get(name, 'none')}"
+            for name in sorted({*before, *now}) if before.get(name) != now.get(name)]
 
 
 def planned_rerun(row: Mapping[str, Any], runner: Runner, plans: dict[tuple[Any, ...], ResolvedRun] | None = None

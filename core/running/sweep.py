@@ -31,25 +31,49 @@ from dcbench.storage.tables import provenance_of, read_table, write_run, write_t
 SUMMARY = "summary.parquet"
 
 
-def split_allocators(values: Iterable[str]) -> list[str]:
-    """``--allocator`` values, each a comma list of specs: a piece with '=' and no ':' is a further
-    keyword of the spec before it (``ccf:reconfigure=no,jcb`` is two specs, ``nalb:route=reference,queue=lifo`` one)."""
-    allocators: list[str] = []
+def split_specs(values: Iterable[str], flag: str, example: str) -> list[str]:
+    """A repeatable option's values, each a comma list of specs: a piece with '=' and no ':', or one that starts with
+    no spec's name (``1x4``, ``32``), is a further argument of the spec before it (``ccf:reconfigure=no,jcb`` is two
+    specs, ``nalb:route=reference,queue=lifo`` and ``tiered:32,1x4`` one each).
+
+    Args:
+        values: The option's values, as click gives them.
+        flag: The option, for messages (``--allocator``).
+        example: A value to show where none is given (``tetris,nalb``).
+
+    Returns:
+        The specs, in order.
+
+    Raises:
+        SpecError: None given, an argument with no spec before it, or an empty piece between commas."""
+    specs: list[str] = []
     for value in values:
         for part in (piece.strip() for piece in value.split(",")):
-            if part and "=" in part and ":" not in part:
-                if not allocators or ":" not in allocators[-1]:
-                    raise SpecError(f"{short_repr(part)} in --allocator {short_repr(value)} is a keyword that "
-                                    "follows no NAME:KEY=VALUE spec; write it after its allocator's name and ':'")
-                allocators[-1] += "," + part
+            if part and (("=" in part and ":" not in part) or not _starts_with_a_name(part)):
+                if not specs or ":" not in specs[-1]:
+                    raise SpecError(f"{short_repr(part)} in {flag} {short_repr(value)} is an argument that follows "
+                                    "no NAME:ARGUMENTS spec; write it after its plugin's name and ':'")
+                specs[-1] += "," + part
             else:
-                allocators.append(part)
-    if not allocators:
-        raise SpecError("give at least one allocator, e.g. --allocator tetris,nalb,nulb,random")
-    if any(not a for a in allocators):
-        raise SpecError(f"--allocator {short_repr(', '.join(values))} has an empty spec between commas; "
+                specs.append(part)
+    if not specs:
+        raise SpecError(f"give at least one, e.g. {flag} {example}")
+    if any(not spec for spec in specs):
+        raise SpecError(f"{flag} {short_repr(', '.join(values))} has an empty spec between commas; "
                         "remove the extra comma")
-    return allocators
+    return specs
+
+
+def _starts_with_a_name(piece: str) -> bool:
+    """Whether a comma list's piece begins a spec: a name as a spec's, before any ':'."""
+    from dcbench.registry.checks import is_spec_name
+
+    return is_spec_name(piece.split(":")[0])
+
+
+def split_allocators(values: Iterable[str]) -> list[str]:
+    """``--allocator`` values, each a comma list of specs (`split_specs`)."""
+    return split_specs(values, "--allocator", "tetris,nalb,nulb,random")
 
 
 ADHOC_OUT = "sweep"  # an ad-hoc sweep's folder under results/ (a suite's is named after the suite)

@@ -23,6 +23,7 @@ from dcbench import (
     Reject,
     RequestSequence,
     Scenario,
+    SpecError,
     Suite,
     Topology,
     hookimpl,
@@ -78,6 +79,16 @@ class Refuses(PoolAllocator):
         return Reject("not today")
 
 
+class Slow(FirstFit):
+    """Right, but a tenth of a second a decision."""
+
+    def allocate(self, request, state):
+        import time
+
+        time.sleep(0.1)
+        return super().allocate(request, state)
+
+
 # ----- workloads --------------------------------------------------------------
 
 
@@ -109,12 +120,12 @@ class Bursty:
 # ----- topologies -------------------------------------------------------------
 
 
-def star(servers=8, channels=4, resources=2, default_workload="uniform"):
-    """The guide's topology: servers around one switch."""
+def star(servers=8, channels=4, resources=2, default_workload="uniform", tier="1"):
+    """The guide's topology: servers around one switch (tier=none: links without a tier)."""
     graph = nx.Graph()
     names = [f"s{i}" for i in range(servers)]
     for name in names:
-        graph.add_edge(name, "hub", capacity=channels, tier=1)
+        graph.add_edge(name, "hub", capacity=channels, tier=None if tier == "none" else int(tier))
     return Topology(graph=graph, servers=names, resources=("cpu", "mem"),
                     capacity=np.full((servers, resources), 16.0), racks=np.zeros(servers, int),
                     pods=np.zeros(servers, int), default_workload=default_workload)
@@ -147,7 +158,7 @@ def wordy(tables, network):
 @hookimpl
 def register_topologies(register):
     params = [Param("servers", int, 8, positional=True), Param("resources", int, 2),
-              Param("default_workload", str, "uniform")]
+              Param("default_workload", str, "uniform"), Param("tier", str, "1")]
     register("star", star, description="servers around one switch", params=params)
 
 
@@ -160,7 +171,7 @@ def register_workloads(register):
 @hookimpl
 def register_allocators(register):
     for name, allocator in [("firstfit", FirstFit), ("impossible", Impossible), ("unseeded", Unseeded),
-                            ("remembers", Remembers), ("raises", Raises), ("refuses", Refuses)]:
+                            ("remembers", Remembers), ("raises", Raises), ("refuses", Refuses), ("slow", Slow)]:
         register(name, allocator, description=allocator.__doc__ or name, demands=("pool",))
 
 
@@ -177,13 +188,20 @@ def register_metrics(register):
 @hookimpl
 def register_suites(register):
     register(Suite("stars", (Scenario("star:8", "bursty", requests=20, seeds=(0, 1)),), description="good",
-                   primary_metric="no_path_share", higher_is_better=False))
+                   primary_metric="no_path_share", higher_is_better=False, metrics=("no_path",)))
+    register(Suite("unlisted", (Scenario("star:8", "bursty", requests=20),), primary_metric="no_path_share",
+                   higher_is_better=False, description="ranked by a metric its sweep does not compute"))
+    register(Suite("twins", (Scenario("star:8", requests=20, name="a"), Scenario("star:servers=8", requests=20,
+                                                                                  name="b")),
+                   description="two scenarios of the same runs"))
+    register(Suite("misnamed", (Scenario("star:8", requests=20),), metrics=("no_paths",),
+                   description="a metric no plugin registers"))
     register(Suite("lost", (Scenario("star:8", requests=20), Scenario("nebula:3", requests=20)),
                    description="an unregistered topology"))
     register(Suite("unranked", (Scenario("star:8", requests=20),), primary_metric="no_path_count",
                    description="ranked by a column nobody declares"))
     register(Suite("upside_down", (Scenario("star:8", "bursty", requests=20),), primary_metric="no_path_share",
-                   description="ranks the share of refusals up"))
+                   metrics=("no_path",), description="ranks the share of refusals up"))
 
 
 @pytest.fixture(scope="module")
@@ -300,6 +318,19 @@ def test_a_capacity_of_the_wrong_shape_fails(probes):
           r"capacity has shape \(8, 1\), expected \(8, 2\) \(8 servers of cpu, mem\)", registry=probes)
 
 
+@pytest.mark.parametrize(("spec", "contract", "seen"), [
+    # the product: `dcbench run` fails on the tier's column (link_util_tier-1), Network.compile on a tier of None
+    ("star:tier=-1", "every link of a tier from 0 (1 nearest the servers)", r"^the link 's0'-'hub' has tier -1$"),
+    ("star:tier=none", "compiles into a network", r"^Network.compile: TypeError: int\(\) argument")])
+def test_a_link_without_a_usable_tier_fails_as_the_product_refuses_it(probes, spec, contract, seen):
+    from dcbench import DcbenchError
+    from dcbench.running.runner import Runner
+
+    with pytest.raises(DcbenchError, match=r"tier-1|does not compile"):
+        Runner(probes).run("random", spec, requests=20)
+    fails(check_topology, spec, contract, seen, registry=probes)
+
+
 def test_an_unregistered_default_workload_fails(probes):
     fails(check_topology, "star:default_workload=nonesuch", "a default workload that is registered and serves it "
           "(or None)", "default_workload='nonesuch'; registered: .*bursty", registry=probes)
@@ -334,13 +365,53 @@ def test_a_suite_with_a_scenario_that_does_not_resolve_fails(probes):
 
 
 def test_a_suite_ranked_by_an_undeclared_column_fails(probes):
-    fails(check_suite, "unranked", "a primary metric some metric declares", "no metric declares 'no_path_count'",
+    fails(check_suite, "unranked", "a primary metric that a metric its sweep computes declares",
+          r"\(dcbench's own\) declares 'no_path_count'; declared: acceptance_ratio, ",
           registry=probes)
 
 
 def test_a_suite_that_ranks_against_its_column_fails(probes):
     fails(check_suite, "upside_down", "ranks as its primary metric says",
           "higher_is_better=True but 'no_path_share' is better lower", registry=probes)
+
+
+def test_a_suite_ranked_by_a_metric_its_sweep_does_not_compute_fails(probes):
+    # its sweep would run every run, then find no no_path_share column (sweep.check_ranked_by)
+    fails(check_suite, "unlisted", "a primary metric that a metric its sweep computes declares",
+          r"no metric a sweep of it computes \(dcbench's own\) declares 'no_path_share'; metric 'no_path' declares "
+          r"it, but a sweep computes it only where the suite lists it in metrics=", registry=probes)
+
+
+@pytest.mark.parametrize(("name", "seen"), [
+    ("twins", r"^sweep -s twins -a random: PluginError: .*'a' and 'b', which resolve to the same runs"),
+    ("misnamed", r"^sweep -s misnamed -a random: UnknownPluginError: suite 'misnamed', .*unknown metric 'no_paths'")])
+def test_a_suite_that_sweep_refuses_before_running_fails(probes, name, seen):
+    from dcbench.running.runner import Runner
+    from dcbench.running.sweep import plan
+
+    with pytest.raises(Exception):  # noqa: B017 (the product refuses it: the kit must too)
+        plan(Runner(probes), probes.get("suite", name), ["random"])
+    fails(check_suite, name, "a suite `dcbench sweep` plans", seen, registry=probes)
+
+
+# ----- time -------------------------------------------------------------------
+
+
+def test_a_slow_allocator_fails_on_its_time_bound_at_the_decision_it_reached(probes):
+    error = fails(check_allocator, "slow", "its check takes at most 0.35 s",
+                  r"^\d+\.\d s in, at run 1 of pools on tiered:8,1x4 with uniform:max_cpu=32,max_mem=32, "
+                  r"request \d+; pass time_limit= a larger bound", registry=probes, time_limit=0.35)
+    assert error.__cause__ is None
+
+
+@pytest.mark.parametrize(("check", "name"), [(check_allocator, "firstfit"), (check_topology, "star"),
+                                             (check_workload, "bursty"), (check_metric, "no_path"),
+                                             (check_suite, "stars")])
+def test_every_check_is_bounded_in_time(probes, check, name):
+    fails(check, name, "its check takes at most 1e-09 s", r"^\d+\.\d s in, (at|after) ", registry=probes,
+          time_limit=1e-9)
+    with pytest.raises(SpecError, match=r"time_limit=0 is not a positive number of seconds"):
+        check(name, registry=probes, time_limit=0)
 
 
 def test_a_contract_error_is_an_assertion_error_that_pickles():

@@ -695,3 +695,33 @@ def test_a_rebuild_removes_what_a_killed_rebuild_left_and_nothing_else(tmp_path)
     assert result.exit_code == 0, result.output
     assert [path for path in left if path.exists()] == [] and all(other.is_dir() for other in others)
     assert snapshot(root) == committed  # (the folders left are empty: no file in them)
+
+
+def test_a_run_id_changed_by_a_plugins_code_names_the_plugin_its_version_and_digests():
+    from dcbench.publishing.verify import differing_columns
+
+    row = {"run_id": "a" * 16, "allocator_fingerprint": "; plugin acme-alloc 1.0 src=1111; plugin acme-topo 2.0 "
+                                                         "src=2222; metrics busy"}
+    again = {"allocator_fingerprint": "plugin acme-alloc 1.0 src=3333; plugin acme-topo 2.0 src=2222; metrics busy"}
+    assert differing_columns(row, "b" * 16, again) == [
+        "run_id", "acme-alloc: submitted acme-alloc 1.0 src=1111, installed acme-alloc 1.0 src=3333"]
+    assert differing_columns(row, "b" * 16, row) == ["run_id"]  # the same plugins: dcbench, specs or checkpoint
+
+
+def test_verify_says_which_plugin_changed_rather_than_blaming_dcbench(sweep_results, tmp_path, monkeypatch):
+    import dcbench.publishing.verify as verify
+
+    root = tmp_path / "leaderboard"
+    runner = CliRunner()
+    assert runner.invoke(cli, ["leaderboard", "--root", str(root), "submit", str(sweep_results)]).exit_code == 0
+
+    def rerun_rows(rows, runner, workers, on_result, **kwargs):
+        for i in range(len(rows)):
+            on_result(i, ["run_id", "acme-alloc: submitted acme-alloc 1.0 src=1111, installed acme-alloc 1.0 "
+                                    "src=3333"])
+
+    monkeypatch.setattr(verify, "rerun_rows", rerun_rows)
+    result = runner.invoke(cli, ["leaderboard", "--root", str(root), "verify", "--runs", "1", "-q"])
+    assert result.exit_code == 1
+    assert result.stdout.splitlines()[0].endswith(
+        ": another run id: plugin acme-alloc: submitted acme-alloc 1.0 src=1111, installed acme-alloc 1.0 src=3333")

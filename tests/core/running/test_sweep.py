@@ -15,7 +15,7 @@ from click.testing import CliRunner
 
 from dcbench import ResultsError, SpecError, UnknownPluginError
 from dcbench.commands import cli
-from dcbench.running.sweep import split_allocators
+from dcbench.running.sweep import split_allocators, split_specs
 
 
 def test_split_allocators():
@@ -27,6 +27,45 @@ def test_split_allocators():
         split_allocators(["tetris,,nalb"])
     with pytest.raises(SpecError):
         split_allocators(["penalty=0.5,tetris"])  # a keyword with no spec before it
+
+
+def test_every_repeatable_flag_takes_a_comma_list_by_the_allocators_rule():
+    # a positional argument (no name: 1x4, 32) continues its spec, as a KEY=VALUE one does
+    assert split_specs(["tiered:32,1x4,pods=8,tiered:16,1x8", "ocs:4,servers=4"], "--topology", "x") == [
+        "tiered:32,1x4,pods=8", "tiered:16,1x8", "ocs:4,servers=4"]
+    assert split_specs(["acceptance,busy", "spread"], "--metric", "x") == ["acceptance", "busy", "spread"]
+    with pytest.raises(SpecError, match="'1x4' in --topology '1x4,tiered:8' is an argument that follows no"):
+        split_specs(["1x4,tiered:8"], "--topology", "x")
+    with pytest.raises(SpecError, match="give at least one, e.g. --metric locality"):
+        split_specs([], "--metric", "locality")
+
+
+def test_a_sweep_takes_its_topologies_as_a_comma_list(tmp_path):
+    result = CliRunner().invoke(cli, ["sweep", "-t", "tiered:8,1x4,tiered:8,1x8", "-w", "uniform", "-n", "8",
+                                      "--seeds", "1", "-a", "random", "-q", "-j", "1", "--out", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    assert pq.read_table(tmp_path / "summary.parquet").column("scenario").to_pylist() == [
+        "tiered:8,1x4", "tiered:8,1x8"]
+
+
+def test_a_narrow_ranking_table_keeps_every_spec_apart():
+    import io
+
+    from rich.console import Console
+
+    from dcbench.commands.sweep import print_ranking
+    from dcbench.registry import get_registry
+
+    specs = ["acme_allocators.firstfit:stay_in_rack=no", "acme_allocators.firstfit:stay_in_rack=yes",
+             "tetris:penalty=0.5", "nalb"]
+    rows = [{"scenario": "tiered:32,1x4", "allocator": spec, "acceptance_ratio": 0.5} for spec in specs]
+    console = Console(width=60, file=io.StringIO(), color_system=None)
+    print_ranking(rows, "acceptance_ratio", True, get_registry(), console)
+    lines = console.file.getvalue().splitlines()
+    header = lines[2:lines.index(next(line for line in lines if line.startswith("┡")))]
+    cells = [line.strip("┃").split("┃") for line in header]
+    names = ["".join(cell[column].strip() for cell in cells) for column in range(len(cells[0]))]
+    assert names == ["scenario", *specs]  # whole: labels() shows every option where variants compete
 
 
 def test_a_sweep_writes_every_run_and_one_combined_summary(tmp_path):
@@ -411,15 +450,15 @@ def test_a_third_party_metric_runs_where_a_suite_or_an_option_asks_for_it_and_no
     adhoc = ["sweep", "-t", "tiered:8,1x4", "-n", "8", "--seeds", "1", "-a", "tetris", "-q", "-j", "1", "--out"]
     assert runner.invoke(cli, [*adhoc, str(tmp_path / "plain")]).exit_code == 0
     assert "busy_share" not in pq.read_table(tmp_path / "plain" / "summary.parquet").column_names
-    assert runner.invoke(cli, [*adhoc, str(tmp_path / "asked"), "-m", "busy"]).exit_code == 0
+    assert runner.invoke(cli, [*adhoc, str(tmp_path / "asked"), "-m", "acceptance,busy"]).exit_code == 0
     assert "busy_share" in pq.read_table(tmp_path / "asked" / "summary.parquet").column_names
-    shown = runner.invoke(cli, ["run", "-a", "tetris", "-t", "tiered:8,1x4", "-n", "8", "-m", "busy",
+    shown = runner.invoke(cli, ["run", "-a", "tetris", "-t", "tiered:8,1x4", "-n", "8", "-m", "spread,busy",
                                 "--out", str(tmp_path / "runs")])
     assert shown.exit_code == 0 and "share busy ↓" in shown.stdout and "busy_share" in shown.stdout
     not_shown = runner.invoke(cli, ["run", "-a", "tetris", "-t", "tiered:8,1x4", "-n", "8",
                                     "--out", str(tmp_path / "runs")])
     assert not_shown.exit_code == 0 and "busy" not in not_shown.stdout
-    unknown = runner.invoke(cli, ["run", "-a", "tetris", "-t", "tiered:8,1x4", "-m", "bussy"])
+    unknown = runner.invoke(cli, ["run", "-a", "tetris", "-t", "tiered:8,1x4", "-m", "busy,bussy"])
     assert unknown.exit_code == 2 and "unknown metric 'bussy'" in unknown.output
 
 

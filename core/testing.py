@@ -78,12 +78,14 @@ class _WithoutMetrics:
         return getattr(self._registry, name)
 
 
-def _runner(registry: Registry | None) -> tuple[Runner, Registry]:
-    """A runner that runs no metric, and the registry itself."""
+def _runner(registry: Registry | None, name: str = "") -> tuple[Runner, Registry]:
+    """A runner that runs no metric, and the registry it checks ``name`` in."""
     from dcbench.registry import get_registry
+    from dcbench.registry.manager import beside_caller
     from dcbench.running.runner import Runner
 
-    plugins = registry if registry is not None else get_registry()
+    # what the calling package's plugins run beside (dcbench's and its own), its bare names its own
+    plugins = beside_caller(registry if registry is not None else get_registry(), name)
     return Runner(cast("Registry", _WithoutMetrics(plugins))), plugins
 
 
@@ -127,7 +129,7 @@ def check_allocator(name_or_spec: str, *, topology: str | None = None, workload:
         SpecError: A spec does not parse or names no registered plugin.
         IncompatibleError: The scenario's demands are of a kind the allocator does not declare.
     """
-    runner, plugins = _runner(registry)
+    runner, plugins = _runner(registry, name_or_spec)
     entry = plugins.get("allocator", Spec.parse(name_or_spec).name)
     scenarios = _scenarios(runner, topology, workload)
     for kind in entry.demands:
@@ -246,7 +248,7 @@ def check_topology(name_or_spec: str, *, registry: Registry | None = None) -> No
     """
     from dcbench.model.network import Network, Topology
 
-    runner, plugins = _runner(registry)
+    runner, plugins = _runner(registry, name_or_spec)
     broke = functools.partial(ContractError, "topology", name_or_spec)
     with _failing("topology", name_or_spec, "builds a dcbench.Topology", "its factory"):
         topology = plugins.build("topology", name_or_spec).obj
@@ -333,7 +335,7 @@ def check_workload(name_or_spec: str, *, topology: str | None = None, requests: 
     """
     from dcbench.model.requests import RequestSequence, SequenceProblem, checked_sequence
 
-    runner, plugins = _runner(registry)
+    runner, plugins = _runner(registry, name_or_spec)
     broke = functools.partial(ContractError, "workload", name_or_spec)
     with _failing("workload", name_or_spec, "builds", "its factory"):
         kind = _kind(plugins.build("workload", name_or_spec).obj)
@@ -488,7 +490,7 @@ def check_metric(name: str, *, topology: str | None = None, workload: str | None
     from dcbench.running.numbers import value_range
     from dcbench.running.runner import COLUMN_NAME, read_only_copy, summary_number
 
-    runner, plugins = _runner(registry)
+    runner, plugins = _runner(registry, name)
     entry = plugins.get("metric", name)
     broke = functools.partial(ContractError, "metric", name)
     runs, core = _metric_runs(runner, _scenarios(runner, topology, workload))
@@ -555,7 +557,7 @@ def check_suite(name: str, *, registry: Registry | None = None) -> None:
         ContractError: The suite broke one of those contracts.
         SpecError: No suite of that name is registered.
     """
-    runner, plugins = _runner(registry)
+    runner, plugins = _runner(registry, name)
     suite = plugins.get("suite", name)
     broke = functools.partial(ContractError, "suite", name)
     if not suite.scenarios:

@@ -109,12 +109,14 @@ class _WithoutMetrics:
         return getattr(self._registry, name)
 
 
-def _runner(registry: Registry | None) -> tuple[Runner, Registry]:
-    """A runner that runs no metric, and the registry itself."""
+def _runner(registry: Registry | None, name: str = "") -> tuple[Runner, Registry]:
+    """A runner that runs no metric, and the registry it checks ``name`` in."""
     from dcbench.registry import get_registry
+    from dcbench.registry.manager import beside_caller
     from dcbench.running.runner import Runner
 
-    plugins = registry if registry is not None else get_registry()
+    # what the calling package's plugins run beside (dcbench's and its own), its bare names its own
+    plugins = beside_caller(registry if registry is not None else get_registry(), name)
     return Runner(cast("Registry", _WithoutMetrics(plugins))), plugins
 
 
@@ -161,7 +163,7 @@ def check_allocator(name_or_spec: str, *, topology: str | None = None, workload:
         IncompatibleError: The scenario's demands are of a kind the allocator does not declare.
     """
     clock = _Clock("allocator", name_or_spec, time_limit)
-    runner, plugins = _runner(registry)
+    runner, plugins = _runner(registry, name_or_spec)
     entry = plugins.get("allocator", Spec.parse(name_or_spec).name)
     scenarios = _scenarios(runner, topology, workload)
     for kind in entry.demands:
@@ -289,7 +291,7 @@ def check_topology(name_or_spec: str, *, registry: Registry | None = None, time_
     from dcbench.running.runner import Runner, run_plan
 
     clock = _Clock("topology", name_or_spec, time_limit)
-    runner, plugins = _runner(registry)
+    runner, plugins = _runner(registry, name_or_spec)
     broke = functools.partial(ContractError, "topology", name_or_spec)
     with _failing("topology", name_or_spec, "builds a dcbench.Topology", "its factory"):
         topology = plugins.build("topology", name_or_spec).obj
@@ -393,7 +395,7 @@ def check_workload(name_or_spec: str, *, topology: str | None = None, requests: 
     from dcbench.model.requests import RequestSequence, SequenceProblem, checked_sequence
 
     clock = _Clock("workload", name_or_spec, time_limit)
-    runner, plugins = _runner(registry)
+    runner, plugins = _runner(registry, name_or_spec)
     broke = functools.partial(ContractError, "workload", name_or_spec)
     with _failing("workload", name_or_spec, "builds", "its factory"):
         kind = _kind(plugins.build("workload", name_or_spec).obj)
@@ -553,7 +555,7 @@ def check_metric(name: str, *, topology: str | None = None, workload: str | None
     from dcbench.running.runner import COLUMN_NAME, read_only_copy, summary_number
 
     clock = _Clock("metric", name, time_limit)
-    runner, plugins = _runner(registry)
+    runner, plugins = _runner(registry, name)
     entry = plugins.get("metric", name)
     broke = functools.partial(ContractError, "metric", name)
     runs, core = _metric_runs(runner, _scenarios(runner, topology, workload), clock)
@@ -628,7 +630,7 @@ def check_suite(name: str, *, registry: Registry | None = None, time_limit: floa
     from dcbench.running.sweep import plan
 
     clock = _Clock("suite", name, time_limit)
-    runner, plugins = _runner(registry)
+    runner, plugins = _runner(registry, name)
     suite = plugins.get("suite", name)
     broke = functools.partial(ContractError, "suite", name)
     kinds = set()

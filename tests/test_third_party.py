@@ -122,6 +122,66 @@ def test_the_example_runs_a_suite_and_enters_the_leaderboard(site, tmp_path):
     assert "| dcbench-firstfit.firstfit | heuristic |" in ranking and "| tetris | paper baseline |" in ranking
 
 
+OTHER_LOCALITY = """
+from dcbench import Column, hookimpl
+
+
+def locality(tables, network):
+    requests = tables.requests
+    accepted = requests["measured"] & (requests["outcome"] == "accepted")
+    spread = requests["spread"][accepted]
+    return {"rack_local_share": float((spread == "server").sum() / accepted.sum()) if accepted.sum() else float("nan")}
+
+
+@hookimpl
+def register_metrics(register):
+    register("locality", locality, description="rack_local_share: accepted requests on one server",
+             columns=[Column("rack_local_share", "on one server", "higher", demands=("pool",))])
+"""
+
+
+@pytest.fixture(scope="module")
+def crowded_site(tmp_path_factory):
+    """The example beside another well-behaved distribution that registers a metric ``locality`` too, writing
+    ``rack_local_share`` with another meaning."""
+    root = tmp_path_factory.mktemp("crowded")
+    target = root / "site"
+    other = make_distribution(root, "dcbench-locality", "0.1.0", "locality", "dcbench_locality", OTHER_LOCALITY)
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
+                    "--target", str(target), str(EXAMPLE), str(other)], check=True)
+    return target
+
+
+def test_the_examples_suite_sweeps_beside_another_locality_and_the_bare_name_lists_both(crowded_site, tmp_path):
+    done = dcbench(crowded_site, "sweep", "-s", "firstfit-small", "-a", "firstfit", "--out", str(tmp_path), "-q",
+                   strict=True)
+    assert done.returncode == 0, done.stderr
+    assert "Warning" not in done.stderr
+    import pyarrow.parquet as pq
+
+    summary = pq.read_table(tmp_path / "summary.parquet").to_pylist()
+    assert len(summary) == 9 and all(0 <= row["rack_local_share"] <= 1 for row in summary)
+    done = dcbench(crowded_site, "list", "locality")
+    assert done.returncode == 2 and done.stderr == (
+        "Error: metric 'locality' is registered by more than one plugin; give 'dcbench-firstfit.locality' or "
+        "'dcbench-locality.locality'\n")
+    done = dcbench(crowded_site, "run", "-a", "firstfit", "-t", "tiered:8,1x4", "-n", "8", "--out", str(tmp_path),
+                   "-m", "dcbench-firstfit.locality", "-m", "dcbench-locality.locality")
+    assert done.returncode == 2 and done.stderr.splitlines() == [
+        "Error: metrics 'dcbench-firstfit.locality' (plugin firstfit, dcbench-firstfit 0.1.0) and "
+        "'dcbench-locality.locality' (plugin locality, dcbench-locality 0.1.0) both write the column "
+        "'rack_local_share'; compute one of them (a run, sweep or submission holds one meaning per column)"]
+
+
+def test_the_examples_own_tests_pass_beside_another_locality(crowded_site):
+    env = dict(os.environ, PYTHONPATH=str(crowded_site), DCBENCH_STRICT_PLUGINS="dcbench-firstfit")
+    env.pop("DCBENCH_DISABLE_PLUGINS", None)
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests"], cwd=EXAMPLE,
+                          capture_output=True, text=True, env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "5 passed" in done.stdout
+
+
 PROBE = """
 import os
 import time

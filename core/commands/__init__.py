@@ -76,7 +76,7 @@ def add_commands(group: click.Group, registry: Registry) -> None:
                 group.commands[name] = before[name]
             else:
                 del group.commands[name]
-            registry.fail(f"plugin {registry.label(impl.plugin_name)} {problem}; ignored")
+            registry.fail(f"plugin {registry.label(impl.plugin_name)} {problem}; ignored", impl.plugin_name)
 
 
 def load_commands(group: Any = cli) -> None:

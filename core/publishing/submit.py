@@ -27,8 +27,9 @@ from dcbench.publishing.leaderboard import (
 from dcbench.publishing.report import labels
 from dcbench.publishing.submissions import folder_problem, registered_problem, submission_name
 from dcbench.registry import Registry
+from dcbench.registry.manager import column_clash
 from dcbench.running.labels import default_specs
-from dcbench.running.runner import Runner
+from dcbench.running.runner import Runner, metrics_of
 from dcbench.running.summary import is_adhoc_sweep, read_sweep_summary
 from dcbench.storage.files import staging_folder
 from dcbench.storage.tables import provenance_of, read_table
@@ -87,6 +88,11 @@ def validate(results: Path, registry: Registry, about: Mapping[str, Any] | None 
     allocators = allocators_of(rows)
     try:
         check_contents(table, rows, suites, Runner(registry))
+        computed = {name for row in rows for name in metrics_of(row.get("allocator_fingerprint") or "")}
+        clash = column_clash([metric for name, metric in registry.entries("metric").items()
+                              if metric.builtin or name in computed])
+        if clash is not None:  # runs of other metrics, each alone: one leaderboard column, two meanings
+            raise RowsProblem(clash)
         for allocator in allocators:  # what a rebuild cannot require: its plugins may have been uninstalled since
             problem = registered_problem(allocator, registry)
             if problem is not None:

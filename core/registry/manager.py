@@ -1,8 +1,9 @@
 """The plugin manager and the registry of what plugins register.
 
-A broken third-party plugin is a one-line warning (``DCBENCH_STRICT_PLUGINS=1``: an error); one in
-``DCBENCH_DISABLE_PLUGINS`` is not imported. Its names are qualified by its distribution's
-(``dcbench-firstfit.firstfit``); the bare name is an alias where unambiguous."""
+A broken third-party plugin is a one-line warning (``DCBENCH_STRICT_PLUGINS=1``, or a comma list of distributions: an
+error); one in ``DCBENCH_DISABLE_PLUGINS`` is not imported. Its names are qualified by its distribution's
+(``dcbench-firstfit.firstfit``); the bare name is an alias where unambiguous, and inside its own distribution (its
+suites, its topologies' default workloads, its tests' checks) names its own plugin first."""
 
 from __future__ import annotations
 
@@ -89,15 +90,52 @@ class Registry:
         """Every summary column the metric plugins declare, in their order (`dcbench.Column`)."""
         return tuple(column for metric in self.entries("metric").values() for column in metric.columns)
 
-    def get(self, kind: str, name: str) -> Any:
-        """The entry ``name`` (canonical or alias) names; UnknownPluginError where none or several."""
+    def get(self, kind: str, name: str, within: str = "") -> Any:
+        """The entry ``name`` (canonical or alias) names; UnknownPluginError where none or several. ``within``: the
+        qualifier of the distribution the name is written in, whose own plugin a bare name names first."""
         entries = self.entries(kind)
+        own = f"{within}.{name}" if within and "." not in name else ""
+        if own and own in entries:
+            return entries[own]
         if name in entries:
             return entries[name]
         if name in entries.ambiguous:
             choices = " or ".join(map(repr, entries.ambiguous[name]))
             raise UnknownPluginError(f"{kind} {name!r} is registered by more than one plugin; give {choices}")
         raise UnknownPluginError(unknown(kind, name, sorted({*entries, *entries.aliases}), PLURALS[kind]))
+
+    def own_spec(self, kind: str, spec: str, within: str) -> str:
+        """``spec`` with its bare name qualified where the distribution ``within`` registers it (own names first);
+        otherwise as given."""
+        name, colon, rest = spec.partition(":")
+        own = f"{within}.{name.strip()}"
+        if within and "." not in name and own in self.entries(kind):
+            return own + colon + rest
+        return spec
+
+    def own_suite(self, suite: Any, within: str) -> Any:
+        """A suite of the distribution ``within`` with every plugin it names by a bare name of that distribution's
+        qualified (`own_spec`), its scenarios' labels as they were."""
+        if not within:
+            return suite
+        scenarios = tuple(dataclasses.replace(
+            scenario, topology=self.own_spec("topology", scenario.topology, within), name=scenario.label,
+            workload=scenario.workload and self.own_spec("workload", scenario.workload, within))
+            for scenario in suite.scenarios)
+        return dataclasses.replace(
+            suite, scenarios=scenarios, metrics=tuple(self.own_spec("metric", m, within) for m in suite.metrics),
+            reference=suite.reference and self.own_spec("allocator", suite.reference, within))
+
+    def beside(self, qualifier: str) -> Registry:
+        """This registry as the plugins of the distribution ``qualifier`` run beside: dcbench's own and its own
+        (what `dcbench.testing` checks a package against, whatever else is installed)."""
+        narrowed = Registry(self.manager, [p for p in self.plugins if p.builtin or p.qualifier == qualifier],
+                            self.failures, self.disabled)
+        narrowed.builtin_commands = self.builtin_commands
+        for kind in KINDS:
+            narrowed._entries[kind] = Entries({name: entry for name, entry in self.entries(kind).items()
+                                               if _qualifier_of(name) in ("", qualifier)})
+        return narrowed
 
     def build(self, kind: str, spec: Spec | str) -> BuiltPlugin:
         if isinstance(spec, str):
@@ -111,12 +149,9 @@ class Registry:
         for impl in self.hook_implementations(hook.name):
             self.call_plugin(impl, hook.name, functools.partial(self._register, kind, registered, impl.plugin_name))
         # Third-party entries by distribution (each plugin's in its own order), whatever order they installed in.
-        entries = Entries(dict(sorted(registered.items(), key=lambda item: _qualifier_of(item[0]))))
-        for bare, names in entries.ambiguous.items():
-            owners = _listed([self.label(registered[name].plugin) for name in names], "and")
-            self.fail(f"{kind} {bare!r} is registered by plugins {owners}; give its qualified name, "
-                      f"{_listed([repr(name) for name in names], 'or')}")
-        return entries
+        # A bare name several distributions register is no failure: each one's own suites, defaults and tests name
+        # their own (`own_spec`); elsewhere the bare name is an error listing the qualified ones (`get`).
+        return Entries(dict(sorted(registered.items(), key=lambda item: _qualifier_of(item[0]))))
 
     def _register(self, kind: str, registered: dict[str, Any], plugin_name: str, name_or_suite: Any,
                   target: Any = None, **keywords: Any) -> None:
@@ -131,21 +166,23 @@ class Registry:
             name = name_or_suite
             problem = registration_problem(kind, name, target, keywords)
         if problem is not None:
-            self.fail(f"plugin {self.label(plugin_name)} registers {kind} {name!r}: {problem}; ignored")
+            self.fail(f"plugin {self.label(plugin_name)} registers {kind} {name!r}: {problem}; ignored",
+                      plugin_name)
             return
         info = self._third_party(plugin_name)
         canonical = _qualified(info, name)
         if not is_spec_name(canonical):
             self.fail(f"plugin {self.label(plugin_name)} registers {kind} {name!r} as {canonical!r}, which no spec "
-                      "can give: its distribution's name is no PEP 508 name; ignored")
+                      "can give: its distribution's name is no PEP 508 name; ignored", plugin_name)
             return
         taken = canonical if canonical in registered else name if _builtin_entry(registered.get(name)) else None
         if taken is not None:  # a built-in name, or a name its own distribution registered already
             self.fail(f"plugin {self.label(plugin_name)} registers {kind} {name!r}, "
-                      f"already registered by {_owner(registered[taken])!r}; ignored")
+                      f"already registered by {_owner(registered[taken])!r}; ignored", plugin_name)
             return
-        if kind == "suite":  # the plugin's own Suite stays as it made it
-            entry = dataclasses.replace(entry, name=canonical, plugin=plugin_name)
+        if kind == "suite":  # the plugin's own Suite stays as it made it; the registry's names its own plugins first
+            entry = dataclasses.replace(self.own_suite(entry, info.qualifier if info is not None else ""),
+                                        name=canonical, plugin=plugin_name)
         else:
             given = REGISTER_KEYWORDS[kind](**keywords)
             given.update(description=" ".join(given["description"].split()),  # one line in `dcbench list`
@@ -177,7 +214,8 @@ class Registry:
         built-in's exception keeps its traceback."""
         if impl.wrapper or impl.hookwrapper:  # called on its own, a wrapper's generator would never run
             self.fail(f"plugin {self.label(impl.plugin_name)} implements {hook_name} as a hook wrapper, which "
-                      "dcbench does not call; drop wrapper=True (or hookwrapper=True) from its @hookimpl; ignored")
+                      "dcbench does not call; drop wrapper=True (or hookwrapper=True) from its @hookimpl; ignored",
+                      impl.plugin_name)
             return False
         try:
             impl.function(*args, **kwargs)
@@ -189,7 +227,8 @@ class Registry:
         except BaseException as exc:
             if self.is_builtin(impl.plugin_name):
                 raise
-            self.fail(f"plugin {self.label(impl.plugin_name)} failed in {hook_name}: {describe(exc)}")
+            self.fail(f"plugin {self.label(impl.plugin_name)} failed in {hook_name}: {describe(exc)}",
+                      impl.plugin_name)
             return False
         return True
 
@@ -205,8 +244,62 @@ class Registry:
         distribution = self._distribution(plugin_name)
         return f"{plugin_name!r}" + (f" ({distribution})" if distribution else "")
 
-    def fail(self, message: str) -> None:
-        _report(message, self.failures)
+    def fail(self, message: str, plugin_name: str = "") -> None:
+        info = self._third_party(plugin_name)
+        _report(message, self.failures, (info.name, info.distribution) if info is not None else None)
+
+
+def column_clash(metrics: Iterable[Any]) -> str | None:
+    """The one-line refusal of metrics two of which declare one summary column (a leaderboard would hold two
+    meanings in one column), or None."""
+    owners: dict[str, Any] = {}
+    for metric in metrics:
+        for column in metric.columns:
+            other = owners.setdefault(column.name, metric)
+            if other is not metric and other.name != metric.name and not (other.builtin and metric.builtin):
+                return (f"metrics {other.name!r} ({other.origin}) and {metric.name!r} ({metric.origin}) both write "
+                        f"the column {column.name!r}; compute one of them (a run, sweep or submission holds one "
+                        "meaning per column)")
+    return None
+
+
+def beside_caller(registry: Registry, name: str = "") -> Registry:
+    """``registry`` as the plugins of one distribution run beside (`Registry.beside`): the one that qualifies
+    ``name``, else the third-party one whose code calls: its project's ``pyproject.toml`` above the calling file (its
+    tests), or the calling module's distribution; otherwise ``registry`` itself."""
+    import sys
+
+    qualifiers = {p.qualifier for p in registry.plugins if p.qualifier}
+    qualifier, dot, _ = Spec.parse(name).name.partition(".") if name else ("", "", "")
+    if dot and qualifier in qualifiers:
+        return registry.beside(qualifier)
+    frame = sys._getframe(1)
+    while frame is not None and str(frame.f_globals.get("__name__", "")).partition(".")[0] == "dcbench":
+        frame = frame.f_back
+    if frame is None or not qualifiers:
+        return registry
+    qualifier = _project_of(frame.f_code.co_filename)
+    if qualifier not in qualifiers:
+        top = str(frame.f_globals.get("__name__", "")).partition(".")[0]
+        owners = importlib.metadata.packages_distributions().get(top, [])
+        qualifier = next((normalized(name) for name in owners if normalized(name) in qualifiers), "")
+    return registry.beside(qualifier) if qualifier in qualifiers else registry
+
+
+@functools.lru_cache(maxsize=64)
+def _project_of(filename: str) -> str:
+    """The normalized ``[project] name`` of the nearest ``pyproject.toml`` above ``filename``; "" where none."""
+    import tomllib
+    from pathlib import Path
+
+    for folder in Path(filename).resolve().parents:
+        pyproject = folder / "pyproject.toml"
+        if pyproject.is_file():
+            try:
+                return normalized(str(tomllib.loads(pyproject.read_text()).get("project", {}).get("name", "")))
+            except (OSError, ValueError, UnicodeDecodeError):
+                return ""
+    return ""
 
 
 def _owner(entry: Any) -> str:
@@ -227,17 +320,26 @@ def _builtin_entry(entry: Any) -> bool:
     return entry is not None and getattr(entry, "plugin", None) in BUILTIN_PLUGINS
 
 
-def _listed(items: list[str], conjunction: str) -> str:
-    """``a``, ``a and b``, ``a, b and c``."""
-    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} {conjunction} {items[-1]}"
-
-
 class StrictRefusal(PluginError):
-    """A plugin's failure that ``DCBENCH_STRICT_PLUGINS=1`` makes an error."""
+    """A plugin's failure that ``DCBENCH_STRICT_PLUGINS`` makes an error."""
 
 
-def _report(message: str, failures: list[str]) -> None:
-    if os.environ.get("DCBENCH_STRICT_PLUGINS") == "1":
+STRICT_VARIABLE = "DCBENCH_STRICT_PLUGINS"
+
+
+def is_strict(plugin: tuple[str, str] | None, environ: Mapping[str, str] | None = None) -> bool:
+    """Whether ``DCBENCH_STRICT_PLUGINS`` makes a failure of ``plugin`` (entry point, distribution) an error: ``1``
+    makes every one's, a comma list of distribution (or entry-point) names those plugins' alone, and a failure of no
+    one plugin's (a ``DCBENCH_DISABLE_PLUGINS`` typo) only ``1``'s."""
+    text = (os.environ if environ is None else environ).get(STRICT_VARIABLE, "").strip()
+    if text == "1":
+        return True
+    names = {normalized(item.strip()) for item in text.split(",") if item.strip()}
+    return plugin is not None and is_disabled(*plugin, names)
+
+
+def _report(message: str, failures: list[str], plugin: tuple[str, str] | None = None) -> None:
+    if is_strict(plugin):
         raise StrictRefusal(message.removesuffix("; ignored"))
     failures.append(message)
     warnings.warn(message + " (set DCBENCH_STRICT_PLUGINS=1 to make this an error)", PluginLoadWarning, stacklevel=3)
@@ -295,16 +397,17 @@ def _load(manager: pluggy.PluginManager, entry_point: importlib.metadata.EntryPo
         manager.register(module, name=entry_point.name)
     except pluggy.PluginValidationError as exc:  # its first line names the hook, its last the reason
         lines = str(exc).splitlines()
-        _report(f"plugin {label} failed to load: {lines[0]}: {lines[-1]}", failures)
+        _report(f"plugin {label} failed to load: {lines[0]}: {lines[-1]}", failures, (info.name, info.distribution))
         return False
     except KeyboardInterrupt:  # Ctrl-C (or SIGTERM) stops the command
         raise
     # BaseException: sys.exit() on import, too (test_a_plugin_that_exits_while_loading_is_reported_not_obeyed)
     except BaseException as exc:
-        _report(f"plugin {label} failed to load: {describe(exc)}", failures)
+        _report(f"plugin {label} failed to load: {describe(exc)}", failures, (info.name, info.distribution))
         return False
     for name in unknown_hooks(module):
-        _report(f"plugin {label} implements {unknown('hook', name, HOOK_NAMES)}", failures)
+        _report(f"plugin {label} implements {unknown('hook', name, HOOK_NAMES)}", failures,
+                (info.name, info.distribution))
     info.source = source_digest(getattr(entry_point, "module", None) or getattr(module, "__name__", ""))
     return True
 

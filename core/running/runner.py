@@ -20,6 +20,7 @@ from dcbench.errors import AllocatorError, IncompatibleError, SpecError, short_r
 from dcbench.model.network import Network, Topology
 from dcbench.model.requests import RequestSequence, SequenceProblem, checked_sequence
 from dcbench.registry import PluginEntry, Registry, blamed_on, get_registry
+from dcbench.registry.manager import column_clash
 from dcbench.spec import MAX_REQUESTS, Spec, check_bounds
 from dcbench.storage.tables import write_run
 
@@ -385,8 +386,9 @@ class Runner:
         topology_spec, network = self.network(topology)
         if not workload and not network.default_workload:
             raise SpecError(f"topology {Spec.parse(topology).name!r} names no default workload; give one with -w")
-        try:
-            workload_spec = Spec.parse(workload or network.default_workload)
+        try:  # a topology's default workload names its own distribution's plugin first
+            default = workload or self._own_default(topology, network.default_workload)
+            workload_spec = Spec.parse(default)
             workload_built = self.registry.build("workload", workload_spec)
         except SpecError as exc:
             if workload is not None:
@@ -450,8 +452,20 @@ class Runner:
             UnknownPluginError: A name no metric plugin registers.
         """
         wanted = {self.registry.get("metric", name).name for name in names}
-        return tuple(entry for name, entry in self.registry.entries("metric").items()
-                     if name in wanted and not entry.builtin)
+        asked = tuple(entry for name, entry in self.registry.entries("metric").items()
+                      if name in wanted and not entry.builtin)
+        if asked:
+            clash = column_clash([*(m for m in self.registry.entries("metric").values() if m.builtin), *asked])
+            if clash is not None:
+                raise SpecError(clash)
+        return asked
+
+    def _own_default(self, topology: str, default: str) -> str:
+        """A topology's default workload, its bare name its topology's distribution's where that registers it."""
+        name = self.registry.get("topology", Spec.parse(topology).name).name
+        qualifier, dot, _ = name.partition(".")
+        own_spec = getattr(self.registry, "own_spec", None)
+        return own_spec("workload", default, qualifier) if dot and own_spec is not None else default
 
     @staticmethod
     def _fingerprint(entry: PluginEntry | None, fingerprint: Callable[[Network], str] | None, network: Network

@@ -201,34 +201,13 @@ def list_(kind: str | None) -> None:
 
 
 def list_envs(registry: Registry) -> None:
-    """`dcbench list envs`: one line per registered environment id (docs/envs.md)."""
-    import dcbench.envs as envs
-    from dcbench.errors import DcbenchError
-    from dcbench.running.runner import Runner
+    """`dcbench list envs`: one line per registered environment id, in 80 columns (docs/envs.md)."""
+    from dcbench.envs import env_listing
 
-    runner = Runner(registry)
-    rows = []
-    for env in envs.suite_envs(registry):
-        scenario = env.scenario
-        try:
-            measured, warmup = envs.scenario_episode(scenario, runner)
-            episode = f"{measured:,}" + (f" + {warmup:,} warm-up" if warmup else "")
-        except DcbenchError as exc:
-            episode = f"n/a ({exc})"
-        seeds = ",".join(str(seed) for seed in scenario.seeds)
-        rows.append((env.id, env.suite, scenario.label, scenario.topology,
-                     scenario.workload or "(its default)", episode, seeds))
-    click.secho("environments", bold=True)
-    if not rows:
-        click.echo("  (none)")
-        return
-    header = ("id", "suite", "scenario", "topology", "workload", "requests/episode", "test seeds")
-    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header) - 1)]
-    for row in [header, *rows]:
-        click.echo("  " + "  ".join(cell.ljust(width) for cell, width in zip(row, widths)) + "  " + row[-1])
-    click.echo(f"  and {envs.ALLOCATION_ENV_ID} for any topology and workload; train on seeds from "
-               f"{envs.TRAINING_SEEDS_FROM:,} up outside {envs.VALIDATION_SEEDS.start:,}.."
-               f"{envs.VALIDATION_SEEDS.stop - 1:,} (validation), never the test seeds (docs/envs.md)")
+    heading, *lines = env_listing(registry)
+    click.secho(heading, bold=True)
+    for line in lines:
+        click.echo(line)
 
 
 def show_entry(kind: str, entry: Any) -> None:

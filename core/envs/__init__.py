@@ -39,7 +39,9 @@ from dcbench.envs.suites import (
     SeedSplit,
     SuiteEnv,
     env_id,
+    env_listing,
     find_scenario,
+    no_measured_requests,
     register_suite_envs,
     scenario_episode,
     suite_envs,
@@ -54,7 +56,7 @@ from dcbench.spec import MAX_REQUESTS, Range, check_bounds
 __all__ = ["AllocationEnv", "PoolFeatures", "JobFeatures", "job_step_rewards", "SUCCESS_REWARD", "FAILURE_REWARD",
            "ScenarioEnv", "SeedSplit", "SuiteEnv", "StaticGraph", "PoolHints", "HINT_FEATURES", "NODE_KINDS",
            "TRAINING_SEEDS_FROM", "VALIDATION_SEEDS", "ALLOCATION_ENV_ID", "env_id", "suite_envs",
-           "register_suite_envs", "scenario_episode"]
+           "register_suite_envs", "scenario_episode", "env_listing"]
 __all__ += ["evaluate", "policy_function", "policy_digest", "load_policy", "add_policy", "stored_policies",
             "policy_store", "StoredPolicy", "POLICY_ALLOCATOR"]  # any policy, run as an allocator (envs/evaluate.py)
 
@@ -90,6 +92,13 @@ def _settings(alpha: Any, reconfiguration_cost: Any, reconfigure: Any, hints: An
     return alpha, reconfiguration_cost, reconfigure, hint_names(hints)
 
 
+def _render_mode(mode: Any) -> str | None:
+    """``render_mode``, checked: None or "rgb_array" (what ``make_vec_env`` asks for)."""
+    if mode is not None and mode not in AllocationEnv.metadata["render_modes"]:
+        raise SpecError(f"render_mode must be None or 'rgb_array', got {_shown(mode)}")
+    return mode
+
+
 def _action_index(action: Any, space: gym.spaces.Discrete) -> int:
     """An action as an int: an int, a numpy integer or a 0-d integer array (what gymnasium passes)."""
     integral = isinstance(action, (int, np.integer)) and not isinstance(action, bool)
@@ -119,6 +128,7 @@ class AllocationEnv(gym.Env):
         reconfiguration_cost: Φ_reconf of the jobs' reward, a finite number ≥ 0.
         reconfigure: Whether the job builder may reconfigure circuits: True or False only.
         hints: `PoolHints` as "hint_features" (pools only): False, True (all `HINT_FEATURES`) or their names.
+        render_mode: None, or "rgb_array" for `render`'s image of the observation.
 
     Attributes:
         plan: The resolved scenario (`ResolvedRun`).
@@ -146,11 +156,12 @@ class AllocationEnv(gym.Env):
         PluginError: A third-party plugin failed to build the scenario.
     """
 
-    metadata = {"render_modes": []}
+    metadata = {"render_modes": ["rgb_array"], "render_fps": 4}
 
     def __init__(self, topology: str = "tiered:32,1x4", workload: str | None = None, requests: int = 32,
                  runner: Runner | None = None, alpha: float = 100.0, reconfiguration_cost: float = 25.0,
-                 reconfigure: bool = True, hints: bool | Sequence[str] = False):
+                 reconfigure: bool = True, hints: bool | Sequence[str] = False, render_mode: str | None = None):
+        self.render_mode = _render_mode(render_mode)
         for name, value, example in (("topology", topology, "tiered:32,1x4"), ("workload", workload, "uniform")):
             if not isinstance(value, str) and not (name == "workload" and value is None):
                 raise SpecError(f"{name} must be a spec such as {example!r}, got {_shown(value)}")
@@ -234,21 +245,39 @@ class AllocationEnv(gym.Env):
             observation["action_mask"][:] = 1
         else:
             observation = self.features.observe(self.builder, self.simulation.view)
-        self._mask = observation["action_mask"]
+        self._mask, self._last = observation["action_mask"], observation
         return observation
 
     def action_masks(self) -> np.ndarray:
-        """The current decision's allowed actions as booleans (MaskablePPO calls it; all True where none is pending).
+        """The current decision's allowed actions as booleans (MaskablePPO calls it; all True where none is pending:
+        before the first `reset` as after the last step, so that ``get_action_masks`` of a vector env never fails).
 
         Returns:
             One boolean per action, a copy.
-
-        Raises:
-            gymnasium.error.ResetNeeded: Before the first `reset`.
         """
         if self._mask is None:
-            raise gym.error.ResetNeeded("call reset() before action_masks()")
+            return np.ones(self.action_space.n, bool)
         return self._mask.astype(bool)
+
+    def render(self) -> np.ndarray | None:
+        """The last observation as an image, with ``render_mode="rgb_array"`` (None without a render mode).
+
+        Returns:
+            uint8 (nodes, features + 1, 3): one grey cell per node feature, black low, white high, then the node's
+            action as green (allowed), red (not) or black (no action); all black before `reset`.
+        """
+        if self.render_mode != "rgb_array":
+            return None
+        space = self.observation_space["node_features"]
+        image = np.zeros((space.shape[0], space.shape[1] + 1, 3), np.uint8)
+        if self._mask is None:
+            return image
+        features = self._last["node_features"]
+        grey = (features - space.low) / np.maximum(space.high - space.low, 1e-9)
+        image[:, :-1] = np.round(255 * np.clip(grey, 0, 1))[..., None].astype(np.uint8)
+        mask = self._mask.astype(bool)[:, None]  # the first nodes are the actions: servers (pools) or racks (jobs)
+        image[:len(mask), -1] = np.where(mask, [0, 255, 0], [255, 0, 0])
+        return image
 
     def _resolve(self, result) -> float:
         accepted = self.simulation.resolve(result)
@@ -358,6 +387,7 @@ class ScenarioEnv(AllocationEnv):
         reconfiguration_cost: Φ_reconf of the jobs' reward.
         reconfigure: Whether the job builder may reconfigure circuits.
         hints: The `PoolHints` in the observation (pools only).
+        render_mode: As `AllocationEnv`'s.
 
     Attributes:
         suite: The suite's qualified name.
@@ -368,14 +398,16 @@ class ScenarioEnv(AllocationEnv):
 
     Raises:
         UnknownPluginError: No such suite, or a spec names no registered plugin.
-        SpecError: No such scenario, ``requests`` not a whole number ≥ 1, or a setting as `AllocationEnv`'s.
+        SpecError: No such scenario, ``requests`` not a whole number ≥ 1, none by default after the warm-up, or a
+            setting as `AllocationEnv`'s.
         IncompatibleError: As `AllocationEnv`.
         PluginError: As `AllocationEnv`.
     """
 
     def __init__(self, suite: str, scenario: str, requests: int | None = None, runner: Runner | None = None,
                  alpha: float = 100.0, reconfiguration_cost: float = 25.0, reconfigure: bool = True,
-                 hints: bool | Sequence[str] = False):
+                 hints: bool | Sequence[str] = False, render_mode: str | None = None):
+        self.render_mode = _render_mode(render_mode)
         runner = runner or Runner()
         found_suite, found = find_scenario(runner.registry, suite, scenario)
         if requests is not None and (isinstance(requests, bool) or not isinstance(requests, (int, np.integer))
@@ -385,6 +417,8 @@ class ScenarioEnv(AllocationEnv):
         own = runner.resolve_scenario(found.topology, found.workload, found.requests)
         warmup = warmup_requests(own)
         measured = own.requests - warmup if requests is None else int(requests)
+        if measured < 1:
+            raise no_measured_requests(found.label, own.requests, warmup)
         check_bounds("--requests", warmup + measured, 1, MAX_REQUESTS)
         settings = _settings(alpha, reconfiguration_cost, reconfigure, hints)
         self._start(dataclasses.replace(own, requests=warmup + measured), runner, *settings)

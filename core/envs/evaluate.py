@@ -33,7 +33,7 @@ import numpy as np
 from dcbench.errors import AllocatorError, DcbenchError, NotInstalledError, PluginError, SpecError, describe
 from dcbench.model.suite import Scenario, Suite
 from dcbench.registry import Registry
-from dcbench.running.runner import Runner, check_seed, run_plan
+from dcbench.running.runner import ResolvedRun, Runner, check_seed, run_plan
 from dcbench.storage.paths import _FOLDER_MODE
 from dcbench.storage.records import read_json
 
@@ -581,6 +581,21 @@ def _seeds(seeds: Iterable[int] | None, scenario: Scenario) -> list[int]:
     return list(seeds)
 
 
+def _measuring(runner: Runner, spec: str, scenario: Scenario, requests: int | None, metrics: tuple[str, ...]
+               ) -> ResolvedRun:
+    """The run of a scenario: its own requests, or its warm-up then ``requests`` measured ones, as its environment's
+    ``requests=``; a `SpecError` where no request would be measured (the metrics would all be NaN)."""
+    from dcbench.envs.suites import no_measured_requests, warmup_requests
+
+    plan = runner.resolve(spec, scenario.topology, scenario.workload, scenario.requests, metrics)
+    warmup = warmup_requests(plan)
+    if requests is not None and warmup + int(requests) != plan.requests:
+        plan = runner.resolve(spec, scenario.topology, scenario.workload, warmup + int(requests), metrics)
+    if warmup >= plan.requests:
+        raise no_measured_requests(scenario.label, plan.requests, warmup)
+    return plan
+
+
 def evaluate(policy: Any, target: str | Suite | Scenario, *, requests: int | None = None,
              seeds: Iterable[int] | None = None, registry: Registry | None = None,
              hints: bool | Sequence[str] = False) -> list[dict[str, Any]]:
@@ -591,7 +606,8 @@ def evaluate(policy: Any, target: str | Suite | Scenario, *, requests: int | Non
         policy: A callable or an object with ``predict`` (`policy_function`), or an allocator spec to compare with.
         target: A suite's name, ``"SUITE/SCENARIO"``, a registered env id of a suite's scenario, or a `dcbench.Suite`
             or `dcbench.Scenario`.
-        requests: Requests per run (None: each scenario's).
+        requests: Measured requests per run, after the workload's warm-up (None: each scenario's), as the
+            environments' ``requests=``.
         seeds: The seeds to run (None: each scenario's, the suite's test seeds).
         registry: The plugins (None: the process's, `dcbench.harness.get_registry`).
         hints: Hint features in pool observations, as the environment's ``hints=`` (False, True or names).
@@ -601,14 +617,15 @@ def evaluate(policy: Any, target: str | Suite | Scenario, *, requests: int | Non
         label), then the summary columns (``allocator_fingerprint`` is the policy's digest).
 
     Raises:
-        SpecError: A bad ``target``, ``seeds`` or ``policy``, ``hints`` with an allocator spec, or a run's settings
-            refused (`Runner.run`).
+        SpecError: A bad ``target``, ``seeds``, ``requests`` or ``policy``, ``hints`` with an allocator spec, a run
+            that would measure nothing, or a run's settings refused (`Runner.run`).
         AllocatorError: The policy raised or answered with no integer.
     """
     runner = Runner(registry) if registry is not None else Runner()
     scenarios, metrics = _target(target, runner)
-    if requests is not None and (isinstance(requests, bool) or not isinstance(requests, (Integral, np.integer))):
-        raise SpecError(f"requests must be a whole number of requests, got {requests!r}")
+    if requests is not None and (isinstance(requests, bool) or not isinstance(requests, (Integral, np.integer))
+                                 or requests < 1):
+        raise SpecError(f"requests must be a whole number of measured requests, at least 1, got {requests!r}")
     if isinstance(hints, (bool, np.bool_)):
         hinted = "all" if hints else ""
     elif isinstance(hints, Sequence) and not isinstance(hints, str) and all(isinstance(h, str) for h in hints):
@@ -626,8 +643,7 @@ def evaluate(policy: Any, target: str | Suite | Scenario, *, requests: int | Non
             if not seed_list:
                 continue
             check_seed(seed_list[0])  # (before the specs, as `Runner.run` checks)
-            plan = runner.resolve(spec, scenario.topology, scenario.workload,
-                                  scenario.requests if requests is None else int(requests), metrics)
+            plan = _measuring(runner, spec, scenario, requests, metrics)
             for seed in seed_list:
                 result = run_plan(plan, seed)
                 summary = dict(result.summary)

@@ -15,6 +15,7 @@ from dcbench.errors import SpecError
 from dcbench.model.suite import Scenario, Suite
 from dcbench.registry import Registry, get_registry
 from dcbench.running.runner import ResolvedRun, Runner, draw_requests
+from dcbench.spec import MAX_REQUESTS
 
 NAMESPACE = "dcbench"
 VERSION = 0
@@ -184,11 +185,22 @@ def find_scenario(registry: Registry, suite: str, scenario: str) -> tuple[Suite,
 
 
 def warmup_requests(plan: ResolvedRun) -> int:
-    """The requests opening an episode that the metrics leave out (vmjobs' warm-up; 0 for most), from seed 0's draw."""
-    measured = draw_requests(plan, plan.requests, np.random.default_rng(0)).measured
-    if measured is None or measured.all():
-        return 0
-    return int(np.argmax(measured)) if measured.any() else len(measured)
+    """The requests opening an episode that the metrics leave out (vmjobs' warm-up; 0 for most), from seed 0's draw
+    (of twice as many requests, and so on, where the plan's are all in it)."""
+    requests = plan.requests
+    while True:
+        measured = draw_requests(plan, requests, np.random.default_rng(0)).measured
+        if measured is None or measured.all():
+            return 0
+        if measured.any() or requests >= MAX_REQUESTS:
+            return int(np.argmax(measured)) if measured.any() else requests
+        requests = min(2 * requests, MAX_REQUESTS)
+
+
+def no_measured_requests(label: str, requests: int, warmup: int) -> SpecError:
+    """The error of a scenario whose requests are all in the warm-up: its metrics would all be NaN."""
+    return SpecError(f"scenario {label!r} measures none of its {requests:,} requests, all in the workload's warm-up "
+                     f"of {warmup:,}; give requests=N for N measured requests after it")
 
 
 def scenario_episode(scenario: Scenario, runner: Runner | None = None) -> tuple[int, int]:
@@ -210,3 +222,70 @@ def scenario_episode(scenario: Scenario, runner: Runner | None = None) -> tuple[
     plan = (runner or Runner()).resolve_scenario(scenario.topology, scenario.workload, scenario.requests)
     warmup = warmup_requests(plan)
     return plan.requests - warmup, warmup
+
+
+LISTING_WIDTH = 80  # the columns `env_listing` fits
+
+
+def _seed_ranges(seeds: tuple[int, ...]) -> str:
+    """Seeds as ``0..4,7``: each run of three or more consecutive seeds as FIRST..LAST."""
+    parts: list[str] = []
+    run: list[int] = []
+    for seed in [*seeds, None]:
+        if run and seed is not None and seed == run[-1] + 1:
+            run.append(seed)
+            continue
+        if run:
+            parts.append(f"{run[0]}..{run[-1]}" if len(run) >= 3 else ",".join(map(str, run)))
+        run = [] if seed is None else [seed]
+    return ",".join(parts)
+
+
+def env_listing(registry: Registry | None = None, runner: Runner | None = None) -> list[str]:
+    """``dcbench list envs``: a line per registered environment (id, measured requests, warm-up, test seeds), then a
+    note; every line at most `LISTING_WIDTH` characters but an id longer than that.
+
+    Args:
+        registry: The plugins (None: the process's, `get_registry`).
+        runner: Resolves the scenarios (None: a new `Runner` on ``registry``).
+
+    Returns:
+        The lines, without newlines, the first the heading "environments".
+    """
+    import textwrap
+
+    from dcbench.errors import DcbenchError
+
+    registry = registry or get_registry()
+    runner = runner or Runner(registry)
+    rows, problems = [], []
+    for env in suite_envs(registry):
+        try:
+            measured, warmup = scenario_episode(env.scenario, runner)
+            counts = (f"{measured:,}", f"{warmup:,}" if warmup else "-")
+        except DcbenchError as exc:
+            counts = ("n/a", "-")
+            problems.append(f"{env.id}: {exc}")
+        rows.append((env.id, *counts, _seed_ranges(tuple(int(seed) for seed in env.scenario.seeds))))
+    lines = ["environments"]
+    if not rows:
+        lines.append("  (none)")
+    else:
+        header = ("id", "measured", "warm-up", "test seeds")
+        widths = [max(len(row[i]) for row in [header, *rows]) for i in (1, 2)]
+        rest = 2 + widths[0] + 2 + widths[1] + 2 + max(len(row[3]) for row in [header, *rows])
+        id_width = max(len(header[0]), min(max(len(row[0]) for row in rows), LISTING_WIDTH - 2 - rest))
+        for row in [header, *rows]:
+            counts = f"  {row[1]:>{widths[0]}}  {row[2]:>{widths[1]}}  {row[3]}"
+            if len(row[0]) > id_width:  # an id too long for the column: alone on its line
+                lines += [f"  {row[0]}", f"  {'':<{id_width}}{counts}"]
+            else:
+                lines.append(f"  {row[0]:<{id_width}}{counts}")
+    note = (f"An id is dcbench/SUITE-SCENARIO-v{VERSION} (`dcbench list SUITE` gives their topology and workload); "
+            "requests=N sets the measured requests, after the warm-up. dcbench/Allocation-v0 takes any topology and "
+            f"workload. Train on seeds from {TRAINING_SEEDS_FROM:,} up outside {VALIDATION_SEEDS.start:,}.."
+            f"{VALIDATION_SEEDS.stop - 1:,} (validation), never the test seeds (docs/envs.md).")
+    for text in [*problems, note]:
+        lines += textwrap.wrap(text, LISTING_WIDTH, initial_indent="  ", subsequent_indent="  ",
+                               break_on_hyphens=False)
+    return lines

@@ -9,7 +9,8 @@ the mask fails the request with reason ``invalid_action``, as a step of the
 environment does. So a policy makes the same decisions in an episode of the
 environment with seed s and in a run of this allocator with seed s.
 
-``hints`` adds the environment's per-server hint features to a pool
+``reconfigure`` is for jobs (default yes); left unset, a run's spec
+leaves it out. ``hints`` adds the environment's per-server hint features to a pool
 step's observation (``hints=all``, or names joined by '+'), as its
 ``hints=`` does. Without ``sha256``, the policy is `first_allowed` (the lowest-numbered
 allowed server or rack): what the conformance checks run, and the floor
@@ -19,6 +20,7 @@ built, not when the plugins load (it imports gymnasium).
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, Mapping
 
 import numpy as np
@@ -46,10 +48,10 @@ class PolicyAllocator(PoolAndJobAllocator):
     """A policy's action for every step of the builders: a server per pool
     step, a rack per VM."""
 
-    def __init__(self, sha256: str | None = None, reconfigure: bool = True, hints: str | None = None):
+    def __init__(self, sha256: str | None = None, reconfigure: bool | None = None, hints: str | None = None):
         from dcbench.envs import HINT_FEATURES, load_policy, policy_function
 
-        self.reconfigure = reconfigure
+        self.reconfigure = reconfigure is not False  # (unset: yes, so that a pool run's spec carries no reconfigure)
         self.hints: tuple[str, ...] = ()
         if hints is not None:
             self.hints = HINT_FEATURES if hints == "all" else tuple(hints.split("+"))
@@ -133,7 +135,8 @@ def register_allocators(register):
         "sha256, `dcbench policy add`); the first allowed action without one",
         params=[Param("sha256", str, None, "the policy's id, 16 hex digits of its content's SHA-256, as `dcbench "
                       "policy add` prints it (default: the first allowed action)", positional=True),
-                RECONFIGURE_PARAM,
+                dataclasses.replace(RECONFIGURE_PARAM, default=None,
+                                    help=RECONFIGURE_PARAM.help + " (jobs only; default: yes)"),
                 Param("hints", str, None, "the hint features in the observation, as the environment's hints=: all, "
                       "or names joined by '+' (default: none)")],
         demands=("pool", "job"),

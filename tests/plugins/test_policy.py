@@ -38,7 +38,19 @@ def test_without_a_policy_it_takes_the_first_allowed_action():
     [row] = evaluate(lambda o: int(np.flatnonzero(o["action_mask"])[0]), dcbench.Scenario("tiered:8,1x4"),
                      requests=40, seeds=[1])
     assert result.summary["accepted"] == row["accepted"] > 0
-    assert result.summary["allocator_fingerprint"] == "" and result.summary["allocator"] == "policy:reconfigure=yes"
+    assert result.summary["allocator_fingerprint"] == "" and result.summary["allocator"] == "policy"
+
+
+def test_reconfigure_is_in_a_runs_spec_only_where_given_and_defaults_to_yes_for_jobs():
+    runner = Runner()
+    jobs = {"topology": "ocs:32,servers=2", "workload": "vmjobs:load=20,warmup=5", "requests": 40, "seed": 0}
+    default, given = runner.run("policy", **jobs), runner.run("policy:reconfigure=yes", **jobs)
+    fixed = runner.run("policy:reconfigure=no", **jobs)
+    assert (default.summary["allocator"], given.summary["allocator"], fixed.summary["allocator"]) == (
+        "policy", "policy:reconfigure=yes", "policy:reconfigure=no")
+    assert default.tables.requests["outcome"].tolist() == given.tables.requests["outcome"].tolist()
+    assert default.summary["reconfigurations_per_job"] == given.summary["reconfigurations_per_job"] > 0
+    assert fixed.summary["reconfigurations_per_job"] == 0
 
 
 def test_a_python_file_is_stored_by_its_content_not_its_path(tmp_path, store):

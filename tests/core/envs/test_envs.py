@@ -1,4 +1,5 @@
 import re
+import warnings
 
 import gymnasium
 import numpy as np
@@ -6,6 +7,7 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 import dcbench.envs  # noqa: F401  (registers the environment)
+from dcbench import SpecError
 from dcbench.envs import AllocationEnv
 
 
@@ -295,3 +297,62 @@ def test_features_of_other_resources_are_refused_by_name(kind, resources):
     network = Network(dataclasses.replace(topology, resources=resources, capacity=capacity))
     with pytest.raises(ValueError, match=re.escape("features need resources") + ".*" + re.escape(str(resources))):
         JobFeatures(network, JobBuilder(network)) if kind == "job" else PoolFeatures(network)
+
+
+@pytest.mark.parametrize("settings", [{}, JOBS], ids=["pool", "job"])
+def test_action_masks_before_the_first_reset_are_those_after_the_last_step(settings):
+    env = AllocationEnv(**settings)
+    before = env.action_masks()
+    assert before.dtype == bool and before.shape == (env.action_space.n,) and before.all()
+    env.reset(seed=0)
+    done = False
+    while not done:
+        _, _, done, _, _ = env.step(int(np.flatnonzero(env.action_masks())[0]))
+    assert np.array_equal(env.action_masks(), before)
+
+
+def test_get_action_masks_of_subprocess_workers_before_reset():
+    pytest.importorskip("sb3_contrib")
+    from sb3_contrib.common.maskable.utils import get_action_masks
+    from stable_baselines3.common.env_util import make_vec_env
+    from stable_baselines3.common.vec_env import SubprocVecEnv
+
+    vec = make_vec_env("dcbench.envs:dcbench/nara2022-8-1x4-v0", n_envs=2, vec_env_cls=SubprocVecEnv)
+    try:
+        masks = get_action_masks(vec)
+        assert masks.shape == (2, vec.action_space.n) and masks.all()
+        vec.reset()
+        assert get_action_masks(vec).shape == (2, vec.action_space.n)
+    finally:
+        vec.close()
+
+
+def test_making_any_registered_environment_warns_nothing_render_mode_included():
+    from dcbench.envs import suite_envs
+
+    ids = ["dcbench/Allocation-v0", *(env.id for env in suite_envs())]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for name in ids:
+            gymnasium.make(name).close()
+            gymnasium.make(name, render_mode="rgb_array").close()  # what SB3's make_vec_env asks for
+    assert [str(w.message) for w in caught] == []
+    sb3 = pytest.importorskip("stable_baselines3.common.env_util")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        sb3.make_vec_env("dcbench/odcn2025-16x32-load66-v0", n_envs=2).close()
+    assert [str(w.message) for w in caught] == []
+
+
+def test_render_draws_the_observation_and_the_mask():
+    env = gymnasium.make("dcbench/Allocation-v0", topology="tiered:8,1x4", requests=8, render_mode="rgb_array")
+    observation, _ = env.reset(seed=0)
+    image = env.render()
+    features = observation["node_features"]
+    assert image.dtype == np.uint8 and image.shape == (features.shape[0], features.shape[1] + 1, 3)
+    assert np.array_equal(image[:, 0, 0], np.round(255 * features[:, 0]).astype(np.uint8))
+    mask = observation["action_mask"].astype(bool)
+    assert np.array_equal(image[:len(mask), -1, 1] == 255, mask) and (image[len(mask):, -1] == 0).all()
+    assert AllocationEnv().render() is None
+    with pytest.raises(SpecError, match="render_mode must be None or 'rgb_array', got 'human'"):
+        AllocationEnv(render_mode="human")

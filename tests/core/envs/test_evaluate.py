@@ -160,6 +160,24 @@ def test_a_scenario_is_named_by_suite_and_label_and_requests_and_seeds_can_be_gi
         "pairs=reference")
 
 
+def test_requests_are_measured_requests_after_the_warmup_as_the_environments():
+    [row] = evaluate("jcb", "odcn2025/16x32-load66", requests=3, seeds=[0])
+    env = gymnasium.make("dcbench/odcn2025-16x32-load66-v0", requests=3).unwrapped
+    assert row["requests"] == env.requests == 330 + 3 and env.measured_requests == 3
+    assert not math.isnan(row["blocking_probability"])
+
+
+def test_a_run_that_would_measure_nothing_is_a_one_line_error():
+    small = Scenario("ocs:4,servers=4,ports=6,port_gbps=10", "vmjobs:warmup=5", requests=4)
+    with pytest.raises(SpecError, match=r"measures none of its 4 requests, all in the workload's warm-up of 5; "
+                                        r"give requests=N for N measured requests after it$"):
+        evaluate("jcb", small)
+    [row] = evaluate("jcb", small, requests=8, seeds=[0])
+    assert row["requests"] == 5 + 8 and not math.isnan(row["blocking_probability"])
+    with pytest.raises(SpecError, match="requests must be a whole number of measured requests, at least 1, got 0"):
+        evaluate("jcb", small, requests=0)
+
+
 @pytest.mark.parametrize("settings", [
     {"topology": "tiered:8,1x16", "workload": "uniform:pairs=reference", "requests": 128},  # as the suite writes it
     {"topology": "tiered:channels=8,ratio=1x16", "workload": "uniform:pairs=reference,wait=yes", "requests": 128},

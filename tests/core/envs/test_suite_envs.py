@@ -20,6 +20,7 @@ from dcbench.envs import (
     AllocationEnv,
     ScenarioEnv,
     SeedSplit,
+    SuiteEnv,
     env_id,
     register_suite_envs,
     scenario_episode,
@@ -163,8 +164,7 @@ def masked_episode(env, seed):
                                                 ("dcbench/odcn2025-16x32-load54-v0", {"requests": 10})])
 def test_action_masks_is_the_observations_mask_and_the_terminal_mask_allows_something(env_id_, settings):
     env = gymnasium.make(env_id_, **settings)  # wrapped, as gymnasium.make returns it
-    with pytest.raises(gymnasium.error.ResetNeeded):
-        env.get_wrapper_attr("action_masks")()
+    before = env.get_wrapper_attr("action_masks")()  # before the first reset: as at the end
     seen = masked_episode(env, seed=0)
     assert len(seen) > 10
     for observation, masks in seen:
@@ -173,6 +173,7 @@ def test_action_masks_is_the_observations_mask_and_the_terminal_mask_allows_some
         assert masks.any()
     terminal, masks = seen[-1]
     assert masks.all() and (terminal["action_mask"] == 1).all()  # no decision pending: any action, never taken
+    assert np.array_equal(before, masks)
     assert all((value == 0).all() for key, value in terminal.items() if key != "action_mask")
     masks[:] = False  # a copy: the env's own stays
     assert env.unwrapped.action_masks().all()
@@ -245,21 +246,34 @@ def test_an_id_someone_else_registered_is_left_alone():
     assert gymnasium.spec("dcbench/nara2022-8-1x1-v0").entry_point == "dcbench.envs:ScenarioEnv"
 
 
-def test_list_envs_shows_every_id_with_its_scenario_episode_and_test_seeds():
+def test_list_envs_shows_every_id_with_its_measured_requests_warmup_and_test_seeds_in_80_columns():
     from dcbench.commands import cli
 
     result = CliRunner().invoke(cli, ["list", "envs"])
     assert result.exit_code == 0, result.output
     lines = result.output.splitlines()
-    assert lines[0] == "environments" and lines[1].split() == ["id", "suite", "scenario", "topology", "workload",
-                                                                "requests/episode", "test", "seeds"]
+    assert max(len(line) for line in lines) <= 80
+    assert lines[0] == "environments" and lines[1].split() == ["id", "measured", "warm-up", "test", "seeds"]
     row = next(line for line in lines if "dcbench/odcn2025-16x32-load66-v0" in line).split()
-    assert row == ["dcbench/odcn2025-16x32-load66-v0", "odcn2025", "16x32-load66", "ocs:16",
-                   "vmjobs:load=66,warmup=330", "10,000", "+", "330", "warm-up", "0,1,2,3,4"]
-    assert next(line for line in lines if "dcbench/nara2022-8-1x16-v0" in line).split()[-2:] == ["128", "0,1,2,3,4"]
-    assert "dcbench/Allocation-v0 for any topology and workload" in result.output
+    assert row == ["dcbench/odcn2025-16x32-load66-v0", "10,000", "330", "0..4"]
+    assert next(line for line in lines if "dcbench/nara2022-8-1x16-v0" in line).split()[1:] == ["128", "-", "0..4"]
+    listed = {line.split()[0] for line in lines if line.startswith("  dcbench/") and len(line.split()) == 4}
+    assert listed == {env.id for env in suite_envs()}
+    assert "dcbench/Allocation-v0 takes any topology and workload" in " ".join(lines)
     assert CliRunner().invoke(cli, ["list", "env"]).output == result.output
     assert "did you mean 'envs'?" in CliRunner().invoke(cli, ["list", "evns"]).output
+
+
+def test_env_listing_puts_an_id_too_long_for_80_columns_alone_on_its_line(monkeypatch):
+    import dcbench.envs.suites as suites
+
+    long = SuiteEnv("dcbench/" + "x" * 70 + "-v0", "nara2022", ScenarioEnv("nara2022", "8-1x4").scenario)
+    monkeypatch.setattr(suites, "suite_envs", lambda registry=None: (long,))
+    lines = suites.env_listing()
+    at = lines.index("  " + long.id)
+    assert lines[at + 1].split() == ["128", "-", "0..4"]
+    assert all(len(line) <= 80 for line in lines if line != lines[at])
+    assert suites._seed_ranges((0, 1, 2, 5, 7, 8)) == "0..2,5,7,8"
 
 
 def test_scenario_is_a_dataclass_of_the_suite():  # (the env's scenario is the suite's own object)

@@ -359,7 +359,9 @@ ALLOWED_FILES = {"registry/kinds.py"}  # BUILTIN_PLUGINS: the modules dcbench lo
 COMMAND_DEFAULTS = {("commands/bench.py", "tiered:32,1x4"), ("commands/bench.py", "tiered:32,1x4,pods=8,racks=8"),
                     ("commands/bench.py", "tiered:32,1x4,pods=16,racks=32"),
                     ("commands/bench.py", "tiered:32,1x4,pods=64,racks=64"),
-                    ("commands/bench.py", "ocs:128,servers=64")}
+                    ("commands/bench.py", "ocs:128,servers=64"),
+                    # the examples a sweep's error about a comma list gives
+                    ("commands/sweep.py", "tiered:16,1x8"), ("commands/sweep.py", "uniform")}
 # Words that are also a metric's name, used as themselves: the requests table's spread column, the demand
 # kind "jobs" as headings name it, the acceptance in a benchmark's table.
 WORDS = {("engine/simulation.py", "spread"), ("publishing/report.py", "jobs"), ("running/bench.py", "acceptance")}

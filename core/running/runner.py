@@ -450,6 +450,7 @@ class Runner:
 
         Raises:
             UnknownPluginError: A name no metric plugin registers.
+            SpecError: Two of the metrics run would write one summary column.
         """
         wanted = {self.registry.get("metric", name).name for name in names}
         asked = tuple(entry for name, entry in self.registry.entries("metric").items()

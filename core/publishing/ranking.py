@@ -135,12 +135,7 @@ def rank_suite(values: Values, scenarios: Sequence[str], higher: bool, reference
     scores = {e: estimate([_array(values[e][s].values()) for s in ran[e]]) for e in entries}
 
     def paired(a: str, b: str, only: Sequence[str] | None = None) -> Estimate:
-        shared = [s for s in (only or scenarios) if s in ran[a] and s in ran[b]]
-        samples = []
-        for s in shared:
-            seeds = sorted(set(values[a][s]) & set(values[b][s]))
-            samples.append(_array(values[a][s][k] - values[b][s][k] for k in seeds))
-        samples = [x for x in samples if len(x)]
+        samples = differences(values, a, b, only or scenarios)
         return estimate(samples) if samples else Estimate(math.nan, math.nan)
 
     better = _significantly_better(entries, paired, sign)
@@ -160,6 +155,16 @@ def rank_suite(values: Values, scenarios: Sequence[str], higher: bool, reference
         if not separated:
             needed = _seeds_needed(values, first, second, scenarios, len(entries))
     return SuiteRanking(summary, per_scenario, separated, needed)
+
+
+def differences(values: Values, a: str, b: str, scenarios: Sequence[str]) -> list[np.ndarray]:
+    """Per scenario both ran, ``a``'s value minus ``b``'s on each seed both ran (the same requests)."""
+    samples = []
+    for s in scenarios:
+        seeds = sorted(set(values[a].get(s, {})) & set(values[b].get(s, {})))
+        if seeds:
+            samples.append(_array(values[a][s][k] - values[b][s][k] for k in seeds))
+    return [sample for sample in samples if len(sample)]
 
 
 def _array(values) -> np.ndarray:
@@ -202,19 +207,11 @@ def _seeds_needed(values: Values, first: str, second: str, scenarios: Sequence[s
     the observed difference is zero or its spread unknown."""
     from scipy import stats
 
-    shared = [s for s in scenarios if values[first].get(s) and values[second].get(s)]
-    variances, means = [], []
-    for s in shared:
-        seeds = sorted(set(values[first][s]) & set(values[second][s]))
-        d = _array(values[first][s][k] - values[second][s][k] for k in seeds)
-        if len(d) < 2:
-            return None
-        variances.append(float(np.var(d, ddof=1)))
-        means.append(float(np.mean(d)))
-    if not shared:
+    samples = differences(values, first, second, scenarios)
+    if not samples or any(len(d) < 2 for d in samples):
         return None
-    difference = sum(means) / len(shared)
-    spread = math.sqrt(sum(variances)) / len(shared)  # of the score's difference with one seed per scenario
+    difference = sum(float(np.mean(d)) for d in samples) / len(samples)
+    spread = math.sqrt(sum(float(np.var(d, ddof=1)) for d in samples)) / len(samples)  # one seed per scenario
     if difference == 0 or spread == 0:
         return None
     level = ALPHA / (n_entries * (n_entries - 1) / 2)

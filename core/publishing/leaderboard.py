@@ -40,7 +40,8 @@ from dcbench.running.summary import (
     same_value,
     sweep_summary_problem,
 )
-from dcbench.spec import Spec, bind, resolved_spec
+from dcbench.running.sweep import resolved_allocator
+from dcbench.spec import Spec
 from dcbench.storage.files import staging_folder, swapped_in, write_atomic
 from dcbench.storage.journal import remove_leftovers, write_together
 from dcbench.storage.locks import file_lock, folder_lock, sole_writer
@@ -252,9 +253,7 @@ def _verified_of(path: Path, rows: list[dict[str, Any]]) -> dict[str, Any] | Non
     if (not isinstance(verified, dict) or set(verified) != {"same", "otherwise", "dcbench_version", "date"}
             or not all(isinstance(verified[k], list) and all(isinstance(r, str) and r in run_ids for r in verified[k])
                        for k in ("same", "otherwise"))
-            or not (verified["same"] or verified["otherwise"])
-            or not isinstance(verified["dcbench_version"], str) or len(verified["dcbench_version"]) > 40
-            or not isinstance(verified["date"], str) or not _is_date(verified["date"])):
+            or not (verified["same"] or verified["otherwise"]) or not _stamped(verified)):
         raise _damaged(path, f"its {VERIFIED} is not {{same: run ids, otherwise: run ids, dcbench_version: a "
                              "version, date: YYYY-MM-DD}")
     return verified
@@ -287,19 +286,21 @@ def _replay_of_record(record: dict[str, Any], rows: list[dict[str, Any]], path: 
     run_ids = {row["run_id"] for row in rows}
     if (not isinstance(replayed, dict) or set(replayed) != {"runs", "dcbench_version", "date"}
             or not isinstance(replayed["runs"], list) or not replayed["runs"]
-            or not all(isinstance(run, str) and run in run_ids for run in replayed["runs"])
-            or not isinstance(replayed["dcbench_version"], str) or len(replayed["dcbench_version"]) > 40
-            or not isinstance(replayed["date"], str) or not _is_date(replayed["date"])):
+            or not all(isinstance(run, str) and run in run_ids for run in replayed["runs"]) or not _stamped(replayed)):
         raise _damaged(path, f"its submission.json's {REPLAY_KEY} is not {{runs: run ids of its summary, "
                              "dcbench_version: a version, date: YYYY-MM-DD}")
     return replayed
 
 
-def _is_date(text: str) -> bool:
+def _stamped(record: dict[str, Any]) -> bool:
+    """Whether a record's ``dcbench_version`` is a version's text and its ``date`` a YYYY-MM-DD day."""
     import datetime
 
+    version, date = record["dcbench_version"], record["date"]
+    if not (isinstance(version, str) and len(version) <= 40 and isinstance(date, str)):
+        return False
     try:
-        return datetime.date.fromisoformat(text).isoformat() == text
+        return datetime.date.fromisoformat(date).isoformat() == date
     except ValueError:
         return False
 
@@ -546,9 +547,7 @@ def _reference(suite: Any, specs: list[str], registry: Registry) -> str | None:
     """The resolved spec of the suite's reference allocator where it has runs here, else None."""
     if suite is None or suite.reference is None:
         return None
-    parsed = Spec.parse(suite.reference)
-    entry = registry.entries("allocator").get(parsed.name)
-    resolved = suite.reference if entry is None else resolved_spec(entry.name, bind(entry.name, entry.params, parsed))
+    resolved = resolved_allocator(registry, suite.reference)
     return resolved if resolved in specs else None
 
 

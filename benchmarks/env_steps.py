@@ -58,8 +58,9 @@ class Case:
     scenario: str  # its name in the suite
     topology: str
     workload: str | None  # None: the topology's own
-    requests: int
+    requests: int  # the whole episode
     servers: int
+    warmup: int = 0  # of the requests; ``requests=`` counts those after it
 
 
 # (pool or job, suite, topology, scenario name or None for the suite's first scenario on the topology)
@@ -89,16 +90,16 @@ def cases() -> list[Case]:
         suite = registry.get("suite", suite_name)
         scenario = next(s for s in suite.scenarios
                         if s.topology == topology and (name is None or s.name == name))
-        servers = gymnasium.make(ENV_ID, topology=scenario.topology, workload=scenario.workload,
-                                 requests=1).unwrapped.network.n_servers
+        env = gymnasium.make(ENV_ID, topology=scenario.topology, workload=scenario.workload, requests=1).unwrapped
         found.append(Case(label, suite_name, scenario.name or "", scenario.topology, scenario.workload,
-                          scenario.requests, servers))
+                          scenario.requests, env.network.n_servers, env.warmup))
     return found
 
 
 def make(case: Case):
     """The env of a case, as ``gymnasium.make`` wraps it."""
-    return gymnasium.make(ENV_ID, topology=case.topology, workload=case.workload, requests=case.requests)
+    return gymnasium.make(ENV_ID, topology=case.topology, workload=case.workload,
+                          requests=case.requests - case.warmup)
 
 
 def choose(mask: np.ndarray, rng: np.random.Generator) -> int:

@@ -16,7 +16,7 @@ from dcbench.publishing.figures import (
 from dcbench.publishing.report import labels as allocator_labels
 from dcbench.registry import blamed_on, get_registry
 from dcbench.running.progress import progress_bar
-from dcbench.running.runner import ResolvedRun, Runner, RunResult
+from dcbench.running.runner import ResolvedRun, Runner, RunResult, measuring
 from dcbench.running.stats import format_ci, mean_ci
 from dcbench.spec import MAX_TRAINING_STEPS, config_options
 from dcbench.storage.files import write_all_atomic, write_atomic, write_text_atomic
@@ -26,7 +26,7 @@ from dcbench.storage.tables import curve_columns, write_table_atomic
 
 __all__ = [
     # runs
-    "Runner", "RunResult", "ResolvedRun", "get_registry", "blamed_on",
+    "Runner", "RunResult", "ResolvedRun", "get_registry", "blamed_on", "measuring",
     # files
     "write_atomic", "write_all_atomic", "write_text_atomic", "write_table_atomic", "curve_columns", "check_writable",
     "sole_writer", "folder_lock",

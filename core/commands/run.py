@@ -92,8 +92,8 @@ def print_summary(summaries: list[dict[str, Any]], scenario: Mapping[str, Any], 
 @click.option("--topology", "-t", default="tiered:32,1x4", show_default=True, help="Topology spec.")
 @click.option("--workload", "-w", default=None, help="Workload spec (default: the topology's own).")
 @click.option("--requests", "-n", type=int, default=None,
-              help=f"Requests per run (default: the workload's; 2 per server for uniform), at most "
-                   f"{MAX_RUN_REQUESTS:,}.")
+              help=f"Measured requests per run, after the workload's warm-up (default: the workload's; 2 per "
+                   f"server for uniform), at most {MAX_RUN_REQUESTS:,}.")
 @click.option("--seed", type=int, default=None, help="Run this one seed (default 0).")
 @click.option("--seeds", type=int, default=None, help=f"Run seeds 0..K-1 (K at most {MAX_SEEDS:,}).")
 @click.option("--out", type=PATH, default=Path("results"), show_default=True,
@@ -108,7 +108,7 @@ def print_summary(summaries: list[dict[str, Any]], scenario: Mapping[str, Any], 
 def run(allocator: str, topology: str, workload: str | None, requests: int | None, seed: int | None,
         seeds: int | None, out: Path, checkpoint: Path | None, metrics: tuple[str, ...], quiet: bool) -> None:
     """Run one allocator on one scenario and write its Parquet tables."""
-    from dcbench.running.runner import Runner, run_plan
+    from dcbench.running.runner import Runner, measuring, run_plan
     from dcbench.running.sweep import split_specs
     from dcbench.storage.journal import remove_leftovers
     from dcbench.storage.locks import folder_lock, sole_writer
@@ -121,7 +121,8 @@ def run(allocator: str, topology: str, workload: str | None, requests: int | Non
     if checkpoint is not None:
         allocator = with_checkpoint(registry, allocator, checkpoint)
     with plugin_prints_to_stderr():
-        plan = Runner(registry).resolve(allocator, topology, workload, requests, metrics)
+        plan, warmup = measuring(Runner(registry).resolve(allocator, topology, workload, None, metrics), requests,
+                                 "the run")
     check_writable(out)
     total = plan.requests * len(seed_list)
     summaries = []
@@ -147,7 +148,8 @@ def run(allocator: str, topology: str, workload: str | None, requests: int | Non
                    f"accepted {summary['accepted']}/{summary['offered']}")
     if not quiet:
         print_summary(summaries, {"allocator": plan.allocator, "topology": plan.topology,
-                                  "workload": plan.workload, "requests": f"{plan.requests} per seed"},
+                                  "workload": plan.workload, "requests": f"{plan.requests - warmup} per seed"
+                                  + (f", after a warm-up of {warmup}" if warmup else "")},
                       getattr(plan.workload_model, "kind", "pool"), registry, list(asked_columns))
 
 

@@ -30,7 +30,8 @@ from dcbench.running.progress import progress_bar
 @click.option("--workload", "-w", "workloads", multiple=True,
               help="With -t: a workload spec; repeat it, or list specs with commas (default: each topology's own).")
 @click.option("--requests", "-n", type=int, default=None,
-              help=f"With -t: requests per run (default: the workload's), at most {MAX_RUN_REQUESTS:,}.")
+              help=f"With -t: measured requests per run, after the workload's warm-up (default: the workload's), "
+                   f"at most {MAX_RUN_REQUESTS:,}.")
 @click.option("--seeds", type=int, default=None,
               help=f"With -t: run seeds 0..K-1 of every scenario (default {ADHOC_SEEDS}, as the suites; K at most "
                    f"{MAX_SEEDS:,}).")

@@ -7,7 +7,6 @@ settles the job and listed per step in ``info["step_rewards"]``."""
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections.abc import Sequence
 from numbers import Real
@@ -41,17 +40,15 @@ from dcbench.envs.suites import (
     env_id,
     env_listing,
     find_scenario,
-    no_measured_requests,
     register_suite_envs,
     scenario_episode,
     suite_envs,
-    warmup_requests,
 )
 from dcbench.errors import AllocatorError, SpecError
 from dcbench.model.network import Network
 from dcbench.model.suite import Scenario
-from dcbench.running.runner import ResolvedRun, Runner, draw_requests
-from dcbench.spec import MAX_REQUESTS, Range, check_bounds
+from dcbench.running.runner import ResolvedRun, Runner, draw_requests, measuring, warmup_requests
+from dcbench.spec import Range
 
 __all__ = ["AllocationEnv", "PoolFeatures", "JobFeatures", "job_step_rewards", "SUCCESS_REWARD", "FAILURE_REWARD",
            "ScenarioEnv", "SeedSplit", "SuiteEnv", "StaticGraph", "PoolHints", "HINT_FEATURES", "NODE_KINDS",
@@ -122,7 +119,7 @@ class AllocationEnv(gym.Env):
     Args:
         topology: The topology spec.
         workload: The workload spec (None: the topology's default).
-        requests: Requests per episode (a workload's warm-up included).
+        requests: Measured requests per episode, after the workload's warm-up (as ``dcbench run -n``).
         runner: Resolves the scenario (None: a new `Runner` on the process's plugins).
         alpha: α of the jobs' reward, a finite number ≥ 0.
         reconfiguration_cost: Φ_reconf of the jobs' reward, a finite number ≥ 0.
@@ -148,6 +145,7 @@ class AllocationEnv(gym.Env):
         accepted: Requests accepted so far in the episode (set by `reset`).
         offered: Requests settled so far in the episode (set by `reset`).
         episode_seed: The seed of the episode under way (None before `reset`).
+        warmup: Requests of the warm-up opening every episode; ``measured_requests`` those measured after it.
 
     Raises:
         SpecError: A setting of the wrong type or range, or a malformed spec or parameter; hints for jobs.
@@ -165,16 +163,45 @@ class AllocationEnv(gym.Env):
         for name, value, example in (("topology", topology, "tiered:32,1x4"), ("workload", workload, "uniform")):
             if not isinstance(value, str) and not (name == "workload" and value is None):
                 raise SpecError(f"{name} must be a spec such as {example!r}, got {_shown(value)}")
-        if isinstance(requests, bool) or not isinstance(requests, (int, np.integer)):
-            raise SpecError(f"requests must be a whole number of requests, got {_shown(requests)}")
+        if isinstance(requests, bool) or not isinstance(requests, (int, np.integer)) or requests < 1:
+            raise SpecError(f"requests must be a whole number of measured requests, at least 1, "
+                            f"got {_shown(requests)}")
         settings = _settings(alpha, reconfiguration_cost, reconfigure, hints)
         runner = runner or Runner()
-        self._start(runner.resolve_scenario(topology, workload, requests), runner, *settings)
+        self._start(*measuring(runner.resolve_scenario(topology, workload), int(requests), "the environment",
+                               "requests=N"), runner, *settings)
 
-    def _start(self, plan: ResolvedRun, runner: Runner, alpha: float, reconfiguration_cost: float,
+    @classmethod
+    def of_plan(cls, plan: ResolvedRun, runner: Runner | None = None, **settings: Any) -> AllocationEnv:
+        """The environment of a resolved scenario, its requests the whole episode, a warm-up included (for trainers
+        that count their episodes so).
+
+        Args:
+            plan: A scenario from `Runner.resolve_scenario`.
+            runner: As the constructor's.
+            **settings: The constructor's ``alpha``, ``reconfiguration_cost``, ``reconfigure``, ``hints`` and
+                ``render_mode``.
+
+        Returns:
+            The environment.
+
+        Raises:
+            SpecError: A setting the constructor refuses, or one it does not take.
+        """
+        env = cls.__new__(cls)
+        env.render_mode = _render_mode(settings.pop("render_mode", None))
+        checked = _settings(settings.pop("alpha", 100.0), settings.pop("reconfiguration_cost", 25.0),
+                            settings.pop("reconfigure", True), settings.pop("hints", False))
+        if settings:
+            raise SpecError(f"of_plan takes the constructor's settings, not {', '.join(sorted(settings))}")
+        env._start(plan, min(warmup_requests(plan), plan.requests), runner or Runner(), *checked)
+        return env
+
+    def _start(self, plan: ResolvedRun, warmup: int, runner: Runner, alpha: float, reconfiguration_cost: float,
                reconfigure: bool, hints: tuple[str, ...]) -> None:
         self.alpha, self.reconfiguration_cost, self.hints = alpha, reconfiguration_cost, hints
         self.plan = plan
+        self.warmup, self.measured_requests = warmup, plan.requests - warmup
         # A policy that never reconfigures runs on the fabric's fixed all-to-all, as `Runner` runs it.
         self.network: Network = plan.network if reconfigure else runner.fixed_fabric(plan.topology)
         self.workload = plan.workload_model
@@ -415,17 +442,11 @@ class ScenarioEnv(AllocationEnv):
             raise SpecError(f"requests must be a whole number of measured requests, at least 1, "
                             f"got {_shown(requests)}")
         own = runner.resolve_scenario(found.topology, found.workload, found.requests)
-        warmup = warmup_requests(own)
-        measured = own.requests - warmup if requests is None else int(requests)
-        if measured < 1:
-            raise no_measured_requests(found.label, own.requests, warmup)
-        check_bounds("--requests", warmup + measured, 1, MAX_REQUESTS)
-        settings = _settings(alpha, reconfiguration_cost, reconfigure, hints)
-        self._start(dataclasses.replace(own, requests=warmup + measured), runner, *settings)
+        measured = None if requests is None else int(requests)
+        self._start(*measuring(own, measured, f"scenario {found.label!r}", "requests=N"), runner,
+                    *_settings(alpha, reconfiguration_cost, reconfigure, hints))
         self.suite = found_suite.name
         self.scenario: Scenario = found
-        self.warmup = warmup
-        self.measured_requests = measured
         self.seeds = SeedSplit(tuple(int(seed) for seed in found.seeds))
 
 

@@ -33,7 +33,7 @@ import numpy as np
 from dcbench.errors import AllocatorError, DcbenchError, NotInstalledError, PluginError, SpecError, describe
 from dcbench.model.suite import Scenario, Suite
 from dcbench.registry import Registry
-from dcbench.running.runner import ResolvedRun, Runner, check_seed, run_plan
+from dcbench.running.runner import ResolvedRun, Runner, check_seed, measuring, run_plan
 from dcbench.storage.paths import _FOLDER_MODE
 from dcbench.storage.records import read_json
 
@@ -585,15 +585,9 @@ def _measuring(runner: Runner, spec: str, scenario: Scenario, requests: int | No
                ) -> ResolvedRun:
     """The run of a scenario: its own requests, or its warm-up then ``requests`` measured ones, as its environment's
     ``requests=``; a `SpecError` where no request would be measured (the metrics would all be NaN)."""
-    from dcbench.envs.suites import no_measured_requests, warmup_requests
-
     plan = runner.resolve(spec, scenario.topology, scenario.workload, scenario.requests, metrics)
-    warmup = warmup_requests(plan)
-    if requests is not None and warmup + int(requests) != plan.requests:
-        plan = runner.resolve(spec, scenario.topology, scenario.workload, warmup + int(requests), metrics)
-    if warmup >= plan.requests:
-        raise no_measured_requests(scenario.label, plan.requests, warmup)
-    return plan
+    return measuring(plan, None if requests is None else int(requests), f"scenario {scenario.label!r}",
+                     "requests=N")[0]
 
 
 def evaluate(policy: Any, target: str | Suite | Scenario, *, requests: int | None = None,

@@ -9,13 +9,11 @@ import warnings
 from dataclasses import dataclass
 
 import gymnasium as gym
-import numpy as np
 
 from dcbench.errors import SpecError
 from dcbench.model.suite import Scenario, Suite
 from dcbench.registry import Registry, get_registry
-from dcbench.running.runner import ResolvedRun, Runner, draw_requests
-from dcbench.spec import MAX_REQUESTS
+from dcbench.running.runner import Runner, warmup_requests
 
 NAMESPACE = "dcbench"
 VERSION = 0
@@ -182,25 +180,6 @@ def find_scenario(registry: Registry, suite: str, scenario: str) -> tuple[Suite,
             return entry, candidate
     labels = ", ".join(candidate.label for candidate in entry.scenarios)
     raise SpecError(f"suite {suite!r} has no scenario {scenario!r}; its scenarios are {labels}")
-
-
-def warmup_requests(plan: ResolvedRun) -> int:
-    """The requests opening an episode that the metrics leave out (vmjobs' warm-up; 0 for most), from seed 0's draw
-    (of twice as many requests, and so on, where the plan's are all in it)."""
-    requests = plan.requests
-    while True:
-        measured = draw_requests(plan, requests, np.random.default_rng(0)).measured
-        if measured is None or measured.all():
-            return 0
-        if measured.any() or requests >= MAX_REQUESTS:
-            return int(np.argmax(measured)) if measured.any() else requests
-        requests = min(2 * requests, MAX_REQUESTS)
-
-
-def no_measured_requests(label: str, requests: int, warmup: int) -> SpecError:
-    """The error of a scenario whose requests are all in the warm-up: its metrics would all be NaN."""
-    return SpecError(f"scenario {label!r} measures none of its {requests:,} requests, all in the workload's warm-up "
-                     f"of {warmup:,}; give requests=N for N measured requests after it")
 
 
 def scenario_episode(scenario: Scenario, runner: Runner | None = None) -> tuple[int, int]:

@@ -8,7 +8,7 @@ import json
 import platform
 import re
 import subprocess
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Sequence
@@ -290,6 +290,44 @@ def draw_requests(plan: ResolvedRun, requests: int, rng: np.random.Generator) ->
         return checked_sequence(sequence, plan.network, requests, getattr(plan.workload_model, "kind", "pool"))
     except SequenceProblem as exc:
         raise plan.workload_entry.error(f"returned an unusable request sequence from generate(): {exc}") from None
+
+
+def warmup_requests(plan: ResolvedRun) -> int:
+    """The requests opening a run that the metrics leave out (vmjobs' warm-up; 0 for most), from seed 0's draw
+    (of twice as many requests, and so on, where the plan's are all in it)."""
+    requests = plan.requests
+    while True:
+        measured = draw_requests(plan, requests, np.random.default_rng(0)).measured
+        if measured is None or measured.all():
+            return 0
+        if measured.any() or requests >= MAX_REQUESTS:
+            return int(np.argmax(measured)) if measured.any() else requests
+        requests = min(2 * requests, MAX_REQUESTS)
+
+
+def measuring(plan: ResolvedRun, measured: int | None, label: str, give: str = "-n N") -> tuple[ResolvedRun, int]:
+    """The plan with ``measured`` requests after the workload's warm-up: what ``-n`` and ``requests=`` mean.
+
+    Args:
+        plan: A resolved plan.
+        measured: Requests to measure after the warm-up (None: the plan's own requests, warm-up included).
+        label: What the error calls the plan, e.g. "scenario 'x'".
+        give: How the error says to ask for N measured requests, e.g. "-n N" or "requests=N".
+
+    Returns:
+        ``(plan, warmup)``: the plan with its requests set, and the warm-up's requests.
+
+    Raises:
+        SpecError: The plan would measure nothing, or too many requests.
+    """
+    warmup = warmup_requests(plan)
+    if measured is not None:
+        check_bounds("--requests", warmup + measured, 1, MAX_REQUESTS)
+        plan = replace(plan, requests=warmup + measured)
+    if warmup >= plan.requests:
+        raise SpecError(f"{label} measures none of its {plan.requests:,} requests, all in the workload's warm-up "
+                        f"of {warmup:,}; give {give} for N measured requests after it")
+    return plan, warmup
 
 
 @dataclass

@@ -12,7 +12,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 from dcbench.errors import DcbenchError, IncompatibleError, PluginError, ResultsError, SpecError, describe, short_repr
 from dcbench.model.suite import Scenario, Suite
-from dcbench.running.runner import Runner
+from dcbench.running.runner import Runner, measuring
 from dcbench.running.summary import SUMMARY_COLUMNS, is_adhoc, is_complete, sweep_provenance_problem
 from dcbench.running.workers import (
     PlannedRun,
@@ -93,7 +93,8 @@ def adhoc_suite(runner: Runner, topologies: Sequence[str], workloads: Sequence[s
     given: dict[tuple[str, str, int], tuple[str, str | None]] = {}
     for topology in topologies:
         for workload in workloads:
-            resolved = runner.resolve_scenario(topology, workload, requests)  # (`plan` checks the allocators)
+            resolved = runner.resolve_scenario(topology, workload)  # (`plan` checks the allocators)
+            resolved, _ = measuring(resolved, requests, f"-t {topology}" + (f" -w {workload}" if workload else ""))
             key = (resolved.topology, resolved.workload, resolved.requests)
             if key in given:
                 first = " ".join(f"{flag} {spec}" for flag, spec in zip(("-t", "-w"), given[key]) if spec)
@@ -101,7 +102,8 @@ def adhoc_suite(runner: Runner, topologies: Sequence[str], workloads: Sequence[s
                 raise SpecError(f"{first} and {second} are the same scenario ({key[0]}, {key[1]}); give each once")
             given[key] = (topology, workload)
     names = scenario_labels(list(given), runner.registry)
-    return Suite(ADHOC, tuple(Scenario(topology, workload, requests, tuple(range(seeds)), names[key])
+    return Suite(ADHOC, tuple(Scenario(topology, workload, key[2] if requests else None, tuple(range(seeds)),
+                                       names[key])
                            for key, (topology, workload) in given.items()))
 
 

@@ -54,7 +54,8 @@ def register_commands(cli):
     @click.option("--seeds", default="0,1,2,3,4", show_default=True,
                   help=f"Test seeds, comma-separated (at most {MAX_SEEDS:,}).")
     @click.option("--requests", "-n", type=int, default=None,
-                  help=f"Jobs per test run (default: the workload's; at most {MAX_TEST_REQUESTS:,}).")
+                  help=f"Measured jobs per test run, after the warm-up (default: the workload's; at most "
+                       f"{MAX_TEST_REQUESTS:,}).")
     @click.option("--episode-jobs", type=int, default=2_000, show_default=True, help="Jobs per training episode.")
     @click.option("--out", type=click.Path(path_type=Path), default=Path("results/phi-sweep"), show_default=True)
     @click.option("--quiet", "-q", is_flag=True, help="No progress lines (a line per training episode and test run).")

@@ -14,7 +14,16 @@ from pathlib import Path
 from typing import Any, Callable
 
 from dcbench import IncompatibleError, Spec, SpecError
-from dcbench.harness import Runner, check_writable, format_ci, mean_ci, pyplot, save_figure, write_table_atomic
+from dcbench.harness import (
+    Runner,
+    check_writable,
+    format_ci,
+    mean_ci,
+    measuring,
+    pyplot,
+    save_figure,
+    write_table_atomic,
+)
 
 
 def phi_sweep(topology: str, workload: str, costs: list[float], steps: int, seeds: list[int],
@@ -52,11 +61,7 @@ def phi_sweep(topology: str, workload: str, costs: list[float], steps: int, seed
                                 f"{topology_spec.split(':')[0]!r} serves {'/'.join(network.demand_kinds)} "
                                 "demands; give an optical one, e.g. -t ocs:16")
     # The test runs' scenario is checked before the first training, not after it.
-    plan = runner.resolve("random", topology, workload, requests)
-    warmup = getattr(plan.workload_model, "warmup_jobs", 0)
-    if plan.requests <= warmup:
-        raise SpecError(f"--requests {plan.requests} leaves no job to measure after the workload's warm-up "
-                        f"of {warmup}; give more than {warmup}")
+    requests = measuring(runner.resolve("random", topology, workload), requests, "the test run")[0].requests
     check_writable(out)
     for written in (out / "phi_sweep.parquet", out / "phi_sweep.png"):  # checked now, not after the training
         if written.exists() and not written.is_file():

@@ -35,7 +35,7 @@ import torch
 
 from dcbench import SpecError
 from dcbench.envs import AllocationEnv
-from dcbench.harness import config_options
+from dcbench.harness import Runner, config_options
 from dcbench.plugins.allocators._learned.checkpoints import (
     command_line,
     export_checkpoint,
@@ -133,8 +133,9 @@ class Trainer:
         self.quick = quick  # --quick: the last episode stops at --steps decisions
         self.out = Path(out)
         self.state_dir = self.out.with_name(self.out.name + ".train")
-        self.env = AllocationEnv(topology, workload, config.episode_jobs, alpha=config.alpha,
-                                 reconfiguration_cost=config.reconfiguration_cost)
+        runner = Runner()  # an episode is episode_jobs jobs, the warm-up among them
+        self.env = AllocationEnv.of_plan(runner.resolve_scenario(topology, workload, config.episode_jobs), runner,
+                                         alpha=config.alpha, reconfiguration_cost=config.reconfiguration_cost)
         if self.env.kind != "job":
             raise SpecError("a2c_multistep trains on jobs: use an ocs topology and a vmjobs workload")
         self.topology = self.env.spec_text["topology"]
@@ -160,8 +161,9 @@ class Trainer:
         self.validation_env = self.env
         if config.validation_jobs > 0:
             warmup = int(getattr(self.env.workload, "warmup_jobs", 0))
-            self.validation_env = AllocationEnv(topology, workload, warmup + config.validation_jobs,
-                                                alpha=config.alpha, reconfiguration_cost=config.reconfiguration_cost)
+            self.validation_env = AllocationEnv.of_plan(
+                runner.resolve_scenario(topology, workload, warmup + config.validation_jobs), runner,
+                alpha=config.alpha, reconfiguration_cost=config.reconfiguration_cost)
 
     # ----- acting --------------------------------------------------------
     def _state(self, observation: dict[str, np.ndarray]) -> tuple[torch.Tensor, torch.Tensor | None]:

@@ -62,8 +62,8 @@ def test_rewards_and_an_invalid_action():
     ({"topology": None}, "topology must be a spec such as 'tiered:32,1x4', got None"),
     ({"topology": 5}, "topology must be a spec such as 'tiered:32,1x4', got 5"),
     ({"topology": "tiered:8,1x4", "workload": 3}, "workload must be a spec such as 'uniform', got 3"),
-    ({"topology": "tiered:8,1x4", "requests": "16"}, "requests must be a whole number of requests, got '16'"),
-    ({"topology": "tiered:8,1x4", "requests": True}, "requests must be a whole number of requests, got True"),
+    ({"topology": "tiered:8,1x4", "requests": "16"}, "requests must be a whole number of measured requests, at least 1, got '16'"),
+    ({"topology": "tiered:8,1x4", "requests": True}, "requests must be a whole number of measured requests, at least 1, got True"),
 ])
 def test_settings_of_the_wrong_type_are_named(settings, message):
     from dcbench import SpecError
@@ -232,7 +232,8 @@ def test_the_env_runs_jcb_as_a_run_does_with_and_without_reconfiguration(reconfi
     # 32 ToRs: with 15 ports each the reconfigurable fabric's circuits reach 15 of the 31 others, the fixed
     # all-to-all every one (on 4 ToRs the two fabrics are the same)
     settings = {"topology": "ocs:32,servers=2", "workload": "vmjobs:load=20,warmup=5", "requests": 60}
-    env = AllocationEnv(**settings, reconfigure=reconfigure)
+    env = AllocationEnv(**{**settings, "requests": 60 - 5}, reconfigure=reconfigure)  # 55 measured after 5
+    assert (env.requests, env.warmup, env.measured_requests) == (60, 5, 55)
     compiled = Runner().network(settings["topology"])[1]
     expected = compiled if reconfigure else compiled.fixed_fabric()
     assert np.array_equal(env.network.link_capacity, expected.link_capacity)

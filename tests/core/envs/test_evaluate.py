@@ -64,8 +64,9 @@ def episode(policy, scenario: Scenario, seed: int, **settings):
     """The policy's decisions in an episode of ``gymnasium.make``'s
     environment with ``seed``: (observation hash, action) per step, the
     requests' outcomes and the last step's info."""
+    warmup = 5 if scenario is JOBS else 0  # the env's requests= counts measured requests, a Scenario's all of them
     env = gymnasium.make("dcbench/Allocation-v0", topology=scenario.topology, workload=scenario.workload,
-                         requests=scenario.requests, **settings)
+                         requests=scenario.requests - warmup, **settings)
     observation, info = env.reset(seed=seed)
     seen, done = [], info["done"]
     while not done:

@@ -715,6 +715,7 @@ def test_an_adhoc_sweep_resumes_takes_more_scenarios_later_and_says_what_it_leav
     assert CliRunner().invoke(cli, [*first, "-q"]).exit_code == 0
     names = pq.read_table(out / "summary.parquet").column("scenario").to_pylist()
     assert names == ["ocs:servers=2 vmjobs:load=8,warmup=10"] * 2 + ["ocs:servers=2 vmjobs:load=12,warmup=10"] * 2
+    assert set(pq.read_table(out / "summary.parquet").column("requests").to_pylist()) == {10 + 30}  # -n: measured
     killed = pq.read_table(out / "summary.parquet").column("run_id")[1].as_py()
     shutil.rmtree(out / killed)  # as if killed before this run was written
     resumed = CliRunner().invoke(cli, [*first, "-a", "random"])

@@ -50,7 +50,7 @@ VALUE_RANGES: tuple[tuple[re.Pattern[str], ValueRange], ...] = tuple(
     (re.compile(pattern), value_range) for pattern, value_range in (
         (r"seed|requests|offered|accepted|invalid_allocations|accepted_size_\d+|\w+_count", COUNT),
         (r"acceptance_size_\d+|blocking_probability|packet_loss|spread_\w+|\w+_(ratio|probability|share)", SHARE),
-        (r"(\w+_util|link_util_tier\d+)(_last\d+)?", UTILISATION),
+        (r"(\w+_util|(paper_)?link_util_tier\d+)(_last\d+)?", UTILISATION),
         (r"reconfigurations_per_job|inter_rack_gbps_per_job|latency_us|servers_per_request", AMOUNT),
     ))
 

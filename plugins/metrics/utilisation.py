@@ -7,6 +7,13 @@ weighted by how long it lasted). The ``_last25`` columns are the reference
 code's table statistic: the mean of the last 25 values it logs, one per
 request, taken once the next request's departures are done (the state the
 next request finds; after the last request, the state it leaves).
+
+``paper_link_util_tier<t>`` is what the tiered papers' tables call tier-t
+link utilisation, as the authors' code computes it: the mean over the
+tier's links of *free* channels over total channels, at the same last 25
+logged states. It is the free share, despite its name: one minus
+``link_util_tier<t>_last25`` wherever a tier's links have equal capacity,
+as on ``tiered`` (elsewhere dcbench weighs links by capacity).
 """
 
 from __future__ import annotations
@@ -37,8 +44,10 @@ def utilisation(tables: RunTables, network: Network) -> dict[str, float]:
     timeline = tables.timeline
     names = [f"{r}_util" for r in network.resources] + [f"link_util_tier{t}" for t in network.tiers]
     window = measured_window(tables)
+    paper = {f"paper_link_util_tier{t}": f"link_util_tier{t}" for t in network.tiers}
     if window is None:
-        return {column: float("nan") for name in names for column in (name, f"{name}_last{LAST}")}
+        return {column: float("nan") for name in names for column in (name, f"{name}_last{LAST}")} | dict.fromkeys(
+            paper, float("nan"))
     start, end = window
     logged = reference_log_rows(timeline["event"])
     columns: dict[str, float] = {}
@@ -46,6 +55,8 @@ def utilisation(tables: RunTables, network: Network) -> dict[str, float]:
         values = timeline[name]
         columns[name] = time_average(timeline["time"], values, start, end)
         columns[f"{name}_last{LAST}"] = float(values[logged].mean()) if len(logged) else float("nan")
+    for column, name in paper.items():
+        columns[column] = 1.0 - columns[f"{name}_last{LAST}"]
     return columns
 
 
@@ -80,5 +91,6 @@ def register_metrics(register):
                         description="Tier-2 (rack-aggregation) link utilisation"),
                  Column("link_util_tier3", "tier-3 link utilisation", "higher", headline=("pool",),
                         description="Tier-3 (aggregation-core) link utilisation"),
-                 Column("link_util_tier*", "tier-{} link utilisation", "higher", headline=("pool",))],
+                 Column("link_util_tier*", "tier-{} link utilisation", "higher", headline=("pool",)),
+                 Column("paper_link_util_tier*", "tier-{} link util., papers' (free)")],
     )

@@ -155,3 +155,14 @@ def test_a_column_pattern_stands_for_letters_and_digits_only():
                                       ("link_util_tier12", "tier-12 link utilisation")]
     assert Column("*_util", "{} utilisation").matches(columns) == [("cpu_util", "cpu utilisation")]
     assert Column("cpu_util", "CPU").matches(columns) == [("cpu_util", "CPU")]
+
+
+def test_the_papers_link_utilisation_is_the_free_share_at_the_logged_states(runner):
+    # the authors' code logs available / maximum channels per link and calls its mean "utilisation"
+    result = runner.run("tetris", "tiered:8,1x16", requests=80)
+    columns = utilisation(result.tables, runner.network("tiered:8,1x16")[1])
+    logged = reference_log_rows(result.tables.timeline["event"])
+    for tier in (1, 2, 3):
+        used = result.tables.timeline[f"link_util_tier{tier}"][logged]
+        assert columns[f"paper_link_util_tier{tier}"] == pytest.approx(1 - used.mean())
+    assert columns["paper_link_util_tier1"] < 1 and columns["paper_link_util_tier3"] > columns["link_util_tier3"]

@@ -128,3 +128,20 @@ def test_the_committed_optical_agent_blocks_less_than_the_best_baseline_everywhe
         assert means[scenario, "a2c_multistep"] < best, scenario
         ratios.append(best / means[scenario, "a2c_multistep"])
     assert sum(ratios) / len(ratios) >= 2
+
+
+def test_the_claims_table_of_the_tiered_page_is_what_the_study_prints_on_the_committed_submissions():
+    import re
+    import runpy
+
+    root = LEADERBOARD.parent
+    study, page = root / "docs" / "studies" / "paper_claims.py", root / "docs" / "reproduction-nara2022.md"
+    if not study.exists():
+        pytest.skip("no docs/ here (an installed wheel)")
+    table = runpy.run_path(str(study))["table"]
+    block = re.search(r"<!-- paper_claims: start -->\n(.*)<!-- paper_claims: end -->", page.read_text(), re.S)
+    printed = table(LEADERBOARD)
+    assert block.group(1) == printed
+    verdicts = [line.split(" | ")[-1].rstrip(" |") for line in printed.splitlines()[2:]]
+    assert len(verdicts) >= 15 and all(v.split(":")[0] in {"holds", "holds, and larger", "partly", "does not hold"}
+                                       for v in verdicts)

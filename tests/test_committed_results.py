@@ -138,10 +138,13 @@ def test_the_claims_table_of_the_tiered_page_is_what_the_study_prints_on_the_com
     study, page = root / "docs" / "studies" / "paper_claims.py", root / "docs" / "reproduction-nara2022.md"
     if not study.exists():
         pytest.skip("no docs/ here (an installed wheel)")
-    table = runpy.run_path(str(study))["table"]
-    block = re.search(r"<!-- paper_claims: start -->\n(.*)<!-- paper_claims: end -->", page.read_text(), re.S)
-    printed = table(LEADERBOARD)
+    study = runpy.run_path(str(study))
+    text = page.read_text()
+    block = re.search(r"<!-- paper_claims: start -->\n(.*)<!-- paper_claims: end -->", text, re.S)
+    printed = study["table"](LEADERBOARD)
     assert block.group(1) == printed
+    scale_up = re.search(r"<!-- paper_claims scale-up: start -->\n(.*)<!-- paper_claims scale-up: end -->", text, re.S)
+    assert scale_up.group(1) == study["scale_up"](LEADERBOARD)
     verdicts = [line.split(" | ")[-1].rstrip(" |") for line in printed.splitlines()[2:]]
     assert len(verdicts) >= 15 and all(v.split(":")[0] in {"holds", "holds, and larger", "partly", "does not hold"}
                                        for v in verdicts)

@@ -248,11 +248,14 @@ def mean_and_spread(mean: float, spread: float) -> str:
 
 
 def report_columns(declared: Sequence[Column], kind: str, row: Mapping[str, Any]) -> list[tuple[str, str, bool]]:
-    """(column, description, higher is better) of each declared column a report of ``kind`` shows and ``row`` has:
-    ranking ones first, then those for ``kind`` alone, then the rest, each group in declaration order."""
+    """(column, description, higher is better) of each declared column a report of ``kind`` shows and ``row`` has
+    (not one declared a headline of other kinds alone): ranking ones first, then those for ``kind`` alone, then the rest, each group in declaration order."""
     shown: dict[str, tuple[str, bool, int]] = {}
     for declaration in declared:
         if declaration.description is None or kind not in declaration.demands:
+            continue
+        if isinstance(declaration.headline, tuple) and not declaration.is_headline(kind) and not (
+                declaration.ranks_kind(kind)):  # a headline of other kinds only: pools' blocking is 1 - acceptance
             continue
         group = 0 if declaration.ranks else 1 if declaration.demands == (kind,) else 2
         for column, _ in declaration.matches(row):

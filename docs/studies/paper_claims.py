@@ -186,10 +186,26 @@ def table(leaderboard: Path) -> str:
     return "\n".join(lines) + "\n"
 
 
+def scale_up(leaderboard: Path) -> str:
+    """The journal paper's Table 3 side by side: the agent on 64 and 1,024 servers per topology, and the change."""
+    small, large = read_suite(leaderboard, "nara2022"), read_suite(leaderboard, "nara2022-large")
+    lines = ["| topology | " + " | ".join(f"{name} 64 → 1,024 (change, 95 % interval)" for name in METRICS) + " |",
+             "|---|" + "---|" * len(METRICS)]
+    for topology in WORKSHOP_TOPOLOGIES:
+        cells = []
+        for column in METRICS.values():
+            ours, theirs = values(large, AGENT, topology, column), values(small, AGENT, topology, column)
+            cells.append(f"{theirs.mean():.3f} → {ours.mean():.3f} ({ratio_of_means(ours, theirs).percent()})")
+        lines.append(f"| {topology} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--leaderboard", type=Path, default=Path("leaderboard"))
-    print(table(parser.parse_args().leaderboard), end="")
+    parser.add_argument("--scale-up", action="store_true", help="print the 64- against 1,024-server table instead")
+    args = parser.parse_args()
+    print((scale_up if args.scale_up else table)(args.leaderboard), end="")
 
 
 if __name__ == "__main__":

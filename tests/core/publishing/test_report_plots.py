@@ -88,6 +88,18 @@ def test_a_report_shows_a_third_party_primary_metric_and_says_when_one_seed_give
     assert "over seeds [0, 1, 2];" in many and many.count("#### Acceptance ratio") == 1
 
 
+def test_a_report_leaves_out_what_is_a_headline_of_the_other_demand_kind_alone():
+    from dcbench.publishing.report import report
+
+    pools = [{**r, "blocking_probability": 1 - r["acceptance_ratio"], "link_util_tier1": 0.5} for r in ROWS]
+    text = report(pools, "Suite pools", "acceptance_ratio")  # blocking is one minus acceptance for pools
+    assert "#### Tier-1 link utilisation" in text and "Blocking probability" not in text
+    jobs = [{"scenario": r["scenario"], "allocator": r["allocator"], "seed": r["seed"], "reconfigurations_per_job": 0.0,
+             "blocking_probability": r["acceptance_ratio"], "link_util_tier1": 0.5} for r in ROWS]
+    text = report(jobs, "Suite jobs", "blocking_probability", higher_is_better=False)
+    assert "#### Blocking probability" in text and "Tier-1 link utilisation" not in text
+
+
 def test_a_pipe_in_a_name_does_not_split_a_table_cell():
     rows = [{**r, "scenario": r["scenario"] + "|x"} for r in ROWS]  # a third-party suite's label, say
     for table in (metric_table(rows, "acceptance_ratio"), ranking(rows, "acceptance_ratio")):

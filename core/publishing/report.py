@@ -249,7 +249,8 @@ def mean_and_spread(mean: float, spread: float) -> str:
 
 def report_columns(declared: Sequence[Column], kind: str, row: Mapping[str, Any]) -> list[tuple[str, str, bool]]:
     """(column, description, higher is better) of each declared column a report of ``kind`` shows and ``row`` has
-    (not one declared a headline of other kinds alone): ranking ones first, then those for ``kind`` alone, then the rest, each group in declaration order."""
+    (not one declared a headline of other kinds alone): ranking ones first, then those for ``kind`` alone, then
+    the rest, each group in declaration order."""
     shown: dict[str, tuple[str, bool, int]] = {}
     for declaration in declared:
         if declaration.description is None or kind not in declaration.demands:

@@ -31,7 +31,8 @@ def register_topologies(register):
 def register_workloads(register):
     """Register request generators: ``factory(**params)`` returns a `dcbench.Workload`.
 
-    Keywords: ``description=``, ``params=``."""
+    Keywords: ``description=``, ``params=``. Optionally, the workload's ``fingerprint(network) -> str`` names what
+    beyond its spec decides its requests (a trace file's digest), hashed into the run id."""
 
 
 @hookspec

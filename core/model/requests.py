@@ -137,7 +137,8 @@ class Request:
 
 class Workload(Protocol):
     """What a workload plugin's factory returns; an optional ``default_requests(network) -> int`` sets the episode
-    length.
+    length, an optional ``fingerprint(network) -> str`` names what beyond its spec decides its requests (a trace
+    file's digest), hashed into the run id.
 
     Attributes:
         kind: The demand kind of its sequences: "pool" or "job"."""

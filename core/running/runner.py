@@ -161,10 +161,17 @@ class ResolvedRun:
 METRICS_PART = "metrics "  # how a run's fingerprint names the third-party metrics it computed
 
 
-def run_fingerprint(fingerprint: str, entries: tuple[PluginEntry, ...], metrics: tuple[PluginEntry, ...]) -> str:
-    """The allocator's ``fingerprint``, then every third-party plugin's identity (`PluginEntry.identity`: a plugin's
-    new release or changed code makes new runs), then the third-party ``metrics`` computed (they decide the columns)."""
+WORKLOAD_PART = "workload "  # how a run's fingerprint names its workload's (`run_fingerprint`)
+
+
+def run_fingerprint(fingerprint: str, entries: tuple[PluginEntry, ...], metrics: tuple[PluginEntry, ...],
+                    workload: str = "") -> str:
+    """The allocator's ``fingerprint``, then the ``workload``'s (a trace file's digest), then every third-party
+    plugin's identity (`PluginEntry.identity`: a plugin's new release or changed code makes new runs), then the
+    third-party ``metrics`` computed (they decide the columns)."""
     parts = [fingerprint] if fingerprint else []
+    if workload:
+        parts.append(WORKLOAD_PART + workload)
     parts += [f"plugin {name}" for name in sorted({entry.identity for entry in entries if not entry.builtin})]
     if metrics:
         parts.append(METRICS_PART + ",".join(m.name for m in metrics))
@@ -290,6 +297,22 @@ def draw_requests(plan: ResolvedRun, requests: int, rng: np.random.Generator) ->
         return checked_sequence(sequence, plan.network, requests, getattr(plan.workload_model, "kind", "pool"))
     except SequenceProblem as exc:
         raise plan.workload_entry.error(f"returned an unusable request sequence from generate(): {exc}") from None
+
+
+def workload_fingerprint(entry: PluginEntry, workload: Any, network: Network) -> str:
+    """What beyond its spec decides a workload's requests (a trace file's digest): its ``fingerprint(network)``, ""
+    where it has none; what it raises for a missing or changed file is a one-line `SpecError` naming its spec."""
+    fingerprint = getattr(workload.obj, "fingerprint", None)
+    if fingerprint is None:
+        return ""
+    with blamed_on(entry, "failed in fingerprint(network)"):
+        try:
+            value = fingerprint(network.private_copy())
+        except (OSError, ValueError) as exc:
+            raise SpecError(f"{workload.spec}: {exc}") from exc
+    if not isinstance(value, str):
+        raise entry.error(f"returned {type(value).__name__} from fingerprint(network), not a str")
+    return " ".join(value.split())
 
 
 def warmup_requests(plan: ResolvedRun) -> int:
@@ -470,7 +493,8 @@ class Runner:
             topology=topology_spec, workload=workload_built.spec,
             allocator=allocator_built.spec if allocator_built is not None else "",
             requests=requests or self._default_requests(workload_entry, workload_built.obj, network),
-            fingerprint=run_fingerprint(self._fingerprint(entry, fingerprint, network), entries, asked),
+            fingerprint=run_fingerprint(self._fingerprint(entry, fingerprint, network), entries, asked,
+                                        workload_fingerprint(workload_entry, workload_built, network)),
             network=network, workload_model=workload_built.obj, workload_entry=workload_entry,
             allocator_entry=entry, metrics=asked, allocator_spec=allocator_spec,
             computed=builtin_metrics + asked,

@@ -132,6 +132,7 @@ from dcbench.plugins.topologies.tiered import build as tiered
 
 HOW = [Param("how", str, "ok")]
 METRIC_COLUMNS = {}  # what the metric returns; a test sets it
+WORKLOAD_FINGERPRINT = ""  # what the workload's fingerprint returns or raises; a test sets it
 
 
 class Fingerprinted(TetrisAllocator):
@@ -181,6 +182,11 @@ class Workload:
 
     def default_requests(self, network):
         return {"zero": 0, "half": 0.5, "huge": 10**10}.get(self.how, 8)
+
+    def fingerprint(self, network):
+        if isinstance(WORKLOAD_FINGERPRINT, BaseException):
+            raise WORKLOAD_FINGERPRINT
+        return WORKLOAD_FINGERPRINT
 
 
 class Raises(TetrisAllocator):
@@ -298,7 +304,7 @@ def test_a_metric_adds_its_own_columns(probe, monkeypatch):
     ({"workload": "probe_work:how=raise"}, "workload 'probe_work'", "failed in generate(): RuntimeError: no requests"),
     ({"topology": "probe_topo:how=default"}, "topology 'probe_topo'",
      "has the default workload 'nosuch', which does not build (unknown workload 'nosuch'. Known workloads: "
-     "probe_work, uniform, vmjobs); give a workload with -w"),
+     "probe_work, trace, uniform, vmjobs); give a workload with -w"),
     ({"workload": "probe_work:how=int"}, "workload 'probe_work'",
      "returned int from generate(), not a dcbench.RequestSequence"),
     ({"allocator": "probe_raises"}, "allocator 'probe_raises'", "raised RuntimeError: boom in allocate (request 0)"),
@@ -497,3 +503,29 @@ def test_a_run_of_two_seeds_resolves_its_specs_once_and_builds_a_fresh_allocator
     assert result.exit_code == 0, result.output
     assert counts == {"resolve": 1, "_fingerprint": 1, "parse": 3,  # each of the three specs once
                       "build topology": 1, "build workload": 1, "build allocator": 1 + 2}  # a fresh one per seed
+
+
+def test_a_workloads_fingerprint_enters_the_run_id(probe, monkeypatch):
+    runner, module = probe
+    ids = {}
+    for value in ("", "sha256=1", "sha256=2"):
+        monkeypatch.setattr(module, "WORKLOAD_FINGERPRINT", value)
+        plan = runner.resolve("tetris", "tiered:8,1x4", "probe_work", requests=8)
+        ids[value] = plan.run_id(0)
+        assert ("workload " + value in plan.fingerprint) == bool(value)
+    assert len(set(ids.values())) == 3
+    run = runner.run("tetris", "tiered:8,1x4", "probe_work", requests=8)
+    assert "workload sha256=2" in run.summary["allocator_fingerprint"]
+    assert run_hash(*(run.summary[c] for c in RUN_IDENTITY[1:])) == run.run_id
+
+
+@pytest.mark.parametrize("value, error, message", [
+    (ValueError("no trace file 'x.csv'"), SpecError, "probe_work:how=ok: no trace file 'x.csv'"),
+    (RuntimeError("unreadable"), PluginError, "failed in fingerprint(network): RuntimeError: unreadable"),
+    (7, PluginError, "returned int from fingerprint(network), not a str"),
+])
+def test_a_workloads_fingerprint_that_fails_is_one_line(probe, monkeypatch, value, error, message):
+    runner, module = probe
+    monkeypatch.setattr(module, "WORKLOAD_FINGERPRINT", value)
+    with pytest.raises(error, match=re.escape(message)):
+        runner.resolve("tetris", "tiered:8,1x4", "probe_work", requests=8)

@@ -12,6 +12,7 @@ BUILTIN_PLUGINS = (
     "dcbench.plugins.topologies.ocs",
     "dcbench.plugins.workloads.uniform",
     "dcbench.plugins.workloads.vmjobs",
+    "dcbench.plugins.workloads.traces",
     "dcbench.plugins.allocators.random_server",
     "dcbench.plugins.allocators.tetris",
     "dcbench.plugins.allocators.bestfit",

@@ -40,6 +40,28 @@ PARAMS = [
 ]
 
 
+def communicating_pairs(sizes: np.ndarray, pattern: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Which VMs of each job exchange traffic, job after job.
+
+    Args:
+        sizes: Each job's VM count.
+        pattern: ``ring`` (VM k to VM k+1, the last to the first; none for one VM) or ``all`` (every pair, from the
+            earlier VM to the later).
+    Returns:
+        ``(source, target, pairs_per_job)``: the pairs' VMs, numbered within their job, and each job's count."""
+    if pattern == "ring":
+        vm_offsets = np.concatenate([[0], np.cumsum(sizes)])
+        local = np.arange(int(vm_offsets[-1])) - np.repeat(vm_offsets[:-1], sizes)  # a VM's number within its job
+        in_ring = np.repeat(sizes > 1, sizes)
+        source = local[in_ring]
+        target = np.where(source + 1 == np.repeat(sizes, sizes)[in_ring], 0, source + 1)
+        return source, target, np.where(sizes > 1, sizes, 0)
+    pairs = {size: np.triu_indices(size, k=1) for size in np.unique(sizes).tolist()}
+    source = np.concatenate([pairs[size][0] for size in sizes.tolist()] or [np.zeros(0, int)])
+    target = np.concatenate([pairs[size][1] for size in sizes.tolist()] or [np.zeros(0, int)])
+    return source, target, sizes * (sizes - 1) // 2
+
+
 @dataclass(frozen=True)
 class VMJobsWorkload:
     load: float = 66.0
@@ -85,18 +107,7 @@ class VMJobsWorkload:
         types = types[np.lexsort((-types, job_of_vm))]
         vm_demand = VM_TYPES[types]
 
-        local = np.arange(n_vms) - np.repeat(vm_offsets[:-1], sizes)  # a VM's number within its job
-        if self.pattern == "ring":
-            in_ring = np.repeat(sizes > 1, sizes)
-            size_of_vm = np.repeat(sizes, sizes)
-            source = local[in_ring]
-            target = np.where(source + 1 == size_of_vm[in_ring], 0, source + 1)
-            pairs_per_job = np.where(sizes > 1, sizes, 0)
-        else:
-            pairs = {size: np.triu_indices(size, k=1) for size in np.unique(sizes).tolist()}
-            source = np.concatenate([pairs[size][0] for size in sizes.tolist()] or [np.zeros(0, int)])
-            target = np.concatenate([pairs[size][1] for size in sizes.tolist()] or [np.zeros(0, int)])
-            pairs_per_job = sizes * (sizes - 1) // 2
+        source, target, pairs_per_job = communicating_pairs(sizes, self.pattern)
         flow_offsets = np.concatenate([[0], np.cumsum(pairs_per_job)])
         flows = np.empty((int(flow_offsets[-1]), 3))
         flows[:, 0], flows[:, 1] = source, target

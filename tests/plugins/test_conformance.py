@@ -26,10 +26,19 @@ def test_topology(name):
     check_topology(name)
 
 
+def workload_spec(name, folder):
+    """A workload's spec for its check: the trace workload replays a small trace written in ``folder``."""
+    if name != "trace":
+        return name
+    path = folder / "trace.csv"
+    path.write_text("arrival,duration,cpu,mem\n" + "".join(f"{i},{1 + i % 4},{1 + i % 3},2\n" for i in range(100)))
+    return f"trace:file={path}"
+
+
 @pytest.mark.parametrize("name", names("workload"))
-def test_workload(name):
+def test_workload(name, tmp_path):
     assert REGISTRY.get("workload", name).description
-    check_workload(name)
+    check_workload(workload_spec(name, tmp_path))
 
 
 @pytest.mark.parametrize("name", names("allocator"))

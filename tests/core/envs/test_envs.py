@@ -62,8 +62,10 @@ def test_rewards_and_an_invalid_action():
     ({"topology": None}, "topology must be a spec such as 'tiered:32,1x4', got None"),
     ({"topology": 5}, "topology must be a spec such as 'tiered:32,1x4', got 5"),
     ({"topology": "tiered:8,1x4", "workload": 3}, "workload must be a spec such as 'uniform', got 3"),
-    ({"topology": "tiered:8,1x4", "requests": "16"}, "requests must be a whole number of measured requests, at least 1, got '16'"),
-    ({"topology": "tiered:8,1x4", "requests": True}, "requests must be a whole number of measured requests, at least 1, got True"),
+    ({"topology": "tiered:8,1x4", "requests": "16"},
+     "requests must be a whole number of measured requests, at least 1, got '16'"),
+    ({"topology": "tiered:8,1x4", "requests": True},
+     "requests must be a whole number of measured requests, at least 1, got True"),
 ])
 def test_settings_of_the_wrong_type_are_named(settings, message):
     from dcbench import SpecError

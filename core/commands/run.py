@@ -8,7 +8,7 @@ from typing import Any, Mapping, Sequence
 import click
 
 from dcbench.commands.base import (
-    MAX_RUN_REQUESTS,
+    MAX_REQUESTS,
     MAX_SEEDS,
     PATH,
     check_bounds,
@@ -93,7 +93,7 @@ def print_summary(summaries: list[dict[str, Any]], scenario: Mapping[str, Any], 
 @click.option("--workload", "-w", default=None, help="Workload spec (default: the topology's own).")
 @click.option("--requests", "-n", type=int, default=None,
               help=f"Measured requests per run, after the workload's warm-up (default: the workload's; 2 per "
-                   f"server for uniform), at most {MAX_RUN_REQUESTS:,}.")
+                   f"server for uniform), at most {MAX_REQUESTS:,}.")
 @click.option("--seed", type=int, default=None, help="Run this one seed (default 0).")
 @click.option("--seeds", type=int, default=None, help=f"Run seeds 0..K-1 (K at most {MAX_SEEDS:,}).")
 @click.option("--out", type=PATH, default=Path("results"), show_default=True,
@@ -115,7 +115,7 @@ def run(allocator: str, topology: str, workload: str | None, requests: int | Non
     from dcbench.storage.paths import check_writable
 
     seed_list = _seeds(seed, seeds)
-    check_bounds("--requests", requests, 1, at_most=MAX_RUN_REQUESTS)
+    check_bounds("--requests", requests, 1, at_most=MAX_REQUESTS)
     metrics = tuple(split_specs(metrics, "--metric", "locality")) if metrics else ()
     registry = load_registry()
     if checkpoint is not None:

@@ -10,7 +10,7 @@ import click
 from dcbench.commands.base import (
     ADHOC_SEEDS,
     MAX_JOBS,
-    MAX_RUN_REQUESTS,
+    MAX_REQUESTS,
     MAX_SEEDS,
     PATH,
     check_bounds,
@@ -31,7 +31,7 @@ from dcbench.running.progress import progress_bar
               help="With -t: a workload spec; repeat it, or list specs with commas (default: each topology's own).")
 @click.option("--requests", "-n", type=int, default=None,
               help=f"With -t: measured requests per run, after the workload's warm-up (default: the workload's), "
-                   f"at most {MAX_RUN_REQUESTS:,}.")
+                   f"at most {MAX_REQUESTS:,}.")
 @click.option("--seeds", type=int, default=None,
               help=f"With -t: run seeds 0..K-1 of every scenario (default {ADHOC_SEEDS}, as the suites; K at most "
                    f"{MAX_SEEDS:,}).")
@@ -65,7 +65,7 @@ def sweep(suite_name: str | None, topologies: tuple[str, ...], workloads: tuple[
     from dcbench.storage.paths import check_writable
 
     check_bounds("--jobs", jobs, 1, at_most=MAX_JOBS)
-    check_bounds("--requests", requests, 1, at_most=MAX_RUN_REQUESTS)
+    check_bounds("--requests", requests, 1, at_most=MAX_REQUESTS)
     check_bounds("--seeds", seeds, 1, at_most=MAX_SEEDS)
     adhoc = check_sweep_choice(suite_name, topologies, workloads, requests, seeds)
     registry = load_registry()

@@ -124,9 +124,7 @@ def blamed_on(entry: PluginEntry, failure: str) -> Iterator[None]:
         PluginError: The block raised anything else, in a third-party plugin's code."""
     try:
         yield
-    except DcbenchError:
-        raise
-    except KeyboardInterrupt:  # Ctrl-C (or SIGTERM) stops the command
+    except (DcbenchError, KeyboardInterrupt):  # (Ctrl-C, or SIGTERM, stops the command)
         raise
     # BaseException: a plugin's own (test_a_plugin_that_raises_what_is_no_exception_is_one_line_all_the_same)
     except BaseException as exc:

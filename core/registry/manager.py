@@ -210,9 +210,7 @@ class Registry:
             return False
         try:
             impl.function(*args, **kwargs)
-        except StrictRefusal:  # what it registered, refused in strict mode: the message names it already
-            raise
-        except KeyboardInterrupt:  # Ctrl-C (or SIGTERM) stops the command
+        except (StrictRefusal, KeyboardInterrupt):  # a strict refusal names it already; Ctrl-C stops the command
             raise
         # BaseException: a hook's sys.exit() is its failure (test_a_plugin_that_exits_while_loading_is_reported...)
         except BaseException as exc:

@@ -6,7 +6,6 @@ import contextlib
 import hashlib
 import json
 import platform
-import re
 import subprocess
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
@@ -20,6 +19,7 @@ from dcbench.errors import AllocatorError, IncompatibleError, SpecError, short_r
 from dcbench.model.network import Network, Topology
 from dcbench.model.requests import RequestSequence, SequenceProblem, checked_sequence
 from dcbench.registry import PluginEntry, Registry, blamed_on, get_registry
+from dcbench.registry.columns import COLUMN_NAME
 from dcbench.registry.manager import column_clash
 from dcbench.spec import MAX_REQUESTS, Spec, check_bounds
 from dcbench.storage.tables import write_run
@@ -193,9 +193,6 @@ def compile_topology(entry: PluginEntry, topology: Any) -> Network:
             return Network.compile(topology)
         except SpecError as exc:  # what the topology's own parameters should have ruled out
             raise entry.error(f"{failure}: {exc}") from exc
-
-
-COLUMN_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*")  # a cell of every table and page, Markdown's too
 
 
 def metric_columns(entry: PluginEntry, columns: Any, written_by: dict[str, str]) -> dict[str, float]:
@@ -467,8 +464,7 @@ class Runner:
         """A topology's default workload, its bare name its topology's distribution's where that registers it."""
         name = self.registry.get("topology", Spec.parse(topology).name).name
         qualifier, dot, _ = name.partition(".")
-        own_spec = getattr(self.registry, "own_spec", None)
-        return own_spec("workload", default, qualifier) if dot and own_spec is not None else default
+        return self.registry.own_spec("workload", default, qualifier) if dot else default
 
     @staticmethod
     def _fingerprint(entry: PluginEntry | None, fingerprint: Callable[[Network], str] | None, network: Network

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import os
 import signal
 import sys
 import warnings
@@ -16,7 +17,7 @@ import click
 
 from dcbench.errors import DcbenchError, describe
 from dcbench.registry import Registry, get_registry
-from dcbench.spec import MAX_REQUESTS, check_bounds  # noqa: F401 (the commands')
+from dcbench.spec import MAX_REQUESTS, check_bounds  # noqa: F401 (MAX_REQUESTS: the commands')
 
 
 class ErrorLine(click.ClickException):
@@ -150,6 +151,12 @@ MAX_SEEDS = 10_000  # seeds of one `run`
 MAX_JOBS = 256  # a sweep's worker processes, 100 to 300 MB each
 MAX_REPEAT = 100  # `bench --repeat`: the best of 100 is as steady as timing gets
 ADHOC_SEEDS = 5  # seeds per scenario of an ad-hoc sweep, as the suites have
+
+
+def worker_count(jobs: int | None) -> int:
+    """``--jobs`` checked, or every core (at most `MAX_JOBS`) where it is not given."""
+    check_bounds("--jobs", jobs, 1, at_most=MAX_JOBS)
+    return jobs or min(os.cpu_count() or 1, MAX_JOBS)
 
 
 @contextlib.contextmanager

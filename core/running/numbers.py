@@ -78,11 +78,6 @@ def values_problem(table: Any) -> str | None:
     return None
 
 
-def numbers_problem(table: Any) -> str | None:
-    """`values_problem`, then `counts_problem`: what `report` and `plot` check of a sweep's numbers."""
-    return values_problem(table) or counts_problem(table)
-
-
 SIZE_BRACKETS = range(1, 9)  # acceptance_size_k and accepted_size_k (`dcbench.plugins.metrics.acceptance`)
 BRACKETS = "accepted_size_1..8"
 

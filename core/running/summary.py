@@ -31,8 +31,8 @@ REBUILD_SUMMARY = "remove it and run the sweep again to rebuild it"
 
 def read_sweep_summary(results: Path, registry: Any = None, runs_needed: bool = False, numbers: bool = True) -> Any:
     """A sweep folder's combined ``summary.parquet``, checked by `sweep_summary_problem`, against its run folders (each
-    required only where ``runs_needed``), then by `numbers_problem` where ``numbers``."""
-    from dcbench.running.numbers import numbers_problem
+    required only where ``runs_needed``), then, where ``numbers``, by `values_problem` and `counts_problem`."""
+    from dcbench.running.numbers import counts_problem, values_problem
 
     hint = "give the folder a `dcbench sweep` wrote (its --out, results/<suite> by default)"
     if not results.exists():
@@ -53,7 +53,7 @@ def read_sweep_summary(results: Path, registry: Any = None, runs_needed: bool = 
     if problem is not None:
         raise ResultsError(f"'{path}' is damaged ({problem}); {REBUILD_SUMMARY}")
     check_run_folders(results, table.to_pylist(), runs_needed)
-    problem = numbers_problem(table) if numbers else None
+    problem = (values_problem(table) or counts_problem(table)) if numbers else None
     if problem is not None:
         raise ResultsError(f"'{path}' is damaged ({problem}); {REBUILD_SUMMARY}")
     return table

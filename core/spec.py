@@ -19,7 +19,6 @@ ECHOED = 80  # the most characters of a spec, or of a part of it, that an error 
 
 
 def _echo(text: str) -> str:
-    """``text`` quoted for an error, cut at `ECHOED` characters."""
     return short_repr(text, ECHOED)
 
 
@@ -45,8 +44,7 @@ class Spec:
         Returns:
             The parsed spec, its values still text.
         Raises:
-            SpecError: A bad name, nothing after ``:``, an empty argument, a bad or repeated keyword, a positional
-                argument after a keyword, or more than `MAX_SPEC_CHARACTERS`."""
+            SpecError: It is malformed, or longer than `MAX_SPEC_CHARACTERS`."""
         text = text.strip()
         if len(text) > MAX_SPEC_CHARACTERS:
             raise SpecError(f"spec {_echo(text)} has {len(text):,} characters, more than the "
@@ -112,9 +110,7 @@ def parse_int(text: str) -> int:
 
 def parse_finite_float(text: str) -> float:
     """``float`` as `parse_int` reads an int, and finite: no parameter means nan or ±inf."""
-    if "_" in text or not text.isascii():
-        raise ValueError("not a number")
-    value = float(text)
+    value = float(text) if "_" not in text and text.isascii() else math.nan
     if not math.isfinite(value):
         raise ValueError("not a finite number")
     return value
@@ -180,9 +176,8 @@ class Param:
 
     @staticmethod
     def option(default: Any, help: str, range: Range | None = None, choices: tuple[Any, ...] | None = None) -> Any:
-        """A field of a trainer's configuration dataclass declared as a training option::
-
-            envs: int = Param.option(8, "environments stepped in lockstep", Range(1, 256))
+        """A field of a trainer's configuration dataclass declared as a training option:
+        ``envs: int = Param.option(8, "environments stepped in lockstep", Range(1, 256))``.
 
         Args:
             default: The value when ``-a NAME:KEY=VALUE`` does not give one.
@@ -205,8 +200,7 @@ class Param:
         Returns:
             The typed value.
         Raises:
-            SpecError: Not of its type (ASCII digits only; nan and ±inf refused), not one of its choices, out of its
-                range, or an integer beyond 2**53."""
+            SpecError: Not of its type (ASCII digits, finite), not one of its choices, or out of its range."""
         try:
             value = _PARSERS[self.type](raw)
         except (ValueError, KeyError):
@@ -342,14 +336,7 @@ class Range:
 
 
 def config_params(config_class: type) -> list[Param]:
-    """A `Param` per field of a trainer's configuration dataclass but ``steps`` (``dcbench train --steps``).
-
-    Args:
-        config_class: A dataclass whose fields are str, int, float or bool.
-    Returns:
-        The fields' `Param`s, in field order.
-    Raises:
-        TypeError: Not a dataclass, a field of another type, or ``LIMITS`` declared (bounds never checked)."""
+    """A `Param` per field of a trainer's configuration dataclass but ``steps`` (``dcbench train --steps``)."""
     if not is_dataclass(config_class):
         raise TypeError(f"{config_class!r} is not a dataclass of training options")
     if hasattr(config_class, "LIMITS"):
@@ -380,7 +367,7 @@ def config_options(config_class: type, options: Mapping[str, str] | None, owner:
     Returns:
         The options given, typed, by key (defaults left to the dataclass).
     Raises:
-        SpecError: An unknown key, ``steps``, or a value not of its type, out of its range or not one of its choices."""
+        SpecError: An unknown key, ``steps``, or a value `Param.convert` refuses."""
     params = {param.name: param for param in config_params(config_class)}
     parsed: dict[str, Any] = {}
     for key, text in (options or {}).items():

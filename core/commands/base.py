@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import os
 import signal
 import sys
 import warnings
@@ -16,7 +17,7 @@ import click
 
 from dcbench.errors import DcbenchError, describe
 from dcbench.registry import Registry, get_registry
-from dcbench.spec import MAX_REQUESTS, check_bounds  # noqa: F401 (check_bounds: the commands')
+from dcbench.spec import MAX_REQUESTS, check_bounds  # noqa: F401 (MAX_REQUESTS: the commands')
 
 
 class ErrorLine(click.ClickException):
@@ -29,12 +30,11 @@ class ErrorLine(click.ClickException):
 
 
 def error_line(exc: DcbenchError) -> ErrorLine:
-    """A `DcbenchError` as one line, even where a plugin raised one with several."""
     return ErrorLine(" ".join(line.strip() for line in str(exc).splitlines() if line.strip()))
 
 
 def usage_line(exc: click.UsageError, command: str) -> ErrorLine:
-    """click's usage error as one line that says where to look (click would print the usage and a hint too)."""
+    """click's usage error as one line that says where to look."""
     message = exc.format_message().rstrip(".")
     return ErrorLine(f"{message}{'' if message.endswith('?') else ';'} see `{command} --help`")
 
@@ -50,7 +50,6 @@ class DcbenchGroup(click.Group):
     _commands_loaded = False
 
     def commands_loaded(self) -> None:
-        """Load the plugins' commands, once."""
         if not self._commands_loaded and self.load_commands is not None:
             self._commands_loaded = True
             self.load_commands(self)
@@ -112,7 +111,7 @@ class DcbenchGroup(click.Group):
 
 
 class Terminated(KeyboardInterrupt):
-    """SIGTERM raised where Ctrl-C raises KeyboardInterrupt, so that every clean-up Ctrl-C runs runs for it too."""
+    """SIGTERM raised as Ctrl-C is, so that every clean-up Ctrl-C runs runs for it too."""
 
 
 @contextlib.contextmanager
@@ -148,16 +147,21 @@ PATH = NonEmptyPath(path_type=Path)
 
 
 # Bounds that refuse a typo rather than run out of memory or time, far above any suite's needs.
-MAX_RUN_REQUESTS = MAX_REQUESTS
 MAX_SEEDS = 10_000  # seeds of one `run`
 MAX_JOBS = 256  # a sweep's worker processes, 100 to 300 MB each
 MAX_REPEAT = 100  # `bench --repeat`: the best of 100 is as steady as timing gets
 ADHOC_SEEDS = 5  # seeds per scenario of an ad-hoc sweep, as the suites have
 
 
+def worker_count(jobs: int | None) -> int:
+    """``--jobs`` checked, or every core (at most `MAX_JOBS`) where it is not given."""
+    check_bounds("--jobs", jobs, 1, at_most=MAX_JOBS)
+    return jobs or min(os.cpu_count() or 1, MAX_JOBS)
+
+
 @contextlib.contextmanager
 def warnings_as_lines(show_all: bool = True) -> Iterator[None]:
-    """Print warnings raised inside as one ``Warning:`` line each: all where ``show_all``, else those filters pass."""
+    """Print warnings raised inside as one line each: all where ``show_all``, else those the filters pass."""
     with warnings.catch_warnings(record=True) as caught:
         if show_all:
             warnings.simplefilter("always")
@@ -170,7 +174,7 @@ def warnings_as_lines(show_all: bool = True) -> Iterator[None]:
 
 @contextlib.contextmanager
 def plugin_prints_to_stderr() -> Iterator[Callable[[str], None]]:
-    """Run plugins' code with its prints on stderr, keeping stdout for results; yields an echo to the real stdout."""
+    """Plugins' prints on stderr, stdout kept for results; yields an echo to the real stdout."""
     results = sys.stdout
     with contextlib.redirect_stdout(sys.stderr):
         yield lambda text: click.echo(text, file=results)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from dcbench.commands.base import MAX_REPEAT, MAX_RUN_REQUESTS, check_bounds, load_registry, plugin_prints_to_stderr
+from dcbench.commands.base import MAX_REPEAT, MAX_REQUESTS, check_bounds, load_registry, plugin_prints_to_stderr
 from dcbench.hookspecs import hookimpl
 
 # The papers' fabric at 64, 1,024, 8,192 and 65,536 servers, and an optical fabric of 128 ToRs (8,192 servers).
@@ -27,7 +27,7 @@ DEFAULT_TOPOLOGIES = (
                    "and ocs:128,servers=64).")
 @click.option("--workload", "-w", default=None, help="Workload spec (default: each topology's own).")
 @click.option("--requests", "-n", type=int, default=4096, show_default=True,
-              help=f"Requests per run, at most {MAX_RUN_REQUESTS:,}.")
+              help=f"Requests per run, at most {MAX_REQUESTS:,}.")
 @click.option("--repeat", type=int, default=3, show_default=True,
               help=f"Timed runs per cell, at most {MAX_REPEAT}; the best is kept.")
 def bench(allocators: tuple[str, ...], topologies: tuple[str, ...], workload: str | None, requests: int | None,
@@ -36,7 +36,7 @@ def bench(allocators: tuple[str, ...], topologies: tuple[str, ...], workload: st
     from dcbench.running.bench import run_bench
     from dcbench.running.sweep import split_allocators, split_specs
 
-    check_bounds("--requests", requests, 1, at_most=MAX_RUN_REQUESTS)
+    check_bounds("--requests", requests, 1, at_most=MAX_REQUESTS)
     check_bounds("--repeat", repeat, 1, at_most=MAX_REPEAT)
     registry = load_registry()
     named = bool(allocators)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from dcbench.commands.base import MAX_JOBS, PATH, check_bounds, load_registry, plugin_prints_to_stderr
+from dcbench.commands.base import MAX_JOBS, PATH, check_bounds, load_registry, plugin_prints_to_stderr, worker_count
 from dcbench.errors import DcbenchError, NotInstalledError, ResultsError
 from dcbench.hookspecs import hookimpl
 from dcbench.running.progress import progress_bar
@@ -39,15 +39,13 @@ def leaderboard(ctx: click.Context, root: Path) -> None:
 def submit(root: Path, results: Path, jobs: int | None, about_file: Path | None) -> None:
     """Validate a sweep's RESULTS folder, replay one seed of every scenario
     and allocator in it, and add it to the leaderboard."""
-    import os
-
     from dcbench.publishing.submit import read_about
     from dcbench.publishing.submit import submit as submit_results
 
-    check_bounds("--jobs", jobs, 1, at_most=MAX_JOBS)
+    workers = worker_count(jobs)
     about = read_about(about_file) if about_file is not None else None
     with plugin_prints_to_stderr():
-        folder = submit_results(results, root, load_registry(), jobs or min(os.cpu_count() or 1, MAX_JOBS), about)
+        folder = submit_results(results, root, load_registry(), workers, about)
     click.echo(f"accepted: {folder}")
     click.echo("rebuild the pages with `dcbench leaderboard`")
 
@@ -65,8 +63,6 @@ def submit(root: Path, results: Path, jobs: int | None, about_file: Path | None)
 @click.pass_obj
 def verify(root: Path, count: int, every_run: bool, seed: int, jobs: int | None, quiet: bool) -> None:
     """Re-run submitted runs and compare, bit for bit."""
-    import os
-
     from dcbench.publishing.leaderboard import check_root, load_submissions, record_verified
     from dcbench.publishing.verify import rerun_rows, sample_runs
     from dcbench.running.runner import Runner
@@ -74,7 +70,7 @@ def verify(root: Path, count: int, every_run: bool, seed: int, jobs: int | None,
 
     check_bounds("--runs", count, 0)
     check_bounds("--seed", seed, 0)
-    check_bounds("--jobs", jobs, 1, at_most=MAX_JOBS)
+    workers = worker_count(jobs)
     check_root(root)
     registry = load_registry()
     submissions = load_submissions(root, registry) if root.is_dir() else []
@@ -121,7 +117,7 @@ def verify(root: Path, count: int, every_run: bool, seed: int, jobs: int | None,
             progress.update(task, advance=1, unit_done=True, run=f"{drawn[i]}: {outcomes[i]}")
 
         failures: dict[int, DcbenchError] = {}
-        rerun_rows([pairs[i][1] for i in here], Runner(registry), jobs or min(os.cpu_count() or 1, MAX_JOBS), settle)
+        rerun_rows([pairs[i][1] for i in here], Runner(registry), workers, settle)
     if failures:  # the first in the draw's order, whichever worker was first
         i = min(failures)
         name, row = pairs[i]

@@ -27,22 +27,28 @@ class Results:
 RESULTS_HINT = "give the --out folder of `dcbench run` (results by default) or of `dcbench sweep`"
 
 
+def check_results_folder(folder: Path, purpose: str = "") -> None:
+    """Refuse a ``folder`` that is not there, is a file, or is a single run's."""
+    from dcbench.running.summary import RUN_FOLDER_NAME
+
+    if not folder.exists():
+        raise ResultsError(f"no results folder '{folder}'; {RESULTS_HINT}")
+    if not folder.is_dir():
+        raise ResultsError(f"'{folder}' is a file, not a results folder; {RESULTS_HINT}")
+    if RUN_FOLDER_NAME.fullmatch(folder.name) and (folder / "requests.parquet").is_file():
+        raise ResultsError(f"'{folder}' is a single run's folder; give the folder that holds it ({folder.parent})"
+                           + purpose)
+
+
 def read_results(results: Path, registry: Registry) -> Results:
-    """A sweep's combined summary, or where there is none, the run folders' runs grouped into scenarios; runs made
-    by another dcbench version are said in a note."""
+    """A sweep's combined summary, or else the run folders' runs grouped into scenarios (another version's: a note)."""
     from dcbench._version import __version__
     from dcbench.publishing.report import as_scenarios
-    from dcbench.running.summary import RUN_FOLDER_NAME, holds_runs, read_run_folder, read_sweep_summary
+    from dcbench.running.summary import holds_runs, read_run_folder, read_sweep_summary
     from dcbench.storage.tables import provenance_of
 
-    if not results.exists():
-        raise ResultsError(f"no results folder '{results}'; {RESULTS_HINT}")
-    if not results.is_dir():
-        raise ResultsError(f"'{results}' is a file, not a results folder; {RESULTS_HINT}")
+    check_results_folder(results, " to compare its runs")
     summary = results / "summary.parquet"
-    if RUN_FOLDER_NAME.fullmatch(results.name) and (results / "requests.parquet").is_file():
-        raise ResultsError(f"'{results}' is a single run's folder; give the folder that holds it ({results.parent}) to "
-                           "compare its runs")
     if not summary.exists() and not summary.is_symlink() and not holds_runs(results):
         sweeps = sorted(str(child) for child in results.iterdir() if (child / "summary.parquet").is_file())
         if sweeps:
@@ -143,12 +149,7 @@ def runs(folder: Path, as_csv: bool) -> None:
     from dcbench.running.labels import default_specs
     from dcbench.running.summary import RUN_FOLDER_NAME, read_runs
 
-    if not folder.exists():
-        raise ResultsError(f"no results folder '{folder}'; {RESULTS_HINT}")
-    if not folder.is_dir():
-        raise ResultsError(f"'{folder}' is a file, not a results folder; {RESULTS_HINT}")
-    if RUN_FOLDER_NAME.fullmatch(folder.name) and (folder / "requests.parquet").is_file():
-        raise ResultsError(f"'{folder}' is a single run's folder; give the folder that holds it ({folder.parent})")
+    check_results_folder(folder)
     registry = load_registry()
     rows, damaged = read_runs(folder)
     index = runs_index(rows, registry, default_specs(registry))
@@ -167,8 +168,8 @@ def runs(folder: Path, as_csv: bool) -> None:
 
 
 def runs_index(rows: list[dict[str, Any]], registry: Registry, defaults: Mapping[str, str]) -> list[dict[str, Any]]:
-    """The index of runs ``rows``: scenario label, specs whole and short, the kind's primary metric; pools first,
-    then by scenario, allocator and seed."""
+    """Each run's scenario label, specs whole and short, and its kind's primary metric; by kind, scenario, allocator
+    and seed."""
     from dcbench.publishing.report import labels
     from dcbench.registry.columns import demand_kind, ranking_columns
     from dcbench.registry.kinds import DEMAND_KINDS
@@ -198,7 +199,7 @@ INDEX_CSV_COLUMNS = ("run_id", "scenario", "allocator", "topology", "workload", 
 
 
 def write_index_csv(index: list[dict[str, Any]], registry: Registry) -> None:
-    """The index as CSV on stdout: full specs, then each demand kind's ranking column (empty for no value)."""
+    """The index as CSV on stdout: full specs, then each demand kind's ranking column."""
     import csv
     import io
 
@@ -216,7 +217,7 @@ def write_index_csv(index: list[dict[str, Any]], registry: Registry) -> None:
 
 
 def index_lines(index: list[dict[str, Any]], width: int) -> list[str]:
-    """The index as aligned text within ``width`` (≥ 80) columns, per demand kind, specs cut with '…' to fit."""
+    """The index as aligned text within ``width`` (≥ 80) columns, per demand kind, specs cut to fit."""
     from dcbench.publishing.report import significant
 
     lines = []

@@ -8,7 +8,7 @@ from typing import Any, Mapping, Sequence
 import click
 
 from dcbench.commands.base import (
-    MAX_RUN_REQUESTS,
+    MAX_REQUESTS,
     MAX_SEEDS,
     PATH,
     check_bounds,
@@ -19,7 +19,7 @@ from dcbench.errors import SpecError, UnknownPluginError
 from dcbench.hookspecs import hookimpl
 from dcbench.registry import KINDS, PLURALS, PluginEntry, Registry, blamed_on
 from dcbench.running.progress import progress_bar
-from dcbench.spec import Param, config_params
+from dcbench.spec import config_params
 
 KIND_ALIASES = {kind: kind for kind in KINDS} | {PLURALS[kind]: kind for kind in KINDS}
 
@@ -59,8 +59,8 @@ BETTER_MARK = {"higher": " ↑", "lower": " ↓", None: ""}
 
 def print_summary(summaries: list[dict[str, Any]], scenario: Mapping[str, Any], kind: str,
                   registry: Registry, asked_columns: Sequence[str] = ()) -> None:
-    """The resolved scenario, a line per part, then the headline columns of the run's demand ``kind``
-    with values, and those of --metric metrics that declare none, over the seeds."""
+    """The resolved scenario, a line per part, then the headline columns of the run's demand ``kind`` with values,
+    and those of --metric metrics that declare none, over the seeds."""
     from rich.console import Console
     from rich.table import Table
 
@@ -93,7 +93,7 @@ def print_summary(summaries: list[dict[str, Any]], scenario: Mapping[str, Any], 
 @click.option("--workload", "-w", default=None, help="Workload spec (default: the topology's own).")
 @click.option("--requests", "-n", type=int, default=None,
               help=f"Measured requests per run, after the workload's warm-up (default: the workload's; 2 per "
-                   f"server for uniform), at most {MAX_RUN_REQUESTS:,}.")
+                   f"server for uniform), at most {MAX_REQUESTS:,}.")
 @click.option("--seed", type=int, default=None, help="Run this one seed (default 0).")
 @click.option("--seeds", type=int, default=None, help=f"Run seeds 0..K-1 (K at most {MAX_SEEDS:,}).")
 @click.option("--out", type=PATH, default=Path("results"), show_default=True,
@@ -115,7 +115,7 @@ def run(allocator: str, topology: str, workload: str | None, requests: int | Non
     from dcbench.storage.paths import check_writable
 
     seed_list = _seeds(seed, seeds)
-    check_bounds("--requests", requests, 1, at_most=MAX_RUN_REQUESTS)
+    check_bounds("--requests", requests, 1, at_most=MAX_REQUESTS)
     metrics = tuple(split_specs(metrics, "--metric", "locality")) if metrics else ()
     registry = load_registry()
     if checkpoint is not None:
@@ -165,7 +165,12 @@ def list_(kind: str | None) -> None:
 
     registry = load_registry()
     if kind in ENVS:
-        list_envs(registry)
+        from dcbench.envs import env_listing
+
+        heading, *lines = env_listing(registry)
+        click.secho(heading, bold=True)
+        for line in lines:
+            click.echo(line)
         return
     if kind is not None and kind not in KIND_ALIASES:
         named = [(current, registry.entries(current)[kind]) for current in KINDS if kind in registry.entries(current)]
@@ -202,18 +207,7 @@ def list_(kind: str | None) -> None:
                 click.echo(f"  {'':<16}   {detail}")
 
 
-def list_envs(registry: Registry) -> None:
-    """`dcbench list envs`: one line per registered environment id, in 80 columns (docs/envs.md)."""
-    from dcbench.envs import env_listing
-
-    heading, *lines = env_listing(registry)
-    click.secho(heading, bold=True)
-    for line in lines:
-        click.echo(line)
-
-
 def show_entry(kind: str, entry: Any) -> None:
-    """One plugin in full, for `dcbench list NAME`."""
     click.secho(f"{kind} {entry.name}", bold=True)
     click.echo(f"  {entry.description}")
     if kind == "suite":
@@ -234,27 +228,17 @@ def show_entry(kind: str, entry: Any) -> None:
             click.echo(f"    {param.help_line()}")
     else:
         click.echo("  no parameters")
-    options = training_options(entry)
+    options = []
+    if entry.training_options is not None:  # ``module:ConfigClass``, a dataclass of options
+        config_class = PluginEntry(entry.kind, entry.name, entry.training_options, plugin=entry.plugin,
+                                   distribution=entry.distribution).load()
+        with blamed_on(entry, "declares training options that cannot be listed"):
+            options = config_params(config_class)
     if options:
         click.echo(f"  training options (-a {entry.name}:KEY=VALUE with dcbench train):")
         width = max(len(option.name) for option in options)
         for option in options:
             click.echo(f"    {option.help_line(width)}")
-
-
-def training_options(entry: PluginEntry) -> list[Param]:
-    """The training options a learned allocator declares (``training_options="module:ConfigClass"``), or none.
-
-    Raises:
-        PluginError: A third-party declaration does not load or is no dataclass of options.
-    """
-    declared = entry.training_options
-    if declared is None:
-        return []
-    config_class = PluginEntry(entry.kind, entry.name, declared, plugin=entry.plugin,
-                               distribution=entry.distribution).load()
-    with blamed_on(entry, "declares training options that cannot be listed"):
-        return config_params(config_class)
 
 
 @click.command()

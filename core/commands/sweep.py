@@ -10,12 +10,13 @@ import click
 from dcbench.commands.base import (
     ADHOC_SEEDS,
     MAX_JOBS,
-    MAX_RUN_REQUESTS,
+    MAX_REQUESTS,
     MAX_SEEDS,
     PATH,
     check_bounds,
     load_registry,
     plugin_prints_to_stderr,
+    worker_count,
 )
 from dcbench.errors import SpecError
 from dcbench.hookspecs import hookimpl
@@ -31,7 +32,7 @@ from dcbench.running.progress import progress_bar
               help="With -t: a workload spec; repeat it, or list specs with commas (default: each topology's own).")
 @click.option("--requests", "-n", type=int, default=None,
               help=f"With -t: measured requests per run, after the workload's warm-up (default: the workload's), "
-                   f"at most {MAX_RUN_REQUESTS:,}.")
+                   f"at most {MAX_REQUESTS:,}.")
 @click.option("--seeds", type=int, default=None,
               help=f"With -t: run seeds 0..K-1 of every scenario (default {ADHOC_SEEDS}, as the suites; K at most "
                    f"{MAX_SEEDS:,}).")
@@ -54,8 +55,6 @@ def sweep(suite_name: str | None, topologies: tuple[str, ...], workloads: tuple[
           jobs: int | None, executor: str, address: str | None, quiet: bool) -> None:
     """Run every scenario, allocator and seed of a suite, or of topologies given with -t (an ad-hoc sweep, which report
     and plot read as they read a suite's); resumes where it stopped."""
-    import os
-
     from dcbench._version import __version__
     from dcbench.running import sweep as sweeps
     from dcbench.running.runner import Runner
@@ -64,8 +63,8 @@ def sweep(suite_name: str | None, topologies: tuple[str, ...], workloads: tuple[
     from dcbench.storage.locks import folder_lock, sole_writer
     from dcbench.storage.paths import check_writable
 
-    check_bounds("--jobs", jobs, 1, at_most=MAX_JOBS)
-    check_bounds("--requests", requests, 1, at_most=MAX_RUN_REQUESTS)
+    workers = worker_count(jobs)
+    check_bounds("--requests", requests, 1, at_most=MAX_REQUESTS)
     check_bounds("--seeds", seeds, 1, at_most=MAX_SEEDS)
     adhoc = check_sweep_choice(suite_name, topologies, workloads, requests, seeds)
     registry = load_registry()
@@ -76,7 +75,6 @@ def sweep(suite_name: str | None, topologies: tuple[str, ...], workloads: tuple[
                                                                     (metrics, "--metric", "locality")))
     if address is not None and executor != "ray":
         raise SpecError("--address is the Ray cluster's, for --executor ray; give both, or neither")
-    workers = jobs if jobs is not None else min(os.cpu_count() or 1, MAX_JOBS)
     runner = Runner(registry)
     with plugin_prints_to_stderr():
         if adhoc:

@@ -86,8 +86,7 @@ COLOUR_LENGTH = 40
 
 
 def colour_problem(colour: Any) -> str | None:
-    """What makes ``colour=`` unusable: a matplotlib colour ("C1", "tab:blue", "#1f77b4"), or a mapping from "" and
-    ``KEY=VALUE`` spec options to one."""
+    """What makes ``colour=`` (a colour, or a mapping from "" and ``KEY=VALUE`` spec options to one) unusable."""
     colours = colour if isinstance(colour, Mapping) else {"": colour}
     for option, value in colours.items():
         if not isinstance(option, str) or option and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=[^,:=]+", option):
@@ -98,13 +97,11 @@ def colour_problem(colour: Any) -> str | None:
 
 
 def _loadable(target: Any) -> bool:
-    """A callable, or a 'module:attr' string."""
     return callable(target) or isinstance(target, str) and ":" in target
 
 
 def param_problem(param: Param) -> str | None:
-    """What makes a declared `Param` unusable, or None: a name a spec can give, and a default it accepts (a resolved
-    spec writes it out to be parsed again)."""
+    """What makes a declared `Param` unusable, or None: a name a spec can give, and a default it accepts."""
     if not isinstance(param.name, str) or not param.name.isidentifier():
         return "needs a name of letters, digits and '_'"
     if param.type not in PARAM_TYPES:
@@ -121,7 +118,7 @@ def param_problem(param: Param) -> str | None:
 
 
 def suite_problem(suite: Any) -> str | None:
-    """What makes ``register(suite)`` unusable, or None: it needs runs, and one row per (scenario, seed)."""
+    """What makes ``register(suite)`` unusable, or None."""
     if not isinstance(suite, Suite):
         return f"it is a {type(suite).__name__}, not a dcbench.Suite"
     if not isinstance(suite.name, str) or not is_spec_name(suite.name):
@@ -170,7 +167,6 @@ def _scenario_problem(scenario: Scenario) -> str | None:
 
 
 def is_spec_name(name: str) -> bool:
-    """Whether ``name`` is a spec's whole name, as ``Spec.parse`` reads it."""
     try:
         return Spec.parse(name) == Spec(name)
     except SpecError:

@@ -70,7 +70,6 @@ class Column:
 
 
 def columns_problem(columns: Any) -> str | None:
-    """What makes a metric's ``columns=`` unusable, or None."""
     if not isinstance(columns, (list, tuple)):
         return f"columns={short_repr(columns)} is not a list of dcbench.Column"
     for column in columns:
@@ -125,8 +124,7 @@ def ranking_columns(declared: Iterable[Column]) -> dict[str, tuple[str, bool]]:
 
 
 def demand_kind(row: Any, columns: Sequence[Column]) -> str:
-    """A run's demand kind from its summary ``row``: the first kind but "pool" with a column of its own in the row
-    (even NaN), else "pool"."""
+    """A run's demand kind: the first but "pool" with a column of its own in the ``row`` (even NaN), else "pool"."""
     for kind in DEMAND_KINDS[1:]:
         if any(column.demands == (kind,) and "*" not in column.name and row.get(column.name) is not None
                for column in columns):

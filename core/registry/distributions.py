@@ -1,5 +1,4 @@
-"""What identifies a third-party plugin beyond its entry point: its distribution's normalized name, a digest of its
-source (hashed into run ids), and whether ``DCBENCH_DISABLE_PLUGINS`` turns it off."""
+"""A third-party plugin's distribution name, source digest (hashed into run ids), and whether it is turned off."""
 
 from __future__ import annotations
 
@@ -34,8 +33,7 @@ def is_disabled(entry_point: str, distribution: str, disabled: Collection[str]) 
 
 def disable_problems(requested: Iterable[str], third_party: Iterable[tuple[str, str]],
                      builtin: Collection[str]) -> list[str]:
-    """A warning for each name of ``DCBENCH_DISABLE_PLUGINS`` that turns nothing off (a built-in plugin's, or no
-    installed one's), so a typo is not silent."""
+    """A warning for each name of ``DCBENCH_DISABLE_PLUGINS`` that turns nothing off, so a typo is not silent."""
     installed = sorted({name for pair in third_party for name in pair if name != "?"})
     known = {normalized(name) for name in installed}
     problems = []
@@ -57,8 +55,8 @@ def builtin_names(modules: Iterable[str]) -> set[str]:
 
 
 def source_digest(module_name: str) -> str:
-    """The first `SOURCE_DIGITS` hex digits of the SHA-256 of every file the module's top-level package ships (data
-    and checkpoints too, not ``__pycache__``), or of a plain module's file; "" where unreadable."""
+    """A SHA-256 of every file the module's top-level package ships (not ``__pycache__``), or of a plain module's
+    file; "" where unreadable."""
     files = _source_files(module_name)
     if not files:
         return ""

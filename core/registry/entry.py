@@ -61,15 +61,14 @@ class PluginEntry:
 
     @property
     def identity(self) -> str:
-        """What a third-party plugin is, for run ids: ``DIST VERSION src=DIGEST`` (its plugin's name if the
-        distribution is unknown); "" for a built-in one."""
+        """What a third-party plugin is, for run ids: ``DIST VERSION src=DIGEST``; "" for a built-in one."""
         if self.builtin:
             return ""
         return (self.distribution or self.plugin) + (f" src={self.source}" if self.source else "")
 
     @property
     def origin(self) -> str:
-        """``plugin NAME`` and its distribution, where known: who to tell about a failure."""
+        """``plugin NAME`` and its distribution, where known."""
         return f"plugin {self.plugin}" + (f", {self.distribution}" if self.distribution else "")
 
     def error(self, problem: str) -> PluginError:
@@ -115,8 +114,8 @@ class PluginEntry:
 
 @contextlib.contextmanager
 def blamed_on(entry: PluginEntry, failure: str) -> Iterator[None]:
-    """A context manager that turns an exception of a third-party plugin's code in its block into a one-line
-    `PluginError` caused by it; a built-in's keeps its traceback, a `DcbenchError` or KeyboardInterrupt passes.
+    """A context manager that makes an exception of a third-party plugin's code in its block a one-line `PluginError`;
+    a built-in's keeps its traceback, a `DcbenchError` or KeyboardInterrupt passes.
 
     Args:
         entry: The registry entry of the plugin whose code runs in the block.
@@ -125,9 +124,7 @@ def blamed_on(entry: PluginEntry, failure: str) -> Iterator[None]:
         PluginError: The block raised anything else, in a third-party plugin's code."""
     try:
         yield
-    except DcbenchError:
-        raise
-    except KeyboardInterrupt:  # Ctrl-C (or SIGTERM) stops the command
+    except (DcbenchError, KeyboardInterrupt):  # (Ctrl-C, or SIGTERM, stops the command)
         raise
     # BaseException: a plugin's own (test_a_plugin_that_raises_what_is_no_exception_is_one_line_all_the_same)
     except BaseException as exc:
@@ -149,8 +146,7 @@ class PluginInfo:
 
     @property
     def qualifier(self) -> str:
-        """The normalized distribution name that qualifies a third-party plugin's names (``DIST.NAME``); "" for a
-        built-in one or an unknown distribution."""
+        """The normalized distribution name that qualifies a third-party plugin's names; "" where none does."""
         return "" if self.builtin or self.distribution == "?" else normalized(self.distribution)
 
     @property

@@ -5,8 +5,6 @@ from __future__ import annotations
 from typing import Any, Mapping, Sequence
 
 KINDS = ("topology", "workload", "allocator", "metric", "suite")
-
-
 BUILTIN_PLUGINS = (
     "dcbench.plugins.topologies.tiered",
     "dcbench.plugins.topologies.ocs",
@@ -30,9 +28,10 @@ BUILTIN_PLUGINS = (
 
 
 PLURALS = {kind: kind + "s" for kind in KINDS} | {"topology": "topologies"}
-
-
 DEMAND_KINDS = ("pool", "job")
+BETTER = ("higher", "lower", None)  # a column's better direction: None for one that only describes a run
+HOOK_OF_KIND = {"topology": "register_topologies", "workload": "register_workloads",
+                "allocator": "register_allocators", "metric": "register_metrics", "suite": "register_suites"}
 
 
 # What ``register(name, target, ...)`` takes by keyword, by kind: each returns its keywords, defaults filled in.
@@ -57,15 +56,3 @@ def metric(*, description: str = "", params: Sequence[Any] = (), columns: Sequen
 
 TUPLE_KEYWORDS = ("params", "demands", "columns", "authors", "training_seeds")  # kept as tuples, given as lists too
 REGISTER_KEYWORDS = {"topology": topology, "workload": workload, "allocator": allocator, "metric": metric}
-
-
-BETTER = ("higher", "lower", None)  # a column's better direction: None for one that only describes a run
-
-
-HOOK_OF_KIND = {
-    "topology": "register_topologies",
-    "workload": "register_workloads",
-    "allocator": "register_allocators",
-    "metric": "register_metrics",
-    "suite": "register_suites",
-}

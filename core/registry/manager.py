@@ -1,9 +1,8 @@
 """The plugin manager and the registry of what plugins register.
 
-A broken third-party plugin is a one-line warning (``DCBENCH_STRICT_PLUGINS=1``, or a comma list of distributions: an
-error); one in ``DCBENCH_DISABLE_PLUGINS`` is not imported. Its names are qualified by its distribution's
-(``dcbench-firstfit.firstfit``); the bare name is an alias where unambiguous, and inside its own distribution (its
-suites, its topologies' default workloads, its tests' checks) names its own plugin first."""
+A broken third-party plugin is a one-line warning (an error where ``DCBENCH_STRICT_PLUGINS`` names it). Its names are
+qualified by its distribution's (``dcbench-firstfit.firstfit``); the bare name is an alias where unambiguous, and
+inside its own distribution names its own plugin first."""
 
 from __future__ import annotations
 
@@ -39,8 +38,8 @@ class PluginLoadWarning(UserWarning):
 
 
 class Entries(Mapping[str, Any]):
-    """One kind's entries by canonical name; a bare name that one distribution alone registers (and no built-in) is an
-    alias; `ambiguous` holds those that several register."""
+    """One kind's entries by canonical name; a bare name one distribution alone registers is an alias, one several
+    register is `ambiguous`."""
 
     def __init__(self, by_name: dict[str, Any]):
         self._by_name = by_name
@@ -91,8 +90,8 @@ class Registry:
         return tuple(column for metric in self.entries("metric").values() for column in metric.columns)
 
     def get(self, kind: str, name: str, within: str = "") -> Any:
-        """The entry ``name`` (canonical or alias) names; UnknownPluginError where none or several. ``within``: the
-        qualifier of the distribution the name is written in, whose own plugin a bare name names first."""
+        """The entry ``name`` names (a bare name naming the distribution ``within``'s own first); UnknownPluginError
+        where none or several."""
         entries = self.entries(kind)
         own = f"{within}.{name}" if within and "." not in name else ""
         if own and own in entries:
@@ -105,8 +104,7 @@ class Registry:
         raise UnknownPluginError(unknown(kind, name, sorted({*entries, *entries.aliases}), PLURALS[kind]))
 
     def own_spec(self, kind: str, spec: str, within: str) -> str:
-        """``spec`` with its bare name qualified where the distribution ``within`` registers it (own names first);
-        otherwise as given."""
+        """``spec`` with its bare name qualified where the distribution ``within`` registers it."""
         name, colon, rest = spec.partition(":")
         own = f"{within}.{name.strip()}"
         if within and "." not in name and own in self.entries(kind):
@@ -114,8 +112,7 @@ class Registry:
         return spec
 
     def own_suite(self, suite: Any, within: str) -> Any:
-        """A suite of the distribution ``within`` with every plugin it names by a bare name of that distribution's
-        qualified (`own_spec`), its scenarios' labels as they were."""
+        """A suite of the distribution ``within`` with its own plugins' bare names qualified (`own_spec`)."""
         if not within:
             return suite
         scenarios = tuple(dataclasses.replace(
@@ -127,8 +124,7 @@ class Registry:
             reference=suite.reference and self.own_spec("allocator", suite.reference, within))
 
     def beside(self, qualifier: str) -> Registry:
-        """This registry as the plugins of the distribution ``qualifier`` run beside: dcbench's own and its own
-        (what `dcbench.testing` checks a package against, whatever else is installed)."""
+        """This registry narrowed to dcbench's plugins and those of the distribution ``qualifier``."""
         narrowed = Registry(self.manager, [p for p in self.plugins if p.builtin or p.qualifier == qualifier],
                             self.failures, self.disabled)
         narrowed.builtin_commands = self.builtin_commands
@@ -145,18 +141,14 @@ class Registry:
     def _collect(self, kind: str) -> Entries:
         registered: dict[str, Any] = {}
         hook = getattr(self.manager.hook, HOOK_OF_KIND[kind])
-        # each plugin on its own, so that a broken one is named and the others still register
-        for impl in self.hook_implementations(hook.name):
+        for impl in self.hook_implementations(hook.name):  # each on its own: a broken one is named, the others register
             self.call_plugin(impl, hook.name, functools.partial(self._register, kind, registered, impl.plugin_name))
         # Third-party entries by distribution (each plugin's in its own order), whatever order they installed in.
-        # A bare name several distributions register is no failure: each one's own suites, defaults and tests name
-        # their own (`own_spec`); elsewhere the bare name is an error listing the qualified ones (`get`).
         return Entries(dict(sorted(registered.items(), key=lambda item: _qualifier_of(item[0]))))
 
     def _register(self, kind: str, registered: dict[str, Any], plugin_name: str, name_or_suite: Any,
                   target: Any = None, **keywords: Any) -> None:
-        """What a hook's ``register`` calls: ``register(suite)``, or ``register(name, target, **keywords)`` with the
-        kind's `kinds.REGISTER_KEYWORDS`."""
+        """What a hook's ``register`` calls: ``register(suite)``, or ``register(name, target, **keywords)``."""
         if kind == "suite":
             entry = name_or_suite
             name = getattr(entry, "name", None)
@@ -170,15 +162,16 @@ class Registry:
                       plugin_name)
             return
         info = self._third_party(plugin_name)
-        canonical = _qualified(info, name)
+        canonical = f"{info.qualifier}.{name}" if info is not None and info.qualifier else name
         if not is_spec_name(canonical):
             self.fail(f"plugin {self.label(plugin_name)} registers {kind} {name!r} as {canonical!r}, which no spec "
                       "can give: its distribution's name is no PEP 508 name; ignored", plugin_name)
             return
-        taken = canonical if canonical in registered else name if _builtin_entry(registered.get(name)) else None
+        builtin = getattr(registered.get(name), "plugin", None) in BUILTIN_PLUGINS
+        taken = canonical if canonical in registered else name if builtin else None
         if taken is not None:  # a built-in name, or a name its own distribution registered already
             self.fail(f"plugin {self.label(plugin_name)} registers {kind} {name!r}, "
-                      f"already registered by {_owner(registered[taken])!r}; ignored", plugin_name)
+                      f"already registered by {getattr(registered[taken], 'plugin', '?')!r}; ignored", plugin_name)
             return
         if kind == "suite":  # the plugin's own Suite stays as it made it; the registry's names its own plugins first
             entry = dataclasses.replace(self.own_suite(entry, info.qualifier if info is not None else ""),
@@ -194,8 +187,7 @@ class Registry:
         registered[canonical] = entry
 
     def add_builtin(self, module_name: str) -> None:
-        """Register a built-in command plugin module now, once: only the command line loads them, so runs never
-        import click."""
+        """Register a built-in command plugin module, once (only the command line imports click)."""
         if self.manager.get_plugin(module_name) is None:
             self.manager.register(importlib.import_module(module_name), name=module_name)
             self.builtin_commands.append(module_name)  # part of dcbench: not in `plugins`, nor in provenance
@@ -210,8 +202,7 @@ class Registry:
         return sorted(implementations, key=lambda impl: not self.is_builtin(impl.plugin_name))
 
     def call_plugin(self, impl: Any, hook_name: str, *args: Any, **kwargs: Any) -> bool:
-        """Call one plugin's implementation of a hook; a third-party one that raises is a warning and False, a
-        built-in's exception keeps its traceback."""
+        """Call one plugin's implementation of a hook; a third-party one that raises is a warning and False."""
         if impl.wrapper or impl.hookwrapper:  # called on its own, a wrapper's generator would never run
             self.fail(f"plugin {self.label(impl.plugin_name)} implements {hook_name} as a hook wrapper, which "
                       "dcbench does not call; drop wrapper=True (or hookwrapper=True) from its @hookimpl; ignored",
@@ -219,9 +210,7 @@ class Registry:
             return False
         try:
             impl.function(*args, **kwargs)
-        except StrictRefusal:  # what it registered, refused in strict mode: the message names it already
-            raise
-        except KeyboardInterrupt:  # Ctrl-C (or SIGTERM) stops the command
+        except (StrictRefusal, KeyboardInterrupt):  # a strict refusal names it already; Ctrl-C stops the command
             raise
         # BaseException: a hook's sys.exit() is its failure (test_a_plugin_that_exits_while_loading_is_reported...)
         except BaseException as exc:
@@ -250,8 +239,7 @@ class Registry:
 
 
 def column_clash(metrics: Iterable[Any]) -> str | None:
-    """The one-line refusal of metrics two of which declare one summary column (a leaderboard would hold two
-    meanings in one column), or None."""
+    """The one-line refusal of metrics two of which declare one summary column, or None."""
     owners: dict[str, Any] = {}
     for metric in metrics:
         for column in metric.columns:
@@ -264,9 +252,8 @@ def column_clash(metrics: Iterable[Any]) -> str | None:
 
 
 def beside_caller(registry: Registry, name: str = "") -> Registry:
-    """``registry`` as the plugins of one distribution run beside (`Registry.beside`): the one that qualifies
-    ``name``, else the third-party one whose code calls: its project's ``pyproject.toml`` above the calling file (its
-    tests), or the calling module's distribution; otherwise ``registry`` itself."""
+    """``registry`` `Registry.beside` the distribution that qualifies ``name``, else the one whose code calls (by its
+    ``pyproject.toml`` above the calling file, or the calling module's distribution); otherwise ``registry``."""
     import sys
 
     qualifiers = {p.qualifier for p in registry.plugins if p.qualifier}
@@ -302,36 +289,19 @@ def _project_of(filename: str) -> str:
     return ""
 
 
-def _owner(entry: Any) -> str:
-    return getattr(entry, "plugin", "?")
-
-
-def _qualified(info: PluginInfo | None, name: str) -> str:
-    """``DIST.NAME`` for a third-party plugin's ``name``."""
-    return f"{info.qualifier}.{name}" if info is not None and info.qualifier else name
-
-
 def _qualifier_of(name: str) -> str:
     qualifier, dot, _ = name.partition(".")
     return qualifier if dot else ""
-
-
-def _builtin_entry(entry: Any) -> bool:
-    return entry is not None and getattr(entry, "plugin", None) in BUILTIN_PLUGINS
 
 
 class StrictRefusal(PluginError):
     """A plugin's failure that ``DCBENCH_STRICT_PLUGINS`` makes an error."""
 
 
-STRICT_VARIABLE = "DCBENCH_STRICT_PLUGINS"
-
-
 def is_strict(plugin: tuple[str, str] | None, environ: Mapping[str, str] | None = None) -> bool:
     """Whether ``DCBENCH_STRICT_PLUGINS`` makes a failure of ``plugin`` (entry point, distribution) an error: ``1``
-    makes every one's, a comma list of distribution (or entry-point) names those plugins' alone, and a failure of no
-    one plugin's (a ``DCBENCH_DISABLE_PLUGINS`` typo) only ``1``'s."""
-    text = (os.environ if environ is None else environ).get(STRICT_VARIABLE, "").strip()
+    every one's, a comma list of names those plugins' alone."""
+    text = (os.environ if environ is None else environ).get("DCBENCH_STRICT_PLUGINS", "").strip()
     if text == "1":
         return True
     names = {normalized(item.strip()) for item in text.split(",") if item.strip()}
@@ -349,7 +319,6 @@ HOOK_NAMES = sorted(name for name in dir(hookspecs) if name.startswith("register
 
 
 def unknown_hooks(module: Any) -> list[str]:
-    """The hook implementations of ``module`` that name no dcbench hook (a typo)."""
     return sorted(name for name, value in vars(module).items()
                   if hasattr(value, "dcbench_impl") and name not in HOOK_NAMES)
 
@@ -390,7 +359,7 @@ def create_registry(entry_points: Iterable[importlib.metadata.EntryPoint] | None
 
 def _load(manager: pluggy.PluginManager, entry_point: importlib.metadata.EntryPoint, info: PluginInfo,
           failures: list[str]) -> bool:
-    """Import and register a third-party plugin and take its source's digest; False where it failed."""
+    """Import and register a third-party plugin, and take its source's digest; False where it failed."""
     label = f"{info.name} ({info.distribution} {info.version})"
     try:
         module = entry_point.load()

@@ -1,5 +1,5 @@
 """A sweep summary's numbers, checked: each value in its column's range (`values_problem`), each run's counts
-consistent (`counts_problem`). `report`, `plot` and the leaderboard read no summary before these pass."""
+consistent (`counts_problem`)."""
 
 from __future__ import annotations
 
@@ -44,8 +44,7 @@ COUNT = ValueRange(f"a whole number from 0 to {LARGEST_INTEGER:,}", 0, LARGEST_I
 AMOUNT = ValueRange("a finite number of at least 0, or NaN", 0)
 FINITE = ValueRange("a finite number, or NaN")
 # A summary column's range by its name (first full match): the core's and built-in metrics' columns, and the
-# conventions third-party metrics follow (``*_ratio``, ``*_probability``, ``*_share``: shares; ``*_util``:
-# utilisations; ``*_count``: counts). Any other column is a finite number, or NaN.
+# conventions third-party metrics follow. Any other column is a finite number, or NaN.
 VALUE_RANGES: tuple[tuple[re.Pattern[str], ValueRange], ...] = tuple(
     (re.compile(pattern), value_range) for pattern, value_range in (
         (r"seed|requests|offered|accepted|invalid_allocations|accepted_size_\d+|\w+_count", COUNT),
@@ -56,13 +55,11 @@ VALUE_RANGES: tuple[tuple[re.Pattern[str], ValueRange], ...] = tuple(
 
 
 def value_range(column: str) -> ValueRange:
-    """The range `VALUE_RANGES` gives ``column``: `FINITE` for a name no pattern matches."""
     return next((value_range for pattern, value_range in VALUE_RANGES if pattern.fullmatch(column)), FINITE)
 
 
 def values_problem(table: Any) -> str | None:
-    """The first number of ``table`` outside its column's `value_range`, said with its run and column, or None (an
-    empty cell, a metric installed after its run, is no number)."""
+    """The first number of ``table`` outside its column's `value_range`, said with its run and column, or None."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -81,11 +78,6 @@ def values_problem(table: Any) -> str | None:
     return None
 
 
-def numbers_problem(table: Any) -> str | None:
-    """`values_problem`, then `counts_problem`: what `report` and `plot` check of a sweep's numbers."""
-    return values_problem(table) or counts_problem(table)
-
-
 SIZE_BRACKETS = range(1, 9)  # acceptance_size_k and accepted_size_k (`dcbench.plugins.metrics.acceptance`)
 BRACKETS = "accepted_size_1..8"
 
@@ -93,13 +85,9 @@ BRACKETS = "accepted_size_1..8"
 def counts_problem(table: Any) -> str | None:
     """The first row of ``table`` (values in range) whose counts disagree, said with its run and columns, or None.
 
-    Each rule holds only where its columns are there and not empty. The core counts the whole run: ``accepted`` <=
-    ``offered`` <= ``requests``, ``invalid_allocations`` <= offered - accepted. The built-in metrics count the M
-    measured requests offered: A accepted, the sum of ``accepted_size_1..8``; ``acceptance_ratio`` is A / M in float64
-    (NaN where M is 0), ``blocking_probability`` (M - A) / M, ``acceptance_size_k`` accepted_size_k over the k-th
-    bracket's requests, which add up to M. So M and each bracket's count are the whole numbers these quotients give
-    back exactly, at most the core's counts (a bracket whose share is 0 has 1 or more).
-    """
+    Each rule holds where its columns are there and not empty: ``accepted`` <= ``offered`` <= ``requests``, and the
+    built-in metrics' ratios over the M measured requests (``acceptance_ratio`` is A / M, A the sum of
+    ``accepted_size_1..8``) give back whole numbers of requests exactly, at most the core's counts."""
     import numpy as np
 
     run_ids = table.column("run_id").to_pylist() if "run_id" in table.column_names else None
@@ -113,7 +101,7 @@ def counts_problem(table: Any) -> str | None:
 
 
 class _Cells:
-    """A summary's numeric columns as float64 (exact for counts below 2**53), and where each is present."""
+    """A summary's numeric columns as float64, and where each is present."""
 
     def __init__(self, table: Any) -> None:
         self.table = table
@@ -147,7 +135,6 @@ def _count_rules(cells: _Cells) -> Iterator[tuple[Any, Callable[[int], str]]]:
 
 
 def _whole_run_rules(cells: _Cells) -> Iterator[tuple[Any, Callable[[int], str]]]:
-    """accepted <= offered <= requests, invalid_allocations <= offered - accepted."""
     for low, high in (("accepted", "offered"), ("offered", "requests")):
         if cells.has(low, high):
             below, above = cells[low], cells[high]
@@ -218,5 +205,4 @@ def _bracket_rules(present: Any, accepted_k: Any, share_k: Any, m: Any, offered:
 
 
 def _n(value: float) -> str:
-    """A count as a whole number, where it is one."""
     return f"{int(value):,}" if math.isfinite(value) and value == int(value) else repr(float(value))

@@ -1,6 +1,5 @@
-"""Progress of long commands (`progress_bar`): rich's bar on a terminal, plain lines elsewhere (a log, CI, ``nohup``):
-one at the end of every unit of work (`Progress.advance`, or ``unit_done=True``) and at most every `LOG_INTERVAL`
-seconds while work goes on. stdout carries only results either way."""
+"""Progress of long commands (`progress_bar`) on stderr: rich's bar on a terminal, elsewhere a line at the end of every
+unit of work and at most every `LOG_INTERVAL` seconds while work goes on."""
 
 from __future__ import annotations
 
@@ -9,12 +8,9 @@ import threading
 import time
 from typing import Any, Callable
 
-# Seconds between two lines of a log while no unit of work ends: a long run or training iteration says it is alive.
-LOG_INTERVAL = 10.0
-# The bar's own width on a terminal (with status texts after it, and without); narrower where the terminal is.
-BAR_WIDTH, BAR_WIDTH_WITH_STATUS = 20, 12
-# The fewest cells a description is cut to (it says what the work is).
-MIN_DESCRIPTION = 16
+LOG_INTERVAL = 10.0  # seconds between two lines of a log while no unit of work ends
+BAR_WIDTH, BAR_WIDTH_WITH_STATUS = 20, 12  # the bar's own width on a terminal, at most
+MIN_DESCRIPTION = 16  # the fewest cells a description is cut to
 TaskID = int
 
 
@@ -47,8 +43,8 @@ class Progress:
 
 
 def shorten(text: str, width: int) -> str:
-    """``text`` in at most ``width`` cells, ended with '…': cut after a word or a spec's argument (a ' ' or ',') where
-    that keeps two thirds of the width, else wherever the width ends."""
+    """``text`` in at most ``width`` cells, ended with '…': cut after a word or a spec's argument where that keeps two
+    thirds of the width."""
     from rich.cells import cell_len, set_cell_size
 
     if cell_len(text) <= width:
@@ -64,9 +60,8 @@ def shorten(text: str, width: int) -> str:
 
 
 def fit_line(width: int, description: str, statuses: list[str], count_cells: int) -> tuple[str, int, list[str]]:
-    """The description, bar width and statuses cut so the bar's whole line fits ``width`` cells: the description
-    keeps three fifths of the room besides the bar, or all it needs if that leaves the statuses 17 cells; the bar
-    shrinks to 10 cells before anything is cut to nothing."""
+    """The description, bar width and statuses cut so the bar's line fits ``width`` cells: the description keeps three
+    fifths of the room besides the bar, or all it needs if that leaves the statuses 17 cells; the bar shrinks to 10."""
     from rich.cells import cell_len
 
     fixed = count_cells + 8 + 3  # count, elapsed time (h:mm:ss), a space before each of the three
@@ -86,7 +81,6 @@ def fit_line(width: int, description: str, statuses: list[str], count_cells: int
 
 
 def count_cells(completed: float, total: float | None) -> int:
-    """Cells of rich's count column, ``completed/total`` (padded to the total's width)."""
     total_text = "?" if total is None else str(int(total))
     return max(len(str(int(completed))), len(total_text)) + 1 + len(total_text)
 
@@ -148,7 +142,6 @@ class ProgressBar(Progress):
 
 
 def elapsed_text(seconds: float) -> str:
-    """h:mm:ss, as rich's bar shows it."""
     whole = max(0, int(seconds))
     return f"{whole // 3600}:{whole % 3600 // 60:02d}:{whole % 60:02d}"
 
@@ -262,8 +255,7 @@ def _write_to_stderr(text: str) -> None:
 def progress_bar(quiet: bool, *status: str, console: Any = None, write: Callable[[str], None] | None = None,
                  clock: Callable[[], float] = time.monotonic, interval: float = LOG_INTERVAL,
                  heartbeat: bool = True) -> Progress:
-    """The progress of a command: nothing when ``quiet``; rich's bar where stderr is a terminal; else a `ProgressLog`
-    on stderr.
+    """The progress of a command: nothing when ``quiet``; rich's bar where stderr is a terminal; else a `ProgressLog`.
 
     Args:
         quiet: Whether to report nothing (``-q``).
@@ -273,10 +265,8 @@ def progress_bar(quiet: bool, *status: str, console: Any = None, write: Callable
         clock: The time in seconds, for a log's intervals and elapsed times.
         interval: The most seconds between two lines of a log while work goes on.
         heartbeat: Whether a log's thread writes that line also while nothing reports.
-
     Returns:
-        A `Progress`, to use as a context manager: ``add_task``, ``update``, ``advance`` and ``note``.
-    """
+        A `Progress`, to use as a context manager: ``add_task``, ``update``, ``advance`` and ``note``."""
     if quiet:
         return Progress()
     if console is None:

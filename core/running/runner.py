@@ -6,7 +6,6 @@ import contextlib
 import hashlib
 import json
 import platform
-import re
 import subprocess
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
@@ -20,6 +19,7 @@ from dcbench.errors import AllocatorError, IncompatibleError, SpecError, short_r
 from dcbench.model.network import Network, Topology
 from dcbench.model.requests import RequestSequence, SequenceProblem, checked_sequence
 from dcbench.registry import PluginEntry, Registry, blamed_on, get_registry
+from dcbench.registry.columns import COLUMN_NAME
 from dcbench.registry.manager import column_clash
 from dcbench.spec import MAX_REQUESTS, Spec, check_bounds
 from dcbench.storage.tables import write_run
@@ -55,13 +55,10 @@ class RunResult:
 
         Args:
             out_dir: The results folder; made where it is missing.
-
         Returns:
             The run's folder.
-
         Raises:
-            ResultsError: The folder cannot be written, or something that is no run folder is in the way.
-        """
+            ResultsError: The folder cannot be written, or something that is no run folder is in the way."""
         return write_run(out_dir, self.run_id, {
             "requests": self.tables.requests,
             "timeline": self.tables.timeline,
@@ -137,10 +134,8 @@ class ResolvedRun:
 
         Args:
             seed: The run's seed.
-
         Returns:
-            16 hex digits.
-        """
+            16 hex digits."""
         from dcbench._version import __version__
 
         return run_hash(self.topology, self.workload, self.allocator, self.requests, seed, __version__,
@@ -151,10 +146,8 @@ class ResolvedRun:
 
         Returns:
             What the allocator plugin built.
-
         Raises:
-            PluginError: A third-party allocator failed to build.
-        """
+            PluginError: A third-party allocator failed to build."""
         return self.allocator_entry.build(self.allocator_spec).obj
 
 
@@ -186,11 +179,6 @@ def metrics_of(fingerprint: str) -> tuple[str, ...]:
     return ()
 
 
-def run_id_of(plan: ResolvedRun, seed: int) -> str:
-    """`ResolvedRun.run_id`, as a function."""
-    return plan.run_id(seed)
-
-
 @lru_cache(maxsize=1)
 def git_commit() -> str | None:
     """The commit of the dcbench source tree, when it is a git checkout."""
@@ -200,11 +188,6 @@ def git_commit() -> str | None:
     except (OSError, subprocess.SubprocessError):
         return None
     return out.stdout.strip() or None if out.returncode == 0 else None
-
-
-def default_requests(network: Network) -> int:
-    """Two requests per server: the papers' 128 on 64 servers, 2,048 on 1,024."""
-    return 2 * network.n_servers
 
 
 def compile_topology(entry: PluginEntry, topology: Any) -> Network:
@@ -217,9 +200,6 @@ def compile_topology(entry: PluginEntry, topology: Any) -> Network:
             return Network.compile(topology)
         except SpecError as exc:  # what the topology's own parameters should have ruled out
             raise entry.error(f"{failure}: {exc}") from exc
-
-
-COLUMN_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*")  # a cell of every table and page, Markdown's too
 
 
 def metric_columns(entry: PluginEntry, columns: Any, written_by: dict[str, str]) -> dict[str, float]:
@@ -370,15 +350,12 @@ class Runner:
 
         Args:
             topology: The topology spec (``tiered:32,1x4``).
-
         Returns:
             ``(resolved spec, network)``, the same network for specs that resolve alike.
-
         Raises:
             SpecError: A malformed spec, or a parameter the plugin refuses.
             UnknownPluginError: No such topology is registered.
-            PluginError: A third-party plugin failed to build it, or built a topology that does not compile.
-        """
+            PluginError: A third-party plugin failed to build it, or built a topology that does not compile."""
         if topology not in self._networks:
             spec = Spec.parse(topology)
             entry = self.registry.get("topology", spec.name)
@@ -393,10 +370,8 @@ class Runner:
 
         Args:
             topology: The topology spec.
-
         Returns:
-            The fixed fabric.
-        """
+            The fixed fabric."""
         topology_spec, network = self.network(topology)
         if topology_spec not in self._fixed_fabrics:
             self._fixed_fabrics[topology_spec] = network.fixed_fabric()
@@ -404,22 +379,14 @@ class Runner:
 
     def resolve_scenario(self, topology: str, workload: str | None = None, requests: int | None = None
                          ) -> ResolvedRun:
-        """`resolve` without an allocator (``allocator`` is "" and ``allocator_entry`` None).
+        """`resolve` without an allocator (``allocator`` is "" and ``allocator_entry`` None), raising as it does.
 
         Args:
             topology: The topology spec.
             workload: The workload spec (None: the topology's default).
             requests: Requests per run (None: the workload's default).
-
         Returns:
-            The resolved scenario.
-
-        Raises:
-            SpecError: As `resolve`.
-            UnknownPluginError: As `resolve`.
-            IncompatibleError: As `resolve`.
-            PluginError: As `resolve`.
-        """
+            The resolved scenario."""
         return self.resolve(None, topology, workload, requests)
 
     def resolve(self, allocator: str | None, topology: str, workload: str | None = None,
@@ -432,18 +399,15 @@ class Runner:
             workload: The workload spec (None: the topology's default).
             requests: Requests per run (None: the workload's ``default_requests(network)``, else two per server).
             metrics: Third-party metrics to compute besides dcbench's own; their names enter the run id.
-
         Returns:
             The plan, without a seed.
-
         Raises:
             SpecError: A malformed spec, a parameter a plugin refuses (the allocator's ``check(network)`` too), no
                 workload and no default, or ``requests`` outside 1 to 1,000,000.
             UnknownPluginError: A spec names no registered plugin.
             IncompatibleError: The topology or the allocator serves no demand of the workload's kind.
             PluginError: A third-party plugin failed to build or returned something unusable.
-            AllocatorError: The allocator's fingerprint cannot be taken (a missing or unreadable checkpoint).
-        """
+            AllocatorError: The allocator's fingerprint cannot be taken (a missing or unreadable checkpoint)."""
         topology_spec, network = self.network(topology)
         if not workload and not network.default_workload:
             raise SpecError(f"topology {Spec.parse(topology).name!r} names no default workload; give one with -w")
@@ -506,14 +470,11 @@ class Runner:
 
         Args:
             names: Metric names, as ``--metric`` or a suite's ``metrics`` give them.
-
         Returns:
             Their registry entries, built-in ones left out.
-
         Raises:
             UnknownPluginError: A name no metric plugin registers.
-            SpecError: Two of the metrics run would write one summary column.
-        """
+            SpecError: Two of the metrics run would write one summary column."""
         wanted = {self.registry.get("metric", name).name for name in names}
         asked = tuple(entry for name, entry in self.registry.entries("metric").items()
                       if name in wanted and not entry.builtin)
@@ -527,8 +488,7 @@ class Runner:
         """A topology's default workload, its bare name its topology's distribution's where that registers it."""
         name = self.registry.get("topology", Spec.parse(topology).name).name
         qualifier, dot, _ = name.partition(".")
-        own_spec = getattr(self.registry, "own_spec", None)
-        return own_spec("workload", default, qualifier) if dot and own_spec is not None else default
+        return self.registry.own_spec("workload", default, qualifier) if dot else default
 
     @staticmethod
     def _fingerprint(entry: PluginEntry | None, fingerprint: Callable[[Network], str] | None, network: Network
@@ -547,8 +507,8 @@ class Runner:
     @staticmethod
     def _default_requests(entry: PluginEntry, workload: Any, network: Network) -> int:
         chooser = getattr(workload, "default_requests", None)
-        if chooser is None:
-            return default_requests(network)
+        if chooser is None:  # two per server: the papers' 128 on 64 servers, 2,048 on 1,024
+            return 2 * network.n_servers
         with blamed_on(entry, "failed in default_requests(network)"):
             value = chooser(network.private_copy())
         if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or not 1 <= value <= MAX_REQUESTS:
@@ -559,7 +519,8 @@ class Runner:
     def run(self, allocator: str, topology: str, workload: str | None = None, requests: int | None = None,
             seed: int = 0, progress: Callable[[int], None] | None = None, metrics: Sequence[str] = ()
             ) -> RunResult:
-        """`resolve` then `run_plan` in one call (runs of several seeds resolve once and call `run_plan` each).
+        """`resolve` then `run_plan` in one call, raising as they do (runs of several seeds resolve once and call
+        `run_plan` each).
 
         Args:
             allocator: The allocator spec.
@@ -569,17 +530,8 @@ class Runner:
             seed: A non-negative integer.
             progress: Called with the number of requests done, every hundredth of the run (None: not called).
             metrics: Third-party metrics to compute besides dcbench's own.
-
         Returns:
-            The run's results, not yet written (`RunResult.write`).
-
-        Raises:
-            SpecError: As `resolve`, or a seed that is no non-negative integer.
-            UnknownPluginError: As `resolve`.
-            IncompatibleError: As `resolve`.
-            PluginError: As `resolve` and `run_plan`.
-            AllocatorError: As `resolve` and `run_plan`.
-        """
+            The run's results, not yet written (`RunResult.write`)."""
         check_seed(seed)
         return run_plan(self.resolve(allocator, topology, workload, requests, metrics), seed, progress)
 

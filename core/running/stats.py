@@ -5,8 +5,7 @@ from __future__ import annotations
 import math
 from typing import Iterable
 
-# Two-sided 95% quantiles of Student's t for 1 to 30 degrees of freedom, to nine decimals (scipy.stats.t.ppf):
-# three, as printed tables give, move a half-width's third decimal in about one cell in a hundred.
+# Two-sided 95% quantiles of Student's t for 1 to 30 degrees of freedom, to nine decimals (scipy.stats.t.ppf).
 _T975 = (12.706204736, 4.302652730, 3.182446305, 2.776445105, 2.570581836, 2.446911851, 2.364624252,
          2.306004135, 2.262157163, 2.228138852, 2.200985160, 2.178812830, 2.160368656, 2.144786688,
          2.131449546, 2.119905299, 2.109815578, 2.100922040, 2.093024054, 2.085963447, 2.079613845,
@@ -16,8 +15,7 @@ _Z975 = 1.959963984540054
 
 
 def t975(dof: int) -> float:
-    """The 97.5% quantile of Student's t: tabulated up to 30 degrees of freedom, past that the Cornish-Fisher expansion
-    about the normal quantile (within 2e-5 of the exact value from 31 on)."""
+    """The 97.5% quantile of Student's t: tabulated to 30 degrees of freedom, past that the Cornish-Fisher expansion."""
     if dof <= len(_T975):
         return _T975[dof - 1]
     z = _Z975
@@ -47,11 +45,9 @@ def mean_ci(values: Iterable[float]) -> tuple[float, float, int]:
 
     Args:
         values: The values, one per seed say; NaN and None are left out.
-
     Returns:
         ``(mean, half-width, n)``: the half-width is Student's t for n − 1 degrees of freedom times the standard
-        error, NaN with fewer than two values; the mean is NaN with none.
-    """
+        error, NaN with fewer than two values; the mean is NaN with none."""
     mean, sd, n = mean_sd(values)
     if n < 2:
         return mean, float("nan"), n
@@ -73,10 +69,8 @@ def format_ci(mean: float, half: float, digits: int = 3) -> str:
         mean: The mean (NaN: no value).
         half: The half-width (NaN: no interval, one seed).
         digits: Decimal places of both.
-
     Returns:
-        "0.937 ± 0.004"; "0.937" without an interval; "–" without a mean.
-    """
+        "0.937 ± 0.004"; "0.937" without an interval; "–" without a mean."""
     if math.isnan(mean):
         return "–"
     if math.isnan(half):

@@ -30,10 +30,9 @@ REBUILD_SUMMARY = "remove it and run the sweep again to rebuild it"
 
 
 def read_sweep_summary(results: Path, registry: Any = None, runs_needed: bool = False, numbers: bool = True) -> Any:
-    """A sweep folder's combined ``summary.parquet``, as `plot`, `report` and the leaderboard read it: checked by
-    `sweep_summary_problem`, against its run folders (each required only where ``runs_needed``), then by
-    `numbers_problem` where ``numbers``; a folder of single runs is a one-line error saying what to give instead."""
-    from dcbench.running.numbers import numbers_problem
+    """A sweep folder's combined ``summary.parquet``, checked by `sweep_summary_problem`, against its run folders (each
+    required only where ``runs_needed``), then, where ``numbers``, by `values_problem` and `counts_problem`."""
+    from dcbench.running.numbers import counts_problem, values_problem
 
     hint = "give the folder a `dcbench sweep` wrote (its --out, results/<suite> by default)"
     if not results.exists():
@@ -54,7 +53,7 @@ def read_sweep_summary(results: Path, registry: Any = None, runs_needed: bool = 
     if problem is not None:
         raise ResultsError(f"'{path}' is damaged ({problem}); {REBUILD_SUMMARY}")
     check_run_folders(results, table.to_pylist(), runs_needed)
-    problem = numbers_problem(table) if numbers else None
+    problem = (values_problem(table) or counts_problem(table)) if numbers else None
     if problem is not None:
         raise ResultsError(f"'{path}' is damaged ({problem}); {REBUILD_SUMMARY}")
     return table
@@ -64,8 +63,7 @@ RUN_FOLDER_NAME = re.compile(r"[0-9a-f]{16}")  # a run id: what `write_run` name
 
 
 def run_folders(folder: Path) -> list[Path]:
-    """The run-id-named folders right below ``folder``, by name; anything else (plots/, a hidden half-written run)
-    is no run."""
+    """The run-id-named folders right below ``folder``, by name."""
     try:
         children = sorted(folder.iterdir())
     except OSError as exc:
@@ -75,7 +73,6 @@ def run_folders(folder: Path) -> list[Path]:
 
 
 def holds_runs(folder: Path) -> bool:
-    """Whether ``folder`` is a folder with a run folder in it (what `dcbench run` writes to)."""
     return folder.is_dir() and not folder.is_symlink() and bool(run_folders(folder))
 
 
@@ -98,8 +95,8 @@ def run_identity_problem(run_dir: Path) -> str | None:
 
 
 def read_runs(folder: Path) -> tuple[list[dict[str, Any]], list[tuple[Path, str]]]:
-    """The one-row summaries of the run folders below ``folder`` that pass `run_identity_problem`, and those that
-    failed, with why."""
+    """The summaries of the run folders below ``folder`` that pass `run_identity_problem`, and those that failed, with
+    why."""
     rows, damaged = [], []
     for run_dir in run_folders(folder):
         problem = run_identity_problem(run_dir)
@@ -124,9 +121,8 @@ def read_run_folder(folder: Path) -> list[dict[str, Any]]:
 
 
 def check_run_folders(results: Path, rows: list[dict[str, Any]], runs_needed: bool = True) -> None:
-    """Check that each summary row says what its finished run folder's summary says; a one-line error with the fix.
-    A missing folder is an error only where ``runs_needed`` (a submission): the summary holds all a report or plot
-    reads, so removing run folders to save space is fine."""
+    """Refuse a summary row that its finished run folder's summary contradicts; a missing folder only where
+    ``runs_needed`` (a submission: a report or plot reads the summary alone)."""
     for row in rows:
         run_dir = results / row["run_id"]
         if not runs_needed and not run_dir.exists():
@@ -154,7 +150,6 @@ def summary_row_problem(row: Mapping[str, Any], run_dir: Path) -> str | None:
 
 
 def same_value(a: Any, b: Any) -> bool:
-    """Whether two cells say the same: equal, or both NaN (which equals nothing)."""
     return a == b or (isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b))
 
 
@@ -173,7 +168,7 @@ ADHOC_REFUSED = ("it is an ad-hoc sweep's (of -t/-w specs), and the leaderboard 
 
 
 def is_adhoc_sweep(results: Path) -> bool:
-    """Whether ``results`` holds an ad-hoc sweep's summary (False where none reads: later checks say why)."""
+    """Whether ``results`` holds an ad-hoc sweep's summary (False where none reads)."""
     try:
         provenance, _ = _read_provenance(table_at(results / "summary.parquet"))
     except (UnreadableTable, OSError):
@@ -182,8 +177,8 @@ def is_adhoc_sweep(results: Path) -> bool:
 
 
 def sweep_provenance_problem(table: Any, adhoc: bool = True) -> str | None:
-    """Why ``table`` is no sweep's combined summary (with a scenario column and a provenance naming the suite, or
-    where ``adhoc`` listing the scenarios), or None."""
+    """Why ``table`` is no sweep's combined summary (a scenario column, a provenance naming the suite or, where
+    ``adhoc``, listing the scenarios), or None."""
     provenance, problem = _read_provenance(table)
     if provenance is None:
         return problem
@@ -204,7 +199,6 @@ def sweep_provenance_problem(table: Any, adhoc: bool = True) -> str | None:
 
 
 def sweep_summary_problem(table: Any, registry: Any = None, adhoc: bool = False) -> str | None:
-    """What is wrong with ``table`` as a sweep's combined summary, or None."""
     problem = sweep_provenance_problem(table, adhoc)
     if problem is not None:
         return problem
@@ -244,8 +238,7 @@ def summary_runs_problem(table: Any) -> str | None:
 
 
 def summary_contents_problem(table: Any, primary: str) -> str | None:
-    """What is wrong with a sweep summary's contents, or None: rows, `SUMMARY_COLUMNS` typed, ``primary``, numbers."""
-
+    """What is wrong with a sweep summary's contents, or None: rows, `SUMMARY_COLUMNS` typed, ``primary``."""
     if table.num_rows == 0:
         return "it is empty, with no runs"
     if "run_id" in table.column_names:  # a row copied would count twice in every mean and interval
@@ -281,8 +274,7 @@ def summary_schema_problem(schema: Any, required: Mapping[str, str]) -> str | No
 
 
 def run_folder_problem(run_dir: Path) -> str | None:
-    """Why ``run_dir`` holds no finished run, or None: its three tables' footers read (catching truncation), and its
-    summary is one row with the summary's columns naming the folder's run."""
+    """Why ``run_dir`` holds no finished run, or None: three readable footers, a one-row summary naming its run."""
     import pyarrow.parquet as pq
 
     if not all((run_dir / f"{name}.parquet").is_file() for name in TABLES):

@@ -1,6 +1,5 @@
-"""Sweeps: every (scenario, allocator, seed) of a suite or of ad-hoc specs, resumable. Each (scenario, allocator) is
-resolved once; each run is written atomically to its own folder, so a killed sweep leaves only complete runs, which
-the next skips. The combined ``summary.parquet`` is rebuilt from the run folders, in plan order."""
+"""Sweeps: every (scenario, allocator, seed) of a suite or of ad-hoc specs, each run written atomically to its own
+folder, so a killed sweep resumes; the combined ``summary.parquet`` is rebuilt from the run folders, in plan order."""
 
 from __future__ import annotations
 
@@ -32,24 +31,15 @@ SUMMARY = "summary.parquet"
 
 
 def split_specs(values: Iterable[str], flag: str, example: str) -> list[str]:
-    """A repeatable option's values, each a comma list of specs: a piece with '=' and no ':', or one that starts with
-    no spec's name (``1x4``, ``32``), is a further argument of the spec before it (``ccf:reconfigure=no,jcb`` is two
-    specs, ``nalb:route=reference,queue=lifo`` and ``tiered:32,1x4`` one each).
+    """A repeatable option's values (``flag``), each a comma list of specs: a piece with '=' and no ':', or one that
+    starts with no spec's name (``1x4``), is a further argument of the spec before it (``ccf:reconfigure=no,jcb`` is
+    two specs, ``tiered:32,1x4`` one)."""
+    from dcbench.registry.checks import is_spec_name
 
-    Args:
-        values: The option's values, as click gives them.
-        flag: The option, for messages (``--allocator``).
-        example: A value to show where none is given (``tetris,nalb``).
-
-    Returns:
-        The specs, in order.
-
-    Raises:
-        SpecError: None given, an argument with no spec before it, or an empty piece between commas."""
     specs: list[str] = []
     for value in values:
         for part in (piece.strip() for piece in value.split(",")):
-            if part and (("=" in part and ":" not in part) or not _starts_with_a_name(part)):
+            if part and (("=" in part and ":" not in part) or not is_spec_name(part.split(":")[0])):
                 if not specs or ":" not in specs[-1]:
                     raise SpecError(f"{short_repr(part)} in {flag} {short_repr(value)} is an argument that follows "
                                     "no NAME:ARGUMENTS spec; write it after its plugin's name and ':'")
@@ -64,15 +54,7 @@ def split_specs(values: Iterable[str], flag: str, example: str) -> list[str]:
     return specs
 
 
-def _starts_with_a_name(piece: str) -> bool:
-    """Whether a comma list's piece begins a spec: a name as a spec's, before any ':'."""
-    from dcbench.registry.checks import is_spec_name
-
-    return is_spec_name(piece.split(":")[0])
-
-
 def split_allocators(values: Iterable[str]) -> list[str]:
-    """``--allocator`` values, each a comma list of specs (`split_specs`)."""
     return split_specs(values, "--allocator", "tetris,nalb,nulb,random")
 
 
@@ -80,14 +62,10 @@ ADHOC_OUT = "sweep"  # an ad-hoc sweep's folder under results/ (a suite's is nam
 ADHOC = "ad-hoc sweep"  # the name of an ad-hoc sweep's suite, which no registered suite can have (a space)
 
 
-def is_adhoc_suite(suite: Suite) -> bool:
-    return suite.name == ADHOC
-
-
 def adhoc_suite(runner: Runner, topologies: Sequence[str], workloads: Sequence[str | None], requests: int | None,
                 seeds: int, allocators: Sequence[str]) -> Suite:
-    """The scenarios of an ad-hoc sweep: every topology with every workload, seeds 0 to ``seeds`` - 1,
-    named from their resolved specs; two that resolve alike are refused (their runs would count twice)."""
+    """Every topology with every workload, seeds 0 to ``seeds`` - 1, named from their resolved specs; two that resolve
+    alike are refused (their runs would count twice)."""
     from dcbench.running.labels import scenario_labels
 
     given: dict[tuple[str, str, int], tuple[str, str | None]] = {}
@@ -109,15 +87,15 @@ def adhoc_suite(runner: Runner, topologies: Sequence[str], workloads: Sequence[s
 
 def described(suite: Suite) -> dict[str, Any]:
     """What a sweep's provenance records of its suite: its name, or an ad-hoc sweep's scenarios."""
-    if not is_adhoc_suite(suite):
+    if suite.name != ADHOC:
         return {"suite": suite.name}
     return {"scenarios": [{"name": s.label, "topology": s.topology, "workload": s.workload, "requests": s.requests,
                            "seeds": list(s.seeds)} for s in suite.scenarios]}
 
 
 def plan(runner: Runner, suite: Suite, allocators: Sequence[str], metrics: Sequence[str] = ()) -> list[PlannedRun]:
-    """Every run of the sweep, each (scenario, allocator) resolved once, before anything runs. An
-    allocator given twice (``tetris`` and ``tetris:penalty=0.9``, say) is refused: it would count twice."""
+    """Every run of the sweep, each (scenario, allocator) resolved once, before anything runs; an allocator given twice
+    (``tetris`` and ``tetris:penalty=0.9``) is refused."""
     metrics = (*suite.metrics, *metrics)
     given: dict[str, str] = {}
     for allocator in allocators:
@@ -135,7 +113,7 @@ def plan(runner: Runner, suite: Suite, allocators: Sequence[str], metrics: Seque
                 resolved = runner.resolve(allocator, scenario.topology, scenario.workload, scenario.requests,
                                           metrics)
             except (SpecError, IncompatibleError) as exc:  # say where in the suite (a third-party one's specs)
-                where = "scenario" if is_adhoc_suite(suite) else f"suite {suite.name!r}, scenario"
+                where = "scenario" if suite.name == ADHOC else f"suite {suite.name!r}, scenario"
                 raise type(exc)(f"{where} {scenario.label!r}: {exc}") from exc
             for seed in scenario.seeds:
                 run_id = resolved.run_id(seed)
@@ -177,8 +155,7 @@ def ray_batches(runs: Sequence[PlannedRun], cpus: int) -> list[list[PlannedRun]]
 
 def run_ray(runs: Sequence[PlannedRun], out_dir: Path, address: str | None,
             advance: Callable[[PlannedRun], None]) -> None:
-    """Make the runs as Ray tasks, each allocator's in workers of their own (`ray_batches`); the driver
-    writes every run folder, so the workers need no shared file system."""
+    """Make the runs as Ray tasks, each allocator's in workers of their own; the driver writes every run folder."""
     try:
         import ray
     except ImportError:
@@ -255,8 +232,8 @@ def check_ranked_by(suite: Suite, combined: Any, out_dir: Path) -> None:
 
 
 def previous_sweep(out_dir: Path, suite: Suite, allocators: Sequence[str], registry: Any) -> list[str]:
-    """Refuse an ``out_dir`` whose summary this sweep must not replace (not dcbench's, a single run's,
-    another suite's); what an earlier sweep of it had that this one leaves out (allocators, scenarios)."""
+    """Refuse an ``out_dir`` whose summary this sweep must not replace (not dcbench's, another suite's); return what
+    an earlier sweep of it had that this one leaves out (allocators, scenarios)."""
     if (out_dir / "submission.json").exists():
         raise ResultsError(f"'{out_dir}' is a leaderboard submission; give the sweep its own --out "
                            "(default results/<suite>)")
@@ -275,7 +252,7 @@ def previous_sweep(out_dir: Path, suite: Suite, allocators: Sequence[str], regis
         raise ResultsError(f"'{summary}' is not a dcbench sweep's summary ({problem}); give this sweep another "
                            "--out, or remove that file")
     earlier = provenance_of(table)
-    adhoc = is_adhoc_suite(suite)
+    adhoc = suite.name == ADHOC
     if is_adhoc(earlier) and not adhoc:
         raise ResultsError(f"'{out_dir}' holds an ad-hoc sweep (of -t specs); give {suite.name!r} its own folder "
                            f"with --out (default results/{suite.name})")

@@ -1,7 +1,5 @@
-"""Runs in worker processes, each allocator's apart from every other's: an allocator's code can reach anything in
-its process (the engine, cached networks, every module), so each allocator runs in workers of its own, and the parent,
-which alone writes and compares, takes a run only from a worker whose network still has the digest it computed.
-"""
+"""Runs in worker processes, each allocator's in workers of its own (its code can reach anything in its process); the
+parent, which alone writes, takes a run only from a worker whose network still has the digest it computed."""
 
 from __future__ import annotations
 
@@ -30,7 +28,7 @@ MATH_THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THR
 @dataclass(frozen=True)
 class PlannedRun:
     """One run of a plan: its specs as given, seed, the id it must come out with and its network's digest ("" where not
-    checked). ``plan`` goes to forked workers as they start; a worker without it resolves the specs once."""
+    checked); a worker without its ``plan`` (not forked) resolves the specs once."""
 
     scenario: str
     allocator: str
@@ -81,13 +79,9 @@ def run_apart(runs: Sequence[PlannedRun], workers: int, on_output: Callable[[Pla
               tables: bool = True, fresh: bool = False, environ: Mapping[str, str] | None = None,
               on_error: Callable[[PlannedRun, DcbenchError], None] | None = None) -> None:
     """Make ``runs`` in workers, each allocator's in its own (at most ``workers`` at a time), handing each output to
-    ``on_output`` once its network's digest is checked. ``fresh`` workers load the plugins anew and resolve once;
-    others are forked and take the plans. ``environ`` is set before any plugin loads; ``on_error`` takes a run's
-    `DcbenchError` while the others go on (None: it ends them all).
-
-    Raises:
-        ResultsError: A worker's network no longer has its digest; a worker died.
-    """
+    ``on_output`` once its network's digest is checked. ``fresh`` workers load the plugins anew; others are forked and
+    take the plans. ``environ`` is set before any plugin loads; ``on_error`` takes a run's `DcbenchError` while the
+    others go on (None: it ends them all)."""
     context = worker_context(fresh)
     for allocator_runs in by_allocator(runs):
         # Each pool starts its workers at its first submissions, so the whole pool lives in these settings. The
@@ -128,8 +122,8 @@ FRESH_PRELOAD = ["numpy", "pyarrow.parquet", "networkx", "dcbench.running.runner
 
 
 def worker_context(fresh: bool) -> Any:
-    """How workers start: forked from this process (Linux), or, ``fresh``, forked from a server that imported only
-    `FRESH_PRELOAD` (far quicker than spawning each, and as clean); spawned where there is no fork."""
+    """Forked from this process (Linux), or, ``fresh``, from a server that imported only `FRESH_PRELOAD` (quicker than
+    spawning each, and as clean); spawned where there is no fork."""
     methods = multiprocessing.get_all_start_methods()
     if not fresh and sys.platform.startswith("linux"):
         return multiprocessing.get_context("fork")
@@ -167,8 +161,7 @@ _RESOLVED: tuple[Any, dict[tuple[Any, ...], ResolvedRun]] = (None, {})  # this p
 
 
 def plan_here(run: PlannedRun) -> ResolvedRun:
-    """The plan of ``run``: the one it brought or this process was handed, else resolved here once
-    (again once the plugins are loaded again, `reset_registry`)."""
+    """The plan ``run`` brought or this process was handed, else resolved here once per registry."""
     global _RESOLVED
     from dcbench.registry import get_registry
     from dcbench.running.runner import Runner
@@ -185,7 +178,6 @@ def plan_here(run: PlannedRun) -> ResolvedRun:
 
 
 def run_in_worker(run: PlannedRun, tables: bool = True) -> RunOutput:
-    """Make one planned run; what a worker does."""
     from dcbench.running.runner import run_plan
 
     result = run_plan(plan_here(run), run.seed)
@@ -205,8 +197,8 @@ def quiet_plugin_warnings() -> None:
 
 def start_worker(parent: int | None = None, environ: Mapping[str, str] | None = None,
                  plans: Mapping[tuple[Any, ...], ResolvedRun] | None = None) -> None:
-    """A worker's first steps: take ``environ`` before any plugin loads, die with ``parent``, keep the ``plans``
-    handed, warn no second time, print on stderr, and leave Ctrl-C to the command, which stops the workers."""
+    """Take ``environ`` before any plugin loads, die with ``parent``, keep the ``plans`` handed, warn no second time,
+    print on stderr, and leave Ctrl-C to the command, which stops the workers."""
     _HANDED.update(plans or {})
     if environ is not None:
         os.environ.clear()
@@ -226,8 +218,8 @@ PARENT_CHECK_SECONDS = 0.5
 
 
 def die_with(parent: int) -> None:
-    """SIGKILL this process (a plugin stuck in its own code cannot stop it) once ``parent`` is gone: by
-    ``prctl(PR_SET_PDEATHSIG)`` where it is the parent on Linux, else by a thread polling it every half second."""
+    """SIGKILL this process once ``parent`` is gone: by ``prctl(PR_SET_PDEATHSIG)`` on Linux, else by a thread
+    polling it."""
     if os.getppid() == parent and sys.platform.startswith("linux"):
         import ctypes
 
@@ -260,8 +252,8 @@ STOP_SECONDS = 5.0  # what a worker is given to end on SIGTERM before SIGKILL
 
 
 def stop(pool: concurrent.futures.ProcessPoolExecutor) -> None:
-    """Cancel what has not started and end the workers now, their runs under way with them (a half-written run is a
-    staging folder, which the command removes; the next sweep runs it again)."""
+    """Cancel what has not started and end the workers now, their runs under way with them (the command removes their
+    staging folders)."""
     workers = {id(worker): worker for worker in (pool._processes or {}).values()}  # (no public way before 3.14)
     workers.update((id(child), child) for child in multiprocessing.active_children())
     pool.shutdown(wait=False, cancel_futures=True)
@@ -276,7 +268,6 @@ def stop(pool: concurrent.futures.ProcessPoolExecutor) -> None:
 
 @contextlib.contextmanager
 def environment(variables: Mapping[str, str]) -> Iterator[None]:
-    """``variables`` set in this process's environment for the block, then as they were."""
     saved = {name: os.environ.get(name) for name in variables}
     os.environ.update(variables)
     try:

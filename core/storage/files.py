@@ -1,8 +1,5 @@
-"""Files and folders written whole or not at all.
-
-A file's new contents go to a temporary beside it, renamed into place; files that belong together commit through the
-redo journal of `dcbench.storage.journal`, which writes every file. A folder is built beside its target and swapped
-in. A reader, or a command killed half-way, never sees half of either."""
+"""Files and folders written whole or not at all: a file through `dcbench.storage.journal`, a folder built beside its
+target and swapped in."""
 
 from __future__ import annotations
 
@@ -20,10 +17,8 @@ from dcbench.storage.paths import _FOLDER_MODE
 
 
 def remove_staging(out_dir: Path, run_ids: Iterable[str]) -> None:
-    """Remove the half-written folders (`staging_folder`'s ``.<run_id>.tmp-*``, `swap_in`'s ``.<run_id>.old-*``) that
-    a killed write of one of ``run_ids`` left in ``out_dir``. Run folders only appear by an atomic rename, so these
-    are never results; another command's runs into the same folder are left alone (two commands must not write the
-    same run into the same folder at the same time)."""
+    """Remove the half-written folders (``.<run_id>.tmp-*``, ``.<run_id>.old-*``) that a killed write of one of
+    ``run_ids`` left in ``out_dir``; other runs' are left alone."""
     wanted = set(run_ids)
     for path in out_dir.glob(".*"):
         match = re.fullmatch(r"\.([0-9a-f]{16})\.(tmp|old)-.*", path.name)
@@ -32,23 +27,15 @@ def remove_staging(out_dir: Path, run_ids: Iterable[str]) -> None:
 
 
 def staging_folder(target: Path) -> Path:
-    """An empty folder beside ``target`` to build its new contents in."""
     staging = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.tmp-"))
     staging.chmod(_FOLDER_MODE)  # mkdtemp makes it private; results are for sharing
     return staging
 
 
-def swap_in(staging: Path, target: Path) -> None:
-    """Put the complete folder ``staging`` at ``target``, replacing what is there: a complete folder is in place at
-    every moment but one rename, and where the second rename fails the previous one is put back."""
-    with swapped_in(staging, target):
-        pass
-
-
 @contextlib.contextmanager
 def swapped_in(staging: Path, target: Path) -> Iterator[None]:
-    """`swap_in`, undone if the block raises: the previous folder (or none) is put back, so that files replaced in the
-    block and the folder change together or not at all."""
+    """Put ``staging`` at ``target``; where that or the block fails, the previous folder (or none) is put back, so
+    that files replaced in the block and the folder change together or not at all."""
     aside = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.old-"))
     old = aside / target.name
     swapped = False
@@ -75,10 +62,8 @@ def swapped_in(staging: Path, target: Path) -> Iterator[None]:
 
 
 def write_atomic(path: Path, write: Callable[[Path], None]) -> None:
-    """``write`` a temporary file beside ``path``, then rename it into place: readers see the old file or the new one,
-    never part of either. A link is written through (the file it names is replaced, the link stays) and a file
-    replaced keeps its permissions. What a killed `write_all_atomic` of ``path`` left is settled first
-    (`dcbench.storage.journal.recover`), so that it cannot later be finished over this file.
+    """``write`` a temporary file beside ``path``, then rename it into place: readers see the old file or the new one.
+    A link is written through, a file replaced keeps its permissions.
 
     Args:
         path: The file to write; its folder is made where it is missing.
@@ -91,10 +76,8 @@ def write_atomic(path: Path, write: Callable[[Path], None]) -> None:
 
 
 def write_all_atomic(writers: Sequence[tuple[Path, Callable[[Path], None]]]) -> None:
-    """`write_atomic` for files that belong together (a checkpoint and its record, say): each ``(path, write)`` writes
-    a temporary file first, then all are renamed into place, or none, whatever stops the write: a full disk, Ctrl-C,
-    or SIGKILL at any point, after which the next write of any of them (or `dcbench.storage.journal.recover`) finishes
-    the renames or removes the temporary files (`dcbench.storage.journal.write_together`).
+    """`write_atomic` for files that belong together (a checkpoint and its record): all are replaced or none, whatever
+    stops the write, SIGKILL included (`dcbench.storage.journal`).
 
     Args:
         writers: ``(path, write)`` for each file: ``write`` writes the new contents to the temporary path it is given.
@@ -105,7 +88,7 @@ def write_all_atomic(writers: Sequence[tuple[Path, Callable[[Path], None]]]) -> 
 
 
 def write_text_atomic(path: Path, text: str) -> None:
-    """Write a text file atomically (temporary file, then rename).
+    """Write a text file atomically (`write_atomic`).
 
     Args:
         path: The file to write.

@@ -1,17 +1,12 @@
 """Files replaced together or not at all, whatever stops the writer, SIGKILL included: a redo journal.
 
-`write_together` writes each file's new contents to a temporary beside it, then commits by renaming a journal into
-place (in the first file's folder) that lists every temporary and the file it replaces, then renames the temporaries
-into place and removes the journal. Killed before the journal is in place, the files are all the old ones; killed
-after, all the new ones once `recover` has finished the renames, which the next write of any of them does first.
-(Nothing is synced to disk: a power cut is another matter.)
-
-Every folder written into holds a marker from before its first temporary until after its last rename. It names the
-journal (which may be in another folder), and its writer holds a lock on it (``flock``, released by the kernel when
-the writer dies), so that `recover` leaves a write under way alone. Names, in a folder written into, where TXID is the
-write's 16 hex digits: ``.NAME.tmp-TXID`` (a file's new contents), ``.dcbench-txn-TXID`` (the marker, made as
-``.dcbench-txn-TXID.new``), ``.dcbench-txn-TXID.journal`` (the journal, written as ``.dcbench-txn-TXID.journal.tmp``).
-"""
+`write_together` writes each file's new contents to a temporary beside it, commits by renaming into place a journal
+that lists every temporary and the file it replaces, renames the temporaries into place and removes the journal.
+Killed before the commit, the files are all old; after, all new once `recover` has finished the renames, which the
+next write of any of them does first. Every folder written into holds a marker, locked by its writer (``flock``), that
+names the journal, so that `recover` leaves a write under way alone. Names, TXID the write's 16 hex digits:
+``.NAME.tmp-TXID``, ``.dcbench-txn-TXID`` (the marker, made as ``.new``), ``.dcbench-txn-TXID.journal`` (written as
+``.journal.tmp``)."""
 
 from __future__ import annotations
 
@@ -37,8 +32,7 @@ except ImportError:  # (Windows) a write under way cannot be told from a killed 
 
 MARKER = ".dcbench-txn-"
 _TRANSACTION_FILE = re.compile(r"\.dcbench-txn-([0-9a-f]{16})(\.new|\.journal|\.journal\.tmp)?")
-# What dcbench's writers leave behind when killed: `write_together`'s temporary files,
-# `staging_folder`'s and `swapped_in`'s folders, the copies `write_together` puts back from, `check_writable`'s probe.
+# What dcbench's writers leave behind when killed: temporary files and folders, copies, `check_writable`'s probe.
 _LEFTOVER = re.compile(r"\.(.+)\.(?:tmp|old)-[A-Za-z0-9_]+|\.dcbench-probe-[A-Za-z0-9_]+")
 
 # Called with the name of each step of `write_together` once it is done; tests set it to kill the writer there.
@@ -51,11 +45,9 @@ def _step(name: str) -> None:
 
 
 def write_together(writers: Sequence[tuple[Path, Callable[[Path], None]]]) -> None:
-    """Replace each ``path`` with what its ``write`` writes to a temporary file, all or none (see the module's
-    docstring); one file needs no journal, its rename is the commit. A failure before the commit (a full disk, Ctrl-C)
-    removes the temporaries and leaves the files as they were; Ctrl-C or SIGTERM during the renames waits for the last
-    of them. A rename the file system refuses after the commit (a file made immutable) puts back the files already
-    renamed, from copies made before the commit, and raises naming the file."""
+    """Replace each ``path`` with what its ``write`` writes to a temporary file, all or none; one file needs no journal.
+    A failure before the commit leaves the files as they were; Ctrl-C during the renames waits for the last of them; a
+    rename refused after the commit puts back the files already renamed, from copies, and raises naming the file."""
     targets = [path.resolve() if path.is_symlink() else path for path, _ in writers]  # written through a link
     for target in targets:
         check_regular_file(target)
@@ -109,7 +101,6 @@ def _copy_of(target: Path, txid: str) -> Path | None:
 
 
 def _put_back(prepared: Sequence[tuple[Path, Path]], copies: Sequence[Path | None]) -> None:
-    """Undo the renames done: each file renamed is its copy again, or gone where it was not there."""
     for (temporary, target), copy in zip(prepared, copies):
         if os.path.lexists(temporary):
             temporary.unlink()  # not renamed
@@ -120,8 +111,7 @@ def _put_back(prepared: Sequence[tuple[Path, Path]], copies: Sequence[Path | Non
 
 
 def _write_temporary(path: Path, write: Callable[[Path], None], tag: str | None = None) -> Path:
-    """The new contents of ``path`` (checked, its folder made) written beside it by ``write``, with its mode: as
-    ``.NAME.tmp-TAG`` where a ``tag`` is given, else ``.NAME.tmp-`` and a random ending."""
+    """The new contents of ``path`` written beside it by ``write``, with its mode, as ``.NAME.tmp-TAG`` (or random)."""
     try:
         mode = stat.S_IMODE(path.stat().st_mode)
     except FileNotFoundError:
@@ -144,9 +134,8 @@ def _write_temporary(path: Path, write: Callable[[Path], None], tag: str | None 
 
 
 def recover(paths: Iterable[Path]) -> None:
-    """Finish the writes of `write_together` that were killed in the folders of ``paths``, or undo those killed before
-    their commit (their temporary files removed): afterwards each such write's files are all new or all old, and none
-    of its files is left. Writes under way are left alone."""
+    """Finish the killed writes of `write_together` in the folders of ``paths``, or undo those killed before their
+    commit; writes under way are left alone."""
     for folder in dict.fromkeys(_real(Path(path).parent) for path in paths):
         _recover_folder(folder)
 
@@ -157,10 +146,8 @@ def _recover_folder(folder: Path) -> None:
 
 
 def remove_leftovers(folder: Path, names: Collection[str] | None = None) -> list[str]:
-    """`recover` ``folder``, then remove whatever dcbench's writers, killed, left in it: temporary files and folders
-    named as they name them, of the files ``names`` where given (nothing else). Only where no other dcbench command
-    may be writing them (under a lock, `dcbench.storage.locks`): a temporary of a write under way looks just like a
-    killed one's. Returns the names removed."""
+    """`recover` ``folder``, then remove what dcbench's writers, killed, left in it (of the files ``names`` where
+    given), under a lock (`dcbench.storage.locks`): a write under way looks like a killed one. Returns the names."""
     _recover_folder(_real(folder))
     under_way = tuple(f".tmp-{txid}" for txid in _transactions(folder))  # another command's, in a file of its own
     removed = []
@@ -178,8 +165,7 @@ def remove_leftovers(folder: Path, names: Collection[str] | None = None) -> list
 
 
 def _place_marker(folder: Path, txid: str, journal: Path, held: contextlib.ExitStack) -> Path:
-    """Write the marker locked and whole under a name `recover` takes for a killed write's, then rename it into place:
-    seen by its name, a marker is always complete, and locked while its writer lives."""
+    """Write the marker locked and whole, then rename it into place: a marker seen by its name is complete."""
     marker = folder / f"{MARKER}{txid}"
     making = folder / f"{MARKER}{txid}.new"
     descriptor = os.open(making, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
@@ -193,7 +179,6 @@ def _place_marker(folder: Path, txid: str, journal: Path, held: contextlib.ExitS
 
 def _commit(journal: Path, prepared: list[tuple[Path, Path]], markers: list[Path], copies: list[Path | None]
             ) -> None:
-    """Write the journal (paths relative to its folder), whose rename into place is the commit."""
     home = journal.parent
     record = {"renames": [[_relative(temporary, home), _relative(target, home)] for temporary, target in prepared],
               "markers": [_relative(marker, home) for marker in markers],
@@ -206,9 +191,8 @@ def _commit(journal: Path, prepared: list[tuple[Path, Path]], markers: list[Path
 
 
 def _rename_all(pairs: Sequence[tuple[Path, Path]], after_each: Callable[[], None] = lambda: None) -> None:
-    """Rename each temporary file still there into place (one already gone was renamed by an earlier try). Ctrl-C or
-    SIGTERM meanwhile is raised after the last rename: the files must not be left out of step. The first OSError is
-    raised after trying the rest, named by the file it would replace."""
+    """Rename each temporary file still there into place; Ctrl-C meanwhile, or the first OSError (named by the file it
+    would replace), is raised after the last rename."""
     stopped: KeyboardInterrupt | None = None
     failed: OSError | None = None
     for temporary, target in pairs:
@@ -238,8 +222,7 @@ def _rename_if_there(temporary: Path, target: Path) -> None:
 
 def _remove_transaction(journal: Path, markers: Sequence[Path], copies: Sequence[Path | None],
                         step: Callable[[str], None] = _step) -> None:
-    """The copies, the markers of the other folders, then the journal, then the marker beside it: a marker found
-    without its journal is a write done (or never committed), whose temporaries are gone (or to be removed)."""
+    """The copies and other markers, then the journal, then the marker beside it (a marker without a journal: done)."""
     for path in [*(copy for copy in copies if copy is not None), *markers[1:]]:
         path.unlink(missing_ok=True)
     step("markers removed")
@@ -277,7 +260,6 @@ def _settle(folder: Path, txid: str) -> None:
 
 
 def _journal_of(marker: Path) -> Path | None:
-    """The journal a marker names; None where there is no marker (or it cannot be read)."""
     try:
         return Path(os.path.normpath(marker.parent / read_json(marker)["journal"]))
     except (OSError, ValueError, KeyError, TypeError):
@@ -285,7 +267,6 @@ def _journal_of(marker: Path) -> Path | None:
 
 
 def _held(path: Path) -> bool:
-    """Whether a live process holds the lock on the marker at ``path``."""
     if fcntl is None:
         return False
     try:

@@ -1,10 +1,6 @@
-"""One dcbench command writing to a results folder or a checkpoint at a time.
-
-A command that writes (`run`, `sweep`, `train`) holds an ``flock`` on a lock file in its results folder
-(``.dcbench.lock``) or beside its checkpoint (``.NAME.lock``) for as long as it runs. The kernel releases it when the
-process ends, however it ends, so a killed command never leaves a folder locked; the file itself is removed when the
-command is done, and a stale one (a killed command's) is simply locked again. A second command is refused at once, in
-one line that names the first one's process."""
+"""One dcbench command writing to a results folder or a checkpoint at a time: an ``flock`` on ``.dcbench.lock`` in the
+folder or ``.NAME.lock`` beside the file, which the kernel releases however the process ends; a second command is
+refused at once, in one line that names the first one's process."""
 
 from __future__ import annotations
 
@@ -27,27 +23,23 @@ FOLDER_LOCK = ".dcbench.lock"
 
 
 def folder_lock(folder: Path) -> Path:
-    """The lock file of a results folder.
+    """The lock file of a results folder, for `sole_writer`.
 
     Args:
         folder: The results folder.
     Returns:
-        Its ``.dcbench.lock`` path, for `sole_writer`."""
+        Its ``.dcbench.lock`` path."""
     return folder / FOLDER_LOCK
 
 
 def file_lock(path: Path) -> Path:
-    """The lock file of a file written by one command (a checkpoint and what goes beside it)."""
     return path.with_name(f".{path.name}.lock")
 
 
 @contextlib.contextmanager
 def sole_writer(lock: Path, command: str, written: Path, option: str = "--out") -> Iterator[None]:
-    """Hold ``lock`` while the block runs; where another process holds it, a `ResultsError` saying that another
-    dcbench ``command`` (its own word) is writing to ``written``. Folders made for the lock file are removed again if
-    they are left empty.
-
-    A context manager. Where the platform has no ``flock`` (Windows) it locks nothing.
+    """A context manager holding ``lock`` while the block runs (nothing without ``flock``: Windows); folders made for
+    the lock file are removed again if left empty.
 
     Args:
         lock: The lock file (`folder_lock`).
@@ -102,7 +94,7 @@ def _acquire(lock: Path, command: str, written: Path, option: str) -> int:
 
 
 def _holder(descriptor: int) -> dict:
-    """Who holds the lock, as it wrote (it writes just after it locks: give it a moment)."""
+    """Who holds the lock, as it wrote (just after it locked: give it a moment)."""
     for _ in range(20):
         try:
             holder = parse_json(os.pread(descriptor, 4096, 0) or b"null")

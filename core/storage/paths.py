@@ -1,5 +1,4 @@
-"""Checks on paths before anything is written: a folder that can hold results, a regular file that may be replaced, a
-file's first bytes."""
+"""Checks on paths before anything is written or read."""
 
 from __future__ import annotations
 
@@ -13,10 +12,7 @@ from dcbench.errors import ResultsError
 
 
 def check_writable(out_dir: Path, what: str = "results") -> None:
-    """Fail early, before any work, if ``out_dir`` cannot hold ``what``.
-
-    The folders made to find out are removed again (the writers make them when they write), so a command that fails
-    later, or is killed, leaves no empty folders behind.
+    """Fail early, before any work, if ``out_dir`` cannot hold ``what``; folders made to find out are removed again.
 
     Args:
         out_dir: The folder to write to.
@@ -42,8 +38,7 @@ def check_writable(out_dir: Path, what: str = "results") -> None:
 
 
 def blocking_path(folder: Path) -> Path | None:
-    """The nearest of ``folder`` and its parents that is there, where that is no folder (a file, say): ``folder`` can
-    then be neither used nor made, as mkdir would fail with "File exists" or "Not a directory"; None where it can."""
+    """The nearest of ``folder`` and its parents that is there, where that is no folder; None where there is none."""
     for part in (folder, *folder.parents):
         if part.is_dir():
             return None
@@ -63,8 +58,7 @@ def _cannot_write(what: str, out_dir: Path, exc: OSError) -> ResultsError:
 
 
 def check_regular_file(path: Path, give: str = "the path of a file to write") -> None:
-    """Refuse to read or replace what is at ``path`` unless it is a regular file (or nothing yet): a folder, a device
-    such as /dev/null, a FIFO; and a path below a file (``afile/page.md``), where no folder can be made."""
+    """Refuse to read or replace what is at ``path`` unless it is a regular file (or nothing yet) a folder can hold."""
     if path.exists() and not path.is_file():
         kind = "a folder" if path.is_dir() else "not a regular file (a device or a pipe)"
         raise ResultsError(f"'{path}' is {kind}; give {give}")
@@ -74,8 +68,7 @@ def check_regular_file(path: Path, give: str = "the path of a file to write") ->
 
 
 def starts_with(path: Path, magic: bytes) -> bool:
-    """Whether ``path`` is a regular file that begins with ``magic`` (a format's first bytes); a pipe or a device is
-    not waited on."""
+    """Whether ``path`` is a regular file that begins with ``magic`` (a pipe is not waited on)."""
     try:
         descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except OSError:
@@ -91,6 +84,4 @@ def _umask_mode(mode: int) -> int:
 
 
 _FOLDER_MODE = _umask_mode(0o777)
-
-
 _FILE_MODE = _umask_mode(0o666)

@@ -1,5 +1,4 @@
-"""JSON that dcbench reads back (a provenance, a submission.json, a record, a journal, a lock file), parsed in bounded
-time and memory: one that is too long or nested too deeply is a `ValueError` its caller says in one line."""
+"""JSON that dcbench reads back, parsed in bounded time and memory."""
 
 from __future__ import annotations
 
@@ -10,8 +9,7 @@ import stat
 from pathlib import Path
 from typing import Any
 
-# The most JSON dcbench parses at once (a provenance, a submission.json, a record, a journal): a sweep's provenance
-# lists its runs, 19 bytes each, so this is 400,000 runs; parsed, the worst case ("[[],[],...") takes some 200 MB.
+# The most JSON dcbench parses at once: a sweep's provenance of 400,000 runs; the worst case parsed takes some 200 MB.
 MAX_JSON_BYTES = 8 * 2**20
 
 
@@ -20,8 +18,8 @@ class UnreadableJSON(ValueError):
 
 
 def parse_json(text: str | bytes) -> Any:
-    """``text`` (UTF-8 where bytes) parsed as JSON; a `ValueError` where it is not JSON, or an `UnreadableJSON` where
-    it is longer than `MAX_JSON_BYTES` or nested deeper than Python's parser goes."""
+    """``text`` (UTF-8 where bytes) parsed as JSON; a `ValueError` where it is not JSON, an `UnreadableJSON` where it is
+    too long or too deep."""
     if len(text) > MAX_JSON_BYTES:
         raise UnreadableJSON(f"JSON of more than the {MAX_JSON_BYTES:,} bytes dcbench reads")
     try:
@@ -31,8 +29,7 @@ def parse_json(text: str | bytes) -> Any:
 
 
 def read_json(path: Path) -> Any:
-    """The JSON file at ``path``, parsed by `parse_json`: an `OSError` where it cannot be read, or is no regular file
-    (a pipe is refused, not waited on); a `ValueError` where it is no JSON that `parse_json` reads."""
+    """The JSON file at ``path``, parsed by `parse_json`; an `OSError` where it is no regular file to read."""
     descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     if not stat.S_ISREG(os.fstat(descriptor).st_mode):
         os.close(descriptor)

@@ -1,9 +1,5 @@
-"""Parquet tables of a run, written atomically, with provenance in the metadata.
-
-A run is written to ``DIR/<run_id>/`` as ``requests.parquet``, ``timeline.parquet`` and ``summary.parquet``. The files
-are first written to a temporary folder beside it, which is then renamed into place, so a run folder either is
-complete or does not exist. Reading a table checks its footer first, so that a damaged or hostile file is refused
-before it is decompressed."""
+"""Parquet tables with provenance in their metadata: a run's three in ``DIR/<run_id>/``, written whole or not at all;
+a table read is checked from its footer on, so that a damaged or hostile file is refused before it is decompressed."""
 
 from __future__ import annotations
 
@@ -19,13 +15,11 @@ from typing import Any, Iterator, Mapping
 import numpy as np
 
 from dcbench.errors import ResultsError, describe
-from dcbench.storage.files import remove_staging, staging_folder, swap_in, write_atomic
+from dcbench.storage.files import remove_staging, staging_folder, swapped_in, write_atomic
 from dcbench.storage.paths import _cannot_write
 from dcbench.storage.records import UnreadableJSON, parse_json
 
 TABLES = ("requests", "timeline", "summary")
-
-
 METADATA_KEY = b"dcbench"
 
 
@@ -48,7 +42,6 @@ def to_arrow(columns: Mapping[str, Any], provenance: Mapping[str, Any]) -> Any:
 
 def write_run(out_dir: Path, run_id: str, tables: Mapping[str, Mapping[str, Any]],
               provenance: Mapping[str, Any]) -> Path:
-    """Write the three tables of one run into ``out_dir/run_id`` atomically."""
     import pyarrow.parquet as pq
 
     target = out_dir / run_id
@@ -63,7 +56,8 @@ def write_run(out_dir: Path, run_id: str, tables: Mapping[str, Mapping[str, Any]
     try:
         for name in TABLES:
             pq.write_table(to_arrow(tables[name], provenance), staging / f"{name}.parquet")
-        swap_in(staging, target)  # a rerun of the same run id replaces the old folder
+        with swapped_in(staging, target):  # a rerun of the same run id replaces the old folder
+            pass
     except BaseException as exc:  # Ctrl-C too (test_a_failed_or_stopped_write_leaves_nothing_behind)
         shutil.rmtree(staging, ignore_errors=True)
         if isinstance(exc, OSError):
@@ -73,27 +67,24 @@ def write_run(out_dir: Path, run_id: str, tables: Mapping[str, Mapping[str, Any]
 
 
 def _replaceable_run_folder(folder: Path) -> bool:
-    """Whether a rerun may replace ``folder`` whole: an empty folder, or one holding a run's table (a folder with none
-    is someone else's files)."""
+    """Whether a rerun may replace ``folder`` whole: an empty folder, or one holding a run's table."""
     return folder.is_dir() and (not any(folder.iterdir())
                                 or any((folder / f"{name}.parquet").is_file() for name in TABLES))
 
 
 def curve_columns(rows: list[dict[str, float]]) -> dict[str, list[float]]:
-    """A training curve's rows as columns: every key any row has, NaN where a row lacks it (validation scores come
-    every few rows; older rows lack new keys).
+    """A training curve's rows as columns: every key any row has, NaN where a row lacks it.
 
     Args:
         rows: The curve's rows, each a mapping of name to value.
     Returns:
-        Each key, in the order the rows first have it, with its column of
-        values; ``{"steps": []}`` where there are no rows."""
+        Each key, in the order the rows first have it, with its column; ``{"steps": []}`` where there are no rows."""
     keys = list(dict.fromkeys(key for row in rows for key in row)) if rows else ["steps"]
     return {key: [row.get(key, float("nan")) for row in rows] for key in keys}
 
 
 def write_table_atomic(path: Path, columns: Any, provenance: Mapping[str, Any] | None = None) -> None:
-    """Write one Parquet file atomically (temporary file, then rename).
+    """Write one Parquet file atomically (`write_atomic`).
 
     Args:
         path: The file to write.
@@ -110,23 +101,15 @@ def write_table_atomic(path: Path, columns: Any, provenance: Mapping[str, Any] |
     write_atomic(path, lambda temporary: pq.write_table(table, temporary))
 
 
-# What a results table `read_table` reads (a run's or a sweep's summary) may be, checked in its footer before any of
-# its data is read, so that a small file that decompresses to gigabytes is refused at once: far beyond any sweep (the
-# largest committed summary has 300 rows of 47 columns, 42 KB of data), far below what takes a machine's memory (a
-# table is read whole, and copied as rows).
+# What a results table may be, checked in its footer before its data is read: far beyond any sweep (the largest
+# committed summary has 300 rows of 47 columns), far below what takes a machine's memory (a table is read whole).
 MAX_TABLE_ROWS = 1_000_000
-
-
 MAX_TABLE_COLUMNS = 1_000
-
-
 MAX_TABLE_BYTES = 256 * 2**20  # of the file, and of its data decompressed as the footer declares it
 
 
 def read_table(path: Path) -> Any:
-    """Read one Parquet table, or explain in one line why it cannot be read: it must be a regular file (a pipe would
-    hang the read, a folder be read as a dataset), within `MAX_TABLE_ROWS`, `MAX_TABLE_COLUMNS` and `MAX_TABLE_BYTES`,
-    with no two columns of one name."""
+    """Read one Parquet table (`table_at`), or say in one line why it cannot be read."""
     if not path.exists():
         raise ResultsError(f"missing results file '{path}'; rerun the run that writes it")
     try:
@@ -138,8 +121,7 @@ def read_table(path: Path) -> Any:
 
 
 class UnreadableTable(Exception):
-    """Why a Parquet file is no table to read, said of the file ("is not a regular file ..."), or, where ``corrupt``,
-    what Arrow said of it."""
+    """Why a Parquet file is no table to read, said of the file, or, where ``corrupt``, what Arrow said of it."""
 
     def __init__(self, problem: str, corrupt: bool = False) -> None:
         super().__init__(problem)
@@ -147,16 +129,14 @@ class UnreadableTable(Exception):
 
 
 def table_at(path: Path) -> Any:
-    """The table in the Parquet file at ``path``, checked as `read_table` says; `UnreadableTable` where it is none.
-    Its text columns are read as dictionaries first (indices, and each value once), so that what they decode to is
-    measured (`decoded_problem`) before they are decoded."""
+    """The table in the Parquet file at ``path``: a regular file within `MAX_TABLE_ROWS`, `MAX_TABLE_COLUMNS` and
+    `MAX_TABLE_BYTES` (`footer_problem`), its text columns measured (`decoded_problem`) before they are decoded."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     with _regular_file(path) as file:
         # Read from memory, on this thread: Arrow's thread pools, once a read from a Python file starts them, can
-        # abort or hang the interpreter at exit (apache/arrow#34314, #50482). A results table is small, and
-        # `_regular_file` has checked its size.
+        # abort or hang the interpreter at exit (apache/arrow#34314, #50482).
         contents = file.read()
     try:
         parquet = pq.ParquetFile(pa.BufferReader(contents))  # its footer only
@@ -185,9 +165,7 @@ def table_at(path: Path) -> Any:
 
 @contextlib.contextmanager
 def _regular_file(path: Path) -> Iterator[Any]:
-    """``path`` opened for reading, if it is a regular file of at most `MAX_TABLE_BYTES`. It is opened without
-    blocking and checked as opened, so that a pipe (or one put in its place meanwhile) is refused, not waited on for
-    ever."""
+    """``path`` opened for reading, if it is a regular file of at most `MAX_TABLE_BYTES` (a pipe is not waited on)."""
     try:
         descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except OSError as exc:
@@ -204,9 +182,8 @@ def _regular_file(path: Path) -> Iterator[Any]:
 
 
 def footer_problem(parquet: Any) -> str | None:
-    """What a Parquet file's footer declares beyond what a results table may be (`MAX_TABLE_ROWS`,
-    `MAX_TABLE_COLUMNS`, `MAX_TABLE_BYTES` of data as stored and of its fixed-width columns as read), a column of a
-    type no table dcbench writes has (`_is_plain`), or two columns of one name; None where it may be read."""
+    """What a Parquet file's footer declares beyond what a results table may be (its size as stored and as read, a
+    column type or name no table dcbench writes has), or None."""
     metadata = parquet.metadata
     if metadata.num_rows > MAX_TABLE_ROWS:
         return f"has {metadata.num_rows:,} rows, more than the {MAX_TABLE_ROWS:,} a results table may have"
@@ -225,8 +202,7 @@ def footer_problem(parquet: Any) -> str | None:
     twice = [name for name, count in Counter(schema.names).items() if count > 1]
     if twice:
         return f"has two columns named {twice[0]!r}, which no table dcbench writes has"
-    # Every column's fixed part as read (a text column's offsets too), which a small file's runs of repeated values (1
-    # M rows × 1,000 columns of 8 bytes is 8 GB) may declare far beyond its data as stored.
+    # Every column's fixed part as read, which a small file's runs of repeated values may declare far beyond its data.
     fixed = metadata.num_rows * sum(_fixed_width(field.type) for field in schema)
     if fixed > MAX_TABLE_BYTES:
         return (f"has {metadata.num_rows:,} rows of {metadata.num_columns:,} columns, {fixed:,} bytes once read, "
@@ -235,8 +211,7 @@ def footer_problem(parquet: Any) -> str | None:
 
 
 def _is_plain(kind: Any) -> bool:
-    """Whether ``kind`` is a type of the columns dcbench writes: numbers, booleans and text (and null, the type of a
-    column with no value)."""
+    """Whether ``kind`` is a type of the columns dcbench writes: numbers, booleans, text and null."""
     import pyarrow as pa
 
     return (pa.types.is_integer(kind) or pa.types.is_floating(kind) or pa.types.is_boolean(kind)
@@ -264,9 +239,8 @@ def _fixed_width(kind: Any) -> float:
 
 
 def decoded_problem(table: Any, schema: Any) -> str | None:
-    """Where ``table``, read with its text columns as dictionaries, would decode to more than `MAX_TABLE_BYTES` (a
-    dictionary of one 64 KiB value that a million rows point at is 64 GB): said with the column that takes the most;
-    None where it would not. Measured from the dictionaries' value lengths at the indices, without decoding."""
+    """Where ``table``, read with its text columns as dictionaries, would decode to more than `MAX_TABLE_BYTES`, said
+    with the column that takes the most; None where it would not."""
     fixed = table.num_rows * sum(_fixed_width(field.type) for field in schema)
     texts = {field.name: _characters(table.column(field.name)) for field in schema if _is_text(field.type)}
     size = fixed + sum(texts.values())
@@ -278,7 +252,6 @@ def decoded_problem(table: Any, schema: Any) -> str | None:
 
 
 def _characters(column: Any) -> int:
-    """The bytes of the values of a text column read as dictionaries, once decoded."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -299,8 +272,7 @@ NO_PROVENANCE = "it has no dcbench provenance"
 
 
 def _read_provenance(table: Any) -> tuple[dict[str, Any] | None, str | None]:
-    """The provenance dcbench wrote into ``table``, parsed once, or None and why it is not usable (absent, not JSON,
-    not a JSON object)."""
+    """The provenance dcbench wrote into ``table``, or None and why it is not usable."""
     metadata = table.schema.metadata or {}
     if METADATA_KEY not in metadata:
         return None, NO_PROVENANCE
@@ -316,8 +288,7 @@ def _read_provenance(table: Any) -> tuple[dict[str, Any] | None, str | None]:
 
 
 def provenance_of(table: Any, path: Path | None = None) -> dict[str, Any]:
-    """The provenance dcbench wrote into ``table``; a one-line error, naming ``path`` where given, if it has none or
-    it is damaged."""
+    """The provenance dcbench wrote into ``table``; a one-line error naming ``path`` where it is missing or damaged."""
     provenance, problem = _read_provenance(table)
     if provenance is None:
         where = f"'{path}'" if path is not None else "results file"

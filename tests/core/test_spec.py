@@ -296,12 +296,10 @@ def test_a_number_with_non_ascii_digits_is_refused_as_a_parameter_and_a_training
 
 
 def test_equivalent_spellings_of_a_spec_share_a_run_id_and_canonical_specs_keep_theirs(runner):
-    from dcbench.running.runner import run_id_of
-
     canonical = runner.resolve("tetris", "tiered:8,1x4", requests=16)
     spaced = runner.resolve(" tetris : penalty = 0.9 ", "tiered : 8, 1x4", requests=16)
     assert (spaced.topology, spaced.allocator) == (canonical.topology, canonical.allocator)
-    assert run_id_of(spaced, 0) == run_id_of(canonical, 0)
+    assert spaced.run_id(0) == canonical.run_id(0)
     with pytest.raises(SpecError, match="not an integer; write its digits as ASCII 0-9"):
         runner.resolve("tetris", "tiered:８,1x4", requests=16)
 

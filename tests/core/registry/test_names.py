@@ -23,7 +23,6 @@ from dcbench.publishing.submissions import (
 from dcbench.registry import PluginLoadWarning, create_registry
 from dcbench.registry.checks import registration_problem, suite_problem
 from dcbench.registry.distributions import normalized, source_digest
-from dcbench.running.runner import run_id_of
 from dcbench.running.sweep import split_allocators
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -126,7 +125,7 @@ def test_a_name_two_distributions_register_is_refused_bare_for_both_whatever_the
                                         "'dcbench-alpha.firstfit' or 'dcbench-beta.firstfit'")
     (one, _), (other, _) = registries
     assert list(one.entries("allocator")) == list(other.entries("allocator"))  # the same names, in the same order
-    runs = [run_id_of(Runner(registry).resolve("dcbench-beta.firstfit", "tiered:8,1x4", requests=10), 0)
+    runs = [Runner(registry).resolve("dcbench-beta.firstfit", "tiered:8,1x4", requests=10).run_id(0)
             for registry, _ in registries]
     assert runs[0] == runs[1]
     from click.testing import CliRunner
@@ -147,7 +146,7 @@ def test_a_name_a_plugin_alone_registers_has_the_same_run_id_when_another_plugin
     other = allocator_distribution(site, "dcbench-beta", "firstfit", "tp_names_beta")
     plans = [Runner(created(*entry_points)[0]).resolve("dcbench-alpha.firstfit", "tiered:8,1x4", requests=10)
              for entry_points in (alone, [*other, *alone])]
-    assert run_id_of(plans[0], 0) == run_id_of(plans[1], 0)
+    assert plans[0].run_id(0) == plans[1].run_id(0)
 
 
 def test_a_builtin_name_cannot_be_taken_and_a_distribution_registers_a_name_once(site):
@@ -247,7 +246,7 @@ def test_a_plugins_changed_source_makes_new_run_ids_and_the_same_source_the_same
         registry, warned = created(*entry_points)
         assert warned == []
         plan = Runner(registry).resolve("versioned", "tiered:8,1x4", requests=10)
-        return plan.allocator_entry.identity, run_id_of(plan, 0)
+        return plan.allocator_entry.identity, plan.run_id(0)
 
     identity, run_id = identity_and_run_id()
     assert identity == f"dcbench-src 0.1.0 src={source_digest('tp_names_srcpkg.plugin')}"
@@ -270,7 +269,7 @@ def test_a_data_file_a_plugin_ships_is_in_its_run_ids_and_its_compiled_files_are
     def run_id():
         registry, warned = created(*entry_points)
         assert warned == []
-        return run_id_of(Runner(registry).resolve("versioned", "tiered:8,1x4", requests=10), 0)
+        return Runner(registry).resolve("versioned", "tiered:8,1x4", requests=10).run_id(0)
 
     shipped = run_id()
     (package / "tables" / "weights.csv").write_text("a,b\n1,3\n")  # what the plugin reads, not its code
@@ -299,7 +298,7 @@ def test_a_builtin_run_keeps_its_committed_id_with_third_party_plugins_installed
     row = pq.read_table(summary).slice(0, 1).to_pylist()[0]
     plan = Runner(registry).resolve(row["allocator"], row["topology"], row["workload"], row["requests"])
     assert plan.allocator_entry.identity == "" and plan.fingerprint == (row["allocator_fingerprint"] or "")
-    assert run_id_of(plan, row["seed"]) == row["run_id"]
+    assert plan.run_id(row["seed"]) == row["run_id"]
 
 
 # ----- DCBENCH_DISABLE_PLUGINS -----------------------------------------------

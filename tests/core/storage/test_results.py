@@ -191,7 +191,8 @@ def test_a_folder_that_cannot_be_swapped_in_leaves_the_previous_one_in_place(tmp
 
     monkeypatch.setattr(results.os, "replace", refuse_the_new_one)
     with pytest.raises(PermissionError) as raised:
-        results.swap_in(staging, target)
+        with results.swapped_in(staging, target):
+            pass
     assert raised.value.filename == str(target)
     assert (target / "summary.parquet").read_text() == "old"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["run"]  # the aside folder and the staging one removed

@@ -38,14 +38,15 @@ from dcbench.envs.suites import (
     VALIDATION_SEEDS,
     SeedSplit,
     SuiteEnv,
+    check_measured,
     env_id,
     env_listing,
     find_scenario,
-    no_measured_requests,
+    measured_episode,
     register_suite_envs,
     scenario_episode,
+    shown,
     suite_envs,
-    warmup_requests,
 )
 from dcbench.errors import AllocatorError, SpecError
 from dcbench.model.network import Network
@@ -64,39 +65,26 @@ __all__ += ["evaluate", "policy_function", "policy_digest", "load_policy", "add_
 ALLOCATION_ENV_ID = "dcbench/Allocation-v0"  # AllocationEnv: any topology and workload
 
 
-def _shown(value: Any) -> str:
-    """A value in a few words on one line (an array's repr runs to many)."""
-    if isinstance(value, np.ndarray):
-        return f"a {value.dtype} array of shape {value.shape}"
-    text = repr(value)
-    return text if len(text) <= 60 and "\n" not in text else f"a {type(value).__name__}"
-
-
 def _reward_weight(name: str, value: Any) -> float:
     """A weight of the jobs' reward: a finite float of at least 0 (nan would poison every reward)."""
     if isinstance(value, bool) or not isinstance(value, Real) or not math.isfinite(value):
-        raise SpecError(f"{name} must be a finite number, got {_shown(value)}")
+        raise SpecError(f"{name} must be a finite number, got {shown(value)}")
     problem = Range(0).violation(value)
     if problem:
-        raise SpecError(f"{name} must be {problem}, got {_shown(value)}")
+        raise SpecError(f"{name} must be {problem}, got {shown(value)}")
     return float(value)
 
 
-def _settings(alpha: Any, reconfiguration_cost: Any, reconfigure: Any, hints: Any
-              ) -> tuple[float, float, bool, tuple[str, ...]]:
+def _settings(alpha: Any, reconfiguration_cost: Any, reconfigure: Any, hints: Any, render_mode: Any
+              ) -> tuple[float, float, bool, tuple[str, ...], str | None]:
     """An environment's settings, checked."""
+    if render_mode is not None and render_mode not in AllocationEnv.metadata["render_modes"]:  # (make_vec_env's)
+        raise SpecError(f"render_mode must be None or 'rgb_array', got {shown(render_mode)}")
     alpha = _reward_weight("alpha", alpha)
     reconfiguration_cost = _reward_weight("reconfiguration_cost", reconfiguration_cost)
     if not isinstance(reconfigure, (bool, np.bool_)):
-        raise SpecError(f"reconfigure must be True or False, got {_shown(reconfigure)}")
-    return alpha, reconfiguration_cost, reconfigure, hint_names(hints)
-
-
-def _render_mode(mode: Any) -> str | None:
-    """``render_mode``, checked: None or "rgb_array" (what ``make_vec_env`` asks for)."""
-    if mode is not None and mode not in AllocationEnv.metadata["render_modes"]:
-        raise SpecError(f"render_mode must be None or 'rgb_array', got {_shown(mode)}")
-    return mode
+        raise SpecError(f"reconfigure must be True or False, got {shown(reconfigure)}")
+    return alpha, reconfiguration_cost, reconfigure, hint_names(hints), render_mode
 
 
 def _action_index(action: Any, space: gym.spaces.Discrete) -> int:
@@ -104,7 +92,7 @@ def _action_index(action: Any, space: gym.spaces.Discrete) -> int:
     integral = isinstance(action, (int, np.integer)) and not isinstance(action, bool)
     if integral or (isinstance(action, np.ndarray) and action.shape == () and np.issubdtype(action.dtype, np.integer)):
         return int(action)
-    raise AllocatorError(f"action {_shown(action)} is not an integer; the action space {space} takes an int, "
+    raise AllocatorError(f"action {shown(action)} is not an integer; the action space {space} takes an int, "
                          "a numpy integer or a 0-d integer array")
 
 
@@ -161,19 +149,19 @@ class AllocationEnv(gym.Env):
     def __init__(self, topology: str = "tiered:32,1x4", workload: str | None = None, requests: int = 32,
                  runner: Runner | None = None, alpha: float = 100.0, reconfiguration_cost: float = 25.0,
                  reconfigure: bool = True, hints: bool | Sequence[str] = False, render_mode: str | None = None):
-        self.render_mode = _render_mode(render_mode)
         for name, value, example in (("topology", topology, "tiered:32,1x4"), ("workload", workload, "uniform")):
             if not isinstance(value, str) and not (name == "workload" and value is None):
-                raise SpecError(f"{name} must be a spec such as {example!r}, got {_shown(value)}")
+                raise SpecError(f"{name} must be a spec such as {example!r}, got {shown(value)}")
         if isinstance(requests, bool) or not isinstance(requests, (int, np.integer)):
-            raise SpecError(f"requests must be a whole number of requests, got {_shown(requests)}")
-        settings = _settings(alpha, reconfiguration_cost, reconfigure, hints)
+            raise SpecError(f"requests must be a whole number of requests, got {shown(requests)}")
+        settings = _settings(alpha, reconfiguration_cost, reconfigure, hints, render_mode)
         runner = runner or Runner()
         self._start(runner.resolve_scenario(topology, workload, requests), runner, *settings)
 
     def _start(self, plan: ResolvedRun, runner: Runner, alpha: float, reconfiguration_cost: float,
-               reconfigure: bool, hints: tuple[str, ...]) -> None:
+               reconfigure: bool, hints: tuple[str, ...], render_mode: str | None) -> None:
         self.alpha, self.reconfiguration_cost, self.hints = alpha, reconfiguration_cost, hints
+        self.render_mode = render_mode
         self.plan = plan
         # A policy that never reconfigures runs on the fabric's fixed all-to-all, as `Runner` runs it.
         self.network: Network = plan.network if reconfigure else runner.fixed_fabric(plan.topology)
@@ -407,25 +395,18 @@ class ScenarioEnv(AllocationEnv):
     def __init__(self, suite: str, scenario: str, requests: int | None = None, runner: Runner | None = None,
                  alpha: float = 100.0, reconfiguration_cost: float = 25.0, reconfigure: bool = True,
                  hints: bool | Sequence[str] = False, render_mode: str | None = None):
-        self.render_mode = _render_mode(render_mode)
         runner = runner or Runner()
         found_suite, found = find_scenario(runner.registry, suite, scenario)
-        if requests is not None and (isinstance(requests, bool) or not isinstance(requests, (int, np.integer))
-                                     or requests < 1):
-            raise SpecError(f"requests must be a whole number of measured requests, at least 1, "
-                            f"got {_shown(requests)}")
+        check_measured(requests)
         own = runner.resolve_scenario(found.topology, found.workload, found.requests)
-        warmup = warmup_requests(own)
-        measured = own.requests - warmup if requests is None else int(requests)
-        if measured < 1:
-            raise no_measured_requests(found.label, own.requests, warmup)
-        check_bounds("--requests", warmup + measured, 1, MAX_REQUESTS)
-        settings = _settings(alpha, reconfiguration_cost, reconfigure, hints)
-        self._start(dataclasses.replace(own, requests=warmup + measured), runner, *settings)
+        warmup, total = measured_episode(own, found.label, requests)
+        check_bounds("--requests", total, 1, MAX_REQUESTS)
+        settings = _settings(alpha, reconfiguration_cost, reconfigure, hints, render_mode)
+        self._start(dataclasses.replace(own, requests=total), runner, *settings)
         self.suite = found_suite.name
         self.scenario: Scenario = found
         self.warmup = warmup
-        self.measured_requests = measured
+        self.measured_requests = total - warmup
         self.seeds = SeedSplit(tuple(int(seed) for seed in found.seeds))
 
 

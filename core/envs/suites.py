@@ -7,6 +7,8 @@ from __future__ import annotations
 import re
 import warnings
 from dataclasses import dataclass
+from numbers import Integral
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -197,10 +199,30 @@ def warmup_requests(plan: ResolvedRun) -> int:
         requests = min(2 * requests, MAX_REQUESTS)
 
 
-def no_measured_requests(label: str, requests: int, warmup: int) -> SpecError:
-    """The error of a scenario whose requests are all in the warm-up: its metrics would all be NaN."""
-    return SpecError(f"scenario {label!r} measures none of its {requests:,} requests, all in the workload's warm-up "
-                     f"of {warmup:,}; give requests=N for N measured requests after it")
+def shown(value: Any) -> str:
+    """A value in a few words on one line (an array's repr runs to many)."""
+    if isinstance(value, np.ndarray):
+        return f"a {value.dtype} array of shape {value.shape}"
+    text = repr(value)
+    return text if len(text) <= 60 and "\n" not in text else f"a {type(value).__name__}"
+
+
+def check_measured(requests: Any) -> None:
+    """Refuse a scenario's ``requests=`` (measured, after the warm-up) other than None or a whole number ≥ 1."""
+    if requests is not None and (isinstance(requests, bool) or not isinstance(requests, (Integral, np.integer))
+                                 or requests < 1):
+        raise SpecError(f"requests must be a whole number of measured requests, at least 1, got {shown(requests)}")
+
+
+def measured_episode(plan: ResolvedRun, label: str, requests: int | None = None) -> tuple[int, int]:
+    """``(warm-up, all requests)`` of a scenario's episode: its plan's, or its warm-up then ``requests`` measured ones
+    (`check_measured`); a `SpecError` where no request would be measured (the metrics would all be NaN)."""
+    warmup = warmup_requests(plan)
+    total = plan.requests if requests is None else warmup + int(requests)
+    if total <= warmup:
+        raise SpecError(f"scenario {label!r} measures none of its {plan.requests:,} requests, all in the workload's "
+                        f"warm-up of {warmup:,}; give requests=N for N measured requests after it")
+    return warmup, total
 
 
 def scenario_episode(scenario: Scenario, runner: Runner | None = None) -> tuple[int, int]:

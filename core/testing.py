@@ -88,7 +88,6 @@ class _Clock:
         self.start = time.monotonic()
 
     def check(self, where: str) -> None:
-        """Raise a `ContractError` once the check has taken more than its limit, saying where it was."""
         spent = time.monotonic() - self.start
         if spent > self.limit:
             raise ContractError(self.kind, self.name, f"its check takes at most {self.limit:g} s",

@@ -100,8 +100,6 @@ class JobBuilder(StepBuilder):
         self._need_keys: list[tuple[float, ...]] = []
         self._bundle_free: np.ndarray | None = None
         self._bundle_capacity: np.ndarray | None = None
-        self.status = DONE
-        self.reason = ""
 
     def start(self, request: Request, state: State) -> None:
         """Begin building ``request``, forgetting the previous job.

@@ -4,7 +4,7 @@ candidate path with a free channel on every link; no such path fails the request
 
 from __future__ import annotations
 
-from typing import Protocol, Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -19,10 +19,7 @@ OPEN, DONE, FAILED = "open", "done", "failed"
 COPY_WHOLE_BELOW = 4096
 
 
-class Router(Protocol):
-    """Chooses the candidate paths, in order, between two servers of a request."""
-
-    def __call__(self, builder: "PoolBuilder", a: int, b: int) -> Sequence[Path]: ...
+Router = Callable[["PoolBuilder", int, int], Sequence[Path]]  # the candidate paths between two servers, in order
 
 
 class StepBuilder:
@@ -86,8 +83,6 @@ class PoolBuilder(StepBuilder):
         self._gives_cpu: list[bool] = []
         self.amounts: list[list[float]] = []
         self.routes: list[tuple[int, int, tuple[int, ...], float]] = []
-        self.status = DONE
-        self.reason = ""
         self.request: Request | None = None
 
     def start(self, request: Request, state: State) -> None:

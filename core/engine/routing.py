@@ -36,14 +36,8 @@ class WeightedRouter:
         self.k = k
 
     def __call__(self, builder: "PoolBuilder", a: int, b: int) -> Sequence[Path]:
-        """The paths to try between two servers, lightest first.
-
-        Args:
-            builder: The builder, whose free links weigh the paths.
-            a: A server's index.
-            b: Another server's index.
-        Returns:
-            At most ``k`` paths, each a tuple of link indices."""
+        """At most ``k`` paths (tuples of link indices) to try between servers ``a`` and ``b``, lightest first by the
+        builder's free links."""
         candidates = self.catalogue.between_servers(a, b)
         if len(candidates) <= 1:
             return candidates

@@ -163,11 +163,6 @@ class Simulation:
         self.reconfigurations = np.zeros(n, dtype=np.int64)
         self.is_job = sequence.kind == "job"
         self.inter_rack_gbps = np.zeros(n)
-        packets = sequence.packets
-        self._qos = self.is_job and packets is not None
-        if self._qos:
-            self._packet_bits = 8.0 * float(packets.packet_bytes)
-            self._buffer = int(packets.buffer_packets)
 
         rows = 2 * n + 1
         self._event_time = np.empty(rows)
@@ -176,10 +171,12 @@ class Simulation:
         self._event_active = np.empty(rows, dtype=np.int64)
         self._resource_util = np.empty((rows, len(network.resources)))
         self._tier_util = np.empty((rows, len(tiers)))
+        packets = sequence.packets
+        self._qos = self.is_job and packets is not None
         if self._qos:
-            self._traffic_log = np.empty(rows)
-            self._latency_log = np.empty(rows)
-            self._loss_log = np.empty(rows)
+            self._packet_bits = 8.0 * float(packets.packet_bytes)
+            self._buffer = int(packets.buffer_packets)
+            self._traffic_log, self._latency_log, self._loss_log = np.empty(rows), np.empty(rows), np.empty(rows)
         self._row = 0
 
         self.used_resources = np.zeros(len(network.resources))
@@ -370,19 +367,15 @@ class Simulation:
         }
         for column, name in enumerate(network.resources):
             requests[f"demand_{name}"] = np.asarray(sequence.demand[:, column], dtype=np.float64)
-        requests["size"] = minimum_servers(network, np.asarray(sequence.demand, dtype=np.float64))
-        requests["outcome"] = self.outcome
-        requests["reason"] = self.reason
-        requests["detail"] = self.detail
-        requests["servers_used"] = self.servers_used
-        requests["spread"] = self.spread
+        requests.update({"size": minimum_servers(network, np.asarray(sequence.demand, dtype=np.float64)),
+                         "outcome": self.outcome, "reason": self.reason, "detail": self.detail,
+                         "servers_used": self.servers_used, "spread": self.spread})
         for column, tier in enumerate(network.tiers):
             requests[f"channels_tier{tier}"] = self.channels_per_tier[:, column]
-        requests["measured"] = self.measured
-        requests["reconfigurations"] = self.reconfigurations
+        requests.update(measured=self.measured, reconfigurations=self.reconfigurations)
         if self.is_job:
-            requests["vms"] = np.diff(np.asarray(sequence.vm_offsets)).astype(np.int64)
-            requests["inter_rack_gbps"] = self.inter_rack_gbps
+            requests.update(vms=np.diff(np.asarray(sequence.vm_offsets)).astype(np.int64),
+                            inter_rack_gbps=self.inter_rack_gbps)
         rows = self._row
         timeline: dict[str, Any] = {
             "time": self._event_time[:rows],
@@ -397,9 +390,8 @@ class Simulation:
         for column, tier in enumerate(network.tiers):
             timeline[f"link_util_tier{tier}"] = tier_util[:, column]
         if self._qos:
-            timeline["inter_rack_gbps"] = self._traffic_log[:rows]
-            timeline["latency_us"] = self._latency_log[:rows]
-            timeline["packet_loss"] = self._loss_log[:rows]
+            timeline.update(inter_rack_gbps=self._traffic_log[:rows], latency_us=self._latency_log[:rows],
+                            packet_loss=self._loss_log[:rows])
         return RunTables(requests, timeline)
 
 

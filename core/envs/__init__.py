@@ -37,11 +37,13 @@ from dcbench.envs.suites import (
     VALIDATION_SEEDS,
     SeedSplit,
     SuiteEnv,
+    check_measured,
     env_id,
     env_listing,
     find_scenario,
     register_suite_envs,
     scenario_episode,
+    shown,
     suite_envs,
 )
 from dcbench.errors import AllocatorError, SpecError
@@ -61,39 +63,26 @@ __all__ += ["evaluate", "policy_function", "policy_digest", "load_policy", "add_
 ALLOCATION_ENV_ID = "dcbench/Allocation-v0"  # AllocationEnv: any topology and workload
 
 
-def _shown(value: Any) -> str:
-    """A value in a few words on one line (an array's repr runs to many)."""
-    if isinstance(value, np.ndarray):
-        return f"a {value.dtype} array of shape {value.shape}"
-    text = repr(value)
-    return text if len(text) <= 60 and "\n" not in text else f"a {type(value).__name__}"
-
-
 def _reward_weight(name: str, value: Any) -> float:
     """A weight of the jobs' reward: a finite float of at least 0 (nan would poison every reward)."""
     if isinstance(value, bool) or not isinstance(value, Real) or not math.isfinite(value):
-        raise SpecError(f"{name} must be a finite number, got {_shown(value)}")
+        raise SpecError(f"{name} must be a finite number, got {shown(value)}")
     problem = Range(0).violation(value)
     if problem:
-        raise SpecError(f"{name} must be {problem}, got {_shown(value)}")
+        raise SpecError(f"{name} must be {problem}, got {shown(value)}")
     return float(value)
 
 
-def _settings(alpha: Any, reconfiguration_cost: Any, reconfigure: Any, hints: Any
-              ) -> tuple[float, float, bool, tuple[str, ...]]:
+def _settings(alpha: Any, reconfiguration_cost: Any, reconfigure: Any, hints: Any, render_mode: Any
+              ) -> tuple[float, float, bool, tuple[str, ...], str | None]:
     """An environment's settings, checked."""
+    if render_mode is not None and render_mode not in AllocationEnv.metadata["render_modes"]:  # (make_vec_env's)
+        raise SpecError(f"render_mode must be None or 'rgb_array', got {shown(render_mode)}")
     alpha = _reward_weight("alpha", alpha)
     reconfiguration_cost = _reward_weight("reconfiguration_cost", reconfiguration_cost)
     if not isinstance(reconfigure, (bool, np.bool_)):
-        raise SpecError(f"reconfigure must be True or False, got {_shown(reconfigure)}")
-    return alpha, reconfiguration_cost, reconfigure, hint_names(hints)
-
-
-def _render_mode(mode: Any) -> str | None:
-    """``render_mode``, checked: None or "rgb_array" (what ``make_vec_env`` asks for)."""
-    if mode is not None and mode not in AllocationEnv.metadata["render_modes"]:
-        raise SpecError(f"render_mode must be None or 'rgb_array', got {_shown(mode)}")
-    return mode
+        raise SpecError(f"reconfigure must be True or False, got {shown(reconfigure)}")
+    return alpha, reconfiguration_cost, reconfigure, hint_names(hints), render_mode
 
 
 def _action_index(action: Any, space: gym.spaces.Discrete) -> int:
@@ -101,7 +90,7 @@ def _action_index(action: Any, space: gym.spaces.Discrete) -> int:
     integral = isinstance(action, (int, np.integer)) and not isinstance(action, bool)
     if integral or (isinstance(action, np.ndarray) and action.shape == () and np.issubdtype(action.dtype, np.integer)):
         return int(action)
-    raise AllocatorError(f"action {_shown(action)} is not an integer; the action space {space} takes an int, "
+    raise AllocatorError(f"action {shown(action)} is not an integer; the action space {space} takes an int, "
                          "a numpy integer or a 0-d integer array")
 
 
@@ -119,7 +108,7 @@ class AllocationEnv(gym.Env):
     Args:
         topology: The topology spec.
         workload: The workload spec (None: the topology's default).
-        requests: Measured requests per episode, after the workload's warm-up (as ``dcbench run -n``).
+        requests: Requests per episode (a workload's warm-up included).
         runner: Resolves the scenario (None: a new `Runner` on the process's plugins).
         alpha: α of the jobs' reward, a finite number ≥ 0.
         reconfiguration_cost: Φ_reconf of the jobs' reward, a finite number ≥ 0.
@@ -145,7 +134,6 @@ class AllocationEnv(gym.Env):
         accepted: Requests accepted so far in the episode (set by `reset`).
         offered: Requests settled so far in the episode (set by `reset`).
         episode_seed: The seed of the episode under way (None before `reset`).
-        warmup: Requests of the warm-up opening every episode; ``measured_requests`` those measured after it.
 
     Raises:
         SpecError: A setting of the wrong type or range, or a malformed spec or parameter; hints for jobs.
@@ -159,17 +147,15 @@ class AllocationEnv(gym.Env):
     def __init__(self, topology: str = "tiered:32,1x4", workload: str | None = None, requests: int = 32,
                  runner: Runner | None = None, alpha: float = 100.0, reconfiguration_cost: float = 25.0,
                  reconfigure: bool = True, hints: bool | Sequence[str] = False, render_mode: str | None = None):
-        self.render_mode = _render_mode(render_mode)
         for name, value, example in (("topology", topology, "tiered:32,1x4"), ("workload", workload, "uniform")):
             if not isinstance(value, str) and not (name == "workload" and value is None):
-                raise SpecError(f"{name} must be a spec such as {example!r}, got {_shown(value)}")
-        if isinstance(requests, bool) or not isinstance(requests, (int, np.integer)) or requests < 1:
-            raise SpecError(f"requests must be a whole number of measured requests, at least 1, "
-                            f"got {_shown(requests)}")
-        settings = _settings(alpha, reconfiguration_cost, reconfigure, hints)
+                raise SpecError(f"{name} must be a spec such as {example!r}, got {shown(value)}")
+        check_measured(requests)
+        settings = _settings(alpha, reconfiguration_cost, reconfigure, hints, render_mode)
         runner = runner or Runner()
-        self._start(*measuring(runner.resolve_scenario(topology, workload), int(requests), "the environment",
-                               "requests=N"), runner, *settings)
+        measured = None if requests is None else int(requests)  # None: the workload's own
+        self._start(*measuring(runner.resolve_scenario(topology, workload), measured, "the environment", "requests=N"),
+                    runner, *settings)
 
     @classmethod
     def of_plan(cls, plan: ResolvedRun, runner: Runner | None = None, **settings: Any) -> AllocationEnv:
@@ -188,18 +174,19 @@ class AllocationEnv(gym.Env):
         Raises:
             SpecError: A setting the constructor refuses, or one it does not take.
         """
+        defaults = {"alpha": 100.0, "reconfiguration_cost": 25.0, "reconfigure": True, "hints": False,
+                    "render_mode": None}
+        if set(settings) - set(defaults):
+            raise SpecError(f"of_plan takes the constructor's settings, not {', '.join(set(settings) - set(defaults))}")
         env = cls.__new__(cls)
-        env.render_mode = _render_mode(settings.pop("render_mode", None))
-        checked = _settings(settings.pop("alpha", 100.0), settings.pop("reconfiguration_cost", 25.0),
-                            settings.pop("reconfigure", True), settings.pop("hints", False))
-        if settings:
-            raise SpecError(f"of_plan takes the constructor's settings, not {', '.join(sorted(settings))}")
-        env._start(plan, min(warmup_requests(plan), plan.requests), runner or Runner(), *checked)
+        env._start(plan, min(warmup_requests(plan), plan.requests), runner or Runner(),
+                   *_settings(**{**defaults, **settings}))
         return env
 
     def _start(self, plan: ResolvedRun, warmup: int, runner: Runner, alpha: float, reconfiguration_cost: float,
-               reconfigure: bool, hints: tuple[str, ...]) -> None:
+               reconfigure: bool, hints: tuple[str, ...], render_mode: str | None) -> None:
         self.alpha, self.reconfiguration_cost, self.hints = alpha, reconfiguration_cost, hints
+        self.render_mode = render_mode
         self.plan = plan
         self.warmup, self.measured_requests = warmup, plan.requests - warmup
         # A policy that never reconfigures runs on the fabric's fixed all-to-all, as `Runner` runs it.
@@ -434,17 +421,13 @@ class ScenarioEnv(AllocationEnv):
     def __init__(self, suite: str, scenario: str, requests: int | None = None, runner: Runner | None = None,
                  alpha: float = 100.0, reconfiguration_cost: float = 25.0, reconfigure: bool = True,
                  hints: bool | Sequence[str] = False, render_mode: str | None = None):
-        self.render_mode = _render_mode(render_mode)
         runner = runner or Runner()
         found_suite, found = find_scenario(runner.registry, suite, scenario)
-        if requests is not None and (isinstance(requests, bool) or not isinstance(requests, (int, np.integer))
-                                     or requests < 1):
-            raise SpecError(f"requests must be a whole number of measured requests, at least 1, "
-                            f"got {_shown(requests)}")
+        check_measured(requests)
         own = runner.resolve_scenario(found.topology, found.workload, found.requests)
         measured = None if requests is None else int(requests)
         self._start(*measuring(own, measured, f"scenario {found.label!r}", "requests=N"), runner,
-                    *_settings(alpha, reconfiguration_cost, reconfigure, hints))
+                    *_settings(alpha, reconfiguration_cost, reconfigure, hints, render_mode))
         self.suite = found_suite.name
         self.scenario: Scenario = found
         self.seeds = SeedSplit(tuple(int(seed) for seed in found.seeds))

@@ -30,10 +30,11 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
+from dcbench.envs.suites import check_measured, find_scenario
 from dcbench.errors import AllocatorError, DcbenchError, NotInstalledError, PluginError, SpecError, describe
 from dcbench.model.suite import Scenario, Suite
 from dcbench.registry import Registry
-from dcbench.running.runner import ResolvedRun, Runner, check_seed, measuring, run_plan
+from dcbench.running.runner import Runner, check_seed, measuring, run_plan
 from dcbench.storage.paths import _FOLDER_MODE
 from dcbench.storage.records import read_json
 
@@ -520,7 +521,7 @@ def _env_scenario(env_id: str, runner: Runner) -> tuple[Suite, Scenario] | None:
     kwargs = dict(gymnasium.registry[env_id].kwargs or {})
     suites = runner.registry.entries("suite")
     if isinstance(kwargs.get("suite"), str) and isinstance(kwargs.get("scenario"), str):
-        return _named_scenario(kwargs["suite"], kwargs["scenario"], runner.registry)
+        return find_scenario(runner.registry, kwargs["suite"], kwargs["scenario"])
     if not isinstance(kwargs.get("topology"), str):
         raise SpecError(f"environment {env_id!r} names no suite scenario; give a suite or SUITE/SCENARIO")
     given = (kwargs["topology"], kwargs.get("workload"), kwargs.get("requests"))
@@ -542,15 +543,6 @@ def _env_scenario(env_id: str, runner: Runner) -> tuple[Suite, Scenario] | None:
                     "no scenario of a registered suite; give a suite, SUITE/SCENARIO or a dcbench.Scenario")
 
 
-def _named_scenario(suite_name: str, label: str, registry: Registry) -> tuple[Suite, Scenario]:
-    suite = registry.get("suite", suite_name)  # (an UnknownPluginError that lists the suites)
-    for scenario in suite.scenarios:
-        if scenario.label == label:
-            return suite, scenario
-    raise SpecError(f"suite {suite_name!r} has no scenario {label!r}; its scenarios: "
-                    f"{', '.join(s.label for s in suite.scenarios)}")
-
-
 def _target(target: Any, runner: Runner) -> tuple[list[Scenario], tuple[str, ...]]:
     """The scenarios ``target`` names, and the third-party metrics their runs compute."""
     if isinstance(target, Suite):
@@ -566,7 +558,7 @@ def _target(target: Any, runner: Runner) -> tuple[list[Scenario], tuple[str, ...
         return list(suite.scenarios), tuple(suite.metrics)
     found = _env_scenario(target, runner)
     if found is None and "/" in target:
-        found = _named_scenario(*target.split("/", 1), runner.registry)
+        found = find_scenario(runner.registry, *target.split("/", 1))
     if found is None:
         raise SpecError(f"no suite {target!r}; give a suite ({', '.join(sorted(suites))}), SUITE/SCENARIO, a "
                         "registered environment id or a dcbench.Scenario")
@@ -579,15 +571,6 @@ def _seeds(seeds: Iterable[int] | None, scenario: Scenario) -> list[int]:
     if isinstance(seeds, (str, bytes, Integral, np.integer)) or not isinstance(seeds, Iterable):
         raise SpecError(f"seeds is a list of seeds (seeds=[0, 1]), got {seeds!r}")
     return list(seeds)
-
-
-def _measuring(runner: Runner, spec: str, scenario: Scenario, requests: int | None, metrics: tuple[str, ...]
-               ) -> ResolvedRun:
-    """The run of a scenario: its own requests, or its warm-up then ``requests`` measured ones, as its environment's
-    ``requests=``; a `SpecError` where no request would be measured (the metrics would all be NaN)."""
-    plan = runner.resolve(spec, scenario.topology, scenario.workload, scenario.requests, metrics)
-    return measuring(plan, None if requests is None else int(requests), f"scenario {scenario.label!r}",
-                     "requests=N")[0]
 
 
 def evaluate(policy: Any, target: str | Suite | Scenario, *, requests: int | None = None,
@@ -617,9 +600,7 @@ def evaluate(policy: Any, target: str | Suite | Scenario, *, requests: int | Non
     """
     runner = Runner(registry) if registry is not None else Runner()
     scenarios, metrics = _target(target, runner)
-    if requests is not None and (isinstance(requests, bool) or not isinstance(requests, (Integral, np.integer))
-                                 or requests < 1):
-        raise SpecError(f"requests must be a whole number of measured requests, at least 1, got {requests!r}")
+    check_measured(requests)
     if isinstance(hints, (bool, np.bool_)):
         hinted = "all" if hints else ""
     elif isinstance(hints, Sequence) and not isinstance(hints, str) and all(isinstance(h, str) for h in hints):
@@ -637,7 +618,9 @@ def evaluate(policy: Any, target: str | Suite | Scenario, *, requests: int | Non
             if not seed_list:
                 continue
             check_seed(seed_list[0])  # (before the specs, as `Runner.run` checks)
-            plan = _measuring(runner, spec, scenario, requests, metrics)
+            # the scenario's run as its environment's requests= makes it
+            plan = runner.resolve(spec, scenario.topology, scenario.workload, scenario.requests, metrics)
+            plan = measuring(plan, requests, f"scenario {scenario.label!r}", "requests=N")[0]
             for seed in seed_list:
                 result = run_plan(plan, seed)
                 summary = dict(result.summary)

@@ -126,7 +126,7 @@ class PoolHints:
     # The rankings restate bestfit's and tetris:fit_last=yes's rules (the core imports no plugin);
     # tests/core/envs/test_hints.py checks them against the heuristics.
     def _own_link_free(self, builder: PoolBuilder) -> np.ndarray:
-        """Free channels of every server's own link; a server without a link of its own is never short of them."""
+        # a server without a link of its own is never short of free channels on it
         link_free = builder.free_links.take(self._links, out=self._own_link)
         return link_free if self._has_link.all() else np.where(self._has_link, link_free, np.inf)
 
@@ -139,7 +139,6 @@ class PoolHints:
         return allowed & covers & (link_free >= len(builder.chosen))
 
     def _best_fit_order(self, builder: PoolBuilder, allowed: np.ndarray) -> np.ndarray:
-        """The allowed servers in the best-fit heuristic's order of preference."""
         remaining = builder.remaining
         free = builder.free_resources
         link_free = self._own_link_free(builder)

@@ -7,8 +7,11 @@ from __future__ import annotations
 import re
 import warnings
 from dataclasses import dataclass
+from numbers import Integral
+from typing import Any
 
 import gymnasium as gym
+import numpy as np
 
 from dcbench.errors import SpecError
 from dcbench.model.suite import Scenario, Suite
@@ -180,6 +183,21 @@ def find_scenario(registry: Registry, suite: str, scenario: str) -> tuple[Suite,
             return entry, candidate
     labels = ", ".join(candidate.label for candidate in entry.scenarios)
     raise SpecError(f"suite {suite!r} has no scenario {scenario!r}; its scenarios are {labels}")
+
+
+def shown(value: Any) -> str:
+    """A value in a few words on one line (an array's repr runs to many)."""
+    if isinstance(value, np.ndarray):
+        return f"a {value.dtype} array of shape {value.shape}"
+    text = repr(value)
+    return text if len(text) <= 60 and "\n" not in text else f"a {type(value).__name__}"
+
+
+def check_measured(requests: Any) -> None:
+    """Refuse a scenario's ``requests=`` (measured, after the warm-up) other than None or a whole number ≥ 1."""
+    if requests is not None and (isinstance(requests, bool) or not isinstance(requests, (Integral, np.integer))
+                                 or requests < 1):
+        raise SpecError(f"requests must be a whole number of measured requests, at least 1, got {shown(requests)}")
 
 
 def scenario_episode(scenario: Scenario, runner: Runner | None = None) -> tuple[int, int]:

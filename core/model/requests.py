@@ -14,10 +14,6 @@ from dcbench.model.network import Network, frozen
 # that gives CPU; the reference code's rule, with its sticky flag.
 CONNECTIVITY_RULES = ("all", "cpu", "reference")
 
-# Which servers a pool's next step may choose: those with some of a resource still needed; those with
-# anything free (the reference code's mask).
-ALLOWED_SERVER_RULES = ("needed", "free")
-
 
 @dataclass(frozen=True, slots=True)
 class PacketModel:
@@ -44,7 +40,8 @@ class RequestSequence:
         wait_until_fits: Whether a request waits, in steps of ``time_step``, until the total free capacity covers it
             (one above the whole capacity is skipped).
         time_step: The clock's step while a request waits.
-        allowed_servers: One of `ALLOWED_SERVER_RULES`.
+        allowed_servers: Which servers a pool's next step may choose: "needed" (those with some of a resource still
+            needed) or "free" (those with anything free: the reference code's mask).
         departures_within: Whether requests due at a pool request's offer leave once its first server is placed.
         extra: The workload's own: the engine reads none of it.
         measured: Booleans (requests,) marking what the metrics count (None: all).
@@ -120,7 +117,7 @@ class Request:
         connectivity: One of `CONNECTIVITY_RULES`.
         vms: Jobs: its VMs × resources, in placement order (None for pools).
         flows: Jobs: its flows × 3, (source VM, destination VM, Gbps).
-        allowed_servers: One of `ALLOWED_SERVER_RULES`.
+        allowed_servers: "needed" or "free", as `RequestSequence`'s.
         departing: What requests due at its offer free once its first server is placed (None: nothing departs)."""
 
     id: int

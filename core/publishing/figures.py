@@ -26,12 +26,9 @@ Row = dict[str, Any]
 
 @runtime_checkable
 class Figures(Protocol):
-    """The figures a suite or a topology family declares (by ``"module:attr"``).
-
-    Attributes:
-        xlabel: The scenarios' axis name where each scenario is one tick (the leaderboard's plot).
-        columns: The summary columns `draw` needs; rows lacking one are refused before anything is drawn.
-    """
+    """The figures a suite or a topology family declares (by ``"module:attr"``): ``xlabel`` names the scenarios' axis
+    where each scenario is one tick (the leaderboard's plot); ``columns`` are the summary columns `draw` needs (rows
+    lacking one are refused before anything is drawn)."""
 
     xlabel: str
     columns: Sequence[str]
@@ -232,19 +229,12 @@ def scenario_label(row: Row) -> str:
     return row["scenario"]
 
 
-Series = dict[str, list[tuple[float, float]]]  # allocator -> (mean, CI half-width) per scenario
-
-
-def _series(rows: list[Row], metric: str, scenarios: Sequence[str]) -> tuple[list[str], Series]:
+def _series(rows: list[Row], metric: str, scenarios: Sequence[str]) -> tuple[list[str], dict[str, list[tuple]]]:
+    """The allocators of ``rows``, and each one's (mean, CI half-width) of ``metric`` per scenario."""
     allocators = list(dict.fromkeys(r["allocator"] for r in rows))
-    values = {}
-    for allocator in allocators:
-        values[allocator] = []
-        for scenario in scenarios:
-            of_cell = (r[metric] for r in rows if r["scenario"] == scenario and r["allocator"] == allocator)
-            mean, half, _ = mean_ci(of_cell)
-            values[allocator].append((mean, 0.0 if half != half else half))
-    return allocators, values
+    return allocators, {allocator: [mean_ci(r[metric] for r in rows if r["scenario"] == scenario
+                                            and r["allocator"] == allocator)[:2] for scenario in scenarios]
+                        for allocator in allocators}
 
 
 def seeds_text(rows: Sequence[Row]) -> str:

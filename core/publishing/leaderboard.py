@@ -23,10 +23,7 @@ from dcbench.publishing import pages
 from dcbench.publishing.pages import SUBMISSIONS, Section
 from dcbench.publishing.ranking import rank_suite
 from dcbench.publishing.report import labels
-from dcbench.publishing.submissions import (
-    folder_problem,
-    names_problem,
-)
+from dcbench.publishing.submissions import folder_problem, names_problem
 from dcbench.publishing.verify import rerun  # noqa: F401 (tests/test_committed_results.py imports it from here)
 from dcbench.registry import Column, Registry, get_registry
 from dcbench.registry.columns import columns_problem, demand_kind
@@ -34,12 +31,7 @@ from dcbench.running.labels import default_specs
 from dcbench.running.numbers import counts_problem, values_problem
 from dcbench.running.runner import Runner
 from dcbench.running.stats import mean_ci
-from dcbench.running.summary import (
-    SWEEP_COLUMNS,
-    ranking_of,
-    same_value,
-    sweep_summary_problem,
-)
+from dcbench.running.summary import SWEEP_COLUMNS, ranking_of, same_value, sweep_summary_problem
 from dcbench.running.sweep import resolved_allocator
 from dcbench.spec import Spec
 from dcbench.storage.files import staging_folder, swapped_in, write_atomic
@@ -68,10 +60,8 @@ class RowsProblem(Exception):
 
 
 def check_contents(table: Any, rows: list[dict[str, Any]], suites: Mapping[str, Any], runner: Runner) -> None:
-    """What `submit` and every rebuild check of a submission's summary once it reads as a sweep's
-    (`sweep_summary_problem`): its names (plain specs, labels and column names), every number within its column's
-    range, where its suite is registered its rows against the suite's (`_check_rows`), and every row's counts against
-    each other (`counts_problem`)."""
+    """What `submit` and every rebuild check of a summary that reads as a sweep's: its names, every number within its
+    column's range, its rows against its suite's where that is registered (`_check_rows`), and every row's counts."""
     suite = provenance_of(table)["suite"]
     problem = names_problem(suite, table.column_names, rows) or values_problem(table)
     if problem is not None:
@@ -88,9 +78,8 @@ def allocators_of(rows: list[dict[str, Any]]) -> list[str]:
 
 
 def _check_rows(suite: Any, rows: list[dict[str, Any]], runner: Runner) -> None:
-    """Check a submission's rows against its registered ``suite``: every run one of its scenarios and seeds (whose run
-    ids `summary_runs_problem` checked), each once, a finite primary metric, every scenario and seed for every
-    allocator. ``runner`` resolves the scenarios (and keeps their networks for the next submission)."""
+    """Check a submission's rows against its registered ``suite``: every run one of its scenarios and seeds, each
+    once, a finite primary metric, every scenario and seed for every allocator."""
     suite_name = suite.name
     expected: dict[tuple[str, int], tuple[str, str, int]] = {}
     for scenario in suite.scenarios:
@@ -130,8 +119,8 @@ def check_root(root: Path) -> None:
 
 
 def leaderboard_lock(root: Path) -> Path:
-    """The lock file of the leaderboard folder ``root``: beside it (``.NAME.lock``), not in it, where it would be one
-    more thing in a folder that `submit` checks is a leaderboard's or empty."""
+    """The lock file of the leaderboard folder ``root``: beside it (``.NAME.lock``), not in it, which `submit` checks
+    is a leaderboard's or empty."""
     folder = Path(os.path.abspath(root))
     return file_lock(folder) if folder.name else folder_lock(folder)
 
@@ -152,9 +141,8 @@ def holding_the_lock(command: str) -> Callable[[Callable[..., Any]], Callable[..
 
 
 def load_submissions(root: Path, registry: Registry | None = None) -> list[Submission]:
-    """The submissions under ``root``, each checked as `validate` checked its summary (``registry`` names the suites'
-    primary metrics), but for its run folders, which stay with the submitter, and the plugins it uses, which need not
-    be installed where the pages are rebuilt."""
+    """The submissions under ``root``, each checked as `validate` checked it but for its run folders (they stay with
+    the submitter) and its plugins (they need not be installed where the pages are rebuilt)."""
     folder = root / SUBMISSIONS
     registry = registry or get_registry()
     suites = registry.entries("suite")
@@ -197,24 +185,15 @@ def load_submissions(root: Path, registry: Registry | None = None) -> list[Submi
 
 
 IDENTITY_KEYS = ("name", "suite", "allocators", "runs")  # what every submission.json says
-
-
 RANKING_KEYS = ("ranked_by", "columns")  # what ranks it (`submission_record`)
-
-
 REPLAY_KEY = "replayed"  # the runs `submit` ran again
-
-
 ENTRIES_KEY = "entries"  # who and what each allocator is, by spec
-
-
 VERIFIED = "verified.json"  # beside submission.json: what the latest `verify` ran again of the submission
 
 
 def submission_record(submission: Submission) -> dict[str, Any]:
-    """What ``submission.json`` says of a submission: what it is, and what ranks it (its suite's primary metric and
-    direction, and the metrics' declarations of its columns), so that pages rebuilt where the suite's plugin is not
-    installed rank and head it as where it is."""
+    """What ``submission.json`` says of a submission: what it is, and what ranks and heads it (its suite's primary
+    metric and direction, its columns' declarations) where the suite's plugin is not installed."""
     record: dict[str, Any] = {"name": submission.name, "suite": submission.suite,
                               "allocators": submission.allocators, "runs": len(submission.rows)}
     if submission.ranked_by is not None:
@@ -241,19 +220,14 @@ def _entries_of_record(record: dict[str, Any], allocators: list[str], path: Path
 
 
 def _verified_of(path: Path, rows: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """What ``VERIFIED`` says the latest `verify` ran again, checked: runs of the submission that came out the same
-    and otherwise, a version and a date; None where there is no such file."""
+    """What ``VERIFIED`` says the latest `verify` ran again, checked (`_stamped_runs`); None where there is none."""
     if not (path / VERIFIED).exists():
         return None
     try:
         verified = read_json(path / VERIFIED)
     except (OSError, ValueError) as exc:
         raise _damaged(path, f"its {VERIFIED} does not read: {describe(exc)}") from None
-    run_ids = {row["run_id"] for row in rows}
-    if (not isinstance(verified, dict) or set(verified) != {"same", "otherwise", "dcbench_version", "date"}
-            or not all(isinstance(verified[k], list) and all(isinstance(r, str) and r in run_ids for r in verified[k])
-                       for k in ("same", "otherwise"))
-            or not (verified["same"] or verified["otherwise"]) or not _stamped(verified)):
+    if not _stamped_runs(verified, ("same", "otherwise"), rows):
         raise _damaged(path, f"its {VERIFIED} is not {{same: run ids, otherwise: run ids, dcbench_version: a "
                              "version, date: YYYY-MM-DD}")
     return verified
@@ -261,8 +235,8 @@ def _verified_of(path: Path, rows: list[dict[str, Any]]) -> dict[str, Any] | Non
 
 @holding_the_lock("leaderboard verify")
 def record_verified(root: Path, outcomes: Sequence[tuple[str, str, bool]]) -> None:
-    """Write each submission's `VERIFIED`: which of its runs a `verify` made again, as ``(submission, run id, the
-    same bit for bit)``; a submission none of whose runs was made again keeps the record it had."""
+    """Write `VERIFIED` of each submission of the ``(submission, run id, the same bit for bit)`` a `verify` made
+    again; the others keep the record they had."""
     import datetime
 
     from dcbench._version import __version__
@@ -278,24 +252,24 @@ def record_verified(root: Path, outcomes: Sequence[tuple[str, str, bool]]) -> No
 
 
 def _replay_of_record(record: dict[str, Any], rows: list[dict[str, Any]], path: Path) -> dict[str, Any] | None:
-    """What a ``submission.json`` says `submit` replayed, checked: runs of the submission, a version and a date; None
-    where it says nothing."""
+    """What a ``submission.json`` says `submit` replayed, checked (`_stamped_runs`); None where it says nothing."""
     replayed = record.get(REPLAY_KEY)
-    if replayed is None:
-        return None
-    run_ids = {row["run_id"] for row in rows}
-    if (not isinstance(replayed, dict) or set(replayed) != {"runs", "dcbench_version", "date"}
-            or not isinstance(replayed["runs"], list) or not replayed["runs"]
-            or not all(isinstance(run, str) and run in run_ids for run in replayed["runs"]) or not _stamped(replayed)):
+    if replayed is not None and not _stamped_runs(replayed, ("runs",), rows):
         raise _damaged(path, f"its submission.json's {REPLAY_KEY} is not {{runs: run ids of its summary, "
                              "dcbench_version: a version, date: YYYY-MM-DD}")
     return replayed
 
 
-def _stamped(record: dict[str, Any]) -> bool:
-    """Whether a record's ``dcbench_version`` is a version's text and its ``date`` a YYYY-MM-DD day."""
+def _stamped_runs(record: Any, lists: tuple[str, ...], rows: list[dict[str, Any]]) -> bool:
+    """Whether ``record`` holds just ``lists`` of run ids of ``rows``, not all empty, a ``dcbench_version`` (a
+    version's text) and a ``date`` (a YYYY-MM-DD day)."""
     import datetime
 
+    run_ids = {row["run_id"] for row in rows}
+    if (not isinstance(record, dict) or set(record) != {*lists, "dcbench_version", "date"}
+            or not all(isinstance(record[k], list) and all(isinstance(r, str) and r in run_ids for r in record[k])
+                       for k in lists) or not any(record[k] for k in lists)):
+        return False
     version, date = record["dcbench_version"], record["date"]
     if not (isinstance(version, str) and len(version) <= 40 and isinstance(date, str)):
         return False
@@ -307,8 +281,7 @@ def _stamped(record: dict[str, Any]) -> bool:
 
 def _ranking_of_record(record: dict[str, Any], rows: list[dict[str, Any]], path: Path
                        ) -> tuple[tuple[str, bool] | None, tuple[Column, ...]]:
-    """The ranking and column declarations a ``submission.json`` records (`submission_record`), checked: None and none
-    for one that records none."""
+    """The ranking and column declarations a ``submission.json`` records, checked: None and none where none."""
     unknown_keys = sorted(set(record) - set(IDENTITY_KEYS) - set(RANKING_KEYS) - {REPLAY_KEY, ENTRIES_KEY})
     if unknown_keys:
         raise _damaged(path, f"its submission.json has unknown keys {unknown_keys}")
@@ -331,8 +304,8 @@ def _ranking_of_record(record: dict[str, Any], rows: list[dict[str, Any]], path:
 
 
 def first_conflict(submissions: list[Submission]) -> tuple[str, str, str, str] | None:
-    """The first run that two submissions both hold with other numbers, as (run id, the earlier submission, the later
-    one, the first column that differs); None if every run submitted twice says the same both times."""
+    """The first run two submissions hold with other numbers, as (run id, the earlier submission, the later one, the
+    first column that differs), or None."""
     first: dict[str, tuple[str, dict[str, Any]]] = {}
     for submission in submissions:
         for row in submission.rows:
@@ -372,9 +345,9 @@ def _damaged(submission: Path, problem: str) -> ResultsError:
 
 
 def default_entry(spec: str, label: str, registry: Registry) -> dict[str, Any]:
-    """What a leaderboard says of an allocator nobody described (`dcbench.model.about`): from its registration where
-    it is installed: its kind (learned; a built-in heuristic with a paper: a paper baseline, without one: a dcbench
-    baseline; another: a heuristic), authors, links and, for the weights it ships, its trainer's seeds."""
+    """What a leaderboard says of an allocator nobody described, from its registration where it is installed: its
+    kind (learned; a built-in heuristic with a paper: a paper baseline, without one: a dcbench baseline; another: a
+    heuristic), authors, links and, for the weights it ships, its trainer's seeds."""
     parsed = Spec.parse(spec)
     entry = registry.entries("allocator").get(parsed.name)
     if entry is None:
@@ -395,8 +368,8 @@ def default_entry(spec: str, label: str, registry: Registry) -> dict[str, Any]:
 def _metric_columns(rows: list[dict[str, Any]], primary: str, declared: Sequence[Column]
                     ) -> list[tuple[str, str, str | None, bool]]:
     """The columns a suite's scenario tables show beside ``primary``, as (column, heading, better, headline): the
-    numbers the metrics declare (`dcbench.Column`), in their order; the first `HEADLINE_COLUMNS` of their headline
-    columns are the table's headline, so that it fits a page, the others are behind a toggle."""
+    numbers the metrics declare, in their order; the first `HEADLINE_COLUMNS` headline ones fit a page, the others
+    are behind a toggle."""
     kind = demand_kind(rows[0], declared)
     shown = []
     for column, value in rows[0].items():
@@ -417,9 +390,8 @@ HEADLINE_COLUMNS = 3
 
 @holding_the_lock("leaderboard")
 def build(root: Path, registry: Registry) -> list[Path]:
-    """Rebuild ``root/README.md``, ``root/index.html``, ``root/plots/`` and ``root/tables/`` from the submissions,
-    first removing what a killed rebuild left of them (`BUILT`): under the lock, no other rebuild can be writing
-    them."""
+    """Rebuild ``root``'s `BUILT` pages and folders from the submissions, first removing what a killed rebuild left of
+    them (under the lock, no other rebuild can be writing them)."""
     from dcbench._version import __version__
 
     if not root.is_dir():
@@ -462,15 +434,13 @@ def build(root: Path, registry: Registry) -> list[Path]:
 
 # What marks the pages `build` writes as its own (the first lines of each).
 OWN_PAGES = {"README.md": "# dcbench leaderboard\n", "index.html": "<!DOCTYPE html>\n<html lang=\"en\"><head>"}
-
-
 BUILT = ("plots", "tables", *OWN_PAGES)  # what `build` replaces, through temporaries named after them
 OWN_FILES = {"plots": (".png",), "tables": (".csv", ".parquet")}  # what its folders hold
 
 
 def check_own_folder(root: Path) -> None:
-    """Refuse to rebuild in a folder that is not a leaderboard's: it must hold submissions/, its pages must be ones
-    `build` wrote, and its plots/ and tables/ only the files `build` writes there (each is replaced whole)."""
+    """Refuse to rebuild in a folder that is not a leaderboard's: with submissions/, pages `build` wrote, and in
+    plots/ and tables/ (replaced whole) only files `build` writes there."""
     fix = "give a leaderboard folder of its own with --root"
     if not (root / SUBMISSIONS).is_dir():
         raise ResultsError(f"'{root}' holds no {SUBMISSIONS}/ folder, so it is no leaderboard; {fix}, or start one "
@@ -491,8 +461,7 @@ def check_own_folder(root: Path) -> None:
 
 def _sections(by_suite: dict[str, list[Submission]], registry: Registry, columns: Sequence[Column],
               plots_staging: Path, plots_dir: Path) -> list[Section]:
-    """One section per suite: its rankings, and its plot, drawn into ``plots_staging`` and named by its place once
-    that becomes ``plots_dir``."""
+    """One section per suite, its plot drawn into ``plots_staging`` and named by its place once it is ``plots_dir``."""
     sections = []
     for suite_name in sorted(by_suite):
         section = functools.partial(_section, suite_name, registry=registry, columns=columns, plots_dir=plots_dir)
@@ -553,8 +522,8 @@ def _reference(suite: Any, specs: list[str], registry: Registry) -> str | None:
 
 def _about(spec: str, label: str, submissions: list[Submission], registry: Registry, test_seeds: list[int]
            ) -> pages.About:
-    """Who and what ``spec`` is on the page: as the first submission that describes it says (else as its plugin
-    registers it), with its version, date, verified mark and trained-on-test mark."""
+    """Who and what ``spec`` is on the page (as the first submission that describes it says, else as its plugin
+    registers it), with its version, date and marks."""
     holding = [s for s in submissions if spec in s.allocators]
     described = [s.entries[spec] for s in holding if spec in s.entries]
     about = described[0] if described else default_entry(spec, label, registry)
@@ -572,8 +541,8 @@ def _about(spec: str, label: str, submissions: list[Submission], registry: Regis
 
 
 def recorded_ranking(suite_name: str, submissions: list[Submission]) -> tuple[str, bool]:
-    """What ranks a suite no installed plugin registers: what its submissions recorded (the first one's, by name,
-    where they differ: the suite changed between them), or acceptance_ratio, higher is better, with a warning."""
+    """What ranks a suite no installed plugin registers: what its submissions recorded (the first one's where they
+    differ), else acceptance_ratio, higher is better, with a warning."""
     recorded = [s.ranked_by for s in submissions if s.ranked_by is not None]
     if not recorded:
         warnings.warn(f"suite {suite_name!r} is not installed here and its submissions record no ranking; ranked by "
@@ -588,8 +557,8 @@ def recorded_ranking(suite_name: str, submissions: list[Submission]) -> tuple[st
 
 def _unrankable(submissions: list[Submission], exc: Exception, section: Callable[..., Section],
                 plots_staging: Path, root: Path) -> ResultsError:
-    """The error for a suite whose ``section`` failed with ``exc``: naming the first of its ``submissions`` whose
-    section fails on its own too (drawn into a folder of its own, removed again), or else all of them."""
+    """The error for a suite whose ``section`` failed with ``exc``, naming the first submission whose section fails
+    on its own too (drawn into a folder of its own, removed again), else all of them."""
     problem = describe(exc)
     culprits = submissions
     if len(submissions) > 1:
@@ -612,10 +581,9 @@ def _unrankable(submissions: list[Submission], exc: Exception, section: Callable
 
 def _plot(rows: list[dict[str, Any]], scenarios: list[str], metric: str, path: Path, title: str,
           defaults: Mapping[str, str]) -> Path:
-    """The suite ``title``'s ranking ``metric`` per scenario and allocator, its scenarios named as its figures name
-    them (`Figures.xlabel`, `Figures.tick_label`); where it declares none (or is not installed), as `dcbench plot`
-    draws it: as the figures of its rows' one topology family do, else by their labels. The allocators in the colours
-    they declare."""
+    """The suite ``title``'s ranking ``metric`` per scenario and allocator, in the colours they declare, its scenarios
+    named as its figures name them; where it declares none (or is not installed), as the figures of its rows' one
+    topology family do, else by their labels."""
     from dcbench.publishing.figures import (
         allocator_colours,
         metric_panels,

@@ -11,7 +11,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
-from dcbench.model.about import CLEAN, ON_TEST
+from dcbench.model.about import CLEAN, KINDS, ON_TEST
 from dcbench.publishing.ranking import Estimate, SuiteRanking
 from dcbench.publishing.report import cell
 
@@ -153,9 +153,6 @@ def how_ranked(section: Section) -> str:
                else "The suite names no reference with runs here, so there is no Δ."))
 
 
-# --- downloadable tables -------------------------------------------------------------------------------------------
-
-
 def summary_rows(section: Section) -> list[dict[str, Any]]:
     rows = []
     for ranked in section.ranking.entries:
@@ -210,9 +207,6 @@ def table_files(section: Section, name: str) -> list[tuple[str, str]]:
     return [(kind, f"tables/{section.suite_name}-{name}.{kind.lower()}") for kind in ("CSV", "Parquet")]
 
 
-# --- README.md -----------------------------------------------------------------------------------------------------
-
-
 def _md_name(section: Section, spec: str) -> str:
     """An entry's name in a Markdown cell, with its short spec where that differs (a spec holds no '`' or '|')."""
     name = section.name(spec)
@@ -254,9 +248,6 @@ def markdown(sections: Iterable[Section], submissions: list[Any], version: str, 
             lines.append("")
     lines += ["## Submissions", ""] + [f"- `{s.name}`: {cell(s.suite)}, {len(s.rows)} runs" for s in submissions]
     return "\n".join(lines) + "\n"
-
-
-# --- index.html ----------------------------------------------------------------------------------------------------
 
 
 def _static(name: str) -> str:
@@ -310,8 +301,7 @@ def _summary_table(section: Section) -> list[str]:
     out = [f'<div class="filters" data-table="{_e(table)}">'
            '<input type="search" class="text-filter" placeholder="Filter entries" aria-label="Filter entries">'
            '<select class="kind-filter" aria-label="Kind"><option value="">every kind</option>'
-           + "".join(f'<option value="{k}">{k}</option>' for k in ("learned", "heuristic", "paper baseline",
-                                                                   "dcbench baseline"))
+           + "".join(f'<option value="{k}">{k}</option>' for k in KINDS)
            + '</select> <span class="shown-count"></span></div>',
            f'<div class="table-wrap"><table class="summary sortable" id="{_e(table)}"><thead><tr>'
            + _th("Rank", css="rank-group", title="one more than the number of entries significantly better")

@@ -72,15 +72,8 @@ class SuiteRanking:
 
 
 def stratified(samples: Sequence[np.ndarray]) -> tuple[float, float, float]:
-    """The mean of the strata's means, its standard error and its Welch–Satterthwaite degrees of freedom.
-
-    Args:
-        samples: One array of values per stratum (scenario).
-
-    Returns:
-        ``(mean, standard error, degrees of freedom)``; the error and the degrees of freedom are NaN where a stratum
-        has fewer than two values.
-    """
+    """The mean of the strata's means (``samples``: an array of values per scenario), its standard error and its
+    Welch–Satterthwaite degrees of freedom; the last two NaN where a stratum has fewer than two values."""
     strata = len(samples)
     mean = sum(float(np.mean(s)) for s in samples) / strata
     if any(len(s) < 2 for s in samples):
@@ -118,17 +111,8 @@ def holm(p_values: Sequence[float]) -> list[bool]:
 
 
 def rank_suite(values: Values, scenarios: Sequence[str], higher: bool, reference: str | None) -> SuiteRanking:
-    """Rank a suite's entries.
-
-    Args:
-        values: The ranking metric of every run, by entry, scenario and seed.
-        scenarios: The suite's scenarios, in order; an entry is ranked on those it ran.
-        higher: Whether a larger value is better.
-        reference: The entry every Δ is measured against, or None for no Δ.
-
-    Returns:
-        The summary and per-scenario rankings.
-    """
+    """Rank a suite's entries by their ranking metric's ``values``, on the suite's ``scenarios`` each ran, ``higher``
+    better or not, every Δ measured against ``reference`` (None: no Δ)."""
     sign = 1.0 if higher else -1.0
     entries = sorted(values)
     ran = {e: [s for s in scenarios if values[e].get(s)] for e in entries}

@@ -10,7 +10,7 @@ import numpy as np
 
 from dcbench.errors import DcbenchError, ResultsError
 from dcbench.publishing.submissions import SPECS
-from dcbench.publishing.verify import rerun_rows
+from dcbench.publishing.verify import one_per_cell, rerun_rows
 from dcbench.registry.distributions import DISABLE_VARIABLE, disabled_names
 from dcbench.running.runner import Runner, metrics_of
 from dcbench.spec import Spec
@@ -18,11 +18,7 @@ from dcbench.spec import Spec
 
 def replay_rows(rows: Sequence[Mapping[str, Any]], rng: np.random.Generator) -> list[Mapping[str, Any]]:
     """One run of every (scenario, allocator) of a submission, its seed drawn from ``rng``, in the order of the rows."""
-    cells: dict[tuple[str, str], list[int]] = {}
-    for i, row in enumerate(rows):
-        cells.setdefault((row["scenario"], row["allocator"]), []).append(i)
-    chosen = sorted(int(indices[rng.integers(len(indices))]) for indices in cells.values())
-    return [rows[i] for i in chosen]
+    return [rows[i] for i in sorted(one_per_cell([(row["scenario"], row["allocator"]) for row in rows], rng))]
 
 
 def plugins_used(rows: Sequence[Mapping[str, Any]], suite: str, registry: Any) -> set[str]:

@@ -3,7 +3,7 @@ arrival, each allocator's runs in workers of their own."""
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Hashable, Mapping, Sequence
 
 from dcbench.errors import DcbenchError, ResultsError
 from dcbench.publishing.submissions import SPECS, spec_problem
@@ -69,11 +69,8 @@ def rerun_rows(rows: Sequence[Mapping[str, Any]], runner: Runner, workers: int,
                on_result: Callable[[int, list[str] | DcbenchError], None], fresh: bool = False,
                environ: Mapping[str, str] | None = None) -> None:
     """Make the submitted ``rows`` again in workers, each allocator's apart, calling ``on_result`` with each row's
-    index and its `differing_columns`, or its run's error, as each comes.
-
-    Raises:
-        ResultsError: A worker that died or changed its network.
-    """
+    index and its `differing_columns`, or its run's error, as each comes; a `ResultsError` for a worker that died or
+    changed its network."""
     planned, index_of, plans = [], {}, {}
     for i, row in enumerate(rows):
         try:
@@ -94,6 +91,14 @@ def rerun_rows(rows: Sequence[Mapping[str, Any]], runner: Runner, workers: int,
     run_apart(planned, workers, compare, tables=False, fresh=fresh, environ=environ, on_error=failed)
 
 
+def one_per_cell(cells: Sequence[Hashable], rng: Any) -> list[int]:
+    """One index drawn from ``rng`` for each distinct cell of ``cells``, in the order the cells first come."""
+    indices: dict[Hashable, list[int]] = {}
+    for i, cell in enumerate(cells):
+        indices.setdefault(cell, []).append(i)
+    return [members[int(rng.integers(len(members)))] for members in indices.values()]
+
+
 def rerun(row: Mapping[str, Any], runner: Runner) -> list[str]:
     """Run a submitted run again, in this process; the summary columns that came out otherwise."""
     run = planned_rerun(row, runner)
@@ -111,10 +116,7 @@ def sample_runs(submissions: list[Any], count: int, seed: int) -> list[tuple[str
     if count >= len(pairs):
         return pairs
     rng = np.random.default_rng(seed)
-    cells: dict[tuple[str, str], list[int]] = {}
-    for i, (name, row) in enumerate(pairs):
-        cells.setdefault((name, row["allocator"]), []).append(i)
-    firsts = [indices[int(rng.integers(len(indices)))] for indices in cells.values()]
+    firsts = one_per_cell([(name, row["allocator"]) for name, row in pairs], rng)
     others = np.setdiff1d(np.arange(len(pairs)), firsts)
     rest = rng.choice(others, size=max(0, count - len(firsts)), replace=False).tolist()
     return [pairs[i] for i in sorted(firsts + rest)]

@@ -331,9 +331,8 @@ def test_get_action_masks_of_subprocess_workers_before_reset():
 
 
 def test_making_any_registered_environment_warns_nothing_render_mode_included():
-    from dcbench.envs import suite_envs
-
     from dcbench import SpecError
+    from dcbench.envs import suite_envs
 
     envs = suite_envs()
     traced = [env.id for env in envs if (env.scenario.workload or "").startswith("trace:")]

@@ -46,6 +46,7 @@ class RequestSequence:
         time_step: The clock's step while a request waits.
         allowed_servers: One of `ALLOWED_SERVER_RULES`.
         departures_within: Whether requests due at a pool request's offer leave once its first server is placed.
+        keep_useless: Whether a pool request keeps its chosen servers that give nothing, and their paths.
         extra: The workload's own: the engine reads none of it.
         measured: Booleans (requests,) marking what the metrics count (None: all).
         vm_offsets: Jobs: request ``i``'s VMs are ``vm_demand[vm_offsets[i]:vm_offsets[i + 1]]``.
@@ -63,6 +64,7 @@ class RequestSequence:
     time_step: float = 1.0
     allowed_servers: str = "needed"
     departures_within: bool = False
+    keep_useless: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
     measured: np.ndarray | None = None
     vm_offsets: np.ndarray | None = None
@@ -121,7 +123,8 @@ class Request:
         vms: Jobs: its VMs × resources, in placement order (None for pools).
         flows: Jobs: its flows × 3, (source VM, destination VM, Gbps).
         allowed_servers: One of `ALLOWED_SERVER_RULES`.
-        departing: What requests due at its offer free once its first server is placed (None: nothing departs)."""
+        departing: What requests due at its offer free once its first server is placed (None: nothing departs).
+        keep_useless: Whether its chosen servers that give nothing stay in its allocation, with their paths."""
 
     id: int
     arrival: float
@@ -133,6 +136,7 @@ class Request:
     flows: np.ndarray | None = None
     allowed_servers: str = "needed"
     departing: Departing | None = None
+    keep_useless: bool = False
 
 
 class Workload(Protocol):

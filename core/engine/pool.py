@@ -47,7 +47,8 @@ class PoolBuilder(StepBuilder):
 
     `start` a request, `add` servers among those `allowed` until ``status`` is "done" or "failed", then read `result`
     (readable fields: docs/plugins.md). A server that gives nothing (the "free" rule, or ``accept_useless``) is joined
-    like any other while building, but the allocation leaves it and its routes out.
+    like any other while building; the allocation leaves it and its routes out unless the request keeps it
+    (``keep_useless``, the reference code's: then every pair rule counts it too).
 
     Args:
         network: The network it builds on.
@@ -232,7 +233,7 @@ class PoolBuilder(StepBuilder):
         rule = self.request.connectivity
         if rule == "all":
             pairs_with = chosen
-        elif not (useless or any(self._useless)):
+        elif self.request.keep_useless or not (useless or any(self._useless)):
             pairs_with = [chosen[j] for j, _ in partners(rule, self._gives_cpu, len(chosen))]
         else:
             pairs_with = self._useless_aware_partners(rule, useless)
@@ -293,7 +294,7 @@ class PoolBuilder(StepBuilder):
         Returns:
             The `Allocation`, or a `Reject` with the reason ("incomplete" if open)."""
         if self.status == DONE:
-            if any(self._useless):  # committed without the servers that give nothing, and their routes
+            if any(self._useless) and not self.request.keep_useless:  # the servers that give nothing left out
                 kept = [s for s, u in zip(self.chosen, self._useless) if not u]
                 amounts = [a for a, u in zip(self.amounts, self._useless) if not u]
                 routes = [r for r in self.routes if r[0] in kept and r[1] in kept]

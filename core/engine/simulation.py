@@ -261,7 +261,7 @@ class Simulation:
             fields += (sequence.vms(i), sequence.job_flows(i)) if self.is_job else (None, None)
             if not self.is_job:
                 departing = self._departing_now() if sequence.departures_within else None
-                fields += (sequence.allowed_servers, departing)
+                fields += (sequence.allowed_servers, departing, sequence.keep_useless)
             # Two of them: the allocator's, and the one the engine checks against.
             self.request = Request(*fields)
             return Request(*fields)

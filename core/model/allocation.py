@@ -306,7 +306,7 @@ def check_snapshot(allocation: Allocation, request: Request, state: State) -> tu
         return "a server appears twice", usage
     if not amounts.min() >= 0 or not amounts.max() < np.inf:  # (NaN fails both comparisons)
         return "amounts must be finite and non-negative", usage
-    if amounts.sum(axis=1).min() <= 0:
+    if amounts.sum(axis=1).min() <= 0 and not request.keep_useless:
         return "a chosen server gives nothing", usage
     if np.abs(amounts.sum(axis=0) - request.demand).max() > 1e-6:
         return f"amounts sum to {amounts.sum(axis=0).tolist()}, demand is {request.demand.tolist()}", usage

@@ -43,6 +43,7 @@ class RequestSequence:
         allowed_servers: Which servers a pool's next step may choose: "needed" (those with some of a resource still
             needed) or "free" (those with anything free: the reference code's mask).
         departures_within: Whether requests due at a pool request's offer leave once its first server is placed.
+        keep_useless: Whether a pool request keeps its chosen servers that give nothing, and their paths.
         extra: The workload's own: the engine reads none of it.
         measured: Booleans (requests,) marking what the metrics count (None: all).
         vm_offsets: Jobs: request ``i``'s VMs are ``vm_demand[vm_offsets[i]:vm_offsets[i + 1]]``.
@@ -60,6 +61,7 @@ class RequestSequence:
     time_step: float = 1.0
     allowed_servers: str = "needed"
     departures_within: bool = False
+    keep_useless: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
     measured: np.ndarray | None = None
     vm_offsets: np.ndarray | None = None
@@ -118,7 +120,8 @@ class Request:
         vms: Jobs: its VMs × resources, in placement order (None for pools).
         flows: Jobs: its flows × 3, (source VM, destination VM, Gbps).
         allowed_servers: "needed" or "free", as `RequestSequence`'s.
-        departing: What requests due at its offer free once its first server is placed (None: nothing departs)."""
+        departing: What requests due at its offer free once its first server is placed (None: nothing departs).
+        keep_useless: Whether its chosen servers that give nothing stay in its allocation, with their paths."""
 
     id: int
     arrival: float
@@ -130,6 +133,7 @@ class Request:
     flows: np.ndarray | None = None
     allowed_servers: str = "needed"
     departing: Departing | None = None
+    keep_useless: bool = False
 
 
 class Workload(Protocol):

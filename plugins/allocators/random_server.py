@@ -4,7 +4,8 @@
 the workload's rule: any server with anything free at all, even of a
 resource the request no longer needs (such a server gives nothing; it is
 joined to the others while the request is built, and the allocation leaves
-it out). The reference draws unseeded; dcbench's draws are seeded by the run.
+it out unless the workload keeps it, ``uniform:useless=kept``). The
+reference draws unseeded; dcbench's draws are seeded by the run.
 """
 
 from __future__ import annotations

@@ -25,6 +25,9 @@ option of its own, so that one at a time can be turned off again):
   even of the previous request, so a request's first pick is penalised
   outside the rack of the last server picked before it (none in a run's
   first request).
+- ``ties=name``: of equal scores the first in name order wins
+  (``Resource_10`` before ``Resource_2``), as the reference's arg-max runs
+  over rows sorted by name; ``index`` (the default): the lowest index.
 
 For jobs the same rule picks a rack per VM: free · demand over the rack's
 free share of each resource and the VM's share of a server, plus the free
@@ -45,7 +48,8 @@ KEEP_SCORES_FROM = 4096  # servers (measured: 1,024 servers and fewer are faster
 
 class TetrisAllocator(PoolAndJobAllocator):
     def __init__(self, penalty: float = 0.9, scale: float = 10.0, fit_last: bool = False,
-                 published: bool | None = None, link_column: str | None = None, anchor: str | None = None):
+                 published: bool | None = None, link_column: str | None = None, anchor: str | None = None,
+                 ties: str | None = None):
         if not 0 <= penalty <= 1:
             raise ValueError(f"penalty={penalty:g} must be between 0 and 1")
         self.penalty = penalty
@@ -53,6 +57,7 @@ class TetrisAllocator(PoolAndJobAllocator):
         self.fit_last = fit_last
         self.link_by_name = (link_column or ("by_name" if published else "own")) == "by_name"
         self.anchor_previous = (anchor or ("previous" if published else "request")) == "previous"
+        self.ties_by_name = (ties or ("name" if published else "index")) == "name"
         self._last_pick = -1
 
     def reset(self, network: Network, rng: np.random.Generator) -> None:
@@ -83,7 +88,8 @@ class TetrisAllocator(PoolAndJobAllocator):
         self._last_pick = -1
         # The position of each server among the servers sorted by name ("Resource_10" before "Resource_2").
         self._name_position = np.empty(network.n_servers, dtype=np.int64)
-        self._name_position[sorted(range(network.n_servers), key=str)] = np.arange(network.n_servers)
+        self._by_name = np.array(sorted(range(network.n_servers), key=str), dtype=np.int64)
+        self._name_position[self._by_name] = np.arange(network.n_servers)
 
     def _score_all(self, builder: PoolBuilder) -> None:
         # (free / scale) · (demand / scale), over every server at once.
@@ -143,7 +149,7 @@ class TetrisAllocator(PoolAndJobAllocator):
             last = self._tightest_last_server(builder, allowed)
             if last >= 0:
                 return last
-        if self.link_by_name or self.anchor_previous:
+        if self.link_by_name or self.anchor_previous or self.ties_by_name:
             return self._choose_published(builder, allowed)
         scored = self._scored
         if (not builder.chosen or not self._scores_stay or scored is None
@@ -165,16 +171,22 @@ class TetrisAllocator(PoolAndJobAllocator):
         return int(np.where(allowed, scores, -np.inf).argmax())
 
     def _choose_published(self, builder: PoolBuilder, allowed: np.ndarray) -> int:
-        scores = builder.free_resources @ (builder.request.demand / self.scale**2)
+        # The score × scale²: whole numbers on whole capacities, so scores equal in the rule are equal here too
+        # and the tie goes as ``ties`` says (dividing first makes one of them a rounding error smaller).
+        scores = builder.free_resources @ builder.request.demand
         if self.link_by_name:
-            scores += self.link_column_by_name(builder, allowed)
+            link = self.link_column_by_name(builder, allowed)
         else:
-            scores += np.where(self._has_link, builder.free_links.take(self._links), 0.0)
+            link = np.where(self._has_link, builder.free_links.take(self._links), 0.0)
+        scores += link * self.scale**2
         anchor = builder.chosen[-1] if builder.chosen else (self._last_pick if self.anchor_previous else -1)
         if anchor >= 0:
             outside = self.network.racks != self.network.racks[anchor]
             scores[outside] *= self.penalty
-        return int(np.where(allowed, scores, -np.inf).argmax())
+        scores = np.where(allowed, scores, -np.inf)
+        if self.ties_by_name:  # the arg-max over the rows sorted by name: the first of the maxima in that order
+            return int(self._by_name[scores[self._by_name].argmax()])
+        return int(scores.argmax())
 
     def link_column_by_name(self, builder: PoolBuilder, allowed: np.ndarray) -> np.ndarray:
         """The reference code's link feature of every server: the free
@@ -224,12 +236,15 @@ def register_allocators(register):
             Param("scale", float, 10.0, "divisor of CPU and memory in the score", minimum=0, above=True),
             Param("fit_last", bool, False, "the tightest server that completes a request, in its racks "
                   "(not in the paper)"),
-            Param("published", bool, None, "the authors' code's quirks: link_column=by_name, anchor=previous"),
+            Param("published", bool, None, "the authors' code's quirks: link_column=by_name, anchor=previous, "
+                  "ties=name"),
             Param("link_column", str, None, "the link feature: own (the server's own link) or by_name (the "
                   "reference's: another server's; default by_name with published=yes)", choices=("own", "by_name")),
             Param("anchor", str, None, "the penalty's anchor: request (the request's previous pick) or previous "
                   "(the previous pick, even of the previous request; default previous with published=yes)",
                   choices=("request", "previous")),
+            Param("ties", str, None, "which of equal scores wins: index (the lowest) or name (the first in name "
+                  "order, the reference's; default name with published=yes)", choices=("index", "name")),
         ],
         demands=("pool", "job"),
         colour="C1",

@@ -17,17 +17,18 @@ without it), and the quirks below are turned on. Each quirk is also an option of
 leave one out, name the others without ``published``):
 
 - ``first_pick=published``: the first server is the published Tetris's
-  (tetris's ``link_column=by_name`` and ``anchor=previous``: the anchor is
-  the last server placed for the previous request).
+  (tetris's ``link_column=by_name``, ``anchor=previous`` and ``ties=name``;
+  the anchor is the previous request's Tetris pick, the only pick the
+  reference's Tetris makes).
 - ``plan=any_free``: at the first pick the walk plans the servers that cover
   the request, taking every server it meets with anything free, even of a
   resource the request no longer needs; such a server gives nothing but is
-  still joined to the others (its channels reserved while the request is
-  built; the allocation leaves it out, as the engine commits no server
-  that gives nothing).
-- ``order=reversed``: the plan is placed from its end, the reverse of the
-  order the walk found its servers (each server gives min(free, still
-  needed) as it is placed; once the plan is spent the walk goes on).
+  still joined to the others (left out of the allocation, with its paths,
+  unless the workload keeps it: ``uniform:useless=kept``).
+- ``order=reversed``: the plan, the Tetris pick then the servers in the
+  order the walk found them, is placed from its end: the Tetris pick last
+  (each server gives min(free, still needed) as it is placed; once the plan
+  is spent the walk goes on).
 """
 
 from __future__ import annotations
@@ -63,15 +64,17 @@ class WalkAllocator(TetrisAllocator):
         return WeightedRouter(network, self.route, k=3, candidates=self.candidates)
 
     def choose(self, builder: PoolBuilder, allowed: np.ndarray) -> int:
+        # (The penalty's anchor stays the Tetris pick: the reference sets it in its Tetris alone.)
         if not builder.chosen:
             first = super().choose(builder, allowed)
             self._walk = self._servers_from(first, builder)
-            if self.plan_any_free or self.order_reversed:
-                self._plan = self._planned(first, builder)
-            return first
-        pick = self._next(builder, allowed)
-        self._last_pick = pick
-        return pick
+            if not (self.plan_any_free or self.order_reversed):
+                return first
+            self._plan = self._planned(first, builder)
+            if not self.order_reversed:
+                return first
+            self._plan.insert(0, first)  # the reference's plan starts with the Tetris pick and is popped from its end
+        return self._next(builder, allowed)
 
     def _next(self, builder: PoolBuilder, allowed: np.ndarray) -> int:
         while self._plan:

@@ -5,13 +5,17 @@ eight 16-unit servers' worth); holding times are uniform integers 1..H with
 H = 30 per 64 servers; one request arrives per time unit and is offered only
 once the data centre's total free CPU and memory cover it.
 
-Two options give the reference code's environment (both off by default):
+Three options give the reference code's environment (all off by default):
 ``allowed=free``, any server with free CPU or memory may be chosen, needed
 or not (dcbench's rule, ``needed``: a free share of a resource the request
 still needs); ``departures=within``, the requests due at a request's offer
 time depart once its first server is placed (dcbench's, ``between``: after
-the request). The suite ``nara2022-published`` runs the papers' twelve
-topologies with both.
+the request); ``useless=kept``, a chosen server that gives nothing stays in
+the allocation with its paths, their channels held until the request
+departs, and counts in the pair rule (dcbench's, ``dropped``: left out with
+its paths), the default with ``allowed=free``, whose mask is what chooses
+such servers. The suite ``nara2022-published`` runs the papers' twelve
+topologies with all three.
 """
 
 from __future__ import annotations
@@ -37,6 +41,9 @@ PARAMS = [
           "resource still needed) or free (the reference's: any free CPU or memory)", choices=("needed", "free")),
     Param("departures", str, None, "when requests due at an offer depart: between (default: before the "
           "request) or within (the reference's: after its first server)", choices=("between", "within")),
+    Param("useless", str, None, "a chosen server that gives nothing: dropped (left out of the allocation with "
+          "its paths; the default) or kept (the reference's: its paths held until departure; the default with "
+          "allowed=free)", choices=("dropped", "kept")),
 ]
 
 
@@ -56,6 +63,7 @@ class UniformWorkload:
     pairs: str = "reference"
     allowed: str | None = None
     departures: str | None = None
+    useless: str | None = None
     kind: str = "pool"
 
     def __post_init__(self) -> None:
@@ -90,6 +98,7 @@ class UniformWorkload:
             time_step=1.0,
             allowed_servers=self.allowed or "needed",
             departures_within=self.departures == "within",
+            keep_useless=(self.useless or ("kept" if self.allowed == "free" else "dropped")) == "kept",
         )
 
 

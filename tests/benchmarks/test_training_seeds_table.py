@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "benchmarks" / "training_seeds.py"
 if not SCRIPT.exists():
     pytest.skip("no benchmarks/ here (an installed wheel)", allow_module_level=True)

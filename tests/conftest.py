@@ -45,6 +45,20 @@ def fresh_registry():
     reset_registry()
 
 
+def load_script(path: Path):
+    """A script of benchmarks/ as a module (skipping the test module where an installed wheel has no benchmarks/)."""
+    import importlib.util
+    import sys
+
+    if not path.exists():
+        pytest.skip("no benchmarks/ here (an installed wheel)", allow_module_level=True)
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[path.stem] = module  # (dataclasses look their module up)
+    spec.loader.exec_module(module)
+    return module
+
+
 def tiered(spec: str = "tiered:8,1x4") -> Network:
     return Network.compile(get_registry().build("topology", spec).obj)
 

@@ -1,22 +1,16 @@
 """benchmarks/compare_authors_code.py and the authors' code's results it reads: what the committed CSV holds, the
 requests it says the authors drew, and the table docs/reproduction-nara2022.md quotes."""
 
-import importlib.util
 import re
-import sys
 from pathlib import Path
 
 import numpy as np
-import pytest
+
+from tests.conftest import load_script
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "benchmarks" / "compare_authors_code.py"
-if not SCRIPT.exists():
-    pytest.skip("no benchmarks/ here (an installed wheel)", allow_module_level=True)
-spec = importlib.util.spec_from_file_location("compare_authors_code", SCRIPT)
-compare = importlib.util.module_from_spec(spec)
-sys.modules["compare_authors_code"] = compare
-spec.loader.exec_module(compare)
+compare = load_script(SCRIPT)
 
 
 def test_the_authors_results_cover_every_scenario_and_heuristic_with_five_episodes():

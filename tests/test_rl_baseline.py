@@ -1,19 +1,14 @@
 """benchmarks/rl_baseline.py: the Student t interval and the table docs/rl.md quotes, and a tiny run end to end."""
 
-import importlib.util
 import math
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.conftest import load_script
+
 SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "rl_baseline.py"
-if not SCRIPT.exists():
-    pytest.skip("no benchmarks/ here (an installed wheel)", allow_module_level=True)
-spec = importlib.util.spec_from_file_location("rl_baseline", SCRIPT)
-rl_baseline = importlib.util.module_from_spec(spec)
-sys.modules["rl_baseline"] = rl_baseline
-spec.loader.exec_module(rl_baseline)
+rl_baseline = load_script(SCRIPT)
 
 
 def test_the_interval_is_students_t_over_the_training_seeds():

@@ -1,20 +1,15 @@
 """benchmarks/training_seeds.py: the training-seed tables of docs/learned/ say what the candidates' records say, and
 validation selects the shipped checkpoint."""
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.conftest import load_script
+
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "benchmarks" / "training_seeds.py"
-if not SCRIPT.exists():
-    pytest.skip("no benchmarks/ here (an installed wheel)", allow_module_level=True)
-spec = importlib.util.spec_from_file_location("training_seeds", SCRIPT)
-training_seeds = importlib.util.module_from_spec(spec)
-sys.modules["training_seeds"] = training_seeds
-spec.loader.exec_module(training_seeds)
+training_seeds = load_script(SCRIPT)
 
 CASES = [  # page, shipped checkpoint, candidates' pattern, higher is better
     ("a2c_multistep.md", "plugins/allocators/a2c_multistep/checkpoints/ocs-64.pt", "ocs-64-seed*.pt", False),

@@ -7,6 +7,7 @@ settles the job and listed per step in ``info["step_rewards"]``."""
 
 from __future__ import annotations
 
+import inspect
 import math
 from collections.abc import Sequence
 from numbers import Real
@@ -174,8 +175,8 @@ class AllocationEnv(gym.Env):
         Raises:
             SpecError: A setting the constructor refuses, or one it does not take.
         """
-        defaults = {"alpha": 100.0, "reconfiguration_cost": 25.0, "reconfigure": True, "hints": False,
-                    "render_mode": None}
+        names = ("alpha", "reconfiguration_cost", "reconfigure", "hints", "render_mode")
+        defaults = {name: inspect.signature(AllocationEnv.__init__).parameters[name].default for name in names}
         if set(settings) - set(defaults):
             raise SpecError(f"of_plan takes the constructor's settings, not {', '.join(set(settings) - set(defaults))}")
         env = cls.__new__(cls)

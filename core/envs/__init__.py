@@ -3,7 +3,8 @@
 A pool step chooses a server for the current request; a job step (``vmjobs`` on ``ocs``) the rack of the current VM.
 The episode is the engine's own loop, so a policy makes the same decisions here as in ``dcbench run`` on a seed.
 Pool rewards: +10 accepted, −10 failed, 0 otherwise; job rewards are the OCS paper's Eq. 1, summed on the step that
-settles the job and listed per step in ``info["step_rewards"]``."""
+settles the job and listed per step in ``info["step_rewards"]``. ``gym.make_vec(id, num_envs=N,
+vectorization_mode="vector_entry_point")`` makes a `VectorAllocationEnv` of N episodes (envs/vector.py)."""
 
 from __future__ import annotations
 

@@ -42,7 +42,9 @@ class _PoolBatch:
                 setattr(builder, name, rows[i])
         # Should the builder keep these elsewhere one day, copy them each step instead (slower, still right).
         self.bound = all(np.shares_memory(b.allowed(), self.allowed[i])
-                         and np.shares_memory(b.free_links, self.links[i]) for i, b in enumerate(self.builders))
+                         and np.shares_memory(b.free_links, self.links[i])
+                         and hasattr(b, "_remaining") and hasattr(b, "_stale_links")
+                         for i, b in enumerate(self.builders))
 
     def settled(self, i: int, env: Any) -> None:
         """Row i after a request changed (a settled request, a reset): the committed use and the holding time."""
@@ -55,11 +57,14 @@ class _PoolBatch:
         f, servers = self.features, self.features.n_servers
         for i in np.flatnonzero(pending).tolist():
             builder = self.builders[i]
-            self.remaining[i] = builder.remaining
-            links = builder.free_links  # (brings the links' array up to date)
-            if not self.bound:
+            if self.bound:
+                self.remaining[i] = builder._remaining
+                if builder._stale_links:
+                    builder.free_links  # noqa: B018  (brings the links' array up to date)
+            else:
+                self.remaining[i] = builder.remaining
                 self.free[i], self.chosen[i], self.allowed[i], self.links[i] = (
-                    builder.free_resources, builder.chosen_mask, builder.allowed(), links)
+                    builder.free_resources, builder.chosen_mask, builder.allowed(), builder.free_links)
         remaining = self.remaining
         inverse = np.divide(1.0, remaining, out=np.zeros_like(remaining), where=remaining > 0)
         nodes = obs["node_features"]

@@ -43,10 +43,16 @@ def assert_same(value, expected):
         np.testing.assert_array_equal(value, expected)
 
 
-@pytest.mark.parametrize("case", [POOL, HINTS, JOB, FIXED], ids=["pool", "hints", "job", "job-fixed"])
-def test_each_episode_of_the_batch_is_the_single_envs_on_its_seed_step_by_step(case):
+@pytest.mark.parametrize("case, bound", [(POOL, True), (POOL, False), (HINTS, True), (JOB, True), (FIXED, True)],
+                         ids=["pool", "pool-copied", "hints", "job", "job-fixed"])
+def test_each_episode_of_the_batch_is_the_single_envs_on_its_seed_step_by_step(case, bound):
     n, seed = 3, 1_000_000
     vector = make_vec(case, n)
+    if not bound:  # builders whose arrays are not the batch's rows: copied at each step
+        for env in vector.envs:
+            for name in ("free_resources", "chosen_mask", "_allowed", "_free_links_array"):
+                setattr(env.builder, name, getattr(env.builder, name).copy())
+        vector._pool.bound = False
     singles = [gymnasium.make(case[0], **case[1]).unwrapped for _ in range(n)]
     obs, infos = vector.reset(seed=seed)
     expected = [env.reset(seed=seed + i) for i, env in enumerate(singles)]

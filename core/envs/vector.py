@@ -179,7 +179,7 @@ class VectorAllocationEnv(gym.vector.VectorEnv):
         if seed is None or isinstance(seed, (int, np.integer)):
             seeds = [None if seed is None else int(seed) + i for i in range(self.num_envs)]
         else:
-            seeds = list(seed)
+            seeds = [None if one is None else int(one) for one in seed]
             if len(seeds) != self.num_envs:
                 raise SpecError(f"reset(seed=...) takes one seed per env ({self.num_envs}), got {len(seeds)}")
         infos: dict[str, Any] = {}

@@ -104,7 +104,7 @@ def test_same_step_autoreset_resets_in_the_ending_step_and_keeps_the_last_observ
 
 def test_per_env_seeds():
     vector = make_vec(POOL, 3)
-    vector.reset(seed=[7_000_001, None, 7_000_003])
+    vector.reset(seed=[7_000_001, None, np.int64(7_000_003)])
     seeds = vector.get_attr("episode_seed")
     assert seeds[0] == 7_000_001 and seeds[2] == 7_000_003 and seeds[1] >= 3_000_000
     vector.reset(seed=1_000_000)
@@ -114,7 +114,7 @@ def test_per_env_seeds():
 
 
 def test_masks_before_reset_and_through_call():
-    vector = make_vec(JOB, 2)
+    vector = gymnasium.make_vec(JOB[0], num_envs=2, **JOB[1])  # the default mode, where an id has an entry point
     assert isinstance(vector, VectorAllocationEnv) and vector.kind == "job"
     assert vector.action_masks().all() and vector.action_masks().shape == (2, 4)
     obs, _ = vector.reset(seed=1_000_000)

@@ -3,10 +3,12 @@
 A pool step chooses a server for the current request; a job step (``vmjobs`` on ``ocs``) the rack of the current VM.
 The episode is the engine's own loop, so a policy makes the same decisions here as in ``dcbench run`` on a seed.
 Pool rewards: +10 accepted, −10 failed, 0 otherwise; job rewards are the OCS paper's Eq. 1, summed on the step that
-settles the job and listed per step in ``info["step_rewards"]``."""
+settles the job and listed per step in ``info["step_rewards"]``. ``gym.make_vec(id, num_envs=N,
+vectorization_mode="vector_entry_point")`` makes a `VectorAllocationEnv` of N episodes (envs/vector.py)."""
 
 from __future__ import annotations
 
+import copy
 import inspect
 import math
 from collections.abc import Sequence
@@ -15,6 +17,7 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
+from gymnasium.vector import AutoresetMode
 
 from dcbench.engine.jobs import PLACED, JobBuilder
 from dcbench.engine.pool import PoolBuilder
@@ -47,6 +50,7 @@ from dcbench.envs.suites import (
     shown,
     suite_envs,
 )
+from dcbench.envs.vector import VectorAllocationEnv
 from dcbench.errors import AllocatorError, SpecError
 from dcbench.model.network import Network
 from dcbench.model.suite import Scenario
@@ -56,7 +60,7 @@ from dcbench.spec import Range
 __all__ = ["AllocationEnv", "PoolFeatures", "JobFeatures", "job_step_rewards", "SUCCESS_REWARD", "FAILURE_REWARD",
            "ScenarioEnv", "SeedSplit", "SuiteEnv", "StaticGraph", "PoolHints", "HINT_FEATURES", "NODE_KINDS",
            "TRAINING_SEEDS_FROM", "VALIDATION_SEEDS", "ALLOCATION_ENV_ID", "env_id", "suite_envs",
-           "register_suite_envs", "scenario_episode", "env_listing"]
+           "register_suite_envs", "scenario_episode", "env_listing", "VectorAllocationEnv"]
 __all__ += ["evaluate", "policy_function", "policy_digest", "load_policy", "add_policy", "stored_policies",
             "policy_store", "StoredPolicy", "POLICY_ALLOCATOR"]  # any policy, run as an allocator (envs/evaluate.py)
 
@@ -196,25 +200,35 @@ class AllocationEnv(gym.Env):
         self.kind = self.workload.kind
         self.requests = plan.requests
         self.spec_text = {"topology": plan.topology, "workload": plan.workload}
-        if self.kind == "job":
-            if self.hints:
-                raise SpecError("hints are per-server features of pool steps; a job step (a rack per VM) has none")
-            self.builder = JobBuilder(self.network, bool(reconfigure))
-            self.features = JobFeatures(self.network, self.builder)
-            self.action_space = gym.spaces.Discrete(self.network.n_racks)
-        else:
-            self.features = PoolFeatures(self.network, self.hints)
-            self.action_space = gym.spaces.Discrete(self.network.n_servers)
-            self.builder = PoolBuilder(self.network)
+        if self.kind == "job" and self.hints:
+            raise SpecError("hints are per-server features of pool steps; a job step (a rack per VM) has none")
+        self._reconfigure = bool(reconfigure)
+        self._build()
+        self.action_space = gym.spaces.Discrete(self.network.n_racks if self.kind == "job" else self.network.n_servers)
         self.observation_space = self.features.space()
         self.graph: StaticGraph = self.features.graph()
         self.seeds = SeedSplit()
+
+    def _build(self) -> None:
+        """A new builder and features, and no episode: what each copy of a vector env needs of its own."""
+        if self.kind == "job":
+            self.builder = JobBuilder(self.network, self._reconfigure)
+            self.features = JobFeatures(self.network, self.builder)
+        else:
+            self.features = PoolFeatures(self.network, self.hints)
+            self.builder = PoolBuilder(self.network)
         self.simulation: Simulation | None = None
         self._open = False
         self._done = False
         self._mask: np.ndarray | None = None  # the last observation's "action_mask" (`action_masks`)
         self.episode_seed: int | None = None
         self.floor_latency_ns = math.nan  # of the sequence `reset` draws
+
+    def _twin(self) -> AllocationEnv:
+        """A copy sharing the scenario (plan, network, spaces, seeds), with its own builder and no episode."""
+        twin = copy.copy(self)
+        twin._build()
+        return twin
 
     def served_latency_ns(self) -> float:
         """l of Eq. 1 once a job is committed: the mean packet latency, at least `floor_latency_ns`.
@@ -354,7 +368,11 @@ class AllocationEnv(gym.Env):
             raise gym.error.ResetNeeded("call reset() before the first step()")
         if self._done:
             raise gym.error.ResetNeeded("the episode is over; call reset() before step()")
-        action = _action_index(action, self.action_space)
+        reward, done, info = self._act(_action_index(action, self.action_space))
+        return self._observation(), reward, done, False, self._counts(info, done)
+
+    def _act(self, action: int) -> tuple[float, bool, dict[str, Any]]:
+        """`step` but its observation and counts: (reward, done, info)."""
         builder = self.builder
         allowed, take = (builder.rack_fits, builder.place) if self.kind == "job" else (builder.allowed, builder.add)
         info: dict[str, Any] = {}
@@ -371,7 +389,7 @@ class AllocationEnv(gym.Env):
             more, done = self._advance()
             reward += more
         self._done = done
-        return self._observation(), reward, done, False, self._counts(info, done)
+        return reward, done, info
 
     def _counts(self, info: dict[str, Any], done: bool) -> dict[str, Any]:
         """``info`` with the counts so far and, at the end, the acceptance ratios (all settled; measured offered)."""
@@ -434,5 +452,25 @@ class ScenarioEnv(AllocationEnv):
         self.seeds = SeedSplit(tuple(int(seed) for seed in found.seeds))
 
 
-gym.register(ALLOCATION_ENV_ID, entry_point="dcbench.envs:AllocationEnv")
+def _vector(cls: type[AllocationEnv], num_envs: Any, kwargs: dict[str, Any]) -> VectorAllocationEnv:
+    """``num_envs`` episodes of ``cls(**kwargs)``: one built, the others its twins (no scenario resolved again)."""
+    if isinstance(num_envs, bool) or not isinstance(num_envs, (int, np.integer)) or num_envs < 1:
+        raise SpecError(f"num_envs must be a whole number of at least 1, got {shown(num_envs)}")
+    mode = kwargs.pop("autoreset_mode", AutoresetMode.NEXT_STEP)
+    first = cls(**kwargs)
+    return VectorAllocationEnv([first, *(first._twin() for _ in range(num_envs - 1))], mode)
+
+
+def allocation_vector_env(num_envs: int = 1, **kwargs: Any) -> VectorAllocationEnv:
+    """``gym.make_vec("dcbench/Allocation-v0", num_envs=N, vectorization_mode="vector_entry_point", ...)``."""
+    return _vector(AllocationEnv, num_envs, kwargs)
+
+
+def scenario_vector_env(num_envs: int = 1, **kwargs: Any) -> VectorAllocationEnv:
+    """``gym.make_vec(id, num_envs=N, vectorization_mode="vector_entry_point", ...)`` of a suite scenario's id."""
+    return _vector(ScenarioEnv, num_envs, kwargs)
+
+
+gym.register(ALLOCATION_ENV_ID, entry_point="dcbench.envs:AllocationEnv",
+             vector_entry_point="dcbench.envs:allocation_vector_env")
 register_suite_envs()  # one id per suite scenario, third parties' included, as ALE and MiniGrid register theirs

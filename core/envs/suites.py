@@ -21,6 +21,7 @@ from dcbench.running.runner import Runner, warmup_requests
 NAMESPACE = "dcbench"
 VERSION = 0
 ENTRY_POINT = "dcbench.envs:ScenarioEnv"
+VECTOR_ENTRY_POINT = "dcbench.envs:scenario_vector_env"  # a `VectorAllocationEnv`
 # Test seeds are small (0..4 for dcbench's suites); the shipped trainers train on 1,000,000 + run · RUN_STRIDE +
 # episode and validate on 2,000,000 + k.
 TRAINING_SEEDS_FROM = 1_000_000
@@ -169,7 +170,8 @@ def register_suite_envs(registry: Registry | None = None) -> tuple[str, ...]:
                           f"suite {env.suite!r} scenario {env.scenario.label!r} keeps no id", stacklevel=2)
             continue
         gym.registry.pop(env.id, None)
-        gym.register(env.id, entry_point=ENTRY_POINT, kwargs={"suite": env.suite, "scenario": env.scenario.label})
+        gym.register(env.id, entry_point=ENTRY_POINT, vector_entry_point=VECTOR_ENTRY_POINT,
+                     kwargs={"suite": env.suite, "scenario": env.scenario.label})
         _REGISTERED.add(env.id)
         registered.append(env.id)
     return tuple(registered)

@@ -296,36 +296,21 @@ def check_topology(name_or_spec: str, *, registry: Registry | None = None, time_
         topology = plugins.build("topology", name_or_spec).obj
     if not isinstance(topology, Topology):
         raise broke("builds a dcbench.Topology", f"its factory returned {type(topology).__name__}")
-    servers = len(topology.servers)
-    expected = (servers, len(topology.resources))
-    capacity = np.asarray(topology.capacity)
-    if servers == 0:
-        raise broke("has servers", "it lists none")
-    contract = "capacities are servers × resources, positive"
-    if capacity.shape != expected:
-        raise broke(contract, f"capacity has shape {capacity.shape}, expected {expected} ({servers} servers of "
-                              f"{', '.join(map(str, topology.resources))})")
-    if capacity.dtype.kind not in "iuf":
-        raise broke(contract, f"capacity holds {capacity.dtype}, not numbers")
-    if not (np.isfinite(capacity) & (capacity >= 0)).all():
-        raise broke(contract, f"capacity holds {float(capacity[~(np.isfinite(capacity) & (capacity >= 0))][0])}")
-    for axis, what in ((1, "server"), (0, "resource")):  # a server without a GPU, yes; a server of nothing, no
-        if not (capacity.sum(axis=axis) > 0).all():
-            bad = int(np.flatnonzero(capacity.sum(axis=axis) <= 0)[0])
-            name = topology.servers[bad] if axis else topology.resources[bad]
-            raise broke(contract, f"{what} {name!r} has no capacity at all")
-    for labels in ("racks", "pods"):
-        values = np.asarray(getattr(topology, labels))
-        if values.shape != (servers,) or values.dtype.kind not in "iu" or (values < 0).any():
-            raise broke("labels each server's rack and pod",
-                        f"{labels} has shape {values.shape} and dtype {values.dtype}, expected {servers} "
-                        "integers from 0")
     kinds = topology.demand_kinds
     if not isinstance(kinds, tuple) or not kinds or not set(kinds) <= {"pool", "job"}:
         raise broke("serves pool and/or job demands", f"demand_kinds={kinds!r}")
     with _failing("topology", name_or_spec, "compiles into a network", "Network.compile"):
-        network = Network.compile(topology)
+        try:
+            network = Network.compile(topology)
+        except SpecError as exc:  # the model's own checks: servers, capacities, labels, circuits
+            raise broke("servers, capacities and labels the model accepts", str(exc)) from None
     clock.check("after compiling it")
+    capacity = network.server_capacity
+    for axis, what in ((1, "server"), (0, "resource")):  # a server without a GPU, yes; a server of nothing, no
+        if not (capacity.sum(axis=axis) > 0).all():
+            bad = int(np.flatnonzero(capacity.sum(axis=axis) <= 0)[0])
+            raise broke("capacities are servers × resources, positive", f"{what} "
+                        f"{(network.nodes if axis else network.resources)[bad]!r} has no capacity at all")
     if network.n_links == 0 or not network.link_capacity.sum() > 0:
         raise broke("links of some capacity", f"{network.n_links} links of {network.link_capacity.sum()} in all")
     if (network.link_tier < 0).any():  # a run's link_util_tier<t> columns need one (the product refuses the run)

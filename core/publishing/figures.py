@@ -5,7 +5,6 @@ its colour (`Colours`). matplotlib is imported only to draw (``pip install 'dcbe
 from __future__ import annotations
 
 import contextlib
-import importlib
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,6 +15,7 @@ from dcbench.model.suite import Suite
 from dcbench.publishing.report import by_demand_kind
 from dcbench.publishing.report import labels as allocator_labels
 from dcbench.registry.columns import Column
+from dcbench.registry.entry import import_target
 from dcbench.registry.kinds import BUILTIN_PLUGINS
 from dcbench.running.stats import mean_ci
 from dcbench.storage.files import write_atomic
@@ -138,19 +138,7 @@ class DeclaredFigures:
 
     def load(self) -> Figures:
         """The object ``target`` names; a `PluginError` where it fails to import or is no `Figures`."""
-        module_name, _, attr = self.target.partition(":")
-        try:
-            figures = getattr(importlib.import_module(module_name), attr)
-        except (DcbenchError, KeyboardInterrupt):
-            raise
-        except BaseException as exc:  # sys.exit() too, as `dcbench.registry.PluginEntry.load` reports it
-            if self.builtin and not isinstance(exc, ImportError):  # a missing dependency is the user's to fix
-                raise
-            missing = isinstance(exc, ImportError) and getattr(exc, "name", None)
-            fix = (f"install the package that provides {missing!r}, or report it to the plugin's authors"
-                   if missing else "report it to the plugin's authors")
-            raise PluginError(f"{self.owner} failed to load its figures {self.target!r}: {describe(exc)}; {fix}"
-                              ) from exc
+        figures = import_target(self.target, self.builtin, f"{self.owner} failed to load its figures", (DcbenchError,))
         if not isinstance(figures, Figures):
             absent = next(member for member in ("xlabel", "columns", "tick_label", "files", "draw")
                           if not hasattr(figures, member))

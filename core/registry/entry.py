@@ -15,6 +15,24 @@ from dcbench.registry.kinds import BUILTIN_PLUGINS
 from dcbench.spec import Param, Spec, bind, resolved_spec
 
 
+def import_target(target: str, builtin: bool, failed: str, passing: tuple[type[BaseException], ...] = ()) -> Any:
+    """What ``"module:attr"`` names; where importing it fails, a one-line `PluginError` starting ``failed`` (a built-in
+    plugin's failure other than a missing dependency keeps its traceback; ``passing`` errors pass unchanged)."""
+    module_name, _, attr = target.partition(":")
+    try:
+        return getattr(importlib.import_module(module_name), attr)
+    except (KeyboardInterrupt, *passing):  # Ctrl-C (or SIGTERM) stops the command
+        raise
+    # BaseException: a module that exits on import is a broken plugin (test_a_target_that_exits_on_import_...)
+    except BaseException as exc:
+        if builtin and not isinstance(exc, ImportError):  # a missing dependency is the user's to fix
+            raise
+        missing = isinstance(exc, ImportError) and getattr(exc, "name", None)
+        fix = (f"install the package that provides {missing!r}, or report it to the plugin's authors"
+               if missing else "report it to the plugin's authors")
+        raise PluginError(f"{failed} {target!r}: {describe(exc)}; {fix}") from exc
+
+
 @dataclass(frozen=True)
 class BuiltPlugin:
     """What `PluginEntry.build` returns: the object and its resolved spec."""
@@ -78,22 +96,7 @@ class PluginEntry:
     def load(self) -> Callable[..., Any]:
         if not isinstance(self.target, str):
             return self.target
-        module_name, _, attr = self.target.partition(":")
-        try:
-            return getattr(importlib.import_module(module_name), attr)
-        except KeyboardInterrupt:  # Ctrl-C (or SIGTERM) stops the command
-            raise
-        # BaseException: a module that exits on import is a broken plugin (test_a_target_that_exits_on_import_...)
-        except BaseException as exc:
-            if self.builtin and not isinstance(exc, ImportError):  # a missing dependency is the user's to fix
-                raise
-            missing = isinstance(exc, ImportError) and getattr(exc, "name", None)
-            fix = (f"install the package that provides {missing!r}, or report it to the plugin's authors"
-                   if missing else "report it to the plugin's authors")
-            raise PluginError(
-                f"{self.kind} {self.name!r} ({self.origin}) failed to load "
-                f"{self.target!r}: {describe(exc)}; {fix}"
-            ) from exc
+        return import_target(self.target, self.builtin, f"{self.kind} {self.name!r} ({self.origin}) failed to load")
 
     def build(self, spec: Spec | str) -> BuiltPlugin:
         """Bind ``spec`` to this entry's parameters and call its factory."""

@@ -279,20 +279,22 @@ def draw_requests(plan: ResolvedRun, requests: int, rng: np.random.Generator) ->
         raise plan.workload_entry.error(f"returned an unusable request sequence from generate(): {exc}") from None
 
 
-def workload_fingerprint(entry: PluginEntry, workload: Any, network: Network) -> str:
-    """What beyond its spec decides a workload's requests (a trace file's digest): its ``fingerprint(network)``, ""
-    where it has none; what it raises for a missing or changed file is a one-line `SpecError` naming its spec."""
-    fingerprint = getattr(workload.obj, "fingerprint", None)
-    if fingerprint is None:
+def plugin_fingerprint(entry: PluginEntry | None, built: Any, network: Network, refused: Callable[[str], Exception]
+                       ) -> str:
+    """What beyond its spec decides what a plugin built (a checkpoint's or a trace file's digest): its
+    ``fingerprint(network)``, "" where it has none; what it raises for a missing or changed file is ``refused``'s
+    one-line error."""
+    fingerprint = getattr(built, "fingerprint", None)
+    if entry is None or fingerprint is None:
         return ""
     with blamed_on(entry, "failed in fingerprint(network)"):
         try:
             value = fingerprint(network.private_copy())
         except (OSError, ValueError) as exc:
-            raise SpecError(f"{workload.spec}: {exc}") from exc
+            raise refused(str(exc)) from exc
     if not isinstance(value, str):
         raise entry.error(f"returned {type(value).__name__} from fingerprint(network), not a str")
-    return " ".join(value.split())
+    return value
 
 
 def warmup_requests(plan: ResolvedRun) -> int:
@@ -421,12 +423,11 @@ class Runner:
             entry = self.registry.get("topology", Spec.parse(topology).name)  # its default workload is wrong
             raise entry.error(f"has the default workload {network.default_workload!r}, which does not build "
                               f"({exc}); give a workload with -w") from exc
-        allocator_spec = entry = allocator_built = fingerprint = None
+        allocator_spec = entry = allocator_built = None
         if allocator is not None:
             allocator_spec = Spec.parse(allocator)
             entry = self.registry.get("allocator", allocator_spec.name)
             allocator_built = entry.build(allocator_spec)
-            fingerprint = getattr(allocator_built.obj, "fingerprint", None)
         kind = getattr(workload_built.obj, "kind", "pool")
         if kind not in network.demand_kinds:
             family = topology_spec.split(":")[0]
@@ -457,8 +458,12 @@ class Runner:
             topology=topology_spec, workload=workload_built.spec,
             allocator=allocator_built.spec if allocator_built is not None else "",
             requests=requests or self._default_requests(workload_entry, workload_built.obj, network),
-            fingerprint=run_fingerprint(self._fingerprint(entry, fingerprint, network), entries, asked,
-                                        workload_fingerprint(workload_entry, workload_built, network)),
+            fingerprint=run_fingerprint(
+                plugin_fingerprint(entry, getattr(allocator_built, "obj", None), network,
+                                   lambda problem: AllocatorError(f"{entry.name}: {problem}")),  # (a checkpoint)
+                entries, asked, " ".join(plugin_fingerprint(
+                    workload_entry, workload_built.obj, network,
+                    lambda problem: SpecError(f"{workload_built.spec}: {problem}")).split())),
             network=network, workload_model=workload_built.obj, workload_entry=workload_entry,
             allocator_entry=entry, metrics=asked, allocator_spec=allocator_spec,
             computed=builtin_metrics + asked,
@@ -489,20 +494,6 @@ class Runner:
         name = self.registry.get("topology", Spec.parse(topology).name).name
         qualifier, dot, _ = name.partition(".")
         return self.registry.own_spec("workload", default, qualifier) if dot else default
-
-    @staticmethod
-    def _fingerprint(entry: PluginEntry | None, fingerprint: Callable[[Network], str] | None, network: Network
-                     ) -> str:
-        if entry is None or fingerprint is None:
-            return ""
-        with blamed_on(entry, "failed in fingerprint(network)"):
-            try:
-                value = fingerprint(network.private_copy())
-            except (OSError, ValueError) as exc:  # no checkpoint for this topology, an unreadable one
-                raise AllocatorError(f"{entry.name}: {exc}") from exc
-        if not isinstance(value, str):
-            raise entry.error(f"returned {type(value).__name__} from fingerprint(network), not a str")
-        return value
 
     @staticmethod
     def _default_requests(entry: PluginEntry, workload: Any, network: Network) -> int:

@@ -314,8 +314,8 @@ def test_a_negative_demand_fails(probes):
 
 
 def test_a_capacity_of_the_wrong_shape_fails(probes):
-    fails(check_topology, "star:resources=1", "capacities are servers × resources, positive",
-          r"capacity has shape \(8, 1\), expected \(8, 2\) \(8 servers of cpu, mem\)", registry=probes)
+    fails(check_topology, "star:resources=1", "servers, capacities and labels the model accepts",
+          r"capacity has shape \(8, 1\), expected \(servers, resources\) = \(8, 2\)", registry=probes)
 
 
 @pytest.mark.parametrize(("spec", "contract", "seen"), [

@@ -488,6 +488,7 @@ def test_a_run_of_two_seeds_resolves_its_specs_once_and_builds_a_fresh_allocator
     from dcbench.commands import cli
     from dcbench.registry import KINDS, get_registry
     from dcbench.registry.entry import PluginEntry
+    from dcbench.running import runner as runner_module
     from dcbench.running.runner import Runner as InternalRunner
     from dcbench.spec import Spec
 
@@ -495,13 +496,13 @@ def test_a_run_of_two_seeds_resolves_its_specs_once_and_builds_a_fresh_allocator
         get_registry().entries(kind)
     counts: dict[str, int] = {}
     counting(monkeypatch, InternalRunner, "resolve", counts)
-    counting(monkeypatch, InternalRunner, "_fingerprint", counts)
+    counting(monkeypatch, runner_module, "plugin_fingerprint", counts)
     counting(monkeypatch, Spec, "parse", counts)
     counting(monkeypatch, PluginEntry, "build", counts, key=lambda entry, spec: f"build {entry.kind}")
     result = CliRunner().invoke(cli, ["run", "-a", "tetris", "-t", "tiered:8,1x4", "-w", "uniform", "-n", "16",
                                       "--seeds", "2", "--out", str(tmp_path), "-q"])
     assert result.exit_code == 0, result.output
-    assert counts == {"resolve": 1, "_fingerprint": 1, "parse": 3,  # each of the three specs once
+    assert counts == {"resolve": 1, "plugin_fingerprint": 2, "parse": 3,  # each of the three specs once
                       "build topology": 1, "build workload": 1, "build allocator": 1 + 2}  # a fresh one per seed
 
 

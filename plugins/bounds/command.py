@@ -13,6 +13,7 @@ import numpy as np
 import dcbench
 from dcbench import SpecError
 from dcbench.harness import Runner, get_registry, measuring, write_table_atomic
+
 COLUMNS = ("scenario", "seed", "bound", "metric", "accepted", "offered", "status", "relaxation", "seconds",
            "topology", "workload", "requests", "key")
 

@@ -29,7 +29,9 @@ def bound_key(topology: str, workload: str, requests: int, seed: int, relaxation
         relaxation: "lp" or "milp".
     Returns:
         16 hex digits."""
-    text = "\n".join(map(str, (topology, workload, requests, seed, relaxation, dcbench.__version__)))
+    from dcbench.plugins.bounds.pool import MODEL
+
+    text = "\n".join(map(str, (topology, workload, requests, seed, relaxation, MODEL, dcbench.__version__)))
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 

@@ -16,6 +16,7 @@ import numpy as np
 from dcbench import Network, RequestSequence, SpecError
 
 EPS = 1e-9
+MODEL = "pool 2"  # the model's version, in every bound's key: a change to the model computes every bound again
 NODE_LIMIT = 20_000  # HiGHS branch-and-bound nodes: a deterministic cut-off, unlike a time limit
 
 
@@ -200,7 +201,8 @@ def pool_bound(instance: PoolInstance, relaxation: str = "milp", node_limit: int
 
 
 class _Model:
-    # Variables: x_i (accepted), u_i (steps waited), w_ri (waited for resource r), then y_ji (j held at i's offer).
+    # Variables: x_i (accepted), u_i (steps waited up to i's offer, in all), w_ri (i waited for resource r), then
+    # y_ji (j held at i's offer).
     def __init__(self, instance: PoolInstance):
         self.instance = inst = instance
         n = len(inst.demand)
@@ -227,11 +229,12 @@ class _Model:
         self.integrality = np.ones(self.n)
         longest = float(inst.holding.max()) if n else 0.0
         self.steps = math.ceil(longest / step) + 1 if inst.wait else 0  # no wait lasts longer (steps)
-        self.upper[n:2 * n] = self.steps
+        self.upper[n:2 * n] = self.steps * np.arange(n)  # (the first request never waits: nothing is held)
         offered = ~inst.skipped
-        self.upper[:2 * n] *= np.concatenate([offered, offered])
-        self.upper[n] = 0  # nothing held before the first request: it never waits
+        self.upper[:n] *= offered
         self.upper[2 * n:(2 + r) * n] = 1.0 if inst.wait else 0.0
+        if inst.wait:
+            self.upper[2 * n:(2 + r) * n] *= np.tile(offered, r)
         self.objective = np.zeros(self.n)
         self.objective[:n] = (inst.measured & ~inst.skipped).astype(float)
 
@@ -262,13 +265,19 @@ class _Model:
             if not inst.wait:
                 row([(y, 1), (x + j, -1)], 0, 0)
                 continue
-            waits = [(u + m, 1) for m in range(j + 1, i + 1)]
+            waits = [(u + i, 1), (u + j, -1)]  # the steps waited after j's offer up to i's
             big = self.steps * (i - j)
             row(waits + [(y, big)], -np.inf, slack + big)  # held: waited at most `slack` steps in all
             row(waits + [(x + j, -(slack + 1)), (y, slack + 1)], 0, np.inf)  # accepted, not held: waited more
         usage, capacity = inst.usage, inst.capacity
+        previous, last = [], -1  # the offer before each request's, skipped ones passed over
+        for i in range(n):
+            previous.append(last)
+            last = last if inst.skipped[i] else i
         for i in range(n):
             if inst.skipped[i]:
+                if inst.wait and i > 0:  # skipped: offered never, waits never
+                    row([(u + i, 1), (u + i - 1, -1)], 0, 0)
                 continue
             for k in np.flatnonzero(usage.any(axis=0)):
                 entries = [(y, usage[j, k]) for j, y in held_at[i] if usage[j, k] > 0]
@@ -276,16 +285,20 @@ class _Model:
                     entries.append((x + i, usage[i, k]))
                 if entries and sum(v for _, v in entries) > capacity[k] + EPS:
                     row(entries, -np.inf, capacity[k])
-            if inst.wait and self.upper[u + i] > 0:
-                # it waits only while some resource's load, at most what the previous offer left, does not
-                # leave room for it
-                n_res = self.n_resources
-                row([(u + i, 1)] + [(w + r * n + i, -self.steps) for r in range(n_res)], -np.inf, 0)
-                for r in range(n_res):
-                    entries = [(y, inst.demand[j, r]) for j, y in held_at[i - 1] if inst.demand[j, r] > 0]
-                    if inst.demand[i - 1, r] > 0:
-                        entries.append((x + i - 1, inst.demand[i - 1, r]))
-                    room = capacity[r] - inst.demand[i, r]
-                    row(entries + [(w + r * n + i, -room)], 0, np.inf)
+            if not inst.wait or i == 0:
+                continue
+            n_res = self.n_resources
+            row([(u + i, 1), (u + i - 1, -1)], 0, np.inf)
+            row([(u + i, 1), (u + i - 1, -1)] + [(w + r * n + i, -self.steps) for r in range(n_res)], -np.inf, 0)
+            before = previous[i]
+            if before < 0:  # nothing was ever held: no wait
+                row([(w + r * n + i, 1) for r in range(n_res)], 0, 0)
+                continue
+            # it waits only while some resource's load, at most what the previous offer left, leaves too little
+            for r in range(n_res):
+                entries = [(y, inst.demand[j, r]) for j, y in held_at[before] if inst.demand[j, r] > 0]
+                if inst.demand[before, r] > 0:
+                    entries.append((x + before, inst.demand[before, r]))
+                row(entries + [(w + r * n + i, -(capacity[r] - inst.demand[i, r]))], 0, np.inf)
         return (np.asarray(rows), np.asarray(cols), np.asarray(vals, dtype=float), np.asarray(lower),
                 np.asarray(upper))

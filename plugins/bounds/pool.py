@@ -16,7 +16,7 @@ import numpy as np
 from dcbench import Network, RequestSequence, SpecError
 
 EPS = 1e-9
-MODEL = "pool 2"  # the model's version, in every bound's key: a change to the model computes every bound again
+MODEL = "pool 3"  # the model's version, in every bound's key: a change to the model computes every bound again
 NODE_LIMIT = 20_000  # HiGHS branch-and-bound nodes: a deterministic cut-off, unlike a time limit
 
 
@@ -109,11 +109,12 @@ def pool_instance(network: Network, sequence: RequestSequence) -> PoolInstance:
     if sequence.kind != "pool":
         raise SpecError(f"no bound for {sequence.kind} requests yet, only for pool requests (docs/bounds.md)")
     demand = np.asarray(sequence.demand, dtype=np.float64)
+    cpu = network.resources.index("cpu") if "cpu" in network.resources else 0
     largest = network.server_capacity.max(axis=0)
+    smallest_cpu = network.server_capacity[:, cpu].min()
     total = network.server_capacity.sum(axis=0)
     channels = network.link_capacity[access_links(network)]
     max_channels = int(channels.max())
-    cpu = network.resources.index("cpu") if "cpu" in network.resources else 0
     n = len(demand)
     classes = range(1, max_channels + 1)  # servers carrying at least q channels for one request, q = 1..
     # q over half a link: such requests share no server, nor with one carrying over the rest of the link
@@ -130,13 +131,13 @@ def pool_instance(network: Network, sequence: RequestSequence) -> PoolInstance:
                 usage[i, len(network.resources) + q] = carriers
         for at, q in enumerate(halves):
             column = len(network.resources) + 1 + max_channels + at
-            if per >= q:  # its carriers are its own, whatever CPU they leave
-                usage[i, column] = carriers * largest[cpu]
+            if per >= q:  # its carriers are its own, whatever CPU they leave (at least the smallest server's)
+                usage[i, column] = carriers * smallest_cpu
             elif per > max_channels - q:  # its CPU lies on servers none of those carries
                 usage[i, column] = d[cpu]
     capacity = np.concatenate([total, [channels.sum()],
                                [sum(c // q for c in channels.tolist()) for q in classes],
-                               [largest[cpu] * network.n_servers] * len(halves)])
+                               [total[cpu]] * len(halves)])
     measured = (np.ones(n, dtype=bool) if sequence.measured is None
                 else np.asarray(sequence.measured, dtype=bool))
     return PoolInstance(demand=demand, holding=np.asarray(sequence.holding, dtype=np.float64),

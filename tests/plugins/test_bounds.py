@@ -156,3 +156,21 @@ def test_the_committed_nara2022_bounds_are_as_loose_as_the_docs_say():
     """docs/bounds.md: 1.0 on every scenario and seed, the waits' doing (a tighter model changes this test)."""
     rows = [row for (suite, _, _), row in committed_bounds().items() if suite == "nara2022"]
     assert len(rows) == 60 and all(row["bound"] == 1.0 for row in rows)
+
+
+def test_the_command_keeps_the_rows_it_has_and_refuses_jobs_in_one_line(tmp_path):
+    from click.testing import CliRunner
+
+    from dcbench.commands import cli
+
+    args = ["bound", "-t", "tiered:2,1x1,pods=1,racks=2,servers=2", "-w", "uniform:max_cpu=40,max_mem=24,hold=4",
+            "-n", "6", "--seeds", "2", "--out", str(tmp_path)]
+    first = CliRunner().invoke(cli, args)
+    assert first.exit_code == 0, first.output
+    written = pq.read_table(tmp_path / "bounds.parquet").to_pylist()
+    assert [row["seed"] for row in written] == [0, 1] and all(0 < row["bound"] <= 1 for row in written)
+    again = CliRunner().invoke(cli, args)
+    assert again.exit_code == 0 and "seed=" not in again.output  # nothing solved again
+    assert pq.read_table(tmp_path / "bounds.parquet").to_pylist() == written  # the times too: the same rows
+    jobs = CliRunner().invoke(cli, ["bound", "-s", "odcn2025", "--out", str(tmp_path / "jobs")])
+    assert jobs.exit_code == 2 and jobs.output.count("\n") == 1 and "no bound for job requests" in jobs.output

@@ -80,7 +80,8 @@ def bound_rows(scenarios: list[tuple[str, str, str | None, int | None, tuple[int
 @click.option("-s", "--suite", help="Bound every scenario and seed of this suite.")
 @click.option("-t", "--topology", help="An ad-hoc scenario's topology spec (instead of -s).")
 @click.option("-w", "--workload", help="Its workload spec (default: the topology's own).")
-@click.option("-n", "--requests", type=int, help="Its requests per episode (default: the workload's).")
+@click.option("-n", "--requests", type=int,
+              help="Its measured requests per episode, after the warm-up (default: the workload's).")
 @click.option("--seeds", type=click.IntRange(1, 10_000), default=1, show_default=True,
               help="Its seeds 0..K-1.")
 @click.option("--relaxation", type=click.Choice(["lp", "milp"]), default="lp", show_default=True,

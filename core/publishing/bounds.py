@@ -66,7 +66,8 @@ def bound_lines(root: Path, suite_name: str, metric: str, higher: bool, submissi
             best = max(means, key=lambda spec: (means[spec], spec))
             lines.append(f"| {scenario} | {bound:.3f} | {name(best)} | {means[best]:.3f} | "
                          f"{bound - means[best]:.3f} |")
-    floor = next((spec for spec in values if suite.floor and spec.split(":")[0] == suite.floor), None)
+    floor = suite.floor if suite.floor in values else next(  # the spec itself, else the first of its plugin's
+        (spec for spec in sorted(values) if suite.floor and spec.split(":")[0] == suite.floor), None)
     scores = normalised(values, bounds, floor) if floor is not None else {}
     if scores:
         lines += ["", f"Normalised score: {name(floor)} = 0, the bound = 1, the mean over scenarios and seeds.", "",

@@ -34,3 +34,14 @@ def test_a_section_shows_the_bound_the_best_entry_its_gap_and_the_normalised_sco
     assert "| tetris | 0.800 |" in text and "| random | 0.000 |" in text
     assert bound_lines(tmp_path, "odcn2025", "blocking_probability", False, [submission]) == []
     assert bound_lines(tmp_path / "elsewhere", "nara2022", "acceptance_ratio", True, [submission]) == []
+
+
+def test_the_floor_is_the_suites_spec_itself_where_two_of_its_plugin_ran(tmp_path):
+    folder = tmp_path / "bounds" / "nara2022"
+    folder.mkdir(parents=True)
+    pq.write_table(pa.table({"scenario": ["8-1x1"] * 5, "seed": list(range(5)), "bound": [0.9] * 5,
+                             "metric": ["acceptance_ratio"] * 5}), folder / "bounds.parquet")
+    submission = SimpleNamespace(suite="nara2022", rows=rows("random:published=yes", [0.1] * 5)
+                                 + rows("random", [0.4] * 5) + rows("tetris", [0.8] * 5))
+    text = "\n".join(bound_lines(tmp_path, "nara2022", "acceptance_ratio", True, [submission]))
+    assert "| random | 0.000 |" in text and "| tetris | 0.800 |" in text

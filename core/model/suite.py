@@ -41,6 +41,7 @@ class Suite:
         figures: The ``"module:attr"`` of the figures ``dcbench plot`` draws of a sweep of it, or None.
         metrics: Third-party metrics its runs compute besides dcbench's own.
         reference: The allocator spec the leaderboard measures every Δ against (None: no Δ).
+        floor: The allocator spec that scores 0 on the score normalised to the bound, which scores 1 (None: none).
         plugin: The plugin that registered it (set by the registry, not compared)."""
 
     name: str
@@ -51,4 +52,5 @@ class Suite:
     figures: str | None = None
     metrics: tuple[str, ...] = ()
     reference: str | None = None
+    floor: str | None = None
     plugin: str = field(default="", compare=False)

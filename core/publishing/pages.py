@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 from dcbench.model.about import CLEAN, KINDS, ON_TEST
+from dcbench.publishing.bounds import bound_lines
 from dcbench.publishing.ranking import Estimate, SuiteRanking
 from dcbench.publishing.report import cell
 
@@ -232,9 +233,11 @@ def markdown(sections: Iterable[Section], submissions: list[Any], version: str, 
             lines.append(f"| {ranked.rank} | {_md_name(section, ranked.entry)} | {entry.about['kind']} | "
                          f"{shown(ranked.score, places)} | {_delta(section, ranked.entry, ranked.delta, places)} | "
                          f"{ranked.wins}/{ranked.scenarios} | {entry.verified_mark} | {entry.training or ''} |")
+        lines += [""] + bound_lines(root, section.suite_name, section.metric, section.higher, submissions,
+                                    lambda spec, section=section: _md_name(section, spec))
         downloads = " · ".join(f"[{name} {kind}]({path})" for name in ("summary", "scenarios")
                                for kind, path in table_files(section, name))
-        lines += ["", f"Tables: {downloads}", "", f"![{suite}]({section.plot.relative_to(root).as_posix()})", ""]
+        lines += [f"Tables: {downloads}", "", f"![{suite}]({section.plot.relative_to(root).as_posix()})", ""]
         value_places = _places(section, section.metric)
         for scenario in section.scenarios:
             lines += [f"### {suite} / {cell(scenario)}", "",

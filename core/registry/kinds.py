@@ -24,6 +24,7 @@ BUILTIN_PLUGINS = (
     "dcbench.plugins.metrics.utilisation",
     "dcbench.plugins.metrics.spread",
     "dcbench.plugins.metrics.jobs",
+    "dcbench.plugins.bounds",
 )
 
 

@@ -144,6 +144,7 @@ def register_suites(register):
     register(Suite(
         name="nara2022",
         reference="tetris",
+        floor="random",
         scenarios=nara2022_scenarios(),
         description="The tiered papers' 12 topologies (8/16/32 channels × 1:1..1:16), 64 servers, "
         "128-request episodes, the reference connectivity rule, seeds 0..4",
@@ -153,6 +154,7 @@ def register_suites(register):
     register(Suite(
         name="nara2022-large",
         reference="tetris",
+        floor="random",
         scenarios=nara2022_scenarios(",pods=8,racks=8", 2048),
         description="The same 12 topologies at 1,024 servers (8 pods × 8 racks), 2,048-request episodes",
         primary_metric="acceptance_ratio",

@@ -119,6 +119,7 @@ def register_suites(register):
     register(Suite(
         name="nara2022-published",
         reference="tetris:published=yes",
+        floor="random",
         scenarios=tuple(dataclasses.replace(scenario, workload=PUBLISHED_ENVIRONMENT)
                         for scenario in nara2022_scenarios()),
         description="nara2022 in the reference code's environment: any server with free CPU or memory "

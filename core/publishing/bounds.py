@@ -1,0 +1,76 @@
+"""A suite's upper bounds on its leaderboard section (docs/bounds.md): the bound per scenario beside the best entry,
+and each entry's score normalised between the suite's ``floor`` allocator (0) and the bound (1), read from
+``bounds/<suite>/bounds.parquet`` under the leaderboard's folder, where `dcbench bound` writes it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+BOUNDS = "bounds"
+
+
+def read_bounds(root: Path, suite: str, metric: str) -> dict[tuple[str, int], float]:
+    """The bound on ``metric`` per (scenario, seed); empty where none was computed."""
+    path = root / BOUNDS / suite / "bounds.parquet"
+    if not path.is_file():
+        return {}
+    import pyarrow.parquet as pq
+
+    return {(row["scenario"], int(row["seed"])): float(row["bound"])
+            for row in pq.read_table(path).to_pylist() if row.get("metric") == metric}
+
+
+def normalised(values: dict[str, dict[tuple[str, int], float]], bounds: dict[tuple[str, int], float],
+               floor: str) -> dict[str, float]:
+    """Each entry's mean over (scenario, seed) of (value − floor's) / (bound − floor's), where the bound is above
+    the floor's value."""
+    base = values.get(floor, {})
+    scores = {}
+    for spec, by_run in values.items():
+        parts = [(value - base[key]) / (bounds[key] - base[key]) for key, value in by_run.items()
+                 if key in bounds and key in base and bounds[key] - base[key] > 1e-12]
+        if parts:
+            scores[spec] = float(np.mean(parts))
+    return scores
+
+
+def bound_lines(root: Path, suite_name: str, metric: str, higher: bool, submissions: Sequence[Any],
+                name: Callable[[str], str] = str) -> list[str]:
+    """The Markdown of a section's bounds: nothing without bounds for a registered suite or a higher-is-better
+    metric."""
+    from dcbench.registry import get_registry
+
+    suite = get_registry().entries("suite").get(suite_name)
+    bounds = read_bounds(root, suite_name, metric) if suite is not None and higher else {}
+    if not bounds:
+        return []
+    values: dict[str, dict[tuple[str, int], float]] = {}
+    for submission in submissions:
+        if submission.suite == suite.name:
+            for row in submission.rows:
+                values.setdefault(row["allocator"], {})[(row["scenario"], int(row["seed"]))] = float(row[metric])
+    lines = ["Upper bound ([docs/bounds.md](../docs/bounds.md)): the most any allocator can reach, mean over seeds, "
+             "and the best entry's gap to it.", "", "| scenario | bound | best entry | its mean | gap |",
+             "|---|---:|---|---:|---:|"]
+    for scenario in [s.label for s in suite.scenarios]:
+        seeds = [seed for (s, seed) in bounds if s == scenario]
+        if not seeds:
+            continue
+        bound = float(np.mean([bounds[(scenario, seed)] for seed in seeds]))
+        means = {spec: float(np.mean([v[(scenario, seed)] for seed in seeds])) for spec, v in values.items()
+                 if all((scenario, seed) in v for seed in seeds)}
+        if means:
+            best = max(means, key=lambda spec: (means[spec], spec))
+            lines.append(f"| {scenario} | {bound:.3f} | {name(best)} | {means[best]:.3f} | "
+                         f"{bound - means[best]:.3f} |")
+    floor = suite.floor if suite.floor in values else next(  # the spec itself, else the first of its plugin's
+        (spec for spec in sorted(values) if suite.floor and spec.split(":")[0] == suite.floor), None)
+    scores = normalised(values, bounds, floor) if floor is not None else {}
+    if scores:
+        lines += ["", f"Normalised score: {name(floor)} = 0, the bound = 1, the mean over scenarios and seeds.", "",
+                  "| entry | normalised score |", "|---|---:|"]
+        lines += [f"| {name(spec)} | {score:.3f} |" for spec, score in sorted(scores.items(), key=lambda s: -s[1])]
+    return lines + [""]

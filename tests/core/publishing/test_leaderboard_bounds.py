@@ -1,0 +1,47 @@
+"""The leaderboard's bound rows and normalised score (docs/bounds.md)."""
+
+from types import SimpleNamespace
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from dcbench.publishing.bounds import bound_lines, normalised
+
+
+def test_the_floor_scores_0_the_bound_1_and_runs_at_their_bound_are_left_out():
+    bounds = {("a", 0): 1.0, ("a", 1): 0.9, ("b", 0): 0.5}
+    values = {"random": {("a", 0): 0.5, ("a", 1): 0.5, ("b", 0): 0.5},
+              "good": {("a", 0): 1.0, ("a", 1): 0.7, ("b", 0): 0.5}}
+    scores = normalised(values, bounds, "random")
+    assert scores["random"] == 0.0
+    assert scores["good"] == pytest.approx((1.0 + 0.5) / 2)  # ("b", 0): the floor is at the bound
+
+
+def rows(allocator, values):
+    return [{"allocator": allocator, "scenario": "8-1x1", "seed": seed, "acceptance_ratio": v}
+            for seed, v in enumerate(values)]
+
+
+def test_a_section_shows_the_bound_the_best_entry_its_gap_and_the_normalised_scores(tmp_path):
+    folder = tmp_path / "bounds" / "nara2022"
+    folder.mkdir(parents=True)
+    pq.write_table(pa.table({"scenario": ["8-1x1"] * 5, "seed": list(range(5)), "bound": [0.9] * 5,
+                             "metric": ["acceptance_ratio"] * 5}), folder / "bounds.parquet")
+    submission = SimpleNamespace(suite="nara2022", rows=rows("random", [0.4] * 5) + rows("tetris", [0.8] * 5))
+    text = "\n".join(bound_lines(tmp_path, "nara2022", "acceptance_ratio", True, [submission]))
+    assert "| 8-1x1 | 0.900 | tetris | 0.800 | 0.100 |" in text
+    assert "| tetris | 0.800 |" in text and "| random | 0.000 |" in text
+    assert bound_lines(tmp_path, "odcn2025", "blocking_probability", False, [submission]) == []
+    assert bound_lines(tmp_path / "elsewhere", "nara2022", "acceptance_ratio", True, [submission]) == []
+
+
+def test_the_floor_is_the_suites_spec_itself_where_two_of_its_plugin_ran(tmp_path):
+    folder = tmp_path / "bounds" / "nara2022"
+    folder.mkdir(parents=True)
+    pq.write_table(pa.table({"scenario": ["8-1x1"] * 5, "seed": list(range(5)), "bound": [0.9] * 5,
+                             "metric": ["acceptance_ratio"] * 5}), folder / "bounds.parquet")
+    submission = SimpleNamespace(suite="nara2022", rows=rows("random:published=yes", [0.1] * 5)
+                                 + rows("random", [0.4] * 5) + rows("tetris", [0.8] * 5))
+    text = "\n".join(bound_lines(tmp_path, "nara2022", "acceptance_ratio", True, [submission]))
+    assert "| random | 0.000 |" in text and "| tetris | 0.800 |" in text

@@ -1,0 +1,176 @@
+"""The pool bound (docs/bounds.md): its pair counts against the checker's rule, its model against brute force on
+tiny instances and against every allocator the engine runs there, and the committed bounds against every committed
+run on the same scenario and seed."""
+
+import itertools
+from pathlib import Path
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+
+from dcbench import PoolBuilder, Reject, RequestSequence, simulate
+from dcbench.model.allocation import required_pairs
+from dcbench.plugins.bounds.pool import min_pairs, pool_bound, pool_instance
+from tests.conftest import tiered
+
+ROOT = Path(__file__).resolve().parents[2]
+BOUNDS = ROOT / "leaderboard" / "bounds"
+
+
+@pytest.mark.parametrize("rule", ["all", "cpu", "reference"])
+def test_min_pairs_is_the_fewest_any_server_order_needs(rule):
+    for cpu_servers, servers in itertools.product(range(0, 5), range(1, 6)):
+        fewest = None
+        for k in range(max(cpu_servers, servers, 1), 7):  # more servers than needed: never fewer pairs
+            for gives_cpu in itertools.product([True, False], repeat=k):
+                if sum(gives_cpu) < cpu_servers or (cpu_servers == 0 and any(gives_cpu)):
+                    continue
+                pairs = len(required_pairs(rule, np.asarray(gives_cpu, dtype=float)))
+                fewest = pairs if fewest is None else min(fewest, pairs)
+        assert min_pairs(rule, cpu_servers, servers)[0] == fewest, (cpu_servers, servers)
+
+
+class Scripted:
+    """Accepts request i only where ``mask[i]``, on the first (or last) servers a builder allows."""
+
+    def __init__(self, mask, last=False):
+        self.mask, self.last = mask, last
+
+    def reset(self, network, rng):
+        self.builder = PoolBuilder(network)
+
+    def allocate(self, request, state):
+        if not self.mask[request.id]:
+            return Reject("scripted")
+        builder = self.builder
+        builder.start(request, state)
+        while builder.is_open:
+            allowed = np.flatnonzero(builder.allowed())
+            if not len(allowed):
+                return Reject("no_server")
+            builder.add(allowed[-1] if self.last else allowed[0])
+        return builder.result()
+
+
+def tiny(seed, wait=True, pairs="all", n=7):
+    network = tiered("tiered:2,1x1,pods=1,racks=2,servers=2")
+    from dcbench.plugins.workloads.uniform import UniformWorkload
+
+    workload = UniformWorkload(max_cpu=40, max_mem=24, hold=4, wait=wait, pairs=pairs)
+    return network, workload.generate(network, n, np.random.default_rng(seed))
+
+
+def best_simulated(network, sequence):
+    best = 0
+    for mask in itertools.product([True, False], repeat=len(sequence)):
+        for last in (False, True):
+            tables = simulate(network, sequence, Scripted(mask, last), np.random.default_rng(0))
+            best = max(best, int((tables.requests["outcome"] == "accepted").sum()))
+    return best
+
+
+def brute_force_model(instance):
+    """The model's optimum without waits, by enumeration: the largest set whose held requests fit at every offer."""
+    n = len(instance.demand)
+    arrival = np.cumsum(instance.gaps)
+    best = 0
+    for chosen in itertools.product([False, True], repeat=n):
+        held_ok = True
+        for i in range(n):
+            held = [j for j in range(i) if chosen[j] and arrival[j] + instance.holding[j] >= arrival[i]]
+            use = instance.usage[held].sum(axis=0) + (instance.usage[i] if chosen[i] else 0)
+            if (use > instance.capacity + 1e-9).any():
+                held_ok = False
+                break
+        if held_ok:
+            best = max(best, sum(chosen))
+    return best
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_integer_model_equals_brute_force_and_the_relaxation_is_never_below(seed):
+    network, sequence = tiny(seed, wait=False)
+    instance = pool_instance(network, sequence)
+    exact = pool_bound(instance, "milp")
+    assert exact.status == "optimal" and exact.accepted == brute_force_model(instance)
+    assert pool_bound(instance, "lp").accepted >= exact.accepted
+
+
+@pytest.mark.parametrize("seed,wait,pairs", [(0, True, "all"), (1, True, "reference"), (2, False, "all"),
+                                             (3, False, "reference"), (4, True, "all")])
+def test_no_allocator_the_engine_runs_beats_the_bound(seed, wait, pairs):
+    network, sequence = tiny(seed, wait, pairs)
+    instance = pool_instance(network, sequence)
+    milp, lp = pool_bound(instance, "milp"), pool_bound(instance, "lp")
+    assert lp.accepted >= milp.accepted >= best_simulated(network, sequence)
+
+
+def test_without_waits_the_channels_bind():
+    """Where no request waits, two requests that each need every channel of a server cannot both be held."""
+    network = tiered("tiered:1,1x1,pods=1,racks=1,servers=2")  # two servers, one channel each
+    sequence = RequestSequence(kind="pool", gaps=np.ones(3), holding=np.full(3, 5.0),
+                               demand=np.array([[20.0, 1.0], [20.0, 1.0], [1.0, 1.0]]), connectivity="all")
+    bound = pool_bound(pool_instance(network, sequence), "milp")
+    assert (bound.accepted, bound.offered) == (2, 3)  # a two-server request holds both links; the third fits
+
+
+def committed_bounds():
+    rows = {}
+    for path in sorted(BOUNDS.glob("*/bounds.parquet")):
+        for row in pq.read_table(path).to_pylist():
+            rows[(path.parent.name, row["scenario"], row["seed"])] = row
+    return rows
+
+
+def test_no_committed_run_beats_its_committed_bound():
+    from dcbench.publishing.leaderboard import load_submissions
+
+    bounds = committed_bounds()
+    assert bounds, "no committed bounds under leaderboard/bounds/"
+    checked = 0
+    for submission in load_submissions(ROOT / "leaderboard"):
+        for row in submission.rows:
+            key = (submission.suite, row["scenario"], row["seed"])
+            if key in bounds:
+                assert row["acceptance_ratio"] <= bounds[key]["bound"] + 1e-12, (key, row["allocator"])
+                checked += 1
+    assert checked >= 60 * 5  # nara2022: 12 scenarios × 5 seeds, each run by several allocators
+
+
+@pytest.mark.slow
+def test_the_committed_bounds_are_what_the_command_computes(tmp_path):
+    from click.testing import CliRunner
+
+    from dcbench.commands import cli
+
+    committed = {(s, seed): row for (suite, s, seed), row in committed_bounds().items() if suite == "nara2022"}
+    result = CliRunner().invoke(cli, ["bound", "-t", "tiered:8,1x16", "-w", "uniform:pairs=reference", "-n", "128",
+                                      "--seeds", "2", "--out", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    for row in pq.read_table(tmp_path / "bounds.parquet").to_pylist():
+        assert row["bound"] == committed[("8-1x16", row["seed"])]["bound"]
+
+
+def test_the_committed_nara2022_bounds_are_as_loose_as_the_docs_say():
+    """docs/bounds.md: 1.0 on every scenario and seed, the waits' doing (a tighter model changes this test)."""
+    rows = [row for (suite, _, _), row in committed_bounds().items() if suite == "nara2022"]
+    assert len(rows) == 60 and all(row["bound"] == 1.0 for row in rows)
+
+
+def test_the_command_keeps_the_rows_it_has_and_refuses_jobs_in_one_line(tmp_path):
+    from click.testing import CliRunner
+
+    from dcbench.commands import cli
+
+    args = ["bound", "-t", "tiered:2,1x1,pods=1,racks=2,servers=2", "-w", "uniform:max_cpu=40,max_mem=24,hold=4",
+            "-n", "6", "--seeds", "2", "--out", str(tmp_path)]
+    first = CliRunner().invoke(cli, args)
+    assert first.exit_code == 0, first.output
+    written = pq.read_table(tmp_path / "bounds.parquet").to_pylist()
+    assert [row["seed"] for row in written] == [0, 1] and all(0 < row["bound"] <= 1 for row in written)
+    again = CliRunner().invoke(cli, args)
+    assert again.exit_code == 0 and "seed=" not in again.output  # nothing solved again
+    assert pq.read_table(tmp_path / "bounds.parquet").to_pylist() == written  # the times too: the same rows
+    jobs = CliRunner().invoke(cli, ["bound", "-s", "odcn2025", "--out", str(tmp_path / "jobs")])
+    assert jobs.exit_code == 2 and jobs.output.count("\n") == 1 and "no bound for job requests" in jobs.output

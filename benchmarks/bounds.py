@@ -25,7 +25,7 @@ def rows(suite: str, seeds: int | None, relaxation: str) -> list[dict]:
     Returns:
         The rows, in the suite's order."""
     from dcbench.harness import Runner, get_registry
-    from dcbench.plugins.bounds.pool import _Model, pool_bound, pool_instance
+    from dcbench.plugins.bounds.pool import model_of, pool_bound, pool_instance
 
     runner = Runner()
     found = []
@@ -39,7 +39,7 @@ def rows(suite: str, seeds: int | None, relaxation: str) -> list[dict]:
             instance = pool_instance(plan.network, sequence)
             bounds.append(pool_bound(instance, relaxation).ratio)
             times.append(time.perf_counter() - started)
-            pairs = max(pairs, len(_Model(instance).pairs))
+            pairs = max(pairs, len(model_of(instance).pairs))
         found.append({"scenario": scenario.label, "bound": float(np.mean(bounds)), "requests": plan.requests,
                       "pairs": pairs, "mean_s": float(np.mean(times)), "max_s": float(np.max(times)),
                       "total_s": float(np.sum(times))})

@@ -180,7 +180,7 @@ def pool_bound(instance: PoolInstance, relaxation: str = "milp", node_limit: int
     from scipy.optimize import Bounds, LinearConstraint, milp
     from scipy.sparse import coo_matrix
 
-    model = _Model(instance)
+    model = model_of(instance)
     integrality = model.integrality if relaxation == "milp" else np.zeros_like(model.integrality)
     rows, cols, vals, lower, upper = model.constraints()
     matrix = coo_matrix((vals, (rows, cols)), shape=(len(lower), model.n)).tocsr()
@@ -199,6 +199,67 @@ def pool_bound(instance: PoolInstance, relaxation: str = "milp", node_limit: int
             return pool_bound(instance, "lp")
     return Bound(accepted=min(offered, int(math.floor(best + 1e-6))), offered=offered, status=status,
                  relaxation=relaxation)
+
+
+def model_of(instance: PoolInstance) -> "_Model | _NoWaitModel":
+    """The model `pool_bound` solves: without waits, the compact one (`_NoWaitModel`), with the same optimum."""
+    return _Model(instance) if instance.wait else _NoWaitModel(instance)
+
+
+def held_matrix(instance: PoolInstance) -> np.ndarray:
+    """Without waits, which requests are held at each offer: ``[j, i]`` when j (accepted) is still held at i's
+    offer, j < i, as `_Model` decides it with no step waited; and ``[i, i]`` for every request offered.
+
+    Args:
+        instance: A no-wait instance.
+    Returns:
+        (requests, requests) booleans."""
+    n = len(instance.demand)
+    arrival = np.cumsum(instance.gaps)
+    left = (instance.holding[:, None] - (arrival[None, :] - arrival[:, None])) / instance.time_step
+    most = np.ceil(left - EPS) - 1 if instance.within else np.floor(left + EPS)
+    offered = ~instance.skipped
+    held = (most >= 0) & np.triu(np.ones((n, n), dtype=bool), 1) & offered[:, None] & offered[None, :]
+    held[np.arange(n), np.arange(n)] = offered
+    return held
+
+
+class _NoWaitModel:
+    """Without waits every offer is at its arrival, so the held sets are known: a variable per request (x_i), and at
+    each offer, per capacity, the accepted requests held then and the offered one fit. An offer's rows are implied
+    by a later offer's that holds all it holds (usage is never negative), so only the others are kept."""
+
+    def __init__(self, instance: PoolInstance):
+        self.instance = inst = instance
+        n = self.n_requests = self.n = len(inst.demand)
+        self.held = held_matrix(inst)
+        self.pairs = list(zip(*np.nonzero(np.triu(self.held, 1))))  # (j, i): j held at i's offer
+        self.lower = np.zeros(n)
+        self.upper = (~inst.skipped).astype(float)
+        self.integrality = np.ones(n)
+        self.objective = (inst.measured & ~inst.skipped).astype(float)
+
+    def constraints(self):
+        inst, held = self.instance, self.held
+        offers = np.flatnonzero(~inst.skipped)
+        kept = [i for i, later in zip(offers, list(offers[1:]) + [None])
+                if later is None or (held[:, i] & ~held[:, later]).any()]  # someone leaves before the next offer
+        rows, cols, vals, lower, upper = [], [], [], [], []
+        columns = np.flatnonzero(inst.usage.any(axis=0))
+        for i in kept:
+            members = np.flatnonzero(held[:, i])
+            use = inst.usage[members][:, columns]
+            for at, k in enumerate(columns):
+                nonzero = use[:, at] > 0
+                if use[nonzero, at].sum() <= inst.capacity[k] + EPS:
+                    continue
+                rows.extend([len(lower)] * int(nonzero.sum()))
+                cols.extend(members[nonzero].tolist())
+                vals.extend(use[nonzero, at].tolist())
+                lower.append(-np.inf)
+                upper.append(inst.capacity[k])
+        return (np.asarray(rows, dtype=int), np.asarray(cols, dtype=int), np.asarray(vals, dtype=float),
+                np.asarray(lower, dtype=float), np.asarray(upper, dtype=float))
 
 
 class _Model:

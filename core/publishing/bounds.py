@@ -4,6 +4,7 @@ and each entry's score normalised between the suite's ``floor`` allocator (0) an
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -37,24 +38,36 @@ def normalised(values: dict[str, dict[tuple[str, int], float]], bounds: dict[tup
     return scores
 
 
-def bound_lines(root: Path, suite_name: str, metric: str, higher: bool, submissions: Sequence[Any],
-                name: Callable[[str], str] = str) -> list[str]:
-    """The Markdown of a section's bounds: nothing without bounds for a registered suite or a higher-is-better
-    metric."""
+@dataclass(frozen=True)
+class BoundSummary:
+    """A section's bounds as its pages show them.
+
+    Attributes:
+        rows: ``(scenario, bound, best entry, its mean, gap)`` per scenario with a bound and an entry run on its every
+            bounded seed; the bound and means over those seeds.
+        floor: The entry that scores 0 (None: none ran).
+        scores: Each entry's normalised score, best first."""
+
+    rows: list[tuple[str, float, str, float, float]]
+    floor: str | None
+    scores: list[tuple[str, float]]
+
+
+def bound_summary(root: Path, suite_name: str, metric: str, higher: bool,
+                  submissions: Sequence[Any]) -> BoundSummary | None:
+    """A section's bounds: None without bounds for a registered suite or a higher-is-better metric."""
     from dcbench.registry import get_registry
 
     suite = get_registry().entries("suite").get(suite_name)
     bounds = read_bounds(root, suite_name, metric) if suite is not None and higher else {}
     if not bounds:
-        return []
+        return None
     values: dict[str, dict[tuple[str, int], float]] = {}
     for submission in submissions:
         if submission.suite == suite.name:
             for row in submission.rows:
                 values.setdefault(row["allocator"], {})[(row["scenario"], int(row["seed"]))] = float(row[metric])
-    lines = ["Upper bound ([docs/bounds.md](../docs/bounds.md)): the most any allocator can reach, mean over seeds, "
-             "and the best entry's gap to it.", "", "| scenario | bound | best entry | its mean | gap |",
-             "|---|---:|---|---:|---:|"]
+    rows = []
     for scenario in [s.label for s in suite.scenarios]:
         seeds = [seed for (s, seed) in bounds if s == scenario]
         if not seeds:
@@ -64,13 +77,26 @@ def bound_lines(root: Path, suite_name: str, metric: str, higher: bool, submissi
                  if all((scenario, seed) in v for seed in seeds)}
         if means:
             best = max(means, key=lambda spec: (means[spec], spec))
-            lines.append(f"| {scenario} | {bound:.3f} | {name(best)} | {means[best]:.3f} | "
-                         f"{bound - means[best]:.3f} |")
+            rows.append((scenario, bound, best, means[best], bound - means[best]))
     floor = suite.floor if suite.floor in values else next(  # the spec itself, else the first of its plugin's
         (spec for spec in sorted(values) if suite.floor and spec.split(":")[0] == suite.floor), None)
     scores = normalised(values, bounds, floor) if floor is not None else {}
-    if scores:
-        lines += ["", f"Normalised score: {name(floor)} = 0, the bound = 1, the mean over scenarios and seeds.", "",
-                  "| entry | normalised score |", "|---|---:|"]
-        lines += [f"| {name(spec)} | {score:.3f} |" for spec, score in sorted(scores.items(), key=lambda s: -s[1])]
+    return BoundSummary(rows=rows, floor=floor, scores=sorted(scores.items(), key=lambda s: -s[1]))
+
+
+def bound_lines(root: Path, suite_name: str, metric: str, higher: bool, submissions: Sequence[Any],
+                name: Callable[[str], str] = str) -> list[str]:
+    """The Markdown of a section's bounds (`bound_summary`): nothing where it is None."""
+    summary = bound_summary(root, suite_name, metric, higher, submissions)
+    if summary is None:
+        return []
+    lines = ["Upper bound ([docs/bounds.md](../docs/bounds.md)): the most any allocator can reach, mean over seeds, "
+             "and the best entry's gap to it.", "", "| scenario | bound | best entry | its mean | gap |",
+             "|---|---:|---|---:|---:|"]
+    lines += [f"| {scenario} | {bound:.3f} | {name(best)} | {mean:.3f} | {gap:.3f} |"
+              for scenario, bound, best, mean, gap in summary.rows]
+    if summary.scores:
+        lines += ["", f"Normalised score: {name(summary.floor)} = 0, the bound = 1, the mean over scenarios and seeds.",
+                  "", "| entry | normalised score |", "|---|---:|"]
+        lines += [f"| {name(spec)} | {score:.3f} |" for spec, score in summary.scores]
     return lines + [""]

@@ -12,12 +12,13 @@ from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 from dcbench.model.about import CLEAN, KINDS, ON_TEST
-from dcbench.publishing.bounds import bound_lines
+from dcbench.publishing.bounds import bound_lines, bound_summary
 from dcbench.publishing.ranking import Estimate, SuiteRanking
 from dcbench.publishing.report import cell
 
 SUBMISSIONS = "submissions"  # the leaderboard's folder of submissions
 DOCS = "../docs/leaderboard.md#how-entries-are-ranked"  # the page's link to how it ranks, from leaderboard/
+BOUND_DOCS = "../docs/bounds.md"  # its link to how the bound is computed
 BETTER = {"higher": "↑", "lower": "↓", None: ""}
 PAPERS = (  # the papers whose scenarios the built-in suites run (README.md, The papers)
     ("Z. Shabka and G. Zervas", "Network-aware compute and memory allocation in optically composable data centers "
@@ -360,6 +361,33 @@ def _scenario_table(section: Section, index: int, scenario: str) -> list[str]:
     return out
 
 
+def _bound_tables(section: Section, submissions: list[Any], root: Path) -> list[str]:
+    """The section's bound per scenario beside the best entry, and the normalised scores, as the Markdown has them."""
+    summary = bound_summary(root, section.suite_name, section.metric, section.higher, submissions)
+    if summary is None:
+        return []
+    table = f"bound-{section.suite_name}"
+    out = [f'<h3>Upper bound</h3><p class="how">The most any allocator can reach (<a href="{_e(BOUND_DOCS)}">how it '
+           "is computed</a>), mean over seeds, and the best entry's gap to it.</p>",
+           f'<div class="table-wrap"><table class="bounds sortable" id="{_e(table)}"><thead><tr>'
+           + _th("Scenario", "text") + _th("Bound") + _th("Best entry", "text") + _th("Its mean") + _th("Gap")
+           + "</tr></thead><tbody>"]
+    for scenario, bound, best, mean, gap in summary.rows:
+        out.append("<tr>" + _td(_e(scenario)) + _td(f"{bound:.3f}", _number(bound))
+                   + _td(_e(section.name(best)), section.name(best)) + _td(f"{mean:.3f}", _number(mean))
+                   + _td(f"{gap:.3f}", _number(gap)) + "</tr>")
+    out.append("</tbody></table></div>")
+    if summary.scores:
+        out += [f'<p class="how">Normalised score: {_e(section.name(summary.floor))} = 0, the bound = 1, the mean over '
+                "scenarios and seeds.</p>",
+                f'<div class="table-wrap"><table class="normalised sortable" id="normalised-{_e(section.suite_name)}">'
+                "<thead><tr>" + _th("Entry", "text") + _th("Normalised score") + "</tr></thead><tbody>"]
+        out += ["<tr>" + _td(_e(section.name(spec)), section.name(spec)) + _td(f"{score:.3f}", _number(score))
+                + "</tr>" for spec, score in summary.scores]
+        out.append("</tbody></table></div>")
+    return out
+
+
 def html_page(sections: Sequence[Section], submissions: list[Any], version: str, root: Path) -> str:
     out = ["<!DOCTYPE html>", "<html lang=\"en\"><head><meta charset=\"utf-8\">",
            '<meta name="viewport" content="width=device-width, initial-scale=1">',
@@ -380,6 +408,7 @@ def html_page(sections: Sequence[Section], submissions: list[Any], version: str,
         if verdict(section):
             out.append(f'<p class="verdict">{_e(verdict(section))}</p>')
         out += _summary_table(section)
+        out += _bound_tables(section, submissions, root)
         links = " · ".join(f'<a href="{_e(path)}" download>{name} ({kind})</a>' for name in ("summary", "scenarios")
                            for kind, path in table_files(section, name))
         out.append(f'<p class="downloads">Download: {links}</p>')

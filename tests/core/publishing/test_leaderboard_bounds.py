@@ -45,3 +45,24 @@ def test_the_floor_is_the_suites_spec_itself_where_two_of_its_plugin_ran(tmp_pat
                                  + rows("random", [0.4] * 5) + rows("tetris", [0.8] * 5))
     text = "\n".join(bound_lines(tmp_path, "nara2022", "acceptance_ratio", True, [submission]))
     assert "| random | 0.000 |" in text and "| tetris | 0.800 |" in text
+
+
+def test_the_html_page_shows_the_same_bound_rows_and_scores_as_the_markdown(tmp_path):
+    from dcbench.publishing.pages import _bound_tables
+
+    folder = tmp_path / "bounds" / "nara2022"
+    folder.mkdir(parents=True)
+    pq.write_table(pa.table({"scenario": ["8-1x1"] * 5, "seed": list(range(5)), "bound": [0.9] * 5,
+                             "metric": ["acceptance_ratio"] * 5}), folder / "bounds.parquet")
+    submission = SimpleNamespace(suite="nara2022", rows=rows("random", [0.4] * 5) + rows("tetris", [0.8] * 5))
+    section = SimpleNamespace(suite_name="nara2022", metric="acceptance_ratio", higher=True,
+                              name=lambda spec: spec.upper())
+    page = "\n".join(_bound_tables(section, [submission], tmp_path))
+    assert 'id="bound-nara2022"' in page and 'href="../docs/bounds.md"' in page
+    assert ('<tr><td>8-1x1</td><td data-value="0.9">0.900</td><td data-value="TETRIS">TETRIS</td>'
+            '<td data-value="0.8">0.800</td>') in page
+    assert page.index(">TETRIS</td><td data-value=\"0.8") < page.index(">RANDOM</td><td data-value=\"0.0\">0.000")
+    assert "Normalised score: RANDOM = 0" in page
+    lower = SimpleNamespace(suite_name="odcn2025", metric="blocking_probability", higher=False, name=str)
+    assert _bound_tables(lower, [submission], tmp_path) == []
+    assert _bound_tables(section, [submission], tmp_path / "elsewhere") == []

@@ -66,3 +66,19 @@ def test_the_html_page_shows_the_same_bound_rows_and_scores_as_the_markdown(tmp_
     lower = SimpleNamespace(suite_name="odcn2025", metric="blocking_probability", higher=False, name=str)
     assert _bound_tables(lower, [submission], tmp_path) == []
     assert _bound_tables(section, [submission], tmp_path / "elsewhere") == []
+
+
+def test_openb2023_gets_bound_rows_and_random_as_its_floor_from_the_committed_bounds():
+    from pathlib import Path
+
+    from dcbench.publishing.bounds import bound_summary
+
+    root = Path(__file__).resolve().parents[3] / "leaderboard"
+    runs = [{"allocator": allocator, "scenario": scenario, "seed": seed, "acceptance_ratio": value}
+            for allocator, value in (("random", 0.5), ("bestfit", 0.7))
+            for scenario in ("tiered-load8", "tiered-load16") for seed in range(5)]
+    summary = bound_summary(root, "openb2023", "acceptance_ratio", True, [SimpleNamespace(suite="openb2023", rows=runs)])
+    assert [row[0] for row in summary.rows] == ["tiered-load8", "tiered-load16"]
+    assert all(row[2] == "bestfit" and row[4] > 0.2 for row in summary.rows)
+    assert summary.floor == "random" and dict(summary.scores)["random"] == 0.0
+    assert 0 < dict(summary.scores)["bestfit"] < 1

@@ -77,7 +77,8 @@ def test_openb2023_gets_bound_rows_and_random_as_its_floor_from_the_committed_bo
     runs = [{"allocator": allocator, "scenario": scenario, "seed": seed, "acceptance_ratio": value}
             for allocator, value in (("random", 0.5), ("bestfit", 0.7))
             for scenario in ("tiered-load8", "tiered-load16") for seed in range(5)]
-    summary = bound_summary(root, "openb2023", "acceptance_ratio", True, [SimpleNamespace(suite="openb2023", rows=runs)])
+    submission = SimpleNamespace(suite="openb2023", rows=runs)
+    summary = bound_summary(root, "openb2023", "acceptance_ratio", True, [submission])
     assert [row[0] for row in summary.rows] == ["tiered-load8", "tiered-load16"]
     assert all(row[2] == "bestfit" and row[4] > 0.2 for row in summary.rows)
     assert summary.floor == "random" and dict(summary.scores)["random"] == 0.0

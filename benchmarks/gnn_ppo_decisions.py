@@ -46,7 +46,7 @@ def check(runs_per_submission: int) -> None:
             trained, _ = self.greedy.model(nodes.double(), edges.double(), globals_.double(), mask, self.edge_index)
         decided = self.greedy.logits(observation, self.edge_index)
         counts["decisions"] += 1
-        counts["same arg-max"] += int(torch.argmax(trained[0])) == int(torch.argmax(decided[0]))
+        counts["same arg-max"] += int(torch.argmax(trained.float()[0])) == int(torch.argmax(decided[0]))
         counts["same logits"] += torch.equal(trained.float(), decided)
         return untimed(self, builder, allowed)
 

@@ -602,7 +602,7 @@ def test_a_decisions_split_products_give_the_trained_forwards_arg_max(runner, to
         with torch.no_grad():
             trained = self.greedy.model(nodes.double(), edges.double(), globals_.double(), mask, self.edge_index)[0]
         decided = self.greedy.logits(observation, self.edge_index)
-        compared.append((int(torch.argmax(trained[0])) == int(torch.argmax(decided[0])),
+        compared.append((int(torch.argmax(trained.float()[0])) == int(torch.argmax(decided[0])),
                          torch.equal(trained.float(), decided)))
         return choose(self, builder, allowed)
 

@@ -92,6 +92,7 @@ class EdgesByTarget:
         self.source = edge_index[0].index_select(0, self.order)
         self.in_degree = torch.bincount(target, minlength=n_nodes)
         self.divisor = self.in_degree.clamp(min=1).to(torch.float32)[:, None]  # (the mean's count, as PyG's)
+        self.buffers: tuple[torch.Tensor, ...] | None = None  # `GraphPolicy.decision_logits`'s
 
 
 def _remove_generated_source(conv: type[MessagePassing]) -> None:
@@ -178,17 +179,24 @@ class GraphPolicy(nn.Module):
             graph = self._edges_by_target = EdgesByTarget(edge_index, nodes.shape[0])
         edge_attr = torch.cat([edges, edges.new_zeros(nodes.shape[0], edges.shape[-1])]).index_select(0, graph.order)
         n_servers = mask.shape[-1]
+        hidden = self.config["hidden"]
+        if graph.buffers is None or graph.buffers[0].dtype != nodes.dtype:  # (reused: fresh ones cost page faults)
+            graph.buffers = (nodes.new_empty(len(graph.source), hidden), nodes.new_empty(len(graph.source), hidden),
+                             nodes.new_empty(nodes.shape[0], hidden))
+        messages, gathered, per_node = graph.buffers
         h, source, in_degree, divisor = nodes, graph.source, graph.in_degree, graph.divisor
         for layer, conv in enumerate(self.convs):
             if layer == len(self.convs) - 1:  # only the servers' embeddings are read: the edges into them come first
                 into_servers = int(in_degree[:n_servers].sum())
-                edge_attr, source = edge_attr[:into_servers], source[:into_servers]
+                edge_attr, source, messages, gathered = (edge_attr[:into_servers], source[:into_servers],
+                                                         messages[:into_servers], gathered[:into_servers])
                 in_degree, divisor = in_degree[:n_servers], divisor[:n_servers]
             weight, width = conv.linear.weight, h.shape[-1]
-            messages = torch.addmm(conv.linear.bias, edge_attr, weight[:, width:].t())
-            messages += torch.mm(h, weight[:, :width].t()).index_select(0, source)
-            messages.clamp_(min=0)
-            h = F.normalize(torch.segment_reduce(messages, "sum", lengths=in_degree, axis=0) / divisor, dim=-1)
+            torch.addmm(conv.linear.bias, edge_attr, weight[:, width:].t(), out=messages)
+            torch.index_select(torch.mm(h, weight[:, :width].t(), out=per_node), 0, source, out=gathered)
+            messages.add_(gathered).clamp_(min=0)
+            h = torch.segment_reduce(messages, "sum", lengths=in_degree, axis=0).div_(divisor)
+            h.div_(h.norm(dim=-1, keepdim=True).clamp_min(1e-12))  # F.normalize's arithmetic, in place
         servers = h[:n_servers]
         chosen = nodes[:n_servers, 2:3]
         pooled = (servers * chosen).sum(dim=0) / chosen.sum(dim=0).clamp(min=1.0)

@@ -180,10 +180,13 @@ class GraphPolicy(nn.Module):
         edge_attr = torch.cat([edges, edges.new_zeros(nodes.shape[0], edges.shape[-1])]).index_select(0, graph.order)
         n_servers = mask.shape[-1]
         hidden = self.config["hidden"]
+        first, last = self.logit[0], self.logit[2]
         if graph.buffers is None or graph.buffers[0].dtype != nodes.dtype:  # (reused: fresh ones cost page faults)
             graph.buffers = (nodes.new_empty(len(graph.source), hidden), nodes.new_empty(len(graph.source), hidden),
-                             nodes.new_empty(nodes.shape[0], hidden))
-        messages, gathered, per_node = graph.buffers
+                             nodes.new_empty(nodes.shape[0], hidden),
+                             nodes.new_empty(n_servers, hidden + nodes.shape[1]),
+                             nodes.new_empty(n_servers, first.out_features))
+        messages, gathered, per_node, per_server, logit_hidden = graph.buffers
         h, source, in_degree, divisor = nodes, graph.source, graph.in_degree, graph.divisor
         for layer, conv in enumerate(self.convs):
             if layer == len(self.convs) - 1:  # only the servers' embeddings are read: the edges into them come first
@@ -200,12 +203,12 @@ class GraphPolicy(nn.Module):
         servers = h[:n_servers]
         chosen = nodes[:n_servers, 2:3]
         pooled = (servers * chosen).sum(dim=0) / chosen.sum(dim=0).clamp(min=1.0)
-        first, last = self.logit[0], self.logit[2]
         shared = torch.cat([self.global_embed(globals_), pooled])
         weight = first.weight
         bias = torch.addmv(first.bias, weight[:, :shared.shape[0]], shared)
-        hidden = torch.addmm(bias, torch.cat([servers, nodes[:n_servers]], dim=-1), weight[:, shared.shape[0]:].t())
-        logits = torch.addmm(last.bias, hidden.clamp_(min=0), last.weight.t()).squeeze(-1)
+        torch.cat([servers, nodes[:n_servers]], dim=-1, out=per_server)
+        torch.addmm(bias, per_server, weight[:, shared.shape[0]:].t(), out=logit_hidden)
+        logits = torch.addmm(last.bias, logit_hidden.clamp_(min=0), last.weight.t()).squeeze(-1)
         return logits.masked_fill(mask == 0, MASKED)
 
     def _embed_one(self, nodes: torch.Tensor, edges: torch.Tensor, edge_index: torch.Tensor) -> torch.Tensor:

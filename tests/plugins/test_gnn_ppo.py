@@ -589,6 +589,29 @@ def test_a_decision_gives_the_batched_paths_logits_and_value_bit_for_bit(runner,
     assert len(compared) > 24 and all(compared)
 
 
+@pytest.mark.parametrize("topology", ["tiered:8,1x4", "tiered:16,1x8,pods=8,racks=8"])
+def test_a_decisions_split_products_give_the_trained_forwards_arg_max(runner, topology, monkeypatch):
+    # GreedyPolicy decides by GraphPolicy.decision_logits: forward's sums in another order. Every decision of a
+    # run, both ways: the same arg-max (and, on these, the same float32 logits).
+    compared = []
+    choose = GnnPpoAllocator.choose
+
+    def choose_both_ways(self, builder, allowed):
+        observation = {k: v[None] for k, v in self.features.observe(builder, self._state).items()}
+        nodes, edges, globals_, mask = as_tensors(observation)
+        with torch.no_grad():
+            trained = self.greedy.model(nodes.double(), edges.double(), globals_.double(), mask, self.edge_index)[0]
+        decided = self.greedy.logits(observation, self.edge_index)
+        compared.append((int(torch.argmax(trained.float()[0])) == int(torch.argmax(decided[0])),
+                         torch.equal(trained.float(), decided)))
+        return choose(self, builder, allowed)
+
+    monkeypatch.setattr(GnnPpoAllocator, "choose", choose_both_ways)
+    runner.run("gnn_ppo", topology, requests=24)
+    assert len(compared) > 24 and all(same for same, _ in compared)
+    assert sum(bits for _, bits in compared) >= 0.99 * len(compared)
+
+
 @pytest.mark.slow  # every shipped checkpoint under several kernel settings
 @pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64"), reason="the kernel switches are x86 ones")
 def test_the_shipped_policies_make_the_same_runs_whichever_cpu_kernels_run_them():

@@ -92,6 +92,7 @@ class EdgesByTarget:
         self.source = edge_index[0].index_select(0, self.order)
         self.in_degree = torch.bincount(target, minlength=n_nodes)
         self.divisor = self.in_degree.clamp(min=1).to(torch.float32)[:, None]  # (the mean's count, as PyG's)
+        self.buffers: tuple[torch.Tensor, ...] | None = None  # `GraphPolicy.decision_logits`'s
 
 
 def _remove_generated_source(conv: type[MessagePassing]) -> None:
@@ -162,6 +163,54 @@ class GraphPolicy(nn.Module):
         value = self.value(torch.cat([g, servers.mean(dim=1), pooled], dim=-1)).squeeze(-1)
         return logits, value
 
+    def decision_logits(self, nodes: torch.Tensor, edges: torch.Tensor, globals_: torch.Tensor, mask: torch.Tensor,
+                        edge_index: torch.Tensor) -> torch.Tensor:
+        """`forward`'s masked logits of one observation (no batch, no
+        gradients, no value), with its products split where a part is
+        shared: a layer's message weights apply to each node's embedding
+        once rather than to each edge's copy of it, the last layer only to
+        the edges into servers, and the logit layer's to the global and
+        pooled embeddings once rather than to each server's copy. The same sums in another order: logits differ from `forward`'s
+        in their last bits only (`GreedyPolicy` rounds them to float32, and
+        benchmarks/gnn_ppo_decisions.py --check replays every decision of
+        the committed runs both ways: the same arg-max)."""
+        graph = self._edges_by_target
+        if graph is None or graph.edge_index is not edge_index:
+            graph = self._edges_by_target = EdgesByTarget(edge_index, nodes.shape[0])
+        edge_attr = torch.cat([edges, edges.new_zeros(nodes.shape[0], edges.shape[-1])]).index_select(0, graph.order)
+        n_servers = mask.shape[-1]
+        hidden = self.config["hidden"]
+        first, last = self.logit[0], self.logit[2]
+        if graph.buffers is None or graph.buffers[0].dtype != nodes.dtype:  # (reused: fresh ones cost page faults)
+            graph.buffers = (nodes.new_empty(len(graph.source), hidden), nodes.new_empty(len(graph.source), hidden),
+                             nodes.new_empty(nodes.shape[0], hidden),
+                             nodes.new_empty(n_servers, hidden + nodes.shape[1]),
+                             nodes.new_empty(n_servers, first.out_features))
+        messages, gathered, per_node, per_server, logit_hidden = graph.buffers
+        h, source, in_degree, divisor = nodes, graph.source, graph.in_degree, graph.divisor
+        for layer, conv in enumerate(self.convs):
+            if layer == len(self.convs) - 1:  # only the servers' embeddings are read: the edges into them come first
+                into_servers = int(in_degree[:n_servers].sum())
+                edge_attr, source, messages, gathered = (edge_attr[:into_servers], source[:into_servers],
+                                                         messages[:into_servers], gathered[:into_servers])
+                in_degree, divisor = in_degree[:n_servers], divisor[:n_servers]
+            weight, width = conv.linear.weight, h.shape[-1]
+            torch.addmm(conv.linear.bias, edge_attr, weight[:, width:].t(), out=messages)
+            torch.index_select(torch.mm(h, weight[:, :width].t(), out=per_node), 0, source, out=gathered)
+            messages.add_(gathered).clamp_(min=0)
+            h = torch.segment_reduce(messages, "sum", lengths=in_degree, axis=0).div_(divisor)
+            h.div_(h.norm(dim=-1, keepdim=True).clamp_min(1e-12))  # F.normalize's arithmetic, in place
+        servers = h[:n_servers]
+        chosen = nodes[:n_servers, 2:3]
+        pooled = (servers * chosen).sum(dim=0) / chosen.sum(dim=0).clamp(min=1.0)
+        shared = torch.cat([self.global_embed(globals_), pooled])
+        weight = first.weight
+        bias = torch.addmv(first.bias, weight[:, :shared.shape[0]], shared)
+        torch.cat([servers, nodes[:n_servers]], dim=-1, out=per_server)
+        torch.addmm(bias, per_server, weight[:, shared.shape[0]:].t(), out=logit_hidden)
+        logits = torch.addmm(last.bias, logit_hidden.clamp_(min=0), last.weight.t()).squeeze(-1)
+        return logits.masked_fill(mask == 0, MASKED)
+
     def _embed_one(self, nodes: torch.Tensor, edges: torch.Tensor, edge_index: torch.Tensor) -> torch.Tensor:
         # The convolutions on one observation, by `EdgeMeanConv.forward_by_target`.
         graph = self._edges_by_target
@@ -201,6 +250,9 @@ class GreedyPolicy:
         first), computed in float64 and rounded to float32."""
         nodes, edges, globals_, mask = as_tensors(observations)
         with torch.no_grad():
+            if len(nodes) == 1:  # a decision
+                return self.model.decision_logits(nodes[0].double(), edges[0].double(), globals_[0].double(), mask[0],
+                                                  edge_index)[None].float()
             logits, _ = self.model(nodes.double(), edges.double(), globals_.double(), mask, edge_index)
         return logits.float()
 

@@ -158,3 +158,17 @@ def test_the_claims_table_of_the_tiered_page_is_what_the_study_prints_on_the_com
 def test_the_claims_table_of_the_optical_page_is_what_the_study_prints_on_the_committed_submission():
     check_claims_table("ocs_claims.py", "reproduction-odcn2025.md", "ocs_claims", 20,
                        {"holds", "holds, and larger", "partly", "does not hold", "cannot be measured"})
+
+
+def test_the_trace_rankings_on_the_workloads_page_are_what_the_study_prints():
+    import re
+    import runpy
+
+    root = LEADERBOARD.parent
+    if not (root / "docs" / "studies").exists():
+        pytest.skip("no docs/ here (an installed wheel)")
+    tables = runpy.run_path(str(root / "docs" / "studies" / "trace_rankings.py"))["tables"](LEADERBOARD)
+    block = re.search(r"<!-- trace_rankings: start -->\n(.*)<!-- trace_rankings: end -->",
+                      (root / "docs" / "workloads.md").read_text(), re.S)
+    assert block.group(1) == tables
+    assert tables.count("\n| ") >= 10  # every entry of both trace suites has its row

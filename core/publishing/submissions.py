@@ -18,7 +18,7 @@ from dcbench.spec import Spec, bind, resolved_spec
 # What a submitted spec may hold: plugin names, keywords and resolved values (1e-05, 1x4, yes), ':', ',' and '=';
 # no path, space, quote, control character, Markdown or HTML.
 SPEC_CHARACTERS = frozenset(string.ascii_letters + string.digits + "_.-+:,=")
-MAX_SPEC_LENGTH = 256  # the longest committed spec (an ocs topology) has 104 characters
+MAX_SPEC_LENGTH = 512  # the longest committed spec (a trace workload, with its file and digest) has 287
 MAX_LABEL_LENGTH = 200  # a scenario's label
 # A column's name, as the runner requires of a metric's (`dcbench.running.runner.COLUMN_NAME`).
 COLUMN_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
@@ -35,8 +35,8 @@ def shown(text: Any, limit: int = 80) -> str:
 
 
 def spec_problem(kind: str, text: Any) -> str | None:
-    """Why ``text`` cannot be a submitted ``kind`` spec, or None: at most `MAX_SPEC_LENGTH` of `SPEC_CHARACTERS`, no
-    '..', parses; an allocator's names no ``checkpoint=`` file (only its submitter has it)."""
+    """Why ``text`` cannot be a submitted ``kind`` spec, or None: at most `MAX_SPEC_LENGTH` of `SPEC_CHARACTERS` (and
+    '/' in a workload's relative paths), no '..', parses; an allocator's names no ``checkpoint=`` file (only its submitter has it)."""
     if not isinstance(text, str):
         return f"{kind} {shown(text)} is not a spec"
     if len(text) > MAX_SPEC_LENGTH:
@@ -45,7 +45,11 @@ def spec_problem(kind: str, text: Any) -> str | None:
         return (f"allocator {shown(text)} names a checkpoint file, which no one else has to run it again; "
                 "ship the checkpoint in a plugin (what its allocator loads without checkpoint=) and submit runs "
                 "made with that")
-    stray = next((character for character in text if character not in SPEC_CHARACTERS), None)
+    # a trace workload names its file, relative to where runs are replayed: '/' there, never at a path's start
+    allowed = SPEC_CHARACTERS | {"/"} if kind == "workload" else SPEC_CHARACTERS
+    stray = next((character for character in text if character not in allowed), None)
+    if stray is None and ("=/" in text or "//" in text or text.startswith("/")):
+        return f"{kind} {shown(text)} names an absolute path; a submitted spec names files relative to its folder"
     if stray is not None:
         return (f"{kind} {shown(text)} holds {stray!r}; a submitted spec holds only letters, digits and "
                 "_ . - + : , =")

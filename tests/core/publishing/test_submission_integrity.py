@@ -65,6 +65,10 @@ def allocator(spec):
     return lambda row: {**row, "allocator": spec}
 
 
+def workload(spec):
+    return lambda row: {**row, "workload": spec}
+
+
 REPLAYED = "refused by the replay, or accepted"
 
 
@@ -81,6 +85,9 @@ REFUSED = [
     pytest.param(allocator("random/../../../ESCAPED"), "holds '/'; a submitted spec holds only letters, digits and "
                  "_ . - + : , =", id="path-traversal"),
     pytest.param(allocator("random:x=..\\..\\x"), "holds '\\\\'", id="windows-path"),
+    pytest.param(workload("trace:file=/etc/passwd"), "names an absolute path; a submitted spec names files "
+                 "relative to its folder", id="workload-absolute-path"),
+    pytest.param(workload("trace:file=traces/../../x.csv"), "holds '..'", id="workload-dot-dot"),
     pytest.param(allocator("random:x=a..b"), "holds '..'; a submitted spec names no path", id="dot-dot"),
     pytest.param(allocator("random:x=[a](https://x)"), "holds '['", id="markdown-link"),
     pytest.param(allocator("random:x=<script>"), "holds '<'", id="html"),
@@ -88,7 +95,7 @@ REFUSED = [
     pytest.param(allocator("random:x=`a`"), "holds '`'", id="backtick"),
     pytest.param(allocator("random:x=a|b"), "holds '|'", id="pipe"),
     pytest.param(allocator("random\n## pwned"), "holds '\\n'", id="newline"),
-    pytest.param(allocator("random:x=" + "a" * 300), "has 309 characters, more than the 256 a spec may have",
+    pytest.param(allocator("random:x=" + "a" * 600), "has 609 characters, more than the 512 a spec may have",
                  id="long"),
     pytest.param(allocator("gnn_ppo:checkpoint=mine.pt"), "names a checkpoint file, which no one else has to run it "
                  "again; ship the checkpoint in a plugin", id="checkpoint"),

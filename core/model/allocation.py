@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import operator
-from math import inf, isnan
 from dataclasses import dataclass
 from itertools import chain
+from math import inf, isnan
 from typing import Any, NamedTuple, Sequence
 
 import numpy as np

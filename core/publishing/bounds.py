@@ -91,7 +91,8 @@ def bound_lines(root: Path, suite_name: str, metric: str, higher: bool, submissi
     if summary is None:
         return []
     lines = ["Upper bound ([docs/bounds.md](../docs/bounds.md)): what no allocator can beat on these requests, "
-             "though it may be loose; mean over seeds, and the best entry's gap to it.", "", "| scenario | bound | best entry | its mean | gap |",
+             "though it may be loose; mean over seeds, and the best entry's gap to it.", "",
+             "| scenario | bound | best entry | its mean | gap |",
              "|---|---:|---|---:|---:|"]
     lines += [f"| {scenario} | {bound:.3f} | {name(best)} | {mean:.3f} | {gap:.3f} |"
               for scenario, bound, best, mean, gap in summary.rows]

@@ -36,7 +36,8 @@ def shown(text: Any, limit: int = 80) -> str:
 
 def spec_problem(kind: str, text: Any) -> str | None:
     """Why ``text`` cannot be a submitted ``kind`` spec, or None: at most `MAX_SPEC_LENGTH` of `SPEC_CHARACTERS` (and
-    '/' in a workload's relative paths), no '..', parses; an allocator's names no ``checkpoint=`` file (only its submitter has it)."""
+    '/' in a workload's relative paths), no '..', parses; an allocator's names no ``checkpoint=`` file (only its
+    submitter has it)."""
     if not isinstance(text, str):
         return f"{kind} {shown(text)} is not a spec"
     if len(text) > MAX_SPEC_LENGTH:

@@ -170,8 +170,9 @@ class GraphPolicy(nn.Module):
         shared: a layer's message weights apply to each node's embedding
         once rather than to each edge's copy of it, the last layer only to
         the edges into servers, and the logit layer's to the global and
-        pooled embeddings once rather than to each server's copy. The same sums in another order: logits differ from `forward`'s
-        in their last bits only (`GreedyPolicy` rounds them to float32, and
+        pooled embeddings once rather than to each server's copy. The same
+        sums in another order: logits differ from `forward`'s in their last
+        bits only (`GreedyPolicy` rounds them to float32, and
         benchmarks/gnn_ppo_decisions.py --check replays every decision of
         the committed runs both ways: the same arg-max)."""
         graph = self._edges_by_target

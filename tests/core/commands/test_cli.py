@@ -242,8 +242,8 @@ def test_a_library_warning_is_one_line_and_said_once(tmp_path, monkeypatch):
 
 
 def test_an_unknown_command_is_one_line():
-    result = invoke("bogus")
-    assert result.exit_code == 2 and result.output == "Error: No such command 'bogus'; see `cli --help`\n"
+    result = invoke("xyzzy")
+    assert result.exit_code == 2 and result.output == "Error: No such command 'xyzzy'; see `cli --help`\n"
 
 
 def test_running_out_of_memory_is_one_line(tmp_path, monkeypatch):

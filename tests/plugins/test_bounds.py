@@ -50,8 +50,11 @@ class Scripted:
             allowed = np.flatnonzero(builder.allowed())
             if not len(allowed):
                 return Reject("no_server")
-            builder.add(allowed[-1] if self.last else allowed[0])
+            builder.add(self.pick(builder, allowed))
         return builder.result()
+
+    def pick(self, builder, allowed):
+        return allowed[-1] if self.last else allowed[0]
 
 
 def tiny(seed, wait=True, pairs="all", n=7):
@@ -227,27 +230,12 @@ def test_the_committed_openb2023_bounds_are_what_the_command_computes(tmp_path, 
         assert row["accepted"] == committed[(row["scenario"], row["seed"])]["accepted"]
 
 
-class Offline:
+class Offline(Scripted):
     """Accepts request i only where ``mask[i]``, adding the server that gives the most of what it still needs."""
 
-    def __init__(self, mask):
-        self.mask = mask
-
-    def reset(self, network, rng):
-        self.builder = PoolBuilder(network)
-
-    def allocate(self, request, state):
-        if not self.mask[request.id]:
-            return Reject("scripted")
-        builder = self.builder
-        builder.start(request, state)
-        while builder.is_open:
-            allowed = np.flatnonzero(builder.allowed())
-            if not len(allowed):
-                return Reject("no_server")
-            gives = np.minimum(builder.free_resources[allowed], builder.remaining).sum(axis=1)
-            builder.add(allowed[int(np.argmax(gives))])
-        return builder.result()
+    def pick(self, builder, allowed):
+        gives = np.minimum(builder.free_resources[allowed], builder.remaining).sum(axis=1)
+        return allowed[int(np.argmax(gives))]
 
 
 @pytest.mark.slow

@@ -19,8 +19,8 @@ class UnknownPluginError(SpecError):
 
 
 class NotInstalledError(UnknownPluginError):
-    """What a sound spec names is not on this machine (a stored policy missing from the store); `dcbench leaderboard
-    verify` skips the runs that need it."""
+    """What a sound spec names is not on this machine (a stored policy missing from the store, a trace file not
+    downloaded); `dcbench leaderboard verify` skips the runs that need it."""
 
 
 class PluginError(DcbenchError):

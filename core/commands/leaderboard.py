@@ -133,7 +133,7 @@ def verify(root: Path, count: int, every_run: bool, seed: int, jobs: int | None,
     if not checked:  # (every run needed a stored policy this machine lacks)
         raise DcbenchError(f"none of the {len(pairs)} runs drawn can be re-run here: what they need is not "
                            "installed (see above); install it, or draw others with --seed")
-    note = f" ({skipped} skipped: a plugin they use is not installed)" if skipped else ""
+    note = f" ({skipped} skipped: what they use is not here)" if skipped else ""
     if differences:
         click.echo(f"{differences} of {checked} runs came out otherwise{note}")
         sys.exit(1)

@@ -23,6 +23,7 @@ Any other column (a ``name``, say) is left unread.
 from __future__ import annotations
 
 from dcbench import DcbenchError
+from dcbench.errors import NotInstalledError
 
 TIME_COLUMNS = ("arrival", "duration", "departure")
 RESOURCE_COLUMNS = ("cpu", "mem", "disk", "gpu")
@@ -44,5 +45,5 @@ class TraceError(DcbenchError, ValueError):
     from 1, the header not counted) and the problem. A ValueError too, so that a run reports it as the workload's."""
 
 
-class MissingTrace(TraceError):
-    """No file where a trace should be."""
+class MissingTrace(TraceError, NotInstalledError):
+    """No file where a trace should be: like a plugin not installed, `dcbench leaderboard verify` skips its runs."""

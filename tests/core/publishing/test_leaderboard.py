@@ -209,7 +209,7 @@ def test_verify_runs_submitted_runs_again_and_names_what_came_out_otherwise(swee
     some = runner.invoke(cli, ["leaderboard", "--root", str(root), "verify", "--runs", "6", "--seed", "1"])
     assert some.exit_code == 0, some.output
     counts = re.fullmatch(r"(\d) runs re-run: every one gave the submitted summary bit for bit "
-                          r"\((\d) skipped: a plugin they use is not installed\)", some.stdout.splitlines()[-1])
+                          r"\((\d) skipped: what they use is not here\)", some.stdout.splitlines()[-1])
     assert counts and int(counts[1]) > 0 and int(counts[1]) + int(counts[2]) == 6
     skipped_lines = [line for line in some.stdout.splitlines() if line.endswith(": skipped (allocator 'firstfit' "
                                                                                  "is not installed)")]
@@ -400,7 +400,7 @@ def test_verify_skips_runs_whose_topology_is_not_installed_and_checks_the_rest(s
     result = runner.invoke(cli, ["leaderboard", "--root", str(root), "verify", "--runs", "8", "--seed", "2"])
     assert result.exit_code == 0, result.output
     counts = re.fullmatch(r"(\d) runs re-run: every one gave the submitted summary bit for bit "
-                          r"\((\d) skipped: a plugin they use is not installed\)", result.stdout.splitlines()[-1])
+                          r"\((\d) skipped: what they use is not here\)", result.stdout.splitlines()[-1])
     assert counts and int(counts[1]) > 0 and int(counts[2]) > 0 and int(counts[1]) + int(counts[2]) == 8
     shutil.rmtree(submission)
     alone = runner.invoke(cli, ["leaderboard", "--root", str(root), "verify", "--runs", "2"])

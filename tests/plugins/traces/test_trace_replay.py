@@ -126,3 +126,11 @@ def test_a_bad_row_stops_the_run_with_the_row_named(tmp_path):
 
 def test_the_default_episode_is_the_whole_trace(trace):
     assert Runner().resolve("random", "tiered:8,1x4", f"trace:file={trace}").requests == 40
+
+
+def test_a_missing_trace_file_is_what_verify_skips_as_not_installed_here(tmp_path):
+    from dcbench.errors import NotInstalledError
+    from dcbench.registry import get_registry
+
+    with pytest.raises(NotInstalledError, match="no trace file"):
+        get_registry().build("workload", f"trace:file={tmp_path / 'absent.csv'}").obj.generate(None, 1, None)

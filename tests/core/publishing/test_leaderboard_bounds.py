@@ -18,16 +18,21 @@ def test_the_floor_scores_0_the_bound_1_and_runs_at_their_bound_are_left_out():
     assert scores["good"] == pytest.approx((1.0 + 0.5) / 2)  # ("b", 0): the floor is at the bound
 
 
+def write_bounds(root):
+    """nara2022's bounds under ``root``: 0.9 on 8-1x1 for seeds 0..4."""
+    folder = root / "bounds" / "nara2022"
+    folder.mkdir(parents=True)
+    pq.write_table(pa.table({"scenario": ["8-1x1"] * 5, "seed": list(range(5)), "bound": [0.9] * 5,
+                             "metric": ["acceptance_ratio"] * 5}), folder / "bounds.parquet")
+
+
 def rows(allocator, values):
     return [{"allocator": allocator, "scenario": "8-1x1", "seed": seed, "acceptance_ratio": v}
             for seed, v in enumerate(values)]
 
 
 def test_a_section_shows_the_bound_the_best_entry_its_gap_and_the_normalised_scores(tmp_path):
-    folder = tmp_path / "bounds" / "nara2022"
-    folder.mkdir(parents=True)
-    pq.write_table(pa.table({"scenario": ["8-1x1"] * 5, "seed": list(range(5)), "bound": [0.9] * 5,
-                             "metric": ["acceptance_ratio"] * 5}), folder / "bounds.parquet")
+    write_bounds(tmp_path)
     submission = SimpleNamespace(suite="nara2022", rows=rows("random", [0.4] * 5) + rows("tetris", [0.8] * 5))
     text = "\n".join(bound_lines(tmp_path, "nara2022", "acceptance_ratio", True, [submission]))
     assert "| 8-1x1 | 0.900 | tetris | 0.800 | 0.100 |" in text
@@ -37,10 +42,7 @@ def test_a_section_shows_the_bound_the_best_entry_its_gap_and_the_normalised_sco
 
 
 def test_the_floor_is_the_suites_spec_itself_where_two_of_its_plugin_ran(tmp_path):
-    folder = tmp_path / "bounds" / "nara2022"
-    folder.mkdir(parents=True)
-    pq.write_table(pa.table({"scenario": ["8-1x1"] * 5, "seed": list(range(5)), "bound": [0.9] * 5,
-                             "metric": ["acceptance_ratio"] * 5}), folder / "bounds.parquet")
+    write_bounds(tmp_path)
     submission = SimpleNamespace(suite="nara2022", rows=rows("random:published=yes", [0.1] * 5)
                                  + rows("random", [0.4] * 5) + rows("tetris", [0.8] * 5))
     text = "\n".join(bound_lines(tmp_path, "nara2022", "acceptance_ratio", True, [submission]))
@@ -50,10 +52,7 @@ def test_the_floor_is_the_suites_spec_itself_where_two_of_its_plugin_ran(tmp_pat
 def test_the_html_page_shows_the_same_bound_rows_and_scores_as_the_markdown(tmp_path):
     from dcbench.publishing.pages import _bound_tables
 
-    folder = tmp_path / "bounds" / "nara2022"
-    folder.mkdir(parents=True)
-    pq.write_table(pa.table({"scenario": ["8-1x1"] * 5, "seed": list(range(5)), "bound": [0.9] * 5,
-                             "metric": ["acceptance_ratio"] * 5}), folder / "bounds.parquet")
+    write_bounds(tmp_path)
     submission = SimpleNamespace(suite="nara2022", rows=rows("random", [0.4] * 5) + rows("tetris", [0.8] * 5))
     section = SimpleNamespace(suite_name="nara2022", metric="acceptance_ratio", higher=True,
                               name=lambda spec: spec.upper())

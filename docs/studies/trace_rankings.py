@@ -22,23 +22,24 @@ OPTICAL = (("odcn2025", "16x32-load66", "vmjobs, 16 ToRs, load 66", "blocking_pr
            ("openb2023-ocs", "ocs-load64", "openb ×64", "blocking_probability"))
 
 
-def cells(leaderboard: Path, suite: str, scenario: str, column: str) -> dict[str, str]:
-    """``rank: mean ± half-width`` by entry name, in one scenario of a suite's built tables."""
+def cells(leaderboard: Path, suite: str, scenario: str, column: str) -> dict[str, tuple[int, str]]:
+    """The rank and ``rank: mean ± half-width`` by entry name, in one scenario of a suite's built tables."""
     with open(leaderboard / "tables" / f"{suite}-scenarios.csv", newline="") as table:
         rows = [row for row in csv.DictReader(table) if row["scenario"] == scenario]
     if not rows:
         raise SystemExit(f"no scenario {scenario!r} in {suite}'s tables: build the leaderboard first")
-    return {row["name"]: f"{row['rank']}: {float(row[column]):.3f} ± {float(row[column + '_ci95']):.3f}"
-            for row in rows}
+    return {row["name"]: (int(row["rank"]), f"{row['rank']}: {float(row[column]):.3f} ± "
+                                            f"{float(row[column + '_ci95']):.3f}") for row in rows}
 
 
 def table(leaderboard: Path, columns) -> str:
     found = [cells(leaderboard, suite, scenario, column) for suite, scenario, _, column in columns]
     names = sorted({name for column in found for name in column},
-                   key=lambda name: (min(int(c[name].split(":")[0]) for c in found if name in c), name))
+                   key=lambda name: (min(c[name][0] for c in found if name in c), name))
     lines = ["| entry | " + " | ".join(heading for _, _, heading, _ in columns) + " |",
              "|---|" + "---|" * len(columns)]
-    lines += [f"| {name} | " + " | ".join(column.get(name, "—") for column in found) + " |" for name in names]
+    lines += [f"| {name} | " + " | ".join(column[name][1] if name in column else "—" for column in found) + " |"
+              for name in names]
     return "\n".join(lines) + "\n"
 
 

@@ -15,7 +15,7 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 import numpy as np
 
 from dcbench.engine.simulation import SKIPPED, RunTables, simulate
-from dcbench.errors import AllocatorError, IncompatibleError, SpecError, short_repr
+from dcbench.errors import AllocatorError, IncompatibleError, NotInstalledError, SpecError, short_repr
 from dcbench.model.network import Network, Topology
 from dcbench.model.requests import RequestSequence, SequenceProblem, checked_sequence
 from dcbench.registry import PluginEntry, Registry, blamed_on, get_registry
@@ -268,6 +268,8 @@ def draw_requests(plan: ResolvedRun, requests: int, rng: np.random.Generator) ->
     with blamed_on(plan.workload_entry, "failed in generate()"):
         try:
             sequence = plan.workload_model.generate(plan.network.private_copy(), requests, rng)
+        except NotInstalledError:  # (a trace file not downloaded: its message names the file)
+            raise
         except ValueError as exc:
             raise SpecError(f"{plan.workload}: {exc}") from exc
     if not isinstance(sequence, RequestSequence):

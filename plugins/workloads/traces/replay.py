@@ -167,8 +167,8 @@ class TraceWorkload:
         except MissingTrace:
             if self.sha256 is None:
                 raise
-            raise TraceError(f"no trace file '{self.file}'; the scenario replays the file of sha256 {self.sha256}: "
-                             f"{DOCS} says where to get it and how to convert it") from None
+            raise MissingTrace(f"no trace file '{self.file}'; the scenario replays the file of sha256 {self.sha256}: "
+                               f"{DOCS} says where to get it and how to convert it") from None
         if self.sha256 is not None and digest != self.sha256:
             raise TraceError(f"trace '{self.file}' has sha256 {digest[:12]}…, not the {self.sha256} expected: "
                              f"{DOCS} says where to get that file and how to convert it")

@@ -20,6 +20,7 @@ from dcbench.errors import (
     AllocatorError,
     DcbenchError,
     IncompatibleError,
+    NotInstalledError,
     PluginError,
     ResultsError,
     SpecError,
@@ -46,6 +47,6 @@ __all__ = [
     "SPREAD_LEVELS", "simulate", "PoolBuilder", "PoolAllocator", "JobBuilder", "JobAllocator",
     "PoolAndJobAllocator", "RECONFIGURE_PARAM", "WeightedRouter", "WEIGHTINGS",
     # errors
-    "DcbenchError", "SpecError", "UnknownPluginError", "PluginError", "IncompatibleError",
+    "DcbenchError", "SpecError", "UnknownPluginError", "NotInstalledError", "PluginError", "IncompatibleError",
     "AllocatorError", "ResultsError", "describe",
 ]

@@ -22,8 +22,7 @@ Any other column (a ``name``, say) is left unread.
 
 from __future__ import annotations
 
-from dcbench import DcbenchError
-from dcbench.errors import NotInstalledError
+from dcbench import DcbenchError, NotInstalledError
 
 TIME_COLUMNS = ("arrival", "duration", "departure")
 RESOURCE_COLUMNS = ("cpu", "mem", "disk", "gpu")

@@ -6,8 +6,7 @@ import hashlib
 import numpy as np
 import pytest
 
-from dcbench import Network, SpecError
-from dcbench.errors import NotInstalledError
+from dcbench import Network, NotInstalledError, SpecError
 from dcbench.harness import Runner, get_registry
 from dcbench.testing import check_workload
 

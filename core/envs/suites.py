@@ -241,8 +241,8 @@ def _seed_ranges(seeds: tuple[int, ...]) -> str:
 
 
 def env_listing(registry: Registry | None = None, runner: Runner | None = None) -> list[str]:
-    """``dcbench list envs``: a line per registered environment (id, measured requests, warm-up, test seeds), then a
-    note; every line at most `LISTING_WIDTH` characters but an id longer than that.
+    """``dcbench list envs``: a line per registered environment (id, measured requests, warm-up, test seeds), then why
+    any says n/a and a note; every line at most `LISTING_WIDTH` characters but an id longer than that.
 
     Args:
         registry: The plugins (None: the process's, `get_registry`).
@@ -257,14 +257,14 @@ def env_listing(registry: Registry | None = None, runner: Runner | None = None) 
 
     registry = registry or get_registry()
     runner = runner or Runner(registry)
-    rows, problems = [], []
+    rows, problems = [], {}  # (each problem once: the ids it applies to say n/a)
     for env in suite_envs(registry):
         try:
             measured, warmup = scenario_episode(env.scenario, runner)
             counts = (f"{measured:,}", f"{warmup:,}" if warmup else "-")
         except DcbenchError as exc:
             counts = ("n/a", "-")
-            problems.append(f"{env.id}: {exc}")
+            problems[f"n/a: {exc}"] = None
         rows.append((env.id, *counts, _seed_ranges(tuple(int(seed) for seed in env.scenario.seeds))))
     lines = ["environments"]
     if not rows:

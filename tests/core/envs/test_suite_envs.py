@@ -264,6 +264,18 @@ def test_list_envs_shows_every_id_with_its_measured_requests_warmup_and_test_see
     assert "did you mean 'envs'?" in CliRunner().invoke(cli, ["list", "evns"]).output
 
 
+def test_list_envs_says_once_why_the_ids_of_a_trace_not_here_have_no_counts(tmp_path, monkeypatch):
+    from dcbench.commands import cli
+
+    monkeypatch.chdir(tmp_path)  # (the openb2023 suites replay traces/openb2023-default.csv, not downloaded here)
+    lines = CliRunner().invoke(cli, ["list", "envs"]).output.splitlines()
+    openb = [line.split() for line in lines if line.startswith("  dcbench/openb2023")]
+    assert len(openb) == 4 and all(row[1:] == ["n/a", "-", "0..4"] for row in openb)
+    assert [line for line in lines if "n/a:" in line] == [
+        "  n/a: no trace file 'traces/openb2023-default.csv'; the scenario replays the"]
+    assert max(len(line) for line in lines) <= 80
+
+
 def test_env_listing_puts_an_id_too_long_for_80_columns_alone_on_its_line(monkeypatch):
     import dcbench.envs.suites as suites
 

@@ -10,7 +10,11 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from dcbench.publishing.ranking import Estimate, estimate
+from dcbench.running.stats import format_ci
+
 BOUNDS = "bounds"
+NORMALISED_HOW = "the mean over scenarios of the mean over seeds, with its 95% interval computed as the Score's."
 
 
 def read_bounds(root: Path, suite: str, metric: str) -> dict[tuple[str, int], float]:
@@ -25,16 +29,19 @@ def read_bounds(root: Path, suite: str, metric: str) -> dict[tuple[str, int], fl
 
 
 def normalised(values: dict[str, dict[tuple[str, int], float]], bounds: dict[tuple[str, int], float],
-               floor: str) -> dict[str, float]:
-    """Each entry's mean over (scenario, seed) of (value − floor's) / (bound − floor's), where the bound is above
-    the floor's value."""
+               floor: str) -> dict[str, Estimate]:
+    """Each entry's (value − floor's) / (bound − floor's) per (scenario, seed) where the bound is above the floor's
+    value, averaged as the leaderboard's Score is (`dcbench.publishing.ranking.estimate`): the mean over scenarios
+    of the mean over seeds, with its stratified 95% interval."""
     base = values.get(floor, {})
     scores = {}
     for spec, by_run in values.items():
-        parts = [(value - base[key]) / (bounds[key] - base[key]) for key, value in by_run.items()
-                 if key in bounds and key in base and bounds[key] - base[key] > 1e-12]
-        if parts:
-            scores[spec] = float(np.mean(parts))
+        by_scenario: dict[str, list[float]] = {}
+        for key, value in by_run.items():
+            if key in bounds and key in base and bounds[key] - base[key] > 1e-12:
+                by_scenario.setdefault(key[0], []).append((value - base[key]) / (bounds[key] - base[key]))
+        if by_scenario:
+            scores[spec] = estimate([np.asarray(parts) for parts in by_scenario.values()])
     return scores
 
 
@@ -46,11 +53,11 @@ class BoundSummary:
         rows: ``(scenario, bound, best entry, its mean, gap)`` per scenario with a bound and an entry run on its every
             bounded seed; the bound and means over those seeds.
         floor: The entry that scores 0 (None: none ran).
-        scores: Each entry's normalised score, best first."""
+        scores: Each entry's normalised score (`normalised`), best first."""
 
     rows: list[tuple[str, float, str, float, float]]
     floor: str | None
-    scores: list[tuple[str, float]]
+    scores: list[tuple[str, Estimate]]
 
 
 def bound_summary(root: Path, suite_name: str, metric: str, higher: bool,
@@ -81,13 +88,11 @@ def bound_summary(root: Path, suite_name: str, metric: str, higher: bool,
     floor = suite.floor if suite.floor in values else next(  # the spec itself, else the first of its plugin's
         (spec for spec in sorted(values) if suite.floor and spec.split(":")[0] == suite.floor), None)
     scores = normalised(values, bounds, floor) if floor is not None else {}
-    return BoundSummary(rows=rows, floor=floor, scores=sorted(scores.items(), key=lambda s: -s[1]))
+    return BoundSummary(rows=rows, floor=floor, scores=sorted(scores.items(), key=lambda s: -s[1].mean))
 
 
-def bound_lines(root: Path, suite_name: str, metric: str, higher: bool, submissions: Sequence[Any],
-                name: Callable[[str], str] = str) -> list[str]:
+def bound_lines(summary: BoundSummary | None, name: Callable[[str], str] = str) -> list[str]:
     """The Markdown of a section's bounds (`bound_summary`): nothing where it is None."""
-    summary = bound_summary(root, suite_name, metric, higher, submissions)
     if summary is None:
         return []
     lines = ["Upper bound ([docs/bounds.md](../docs/bounds.md)): what no allocator can beat on these requests, "
@@ -97,7 +102,7 @@ def bound_lines(root: Path, suite_name: str, metric: str, higher: bool, submissi
     lines += [f"| {scenario} | {bound:.3f} | {name(best)} | {mean:.3f} | {gap:.3f} |"
               for scenario, bound, best, mean, gap in summary.rows]
     if summary.scores:
-        lines += ["", f"Normalised score: {name(summary.floor)} = 0, the bound = 1, the mean over scenarios and seeds.",
+        lines += ["", f"Normalised score: {name(summary.floor)} = 0, the bound = 1; {NORMALISED_HOW}",
                   "", "| entry | normalised score |", "|---|---:|"]
-        lines += [f"| {name(spec)} | {score:.3f} |" for spec, score in summary.scores]
+        lines += [f"| {name(spec)} | {format_ci(score.mean, score.half)} |" for spec, score in summary.scores]
     return lines + [""]

@@ -20,6 +20,7 @@ from typing import Any, Callable, Mapping, Sequence
 from dcbench.errors import DcbenchError, ResultsError, describe
 from dcbench.model.about import MAX_TEXT, about_problem, training_mark
 from dcbench.publishing import pages
+from dcbench.publishing.bounds import bound_summary
 from dcbench.publishing.pages import SUBMISSIONS, Section
 from dcbench.publishing.ranking import rank_suite
 from dcbench.publishing.report import labels
@@ -502,7 +503,8 @@ def _section(suite_name: str, submissions: list[Submission], registry: Registry,
     return Section(suite_name, suite.description if suite else "", metric, higher, scenarios,
                    rank_suite(values, scenarios, higher, reference), shown, measured, reference,
                    {spec: _about(spec, label[spec], submissions, registry, test_seeds) for spec in specs},
-                   label, plots_dir / drawn.name, len(test_seeds))
+                   label, plots_dir / drawn.name, len(test_seeds),
+                   bound_summary(plots_dir.parent, suite_name, metric, higher, submissions))
 
 
 def _grouped(rows: list[dict[str, Any]]) -> dict[tuple[str, str], list[dict[str, Any]]]:

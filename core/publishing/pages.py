@@ -12,9 +12,10 @@ from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 from dcbench.model.about import CLEAN, KINDS, ON_TEST
-from dcbench.publishing.bounds import bound_lines, bound_summary
+from dcbench.publishing.bounds import NORMALISED_HOW, BoundSummary, bound_lines
 from dcbench.publishing.ranking import Estimate, SuiteRanking
 from dcbench.publishing.report import cell
+from dcbench.running.stats import format_ci
 
 SUBMISSIONS = "submissions"  # the leaderboard's folder of submissions
 DOCS = "../docs/leaderboard.md#how-entries-are-ranked"  # the page's link to how it ranks, from leaderboard/
@@ -78,6 +79,7 @@ class Section:
     label: dict[str, str]  # spec -> its short name on the pages
     plot: Path
     seeds: int  # per scenario
+    bounds: BoundSummary | None = None  # its upper bounds and normalised scores (None: no bounds)
 
     def name(self, spec: str) -> str:
         return self.entries[spec].about.get("name") or self.label[spec]
@@ -234,8 +236,7 @@ def markdown(sections: Iterable[Section], submissions: list[Any], version: str, 
             lines.append(f"| {ranked.rank} | {_md_name(section, ranked.entry)} | {entry.about['kind']} | "
                          f"{shown(ranked.score, places)} | {_delta(section, ranked.entry, ranked.delta, places)} | "
                          f"{ranked.wins}/{ranked.scenarios} | {entry.verified_mark} | {entry.training or ''} |")
-        lines += [""] + bound_lines(root, section.suite_name, section.metric, section.higher, submissions,
-                                    lambda spec, section=section: _md_name(section, spec))
+        lines += [""] + bound_lines(section.bounds, lambda spec, section=section: _md_name(section, spec))
         downloads = " · ".join(f"[{name} {kind}]({path})" for name in ("summary", "scenarios")
                                for kind, path in table_files(section, name))
         lines += [f"Tables: {downloads}", "", f"![{suite}]({section.plot.relative_to(root).as_posix()})", ""]
@@ -361,9 +362,9 @@ def _scenario_table(section: Section, index: int, scenario: str) -> list[str]:
     return out
 
 
-def _bound_tables(section: Section, submissions: list[Any], root: Path) -> list[str]:
+def _bound_tables(section: Section) -> list[str]:
     """The section's bound per scenario beside the best entry, and the normalised scores, as the Markdown has them."""
-    summary = bound_summary(root, section.suite_name, section.metric, section.higher, submissions)
+    summary = section.bounds
     if summary is None:
         return []
     table = f"bound-{section.suite_name}"
@@ -379,12 +380,13 @@ def _bound_tables(section: Section, submissions: list[Any], root: Path) -> list[
                    + _td(f"{gap:.3f}", _number(gap)) + "</tr>")
     out.append("</tbody></table></div>")
     if summary.scores:
-        out += [f'<p class="how">Normalised score: {_e(section.name(summary.floor))} = 0, the bound = 1, the mean over '
-                "scenarios and seeds.</p>",
+        out += [f'<p class="how">Normalised score: {_e(section.name(summary.floor))} = 0, the bound = 1; '
+                f"{_e(NORMALISED_HOW)}</p>",
                 f'<div class="table-wrap"><table class="normalised sortable" id="normalised-{_e(section.suite_name)}">'
                 "<thead><tr>" + _th("Entry", "text") + _th("Normalised score") + "</tr></thead><tbody>"]
-        out += ["<tr>" + _td(_e(section.name(spec)), section.name(spec)) + _td(f"{score:.3f}", _number(score))
-                + "</tr>" for spec, score in summary.scores]
+        out += ["<tr>" + _td(_e(section.name(spec)), section.name(spec))
+                + _td(format_ci(score.mean, score.half), _number(score.mean)) + "</tr>"
+                for spec, score in summary.scores]
         out.append("</tbody></table></div>")
     return out
 
@@ -409,7 +411,7 @@ def html_page(sections: Sequence[Section], submissions: list[Any], version: str,
         if verdict(section):
             out.append(f'<p class="verdict">{_e(verdict(section))}</p>')
         out += _summary_table(section)
-        out += _bound_tables(section, submissions, root)
+        out += _bound_tables(section)
         links = " · ".join(f'<a href="{_e(path)}" download>{name} ({kind})</a>' for name in ("summary", "scenarios")
                            for kind, path in table_files(section, name))
         out.append(f'<p class="downloads">Download: {links}</p>')

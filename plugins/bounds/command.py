@@ -18,7 +18,7 @@ COLUMNS = ("scenario", "seed", "bound", "metric", "accepted", "offered", "status
            "topology", "workload", "requests", "key")
 
 
-def bound_key(topology: str, workload: str, requests: int, seed: int, relaxation: str) -> str:
+def bound_key(topology: str, workload: str, requests: int, seed: int, relaxation: str, kind: str = "pool") -> str:
     """What a bound depends on, hashed as run ids are: the resolved scenario, the seed, the model and dcbench's version.
 
     Args:
@@ -27,11 +27,13 @@ def bound_key(topology: str, workload: str, requests: int, seed: int, relaxation
         requests: Requests per episode, the warm-up included.
         seed: The seed.
         relaxation: "lp" or "milp".
+        kind: The requests' kind, "pool" or "job": which model bounds them.
     Returns:
         16 hex digits."""
-    from dcbench.plugins.bounds.pool import MODEL
+    from dcbench.plugins.bounds import jobs, pool
 
-    text = "\n".join(map(str, (topology, workload, requests, seed, relaxation, MODEL, dcbench.__version__)))
+    model = jobs.MODEL if kind == "job" else pool.MODEL
+    text = "\n".join(map(str, (topology, workload, requests, seed, relaxation, model, dcbench.__version__)))
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
@@ -48,24 +50,23 @@ def bound_rows(scenarios: list[tuple[str, str, str | None, int | None, tuple[int
     Returns:
         The rows (`COLUMNS`).
     Raises:
-        SpecError: A scenario the bound does not cover (job requests, servers on more than one link)."""
-    from dcbench.plugins.bounds.pool import pool_bound, pool_instance
-
+        SpecError: A scenario the bound does not cover (jobs that wait, servers on more than one link)."""
     runner = Runner()
     rows = []
     for name, topology, workload, requests, seeds in scenarios:
         plan = runner.resolve_scenario(topology, workload, None if measured else requests)
         if measured:  # -n: measured requests after the warm-up, as `dcbench run` reads it
             plan, _ = measuring(plan, requests, f"-t {topology}")
+        kind = plan.workload_model.kind
         for seed in seeds:
-            key = bound_key(plan.topology, plan.workload, plan.requests, seed, relaxation)
+            key = bound_key(plan.topology, plan.workload, plan.requests, seed, relaxation, kind)
             if key in known:
                 rows.append(known[key])
                 continue
             workload_rng = np.random.default_rng(seed).spawn(2)[0]  # the run's workload stream (run_plan)
             sequence = plan.workload_model.generate(plan.network.private_copy(), plan.requests, workload_rng)
             started = time.perf_counter()
-            result = pool_bound(pool_instance(plan.network, sequence), relaxation)
+            result = solve(plan.network, sequence, relaxation)
             rows.append({"scenario": name, "seed": seed, "bound": result.ratio, "metric": "acceptance_ratio",
                          "accepted": result.accepted, "offered": result.offered, "status": result.status,
                          "relaxation": result.relaxation, "seconds": round(time.perf_counter() - started, 3),
@@ -74,6 +75,17 @@ def bound_rows(scenarios: list[tuple[str, str, str | None, int | None, tuple[int
             say(f"{name} seed={seed}: bound {result.ratio:.4f} ({result.accepted}/{result.offered}, "
                 f"{result.status})")
     return rows
+
+
+def solve(network, sequence, relaxation: str):
+    """The bound of one sequence: the job model for jobs, the pool model for pools."""
+    if sequence.kind == "job":
+        from dcbench.plugins.bounds.jobs import job_bound, job_instance
+
+        return job_bound(job_instance(network, sequence), relaxation)
+    from dcbench.plugins.bounds.pool import pool_bound, pool_instance
+
+    return pool_bound(pool_instance(network, sequence), relaxation)
 
 
 @click.command("bound")

@@ -188,7 +188,7 @@ def test_the_committed_nara2022_bounds_are_as_loose_as_the_docs_say():
     assert len(rows) == 60 and all(row["bound"] == 1.0 for row in rows)
 
 
-def test_the_command_keeps_the_rows_it_has_and_refuses_jobs_in_one_line(tmp_path):
+def test_the_command_keeps_the_rows_it_has_and_bounds_jobs_with_their_own_model(tmp_path):
     from click.testing import CliRunner
 
     from dcbench.commands import cli
@@ -202,8 +202,12 @@ def test_the_command_keeps_the_rows_it_has_and_refuses_jobs_in_one_line(tmp_path
     again = CliRunner().invoke(cli, args)
     assert again.exit_code == 0 and "seed=" not in again.output  # nothing solved again
     assert pq.read_table(tmp_path / "bounds.parquet").to_pylist() == written  # the times too: the same rows
-    jobs = CliRunner().invoke(cli, ["bound", "-s", "odcn2025", "--out", str(tmp_path / "jobs")])
-    assert jobs.exit_code == 2 and jobs.output.count("\n") == 1 and "no bound for job requests" in jobs.output
+    small_jobs = "vmjobs:load=6,min_vms=1,max_vms=4,warmup=1"
+    jobs = CliRunner().invoke(cli, ["bound", "-t", "ocs:2,servers=2", "-w", small_jobs, "-n", "6",
+                                    "--out", str(tmp_path / "jobs")])
+    assert jobs.exit_code == 0, jobs.output
+    (row,) = pq.read_table(tmp_path / "jobs" / "bounds.parquet").to_pylist()
+    assert row["offered"] == 6 and 0 < row["bound"] <= 1 and row["key"] not in {r["key"] for r in written}
 
 
 def test_the_committed_openb2023_bounds_are_the_docs_means():

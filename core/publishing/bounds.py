@@ -17,20 +17,30 @@ BOUNDS = "bounds"
 NORMALISED_HOW = "the mean over scenarios of the mean over seeds, with its 95% interval computed as the Score's."
 
 
+# A ranking metric that is one minus a bounded one: the bound on this is one minus that one's.
+COMPLEMENTS = {"blocking_probability": "acceptance_ratio"}
+
+
 def read_bounds(root: Path, suite: str, metric: str) -> dict[tuple[str, int], float]:
-    """The bound on ``metric`` per (scenario, seed); empty where none was computed."""
+    """The bound on ``metric`` per (scenario, seed) (for a `COMPLEMENTS` metric, one minus its complement's); empty
+    where none was computed."""
     path = root / BOUNDS / suite / "bounds.parquet"
     if not path.is_file():
         return {}
     import pyarrow.parquet as pq
 
-    return {(row["scenario"], int(row["seed"])): float(row["bound"])
-            for row in pq.read_table(path).to_pylist() if row.get("metric") == metric}
+    bounds = {}
+    for row in pq.read_table(path).to_pylist():
+        if row.get("metric") == metric:
+            bounds[(row["scenario"], int(row["seed"]))] = float(row["bound"])
+        elif metric in COMPLEMENTS and row.get("metric") == COMPLEMENTS[metric]:
+            bounds[(row["scenario"], int(row["seed"]))] = 1.0 - float(row["bound"])
+    return bounds
 
 
 def normalised(values: dict[str, dict[tuple[str, int], float]], bounds: dict[tuple[str, int], float],
                floor: str) -> dict[str, Estimate]:
-    """Each entry's (value − floor's) / (bound − floor's) per (scenario, seed) where the bound is above the floor's
+    """Each entry's (value − floor's) / (bound − floor's) per (scenario, seed) where the bound is not the floor's
     value, averaged as the leaderboard's Score is (`dcbench.publishing.ranking.estimate`): the mean over scenarios
     of the mean over seeds, with its stratified 95% interval."""
     base = values.get(floor, {})
@@ -38,7 +48,7 @@ def normalised(values: dict[str, dict[tuple[str, int], float]], bounds: dict[tup
     for spec, by_run in values.items():
         by_scenario: dict[str, list[float]] = {}
         for key, value in by_run.items():
-            if key in bounds and key in base and bounds[key] - base[key] > 1e-12:
+            if key in bounds and key in base and abs(bounds[key] - base[key]) > 1e-12:
                 by_scenario.setdefault(key[0], []).append((value - base[key]) / (bounds[key] - base[key]))
         if by_scenario:
             scores[spec] = estimate([np.asarray(parts) for parts in by_scenario.values()])
@@ -62,11 +72,11 @@ class BoundSummary:
 
 def bound_summary(root: Path, suite_name: str, metric: str, higher: bool,
                   submissions: Sequence[Any]) -> BoundSummary | None:
-    """A section's bounds: None without bounds for a registered suite or a higher-is-better metric."""
+    """A section's bounds: None without bounds on ``metric`` for a registered suite."""
     from dcbench.registry import get_registry
 
     suite = get_registry().entries("suite").get(suite_name)
-    bounds = read_bounds(root, suite_name, metric) if suite is not None and higher else {}
+    bounds = read_bounds(root, suite_name, metric) if suite is not None else {}
     if not bounds:
         return None
     values: dict[str, dict[tuple[str, int], float]] = {}
@@ -83,8 +93,8 @@ def bound_summary(root: Path, suite_name: str, metric: str, higher: bool,
         means = {spec: float(np.mean([v[(scenario, seed)] for seed in seeds])) for spec, v in values.items()
                  if all((scenario, seed) in v for seed in seeds)}
         if means:
-            best = max(means, key=lambda spec: (means[spec], spec))
-            rows.append((scenario, bound, best, means[best], bound - means[best]))
+            best = max(means, key=lambda spec: (means[spec] if higher else -means[spec], spec))
+            rows.append((scenario, bound, best, means[best], abs(bound - means[best])))
     floor = suite.floor if suite.floor in values else next(  # the spec itself, else the first of its plugin's
         (spec for spec in sorted(values) if suite.floor and spec.split(":")[0] == suite.floor), None)
     scores = normalised(values, bounds, floor) if floor is not None else {}
@@ -95,7 +105,7 @@ def bound_lines(summary: BoundSummary | None, name: Callable[[str], str] = str) 
     """The Markdown of a section's bounds (`bound_summary`): nothing where it is None."""
     if summary is None:
         return []
-    lines = ["Upper bound ([docs/bounds.md](../docs/bounds.md)): what no allocator can beat on these requests, "
+    lines = ["Bound ([docs/bounds.md](../docs/bounds.md)): the value no allocator can beat on these requests, "
              "though it may be loose; mean over seeds, and the best entry's gap to it.", "",
              "| scenario | bound | best entry | its mean | gap |",
              "|---|---:|---|---:|---:|"]

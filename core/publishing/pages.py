@@ -368,7 +368,7 @@ def _bound_tables(section: Section) -> list[str]:
     if summary is None:
         return []
     table = f"bound-{section.suite_name}"
-    out = [f'<h3>Upper bound</h3><p class="how">What no allocator can beat on these requests, though it may be '
+    out = [f'<h3>Bound</h3><p class="how">The value no allocator can beat on these requests, though it may be '
            f'loose (<a href="{_e(BOUND_DOCS)}">how it is computed</a>), mean over seeds, and the best entry\'s gap '
            "to it.</p>",
            f'<div class="table-wrap"><table class="bounds sortable" id="{_e(table)}"><thead><tr>'

@@ -69,6 +69,22 @@ def test_a_section_shows_the_bound_the_best_entry_its_gap_and_the_normalised_sco
     assert lines(tmp_path / "elsewhere", "nara2022", "acceptance_ratio", True, [submission]) == []
 
 
+def test_a_blocking_suite_shows_one_minus_the_acceptance_bound_and_its_lowest_entry(tmp_path):
+    folder = tmp_path / "bounds" / "odcn2025"
+    folder.mkdir(parents=True)
+    pq.write_table(pa.table({"scenario": ["16x32-load54"] * 5, "seed": list(range(5)), "bound": [0.95] * 5,
+                             "metric": ["acceptance_ratio"] * 5}), folder / "bounds.parquet")
+    runs = [{"allocator": allocator, "scenario": "16x32-load54", "seed": seed, "blocking_probability": value}
+            for allocator, value in (("ccf", 0.2), ("jcb", 0.1)) for seed in range(5)]
+    summary = bound_summary(tmp_path, "odcn2025", "blocking_probability", False,
+                            [SimpleNamespace(suite="odcn2025", rows=runs)])
+    assert summary.rows == [("16x32-load54", pytest.approx(0.05), "jcb", 0.1, pytest.approx(0.05))]
+    assert summary.floor is None and summary.scores == []  # (odcn2025 declares no floor)
+    scores = normalised({"ccf": {("a", 0): 0.2}, "jcb": {("a", 0): 0.1}}, {("a", 0): 0.05}, "ccf")
+    # lower is better: (0.1 − 0.2) / (0.05 − 0.2)
+    assert scores["ccf"].mean == 0.0 and scores["jcb"].mean == pytest.approx(2 / 3)
+
+
 def test_a_normalised_cell_shows_the_interval_of_the_seeds_spread(tmp_path):
     write_bounds(tmp_path)
     submission = SimpleNamespace(suite="nara2022", rows=rows("random", [0.4] * 5)

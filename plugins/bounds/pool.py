@@ -1,13 +1,15 @@
 """An upper bound on the pool requests any allocator accepts on one request sequence (docs/bounds.md).
 
 The model keeps what every policy must respect and relaxes the rest: which requests are accepted (``x``), how
-long each waits before its offer (``u``, only while the data centre's aggregate free resources cannot cover it),
-which accepted ones are still held at each offer (``y``), and at every offer the held requests' least use of
-resources, of the servers' access-link channels and of the servers that carry them. HiGHS (scipy's ``milp``)
-maximises the measured requests accepted; the bound is the solver's dual bound, rounded down to a whole count."""
+long each waits before its offer (``u``, only while the data centre's aggregate free resources cannot cover it,
+and never past its offer were every request accepted), which accepted ones are still held at each offer (``y``),
+and at every offer the held requests' least use of resources, of the servers' access-link channels and of the
+servers that carry them. HiGHS (scipy's ``milp``) maximises the measured requests accepted; the bound is the
+solver's dual bound, rounded down to a whole count."""
 
 from __future__ import annotations
 
+import heapq
 import math
 from dataclasses import dataclass
 
@@ -16,7 +18,7 @@ import numpy as np
 from dcbench import Network, RequestSequence, SpecError
 
 EPS = 1e-9
-MODEL = "pool 3"  # the model's version, in every bound's key: a change to the model computes every bound again
+MODEL = "pool 4"  # the model's version, in every bound's key: a change to the model computes every bound again
 NODE_LIMIT = 20_000  # HiGHS branch-and-bound nodes: a deterministic cut-off, unlike a time limit
 
 
@@ -201,6 +203,45 @@ def pool_bound(instance: PoolInstance, relaxation: str = "milp", node_limit: int
                  relaxation=relaxation)
 
 
+def latest_waits(instance: PoolInstance) -> np.ndarray:
+    """The steps waited up to each offer, in all, were every request offered accepted: no allocator's offer of a
+    request is later (docs/bounds.md, "Waits").
+
+    Args:
+        instance: The instance.
+    Returns:
+        (requests,) whole steps, zeros without waits."""
+    n, r = instance.demand.shape
+    waited = np.zeros(n)
+    if not instance.wait:
+        return waited
+    total, step = instance.capacity[:r], instance.time_step
+    arrival = np.cumsum(instance.gaps)  # each offer's clock had no request waited
+    # the engine's test less the most its running sums can be off: rounding never makes these offers earlier
+    tolerance = 1e-9 - 4 * n * np.finfo(float).eps * total
+    departures: list[tuple[float, int]] = []
+    load, clock = np.zeros(r), 0.0
+    for i in range(n):
+        clock += float(instance.gaps[i])
+        load = _depart_before(departures, clock, load, instance.demand)
+        if not instance.skipped[i]:
+            while (instance.demand[i] > total - load + tolerance).any() and departures:
+                clock += step
+                load = _depart_before(departures, clock, load, instance.demand)
+            heapq.heappush(departures, (clock + float(instance.holding[i]), i))
+            load = load + instance.demand[i]
+        waited[i] = round((clock - arrival[i]) / step)
+    return waited
+
+
+def _depart_before(departures: list[tuple[float, int]], clock: float, load: np.ndarray,
+                   demand: np.ndarray) -> np.ndarray:
+    # the load left once the requests due before ``clock`` have gone (the engine's departures: held at their time)
+    while departures and departures[0][0] < clock:
+        load = load - demand[heapq.heappop(departures)[1]]
+    return load
+
+
 def model_of(instance: PoolInstance) -> "_Model | _NoWaitModel":
     """The model `pool_bound` solves: without waits, the compact one (`_NoWaitModel`), with the same optimum."""
     return _Model(instance) if instance.wait else _NoWaitModel(instance)
@@ -291,7 +332,8 @@ class _Model:
         self.integrality = np.ones(self.n)
         longest = float(inst.holding.max()) if n else 0.0
         self.steps = math.ceil(longest / step) + 1 if inst.wait else 0  # no wait lasts longer (steps)
-        self.upper[n:2 * n] = self.steps * np.arange(n)  # (the first request never waits: nothing is held)
+        self.latest = latest_waits(inst)
+        self.upper[n:2 * n] = self.latest  # no allocator waits longer
         offered = ~inst.skipped
         self.upper[:n] *= offered
         self.upper[2 * n:(2 + r) * n] = 1.0 if inst.wait else 0.0
@@ -324,11 +366,11 @@ class _Model:
             y = first_held + k
             held_at[i].append((j, y))
             row([(y, 1), (x + j, -1)], -np.inf, 0)  # held only if accepted
-            if not inst.wait:
+            if self.latest[i] <= slack:  # no allocator waits long enough to see j leave: held if accepted
                 row([(y, 1), (x + j, -1)], 0, 0)
                 continue
-            waits = [(u + i, 1), (u + j, -1)]  # the steps waited after j's offer up to i's
-            big = self.steps * (i - j)
+            waits = [(u + i, 1), (u + j, -1)]  # the steps waited after j's offer up to i's, at most latest[i]
+            big = self.latest[i] - slack
             row(waits + [(y, big)], -np.inf, slack + big)  # held: waited at most `slack` steps in all
             row(waits + [(x + j, -(slack + 1)), (y, slack + 1)], 0, np.inf)  # accepted, not held: waited more
         usage, capacity = inst.usage, inst.capacity

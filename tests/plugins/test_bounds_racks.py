@@ -1,0 +1,117 @@
+"""The waiting pool bound's cap on waits (docs/bounds.md, "Waits"): no allocator offers a request later than the
+schedule that accepts every request, which the engine reproduces where every request fits; and the committed
+nara2022 bounds, the integer model's, are the docs' table."""
+
+import csv
+import itertools
+import re
+from pathlib import Path
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+
+from dcbench import PoolBuilder, Reject, simulate
+from dcbench.plugins.bounds.pool import latest_waits, pool_bound, pool_instance
+from dcbench.plugins.workloads.uniform import UniformWorkload
+from tests.conftest import tiered
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+class Masked:
+    """Accepts request i only where ``mask[i]``, on the first (or last) servers a builder allows."""
+
+    def __init__(self, mask, last=False):
+        self.mask, self.last = mask, last
+
+    def reset(self, network, rng):
+        self.builder = PoolBuilder(network)
+
+    def allocate(self, request, state):
+        if not self.mask[request.id]:
+            return Reject("masked")
+        builder = self.builder
+        builder.start(request, state)
+        while builder.is_open:
+            allowed = np.flatnonzero(builder.allowed())
+            if not len(allowed):
+                return Reject("no_server")
+            builder.add(allowed[-1] if self.last else allowed[0])
+        return builder.result()
+
+
+def waited_steps(tables, sequence):
+    """The steps each request waited in all, up to its offer, as the engine ran it."""
+    offer = np.asarray(tables.requests["offer_time"], dtype=float)
+    return np.rint((offer - np.cumsum(sequence.gaps)) / sequence.time_step)
+
+
+def episode(topology, seed, n, **workload):
+    network = tiered(topology)
+    sequence = UniformWorkload(**workload).generate(network, n, np.random.default_rng(seed))
+    return network, sequence
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_where_every_request_fits_the_engine_waits_exactly_the_latest_waits(seed):
+    network, sequence = episode("tiered:pods=1,racks=2,servers=4,sr=64,ra=64,ac=64", seed, 40,
+                                max_cpu=60, max_mem=60, hold=12)
+    tables = simulate(network, sequence, Masked(np.ones(40, dtype=bool)), np.random.default_rng(0))
+    assert (np.asarray(tables.requests["outcome"]) == "accepted").all()
+    latest = latest_waits(pool_instance(network, sequence))
+    assert latest[-1] > 0  # some request waited
+    assert np.array_equal(waited_steps(tables, sequence), latest)
+
+
+@pytest.mark.parametrize("seed,pairs", [(0, "all"), (1, "reference"), (2, "reference")])
+def test_no_allocator_offers_a_request_later_than_the_latest_waits(seed, pairs):
+    network, sequence = episode("tiered:2,1x1,pods=1,racks=2,servers=2", seed, 8, max_cpu=40, max_mem=24, hold=4,
+                                pairs=pairs)
+    latest = latest_waits(pool_instance(network, sequence))
+    earlier = 0
+    for mask in itertools.product([True, False], repeat=len(sequence)):
+        for last in (False, True):
+            tables = simulate(network, sequence, Masked(mask, last), np.random.default_rng(0))
+            waited = waited_steps(tables, sequence)
+            offered = np.asarray(tables.requests["outcome"]) != "skipped"
+            assert (waited[offered] <= latest[offered]).all(), mask
+            earlier += int((waited[offered] < latest[offered]).any())
+    assert earlier > 0  # refusing requests does shorten waits: the test can fail
+
+
+def test_without_waits_the_latest_waits_are_none():
+    network, sequence = episode("tiered:2,1x1,pods=1,racks=2,servers=2", 0, 8, max_cpu=40, max_mem=24, hold=4,
+                                wait=False)
+    assert not latest_waits(pool_instance(network, sequence)).any()
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_with_waits_no_scripted_allocator_beats_the_capped_bound(seed):
+    network, sequence = episode("tiered:2,1x1,pods=1,racks=2,servers=2", seed + 10, 7, max_cpu=40, max_mem=24,
+                                hold=4, pairs="reference")
+    instance = pool_instance(network, sequence)
+    best = max(int((np.asarray(simulate(network, sequence, Masked(mask, last),
+                                        np.random.default_rng(0)).requests["outcome"]) == "accepted").sum())
+               for mask in itertools.product([True, False], repeat=len(sequence)) for last in (False, True))
+    assert pool_bound(instance, "lp").accepted >= pool_bound(instance, "milp").accepted >= best
+
+
+def docs_table():
+    """docs/bounds.md's nara2022 rows: scenario -> (bound, best policy, gap), as printed."""
+    text = (ROOT / "docs" / "bounds.md").read_text()
+    rows = re.findall(r"^\| (\d+-1x\d+) \| ([\d.]+) \| ([\d.]+) \| ([\d.]+) \|$", text, re.MULTILINE)
+    return {scenario: tuple(map(float, numbers)) for scenario, *numbers in rows}
+
+
+def test_the_docs_nara2022_table_is_the_committed_bounds_and_best_entries():
+    rows = pq.read_table(ROOT / "leaderboard" / "bounds" / "nara2022" / "bounds.parquet").to_pylist()
+    assert len(rows) == 60 and all(row["relaxation"] == "milp" for row in rows)
+    scenarios = {row["scenario"] for row in rows}
+    bounds = {s: float(np.mean([row["bound"] for row in rows if row["scenario"] == s])) for s in scenarios}
+    best: dict[str, float] = {}
+    with open(ROOT / "leaderboard" / "tables" / "nara2022-scenarios.csv", newline="") as table:
+        for entry in csv.DictReader(table):
+            best[entry["scenario"]] = max(best.get(entry["scenario"], 0.0), float(entry["acceptance_ratio"]))
+    expected = {s: (round(bounds[s], 3), round(best[s], 3), round(bounds[s] - best[s], 3)) for s in bounds}
+    assert docs_table() == expected

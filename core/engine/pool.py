@@ -4,6 +4,7 @@ candidate path with a free channel on every link; no such path fails the request
 
 from __future__ import annotations
 
+from operator import sub
 from typing import Callable, Sequence
 
 import numpy as np
@@ -20,6 +21,10 @@ COPY_WHOLE_BELOW = 4096
 
 
 Router = Callable[["PoolBuilder", int, int], Sequence[Path]]  # the candidate paths between two servers, in order
+
+
+def _route(a: int, b: int, links: Path, amount: float) -> Route:
+    return tuple.__new__(Route, (a, b, links, amount))  # (Route(...) without the Python-level __new__ of a NamedTuple)
 
 
 class StepBuilder:
@@ -80,11 +85,17 @@ class PoolBuilder(StepBuilder):
         self.chosen_mask = np.zeros(network.n_servers, dtype=bool)
         self._remaining: list[float] = []
         self._cpu = network.resources.index("cpu") if "cpu" in network.resources else 0
+        self._n_servers = network.n_servers
+        self._catalogue = network.paths
         self.chosen: list[int] = []
         self._gives_cpu: list[bool] = []
+        self._some_useless = False  # whether any of `_useless` is set
+        self._needed_list: list[bool] = []  # `_needed`, as `add` reads it
         self.amounts: list[list[float]] = []
-        self.routes: list[tuple[int, int, tuple[int, ...], float]] = []
+        self.routes: list[Route] = []
         self.request: Request | None = None
+        self._rule = "all"  # the request's connectivity
+        self._departing: Departing | None = None
 
     def start(self, request: Request, state: State) -> None:
         """Begin building ``request``, catching up with what changed since the last `start` (a whole copy below
@@ -93,9 +104,9 @@ class PoolBuilder(StepBuilder):
         Args:
             request: The pool request.
             state: The free capacities to start from (copied)."""
-        if self._copy_whole:
-            np.copyto(self.free_resources, state.free_resources)
-            np.copyto(self._free_links_array, state.free_links)
+        if self._copy_whole:  # (slice assignments: np.copyto is a Python call away)
+            self.free_resources[:] = state.free_resources
+            self._free_links_array[:] = state.free_links
             self._free_links = state.free_links.tolist()
             self._stale_links = []
             self._released = []
@@ -105,14 +116,18 @@ class PoolBuilder(StepBuilder):
         self.chosen = []
         self._gives_cpu = []
         self._useless = []
+        self._some_useless = False
         self.amounts = []
         self.routes = []
         self._remaining = request.demand.tolist()
         self.request = request
+        self._rule = request.connectivity
+        self._departing = request.departing
         self._any_free = request.allowed_servers == "free"
         self.status = OPEN
         self.reason = ""
-        self._needed[:] = [r > 0 for r in self._remaining]
+        self._needed_list = [r > 0 for r in self._remaining]
+        self._needed[:] = self._needed_list
         if self._copy_whole:
             self._mask(self.free_resources, self._allowed)
             return
@@ -189,7 +204,8 @@ class PoolBuilder(StepBuilder):
         return self._free_links_array
 
     def _refresh_allowed(self) -> None:
-        self._needed[:] = [r > 0 for r in self._remaining]
+        self._needed_list = [r > 0 for r in self._remaining]
+        self._needed[:] = self._needed_list
         self._mask(self.free_resources, self._allowed)
         if self.chosen:
             self._allowed[self.chosen] = False
@@ -214,59 +230,71 @@ class PoolBuilder(StepBuilder):
         if self.status != OPEN:
             raise AllocatorError(f"builder: add({server}) on a request that is already {self.status}")
         server = int(server)
-        if not 0 <= server < self.network.n_servers or self.chosen_mask[server]:
+        if not 0 <= server < self._n_servers or self.chosen_mask[server]:
             raise AllocatorError(f"builder: server {server} is out of range or already chosen")
         free = self.free_resources[server].tolist()
-        take = [min(f, r) for f, r in zip(free, self._remaining)]
-        useless = not any(t > 0 for t in take)
+        # (a max says whether any is positive, faster than any() over a generator; what is still needed is never
+        # negative, so a covered resource's is 0)
+        take = list(map(min, free, self._remaining))
+        useless = max(take) <= 0
         if useless and not (self.accept_useless or self._any_free):
             raise AllocatorError(f"builder: server {server} has nothing the request still needs")
-        self._gives_cpu.append(take[self._cpu] > 0)
-        catalogue = self.network.paths
+        gives_cpu = take[self._cpu] > 0
+        self._gives_cpu.append(gives_cpu)
+        chosen = self.chosen
+        rule = self._rule
+        if rule == "all" or (gives_cpu and not self._some_useless):  # every pair (a useless server gives no CPU)
+            pairs_with = chosen
+        elif self.request.keep_useless or not (useless or self._some_useless):
+            pairs_with = [chosen[j] for j, _ in partners(rule, self._gives_cpu, len(chosen))]
+        else:
+            pairs_with = self._useless_aware_partners(rule, useless)
+        if pairs_with and not self._route(server, pairs_with):
+            self._gives_cpu.pop()
+            self.status = FAILED
+            self.reason = "no_path"
+            return False
+        self.free_resources[server] = list(map(sub, free, take))
+        self._remaining = remaining = list(map(sub, self._remaining, take))
+        chosen.append(server)
+        self._useless.append(useless)
+        self._some_useless = self._some_useless or useless
+        self.chosen_mask[server] = True
+        self._allowed[server] = False
+        self.amounts.append(take)
+        if max(remaining) <= 0:
+            self.status = DONE
+        elif len(chosen) == 1 and self._departing is not None:
+            self._release(self._departing)
+        elif 0.0 in remaining and any(r <= 0 and n for r, n in zip(remaining, self._needed_list)):
+            self._refresh_allowed()  # a resource is now covered: the mask narrows
+        return True
+
+    def _route(self, server: int, pairs_with: list[int]) -> bool:
+        # joins ``server`` to each of ``pairs_with`` over the first candidate path with a free channel on every link;
+        # False, with the routes of this step kept in the free links, if one pair has none (the request fails)
+        catalogue = self._catalogue
         known_paths = catalogue.server_pair_cache
-        n_servers = self.network.n_servers
+        n_servers = self._n_servers
+        router = self.router
         free_links = self._free_links
         stale = self._stale_links
         routes = self.routes
         amount = CHANNELS_PER_PAIR
-        chosen = self.chosen
-        rule = self.request.connectivity
-        if rule == "all":
-            pairs_with = chosen
-        elif self.request.keep_useless or not (useless or any(self._useless)):
-            pairs_with = [chosen[j] for j, _ in partners(rule, self._gives_cpu, len(chosen))]
-        else:
-            pairs_with = self._useless_aware_partners(rule, useless)
         for partner in pairs_with:
-            if self.router is None:
+            if router is None:
                 paths = known_paths.get(partner * n_servers + server) or catalogue.between_servers(partner, server)
             else:
-                paths = self.router(self, partner, server)
+                paths = router(self, partner, server)
             for path in paths:
                 if min(map(free_links.__getitem__, path)) >= amount:
                     for link in path:
                         free_links[link] -= amount
                     stale.extend(path)
-                    routes.append((partner, server, path, amount))
+                    routes.append(_route(partner, server, path, amount))
                     break
             else:
-                self._gives_cpu.pop()
-                self.status = FAILED
-                self.reason = "no_path"
                 return False
-        self.free_resources[server] = [f - t for f, t in zip(free, take)]
-        self._remaining = remaining = [r - t for r, t in zip(self._remaining, take)]
-        chosen.append(server)
-        self._useless.append(useless)
-        self.chosen_mask[server] = True
-        self._allowed[server] = False
-        self.amounts.append(take)
-        if not any(r > 0 for r in remaining):
-            self.status = DONE
-        elif len(chosen) == 1 and self.request.departing is not None:
-            self._release(self.request.departing)
-        elif any(r <= 0 and n for r, n in zip(remaining, self._needed.tolist())):
-            self._refresh_allowed()  # a resource is now covered: the mask narrows
         return True
 
     def _useless_aware_partners(self, rule: str, useless: bool) -> list[int]:
@@ -294,14 +322,14 @@ class PoolBuilder(StepBuilder):
         Returns:
             The `Allocation`, or a `Reject` with the reason ("incomplete" if open)."""
         if self.status == DONE:
-            if any(self._useless) and not self.request.keep_useless:  # the servers that give nothing left out
+            if self._some_useless and not self.request.keep_useless:  # the servers that give nothing left out
                 kept = [s for s, u in zip(self.chosen, self._useless) if not u]
                 amounts = [a for a, u in zip(self.amounts, self._useless) if not u]
                 routes = [r for r in self.routes if r[0] in kept and r[1] in kept]
                 return Allocation(np.asarray(kept, dtype=np.int64), np.asarray(amounts, dtype=np.float64),
-                                  tuple(map(Route._make, routes)))
+                                  tuple(routes))
             return Allocation(np.asarray(self.chosen, dtype=np.int64), np.asarray(self.amounts, dtype=np.float64),
-                              tuple(map(Route._make, self.routes)))
+                              tuple(self.routes))
         return Reject(self.reason or "incomplete")
 
 
@@ -369,9 +397,9 @@ class PoolAllocator(Allocator):
             AllocatorError: `choose` returned a server that may not be added."""
         builder = self.builder
         builder.start(request, state)
-        while builder.is_open:
+        while builder.status == OPEN:
             allowed = builder.allowed()
-            if not allowed.any():
+            if not allowed[allowed.argmax()]:  # (the first set, if any: argmax is a C call, any() a Python one)
                 builder.fail("no_server")
                 break
             builder.add(self.choose(builder, allowed))

@@ -113,9 +113,11 @@ class Books:
     def mismatch(self, state: State) -> str | None:
         """Where ``state`` differs from the books, or None."""
         for name in ("free_resources", "free_links", "link_capacity"):
-            kept, seen = getattr(self, name), np.asarray(getattr(state, name))
-            if seen.shape != kept.shape or seen.dtype != kept.dtype:
-                return f"its {name} is {seen.dtype} {seen.shape}, the engine's books {kept.dtype} {kept.shape}"
+            kept, seen = getattr(self, name), getattr(state, name)
+            if type(seen) is not np.ndarray or seen.shape != kept.shape or seen.dtype != kept.dtype:
+                seen = np.asarray(seen)
+                if seen.shape != kept.shape or seen.dtype != kept.dtype:
+                    return f"its {name} is {seen.dtype} {seen.shape}, the engine's books {kept.dtype} {kept.shape}"
             if seen.tobytes() != kept.tobytes():  # (bit for bit: both were written by the same operations)
                 where = tuple(np.argwhere(seen.view(np.uint64) != kept.view(np.uint64))[0].tolist())
                 return f"its {name}{list(where)} is {seen[where]:g}, the engine's books say {kept[where]:g}"
@@ -163,6 +165,13 @@ class Simulation:
         self.reconfigurations = np.zeros(n, dtype=np.int64)
         self.is_job = sequence.kind == "job"
         self.inter_rack_gbps = np.zeros(n)
+        # read a request at a time: as Python floats, which `next_request` computes with as numpy would
+        self._gaps = np.asarray(sequence.gaps, dtype=np.float64).tolist()
+        self._holding = np.asarray(sequence.holding, dtype=np.float64).tolist()
+        if sequence.wait_until_fits:
+            self._demand_rows = np.asarray(sequence.demand).tolist()
+            self._total_capacity = self.total_capacity.tolist()
+            self._exceeds_total = (np.asarray(sequence.demand) > self.total_capacity).any(axis=1).tolist()
 
         rows = 2 * n + 1
         self._event_time = np.empty(rows)
@@ -245,19 +254,19 @@ class Simulation:
         while self.index + 1 < len(sequence):
             self.index += 1
             i = self.index
-            self.clock += float(sequence.gaps[i])
+            self.clock += self._gaps[i]
             self.arrival_time[i] = self.clock
             self._depart_before(self.clock)
             demand = sequence.demand[i]
             if sequence.wait_until_fits:
-                if (demand > self.total_capacity).any():
+                if self._exceeds_total[i]:
                     self.outcome[i], self.reason[i] = SKIPPED, "exceeds_total_capacity"
                     continue
-                while (demand > self.total_capacity - self.used_resources + 1e-9).any() and self._departures:
+                while self._departures and not self._fits(self._demand_rows[i]):
                     self.clock += sequence.time_step
                     self._depart_before(self.clock)
             self.offer_time[i] = self.clock
-            fields = (i, self.clock, float(sequence.holding[i]), demand, sequence.kind, sequence.connectivity)
+            fields = (i, self.clock, self._holding[i], demand, sequence.kind, sequence.connectivity)
             fields += (sequence.vms(i), sequence.job_flows(i)) if self.is_job else (None, None)
             if not self.is_job:
                 departing = self._departing_now() if sequence.departures_within else None
@@ -267,6 +276,11 @@ class Simulation:
             return Request(*fields)
         self.request = None
         return None
+
+    def _fits(self, demand: list[float]) -> bool:
+        # whether the total free capacity covers ``demand``, to within 1e-9
+        return not any(asked > total - used + 1e-9
+                       for asked, total, used in zip(demand, self._total_capacity, self.used_resources.tolist()))
 
     def resolve(self, result: Allocation | Reject | None) -> bool:
         """Check and commit (or refuse) the answer to the current request; True if accepted."""
@@ -281,7 +295,7 @@ class Simulation:
             self.check_books()
         if isinstance(result, Allocation):
             try:
-                allocation = snapshot_allocation(result)
+                allocation = snapshot_allocation(result, self.network.path_ends_by_id)
                 problem, usage = check_snapshot(allocation, request, self.state)
             except Exception as exc:  # fields of the wrong kind: routes=None, amounts of text, ...
                 raise AllocatorError.of_allocator(
@@ -336,8 +350,8 @@ class Simulation:
             self.inter_rack_gbps[i] = traffic
             self._traffic += traffic
         self._holdings[i] = (servers, amounts, links, link_amounts, traffic)
-        self.departure_time[i] = self.clock + request.holding
-        heapq.heappush(self._departures, (self.departure_time[i], i))
+        self.departure_time[i] = departure = self.clock + request.holding
+        heapq.heappush(self._departures, (departure, i))
         self.outcome[i] = ACCEPTED
         self.servers_used[i] = len(servers)
         self.spread[i] = spread_level(self._racks, self._pods, servers.tolist())
@@ -442,4 +456,5 @@ def simulate(
     if drain:
         simulation.drain()
     simulation.check_books()
+    network.learn_paths(simulation.allocator_network)  # later runs' copies start with these paths
     return simulation.tables()

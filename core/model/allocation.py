@@ -6,7 +6,8 @@ import operator
 from dataclasses import dataclass
 from itertools import chain
 from math import inf, isnan
-from typing import Any, NamedTuple, Sequence
+from types import MappingProxyType
+from typing import Any, Mapping, NamedTuple, Sequence
 
 import numpy as np
 
@@ -73,9 +74,9 @@ def _pool_usage(route_links: list[int], n_links: int) -> LinkUsage:
     """One channel on a link for each time it appears in ``route_links``."""
     if not route_links:
         return _NO_USAGE
-    if n_links < COUNT_ALL_LINKS_BELOW:
-        every_count = np.bincount(route_links, minlength=n_links)
-        links = np.flatnonzero(every_count)
+    if n_links < COUNT_ALL_LINKS_BELOW:  # (fromiter and nonzero: a few µs less than a list and flatnonzero)
+        every_count = np.bincount(np.fromiter(route_links, np.int64, len(route_links)), minlength=n_links)
+        links = every_count.nonzero()[0]
         return LinkUsage(links, every_count[links] * CHANNELS_PER_PAIR)
     links, counts = np.unique(np.asarray(route_links, dtype=np.int64), return_counts=True)
     return LinkUsage(links, counts * CHANNELS_PER_PAIR)
@@ -188,11 +189,15 @@ class StateJournal:
                 np.concatenate(self._links[-behind:]).astype(np.int64, copy=False))
 
 
-def snapshot_allocation(allocation: Allocation) -> Allocation:
+def snapshot_allocation(allocation: Allocation, plain_paths: Mapping[int, tuple[Any, ...]] = MappingProxyType({})
+                        ) -> Allocation:
     """``allocation`` copied once into plain arrays, ints and floats, so what is committed is what was checked; raises
-    TypeError or ValueError for a field of the wrong kind."""
+    TypeError or ValueError for a field of the wrong kind.
+
+    ``plain_paths`` maps the id of a tuple of plain ints (the first item of each value, kept alive by it) to anything:
+    a route over one of those is not read link by link (the engine's `Network.path_ends_by_id`)."""
     routes = allocation.routes
-    if not _is_plain(routes):
+    if not _is_plain(routes, plain_paths):
         routes = tuple(_plain_route(*route) for route in routes)  # (the usual tuple of plain Routes is kept)
     vm_servers = allocation.vm_servers
     return Allocation(
@@ -200,20 +205,28 @@ def snapshot_allocation(allocation: Allocation) -> Allocation:
         amounts=_numbers(allocation.amounts),
         routes=routes,
         vm_servers=None if vm_servers is None else _indices(vm_servers),
-        reconfigure=tuple(tuple(map(operator.index, swap)) for swap in allocation.reconfigure),
+        reconfigure=(() if type(allocation.reconfigure) is tuple and not allocation.reconfigure
+                     else tuple(tuple(map(operator.index, swap)) for swap in allocation.reconfigure)),
     )
 
 
-_ROUTE, _INT, _FLOAT, _TUPLE = {Route}, {int}, {float}, {tuple}
+_INT = {int}
 
 
-def _is_plain(routes: Any) -> bool:
-    """Whether ``routes`` are a tuple of Routes of plain ints, a float and a tuple of ints (read in bulk)."""
-    if type(routes) is not tuple or not set(map(type, routes)) <= _ROUTE:
+def _is_plain(routes: Any, plain_paths: Mapping[int, tuple[Any, ...]]) -> bool:
+    """Whether ``routes`` are a tuple of Routes of plain ints, a float and a tuple of ints."""
+    if type(routes) is not tuple:
         return False
-    fields = tuple(chain.from_iterable(routes))  # a, b, links, amount of each route in turn
-    return (set(map(type, fields[2::4])) <= _TUPLE and set(map(type, fields[3::4])) <= _FLOAT
-            and set(map(type, chain(fields[0::4], fields[1::4], *fields[2::4]))) <= _INT)
+    for route in routes:
+        if type(route) is not Route:
+            return False
+        a, b, links, amount = route
+        if type(a) is not int or type(b) is not int or type(amount) is not float or type(links) is not tuple:
+            return False
+        known = plain_paths.get(id(links))
+        if (known is None or known[0] is not links) and not set(map(type, links)) <= _INT:
+            return False
+    return True
 
 
 def _plain_route(a: Any, b: Any, links: Any, amount: Any) -> Route:
@@ -311,10 +324,11 @@ def check_snapshot(allocation: Allocation, request: Request, state: State) -> tu
         return "amounts must be finite and non-negative", usage
     if min(map(max, rows)) <= 0 and not request.keep_useless:  # (of amounts >= 0, only zeros sum to 0)
         return "a chosen server gives nothing", usage
-    if np.abs(amounts.sum(axis=0) - request.demand).max() > 1e-6:
-        return f"amounts sum to {amounts.sum(axis=0).tolist()}, demand is {request.demand.tolist()}", usage
-    free_rows = state.free_resources[servers].tolist()
-    if any(t > f + _TOLERANCE for taken, free in zip(rows, free_rows) for t, f in zip(taken, free)):
+    sums = amounts.sum(axis=0).tolist()  # (finite: the differences are numpy's, read as floats)
+    if max(abs(given - asked) for given, asked in zip(sums, request.demand.tolist())) > 1e-6:
+        return f"amounts sum to {sums}, demand is {request.demand.tolist()}", usage
+    free_values = state.free_resources[servers].ravel().tolist()  # (row by row, as ``values``)
+    if any(t > f + _TOLERANCE for t, f in zip(values, free_values)):
         return _servers_over(network, servers, amounts, state.free_resources), usage
 
     position = {s: i for i, s in enumerate(server_list)}
@@ -344,8 +358,8 @@ def check_snapshot(allocation: Allocation, request: Request, state: State) -> tu
         return problem, usage
 
     n = len(server_list)
-    if request.connectivity == "all" and len(routed) == n * (n - 1) // 2:
-        return None, usage  # routed holds distinct valid pairs: all of them
+    if len(routed) == n * (n - 1) // 2:
+        return None, usage  # routed holds distinct valid pairs: all of them, whatever the rule needs
     cpu = network.resources.index("cpu") if "cpu" in network.resources else 0
     for pair in required_pairs(request.connectivity, amounts[:, cpu]):
         if pair not in routed:
@@ -473,7 +487,7 @@ def _servers_over(network: Network, servers: np.ndarray, taken: np.ndarray, free
 
 
 def _links_over(usage: LinkUsage, free: np.ndarray) -> str | None:
-    over = np.flatnonzero(usage.amounts > free + _TOLERANCE)
+    over = (usage.amounts > free + _TOLERANCE).nonzero()[0]
     if not len(over):
         return None
     k = int(over[0])  # (links ascending: the lowest link over capacity)

@@ -20,6 +20,9 @@ MAX_CAPACITY = 1e15
 
 # Path caches start over at this many entries: bounded memory whatever the size.
 _SERVER_PAIR_CACHE = 500_000
+# Up to this many servers a network's private copies start from the paths its runs looked up before
+# (`Network.learn_paths`); on more, most pairs of a run are new and learning them costs more than it saves.
+SHARED_PATHS_UP_TO = 4096
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,8 +171,11 @@ class Network:
         self._new_caches()
         self._sealed = True
 
-    def _new_caches(self) -> None:
-        self.paths = PathCatalogue(self, self.k_paths)
+    def _new_caches(self, shared: dict[int, "PathCatalogue"] | None = None) -> None:
+        # (a copy reads another network's paths through read-only mappings, never the catalogue itself)
+        views = {k: SharedPaths(catalogue) for k, catalogue in (shared or {}).items()}
+        self._shared_catalogues = MappingProxyType(views)
+        self.paths = PathCatalogue(self, self.k_paths, views.get(self.k_paths))
         self._catalogues = {self.k_paths: self.paths}
         self.path_ends_cache: dict[Path, tuple[int, int] | None] = {}
         # The catalogue hands out the same path objects: an id is cheaper than a tuple's hash, and each
@@ -195,9 +201,36 @@ class Network:
                 object.__setattr__(copy, name, value)
         object.__setattr__(copy, "_sealed", False)
         copy._graph_copy = None
-        copy._new_caches()
+        copy._new_caches(self._catalogues if self.n_servers <= SHARED_PATHS_UP_TO else None)
         copy._sealed = True
         return copy
+
+    def learn_paths(self, copy: "Network") -> None:
+        """Find, with this network's own catalogues, the paths ``copy``'s catalogues were asked for, so that the
+        private copies made from now on read them rather than search again (up to `SHARED_PATHS_UP_TO` servers).
+
+        What the copy holds is only read for which pairs to look up: the paths are this network's, whatever a plugin
+        wrote into the copy's caches. A copy reads them through read-only mappings.
+
+        Args:
+            copy: A private copy of this network, after a run."""
+        if self.n_servers > SHARED_PATHS_UP_TO or type(copy) is not Network or type(copy._catalogues) is not dict:
+            return
+        n_servers, n_nodes = self.n_servers, self.n_nodes
+        for k, catalogue in list(copy._catalogues.items()):
+            if type(k) is not int or type(catalogue) is not PathCatalogue:
+                continue
+            own = self.catalogue(k)
+            pairs, between = catalogue.server_pair_cache, catalogue._between
+            if type(pairs) is dict:
+                for key in pairs.keys() - own.server_pair_cache.keys():
+                    if type(key) is int and 0 <= key < n_servers * n_servers and key // n_servers != key % n_servers:
+                        own.between_servers(key // n_servers, key % n_servers)
+            if type(between) is dict:
+                for key in between.keys() - own._between.keys():
+                    if (type(key) is tuple and len(key) == 2 and all(type(node) is int for node in key)
+                            and 0 <= key[0] < n_nodes and 0 <= key[1] < n_nodes):
+                        own.between_nodes(*key)
 
     def fixed_fabric(self) -> "Network":
         """The network of a run whose allocator does not reconfigure: with a ``fixed_gbps``, a copy with that on every
@@ -266,7 +299,7 @@ class Network:
         Returns:
             Its ``between_servers(a, b)`` and ``between_nodes(a, b)`` give link-index tuples, shortest first."""
         if k not in self._catalogues:
-            self._catalogues[k] = PathCatalogue(self, k)
+            self._catalogues[k] = PathCatalogue(self, k, self._shared_catalogues.get(k))
         return self._catalogues[k]
 
     def path_ends(self, links: Path) -> tuple[int, int] | None:
@@ -279,7 +312,8 @@ class Network:
         known = self.path_ends_by_id.get(id(links))
         if known is not None and known[0] is links:
             return known[1]
-        if not all(type(link) is int or isinstance(link, np.integer) for link in links):
+        plain = all(type(link) is int for link in links)
+        if not plain and not all(type(link) is int or isinstance(link, np.integer) for link in links):
             return None  # and never cached: (8.0, 17.0) == (8, 17), so it would stand for the real path
         if links in self.path_ends_cache:
             ends = self.path_ends_cache[links]
@@ -288,9 +322,10 @@ class Network:
             if len(self.path_ends_cache) >= _SERVER_PAIR_CACHE:
                 self.path_ends_cache.clear()
             self.path_ends_cache[links] = ends
-        if len(self.path_ends_by_id) >= _SERVER_PAIR_CACHE:
-            self.path_ends_by_id.clear()
-        self.path_ends_by_id[id(links)] = (links, ends)
+        if plain and type(links) is tuple:  # (by id: tuples of plain ints only, which a snapshot keeps as they are)
+            if len(self.path_ends_by_id) >= _SERVER_PAIR_CACHE:
+                self.path_ends_by_id.clear()
+            self.path_ends_by_id[id(links)] = (links, ends)
         return ends
 
     def _walk(self, links: Path) -> tuple[int, int] | None:
@@ -317,7 +352,8 @@ class Network:
 
 
 # What `Network.private_copy` makes anew rather than shares.
-_PER_COPY = frozenset({"paths", "_catalogues", "path_ends_cache", "path_ends_by_id", "_graph_copy", "_sealed"})
+_PER_COPY = frozenset({"paths", "_catalogues", "_shared_catalogues", "path_ends_cache", "path_ends_by_id",
+                       "_graph_copy", "_sealed"})
 
 
 CAPACITY_RANGE = f"a capacity is a number from 0 to {MAX_CAPACITY:g}"
@@ -386,13 +422,34 @@ def share_divisor(capacity: np.ndarray) -> np.ndarray:
     return np.where(capacity > 0, capacity, 1.0)
 
 
+class SharedPaths:
+    """Read-only views of a catalogue's caches, which a private copy's catalogue of the same k reads before
+    searching (`Network.learn_paths`)."""
+
+    __slots__ = ("pairs", "between")
+
+    def __init__(self, catalogue: "PathCatalogue"):
+        self.pairs = MappingProxyType(catalogue.server_pair_cache)
+        self.between = MappingProxyType(catalogue._between)
+
+
+_NO_SHARED_PATHS = MappingProxyType({})
+
+
 class PathCatalogue:
     """The k shortest simple paths (by hops) between nodes as link-index tuples, ties in node-index order; a
-    single-homed server's paths are its attachment's, cached per attachment pair."""
+    single-homed server's paths are its attachment's, cached per attachment pair.
 
-    def __init__(self, network: Network, k: int):
+    Args:
+        network: The network whose paths it finds.
+        k: Paths per pair.
+        shared: Paths another network with the same links found already, read before searching (None: none)."""
+
+    def __init__(self, network: Network, k: int, shared: SharedPaths | None = None):
         self.network = network
         self.k = k
+        self._shared_pairs = shared.pairs if shared is not None else _NO_SHARED_PATHS
+        self._shared_between = shared.between if shared is not None else _NO_SHARED_PATHS
         self._server_link = [int(x) for x in network.server_link]
         self._attachment = [int(x) for x in network.server_attachment]
         degree = np.array([len(n) for n in network.adjacency])
@@ -419,7 +476,10 @@ class PathCatalogue:
         if paths is None:
             if len(self.server_pair_cache) >= _SERVER_PAIR_CACHE:
                 self.server_pair_cache.clear()
-            paths = self.server_pair_cache[key] = self._compose(a, b)
+            paths = self._shared_pairs.get(key)
+            if paths is None:
+                paths = self._compose(a, b)
+            self.server_pair_cache[key] = paths
         return paths
 
     def _compose(self, a: int, b: int) -> tuple[Path, ...]:
@@ -440,7 +500,9 @@ class PathCatalogue:
         key = (a, b) if a < b or self._directed else (b, a)
         paths = self._between.get(key)
         if paths is None:
-            paths = self._search(*key)
+            paths = self._shared_between.get(key)
+            if paths is None:
+                paths = self._search(*key)
             self._between[key] = paths
         if key[0] == a:
             return paths

@@ -24,7 +24,7 @@ class RandomAllocator(PoolAndJobAllocator):
     def choose(self, builder: PoolBuilder, allowed: np.ndarray) -> int:
         if self.mask_any_free:
             allowed = (builder.free_resources.sum(axis=1) > 0) & ~builder.chosen_mask
-        candidates = np.flatnonzero(allowed)
+        candidates = allowed.nonzero()[0]  # (np.flatnonzero's, a Python call less)
         return int(candidates[self.rng.integers(len(candidates))])
 
     def choose_rack(self, builder: JobBuilder, allowed: np.ndarray) -> int:

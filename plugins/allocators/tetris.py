@@ -58,6 +58,7 @@ class TetrisAllocator(PoolAndJobAllocator):
         self.link_by_name = (link_column or ("by_name" if published else "own")) == "by_name"
         self.anchor_previous = (anchor or ("previous" if published else "request")) == "previous"
         self.ties_by_name = (ties or ("name" if published else "index")) == "name"
+        self._published = self.link_by_name or self.anchor_previous or self.ties_by_name
         self._last_pick = -1
 
     def reset(self, network: Network, rng: np.random.Generator) -> None:
@@ -74,6 +75,7 @@ class TetrisAllocator(PoolAndJobAllocator):
         # servers cannot change while it is being placed: score them once.
         self._scores_stay = self._all_linked and all(len(n) == 1 for n in network.adjacency[: network.n_servers])
         self._rack_members = [np.flatnonzero(network.racks == rack) for rack in range(network.racks.max() + 1)]
+        self._racks = network.racks.tolist()
         self._base = np.empty(network.n_servers)
         self._scores = np.empty(network.n_servers)
         self._link_free = np.empty(network.n_servers)
@@ -140,34 +142,35 @@ class TetrisAllocator(PoolAndJobAllocator):
         return outside
 
     def choose(self, builder: PoolBuilder, allowed: np.ndarray) -> int:
-        pick = self._choose(builder, allowed)
-        self._last_pick = pick
-        return pick
+        if self.anchor_previous:  # (the only reader of the last pick)
+            pick = self._choose(builder, allowed)
+            self._last_pick = pick
+            return pick
+        return self._choose(builder, allowed)
 
     def _choose(self, builder: PoolBuilder, allowed: np.ndarray) -> int:
         if self.fit_last:
             last = self._tightest_last_server(builder, allowed)
             if last >= 0:
                 return last
-        if self.link_by_name or self.anchor_previous or self.ties_by_name:
+        if self._published:
             return self._choose_published(builder, allowed)
+        chosen = builder.chosen
         scored = self._scored
-        if (not builder.chosen or not self._scores_stay or scored is None
+        if (not chosen or not self._scores_stay or scored is None
                 or scored[0] is not builder or scored[1] is not builder.request):
             self._score_all(builder)
-        elif self._finite and self._keep:
+        elif self._keep and self._finite:
             return self._choose_kept(builder, allowed)
-        if not builder.chosen and self._finite:
+        if not chosen:
             top = int(self._base.argmax())
-            if allowed[top]:  # the first of the maxima, so the first of the allowed ones too
+            if self._finite and allowed[top]:  # the first of the maxima, so the first of the allowed ones too
                 return top
+            return int(np.where(allowed, self._base, -np.inf).argmax())
         scores = self._scores
-        np.copyto(scores, self._base)
-        if builder.chosen:
-            members = self._rack_members[self.network.racks[builder.chosen[-1]]]
-            inside = scores[members]
-            scores *= self.penalty
-            scores[members] = inside
+        np.multiply(self._base, self.penalty, out=scores)
+        members = self._rack_members[self._racks[chosen[-1]]]
+        scores[members] = self._base[members]
         return int(np.where(allowed, scores, -np.inf).argmax())
 
     def _choose_published(self, builder: PoolBuilder, allowed: np.ndarray) -> int:

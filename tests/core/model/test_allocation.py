@@ -78,3 +78,18 @@ def test_required_pairs_rules():
     # reference: a CPU-less newcomer skips every pair from the first CPU-less
     # earlier server on (sticky flag), even (2, 3) where server 2 gave CPU.
     assert required_pairs("reference", cpu) == [(0, 1), (0, 2), (1, 2), (0, 3)]
+
+
+def test_a_snapshot_reads_the_links_of_a_path_the_engine_knows_as_they_are_and_others_link_by_link(small_network):
+    from dcbench.model.allocation import snapshot_allocation
+
+    known = small_network.paths.between_servers(0, 20)[0]
+    assert small_network.path_ends(known) is not None and id(known) in small_network.path_ends_by_id
+    numpy_links = tuple(np.int64(link) for link in known)
+    assert small_network.path_ends(numpy_links) == small_network.path_ends(known)
+    assert id(numpy_links) not in small_network.path_ends_by_id  # (by id: tuples of plain ints only)
+    for links in (known, numpy_links):
+        allocation = Allocation(np.array([0, 20]), np.ones((2, 2)), (Route(0, 20, links),))
+        snapshot = snapshot_allocation(allocation, small_network.path_ends_by_id)
+        assert [type(link) for link in snapshot.routes[0].links] == [int] * len(known)
+        assert (snapshot.routes[0].links is known) == (links is known)

@@ -185,3 +185,32 @@ def test_circuits_need_the_rack_switches_they_join():
     circuits = Circuits(ports=15, port_gbps=40.0, reconfigurable=True, max_hops=1)
     with pytest.raises(SpecError, match="topology has circuits but no rack_nodes for them to join"):
         Network.compile(broken(lambda t: dataclasses.replace(t, circuits=circuits)))
+
+
+def test_private_copies_read_the_paths_earlier_copies_were_asked_for_as_the_network_finds_them(small_network):
+    first = small_network.private_copy()
+    asked = {(a, b): first.paths.between_servers(a, b) for a, b in ((0, 20), (5, 1), (31, 2))}
+    by_nodes = first.catalogue(5).between_nodes(64, 70)
+    first.paths.server_pair_cache[3 * small_network.n_servers + 4] = ((0,),)  # poisoned: never read back
+    first.paths._between[(65, 66)] = ((),)
+    small_network.learn_paths(first)
+    later = small_network.private_copy()
+    fresh = tiered("tiered:8,1x4")
+    for (a, b), paths in asked.items():
+        assert later.paths.between_servers(a, b) == paths == fresh.paths.between_servers(a, b)
+        assert later.paths.between_servers(a, b) is small_network.paths.between_servers(a, b)  # not searched again
+    assert later.catalogue(5).between_nodes(64, 70) == by_nodes == fresh.catalogue(5).between_nodes(64, 70)
+    assert later.paths.between_servers(3, 4) == fresh.paths.between_servers(3, 4) != ((0,),)
+    assert later.paths.between_nodes(65, 66) == fresh.paths.between_nodes(65, 66) != ((),)
+    with pytest.raises(TypeError):  # a copy reads what the network found, and cannot write it
+        later.paths._shared_pairs[0] = ((0,),)
+
+
+def test_a_network_above_the_shared_size_learns_no_paths(small_network, monkeypatch):
+    from dcbench.model import network
+
+    monkeypatch.setattr(network, "SHARED_PATHS_UP_TO", small_network.n_servers - 1)
+    copy = small_network.private_copy()
+    copy.paths.between_servers(0, 20)
+    small_network.learn_paths(copy)
+    assert not small_network.paths.server_pair_cache and not small_network.private_copy().paths._shared_pairs

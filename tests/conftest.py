@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dcbench import Network
+from dcbench import Network, PoolBuilder, Reject
 from dcbench.harness import Runner, get_registry
 from dcbench.registry import reset_registry
 
@@ -61,6 +61,32 @@ def load_script(path: Path):
 
 def tiered(spec: str = "tiered:8,1x4") -> Network:
     return Network.compile(get_registry().build("topology", spec).obj)
+
+
+class Scripted:
+    """A pool allocator that accepts request i only where ``mask[i]``, on the first (or last) servers a builder allows
+    (the bounds' tests: no such policy beats a bound)."""
+
+    def __init__(self, mask, last=False):
+        self.mask, self.last = mask, last
+
+    def reset(self, network, rng):
+        self.builder = PoolBuilder(network)
+
+    def allocate(self, request, state):
+        if not self.mask[request.id]:
+            return Reject("scripted")
+        builder = self.builder
+        builder.start(request, state)
+        while builder.is_open:
+            allowed = np.flatnonzero(builder.allowed())
+            if not len(allowed):
+                return Reject("no_server")
+            builder.add(self.pick(builder, allowed))
+        return builder.result()
+
+    def pick(self, builder, allowed):
+        return allowed[-1] if self.last else allowed[0]
 
 
 @pytest.fixture

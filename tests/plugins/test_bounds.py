@@ -10,10 +10,10 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from dcbench import PoolBuilder, Reject, RequestSequence, simulate
+from dcbench import RequestSequence, simulate
 from dcbench.model.allocation import required_pairs
 from dcbench.plugins.bounds.pool import min_pairs, pool_bound, pool_instance
-from tests.conftest import tiered
+from tests.conftest import Scripted, tiered
 
 ROOT = Path(__file__).resolve().parents[2]
 BOUNDS = ROOT / "leaderboard" / "bounds"
@@ -30,31 +30,6 @@ def test_min_pairs_is_the_fewest_any_server_order_needs(rule):
                 pairs = len(required_pairs(rule, np.asarray(gives_cpu, dtype=float)))
                 fewest = pairs if fewest is None else min(fewest, pairs)
         assert min_pairs(rule, cpu_servers, servers)[0] == fewest, (cpu_servers, servers)
-
-
-class Scripted:
-    """Accepts request i only where ``mask[i]``, on the first (or last) servers a builder allows."""
-
-    def __init__(self, mask, last=False):
-        self.mask, self.last = mask, last
-
-    def reset(self, network, rng):
-        self.builder = PoolBuilder(network)
-
-    def allocate(self, request, state):
-        if not self.mask[request.id]:
-            return Reject("scripted")
-        builder = self.builder
-        builder.start(request, state)
-        while builder.is_open:
-            allowed = np.flatnonzero(builder.allowed())
-            if not len(allowed):
-                return Reject("no_server")
-            builder.add(self.pick(builder, allowed))
-        return builder.result()
-
-    def pick(self, builder, allowed):
-        return allowed[-1] if self.last else allowed[0]
 
 
 def tiny(seed, wait=True, pairs="all", n=7):

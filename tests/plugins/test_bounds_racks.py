@@ -11,34 +11,12 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from dcbench import PoolBuilder, Reject, simulate
+from dcbench import simulate
 from dcbench.plugins.bounds.pool import latest_waits, pool_bound, pool_instance
 from dcbench.plugins.workloads.uniform import UniformWorkload
-from tests.conftest import tiered
+from tests.conftest import Scripted, tiered
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-class Masked:
-    """Accepts request i only where ``mask[i]``, on the first (or last) servers a builder allows."""
-
-    def __init__(self, mask, last=False):
-        self.mask, self.last = mask, last
-
-    def reset(self, network, rng):
-        self.builder = PoolBuilder(network)
-
-    def allocate(self, request, state):
-        if not self.mask[request.id]:
-            return Reject("masked")
-        builder = self.builder
-        builder.start(request, state)
-        while builder.is_open:
-            allowed = np.flatnonzero(builder.allowed())
-            if not len(allowed):
-                return Reject("no_server")
-            builder.add(allowed[-1] if self.last else allowed[0])
-        return builder.result()
 
 
 def waited_steps(tables, sequence):
@@ -57,7 +35,7 @@ def episode(topology, seed, n, **workload):
 def test_where_every_request_fits_the_engine_waits_exactly_the_latest_waits(seed):
     network, sequence = episode("tiered:pods=1,racks=2,servers=4,sr=64,ra=64,ac=64", seed, 40,
                                 max_cpu=60, max_mem=60, hold=12)
-    tables = simulate(network, sequence, Masked(np.ones(40, dtype=bool)), np.random.default_rng(0))
+    tables = simulate(network, sequence, Scripted(np.ones(40, dtype=bool)), np.random.default_rng(0))
     assert (np.asarray(tables.requests["outcome"]) == "accepted").all()
     latest = latest_waits(pool_instance(network, sequence))
     assert latest[-1] > 0  # some request waited
@@ -72,7 +50,7 @@ def test_no_allocator_offers_a_request_later_than_the_latest_waits(seed, pairs):
     earlier = 0
     for mask in itertools.product([True, False], repeat=len(sequence)):
         for last in (False, True):
-            tables = simulate(network, sequence, Masked(mask, last), np.random.default_rng(0))
+            tables = simulate(network, sequence, Scripted(mask, last), np.random.default_rng(0))
             waited = waited_steps(tables, sequence)
             offered = np.asarray(tables.requests["outcome"]) != "skipped"
             assert (waited[offered] <= latest[offered]).all(), mask
@@ -91,7 +69,7 @@ def test_with_waits_no_scripted_allocator_beats_the_capped_bound(seed):
     network, sequence = episode("tiered:2,1x1,pods=1,racks=2,servers=2", seed + 10, 7, max_cpu=40, max_mem=24,
                                 hold=4, pairs="reference")
     instance = pool_instance(network, sequence)
-    best = max(int((np.asarray(simulate(network, sequence, Masked(mask, last),
+    best = max(int((np.asarray(simulate(network, sequence, Scripted(mask, last),
                                         np.random.default_rng(0)).requests["outcome"]) == "accepted").sum())
                for mask in itertools.product([True, False], repeat=len(sequence)) for last in (False, True))
     assert pool_bound(instance, "lp").accepted >= pool_bound(instance, "milp").accepted >= best

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
+from dcbench.envs import scenario_episode
 from dcbench.registry import get_registry
 from dcbench.running.stats import format_ci, mean_ci
 from dcbench.running.sweep import resolved_allocator
@@ -63,8 +64,9 @@ def main() -> None:
     candidates = read_candidates(args.checkpoints, higher)
     chosen = selected(candidates, higher)
 
+    measured, _ = scenario_episode(scenario)  # sweep's -n counts the requests after the warm-up
     command = [sys.executable, "-m", "dcbench", "sweep", "-t", scenario.topology, "-w", scenario.workload,
-               "-n", str(scenario.requests), "--seeds", str(len(scenario.seeds)), "--out", str(out),
+               "-n", str(measured), "--seeds", str(len(scenario.seeds)), "--out", str(out),
                "-j", str(args.jobs), "-q"]
     for spec in [c[3] for c in candidates] + args.baseline:
         command += ["-a", spec]

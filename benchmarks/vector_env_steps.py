@@ -13,10 +13,10 @@ Generator, with NEXT_STEP autoreset. The pool case is ``nara2022``'s
 The time is the process's CPU time (one math thread, one process), so
 that other jobs on the machine slow the figures less than wall time
 would; the two loops alternate (A B A B ...) and the median of the
-repeats is kept. The last column is the share of the native loop's
-time spent in its episodes' own steps (placing, checking and
-committing, the engine's work per episode), timed apart: batching the
-rest cannot remove it. Run from a checkout with dcbench installed:
+repeats is kept. The last column says how the native env stepped its
+episodes: as one batch (`BatchedPool`) or one by one (its
+``unbatched_reason`` says why). Run from a checkout with dcbench
+installed:
 
     python benchmarks/vector_env_steps.py
     python benchmarks/vector_env_steps.py --sizes 64 --only pool --repeat 7
@@ -66,31 +66,6 @@ class Loop:
         return time.process_time() - start
 
 
-def engine_share(loop: Loop, steps: int) -> float:
-    """The share of a native loop's time spent in its episodes' own steps (`AllocationEnv._act`: the engine's
-    placing, checking and committing), what batching the rest cannot remove; timed apart from the rates."""
-    spent = [0.0]
-
-    def timed(env, act):
-        def step(action):
-            start = time.perf_counter()
-            try:
-                return act(action)
-            finally:
-                spent[0] += time.perf_counter() - start
-        return step
-
-    envs = loop.env.unwrapped.envs
-    for env in envs:
-        env._act = timed(env, env._act)
-    start = time.perf_counter()
-    loop.run(steps)
-    total = time.perf_counter() - start
-    for env in envs:
-        del env._act
-    return spent[0] / total
-
-
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", default="1,8,64", help="numbers of envs, comma-separated (default 1,8,64)")
@@ -101,8 +76,8 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     print(f"{args.steps:,} env-steps per repeat, median of {args.repeat} alternated repeats, CPU time; "
           f"load average {os.getloadavg()[0]:.2f} at the start\n")
-    print("| mode | id | envs | SyncVectorEnv steps/s | native steps/s | speed-up | engine's share |")
-    print("|---|---|---:|---:|---:|---:|---:|")
+    print("| mode | id | envs | SyncVectorEnv steps/s | native steps/s | speed-up | episodes stepped |")
+    print("|---|---|---:|---:|---:|---:|---|")
     for label, env_id in CASES.items():
         if args.only not in (None, label):
             continue
@@ -116,9 +91,9 @@ def main(argv: list[str] | None = None) -> None:
                     times[which].append(loop.run(args.steps))
             steps = max(1, args.steps // n) * n
             sync, native = (steps / statistics.median(t) for t in times)
-            share = engine_share(loops[1], args.steps)
+            stepped = "batch" if loops[1].env.unwrapped.unbatched_reason is None else "one by one"
             print(f"| {label} | `{env_id}` | {n} | {sync:,.0f} | {native:,.0f} | {native / sync:.1f}× "
-                  f"| {share:.0%} |", flush=True)
+                  f"| {stepped} |", flush=True)
             for loop in loops:
                 loop.env.close()
     print(f"\nload average {os.getloadavg()[0]:.2f} at the end")

@@ -53,6 +53,7 @@ from dcbench.envs.suites import (
 from dcbench.envs.vector import VectorAllocationEnv
 from dcbench.errors import AllocatorError, SpecError
 from dcbench.model.network import Network
+from dcbench.model.requests import RequestSequence
 from dcbench.model.suite import Scenario
 from dcbench.running.runner import ResolvedRun, Runner, draw_requests, measuring, warmup_requests
 from dcbench.spec import Range
@@ -254,12 +255,7 @@ class AllocationEnv(gym.Env):
             SpecError: The workload refuses its parameters for this network.
             PluginError: A third-party workload failed or returned an unusable request sequence.
         """
-        super().reset(seed=seed)
-        if seed is None:  # a training seed, never a test or a validation one
-            seed = int(self.np_random.integers(VALIDATION_SEEDS.stop, 2**62))
-        self.episode_seed = seed
-        workload_rng, _ = np.random.default_rng(seed).spawn(2)
-        sequence = draw_requests(self.plan, self.requests, workload_rng)
+        sequence = self._draw(seed)
         self.simulation = Simulation(self.network, sequence)
         self.floor_latency_ns = _floor_latency_ns(sequence.packets, self.network.circuits)
         self.accepted = 0
@@ -267,6 +263,15 @@ class AllocationEnv(gym.Env):
         reward, done = self._advance()
         self._done = done
         return self._observation(), {"reward_before_first_step": reward, "done": done}
+
+    def _draw(self, seed: int | None) -> RequestSequence:
+        """The requests of the episode on ``seed`` (None: a training seed ≥ 3,000,000), which becomes `episode_seed`."""
+        super().reset(seed=seed)
+        if seed is None:  # a training seed, never a test or a validation one
+            seed = int(self.np_random.integers(VALIDATION_SEEDS.stop, 2**62))
+        self.episode_seed = seed
+        workload_rng, _ = np.random.default_rng(seed).spawn(2)
+        return draw_requests(self.plan, self.requests, workload_rng)
 
     def _observation(self) -> dict[str, np.ndarray]:
         if not self._open or self.simulation.request is None:  # no decision: zeros, every action allowed
@@ -457,8 +462,9 @@ def _vector(cls: type[AllocationEnv], num_envs: Any, kwargs: dict[str, Any]) -> 
     if isinstance(num_envs, bool) or not isinstance(num_envs, (int, np.integer)) or num_envs < 1:
         raise SpecError(f"num_envs must be a whole number of at least 1, got {shown(num_envs)}")
     mode = kwargs.pop("autoreset_mode", AutoresetMode.NEXT_STEP)
+    batched = kwargs.pop("batched", None)
     first = cls(**kwargs)
-    return VectorAllocationEnv([first, *(first._twin() for _ in range(num_envs - 1))], mode)
+    return VectorAllocationEnv([first, *(first._twin() for _ in range(num_envs - 1))], mode, batched)
 
 
 def allocation_vector_env(num_envs: int = 1, **kwargs: Any) -> VectorAllocationEnv:

@@ -174,6 +174,26 @@ class PoolFeatures:
         return observation
 
 
+def write_pool_observation(obs: dict[str, np.ndarray], features: "PoolFeatures", free: np.ndarray, chosen: np.ndarray,
+                           allowed: np.ndarray, free_links: np.ndarray, used: np.ndarray, holding: np.ndarray,
+                           squashed_free: np.ndarray, squashed_links: np.ndarray) -> None:
+    """Every row's pool observation from the builders' (N, …) arrays (`PoolFeatures.observe`'s arithmetic), given
+    the free capacities over what is still needed and the edges' free links, squashed."""
+    servers = features.n_servers
+    nodes = obs["node_features"]
+    nodes[:, :servers, :2] = squashed_free
+    nodes[:, servers:, :2] = features._switch_value
+    nodes[:, :, 2] = 0.0
+    nodes[:, :servers, 2] = chosen
+    nodes[:, servers:, 3:5] = 0.0
+    nodes[:, :servers, 3:5] = free * features.inverse_capacity
+    obs["edge_features"][..., 0] = squashed_links
+    obs["edge_features"][..., 1] = free_links * features.inverse_link_capacity
+    obs["global_features"][:, :2] = used[:, :2]
+    obs["global_features"][:, 2] = holding
+    obs["action_mask"][:] = allowed
+
+
 RACK_FEATURES = ("free_share_cpu", "free_share_mem", "free_share_disk", "it_if_placed", "job_vms_here",
                  "traffic_kept_here")
 LINK_FEATURES = ("free_share", "capacity_share")

@@ -1,10 +1,10 @@
 """`VectorAllocationEnv`: N episodes of one scenario in lockstep, what ``gym.make_vec(id, num_envs=N,
 vectorization_mode="vector_entry_point")`` makes for every dcbench id.
 
-Each episode is its own `AllocationEnv` stepped by the engine's own loop (every allocation checked), so episode i of
-``reset(seed=s)`` is the single env's on seed s + i. What the episodes share is done once for the batch: a pool
-builder's arrays are rows of (N, …) arrays, so the observations and masks of all N episodes are a few numpy calls;
-rewards, terminations and counts are arrays. Job observations (and hints) are built per episode into the batch."""
+Episode i of ``reset(seed=s)`` is the single env's on seed s + i. Pool episodes are stepped as one batch by
+`BatchedPool` (envs/batched.py) where it can; otherwise each is its own `AllocationEnv` stepped by the engine's loop,
+and what the episodes share is done once for the batch: a pool builder's arrays are rows of (N, …) arrays, so the
+observations and masks of all N are a few numpy calls. Job observations are built per episode into the batch."""
 
 from __future__ import annotations
 
@@ -16,8 +16,11 @@ import numpy as np
 from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space
 
-from dcbench.envs.features import _squash
+from dcbench.envs.batched import BatchedPool, unsupported
+from dcbench.envs.features import _squash, write_pool_observation
 from dcbench.errors import AllocatorError, SpecError
+
+BATCHED_FROM = 8  # envs from which `BatchedPool` steps faster than the episodes one by one (benchmarks/)
 
 
 class _PoolBatch:
@@ -54,7 +57,6 @@ class _PoolBatch:
 
     def observe(self, obs: dict[str, np.ndarray], pending: np.ndarray) -> None:
         """Write every row's observation (those of a pending decision only; the caller zeroes the rest)."""
-        f, servers = self.features, self.features.n_servers
         for i in np.flatnonzero(pending).tolist():
             builder = self.builders[i]
             if self.bound:
@@ -65,21 +67,10 @@ class _PoolBatch:
                 self.remaining[i] = builder.remaining
                 self.free[i], self.chosen[i], self.allowed[i], self.links[i] = (
                     builder.free_resources, builder.chosen_mask, builder.allowed(), builder.free_links)
-        remaining = self.remaining
+        remaining, free_links = self.remaining, self.links[:, self.features.edge_link]
         inverse = np.divide(1.0, remaining, out=np.zeros_like(remaining), where=remaining > 0)
-        nodes = obs["node_features"]
-        nodes[:, :servers, :2] = _squash(self.free * inverse[:, None, :])
-        nodes[:, servers:, :2] = f._switch_value
-        nodes[:, :, 2] = 0.0
-        nodes[:, :servers, 2] = self.chosen
-        nodes[:, servers:, 3:5] = 0.0
-        nodes[:, :servers, 3:5] = self.free * f.inverse_capacity
-        free_links = self.links[:, f.edge_link]
-        obs["edge_features"][..., 0] = _squash(free_links)
-        obs["edge_features"][..., 1] = free_links * f.inverse_link_capacity
-        obs["global_features"][:, :2] = self.used
-        obs["global_features"][:, 2] = self.holding
-        obs["action_mask"][:] = self.allowed
+        write_pool_observation(obs, self.features, self.free, self.chosen, self.allowed, free_links, self.used,
+                               self.holding, _squash(self.free * inverse[:, None, :]), _squash(free_links))
 
 
 class VectorAllocationEnv(gym.vector.VectorEnv):
@@ -92,12 +83,17 @@ class VectorAllocationEnv(gym.vector.VectorEnv):
     ``final_info``. ``info`` has ``accepted`` and ``offered`` per env, and an env's own keys where it gave them
     (``invalid_action``, the ratios at the end, a job's ``step_rewards``), each with its ``_key`` mask.
 
+    Pool episodes are stepped by `BatchedPool` (array operations across the batch) where it can step them
+    (``unbatched_reason`` says why not); then the envs keep their seeds but not a `Simulation` of their own.
+
     Args:
         envs: The episodes' `AllocationEnv` s of one scenario, each with its own builder, none reset yet.
         autoreset_mode: `gymnasium.vector.AutoresetMode.NEXT_STEP` or ``SAME_STEP`` (or their values).
+        batched: Whether pool episodes are stepped as one batch: None (from `BATCHED_FROM` envs on), True, False.
 
     Attributes:
         envs: The episodes' environments.
+        unbatched_reason: Why the episodes are stepped one by one (None: they are batched).
         num_envs: How many.
         kind: "pool" or "job".
         single_observation_space: One env's observation space.
@@ -106,17 +102,20 @@ class VectorAllocationEnv(gym.vector.VectorEnv):
         action_space: The batch's: MultiDiscrete.
 
     Raises:
-        SpecError: No env, or another autoreset mode.
+        SpecError: No env, another autoreset mode, or ``batched`` not None, True or False.
     """
 
     metadata = {"autoreset_mode": AutoresetMode.NEXT_STEP, "render_modes": []}
 
-    def __init__(self, envs: Sequence[Any], autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP):
+    def __init__(self, envs: Sequence[Any], autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP,
+                 batched: bool | None = None):
         modes = (AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP)
         if autoreset_mode not in modes and autoreset_mode not in [m.value for m in modes]:
             raise SpecError(f"autoreset_mode must be NEXT_STEP or SAME_STEP, got {autoreset_mode!r}")
         if not envs:
             raise SpecError("a vector env needs at least one env")
+        if batched is not None and not isinstance(batched, (bool, np.bool_)):
+            raise SpecError(f"batched must be None, True or False, got {batched!r}")
         self.metadata = {**self.metadata, "autoreset_mode": AutoresetMode(autoreset_mode)}
         self.envs = list(envs)
         first = self.envs[0]
@@ -132,11 +131,20 @@ class VectorAllocationEnv(gym.vector.VectorEnv):
         self._pending = np.zeros(n, bool)  # a decision is pending (else the observation is zeros, all allowed)
         self._reset_next = np.zeros(n, bool)  # NEXT_STEP: ended last step
         self._started = False
-        self._pool = _PoolBatch(self.envs) if self.kind == "pool" else None
+        if batched is False or (batched is None and n < BATCHED_FROM):
+            self.unbatched_reason = "batched=False" if batched is False else f"fewer than {BATCHED_FROM} envs"
+        else:
+            self.unbatched_reason = unsupported(first)
+        self._batch = BatchedPool(first.network, n) if self.unbatched_reason is None else None
+        self._pool = _PoolBatch(self.envs) if self.kind == "pool" and self._batch is None else None
 
     def _reset_env(self, i: int, seed: int | None) -> dict[str, Any]:
         env = self.envs[i]
-        _, info = env.reset(seed=seed)
+        if self._batch is not None:
+            reward, done = self._batch.start(i, env._draw(seed))
+            info = {"reward_before_first_step": reward, "done": done}
+        else:
+            _, info = env.reset(seed=seed)
         self._pending[i] = not info["done"]
         self._reset_next[i] = info["done"]  # an episode with no decision at all: reset again
         if self._pool is not None:
@@ -147,7 +155,9 @@ class VectorAllocationEnv(gym.vector.VectorEnv):
 
     def _observe(self) -> dict[str, np.ndarray]:
         obs, pending = self._obs, self._pending
-        if self._pool is not None:
+        if self._batch is not None:
+            self._batch.observe(obs, self.envs[0].features)
+        elif self._pool is not None:
             self._pool.observe(obs, pending)
             if "hint_features" in obs:
                 for i in np.flatnonzero(pending).tolist():
@@ -206,6 +216,8 @@ class VectorAllocationEnv(gym.vector.VectorEnv):
             raise AllocatorError(f"actions must be {self.num_envs} integers, got {actions.dtype} {actions.shape}")
         if not self._started:
             raise gym.error.ResetNeeded("call reset() before the first step()")
+        if self._batch is not None:
+            return self._step_batch(actions)
         n = self.num_envs
         rewards, terminated = np.zeros(n), np.zeros(n, bool)
         counts = np.zeros((2, n), np.int64)
@@ -236,6 +248,35 @@ class VectorAllocationEnv(gym.vector.VectorEnv):
                 infos = self._add_info(infos, info, i)
         infos.update(accepted=counts[0], offered=counts[1], _accepted=np.ones(n, bool), _offered=np.ones(n, bool))
         return self._observe(), rewards, terminated, np.zeros(n, bool), infos
+
+    def _step_batch(self, actions: np.ndarray):
+        batch, n = self._batch, self.num_envs
+        resetting = self._reset_next.copy()
+        rewards, terminated, invalid = batch.step(actions, self._pending)
+        rewards[resetting] = 0.0
+        self._pending &= ~terminated
+        same_step = self.metadata["autoreset_mode"] == AutoresetMode.SAME_STEP
+        infos: dict[str, Any] = {}
+        for i in np.flatnonzero(resetting | terminated | invalid).tolist():
+            if resetting[i]:
+                info = self._reset_env(i, None)
+            else:
+                info = {"invalid_action": True} if invalid[i] else {}
+                if terminated[i]:
+                    info.update(accepted=int(batch.accepted[i]), offered=int(batch.offered[i]), **batch.ratios(i))
+                    if same_step:
+                        info = {"final_obs": self._blank(), "final_info": info, **self._reset_env(i, None)}
+                    else:
+                        self._reset_next[i] = True
+            infos = self._add_info(infos, info, i)
+        infos.update(accepted=batch.accepted.copy(), offered=batch.offered.copy(), _accepted=np.ones(n, bool),
+                     _offered=np.ones(n, bool))
+        return self._observe(), rewards, terminated, np.zeros(n, bool), infos
+
+    def _blank(self) -> dict[str, np.ndarray]:
+        final = {key: np.zeros(space.shape, space.dtype) for key, space in self.single_observation_space.spaces.items()}
+        final["action_mask"][:] = 1
+        return final
 
     def action_masks(self) -> np.ndarray:
         """Every env's allowed actions as booleans (all True where no decision is pending, as before `reset`).

@@ -330,8 +330,10 @@ def test_get_action_masks_of_subprocess_workers_before_reset():
         vec.close()
 
 
-def test_making_any_registered_environment_warns_nothing_render_mode_included():
+def test_making_any_registered_environment_warns_nothing_render_mode_included(tmp_path, monkeypatch):
     from dcbench import SpecError
+
+    monkeypatch.chdir(tmp_path)  # where no trace was downloaded
     from dcbench.envs import suite_envs
 
     envs = suite_envs()

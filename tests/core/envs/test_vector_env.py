@@ -11,6 +11,12 @@ from dcbench import AllocatorError, SpecError
 from dcbench.envs import VectorAllocationEnv, suite_envs
 
 POOL = ("dcbench/nara2022-8-1x4-v0", {"requests": 12})
+# the batched engine on each pair rule, with and without waiting, on a fabric of several racks
+ALL_PAIRS = ("dcbench/Allocation-v0", {"topology": "tiered:32,1x4", "workload": "uniform:pairs=all", "requests": 40})
+CPU_PAIRS = ("dcbench/Allocation-v0", {"topology": "tiered:32,1x4", "workload": "uniform:pairs=cpu,min_cpu=0,wait=no",
+                                       "requests": 40})
+REFERENCE = ("dcbench/Allocation-v0", {"topology": "tiered:8,1x1", "workload": "uniform:min_cpu=0,hold=60",
+                                       "requests": 40})
 HINTS = ("dcbench/nara2022-8-1x4-v0", {"requests": 6, "hints": True})
 # a small OCS fabric with a short warm-up, as dcbench.testing checks jobs on
 JOB = ("dcbench/Allocation-v0", {"topology": "ocs:4,servers=4", "workload": "vmjobs:load=4,warmup=10", "requests": 6})
@@ -43,12 +49,15 @@ def assert_same(value, expected):
         np.testing.assert_array_equal(value, expected)
 
 
-@pytest.mark.parametrize("case, bound", [(POOL, True), (POOL, False), (HINTS, True), (JOB, True), (FIXED, True)],
-                         ids=["pool", "pool-copied", "hints", "job", "job-fixed"])
+@pytest.mark.parametrize("case, bound", [(POOL, True), (ALL_PAIRS, True), (CPU_PAIRS, True), (REFERENCE, True),
+                                         (POOL, None), (POOL, False), (HINTS, True), (JOB, True), (FIXED, True)],
+                         ids=["pool", "pairs-all", "pairs-cpu-no-wait", "pairs-reference", "pool-by-episode",
+                              "pool-copied", "hints", "job", "job-fixed"])
 def test_each_episode_of_the_batch_is_the_single_envs_on_its_seed_step_by_step(case, bound):
     n, seed = 3, 1_000_000
-    vector = make_vec(case, n)
-    if not bound:  # builders whose arrays are not the batch's rows: copied at each step
+    vector = make_vec(case, n, batched=bound is True)
+    assert (vector.unbatched_reason is None) == (bound is True and case not in (HINTS, JOB, FIXED))
+    if bound is False:  # builders whose arrays are not the batch's rows: copied at each step
         for env in vector.envs:
             for name in ("free_resources", "chosen_mask", "_allowed", "_free_links_array"):
                 setattr(env.builder, name, getattr(env.builder, name).copy())
@@ -80,8 +89,20 @@ def test_each_episode_of_the_batch_is_the_single_envs_on_its_seed_step_by_step(c
     assert (ended >= 1).all()  # every env went through an autoreset
 
 
+def test_pool_episodes_are_batched_from_eight_envs_where_the_batch_can_step_them():
+    assert make_vec(POOL, 2).unbatched_reason == "fewer than 8 envs"
+    assert make_vec(POOL, 8).unbatched_reason is None
+    assert make_vec(POOL, 8, batched=False).unbatched_reason == "batched=False"
+    assert "hint features" in make_vec(HINTS, 8).unbatched_reason
+    assert "job" in make_vec(JOB, 8).unbatched_reason
+    published = gymnasium.make_vec("dcbench/nara2022-published-8-1x4-v0", num_envs=8, batched=True, requests=4)
+    assert "allowed=free" in published.unbatched_reason
+    with pytest.raises(SpecError, match="batched must be"):
+        make_vec(POOL, 2, batched="yes")
+
+
 def test_same_step_autoreset_resets_in_the_ending_step_and_keeps_the_last_observation():
-    vector = make_vec(POOL, 2, autoreset_mode=AutoresetMode.SAME_STEP)
+    vector = make_vec(POOL, 2, autoreset_mode=AutoresetMode.SAME_STEP, batched=True)
     assert vector.metadata["autoreset_mode"] == AutoresetMode.SAME_STEP
     single = gymnasium.make(POOL[0], **POOL[1]).unwrapped
     obs, _ = vector.reset(seed=1_000_000)
@@ -137,7 +158,8 @@ def test_bad_actions_and_settings_are_refused():
         make_vec(POOL, 2, autoreset_mode=AutoresetMode.DISABLED)
 
 
-def test_make_vec_works_for_every_registered_id():
+def test_make_vec_works_for_every_registered_id(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # where no trace was downloaded
     traced = {env.id for env in suite_envs() if (env.scenario.workload or "").startswith("trace:")}
     for env_id in traced:  # a trace file nobody downloaded here: the single env's error
         with pytest.raises(SpecError, match="no trace file"):

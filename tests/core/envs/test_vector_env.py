@@ -180,7 +180,8 @@ def test_make_vec_works_for_every_registered_id(tmp_path, monkeypatch):
 @pytest.mark.slow
 def test_maskable_ppo_learns_on_the_vector_env():
     sb3_contrib = pytest.importorskip("sb3_contrib")
-    vector = make_vec((POOL[0], {"requests": 2}), 4)
+    vector = make_vec((POOL[0], {"requests": 2}), 8)  # batched
+    assert vector.unbatched_reason is None
     model = sb3_contrib.MaskablePPO("MultiInputPolicy", vector.as_sb3(), n_steps=16, batch_size=32, n_epochs=1,
                                     seed=1_000_000, device="cpu")
     model.learn(128)

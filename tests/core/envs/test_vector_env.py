@@ -167,7 +167,8 @@ def test_make_vec_works_for_every_registered_id(tmp_path, monkeypatch):
     ids = ["dcbench/Allocation-v0", *(env.id for env in suite_envs() if env.id not in traced)]
     assert any("odcn2025" in env_id for env_id in ids)  # jobs too
     for env_id in ids:
-        vector = gymnasium.make_vec(env_id, num_envs=2, vectorization_mode="vector_entry_point", requests=1)
+        vector = gymnasium.make_vec(env_id, num_envs=2, vectorization_mode="vector_entry_point", requests=1,
+                                    batched=True)
         assert isinstance(vector, VectorAllocationEnv)
         assert vector.observation_space == gymnasium.vector.utils.batch_space(vector.single_observation_space, 2)
         obs, _ = vector.reset(seed=1_000_000)

@@ -15,7 +15,13 @@ import torch
 from dcbench.envs import AllocationEnv
 from dcbench.harness import curve_columns
 from dcbench.plugins.allocators.gnn_ppo.allocator import GnnPpoAllocator, checkpoint_for, load_policy
-from dcbench.plugins.allocators.gnn_ppo.model import GraphPolicy, GreedyPolicy, as_tensors, with_self_loops
+from dcbench.plugins.allocators.gnn_ppo.model import (
+    GraphPolicy,
+    GreedyPolicy,
+    MessageSums,
+    as_tensors,
+    with_self_loops,
+)
 from dcbench.plugins.allocators.gnn_ppo.train import train
 from tests.conftest import failed_export_keeps_the_previous_files, run_tables_digest, strict_json, tiered
 
@@ -610,6 +616,34 @@ def test_a_decisions_split_products_give_the_trained_forwards_arg_max(runner, to
     runner.run("gnn_ppo", topology, requests=24)
     assert len(compared) > 24 and all(same for same, _ in compared)
     assert sum(bits for _, bits in compared) >= 0.99 * len(compared)
+
+
+@pytest.mark.parametrize("n_targets", [3, 7])  # every target has a link's edge in; node 3 has none
+def test_a_decisions_message_sums_are_the_segment_sums_bit_for_bit(n_targets):
+    # decision_logits adds each node's messages in propagate's order (its edges', the self loop's last) by
+    # slices and index_add_: the same bits as a segment sum over the edges sorted by target, on messages
+    # of magnitudes far enough apart that another order rounds otherwise.
+    g = torch.Generator().manual_seed(3)
+    links = torch.tensor([[4, 5, 6, 0, 1, 2, 5, 6, 4, 0, 1, 2, 4, 6],
+                          [0, 1, 2, 4, 4, 4, 4, 4, 5, 6, 6, 6, 1, 0]])
+    edge_index = with_self_loops(links, 7)
+    linear = torch.nn.Linear(5 + 2, 4).double()
+    with torch.no_grad():
+        linear.weight.copy_(torch.rand(4, 7, generator=g, dtype=torch.float64))  # (positive: no message is 0)
+        linear.bias.copy_(torch.rand(4, generator=g, dtype=torch.float64))
+    h = torch.rand(7, 5, generator=g, dtype=torch.float64) * 10.0 ** torch.arange(-3, 4)[:, None]
+    edges = torch.rand(links.shape[1], 2, generator=g, dtype=torch.float64)
+    order = torch.argsort(edge_index[1], stable=True)
+    in_degree = torch.bincount(edge_index[1], minlength=7)
+    with torch.no_grad():
+        messages = torch.addmm(linear.bias, torch.cat([edges, edges.new_zeros(7, 2)]).index_select(0, order),
+                               linear.weight[:, 5:].t())
+        messages += torch.mm(h, linear.weight[:, :5].t()).index_select(0, edge_index[0, order])
+        summed = torch.segment_reduce(messages.clamp(min=0), "sum", lengths=in_degree, axis=0)
+        expected = torch.nn.functional.normalize(summed / in_degree[:, None], dim=-1)[:n_targets]
+        sums = MessageSums(edge_index, links.shape[1], n_targets)
+        assert torch.equal(sums.layer(linear, h, edges), expected)
+        assert torch.equal(sums.layer(linear, h, edges), expected)  # again, in the buffers the first call left
 
 
 @pytest.mark.slow  # every shipped checkpoint under several kernel settings

@@ -92,7 +92,100 @@ class EdgesByTarget:
         self.source = edge_index[0].index_select(0, self.order)
         self.in_degree = torch.bincount(target, minlength=n_nodes)
         self.divisor = self.in_degree.clamp(min=1).to(torch.float32)[:, None]  # (the mean's count, as PyG's)
-        self.buffers: tuple[torch.Tensor, ...] | None = None  # `GraphPolicy.decision_logits`'s
+
+
+def _chosen_mean(servers: torch.Tensor, chosen: torch.Tensor) -> torch.Tensor:
+    """`forward`'s pooled embedding of one observation: the mean embedding
+    of the chosen servers (``chosen`` is 1 for those, 0 for the rest)."""
+    rows = torch.nonzero(chosen[:, 0]).squeeze(-1)
+    if len(rows) <= 2:  # a sum of zeros and at most two other terms is the same in any order: skip the zeros
+        return servers.index_select(0, rows).sum(dim=0) / chosen.sum(dim=0).clamp(min=1.0)
+    return (servers * chosen).sum(dim=0) / chosen.sum(dim=0).clamp(min=1.0)
+
+
+class MessageSums:
+    """One `EdgeMeanConv` layer of `GraphPolicy.decision_logits` into the
+    first ``n_targets`` nodes, its sums in `propagate`'s order without a
+    segment reduction.
+
+    PyG adds a node's messages in edge order: its links' edges, then its
+    self loop (appended last). Here the links' edges into the targets come
+    position-major: each target's first one, in node order, then every
+    second one, and so on. So the first rows start the sums in place and
+    one ``index_add_`` (sequential) adds the later rows, each node's in
+    its edges' order; the self loops' messages come last.
+
+    Args:
+        edge_index: The edge index (2 × edges): the links' edges, then one
+            self loop per node.
+        n_links: The number of the links' edges (the self loops follow).
+        n_targets: The nodes whose sums are wanted: the first ones.
+
+    Attributes:
+        edge_index: That edge index.
+        n_targets: That number of nodes.
+        order: The links' edges into the targets, in this order (indices
+            into the links' edges).
+        source: Each of those edges' source node.
+        every_target_first: Whether every target has a link's edge in:
+            then the first ``n_targets`` of those edges are one per target,
+            in node order; else the sums start from zeros.
+        later_target: The target of each edge after the first
+            ``n_targets`` (if every target has one; else of every edge).
+        divisor: Each target's in-degree, self loop included (n_targets × 1).
+    """
+
+    def __init__(self, edge_index: torch.Tensor, n_links: int, n_targets: int):
+        self.edge_index = edge_index
+        self.n_targets = n_targets
+        links = edge_index[:, :n_links]
+        into = torch.nonzero(links[1] < n_targets).squeeze(-1)
+        by_target = into.index_select(0, torch.argsort(links[1, into], stable=True))
+        target = links[1].index_select(0, by_target)
+        links_in = torch.bincount(target, minlength=n_targets)
+        position = torch.arange(len(target)) - (torch.cumsum(links_in, 0) - links_in).index_select(0, target)
+        self.order = by_target.index_select(0, torch.argsort(position * n_targets + target))
+        self.source = links[0].index_select(0, self.order)
+        self.every_target_first = bool((links_in > 0).all())
+        self.later_target = links[1].index_select(0, self.order[n_targets:] if self.every_target_first
+                                                  else self.order)
+        self.divisor = (links_in + 1).to(torch.float32)[:, None]
+        self._kept: tuple[tuple, tuple[torch.Tensor, ...]] | None = None
+
+    def layer(self, linear: nn.Linear, h: torch.Tensor, edges: torch.Tensor) -> torch.Tensor:
+        """The layer's new embeddings of the targets.
+
+        Args:
+            linear: The layer's weights (``EdgeMeanConv.linear``).
+            h: Every node's embedding (nodes × width).
+            edges: The links' edges' features, in edge index order.
+
+        Returns:
+            The targets' embeddings (n_targets × out), L2-normalised: a
+            view of a buffer that the next call overwrites.
+        """
+        weight, width = linear.weight, h.shape[-1]
+        per_node, edge_attr, messages, gathered = self._buffers(h, edges, linear.out_features)
+        torch.mm(h, weight[:, :width].t(), out=per_node)
+        torch.index_select(edges, 0, self.order, out=edge_attr)
+        torch.addmm(linear.bias, edge_attr, weight[:, width:].t(), out=messages)
+        torch.index_select(per_node, 0, self.source, out=gathered)
+        messages.add_(gathered).clamp_(min=0)
+        if self.every_target_first:
+            sums = messages[:self.n_targets].index_add_(0, self.later_target, messages[self.n_targets:])
+        else:
+            sums = gathered[:self.n_targets].zero_().index_add_(0, self.later_target, messages)
+        sums.add_(per_node[:self.n_targets].add_(linear.bias).clamp_(min=0)).div_(self.divisor)
+        return sums.div_(sums.norm(dim=-1, keepdim=True).clamp_min(1e-12))  # F.normalize's arithmetic, in place
+
+    def _buffers(self, h: torch.Tensor, edges: torch.Tensor, out: int) -> tuple[torch.Tensor, ...]:
+        # Reused from call to call: fresh ones of this size cost more in page faults than the arithmetic.
+        key = (h.dtype, len(h), edges.shape[1], out)
+        if self._kept is None or self._kept[0] != key:
+            rows = len(self.order)
+            self._kept = (key, (h.new_empty(len(h), out), h.new_empty(rows, edges.shape[1]), h.new_empty(rows, out),
+                                h.new_empty(max(rows, self.n_targets), out)))
+        return self._kept[1]
 
 
 def _remove_generated_source(conv: type[MessagePassing]) -> None:
@@ -134,6 +227,8 @@ class GraphPolicy(nn.Module):
         self.value = nn.Sequential(nn.Linear(global_hidden + 2 * hidden, VALUE_HIDDEN), nn.Tanh(),
                                    nn.Linear(VALUE_HIDDEN, 1))
         self._edges_by_target: EdgesByTarget | None = None  # the last edge index of one observation, sorted
+        self._message_sums: tuple[MessageSums, MessageSums] | None = None  # `decision_logits`': all nodes, servers
+        self._decision_buffers: dict[str, torch.Tensor] = {}
 
     def forward(self, nodes: torch.Tensor, edges: torch.Tensor, globals_: torch.Tensor, mask: torch.Tensor,
                 edge_index: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -174,43 +269,41 @@ class GraphPolicy(nn.Module):
         sums in another order: logits differ from `forward`'s in their last
         bits only (`GreedyPolicy` rounds them to float32, and
         benchmarks/gnn_ppo_decisions.py --check replays every decision of
-        the committed runs both ways: the same arg-max)."""
-        graph = self._edges_by_target
-        if graph is None or graph.edge_index is not edge_index:
-            graph = self._edges_by_target = EdgesByTarget(edge_index, nodes.shape[0])
-        edge_attr = torch.cat([edges, edges.new_zeros(nodes.shape[0], edges.shape[-1])]).index_select(0, graph.order)
+        the committed runs both ways: the same arg-max).
+
+        Each node's messages are summed as `propagate` sums them, its self
+        loop's last (`MessageSums`), the self loops' messages without an
+        edge product: their edge features are zeros."""
+        sums = self._message_sums
+        if sums is None or sums[0].edge_index is not edge_index:
+            n_links = edges.shape[0]
+            sums = self._message_sums = (MessageSums(edge_index, n_links, nodes.shape[0]),
+                                         MessageSums(edge_index, n_links, mask.shape[-1]))
         n_servers = mask.shape[-1]
-        hidden = self.config["hidden"]
-        first, last = self.logit[0], self.logit[2]
-        if graph.buffers is None or graph.buffers[0].dtype != nodes.dtype:  # (reused: fresh ones cost page faults)
-            graph.buffers = (nodes.new_empty(len(graph.source), hidden), nodes.new_empty(len(graph.source), hidden),
-                             nodes.new_empty(nodes.shape[0], hidden),
-                             nodes.new_empty(n_servers, hidden + nodes.shape[1]),
-                             nodes.new_empty(n_servers, first.out_features))
-        messages, gathered, per_node, per_server, logit_hidden = graph.buffers
-        h, source, in_degree, divisor = nodes, graph.source, graph.in_degree, graph.divisor
+        h = nodes
         for layer, conv in enumerate(self.convs):
-            if layer == len(self.convs) - 1:  # only the servers' embeddings are read: the edges into them come first
-                into_servers = int(in_degree[:n_servers].sum())
-                edge_attr, source, messages, gathered = (edge_attr[:into_servers], source[:into_servers],
-                                                         messages[:into_servers], gathered[:into_servers])
-                in_degree, divisor = in_degree[:n_servers], divisor[:n_servers]
-            weight, width = conv.linear.weight, h.shape[-1]
-            torch.addmm(conv.linear.bias, edge_attr, weight[:, width:].t(), out=messages)
-            torch.index_select(torch.mm(h, weight[:, :width].t(), out=per_node), 0, source, out=gathered)
-            messages.add_(gathered).clamp_(min=0)
-            h = torch.segment_reduce(messages, "sum", lengths=in_degree, axis=0).div_(divisor)
-            h.div_(h.norm(dim=-1, keepdim=True).clamp_min(1e-12))  # F.normalize's arithmetic, in place
+            into = sums[1] if layer == len(self.convs) - 1 else sums[0]  # the last layer: only servers are read
+            h = into.layer(conv.linear, h, edges)
         servers = h[:n_servers]
         chosen = nodes[:n_servers, 2:3]
-        pooled = (servers * chosen).sum(dim=0) / chosen.sum(dim=0).clamp(min=1.0)
-        shared = torch.cat([self.global_embed(globals_), pooled])
+        shared = torch.cat([self.global_embed(globals_), _chosen_mean(servers, chosen)])
+        first, last = self.logit[0], self.logit[2]
         weight = first.weight
         bias = torch.addmv(first.bias, weight[:, :shared.shape[0]], shared)
+        per_server = self._kept("per_server", nodes, (n_servers, servers.shape[1] + nodes.shape[1]))
+        logit_hidden = self._kept("logit_hidden", nodes, (n_servers, first.out_features))
         torch.cat([servers, nodes[:n_servers]], dim=-1, out=per_server)
         torch.addmm(bias, per_server, weight[:, shared.shape[0]:].t(), out=logit_hidden)
         logits = torch.addmm(last.bias, logit_hidden.clamp_(min=0), last.weight.t()).squeeze(-1)
         return logits.masked_fill(mask == 0, MASKED)
+
+    def _kept(self, name: str, like: torch.Tensor, shape: tuple[int, ...]) -> torch.Tensor:
+        # A buffer of `decision_logits`, reused from decision to decision: fresh ones of
+        # these sizes cost more in page faults than the arithmetic that fills them.
+        kept = self._decision_buffers.get(name)
+        if kept is None or kept.shape != shape or kept.dtype != like.dtype:
+            kept = self._decision_buffers[name] = like.new_empty(shape)
+        return kept
 
     def _embed_one(self, nodes: torch.Tensor, edges: torch.Tensor, edge_index: torch.Tensor) -> torch.Tensor:
         # The convolutions on one observation, by `EdgeMeanConv.forward_by_target`.

@@ -65,12 +65,57 @@ def check(runs_per_submission: int) -> None:
               f"{counts['same logits']:,} |", flush=True)
 
 
+def products_floor(repeats: int = 21) -> None:
+    """Time a decision's dense products alone (`decision_logits`' matrix products on inputs of their shapes: float64,
+    one thread, the shipped weights) at each size: what no reordering of the rest can go below."""
+    from dcbench.plugins.allocators.gnn_ppo.allocator import checkpoint_for, load_policy
+
+    runner = Runner()
+    print("| topology | nodes | edges | median ms of the products alone |")
+    print("|---|---:|---:|---:|")
+    for topology, _ in TOPOLOGIES:
+        network = runner.network(topology)[1]
+        model = load_policy(checkpoint_for(network)[0]).double()
+        n_nodes, n_edges, n_servers = network.n_nodes, 2 * network.n_links, network.n_servers
+        nodes = torch.rand(n_nodes, model.convs[0].linear.in_features - 2, dtype=torch.float64)
+        edges = torch.rand(n_edges, 2, dtype=torch.float64)
+        first, last = model.logit[0], model.logit[2]
+
+        widths = [nodes.shape[1]] + [conv.linear.out_features for conv in model.convs]
+        into = [n_edges] * (len(model.convs) - 1) + [n_servers]  # edges into the targets (the last: servers)
+        messages = [torch.empty(rows, width, dtype=torch.float64) for rows, width in zip(into, widths[1:])]
+        embeddings = [torch.empty(n_nodes, width, dtype=torch.float64) for width in widths[1:]]
+        per_server = torch.rand(n_servers, widths[-1] + widths[0], dtype=torch.float64)
+        hidden = torch.empty(n_servers, first.out_features, dtype=torch.float64)
+
+        def products() -> None:  # into kept buffers, as the decision does
+            h = nodes
+            for layer, conv in enumerate(model.convs):
+                weight, width = conv.linear.weight, h.shape[1]
+                torch.addmm(conv.linear.bias, edges[:into[layer]], weight[:, width:].t(), out=messages[layer])
+                h = torch.mm(h, weight[:, :width].t(), out=embeddings[layer])
+            torch.addmm(first.bias, per_server, first.weight[:, -per_server.shape[1]:].t(), out=hidden)
+            torch.addmm(last.bias, hidden, last.weight.t())
+
+        with torch.no_grad():
+            times = []
+            for _ in range(repeats):
+                start = time.perf_counter()
+                products()
+                times.append(1000 * (time.perf_counter() - start))
+        print(f"| {topology} | {n_nodes:,} | {n_edges:,} | {statistics.median(times):.2f} |", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--check", type=int, default=None, metavar="N",
                         help="replay the committed gnn_ppo runs instead (N a submission; 0: all)")
+    parser.add_argument("--floor", action="store_true", help="time a decision's dense products alone instead")
     args = parser.parse_args()
     torch.set_num_threads(1)
+    if args.floor:
+        products_floor()
+        return
     if args.check is not None:
         check(args.check)
         return

@@ -256,6 +256,7 @@ def stop(pool: concurrent.futures.ProcessPoolExecutor) -> None:
     staging folders)."""
     workers = {id(worker): worker for worker in (pool._processes or {}).values()}  # (no public way before 3.14)
     workers.update((id(child), child) for child in multiprocessing.active_children())
+    results = pool._result_queue  # (shutdown drops it)
     pool.shutdown(wait=False, cancel_futures=True)
     for worker in workers.values():
         worker.terminate()
@@ -264,6 +265,10 @@ def stop(pool: concurrent.futures.ProcessPoolExecutor) -> None:
         if worker.is_alive():
             worker.kill()
             worker.join()
+    if results is not None:
+        # A worker ended while sending its result leaves the pool's thread reading the rest, and the interpreter
+        # waiting for that thread at exit: with the last writing end closed, the read ends and the thread with it.
+        results._writer.close()
 
 
 @contextlib.contextmanager

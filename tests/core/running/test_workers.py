@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 
 import pyarrow.parquet as pq
 import pytest
@@ -210,3 +211,33 @@ def test_fresh_workers_and_their_server_die_with_a_killed_command(tmp_path):
     while any(os.path.exists(f"/proc/{pid}") for pid in [*workers, *servers]) and time.time() < deadline:
         time.sleep(0.1)
     assert not any(os.path.exists(f"/proc/{pid}") for pid in [*workers, *servers])
+
+
+def _send_half_a_result(_):
+    # in a forked worker: the start of a result message on the pool's result pipe, then death
+    import struct
+
+    os.write(_POOL[0]._result_queue._writer.fileno(), struct.pack("!i", 100_000) + b"x" * 10)
+    os._exit(1)
+
+
+_POOL: list = []
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="forks the pool's workers")
+def test_stopping_a_pool_whose_worker_died_mid_result_ends_the_pools_thread():
+    """Else the interpreter waits at exit for the thread reading the half-sent result (a hung CI run)."""
+    import concurrent.futures
+    import multiprocessing
+
+    from dcbench.running.workers import stop
+
+    pool = concurrent.futures.ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("fork"))
+    _POOL[:] = [pool]
+    pool.submit(int).result()  # the worker and the pool's thread are up
+    thread = pool._executor_manager_thread
+    pool.submit(_send_half_a_result, None)
+    time.sleep(1.0)  # the thread now waits for the rest of the message
+    stop(pool)
+    thread.join(timeout=10)
+    assert not thread.is_alive()

@@ -182,7 +182,6 @@ class BatchedPool:
         self.order = np.zeros((n, servers), np.int64)  # the servers chosen for the request, in order
         self.gave_cpu = np.zeros((n, servers), bool)
         self.count = np.zeros(n, np.int64)
-        self.open = np.zeros(n, bool)  # a request awaits a server
         self.clock = np.zeros(n)
         self.index = np.full(n, -1)
         self.next_departure = np.full(n, np.inf)
@@ -224,7 +223,6 @@ class BatchedPool:
         self.holdings.drop(i)
         self.clock[i], self.index[i], self.next_departure[i] = 0.0, -1, np.inf
         self.accepted[i] = self.offered[i] = 0
-        self.open[i] = False
         rewards = np.zeros(self.n)
         done = np.zeros(self.n, bool)
         self._advance(np.array([i]), rewards, done)
@@ -390,7 +388,6 @@ class BatchedPool:
         failed = rows[self.outcome[rows, self.index[rows]] != ACCEPTED]
         self.outcome[failed, self.index[failed]] = REJECTED
         self.offered[rows] += 1
-        self.open[rows] = False
 
     def _depart(self, rows: np.ndarray) -> None:
         """Release what ``rows``' envs hold with a departure strictly before their clocks."""
@@ -430,8 +427,6 @@ class BatchedPool:
             self.outcome[refused, self.index[refused]] = REJECTED
             self.offered[refused] += 1
             rewards[refused] += FAILURE_REWARD
-            self.open[offer] = True
-            self.open[refused] = False
             rows = np.sort(np.concatenate((skipped_rows, refused)))
 
     def _wait(self, rows: np.ndarray) -> None:

@@ -35,7 +35,13 @@ from dcbench.envs.evaluate import (
 )
 from dcbench.envs.features import NODE_KINDS, JobFeatures, PoolFeatures, StaticGraph
 from dcbench.envs.hints import HINT_FEATURES, PoolHints, hint_names
-from dcbench.envs.rewards import FAILURE_REWARD, SUCCESS_REWARD, _floor_latency_ns, job_step_rewards
+from dcbench.envs.rewards import (
+    FAILURE_REWARD,
+    SUCCESS_REWARD,
+    _floor_latency_ns,
+    episode_ratios,
+    job_step_rewards,
+)
 from dcbench.envs.suites import (
     TRAINING_SEEDS_FROM,
     VALIDATION_SEEDS,
@@ -400,12 +406,9 @@ class AllocationEnv(gym.Env):
         """``info`` with the counts so far and, at the end, the acceptance ratios (all settled; measured offered)."""
         info.update(accepted=self.accepted, offered=self.offered)
         if done:
-            info["acceptance_ratio"] = self.accepted / max(1, self.offered)
             outcome = self.simulation.outcome
             offered = self.simulation.measured & (outcome != SKIPPED)
-            n_offered = int(offered.sum())
-            info["measured_acceptance_ratio"] = (int((offered & (outcome == ACCEPTED)).sum()) / n_offered
-                                                 if n_offered else math.nan)
+            info.update(episode_ratios(self.accepted, self.offered, offered, offered & (outcome == ACCEPTED)))
         return info
 
 

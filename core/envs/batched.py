@@ -9,13 +9,12 @@ does not matter, which holds where capacities and demands are whole numbers (sum
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
 
 from dcbench.envs.features import _squash, write_pool_observation
-from dcbench.envs.rewards import FAILURE_REWARD, SUCCESS_REWARD
+from dcbench.envs.rewards import FAILURE_REWARD, SUCCESS_REWARD, episode_ratios
 from dcbench.errors import SpecError
 from dcbench.model.allocation import CHANNELS_PER_PAIR
 from dcbench.model.requests import CONNECTIVITY_RULES, RequestSequence
@@ -242,10 +241,7 @@ class BatchedPool:
         """Env i's acceptance ratios at the end of its episode, as the single env's last ``info`` has them."""
         outcome = self.outcome[i]
         offered = self.measured[i] & (outcome != SKIPPED)
-        n_offered = int(offered.sum())
-        return {"acceptance_ratio": int(self.accepted[i]) / max(1, int(self.offered[i])),
-                "measured_acceptance_ratio": (int((offered & (outcome == ACCEPTED)).sum()) / n_offered
-                                              if n_offered else math.nan)}
+        return episode_ratios(int(self.accepted[i]), int(self.offered[i]), offered, offered & (outcome == ACCEPTED))
 
     def step(self, actions: np.ndarray, acting: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """One decision in each acting env (each has a request open): ``actions`` (n,) servers.

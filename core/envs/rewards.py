@@ -2,11 +2,24 @@
 
 from __future__ import annotations
 
+import math
+
+import numpy as np
+
 from dcbench.model.network import Circuits
 from dcbench.model.requests import PacketModel
 
 SUCCESS_REWARD = 10.0
 FAILURE_REWARD = -10.0
+
+
+def episode_ratios(accepted: int, offered: int, measured_offered: np.ndarray,
+                   measured_accepted: np.ndarray) -> dict[str, float]:
+    """The ratios of an episode's last ``info``: accepted over every request settled, and over the measured requests
+    offered (NaN where none was), as the suites' metrics count."""
+    n_offered = int(measured_offered.sum())
+    return {"acceptance_ratio": accepted / max(1, offered),
+            "measured_acceptance_ratio": int(measured_accepted.sum()) / n_offered if n_offered else math.nan}
 
 
 def job_step_rewards(steps: int, blocked_at: int | None, latency_ns: float, reconfigured: bool,

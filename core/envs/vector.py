@@ -235,10 +235,7 @@ class VectorAllocationEnv(gym.vector.VectorEnv):
                     info = env._counts(info, done)
                     self._pending[i] = False
                     if same_step:
-                        final = {key: np.zeros(space.shape, space.dtype)
-                                 for key, space in self.single_observation_space.spaces.items()}
-                        final["action_mask"][:] = 1
-                        info = {"final_obs": final, "final_info": info, **self._reset_env(i, None)}
+                        info = {"final_obs": self._blank(), "final_info": info, **self._reset_env(i, None)}
                     else:
                         self._reset_next[i] = True
                 elif self._pool is not None and env.offered != offered:
@@ -274,6 +271,7 @@ class VectorAllocationEnv(gym.vector.VectorEnv):
         return self._observe(), rewards, terminated, np.zeros(n, bool), infos
 
     def _blank(self) -> dict[str, np.ndarray]:
+        # an observation where no decision is pending: zeros, every action allowed
         final = {key: np.zeros(space.shape, space.dtype) for key, space in self.single_observation_space.spaces.items()}
         final["action_mask"][:] = 1
         return final

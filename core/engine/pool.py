@@ -12,7 +12,7 @@ import numpy as np
 from dcbench.engine.simulation import Allocator
 from dcbench.errors import AllocatorError
 from dcbench.model.allocation import CHANNELS_PER_PAIR, Allocation, Reject, Route, State, StateJournal, partners
-from dcbench.model.network import Network, Path
+from dcbench.model.network import Network, Path, share_divisor
 from dcbench.model.requests import Departing, Request
 
 OPEN, DONE, FAILED = "open", "done", "failed"
@@ -23,8 +23,7 @@ COPY_WHOLE_BELOW = 4096
 Router = Callable[["PoolBuilder", int, int], Sequence[Path]]  # the candidate paths between two servers, in order
 
 
-def _route(a: int, b: int, links: Path, amount: float) -> Route:
-    return tuple.__new__(Route, (a, b, links, amount))  # (Route(...) without the Python-level __new__ of a NamedTuple)
+_new_tuple = tuple.__new__  # _new_tuple(Route, fields): Route(*fields) without a NamedTuple's Python-level __new__
 
 
 class StepBuilder:
@@ -71,6 +70,8 @@ class PoolBuilder(StepBuilder):
         # routing reads and writes single links, faster on a list; the array catches up on demand
         self._free_links: list[float] = network.link_capacity.tolist()
         self._stale_links: list[int] = []
+        self._link_weights: list[float] | None = None  # kept up to date once `link_weights` is asked for
+        self._weight_divisor: np.ndarray | None = None
         # the state as of the last `start`, and its allowed mask for the needs `_base_key` names
         self._synced_resources = network.server_capacity.copy()
         self._synced_links = network.link_capacity.copy()
@@ -108,6 +109,7 @@ class PoolBuilder(StepBuilder):
             self.free_resources[:] = state.free_resources
             self._free_links_array[:] = state.free_links
             self._free_links = state.free_links.tolist()
+            self._link_weights = None  # (computed again if asked: half the requests never are)
             self._stale_links = []
             self._released = []
         else:
@@ -165,6 +167,7 @@ class PoolBuilder(StepBuilder):
             free_links = self._free_links
             for link, value in zip(links.tolist(), values.tolist()):
                 free_links[link] = value
+            self._reweigh(links.tolist())
         self._stale_links = []
         servers = (np.concatenate((changed_servers, touched_servers)).astype(np.int64) if touched_servers
                    else changed_servers)
@@ -188,6 +191,26 @@ class PoolBuilder(StepBuilder):
         Returns:
             Its free channels."""
         return self._free_links[link]
+
+    def link_weights(self) -> list[float]:
+        """Every link's weight for NALB/NULB's router, 1 + its used share: 2 − free / capacity (a link of no capacity
+        weighs 2), after this request's reservations so far; computed when first asked for, then kept up to date.
+
+        Returns:
+            The weights by link index (read-only)."""
+        if self._link_weights is None:
+            if self._weight_divisor is None:
+                self._weight_divisor = share_divisor(self.network.link_capacity)
+                self._weight_divisor_list = self._weight_divisor.tolist()
+            self._link_weights = (2.0 - self.free_links / self._weight_divisor).tolist()
+        return self._link_weights
+
+    def _reweigh(self, links: Sequence[int]) -> None:
+        weights = self._link_weights
+        if weights is not None:
+            free_links, divisor = self._free_links, self._weight_divisor_list
+            for link in links:
+                weights[link] = 2.0 - free_links[link] / divisor[link]
 
     @property
     def remaining(self) -> np.ndarray:
@@ -290,8 +313,13 @@ class PoolBuilder(StepBuilder):
                 if min(map(free_links.__getitem__, path)) >= amount:
                     for link in path:
                         free_links[link] -= amount
+                    weights = self._link_weights  # (a router may have asked for them just now)
+                    if weights is not None:
+                        divisor = self._weight_divisor_list
+                        for link in path:
+                            weights[link] = 2.0 - free_links[link] / divisor[link]
                     stale.extend(path)
-                    routes.append(_route(partner, server, path, amount))
+                    routes.append(_new_tuple(Route, (partner, server, path, amount)))
                     break
             else:
                 return False
@@ -313,6 +341,7 @@ class PoolBuilder(StepBuilder):
         free_links = self._free_links
         for link, amount in zip(departing.links.tolist(), departing.link_amounts.tolist()):
             free_links[link] += amount
+        self._reweigh(departing.links.tolist())
         self._stale_links.extend(departing.links.tolist())
         self._refresh_allowed()
 

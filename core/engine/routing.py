@@ -4,16 +4,14 @@ shortest paths by hop count rather than search weighted k-shortest paths anew at
 
 from __future__ import annotations
 
-from itertools import chain
 from typing import TYPE_CHECKING, Sequence
 
-from dcbench.model.network import Network, Path, share_divisor
+from dcbench.model.network import Network, Path
 
 if TYPE_CHECKING:
     from dcbench.engine.pool import PoolBuilder
 
 WEIGHTINGS = ("balance", "reference")
-_LINKS_OF_CACHE = 100_000  # pairs whose candidates' links are kept (some MB), then started over
 
 
 class WeightedRouter:
@@ -33,32 +31,18 @@ class WeightedRouter:
         if weighting not in WEIGHTINGS:
             raise ValueError(f"weighting {weighting!r} is not one of {', '.join(WEIGHTINGS)}")
         self.catalogue = network.catalogue(candidates)
-        self.capacity = share_divisor(network.link_capacity).tolist()  # a link of no capacity weighs as full
+        self._known = self.catalogue.server_pair_cache  # (read first: most pairs are there)
+        self._n_servers = network.n_servers
         self.weighting = weighting
         self.k = k
-        self._n_servers = network.n_servers
-        self._links_of: dict[int, tuple[int, ...]] = {}  # by a * servers + b: the distinct links of the candidates
 
     def __call__(self, builder: "PoolBuilder", a: int, b: int) -> Sequence[Path]:
         """At most ``k`` paths (tuples of link indices) to try between servers ``a`` and ``b``, lightest first by the
         builder's free links."""
-        candidates = self.catalogue.between_servers(a, b)
+        candidates = self._known.get(a * self._n_servers + b) or self.catalogue.between_servers(a, b)
         if len(candidates) <= 1:
             return candidates
-        free = builder._free_links
-        if self.weighting == "balance":
-            # each link weighed once, though most are on several candidates; a path's weight is still its links'
-            # weights added in its order
-            key = a * self._n_servers + b
-            links = self._links_of.get(key)
-            if links is None:
-                if len(self._links_of) >= _LINKS_OF_CACHE:
-                    self._links_of.clear()
-                links = self._links_of[key] = tuple(set(chain.from_iterable(candidates)))
-            capacity = self.capacity
-            weight = {link: 2.0 - free[link] / capacity[link] for link in links}
-        else:
-            weight = free
+        weight = builder.link_weights() if self.weighting == "balance" else builder._free_links
         weights = [sum(map(weight.__getitem__, path)) for path in candidates]
         order = sorted(range(len(candidates)), key=weights.__getitem__)
         return [candidates[i] for i in order[: self.k]]

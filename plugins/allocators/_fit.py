@@ -8,20 +8,27 @@ import numpy as np
 from dcbench import PoolBuilder
 
 
-def own_link_free(builder: PoolBuilder, links: np.ndarray, has_link: np.ndarray, out: np.ndarray) -> np.ndarray:
+def own_link_free(builder: PoolBuilder, links: np.ndarray, has_link: np.ndarray | None, out: np.ndarray) -> np.ndarray:
     """Free channels of every server's own link (``links``, valid where
-    ``has_link``); a server without a link of its own is never short of them."""
+    ``has_link``; None: every server has one); a server without a link of its
+    own is never short of them."""
     link_free = builder.free_links.take(links, out=out)
-    return link_free if has_link.all() else np.where(has_link, link_free, np.inf)
+    return link_free if has_link is None else np.where(has_link, link_free, np.inf)
 
 
-def completing_servers(builder: PoolBuilder, allowed: np.ndarray, link_free: np.ndarray) -> np.ndarray:
-    """The allowed servers that cover everything the request still needs and
-    have a free channel on their own link for each server chosen so far."""
-    remaining = builder.remaining
-    needed = remaining > 0
-    covers = (builder.free_resources[:, needed] >= remaining[needed]).all(axis=1)
-    return allowed & covers & (link_free >= len(builder.chosen))
+def completing_servers(builder: PoolBuilder, allowed: np.ndarray, link_free: np.ndarray,
+                       remaining: np.ndarray | None = None) -> np.ndarray:
+    """The allowed servers that cover everything the request still needs
+    (``remaining``, default the builder's) and have a free channel on their own
+    link for each server chosen so far."""
+    if remaining is None:
+        remaining = builder.remaining
+    covers = allowed & (link_free >= len(builder.chosen))
+    free = builder.free_resources
+    for column, needed in enumerate(remaining.tolist()):  # (a column at a time: all(axis=1) of a few is slow)
+        if needed > 0:
+            covers &= free[:, column] >= needed
+    return covers
 
 
 def tightest_completing(builder: PoolBuilder, allowed: np.ndarray, link_free: np.ndarray,

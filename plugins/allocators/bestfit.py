@@ -39,8 +39,8 @@ class BestFitAllocator(PoolAllocator):
     def reset(self, network: Network, rng: np.random.Generator) -> None:
         super().reset(network, rng)
         links = network.server_link
-        self._has_link = links >= 0
-        self._links = np.where(self._has_link, links, 0)
+        self._has_link = None if (links >= 0).all() else links >= 0
+        self._links = np.where(links >= 0, links, 0)
         # 1 where there is none of a resource (nothing free there either: its share reads 0, not 0 / 0)
         capacity = network.server_capacity
         self._capacity = np.where(capacity > 0, capacity, 1.0)
@@ -67,15 +67,15 @@ class BestFitAllocator(PoolAllocator):
         # gives first, then fewer free channels among the servers with enough
         # for the request's estimated size (more below them), then the rack.
         estimated_size = n_chosen + int(np.ceil((remaining / self._largest_server).max()))
-        gives = (np.minimum(free, remaining) / self._capacity).sum(axis=1)
+        gives = (np.minimum(free, remaining) / self._capacity).sum(axis=1) * 1e6
         enough_channels = link_free >= estimated_size - 1
-        score = np.where(enough_channels, 1e13 + gives * 1e6 - link_free, gives * 1e6 + link_free)
+        score = np.where(enough_channels, 1e13 + gives - link_free, gives + link_free)
         if outside is not None:
             score -= np.where(enough_channels, (1e11 if self.local else 0.5) * outside, 0.0)
 
         # The last server, ranked above all others: least left over, then
         # fewest free channels (then, with local, the previous pick's rack).
-        covers = completing_servers(builder, allowed, link_free)
+        covers = completing_servers(builder, allowed, link_free, remaining)
         if self.local and outside is not None and (covers & ~outside).any():
             covers &= ~outside
         if covers.any():

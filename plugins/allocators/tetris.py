@@ -209,7 +209,7 @@ class TetrisAllocator(PoolAndJobAllocator):
                         if len(link_free) else 0.0, 0.0)
 
     def _tightest_last_server(self, builder: PoolBuilder, allowed: np.ndarray) -> int:
-        link_free = own_link_free(builder, self._links, self._has_link, self._link_free)
+        link_free = own_link_free(builder, self._links, None if self._all_linked else self._has_link, self._link_free)
         candidates = tightest_completing(builder, allowed, link_free, self.network.racks)
         return int(candidates[0]) if len(candidates) else -1
 

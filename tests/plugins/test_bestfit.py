@@ -89,3 +89,20 @@ def test_bestfit_accepts_more_than_tetris_where_channels_bind(runner):
             "acceptance_ratio"] for seed in range(3)])
 
     assert acceptance("bestfit") > acceptance("tetris") + 0.02
+
+
+def test_completing_servers_cover_every_resource_still_needed_and_ignore_the_rest(small_network):
+    from dcbench.plugins.allocators._fit import completing_servers
+
+    state = State(small_network)
+    state.free_resources[:] = [8, 0]  # no memory anywhere: only a request needing none completes
+    state.free_resources[3] = [2, 8]
+    state.free_resources[7] = [16, 16]
+    bestfit = BestFitAllocator()
+    link_free = np.full(small_network.n_servers, 8.0)
+    cpu_only = started(bestfit, small_network, state, [4, 0])
+    assert completing_servers(cpu_only, cpu_only.allowed(), link_free).sum() == small_network.n_servers - 1
+    both = started(bestfit, small_network, state, [4, 4])
+    assert np.flatnonzero(completing_servers(both, both.allowed(), link_free)).tolist() == [7]
+    link_free[7] = 0.0  # and a channel for each server chosen so far (none yet: still one)
+    assert np.flatnonzero(completing_servers(both, both.allowed(), link_free)).tolist() == [7]

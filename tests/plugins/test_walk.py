@@ -70,3 +70,21 @@ def test_balance_router_prefers_emptier_paths_and_reference_fuller(small_network
 def test_router_rejects_unknown_weighting(small_network):
     with pytest.raises(ValueError, match="not one of balance, reference"):
         WeightedRouter(small_network, "fastest")
+
+
+def test_the_link_weights_follow_each_route_from_the_step_that_first_asks_for_them(small_network):
+    from dcbench.model.network import share_divisor
+
+    state = State(small_network)
+    state.free_resources[:] = [8, 8]
+    allocator = nalb(route="balance")
+    allocator.reset(small_network, np.random.default_rng(0))
+    builder = allocator.builder
+    builder.start(request([24, 24]), state)
+    divisor = share_divisor(small_network.link_capacity).tolist()
+    assert builder.add(0)
+    for server in (16, 40):  # three racks: the router first asks for the weights inside the step that routes 0-16
+        assert builder.add(server)
+        expected = [2.0 - free / d for free, d in zip(builder.free_links.tolist(), divisor)]
+        assert builder.link_weights() == expected
+    assert len(builder.routes) == 3 and builder.status == "done"

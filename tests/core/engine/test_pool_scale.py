@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 from dcbench import PoolBuilder, Request, State
 from dcbench.model.allocation import StateJournal
+from dcbench.model.network import share_divisor
 from dcbench.model.requests import Departing
 from tests.conftest import tiered
 
@@ -52,6 +53,10 @@ def assert_same(reused, fresh):
     assert (bits(reused._free_links) == bits(fresh._free_links)).all()
     assert (reused.allowed() == fresh.allowed()).all()
     assert reused.remaining.tolist() == fresh.remaining.tolist()
+    # NALB/NULB's link weights, kept up to date link by link, are what the router computed from the free links
+    capacity = share_divisor(NETWORK.link_capacity).tolist()
+    expected = [2.0 - free / divisor for free, divisor in zip(fresh._free_links, capacity)]
+    assert (bits(reused.link_weights()) == bits(expected)).all()
 
 
 @pytest.mark.parametrize("copy_whole, journal", [(False, False), (False, True), (True, False)],
@@ -69,6 +74,7 @@ def test_a_reused_builder_starts_as_a_fresh_one(copy_whole, journal, seed, n_req
         state.journal.KEEP = 3
     reused = PoolBuilder(NETWORK)
     reused._copy_whole = copy_whole
+    reused.link_weights()  # kept from now on
     for _ in range(n_requests):
         change_state(rng, state)
         request = random_request(rng)

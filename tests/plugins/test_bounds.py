@@ -237,3 +237,21 @@ def test_on_openb2023_a_policy_told_the_models_choice_reaches_the_committed_boun
     outcome, measured = np.asarray(tables.requests["outcome"]), np.asarray(tables.requests["measured"])
     accepted = int(((outcome == "accepted") & measured).sum())
     assert accepted == committed_bounds()[("openb2023", scenario, 0)]["accepted"]
+
+
+def test_scenarios_whose_instances_the_model_cannot_tell_apart_are_solved_once(monkeypatch):
+    from dcbench.plugins.bounds import command, pool
+
+    solved = []
+    real = pool.pool_bound
+    monkeypatch.setattr(pool, "pool_bound", lambda instance, relaxation: solved.append(instance) or real(instance,
+                                                                                                         relaxation))
+    workload = "uniform:max_cpu=40,max_mem=24,hold=4"
+    scenarios = [(ratio, f"tiered:2,{ratio},pods=1,racks=2,servers=2", workload, 6, (0, 1)) for ratio in ("1x1", "1x4")]
+    rows = command.bound_rows(scenarios, "lp", {})
+    assert len(solved) == 2  # a solve per seed: the tiers above the servers' links are not in the model
+    assert [row["accepted"] for row in rows[:2]] == [row["accepted"] for row in rows[2:]]
+    assert len({row["key"] for row in rows}) == 4  # each row still under its own scenario's key
+    other = [("wider", "tiered:4,1x1,pods=1,racks=2,servers=2", workload, 6, (0,))]
+    command.bound_rows(scenarios[:1] + other, "lp", {})
+    assert len(solved) == 2 + 3  # more channels: another instance

@@ -255,3 +255,41 @@ def test_scenarios_whose_instances_the_model_cannot_tell_apart_are_solved_once(m
     other = [("wider", "tiered:4,1x1,pods=1,racks=2,servers=2", workload, 6, (0,))]
     command.bound_rows(scenarios[:1] + other, "lp", {})
     assert len(solved) == 2 + 3  # more channels: another instance
+
+
+def bound_attained():
+    from tests.conftest import load_script
+
+    return load_script(ROOT / "benchmarks" / "bound_attained.py")
+
+
+def test_a_memory_only_first_server_spares_the_channels_the_reference_rule_would_take():
+    """Four servers of one channel each; the first request takes one server's CPU. The second needs one CPU server
+    and 40 memory: placed after a server with no CPU left, its third server pairs with none, so it fits, where
+    best fit's CPU server, paired with both others, runs out of channels."""
+    from dcbench.harness import get_registry
+
+    network = tiered("tiered:1,1x1,pods=1,racks=1,servers=4")
+    sequence = RequestSequence(kind="pool", gaps=np.ones(2), holding=np.full(2, 10.0),
+                               demand=np.array([[16.0, 1.0], [16.0, 40.0]]), connectivity="reference")
+    script = bound_attained()
+    for picker, expected in [(script.MemoryFirst(), ["accepted", "accepted"]),
+                             (get_registry().build("allocator", "bestfit").obj, ["accepted", "rejected"])]:
+        tables = simulate(network, sequence, picker, np.random.default_rng(0))
+        assert tables.requests["outcome"].tolist() == expected
+        assert "invalid_allocation" not in tables.requests["reason"].tolist()
+
+
+@pytest.mark.slow
+def test_on_nara2022_an_offline_schedule_reaches_what_the_docs_quote_below_the_bound():
+    """docs/bounds.md's row for 8-1x1 seed 0: the search's schedule, every allocation checked by the engine."""
+    script = bound_attained()
+    network, sequence = script.episode("8-1x1", 0)
+    found = script.search(network, sequence, 0, runs=3000)
+    tables = script.run(network, sequence, 0, found.choice)
+    assert "invalid_allocation" not in tables.requests["reason"].tolist()
+    assert script.measured_accepted(tables) == found.accepted
+    bound = committed_bounds()[("nara2022", "8-1x1", 0)]
+    assert found.accepted <= bound["accepted"]
+    row = f"| 8-1x1 | 0 | {bound['bound']:.3f} | {found.accepted / bound['offered']:.3f} |"
+    assert row in (ROOT / "docs" / "bounds.md").read_text()

@@ -71,7 +71,8 @@ class PoolBuilder(StepBuilder):
         self._free_links: list[float] = network.link_capacity.tolist()
         self._stale_links: list[int] = []
         self._link_weights: list[float] | None = None  # kept up to date once `link_weights` is asked for
-        self._weight_divisor: np.ndarray | None = None
+        self._weight_divisor: np.ndarray | None = None  # link capacities, 1 where 0, once weights are asked for
+        self._weight_divisor_list: list[float] = []
         # the state as of the last `start`, and its allowed mask for the needs `_base_key` names
         self._synced_resources = network.server_capacity.copy()
         self._synced_links = network.link_capacity.copy()

@@ -79,7 +79,7 @@ def bound_rows(scenarios: list[tuple[str, str, str | None, int | None, tuple[int
     return rows
 
 
-def solve(network, sequence, relaxation: str, solved: dict | None = None):
+def solve(network, sequence, relaxation: str, solved: dict):
     """The bound of one sequence: the job model for jobs, the pool model for pools; taken from ``solved`` (by the
     instance's digest) where an identical instance was solved, and kept there."""
     if sequence.kind == "job":
@@ -89,8 +89,6 @@ def solve(network, sequence, relaxation: str, solved: dict | None = None):
         from dcbench.plugins.bounds.pool import pool_bound as bound_of
         from dcbench.plugins.bounds.pool import pool_instance as instance_of
     instance = instance_of(network, sequence)
-    if solved is None:
-        return bound_of(instance, relaxation)
     digest = instance_digest(instance, relaxation)
     if digest not in solved:
         solved[digest] = bound_of(instance, relaxation)

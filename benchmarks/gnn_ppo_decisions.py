@@ -6,6 +6,7 @@ run after a short warm-up run. Run from a checkout with dcbench installed:
 
     python benchmarks/gnn_ppo_decisions.py
     python benchmarks/gnn_ppo_decisions.py --check 0   # replay the committed gnn_ppo runs (0: all; N: N a submission)
+    python benchmarks/gnn_ppo_decisions.py --routes    # 65,536 servers: a decision's parts, the routes to a faster one
 
 ``--check`` replays the committed leaderboard's gnn_ppo runs, each
 decision computed both by `GraphPolicy.forward` (as trained) and by the
@@ -21,6 +22,7 @@ import statistics
 import time
 from pathlib import Path
 
+import numpy as np
 import torch
 
 from dcbench.harness import Runner
@@ -65,56 +67,112 @@ def check(runs_per_submission: int) -> None:
               f"{counts['same logits']:,} |", flush=True)
 
 
-def products_floor(repeats: int = 21) -> None:
-    """Time a decision's dense products alone (`decision_logits`' matrix products on inputs of their shapes: float64,
-    one thread, the shipped weights) at each size: what no reordering of the rest can go below."""
-    from dcbench.plugins.allocators.gnn_ppo.allocator import checkpoint_for, load_policy
+def products_ms(model, network, repeats: int = 21) -> float:
+    """The median time of a decision's dense products alone (`decision_logits`' matrix products on inputs of their
+    shapes, into kept buffers, in the model's dtype, one thread): what no reordering of the rest goes below."""
+    dtype = model.logit[0].weight.dtype
+    n_nodes, n_edges, n_servers = network.n_nodes, 2 * network.n_links, network.n_servers
+    nodes = torch.rand(n_nodes, model.convs[0].linear.in_features - 2, dtype=dtype)
+    edges = torch.rand(n_edges, 2, dtype=dtype)
+    first, last = model.logit[0], model.logit[2]
+    widths = [nodes.shape[1]] + [conv.linear.out_features for conv in model.convs]
+    into = [n_edges] * (len(model.convs) - 1) + [n_servers]  # edges into the targets (the last: servers)
+    messages = [torch.empty(rows, width, dtype=dtype) for rows, width in zip(into, widths[1:])]
+    embeddings = [torch.empty(n_nodes, width, dtype=dtype) for width in widths[1:]]
+    per_server = torch.rand(n_servers, widths[-1] + widths[0], dtype=dtype)
+    hidden = torch.empty(n_servers, first.out_features, dtype=dtype)
 
+    def products() -> None:
+        h = nodes
+        for layer, conv in enumerate(model.convs):
+            weight, width = conv.linear.weight, h.shape[1]
+            torch.addmm(conv.linear.bias, edges[:into[layer]], weight[:, width:].t(), out=messages[layer])
+            h = torch.mm(h, weight[:, :width].t(), out=embeddings[layer])
+        torch.addmm(first.bias, per_server, first.weight[:, -per_server.shape[1]:].t(), out=hidden)
+        torch.addmm(last.bias, hidden, last.weight.t())
+
+    return median_ms(products, repeats)
+
+
+def median_ms(call, repeats: int) -> float:
+    times = []
+    with torch.no_grad():
+        for _ in range(repeats):
+            start = time.perf_counter()
+            call()
+            times.append(1000 * (time.perf_counter() - start))
+    return statistics.median(times)
+
+
+def routes(decisions: int = 24) -> None:
+    """At 65,536 servers, time a decision's parts and the routes to a faster one on the observations of a run
+    (seed 0): the shipped float64 pass, its dense products alone, a float32 copy (and whether it picks the same
+    server), and torch.compile of the shipped pass; and count the distinct node-feature rows, which bound any
+    computation on distinct rows."""
+    from dcbench.plugins.allocators.gnn_ppo.model import as_tensors
+
+    topology = TOPOLOGIES[-1][0]
+    observations, observe_ms = [], []
+    untimed = GnnPpoAllocator.choose
+
+    def recording(self, builder, allowed):
+        start = time.perf_counter()
+        observation = self.features.observe(builder, self._state)
+        observe_ms.append(1000 * (time.perf_counter() - start))
+        if len(observations) < decisions:
+            observations.append(({k: v[None] for k, v in observation.items()}, self))
+        return untimed(self, builder, allowed)
+
+    GnnPpoAllocator.choose = recording
     runner = Runner()
-    print("| topology | nodes | edges | median ms of the products alone |")
-    print("|---|---:|---:|---:|")
-    for topology, _ in TOPOLOGIES:
-        network = runner.network(topology)[1]
-        model = load_policy(checkpoint_for(network)[0]).double()
-        n_nodes, n_edges, n_servers = network.n_nodes, 2 * network.n_links, network.n_servers
-        nodes = torch.rand(n_nodes, model.convs[0].linear.in_features - 2, dtype=torch.float64)
-        edges = torch.rand(n_edges, 2, dtype=torch.float64)
-        first, last = model.logit[0], model.logit[2]
+    runner.run("gnn_ppo", topology, requests=16, seed=0)
+    GnnPpoAllocator.choose = untimed
+    allocator = observations[0][1]
+    shipped, edge_index = allocator.greedy.model, allocator.edge_index
+    single = allocator.model  # float32, as trained
+    inputs = [as_tensors(observation) for observation, _ in observations]
 
-        widths = [nodes.shape[1]] + [conv.linear.out_features for conv in model.convs]
-        into = [n_edges] * (len(model.convs) - 1) + [n_servers]  # edges into the targets (the last: servers)
-        messages = [torch.empty(rows, width, dtype=torch.float64) for rows, width in zip(into, widths[1:])]
-        embeddings = [torch.empty(n_nodes, width, dtype=torch.float64) for width in widths[1:]]
-        per_server = torch.rand(n_servers, widths[-1] + widths[0], dtype=torch.float64)
-        hidden = torch.empty(n_servers, first.out_features, dtype=torch.float64)
+    def each(decide, dtype):
+        def call():
+            for nodes, edges, globals_, mask in inputs:
+                decide(nodes[0].to(dtype), edges[0].to(dtype), globals_[0].to(dtype), mask[0], edge_index)
+        return call
 
-        def products() -> None:  # into kept buffers, as the decision does
-            h = nodes
-            for layer, conv in enumerate(model.convs):
-                weight, width = conv.linear.weight, h.shape[1]
-                torch.addmm(conv.linear.bias, edges[:into[layer]], weight[:, width:].t(), out=messages[layer])
-                h = torch.mm(h, weight[:, :width].t(), out=embeddings[layer])
-            torch.addmm(first.bias, per_server, first.weight[:, -per_server.shape[1]:].t(), out=hidden)
-            torch.addmm(last.bias, hidden, last.weight.t())
-
-        with torch.no_grad():
-            times = []
-            for _ in range(repeats):
-                start = time.perf_counter()
-                products()
-                times.append(1000 * (time.perf_counter() - start))
-        print(f"| {topology} | {n_nodes:,} | {n_edges:,} | {statistics.median(times):.2f} |", flush=True)
+    rows = [("observation (PoolFeatures.observe)", statistics.median(observe_ms), ""),
+            ("logits, float64 as shipped", median_ms(each(shipped.decision_logits, torch.float64), 3) / len(inputs),
+             ""),
+            ("its dense products alone", products_ms(shipped, runner.network(topology)[1]), "")]
+    with torch.no_grad():
+        same = sum(int(torch.argmax(allocator.greedy.logits(observation, edge_index)[0]))
+                   == int(torch.argmax(single.decision_logits(*(x[0] for x in as_tensors(observation)), edge_index)))
+                   for observation, _ in observations)
+    rows.append(("logits, a float32 copy", median_ms(each(single.decision_logits, torch.float32), 3) / len(inputs),
+                 f"same server as float64 in {same} of {len(inputs)}"))
+    try:
+        compiled = each(torch.compile(shipped.decision_logits), torch.float64)
+        median_ms(compiled, 1)  # compiles
+        rows.append(("logits, float64, torch.compile", median_ms(compiled, 3) / len(inputs), ""))
+    except Exception as error:  # noqa: BLE001 - inductor needs a C++ compiler; the table says why it is missing
+        rows.append(("logits, float64, torch.compile", float("nan"), f"not run: {type(error).__name__}"))
+    distinct = statistics.median(len(np.unique(x[0].numpy(), axis=0)) for x, *_ in inputs)
+    print(f"{topology}: {inputs[0][0].shape[1]:,} nodes, {len(inputs)} decisions; "
+          f"distinct node-feature rows per decision (median): {distinct:,.0f}")
+    print("| part or route | median ms/decision | |")
+    print("|---|---:|---|")
+    for name, ms, remark in rows:
+        print(f"| {name} | {ms:.1f} | {remark} |", flush=True)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--check", type=int, default=None, metavar="N",
                         help="replay the committed gnn_ppo runs instead (N a submission; 0: all)")
-    parser.add_argument("--floor", action="store_true", help="time a decision's dense products alone instead")
+    parser.add_argument("--routes", action="store_true",
+                        help="at 65,536 servers, time a decision's parts and the routes to a faster one instead")
     args = parser.parse_args()
     torch.set_num_threads(1)
-    if args.floor:
-        products_floor()
+    if args.routes:
+        routes()
         return
     if args.check is not None:
         check(args.check)

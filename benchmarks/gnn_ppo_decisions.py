@@ -105,14 +105,15 @@ def median_ms(call, repeats: int) -> float:
 
 
 def routes(decisions: int = 24) -> None:
-    """At 65,536 servers, time a decision's parts and the routes to a faster one on the observations of a run
-    (seed 0): the shipped float64 pass, its dense products alone, a float32 copy (and whether it picks the same
-    server), and torch.compile of the shipped pass; and count the distinct node-feature rows, which bound any
-    computation on distinct rows."""
+    """At 65,536 servers, time a decision's parts and the routes to a faster one on the first decisions of a run
+    (seed 0): the observation, the shipped float64 pass, its dense products alone, the float32 model as trained
+    (and how often it picks the float64 pass's server), and torch.compile of the shipped pass; and count the
+    distinct node-feature rows, which bound any computation on distinct rows. A pass's time is the median of three
+    passes over every decision, per decision."""
     from dcbench.plugins.allocators.gnn_ppo.model import as_tensors
 
     topology = TOPOLOGIES[-1][0]
-    observations, observe_ms = [], []
+    observations, observe_ms, allocators = [], [], []
     untimed = GnnPpoAllocator.choose
 
     def recording(self, builder, allowed):
@@ -120,44 +121,43 @@ def routes(decisions: int = 24) -> None:
         observation = self.features.observe(builder, self._state)
         observe_ms.append(1000 * (time.perf_counter() - start))
         if len(observations) < decisions:
-            observations.append(({k: v[None] for k, v in observation.items()}, self))
+            observations.append({k: v[None] for k, v in observation.items()})
+            allocators[:] = [self]
         return untimed(self, builder, allowed)
 
     GnnPpoAllocator.choose = recording
     runner = Runner()
     runner.run("gnn_ppo", topology, requests=16, seed=0)
     GnnPpoAllocator.choose = untimed
-    allocator = observations[0][1]
-    shipped, edge_index = allocator.greedy.model, allocator.edge_index
-    single = allocator.model  # float32, as trained
-    inputs = [as_tensors(observation) for observation, _ in observations]
+    allocator = allocators[0]
+    shipped, float32, edge_index = allocator.greedy.model, allocator.model, allocator.edge_index
+    inputs = [[x[0] for x in as_tensors(observation)] for observation in observations]
 
-    def each(decide, dtype):
-        def call():
+    def per_decision(decide, dtype) -> float:
+        def every_decision():
             for nodes, edges, globals_, mask in inputs:
-                decide(nodes[0].to(dtype), edges[0].to(dtype), globals_[0].to(dtype), mask[0], edge_index)
-        return call
+                decide(nodes.to(dtype), edges.to(dtype), globals_.to(dtype), mask, edge_index)
+        return median_ms(every_decision, 3) / len(inputs)
 
-    rows = [("observation (PoolFeatures.observe)", statistics.median(observe_ms), ""),
-            ("logits, float64 as shipped", median_ms(each(shipped.decision_logits, torch.float64), 3) / len(inputs),
-             ""),
-            ("its dense products alone", products_ms(shipped, runner.network(topology)[1]), "")]
     with torch.no_grad():
         same = sum(int(torch.argmax(allocator.greedy.logits(observation, edge_index)[0]))
-                   == int(torch.argmax(single.decision_logits(*(x[0] for x in as_tensors(observation)), edge_index)))
-                   for observation, _ in observations)
-    rows.append(("logits, a float32 copy", median_ms(each(single.decision_logits, torch.float32), 3) / len(inputs),
-                 f"same server as float64 in {same} of {len(inputs)}"))
+                   == int(torch.argmax(float32.decision_logits(*x, edge_index))) for observation, x in
+                   zip(observations, inputs))
+    rows = [("observation (PoolFeatures.observe)", statistics.median(observe_ms), ""),
+            ("logits, float64 as shipped", per_decision(shipped.decision_logits, torch.float64), ""),
+            ("its dense products alone", products_ms(shipped, runner.network(topology)[1]), ""),
+            ("logits, float32 as trained", per_decision(float32.decision_logits, torch.float32),
+             f"the float64 pass's server in {same} of {len(inputs)}")]
     try:
-        compiled = each(torch.compile(shipped.decision_logits), torch.float64)
-        median_ms(compiled, 1)  # compiles
-        rows.append(("logits, float64, torch.compile", median_ms(compiled, 3) / len(inputs), ""))
+        compiled = torch.compile(shipped.decision_logits)
+        per_decision(compiled, torch.float64)  # compiles it
+        rows.append(("logits, float64, torch.compile", per_decision(compiled, torch.float64), ""))
     except Exception as error:  # noqa: BLE001 - inductor needs a C++ compiler; the table says why it is missing
         rows.append(("logits, float64, torch.compile", float("nan"), f"not run: {type(error).__name__}"))
-    distinct = statistics.median(len(np.unique(x[0].numpy(), axis=0)) for x, *_ in inputs)
-    print(f"{topology}: {inputs[0][0].shape[1]:,} nodes, {len(inputs)} decisions; "
+    distinct = statistics.median(len(np.unique(nodes.numpy(), axis=0)) for nodes, *_ in inputs)
+    print(f"{topology}: {len(inputs[0][0]):,} nodes, {len(inputs)} decisions; "
           f"distinct node-feature rows per decision (median): {distinct:,.0f}")
-    print("| part or route | median ms/decision | |")
+    print("| part or route | ms/decision | |")
     print("|---|---:|---|")
     for name, ms, remark in rows:
         print(f"| {name} | {ms:.1f} | {remark} |", flush=True)

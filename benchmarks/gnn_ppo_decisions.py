@@ -27,6 +27,7 @@ import torch
 
 from dcbench.harness import Runner
 from dcbench.plugins.allocators.gnn_ppo.allocator import GnnPpoAllocator
+from dcbench.plugins.allocators.gnn_ppo.argmax import BoundedArgmax
 
 # (topology, requests timed): 64, 1,024, 8,192 and 65,536 servers
 TOPOLOGIES = (("tiered:32,1x4", 1024), ("tiered:32,1x4,pods=8,racks=8", 1024), ("tiered:32,1x4,pods=16,racks=32", 256),
@@ -107,9 +108,9 @@ def median_ms(call, repeats: int) -> float:
 def routes(decisions: int = 24) -> None:
     """At 65,536 servers, time a decision's parts and the routes to a faster one on the first decisions of a run
     (seed 0): the observation, the shipped float64 pass, its dense products alone, the float32 model as trained
-    (and how often it picks the float64 pass's server), and torch.compile of the shipped pass; and count the
-    distinct node-feature rows, which bound any computation on distinct rows. A pass's time is the median of three
-    passes over every decision, per decision."""
+    (and how often it picks the float64 pass's server), torch.compile of the shipped pass, and `BoundedArgmax` on
+    the decisions it takes (a request's later servers); and count the distinct node-feature rows, which bound any
+    computation on distinct rows. A pass's time is the median of three passes over the decisions, per decision."""
     from dcbench.plugins.allocators.gnn_ppo.model import as_tensors
 
     topology = TOPOLOGIES[-1][0]
@@ -147,13 +148,26 @@ def routes(decisions: int = 24) -> None:
             ("logits, float64 as shipped", per_decision(shipped.decision_logits, torch.float64), ""),
             ("its dense products alone", products_ms(shipped, runner.network(topology)[1]), ""),
             ("logits, float32 as trained", per_decision(float32.decision_logits, torch.float32),
-             f"the float64 pass's server in {same} of {len(inputs)}")]
+             f"float64's server in {same} of {len(inputs)}")]
     try:
         compiled = torch.compile(shipped.decision_logits)
         per_decision(compiled, torch.float64)  # compiles it
         rows.append(("logits, float64, torch.compile", per_decision(compiled, torch.float64), ""))
     except Exception as error:  # noqa: BLE001 - inductor needs a C++ compiler; the table says why it is missing
         rows.append(("logits, float64, torch.compile", float("nan"), f"not run: {type(error).__name__}"))
+    bounded = BoundedArgmax(shipped, edge_index, len(inputs[0][1]), len(inputs[0][0]))
+    with torch.no_grad():
+        servers = [bounded(*x) for x in inputs]
+        later = [x for x, server in zip(inputs, servers) if server is not None]
+        same = sum(server == int(torch.argmax(allocator.greedy.logits(observation, edge_index)[0]))
+                   for server, observation in zip(servers, observations) if server is not None)
+
+        def every_later_decision():
+            for x in later:
+                bounded(*x)
+
+        rows.append(("arg-max by bounds, a request's later servers", median_ms(every_later_decision, 3) / len(later),
+                     f"float64's server in {same} of {len(later)}"))
     distinct = statistics.median(len(np.unique(nodes.numpy(), axis=0)) for nodes, *_ in inputs)
     print(f"{topology}: {len(inputs[0][0]):,} nodes, {len(inputs)} decisions; "
           f"distinct node-feature rows per decision (median): {distinct:,.0f}")

@@ -101,5 +101,4 @@ class GnnPpoAllocator(PoolAllocator):
 
     def choose(self, builder: PoolBuilder, allowed: np.ndarray) -> int:
         observation = self.features.observe(builder, self._state)
-        logits = self.greedy.logits({k: v[None] for k, v in observation.items()}, self.edge_index)
-        return int(torch.argmax(logits[0]))
+        return self.greedy.action({k: v[None] for k, v in observation.items()}, self.edge_index)

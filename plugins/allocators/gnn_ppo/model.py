@@ -38,6 +38,7 @@ from torch_geometric.nn import MessagePassing
 
 from dcbench import Range
 from dcbench.envs import HINT_FEATURES, PoolHints
+from dcbench.plugins.allocators.gnn_ppo.argmax import BoundedArgmax
 
 MASKED = -1e9
 LOGIT_HIDDEN = 32
@@ -46,6 +47,7 @@ EXTRA_FEATURES = 6
 SIXTH_HINTS = ("bestfit", "fit_last")
 # The public hint feature each sixth hint of a checkpoint's configuration is (dcbench.envs.HINT_FEATURES).
 SIXTH_HINT_FEATURES = {"bestfit": "best_fit_rank", "fit_last": "fit_last_rank"}
+BOUNDED_FROM = 4096  # servers: on smaller graphs the whole pass costs about what the bounds do
 
 
 class EdgeMeanConv(MessagePassing):
@@ -331,6 +333,9 @@ class GreedyPolicy:
     differences (about 1e-16 of a logit) vanish in that rounding, except
     for a logit within that distance of a float32 rounding boundary.
 
+    On graphs of `BOUNDED_FROM` servers or more, `action` finds the
+    arg-max computing few servers' logits (`BoundedArgmax`).
+
     Args:
         model: The policy (float32, as trained); copied, so later updates
             of its weights are not seen.
@@ -338,6 +343,22 @@ class GreedyPolicy:
 
     def __init__(self, model: GraphPolicy):
         self.model = copy.deepcopy(model).double().eval()
+        self._bounded: BoundedArgmax | None = None
+
+    def action(self, observation: dict, edge_index: torch.Tensor) -> int:
+        """The server of the largest logit of one observation (batch of
+        one): the first of them, as `torch.argmax` of `logits` picks it."""
+        nodes, edges, globals_, mask = (x[0] for x in as_tensors(observation))
+        with torch.no_grad():
+            if len(mask) >= BOUNDED_FROM:
+                bounded = self._bounded
+                if bounded is None or bounded.edges_in.edge_index is not edge_index:
+                    bounded = self._bounded = BoundedArgmax(self.model, edge_index, len(edges), len(nodes))
+                server = bounded(nodes, edges, globals_, mask)
+                if server is not None:
+                    return server
+            logits = self.model.decision_logits(nodes.double(), edges.double(), globals_.double(), mask, edge_index)
+        return int(torch.argmax(logits.float()))
 
     def logits(self, observations: dict, edge_index: torch.Tensor) -> torch.Tensor:
         """The masked logits (batch, servers) of stacked observations (batch

@@ -100,3 +100,15 @@ def test_runs_decided_by_the_bounds_are_the_runs_of_the_whole_pass(runner, topol
     monkeypatch.setattr(gnn_model, "BOUNDED_FROM", 0)
     assert tables(runner.run("gnn_ppo", topology, requests=48, seed=1)) == whole
     assert sum(server is not None for server in calls) > 0.5 * len(calls)  # the bounds decided most
+
+
+@pytest.mark.slow  # two runs at 8,192 servers
+def test_at_8192_servers_the_allocators_run_is_the_whole_passs(runner, monkeypatch):
+    topology = "tiered:32,1x4,pods=16,racks=32"
+    calls = []
+    call = BoundedArgmax.__call__
+    monkeypatch.setattr(BoundedArgmax, "__call__", lambda self, *a: calls.append(call(self, *a)) or calls[-1])
+    bounded = tables(runner.run("gnn_ppo", topology, requests=96, seed=0))
+    assert sum(server is not None for server in calls) > 0.5 * len(calls)
+    monkeypatch.setattr(gnn_model, "BOUNDED_FROM", 10**9)
+    assert tables(runner.run("gnn_ppo", topology, requests=96, seed=0)) == bounded

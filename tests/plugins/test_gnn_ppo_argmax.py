@@ -1,5 +1,7 @@
 """`BoundedArgmax`: the arg-max of the whole pass, from the bounds and few servers' exact logits."""
 
+import json
+
 import numpy as np
 import pytest
 import torch
@@ -91,14 +93,27 @@ def test_the_first_server_of_a_request_is_left_to_the_whole_pass(runner):
     assert bounded(nodes, edges, globals_, mask) is None
 
 
+@pytest.fixture(scope="module")
+def deeper_checkpoint(tmp_path_factory):
+    """Random weights of another shape: 4 layers of 24, the fit-last hint."""
+    torch.manual_seed(3)
+    model = gnn_model.GraphPolicy(hidden=24, layers=4, extra_features=6, sixth_hint="fit_last")
+    path = tmp_path_factory.mktemp("deeper") / "deeper.pt"
+    torch.save({"model": model.state_dict(), "config": json.dumps(model.config)}, path)
+    return path
+
+
 @pytest.mark.parametrize("topology", ["tiered:8,1x4", "tiered:16,1x8,pods=8,racks=8"])
-def test_runs_decided_by_the_bounds_are_the_runs_of_the_whole_pass(runner, topology, monkeypatch):
-    whole = tables(runner.run("gnn_ppo", topology, requests=48, seed=1))
+@pytest.mark.parametrize("deeper", [False, True])
+def test_runs_decided_by_the_bounds_are_the_runs_of_the_whole_pass(runner, topology, deeper, deeper_checkpoint,
+                                                                   monkeypatch):
+    allocator = f"gnn_ppo:checkpoint={deeper_checkpoint}" if deeper else "gnn_ppo"
+    whole = tables(runner.run(allocator, topology, requests=48, seed=1))
     calls = []
     call = BoundedArgmax.__call__
     monkeypatch.setattr(BoundedArgmax, "__call__", lambda self, *a: calls.append(call(self, *a)) or calls[-1])
     monkeypatch.setattr(gnn_model, "BOUNDED_FROM", 0)
-    assert tables(runner.run("gnn_ppo", topology, requests=48, seed=1)) == whole
+    assert tables(runner.run(allocator, topology, requests=48, seed=1)) == whole
     assert sum(server is not None for server in calls) > 0.5 * len(calls)  # the bounds decided most
 
 

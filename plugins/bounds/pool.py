@@ -18,7 +18,7 @@ import numpy as np
 from dcbench import Network, RequestSequence, SpecError
 
 EPS = 1e-9
-MODEL = "pool 4"  # the model's version, in every bound's key: a change to the model computes every bound again
+MODEL = "pool 5"  # the model's version, in every bound's key: a change to the model computes every bound again
 NODE_LIMIT = 20_000  # HiGHS branch-and-bound nodes: a deterministic cut-off, unlike a time limit
 
 
@@ -304,14 +304,17 @@ class _NoWaitModel:
 
 
 class _Model:
-    # Variables: x_i (accepted), u_i (steps waited up to i's offer, in all), w_ri (i waited for resource r), then
-    # y_ji (j held at i's offer).
+    # Variables: x_i (accepted), u_i (steps waited up to i's offer, in all), w_ri (i waited for resource r), y_ji (j
+    # held at i's offer), then z_ji (j held at i's last check before its offer, a step earlier, if it waited).
     def __init__(self, instance: PoolInstance):
         self.instance = inst = instance
         n = len(inst.demand)
         self.n_requests = n
         arrival = np.cumsum(inst.gaps)
         self.pairs: list[tuple[int, int, int]] = []  # (j, i, the most steps waited with j still held at i's offer)
+        self.checks: list[tuple[int, int, int]] = []  # (j, i, the same with j held a step before i's offer)
+        self.checked_if_accepted: list[tuple[int, int]] = []  # (j, i): held then if accepted, however long i waits
+        self.latest = latest_waits(inst)
         step = inst.time_step
         for j in range(n):
             if inst.skipped[j]:
@@ -320,19 +323,24 @@ class _Model:
                 left = (inst.holding[j] - (arrival[i] - arrival[j])) / step
                 # held while its departure is not before the clock (within: not at the clock either)
                 most = math.ceil(left - EPS) - 1 if inst.within else math.floor(left + EPS)
-                if most < 0:
+                checked = math.floor(left + EPS) + 1  # the wait's check: departures before the clock only
+                if checked < 0:
                     break
                 if not inst.skipped[i]:
-                    self.pairs.append((j, i, most))
+                    if most >= 0:
+                        self.pairs.append((j, i, most))
+                    if inst.wait and self.latest[i] > checked:
+                        self.checks.append((j, i, checked))
+                    elif inst.wait:
+                        self.checked_if_accepted.append((j, i))
         r = inst.demand.shape[1]
         self.n_resources = r
-        self.n = (2 + r) * n + len(self.pairs)
+        self.n = (2 + r) * n + len(self.pairs) + len(self.checks)
         self.lower = np.zeros(self.n)
         self.upper = np.ones(self.n)
         self.integrality = np.ones(self.n)
         longest = float(inst.holding.max()) if n else 0.0
         self.steps = math.ceil(longest / step) + 1 if inst.wait else 0  # no wait lasts longer (steps)
-        self.latest = latest_waits(inst)
         self.upper[n:2 * n] = self.latest  # no allocator waits longer
         offered = ~inst.skipped
         self.upper[:n] *= offered
@@ -373,11 +381,17 @@ class _Model:
             big = self.latest[i] - slack
             row(waits + [(y, big)], -np.inf, slack + big)  # held: waited at most `slack` steps in all
             row(waits + [(x + j, -(slack + 1)), (y, slack + 1)], 0, np.inf)  # accepted, not held: waited more
+        first_checked = first_held + len(self.pairs)
+        checked_at: list[list[tuple[int, int]]] = [[] for _ in range(n)]  # (j, variable) held at i's last check
+        for j, i in self.checked_if_accepted:
+            checked_at[i].append((j, x + j))
+        for k, (j, i, slack) in enumerate(self.checks):
+            z = first_checked + k
+            checked_at[i].append((j, z))
+            row([(z, 1), (x + j, -1)], -np.inf, 0)  # held only if accepted, and only if i waited at most `slack`
+            big = self.latest[i] - slack  # steps more than j (the wait rows need no more of z)
+            row([(u + i, 1), (u + j, -1), (z, big)], -np.inf, slack + big)
         usage, capacity = inst.usage, inst.capacity
-        previous, last = [], -1  # the offer before each request's, skipped ones passed over
-        for i in range(n):
-            previous.append(last)
-            last = last if inst.skipped[i] else i
         for i in range(n):
             if inst.skipped[i]:
                 if inst.wait and i > 0:  # skipped: offered never, waits never
@@ -394,15 +408,12 @@ class _Model:
             n_res = self.n_resources
             row([(u + i, 1), (u + i - 1, -1)], 0, np.inf)
             row([(u + i, 1), (u + i - 1, -1)] + [(w + r * n + i, -self.steps) for r in range(n_res)], -np.inf, 0)
-            before = previous[i]
-            if before < 0:  # nothing was ever held: no wait
-                row([(w + r * n + i, 1) for r in range(n_res)], 0, 0)
-                continue
-            # it waits only while some resource's load, at most what the previous offer left, leaves too little
+            # it waits only while some resource's load leaves too little, as the engine found at its last check, a
+            # step before its offer (the load only falls while it waits); the load is the amounts granted, each
+            # request's within the checker's 1e-6 of its demand
             for r in range(n_res):
-                entries = [(y, inst.demand[j, r]) for j, y in held_at[before] if inst.demand[j, r] > 0]
-                if inst.demand[before, r] > 0:
-                    entries.append((x + before, inst.demand[before, r]))
-                row(entries + [(w + r * n + i, -(capacity[r] - inst.demand[i, r]))], 0, np.inf)
+                entries = [(z, inst.demand[j, r]) for j, z in checked_at[i] if inst.demand[j, r] > 0]
+                room = capacity[r] - inst.demand[i, r] - 1e-6 * n
+                row(entries + [(w + r * n + i, -room)], 0, np.inf)
         return (np.asarray(rows), np.asarray(cols), np.asarray(vals, dtype=float), np.asarray(lower),
                 np.asarray(upper))

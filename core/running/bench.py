@@ -14,8 +14,7 @@ from dcbench.running.runner import Runner, run_plan
 def run_bench(registry: Registry, allocators: list[str], topologies: list[str], requests: int | None,
               repeat: int, echo: Callable[[str], None], workload: str | None = None,
               every_allocator_runs: bool = False) -> list[dict[str, float | str]]:
-    """Time whole runs of each cell's plan (engine, allocator, checks; not the writing) and print a Markdown table: the
-    best of ``repeat`` runs of seed 0."""
+    """Print a Markdown table of each cell's best of ``repeat`` whole runs of seed 0 (not writing them)."""
     runner = Runner(registry)
     kinds: dict[str, set[str]] = {}
     for topology in topologies:  # every bad spec fails before the table starts
@@ -25,7 +24,7 @@ def run_bench(registry: Registry, allocators: list[str], topologies: list[str], 
     failed: set[str] = set()
 
     def leave_out(allocator: str, failure: DcbenchError) -> None:
-        """Leave a failing third-party allocator of the default set out; any other failure stops all."""
+        # A failing third-party allocator of the default set is left out; any other failure stops all.
         if every_allocator_runs or registry.get("allocator", allocator.split(":")[0]).builtin:
             raise failure
         warnings.warn(f"bench leaves out allocator {allocator!r}, which fails: {failure}; name it with -a to see it "

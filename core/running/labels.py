@@ -21,8 +21,7 @@ def default_specs(registry: Any, kind: str = "allocator") -> dict[str, str]:
 
 
 def compact_spec(spec: str, registry: Any, kind: str, keep: Iterable[str] = ()) -> str:
-    """A resolved spec as short as one would type it: options differing from the defaults or in ``keep``, leading
-    positional ones by value (``tiered:16,1x8``)."""
+    """A resolved spec as short as one would type it: options differing from the defaults or in ``keep``."""
     parsed = Spec.parse(spec)
     entry = registry.entries(kind).get(parsed.name)
     default = default_specs(registry, kind).get(parsed.name) if entry is not None else None
@@ -64,7 +63,7 @@ Scenario = tuple[str, str, int]  # (topology, workload, requests): the resolved 
 
 def scenario_labels(scenarios: Sequence[Scenario], registry: Any) -> dict[Scenario, str]:
     """What a folder of runs or an ad-hoc sweep calls each scenario: its compact topology, then its workload where not
-    the defaults (``ocs vmjobs:warmup=50``); names alike are told apart by ``n=REQUESTS``, the workload, the specs."""
+    the defaults; names alike are told apart by ``n=REQUESTS``, the workload, then the specs."""
     scenarios = list(dict.fromkeys(scenarios))
     topologies = compact_specs([t for t, _, _ in scenarios], registry, "topology")
     workloads = compact_specs([w for _, w, _ in scenarios], registry, "workload")

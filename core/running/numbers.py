@@ -27,7 +27,6 @@ class ValueRange:
     slack: float = 0.0
 
     def allowed(self, values: Any) -> Any:
-        """Which of ``values`` (a float array) are in this range."""
         import numpy as np
 
         with np.errstate(invalid="ignore"):
@@ -83,11 +82,9 @@ BRACKETS = "accepted_size_1..8"
 
 
 def counts_problem(table: Any) -> str | None:
-    """The first row of ``table`` (values in range) whose counts disagree, said with its run and columns, or None.
-
-    Each rule holds where its columns are there and not empty: ``accepted`` <= ``offered`` <= ``requests``, and the
-    built-in metrics' ratios over the M measured requests (``acceptance_ratio`` is A / M, A the sum of
-    ``accepted_size_1..8``) give back whole numbers of requests exactly, at most the core's counts."""
+    """The first row of ``table`` whose counts disagree, said with its run and columns, or None: ``accepted`` <=
+    ``offered`` <= ``requests``, and the ratios over the M measured requests (``acceptance_ratio`` is A / M, A the sum
+    of ``accepted_size_1..8``) give back whole numbers of requests, at most the core's counts."""
     import numpy as np
 
     run_ids = table.column("run_id").to_pylist() if "run_id" in table.column_names else None
@@ -101,8 +98,6 @@ def counts_problem(table: Any) -> str | None:
 
 
 class _Cells:
-    """A summary's numeric columns as float64, and where each is present."""
-
     def __init__(self, table: Any) -> None:
         self.table = table
 

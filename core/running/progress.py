@@ -1,5 +1,5 @@
-"""Progress of long commands (`progress_bar`) on stderr: rich's bar on a terminal, elsewhere a line at the end of every
-unit of work and at most every `LOG_INTERVAL` seconds while work goes on."""
+"""Progress of long commands on stderr: rich's bar on a terminal, elsewhere a line per unit of work and at most every
+`LOG_INTERVAL` seconds between."""
 
 from __future__ import annotations
 
@@ -43,8 +43,7 @@ class Progress:
 
 
 def shorten(text: str, width: int) -> str:
-    """``text`` in at most ``width`` cells, ended with '…': cut after a word or a spec's argument where that keeps two
-    thirds of the width."""
+    """``text`` in at most ``width`` cells, ended with '…', cut after a word where that keeps two thirds of it."""
     from rich.cells import cell_len, set_cell_size
 
     if cell_len(text) <= width:
@@ -60,8 +59,7 @@ def shorten(text: str, width: int) -> str:
 
 
 def fit_line(width: int, description: str, statuses: list[str], count_cells: int) -> tuple[str, int, list[str]]:
-    """The description, bar width and statuses cut so the bar's line fits ``width`` cells: the description keeps three
-    fifths of the room besides the bar, or all it needs if that leaves the statuses 17 cells; the bar shrinks to 10."""
+    """The description, bar width and statuses cut so the bar's line fits ``width`` cells."""
     from rich.cells import cell_len
 
     fixed = count_cells + 8 + 3  # count, elapsed time (h:mm:ss), a space before each of the three
@@ -159,7 +157,7 @@ class _LogTask:
 
 
 class ProgressLog(Progress):
-    """A plain line per unit of work and per ``interval`` seconds of work between them, written by ``write``."""
+    """A plain line per unit of work and per ``interval`` seconds between them, written by ``write``."""
 
     def __init__(self, write: Callable[[str], None], status: tuple[str, ...] = (), interval: float = LOG_INTERVAL,
                  clock: Callable[[], float] = time.monotonic, heartbeat: bool = True):
@@ -197,7 +195,6 @@ class ProgressLog(Progress):
             self.tick()
 
     def tick(self) -> None:
-        """A line for the latest task if ``interval`` has passed since the last line."""
         with self.lock:
             if self.tasks and self.clock() - self.last_line >= self.interval:
                 self._line(list(self.tasks.values())[-1])

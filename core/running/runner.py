@@ -39,8 +39,7 @@ class RunResult:
         provenance: What made the run (versions, plugins, git commit, ...), written into every table's metadata.
         notes: What makes its figures n/a or thinner than asked for, and the allocator's own notes, one line each.
         metric_columns: The summary columns each metric wrote, by metric name.
-        network: The network the engine ran on (None: not recorded).
-    """
+        network: The network the engine ran on (None: not recorded)."""
 
     run_id: str
     summary: dict[str, Any]
@@ -112,8 +111,7 @@ class ResolvedRun:
         metrics: The registry entries of the third-party metrics asked for.
         allocator_spec: The parsed allocator spec each run builds a fresh allocator from (None without an allocator).
         computed: Every metric a run computes: dcbench's own, then those asked for.
-        plugins: What a run's provenance records of the loaded plugins.
-    """
+        plugins: What a run's provenance records of the loaded plugins."""
 
     topology: str
     workload: str
@@ -145,23 +143,18 @@ class ResolvedRun:
         """A fresh allocator for one run (allocators keep state from run to run).
 
         Returns:
-            What the allocator plugin built.
-        Raises:
-            PluginError: A third-party allocator failed to build."""
+            What the allocator plugin built."""
         return self.allocator_entry.build(self.allocator_spec).obj
 
 
 METRICS_PART = "metrics "  # how a run's fingerprint names the third-party metrics it computed
-
-
-WORKLOAD_PART = "workload "  # how a run's fingerprint names its workload's (`run_fingerprint`)
+WORKLOAD_PART = "workload "  # and its workload's
 
 
 def run_fingerprint(fingerprint: str, entries: tuple[PluginEntry, ...], metrics: tuple[PluginEntry, ...],
                     workload: str = "") -> str:
-    """The allocator's ``fingerprint``, then the ``workload``'s (a trace file's digest), then every third-party
-    plugin's identity (`PluginEntry.identity`: a plugin's new release or changed code makes new runs), then the
-    third-party ``metrics`` computed (they decide the columns)."""
+    """The allocator's ``fingerprint``, the ``workload``'s, every third-party plugin's identity (a new release makes
+    new runs), then the third-party ``metrics`` computed."""
     parts = [fingerprint] if fingerprint else []
     if workload:
         parts.append(WORKLOAD_PART + workload)
@@ -283,9 +276,8 @@ def draw_requests(plan: ResolvedRun, requests: int, rng: np.random.Generator) ->
 
 def plugin_fingerprint(entry: PluginEntry | None, built: Any, network: Network, refused: Callable[[str], Exception]
                        ) -> str:
-    """What beyond its spec decides what a plugin built (a checkpoint's or a trace file's digest): its
-    ``fingerprint(network)``, "" where it has none; what it raises for a missing or changed file is ``refused``'s
-    one-line error."""
+    """A plugin's ``fingerprint(network)`` (a checkpoint's or a trace file's digest), "" where it has none; what it
+    raises for a missing or changed file becomes ``refused``'s error."""
     fingerprint = getattr(built, "fingerprint", None)
     if entry is None or fingerprint is None:
         return ""
@@ -300,8 +292,8 @@ def plugin_fingerprint(entry: PluginEntry | None, built: Any, network: Network, 
 
 
 def warmup_requests(plan: ResolvedRun) -> int:
-    """The requests opening a run that the metrics leave out (vmjobs' warm-up; 0 for most), from seed 0's draw
-    (of twice as many requests, and so on, where the plan's are all in it)."""
+    """The requests opening a run that the metrics leave out (a warm-up), from seed 0's draw, doubled until the
+    warm-up ends within it."""
     requests = plan.requests
     while True:
         measured = draw_requests(plan, requests, np.random.default_rng(0)).measured
@@ -320,13 +312,10 @@ def measuring(plan: ResolvedRun, measured: int | None, label: str, give: str = "
         measured: Requests to measure after the warm-up (None: the plan's own requests, warm-up included).
         label: What the error calls the plan, e.g. "scenario 'x'".
         give: How the error says to ask for N measured requests, e.g. "-n N" or "requests=N".
-
     Returns:
         ``(plan, warmup)``: the plan with its requests set, and the warm-up's requests.
-
     Raises:
-        SpecError: The plan would measure nothing, or too many requests.
-    """
+        SpecError: The plan would measure nothing, or too many requests."""
     warmup = warmup_requests(plan)
     if measured is not None:
         check_bounds("--requests", warmup + measured, 1, MAX_REQUESTS)
@@ -342,8 +331,7 @@ class Runner:
     """Resolves specs into plans (`resolve`), caching compiled topologies; `run_plan` runs a plan with a seed.
 
     Attributes:
-        registry: The plugins it builds from (the process's, `get_registry`, by default).
-    """
+        registry: The plugins it builds from (the process's, `get_registry`, by default)."""
 
     registry: Registry = field(default_factory=get_registry)
     _networks: dict[str, tuple[str, Network]] = field(default_factory=dict)  # by spec as given and as resolved
@@ -492,7 +480,7 @@ class Runner:
         return asked
 
     def _own_default(self, topology: str, default: str) -> str:
-        """A topology's default workload, its bare name its topology's distribution's where that registers it."""
+        """A topology's default workload, a bare name its topology's distribution's where that registers it."""
         name = self.registry.get("topology", Spec.parse(topology).name).name
         qualifier, dot, _ = name.partition(".")
         return self.registry.own_spec("workload", default, qualifier) if dot else default
@@ -512,8 +500,7 @@ class Runner:
     def run(self, allocator: str, topology: str, workload: str | None = None, requests: int | None = None,
             seed: int = 0, progress: Callable[[int], None] | None = None, metrics: Sequence[str] = ()
             ) -> RunResult:
-        """`resolve` then `run_plan` in one call, raising as they do (runs of several seeds resolve once and call
-        `run_plan` each).
+        """`resolve` then `run_plan` in one call, raising as they do.
 
         Args:
             allocator: The allocator spec.

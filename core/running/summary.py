@@ -1,5 +1,4 @@
-"""A sweep's combined summary and its run folders, read and checked; each ``*_problem`` returns what is wrong with
-one kind of object (a run folder, a summary row, a summary's columns), or None."""
+"""A sweep's combined summary and its run folders, read and checked; each ``*_problem`` says what is wrong, or None."""
 
 from __future__ import annotations
 
@@ -30,8 +29,8 @@ REBUILD_SUMMARY = "remove it and run the sweep again to rebuild it"
 
 
 def read_sweep_summary(results: Path, registry: Any = None, runs_needed: bool = False, numbers: bool = True) -> Any:
-    """A sweep folder's combined ``summary.parquet``, checked by `sweep_summary_problem`, against its run folders (each
-    required only where ``runs_needed``), then, where ``numbers``, by `values_problem` and `counts_problem`."""
+    """A sweep folder's combined ``summary.parquet``, checked, against its run folders (each required only where
+    ``runs_needed``), and, where ``numbers``, its values."""
     from dcbench.running.numbers import counts_problem, values_problem
 
     hint = "give the folder a `dcbench sweep` wrote (its --out, results/<suite> by default)"
@@ -63,7 +62,6 @@ RUN_FOLDER_NAME = re.compile(r"[0-9a-f]{16}")  # a run id: what `write_run` name
 
 
 def run_folders(folder: Path) -> list[Path]:
-    """The run-id-named folders right below ``folder``, by name."""
     try:
         children = sorted(folder.iterdir())
     except OSError as exc:
@@ -95,8 +93,7 @@ def run_identity_problem(run_dir: Path) -> str | None:
 
 
 def read_runs(folder: Path) -> tuple[list[dict[str, Any]], list[tuple[Path, str]]]:
-    """The summaries of the run folders below ``folder`` that pass `run_identity_problem`, and those that failed, with
-    why."""
+    """The summaries of the sound run folders below ``folder``, and the others with why."""
     rows, damaged = [], []
     for run_dir in run_folders(folder):
         problem = run_identity_problem(run_dir)
@@ -108,7 +105,7 @@ def read_runs(folder: Path) -> tuple[list[dict[str, Any]], list[tuple[Path, str]
 
 
 def read_run_folder(folder: Path) -> list[dict[str, Any]]:
-    """`read_runs` for `report` and `plot`: no run, or a damaged one, is a one-line error with the fix."""
+    """`read_runs`, where no run or a damaged one is an error."""
     rows, damaged = read_runs(folder)
     if damaged:
         run_dir, problem = damaged[0]
@@ -121,8 +118,7 @@ def read_run_folder(folder: Path) -> list[dict[str, Any]]:
 
 
 def check_run_folders(results: Path, rows: list[dict[str, Any]], runs_needed: bool = True) -> None:
-    """Refuse a summary row that its finished run folder's summary contradicts; a missing folder only where
-    ``runs_needed`` (a submission: a report or plot reads the summary alone)."""
+    """Refuse a summary row that its run folder contradicts, and a missing folder where ``runs_needed``."""
     for row in rows:
         run_dir = results / row["run_id"]
         if not runs_needed and not run_dir.exists():
@@ -136,8 +132,7 @@ def check_run_folders(results: Path, rows: list[dict[str, Any]], runs_needed: bo
 
 
 def summary_row_problem(row: Mapping[str, Any], run_dir: Path) -> str | None:
-    """Where a sweep summary's row differs from its run folder's summary, or None; an empty cell for a column the
-    run lacks is a metric installed after the run."""
+    """Where a sweep summary's row differs from its run folder's; an empty cell the run lacks is a later metric."""
     (own,) = read_table(run_dir / "summary.parquet").to_pylist()  # one row: `run_folder_problem` checked it
     for column, value in own.items():
         given = row.get(column)
@@ -154,7 +149,7 @@ def same_value(a: Any, b: Any) -> bool:
 
 
 def ranking_of(suite: Any) -> tuple[str, bool]:
-    """The column a suite ranks by and whether higher is better; acceptance_ratio for None (no registered suite)."""
+    """The column a suite ranks by and whether higher is better; acceptance_ratio for None."""
     return (suite.primary_metric, suite.higher_is_better) if suite is not None else ("acceptance_ratio", True)
 
 
@@ -177,8 +172,7 @@ def is_adhoc_sweep(results: Path) -> bool:
 
 
 def sweep_provenance_problem(table: Any, adhoc: bool = True) -> str | None:
-    """Why ``table`` is no sweep's combined summary (a scenario column, a provenance naming the suite or, where
-    ``adhoc``, listing the scenarios), or None."""
+    """Why ``table`` is no sweep's combined summary (or, unless ``adhoc``, an ad-hoc sweep's), or None."""
     provenance, problem = _read_provenance(table)
     if provenance is None:
         return problem
@@ -216,7 +210,7 @@ RUN_IDENTITY = ("run_id", "topology", "workload", "allocator", "requests", "seed
 
 
 def summary_runs_problem(table: Any) -> str | None:
-    """Why a sweep summary's rows are not the runs its provenance lists, each id the hash of its specs, or None."""
+    """Why a sweep summary's rows are not the runs its provenance lists, each id the hash of its specs."""
     from dcbench.running.runner import run_hash
 
     held = table.column("run_id").to_pylist()
@@ -238,7 +232,7 @@ def summary_runs_problem(table: Any) -> str | None:
 
 
 def summary_contents_problem(table: Any, primary: str) -> str | None:
-    """What is wrong with a sweep summary's contents, or None: rows, `SUMMARY_COLUMNS` typed, ``primary``."""
+    """What is wrong with a sweep summary's rows, `SUMMARY_COLUMNS` and ``primary`` column."""
     if table.num_rows == 0:
         return "it is empty, with no runs"
     if "run_id" in table.column_names:  # a row copied would count twice in every mean and interval
@@ -257,7 +251,7 @@ def summary_contents_problem(table: Any, primary: str) -> str | None:
 
 
 def summary_schema_problem(schema: Any, required: Mapping[str, str]) -> str | None:
-    """What is wrong with a summary's columns, or None: the ``required`` ones typed, numbers in every other."""
+    """What is wrong with a summary's columns: the ``required`` ones typed, numbers in every other."""
     import pyarrow as pa
 
     types = {field.name: field.type for field in schema}
@@ -274,7 +268,7 @@ def summary_schema_problem(schema: Any, required: Mapping[str, str]) -> str | No
 
 
 def run_folder_problem(run_dir: Path) -> str | None:
-    """Why ``run_dir`` holds no finished run, or None: three readable footers, a one-row summary naming its run."""
+    """Why ``run_dir`` holds no finished run: three readable footers, a one-row summary naming its run."""
     import pyarrow.parquet as pq
 
     if not all((run_dir / f"{name}.parquet").is_file() for name in TABLES):

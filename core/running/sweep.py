@@ -1,5 +1,5 @@
-"""Sweeps: every (scenario, allocator, seed) of a suite or of ad-hoc specs, each run written atomically to its own
-folder, so a killed sweep resumes; the combined ``summary.parquet`` is rebuilt from the run folders, in plan order."""
+"""Sweeps: every (scenario, allocator, seed) of a suite or of ad-hoc specs, each run in a folder of its own (a killed
+sweep resumes), then the combined ``summary.parquet``, rebuilt from the run folders."""
 
 from __future__ import annotations
 
@@ -31,9 +31,8 @@ SUMMARY = "summary.parquet"
 
 
 def split_specs(values: Iterable[str], flag: str, example: str) -> list[str]:
-    """A repeatable option's values (``flag``), each a comma list of specs: a piece with '=' and no ':', or one that
-    starts with no spec's name (``1x4``), is a further argument of the spec before it (``ccf:reconfigure=no,jcb`` is
-    two specs, ``tiered:32,1x4`` one)."""
+    """A repeatable option's comma lists of specs: a piece with '=' and no ':', or one that starts with no spec's name,
+    is a further argument of the spec before it (``ccf:reconfigure=no,jcb`` is two specs, ``tiered:32,1x4`` one)."""
     from dcbench.registry.checks import is_spec_name
 
     specs: list[str] = []
@@ -64,8 +63,7 @@ ADHOC = "ad-hoc sweep"  # the name of an ad-hoc sweep's suite, which no register
 
 def adhoc_suite(runner: Runner, topologies: Sequence[str], workloads: Sequence[str | None], requests: int | None,
                 seeds: int, allocators: Sequence[str]) -> Suite:
-    """Every topology with every workload, seeds 0 to ``seeds`` - 1, named from their resolved specs; two that resolve
-    alike are refused (their runs would count twice)."""
+    """Every topology with every workload, seeds 0 to ``seeds`` - 1; two that resolve alike are refused."""
     from dcbench.running.labels import scenario_labels
 
     given: dict[tuple[str, str, int], tuple[str, str | None]] = {}
@@ -94,8 +92,7 @@ def described(suite: Suite) -> dict[str, Any]:
 
 
 def plan(runner: Runner, suite: Suite, allocators: Sequence[str], metrics: Sequence[str] = ()) -> list[PlannedRun]:
-    """Every run of the sweep, each (scenario, allocator) resolved once, before anything runs; an allocator given twice
-    (``tetris`` and ``tetris:penalty=0.9``) is refused."""
+    """Every run of the sweep, each (scenario, allocator) resolved once; an allocator given twice is refused."""
     metrics = (*suite.metrics, *metrics)
     given: dict[str, str] = {}
     for allocator in allocators:
@@ -130,7 +127,7 @@ def plan(runner: Runner, suite: Suite, allocators: Sequence[str], metrics: Seque
 
 
 def run_local(runs: Sequence[PlannedRun], out_dir: Path, workers: int, advance: Callable[[PlannedRun], None]) -> None:
-    """Make the runs in forked workers, each allocator's apart (`run_apart`), writing each as it comes."""
+    """Make the runs in forked workers, each allocator's apart, writing each as it comes."""
     def write(run: PlannedRun, output: RunOutput) -> None:
         write_run(out_dir, run.run_id, output.tables, output.provenance)
         advance(run)
@@ -155,7 +152,7 @@ def ray_batches(runs: Sequence[PlannedRun], cpus: int) -> list[list[PlannedRun]]
 
 def run_ray(runs: Sequence[PlannedRun], out_dir: Path, address: str | None,
             advance: Callable[[PlannedRun], None]) -> None:
-    """Make the runs as Ray tasks, each allocator's in workers of their own; the driver writes every run folder."""
+    """Make the runs as Ray tasks, each allocator's in workers of their own; the driver writes the run folders."""
     try:
         import ray
     except ImportError:
@@ -232,8 +229,8 @@ def check_ranked_by(suite: Suite, combined: Any, out_dir: Path) -> None:
 
 
 def previous_sweep(out_dir: Path, suite: Suite, allocators: Sequence[str], registry: Any) -> list[str]:
-    """Refuse an ``out_dir`` whose summary this sweep must not replace (not dcbench's, another suite's); return what
-    an earlier sweep of it had that this one leaves out (allocators, scenarios)."""
+    """Refuse an ``out_dir`` whose summary this sweep must not replace; return what an earlier sweep there had that
+    this one leaves out (allocators, scenarios)."""
     if (out_dir / "submission.json").exists():
         raise ResultsError(f"'{out_dir}' is a leaderboard submission; give the sweep its own --out "
                            "(default results/<suite>)")

@@ -27,8 +27,8 @@ MATH_THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THR
 
 @dataclass(frozen=True)
 class PlannedRun:
-    """One run of a plan: its specs as given, seed, the id it must come out with and its network's digest ("" where not
-    checked); a worker without its ``plan`` (not forked) resolves the specs once."""
+    """One run of a plan: its specs as given, seed, the id it must come out with and its network's digest ("": not
+    checked); a worker without its ``plan`` resolves the specs."""
 
     scenario: str
     allocator: str
@@ -78,22 +78,19 @@ def network_digest(network: Network) -> str:
 def run_apart(runs: Sequence[PlannedRun], workers: int, on_output: Callable[[PlannedRun, RunOutput], None],
               tables: bool = True, fresh: bool = False, environ: Mapping[str, str] | None = None,
               on_error: Callable[[PlannedRun, DcbenchError], None] | None = None) -> None:
-    """Make ``runs`` in workers, each allocator's in its own (at most ``workers`` at a time), handing each output to
-    ``on_output`` once its network's digest is checked. ``fresh`` workers load the plugins anew; others are forked and
-    take the plans. ``environ`` is set before any plugin loads; ``on_error`` takes a run's `DcbenchError` while the
-    others go on (None: it ends them all)."""
+    """Make ``runs`` in at most ``workers`` workers, each allocator's in its own, handing each output to ``on_output``
+    once its network is checked. ``fresh`` workers load the plugins anew, with ``environ``; ``on_error`` takes a run's
+    `DcbenchError` while the others go on (None: it ends them all)."""
     context = worker_context(fresh)
     for allocator_runs in by_allocator(runs):
-        # Each pool starts its workers at its first submissions, so the whole pool lives in these settings. The
-        # workers fill the cores: a BLAS that also starts a thread per core in each of them spins against the
-        # others (the shared-actor a2c_multistep went from 0.5 to 4.4 ms a decision).
+        # The workers fill the cores: a BLAS that also starts a thread per core in each of them spins against the
+        # others. Each pool starts its workers at its first submissions, within these settings.
         with environment({name: os.environ.get(name, "1") for name in MATH_THREAD_VARIABLES}):
             pool = concurrent.futures.ProcessPoolExecutor(
                 max_workers=min(workers, len(allocator_runs)), mp_context=context, initializer=start_worker,
                 initargs=(os.getpid(), {**os.environ, **(environ or {})}, plans_of(allocator_runs, context)))
             try:
-                # Longest first, the episode's length standing for a run's time: the runs left for the end
-                # are short ones, so the workers finish together (a suite's largest scenario is often its last).
+                # Longest first, by episode length: the short runs left for the end let the workers finish together.
                 longest_first = sorted(allocator_runs, key=lambda run: -((run.plan or run).requests or 0))
                 futures = {pool.submit(run_in_worker, run, tables): run for run in longest_first}
                 for future in concurrent.futures.as_completed(futures):
@@ -122,8 +119,8 @@ FRESH_PRELOAD = ["numpy", "pyarrow.parquet", "networkx", "dcbench.running.runner
 
 
 def worker_context(fresh: bool) -> Any:
-    """Forked from this process (Linux), or, ``fresh``, from a server that imported only `FRESH_PRELOAD` (quicker than
-    spawning each, and as clean); spawned where there is no fork."""
+    """Forked from this process (Linux), or, ``fresh``, from a server that imported only `FRESH_PRELOAD`; spawned
+    where there is no fork."""
     methods = multiprocessing.get_all_start_methods()
     if not fresh and sys.platform.startswith("linux"):
         return multiprocessing.get_context("fork")
@@ -135,7 +132,6 @@ def worker_context(fresh: bool) -> Any:
 
 
 def by_allocator(runs: Sequence[PlannedRun]) -> list[list[PlannedRun]]:
-    """The runs of each allocator, in the order the allocators first come."""
     groups: dict[str, list[PlannedRun]] = {}
     for run in runs:
         groups.setdefault(run.allocator, []).append(run)
@@ -143,14 +139,13 @@ def by_allocator(runs: Sequence[PlannedRun]) -> list[list[PlannedRun]]:
 
 
 def check_network(run: PlannedRun, output: RunOutput) -> None:
-    """Refuse a run whose worker's network no longer has the digest planned."""
     if run.network_digest and output.network_digest != run.network_digest:
         raise ResultsError(f"allocator {run.allocator} changed the network its worker was handed (run "
                            f"{run.run_id}, {run.scenario} seed {run.seed}); its runs from there on are refused")
 
 
 def plans_of(runs: Sequence[PlannedRun], context: Any) -> dict[tuple[Any, ...], ResolvedRun]:
-    """The runs' plans, for workers forked from this process; none for others (plans need not pickle)."""
+    """The runs' plans, for workers forked from this process (plans need not pickle)."""
     if context.get_start_method() != "fork":
         return {}
     return {run.specs: run.plan for run in runs if run.plan is not None}
@@ -189,7 +184,6 @@ def run_in_worker(run: PlannedRun, tables: bool = True) -> RunOutput:
 
 
 def quiet_plugin_warnings() -> None:
-    """Silence plugin-load warnings in a worker: its command warned once already."""
     from dcbench.registry import PluginLoadWarning
 
     warnings.filterwarnings("ignore", category=PluginLoadWarning)
@@ -197,8 +191,8 @@ def quiet_plugin_warnings() -> None:
 
 def start_worker(parent: int | None = None, environ: Mapping[str, str] | None = None,
                  plans: Mapping[tuple[Any, ...], ResolvedRun] | None = None) -> None:
-    """Take ``environ`` before any plugin loads, die with ``parent``, keep the ``plans`` handed, warn no second time,
-    print on stderr, and leave Ctrl-C to the command, which stops the workers."""
+    """Take ``environ`` before any plugin loads, die with ``parent``, keep the ``plans``, warn no second time, print on
+    stderr, and leave Ctrl-C to the command."""
     _HANDED.update(plans or {})
     if environ is not None:
         os.environ.clear()
@@ -218,8 +212,7 @@ PARENT_CHECK_SECONDS = 0.5
 
 
 def die_with(parent: int) -> None:
-    """SIGKILL this process once ``parent`` is gone: by ``prctl(PR_SET_PDEATHSIG)`` on Linux, else by a thread
-    polling it."""
+    """SIGKILL this process once ``parent`` is gone (``prctl`` on Linux, else a thread polling it)."""
     if os.getppid() == parent and sys.platform.startswith("linux"):
         import ctypes
 
@@ -252,8 +245,7 @@ STOP_SECONDS = 5.0  # what a worker is given to end on SIGTERM before SIGKILL
 
 
 def stop(pool: concurrent.futures.ProcessPoolExecutor) -> None:
-    """Cancel what has not started and end the workers now, their runs under way with them (the command removes their
-    staging folders)."""
+    """Cancel what has not started and end the workers now, with their runs under way."""
     workers = {id(worker): worker for worker in (pool._processes or {}).values()}  # (no public way before 3.14)
     workers.update((id(child), child) for child in multiprocessing.active_children())
     results = pool._result_queue  # (shutdown drops it)

@@ -1,5 +1,4 @@
-"""Files and folders written whole or not at all: a file through `dcbench.storage.journal`, a folder built beside its
-target and swapped in."""
+"""Files and folders written whole or not at all: a folder is built beside its target and swapped in."""
 
 from __future__ import annotations
 
@@ -17,8 +16,7 @@ from dcbench.storage.paths import _FOLDER_MODE
 
 
 def remove_staging(out_dir: Path, run_ids: Iterable[str]) -> None:
-    """Remove the half-written folders (``.<run_id>.tmp-*``, ``.<run_id>.old-*``) that a killed write of one of
-    ``run_ids`` left in ``out_dir``; other runs' are left alone."""
+    """Remove the half-written folders that a killed write of one of ``run_ids`` left in ``out_dir``."""
     wanted = set(run_ids)
     for path in out_dir.glob(".*"):
         match = re.fullmatch(r"\.([0-9a-f]{16})\.(tmp|old)-.*", path.name)
@@ -34,8 +32,7 @@ def staging_folder(target: Path) -> Path:
 
 @contextlib.contextmanager
 def swapped_in(staging: Path, target: Path) -> Iterator[None]:
-    """Put ``staging`` at ``target``; where that or the block fails, the previous folder (or none) is put back, so
-    that files replaced in the block and the folder change together or not at all."""
+    """Put ``staging`` at ``target``; where that or the block fails, the previous folder (or none) is put back."""
     aside = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.old-"))
     old = aside / target.name
     swapped = False
@@ -63,7 +60,6 @@ def swapped_in(staging: Path, target: Path) -> Iterator[None]:
 
 def write_atomic(path: Path, write: Callable[[Path], None]) -> None:
     """``write`` a temporary file beside ``path``, then rename it into place: readers see the old file or the new one.
-    A link is written through, a file replaced keeps its permissions.
 
     Args:
         path: The file to write; its folder is made where it is missing.
@@ -76,8 +72,7 @@ def write_atomic(path: Path, write: Callable[[Path], None]) -> None:
 
 
 def write_all_atomic(writers: Sequence[tuple[Path, Callable[[Path], None]]]) -> None:
-    """`write_atomic` for files that belong together (a checkpoint and its record): all are replaced or none, whatever
-    stops the write, SIGKILL included (`dcbench.storage.journal`).
+    """`write_atomic` for files that belong together: all are replaced or none, whatever stops the write.
 
     Args:
         writers: ``(path, write)`` for each file: ``write`` writes the new contents to the temporary path it is given.

@@ -1,12 +1,9 @@
 """Files replaced together or not at all, whatever stops the writer, SIGKILL included: a redo journal.
 
-`write_together` writes each file's new contents to a temporary beside it, commits by renaming into place a journal
-that lists every temporary and the file it replaces, renames the temporaries into place and removes the journal.
-Killed before the commit, the files are all old; after, all new once `recover` has finished the renames, which the
-next write of any of them does first. Every folder written into holds a marker, locked by its writer (``flock``), that
-names the journal, so that `recover` leaves a write under way alone. Names, TXID the write's 16 hex digits:
-``.NAME.tmp-TXID``, ``.dcbench-txn-TXID`` (the marker, made as ``.new``), ``.dcbench-txn-TXID.journal`` (written as
-``.journal.tmp``)."""
+`write_together` writes each new file as ``.NAME.tmp-TXID`` beside it, commits by renaming into place a journal
+(``.dcbench-txn-TXID.journal``) that lists them, renames them into place and removes the journal; `recover`, which the
+next write does first, finishes the renames of a committed write and undoes an uncommitted one. A marker
+``.dcbench-txn-TXID``, ``flock``ed by the writer in every folder written into, keeps `recover` off a write under way."""
 
 from __future__ import annotations
 
@@ -46,8 +43,7 @@ def _step(name: str) -> None:
 
 def write_together(writers: Sequence[tuple[Path, Callable[[Path], None]]]) -> None:
     """Replace each ``path`` with what its ``write`` writes to a temporary file, all or none; one file needs no journal.
-    A failure before the commit leaves the files as they were; Ctrl-C during the renames waits for the last of them; a
-    rename refused after the commit puts back the files already renamed, from copies, and raises naming the file."""
+    A rename refused after the commit puts back the files already renamed, from copies."""
     targets = [path.resolve() if path.is_symlink() else path for path, _ in writers]  # written through a link
     for target in targets:
         check_regular_file(target)
@@ -111,7 +107,7 @@ def _put_back(prepared: Sequence[tuple[Path, Path]], copies: Sequence[Path | Non
 
 
 def _write_temporary(path: Path, write: Callable[[Path], None], tag: str | None = None) -> Path:
-    """The new contents of ``path`` written beside it by ``write``, with its mode, as ``.NAME.tmp-TAG`` (or random)."""
+    """The new contents of ``path`` written beside it by ``write``, with its mode, as ``.NAME.tmp-TAG``."""
     try:
         mode = stat.S_IMODE(path.stat().st_mode)
     except FileNotFoundError:
@@ -134,8 +130,7 @@ def _write_temporary(path: Path, write: Callable[[Path], None], tag: str | None 
 
 
 def recover(paths: Iterable[Path]) -> None:
-    """Finish the killed writes of `write_together` in the folders of ``paths``, or undo those killed before their
-    commit; writes under way are left alone."""
+    """Finish the killed writes in the folders of ``paths``, or undo those killed before their commit."""
     for folder in dict.fromkeys(_real(Path(path).parent) for path in paths):
         _recover_folder(folder)
 
@@ -146,8 +141,8 @@ def _recover_folder(folder: Path) -> None:
 
 
 def remove_leftovers(folder: Path, names: Collection[str] | None = None) -> list[str]:
-    """`recover` ``folder``, then remove what dcbench's writers, killed, left in it (of the files ``names`` where
-    given), under a lock (`dcbench.storage.locks`): a write under way looks like a killed one. Returns the names."""
+    """`recover` ``folder``, then remove and return what killed writers left in it (of the files ``names`` where
+    given); to be called under a lock, as a write under way looks like a killed one."""
     _recover_folder(_real(folder))
     under_way = tuple(f".tmp-{txid}" for txid in _transactions(folder))  # another command's, in a file of its own
     removed = []
@@ -165,7 +160,7 @@ def remove_leftovers(folder: Path, names: Collection[str] | None = None) -> list
 
 
 def _place_marker(folder: Path, txid: str, journal: Path, held: contextlib.ExitStack) -> Path:
-    """Write the marker locked and whole, then rename it into place: a marker seen by its name is complete."""
+    """Write the marker locked and whole, then rename it into place."""
     marker = folder / f"{MARKER}{txid}"
     making = folder / f"{MARKER}{txid}.new"
     descriptor = os.open(making, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
@@ -191,8 +186,8 @@ def _commit(journal: Path, prepared: list[tuple[Path, Path]], markers: list[Path
 
 
 def _rename_all(pairs: Sequence[tuple[Path, Path]], after_each: Callable[[], None] = lambda: None) -> None:
-    """Rename each temporary file still there into place; Ctrl-C meanwhile, or the first OSError (named by the file it
-    would replace), is raised after the last rename."""
+    """Rename each temporary file still there into place; Ctrl-C meanwhile, or the first OSError, is raised after the
+    last rename."""
     stopped: KeyboardInterrupt | None = None
     failed: OSError | None = None
     for temporary, target in pairs:
@@ -222,7 +217,7 @@ def _rename_if_there(temporary: Path, target: Path) -> None:
 
 def _remove_transaction(journal: Path, markers: Sequence[Path], copies: Sequence[Path | None],
                         step: Callable[[str], None] = _step) -> None:
-    """The copies and other markers, then the journal, then the marker beside it (a marker without a journal: done)."""
+    """The copies and other markers, then the journal, then the marker beside it."""
     for path in [*(copy for copy in copies if copy is not None), *markers[1:]]:
         path.unlink(missing_ok=True)
     step("markers removed")

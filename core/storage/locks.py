@@ -1,6 +1,5 @@
-"""One dcbench command writing to a results folder or a checkpoint at a time: an ``flock`` on ``.dcbench.lock`` in the
-folder or ``.NAME.lock`` beside the file, which the kernel releases however the process ends; a second command is
-refused at once, in one line that names the first one's process."""
+"""One dcbench command writing to a results folder or a checkpoint at a time: an ``flock``, which the kernel releases
+however the process ends; a second command is refused at once."""
 
 from __future__ import annotations
 
@@ -38,8 +37,7 @@ def file_lock(path: Path) -> Path:
 
 @contextlib.contextmanager
 def sole_writer(lock: Path, command: str, written: Path, option: str = "--out") -> Iterator[None]:
-    """A context manager holding ``lock`` while the block runs (nothing without ``flock``: Windows); folders made for
-    the lock file are removed again if left empty.
+    """A context manager holding ``lock`` while the block runs (nothing without ``flock``: Windows).
 
     Args:
         lock: The lock file (`folder_lock`).
@@ -94,7 +92,7 @@ def _acquire(lock: Path, command: str, written: Path, option: str) -> int:
 
 
 def _holder(descriptor: int) -> dict:
-    """Who holds the lock, as it wrote (just after it locked: give it a moment)."""
+    """Who holds the lock, as it wrote (give it a moment to write)."""
     for _ in range(20):
         try:
             holder = parse_json(os.pread(descriptor, 4096, 0) or b"null")

@@ -12,7 +12,7 @@ from dcbench.errors import ResultsError
 
 
 def check_writable(out_dir: Path, what: str = "results") -> None:
-    """Fail early, before any work, if ``out_dir`` cannot hold ``what``; folders made to find out are removed again.
+    """Fail early, before any work, if ``out_dir`` cannot hold ``what``.
 
     Args:
         out_dir: The folder to write to.
@@ -38,7 +38,7 @@ def check_writable(out_dir: Path, what: str = "results") -> None:
 
 
 def blocking_path(folder: Path) -> Path | None:
-    """The nearest of ``folder`` and its parents that is there, where that is no folder; None where there is none."""
+    """The nearest of ``folder`` and its parents that is there, where that is no folder."""
     for part in (folder, *folder.parents):
         if part.is_dir():
             return None
@@ -58,7 +58,7 @@ def _cannot_write(what: str, out_dir: Path, exc: OSError) -> ResultsError:
 
 
 def check_regular_file(path: Path, give: str = "the path of a file to write") -> None:
-    """Refuse to read or replace what is at ``path`` unless it is a regular file (or nothing yet) a folder can hold."""
+    """Refuse what is at ``path`` unless it is a regular file (or nothing yet) a folder can hold."""
     if path.exists() and not path.is_file():
         kind = "a folder" if path.is_dir() else "not a regular file (a device or a pipe)"
         raise ResultsError(f"'{path}' is {kind}; give {give}")

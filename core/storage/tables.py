@@ -67,7 +67,6 @@ def write_run(out_dir: Path, run_id: str, tables: Mapping[str, Mapping[str, Any]
 
 
 def _replaceable_run_folder(folder: Path) -> bool:
-    """Whether a rerun may replace ``folder`` whole: an empty folder, or one holding a run's table."""
     return folder.is_dir() and (not any(folder.iterdir())
                                 or any((folder / f"{name}.parquet").is_file() for name in TABLES))
 
@@ -129,8 +128,7 @@ class UnreadableTable(Exception):
 
 
 def table_at(path: Path) -> Any:
-    """The table in the Parquet file at ``path``: a regular file within `MAX_TABLE_ROWS`, `MAX_TABLE_COLUMNS` and
-    `MAX_TABLE_BYTES` (`footer_problem`), its text columns measured (`decoded_problem`) before they are decoded."""
+    """The table in the Parquet file at ``path``, checked from its footer on before anything is decoded."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -165,7 +163,7 @@ def table_at(path: Path) -> Any:
 
 @contextlib.contextmanager
 def _regular_file(path: Path) -> Iterator[Any]:
-    """``path`` opened for reading, if it is a regular file of at most `MAX_TABLE_BYTES` (a pipe is not waited on)."""
+    """``path`` opened for reading, if it is a regular file of at most `MAX_TABLE_BYTES`."""
     try:
         descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except OSError as exc:
@@ -182,8 +180,7 @@ def _regular_file(path: Path) -> Iterator[Any]:
 
 
 def footer_problem(parquet: Any) -> str | None:
-    """What a Parquet file's footer declares beyond what a results table may be (its size as stored and as read, a
-    column type or name no table dcbench writes has), or None."""
+    """What a Parquet file's footer declares beyond what a results table may be, or None."""
     metadata = parquet.metadata
     if metadata.num_rows > MAX_TABLE_ROWS:
         return f"has {metadata.num_rows:,} rows, more than the {MAX_TABLE_ROWS:,} a results table may have"
@@ -211,7 +208,7 @@ def footer_problem(parquet: Any) -> str | None:
 
 
 def _is_plain(kind: Any) -> bool:
-    """Whether ``kind`` is a type of the columns dcbench writes: numbers, booleans, text and null."""
+    """Whether dcbench writes columns of type ``kind``: numbers, booleans, text and null."""
     import pyarrow as pa
 
     return (pa.types.is_integer(kind) or pa.types.is_floating(kind) or pa.types.is_boolean(kind)
@@ -239,8 +236,7 @@ def _fixed_width(kind: Any) -> float:
 
 
 def decoded_problem(table: Any, schema: Any) -> str | None:
-    """Where ``table``, read with its text columns as dictionaries, would decode to more than `MAX_TABLE_BYTES`, said
-    with the column that takes the most; None where it would not."""
+    """Where ``table``, its text columns read as dictionaries, would decode to more than `MAX_TABLE_BYTES`."""
     fixed = table.num_rows * sum(_fixed_width(field.type) for field in schema)
     texts = {field.name: _characters(table.column(field.name)) for field in schema if _is_text(field.type)}
     size = fixed + sum(texts.values())
@@ -272,7 +268,7 @@ NO_PROVENANCE = "it has no dcbench provenance"
 
 
 def _read_provenance(table: Any) -> tuple[dict[str, Any] | None, str | None]:
-    """The provenance dcbench wrote into ``table``, or None and why it is not usable."""
+    """The provenance dcbench wrote into ``table``, or None and why not."""
     metadata = table.schema.metadata or {}
     if METADATA_KEY not in metadata:
         return None, NO_PROVENANCE

@@ -419,22 +419,17 @@ class Runner:
             entry = self.registry.get("allocator", allocator_spec.name)
             allocator_built = entry.build(allocator_spec)
         kind = getattr(workload_built.obj, "kind", "pool")
+        makes = f"workload {workload_built.spec.split(':')[0]!r} makes {kind} demands"
         if kind not in network.demand_kinds:
-            family = topology_spec.split(":")[0]
             raise IncompatibleError(
-                f"topology {family!r} serves {'/'.join(network.demand_kinds)} demands but workload "
-                f"{workload_built.spec.split(':')[0]!r} makes {kind} demands"
+                f"topology {topology_spec.split(':')[0]!r} serves {'/'.join(network.demand_kinds)} demands but {makes}"
                 + (f"; use its default workload {network.default_workload!r}" if network.default_workload else "")
             )
-        if entry is not None and kind not in entry.demands:
-            serving = sorted(name for name, e in self.registry.entries("allocator").items()
-                             if kind in e.demands)
-            raise IncompatibleError(
-                f"allocator {entry.name!r} serves {'/'.join(entry.demands)} demands but workload "
-                f"{workload_built.spec.split(':')[0]!r} makes {kind} demands; "
-                f"allocators for {kind} demands: {', '.join(serving) or 'none'}"
-            )
-        if entry is not None:  # (once it is known to serve the workload's demands)
+        if entry is not None:
+            if kind not in entry.demands:
+                serving = sorted(name for name, e in self.registry.entries("allocator").items() if kind in e.demands)
+                raise IncompatibleError(f"allocator {entry.name!r} serves {'/'.join(entry.demands)} demands but "
+                                        f"{makes}; allocators for {kind} demands: {', '.join(serving) or 'none'}")
             checked_against(entry, allocator_built, network)
             if getattr(allocator_built.obj, "reconfigure", True) is False:
                 network = self.fixed_fabric(topology)  # the OCS paper's ALL2ALL: a policy that never reconfigures

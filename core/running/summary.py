@@ -49,10 +49,9 @@ def read_sweep_summary(results: Path, registry: Any = None, runs_needed: bool = 
     if "scenario" not in table.column_names:
         raise ResultsError(f"'{results}' is a single run, not a sweep; {hint}")
     problem = sweep_summary_problem(table, registry, adhoc=True)
-    if problem is not None:
-        raise ResultsError(f"'{path}' is damaged ({problem}); {REBUILD_SUMMARY}")
-    check_run_folders(results, table.to_pylist(), runs_needed)
-    problem = (values_problem(table) or counts_problem(table)) if numbers else None
+    if problem is None:
+        check_run_folders(results, table.to_pylist(), runs_needed)
+        problem = (values_problem(table) or counts_problem(table)) if numbers else None
     if problem is not None:
         raise ResultsError(f"'{path}' is damaged ({problem}); {REBUILD_SUMMARY}")
     return table

@@ -16,8 +16,8 @@ from dcbench.spec import Param, Spec, bind, resolved_spec
 
 
 def import_target(target: str, builtin: bool, failed: str, passing: tuple[type[BaseException], ...] = ()) -> Any:
-    """What ``"module:attr"`` names; where importing it fails, a one-line `PluginError` starting ``failed`` (a built-in
-    plugin's failure other than a missing dependency keeps its traceback; ``passing`` errors pass unchanged)."""
+    """What ``"module:attr"`` names; a failed import is a one-line `PluginError` starting ``failed`` (a built-in
+    plugin's keeps its traceback but for a missing dependency)."""
     module_name, _, attr = target.partition(":")
     try:
         return getattr(importlib.import_module(module_name), attr)
@@ -36,7 +36,6 @@ def import_target(target: str, builtin: bool, failed: str, passing: tuple[type[B
 @dataclass(frozen=True)
 class BuiltPlugin:
     """What `PluginEntry.build` returns: the object and its resolved spec."""
-
     obj: Any
     spec: str
     values: Mapping[str, Any]
@@ -117,8 +116,8 @@ class PluginEntry:
 
 @contextlib.contextmanager
 def blamed_on(entry: PluginEntry, failure: str) -> Iterator[None]:
-    """A context manager that makes an exception of a third-party plugin's code in its block a one-line `PluginError`;
-    a built-in's keeps its traceback, a `DcbenchError` or KeyboardInterrupt passes.
+    """Make an exception of a third-party plugin's code in the block a one-line `PluginError`; a built-in's keeps its
+    traceback.
 
     Args:
         entry: The registry entry of the plugin whose code runs in the block.
@@ -139,7 +138,7 @@ def blamed_on(entry: PluginEntry, failure: str) -> Iterator[None]:
 @dataclass
 class PluginInfo:
     """A loaded plugin module: its entry point's name (a built-in's module), its distribution's name and version ("?"
-    where unknown), its source's digest."""
+    where unknown)."""
 
     name: str
     distribution: str
@@ -151,11 +150,3 @@ class PluginInfo:
     def qualifier(self) -> str:
         """The normalized distribution name that qualifies a third-party plugin's names; "" where none does."""
         return "" if self.builtin or self.distribution == "?" else normalized(self.distribution)
-
-    @property
-    def identity(self) -> str:
-        """``DIST VERSION src=DIGEST``, as `PluginEntry.identity`."""
-        if self.builtin:
-            return ""
-        owner = f"{self.distribution} {self.version}" if self.distribution != "?" else self.name
-        return owner + (f" src={self.source}" if self.source else "")

@@ -82,12 +82,13 @@ def describe(exc: BaseException, limit: int = 200) -> str:
     if not lines:
         return type(exc).__name__
     message = f"{lines[0]} {lines[1]}" if lines[0].endswith(":") and len(lines) > 1 else lines[0]
-    if len(message) > limit:
-        message = message[: limit - 1] + "…"
-    return f"{type(exc).__name__}: {message}"
+    return f"{type(exc).__name__}: {cut(message, limit)}"
 
 
 def short_repr(value: Any, limit: int = 60) -> str:
     """``value``'s repr on one line, cut at ``limit`` characters: how an error quotes a plugin's value."""
-    text = " ".join(repr(value).split())
+    return cut(" ".join(repr(value).split()), limit)
+
+
+def cut(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Iterator, Mapping, cast
 
 import numpy as np
 
-from dcbench.errors import DcbenchError, IncompatibleError, SpecError, describe, short_repr
+from dcbench.errors import DcbenchError, IncompatibleError, SpecError, cut, describe, short_repr
 from dcbench.spec import Spec
 
 if TYPE_CHECKING:
@@ -222,9 +222,9 @@ def _first_decision_difference(first: list[Decision], second: list[Decision]) ->
     for (request, a), (_, b) in zip(first, second):
         if a != b:
             if len(a) != len(b):  # an allocation, then a refusal
-                return f"request {request}: {_cut(a[0][1])}, then {_cut(b[0][1])}"
+                return f"request {request}: {cut(a[0][1], 80)}, then {cut(b[0][1], 80)}"
             part, one, other = next((part, one, other) for (part, one), (_, other) in zip(a, b) if one != other)
-            return f"request {request}: {part} {_cut(one)}, then {_cut(other)}"
+            return f"request {request}: {part} {cut(one, 80)}, then {cut(other, 80)}"
     return None
 
 
@@ -542,10 +542,6 @@ def check_metric(name: str, *, topology: str | None = None, workload: str | None
             everything = sorted({column for columns in written.values() for column in columns})
             raise broke("writes every column it declares", f"it declares {declared.name!r} for "
                         f"{'/'.join(declared.demands)} runs, but no run has it (they have {everything})")
-
-
-def _cut(text: str, limit: int = 80) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def check_suite(name: str, *, registry: Registry | None = None, time_limit: float = TIME_LIMIT) -> None:

@@ -8,19 +8,29 @@ import dataclasses
 import functools
 import time
 from types import MappingProxyType, SimpleNamespace
-from typing import TYPE_CHECKING, Any, Iterator, Mapping, cast
+from typing import Any, Iterator, Mapping, cast
 
 import numpy as np
 
+from dcbench.engine.simulation import RunTables, simulate
 from dcbench.errors import DcbenchError, IncompatibleError, SpecError, cut, describe, short_repr
+from dcbench.model.network import Network, Topology
+from dcbench.model.requests import RequestSequence, SequenceProblem, checked_sequence
+from dcbench.registry import Registry, get_registry
+from dcbench.registry.manager import beside_caller
+from dcbench.running import sweep
+from dcbench.running.numbers import value_range
+from dcbench.running.runner import (
+    COLUMN_NAME,
+    LATER_COLUMNS,
+    ResolvedRun,
+    Runner,
+    draw_requests,
+    read_only_copy,
+    run_plan,
+    summary_number,
+)
 from dcbench.spec import Spec
-
-if TYPE_CHECKING:
-    from dcbench.engine.simulation import RunTables
-    from dcbench.model.network import Network
-    from dcbench.model.requests import RequestSequence
-    from dcbench.registry import Registry
-    from dcbench.running.runner import ResolvedRun, Runner
 
 __all__ = ["ContractError", "SCENARIOS", "check_allocator", "check_topology", "check_workload", "check_metric",
            "check_suite"]
@@ -101,10 +111,6 @@ class _WithoutMetrics:
 
 
 def _runner(registry: Registry | None, name: str = "") -> tuple[Runner, Registry]:
-    from dcbench.registry import get_registry
-    from dcbench.registry.manager import beside_caller
-    from dcbench.running.runner import Runner
-
     # what the calling package's plugins run beside (dcbench's and its own), its bare names its own
     plugins = beside_caller(registry if registry is not None else get_registry(), name)
     return Runner(cast("Registry", _WithoutMetrics(plugins))), plugins
@@ -180,9 +186,6 @@ def check_allocator(name_or_spec: str, *, topology: str | None = None, workload:
 
 def _simulate(plan: ResolvedRun, allocator: Any, seed: int) -> RunTables:
     """A run with ``allocator``, on `Runner.run`'s streams of ``seed``, and no metric."""
-    from dcbench.engine.simulation import simulate
-    from dcbench.running.runner import draw_requests
-
     workload_rng, allocator_rng = np.random.default_rng(seed).spawn(2)
     return simulate(plan.network, draw_requests(plan, plan.requests, workload_rng), allocator, allocator_rng)
 
@@ -265,9 +268,6 @@ def check_topology(name_or_spec: str, *, registry: Registry | None = None, time_
     Raises:
         ContractError: The topology broke one of those contracts, or its check took more than ``time_limit``.
         SpecError: The spec does not parse or names no registered topology."""
-    from dcbench.model.network import Network, Topology
-    from dcbench.running.runner import Runner, run_plan
-
     clock = _Clock("topology", name_or_spec, time_limit)
     runner, plugins = _runner(registry, name_or_spec)
     broke = functools.partial(ContractError, "topology", name_or_spec)
@@ -351,8 +351,6 @@ def check_workload(name_or_spec: str, *, topology: str | None = None, requests: 
         ContractError: The workload broke one of those contracts, or its check took more than ``time_limit``.
         SpecError: A spec does not parse or names no registered plugin.
         IncompatibleError: The topology does not serve the workload's demand kind."""
-    from dcbench.model.requests import RequestSequence, SequenceProblem, checked_sequence
-
     clock = _Clock("workload", name_or_spec, time_limit)
     runner, plugins = _runner(registry, name_or_spec)
     broke = functools.partial(ContractError, "workload", name_or_spec)
@@ -448,8 +446,6 @@ class _MetricRun:
 def _metric_runs(runner: Runner, scenarios: Mapping[str, tuple[str, str | None]], clock: _Clock
                  ) -> tuple[list[_MetricRun], set[str]]:
     """Per demand kind, runs of two allocators, one accepting nothing, one measuring nothing; and the core's columns."""
-    from dcbench.running.runner import LATER_COLUMNS, run_plan
-
     runs: list[_MetricRun] = []
     core = set(LATER_COLUMNS)
     for kind, (topology, workload) in scenarios.items():
@@ -489,10 +485,6 @@ def check_metric(name: str, *, topology: str | None = None, workload: str | None
     Raises:
         ContractError: The metric broke one of those contracts, or its check took more than ``time_limit``.
         SpecError: A spec does not parse or names no registered plugin."""
-    from dcbench.engine.simulation import RunTables
-    from dcbench.running.numbers import value_range
-    from dcbench.running.runner import COLUMN_NAME, read_only_copy, summary_number
-
     clock = _Clock("metric", name, time_limit)
     runner, plugins = _runner(registry, name)
     entry = plugins.get("metric", name)
@@ -557,9 +549,6 @@ def check_suite(name: str, *, registry: Registry | None = None, time_limit: floa
     Raises:
         ContractError: The suite broke one of those contracts, or its check took more than ``time_limit``.
         SpecError: No suite of that name is registered."""
-    from dcbench.running.runner import Runner
-    from dcbench.running.sweep import plan
-
     clock = _Clock("suite", name, time_limit)
     runner, plugins = _runner(registry, name)
     suite = plugins.get("suite", name)
@@ -575,7 +564,7 @@ def check_suite(name: str, *, registry: Registry | None = None, time_limit: floa
         clock.check(f"after resolving {where}")
     sweeper = Runner(plugins)  # with the metrics, as `dcbench sweep` has them
     try:
-        plan(sweeper, suite, [METRIC_ALLOCATORS[0]])
+        sweep.plan(sweeper, suite, [METRIC_ALLOCATORS[0]])
     except Exception as exc:  # what `dcbench sweep -s NAME` refuses before it runs anything
         raise broke("a suite `dcbench sweep` plans", f"sweep -s {name} -a {METRIC_ALLOCATORS[0]}: "
                                                      f"{describe(exc, 300)}") from exc

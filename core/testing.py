@@ -74,7 +74,6 @@ def _failing(kind: str, name: str, contract: str, where: str) -> Iterator[None]:
 
 
 class _Overtime(DcbenchError):
-
     def __init__(self, error: ContractError):
         super().__init__(str(error))
         self.error = error
@@ -248,11 +247,7 @@ def _first_difference(first: RunTables, second: RunTables) -> str | None:
 
 
 def _isnan(values: np.ndarray) -> np.ndarray:
-    if values.dtype.kind in "fc":
-        return np.isnan(values)
-    if values.dtype.kind == "O":
-        return np.frompyfunc(lambda value: value != value, 1, 1)(values).astype(bool)
-    return np.zeros(values.shape, dtype=bool)
+    return np.asarray(values != values, dtype=bool)  # NaN alone differs from itself
 
 
 def check_topology(name_or_spec: str, *, registry: Registry | None = None, time_limit: float = TIME_LIMIT) -> None:

@@ -8,7 +8,10 @@ import functools
 import importlib
 import importlib.metadata
 import os
+import sys
+import tomllib
 import warnings
+from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping
 
 import pluggy
@@ -150,21 +153,18 @@ class Registry:
         else:
             name = name_or_suite
             problem = registration_problem(kind, name, target, keywords)
-        if problem is not None:
-            self.fail(f"plugin {self.label(plugin_name)} registers {kind} {name!r}: {problem}; ignored",
-                      plugin_name)
-            return
         info = self._third_party(plugin_name)
         canonical = f"{info.qualifier}.{name}" if info is not None and info.qualifier else name
-        if not is_spec_name(canonical):
-            self.fail(f"plugin {self.label(plugin_name)} registers {kind} {name!r} as {canonical!r}, which no spec "
-                      "can give: its distribution's name is no PEP 508 name; ignored", plugin_name)
-            return
-        builtin = getattr(registered.get(name), "plugin", None) in BUILTIN_PLUGINS
-        taken = canonical if canonical in registered else name if builtin else None
-        if taken is not None:  # a built-in name, or a name its own distribution registered already
-            self.fail(f"plugin {self.label(plugin_name)} registers {kind} {name!r}, "
-                      f"already registered by {getattr(registered[taken], 'plugin', '?')!r}; ignored", plugin_name)
+        refusal = ""
+        if problem is not None:
+            refusal = f": {problem}"
+        elif not is_spec_name(canonical):
+            refusal = f" as {canonical!r}, which no spec can give: its distribution's name is no PEP 508 name"
+        elif canonical in registered or getattr(registered.get(name), "plugin", None) in BUILTIN_PLUGINS:
+            taken = canonical if canonical in registered else name  # its own distribution's name, or a built-in's
+            refusal = f", already registered by {getattr(registered[taken], 'plugin', '?')!r}"
+        if refusal:
+            self.fail(f"plugin {self.label(plugin_name)} registers {kind} {name!r}{refusal}; ignored", plugin_name)
             return
         if kind == "suite":  # the plugin's own Suite stays as it made it; the registry's names its own plugins first
             entry = dataclasses.replace(self.own_suite(entry, info.qualifier if info is not None else ""),
@@ -246,8 +246,6 @@ def column_clash(metrics: Iterable[Any]) -> str | None:
 
 def beside_caller(registry: Registry, name: str = "") -> Registry:
     """``registry`` narrowed to the distribution that qualifies ``name``, else to the one whose code calls."""
-    import sys
-
     qualifiers = {p.qualifier for p in registry.plugins if p.qualifier}
     qualifier, dot, _ = Spec.parse(name).name.partition(".") if name else ("", "", "")
     if dot and qualifier in qualifiers:
@@ -268,9 +266,6 @@ def beside_caller(registry: Registry, name: str = "") -> Registry:
 @functools.lru_cache(maxsize=64)
 def _project_of(filename: str) -> str:
     """The normalized ``[project] name`` of the nearest ``pyproject.toml`` above ``filename``; "" where none."""
-    import tomllib
-    from pathlib import Path
-
     for folder in Path(filename).resolve().parents:
         pyproject = folder / "pyproject.toml"
         if pyproject.is_file():

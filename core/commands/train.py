@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 from pathlib import Path
 from typing import Any
 
@@ -10,8 +11,9 @@ import click
 from dcbench.commands.base import PATH, check_bounds, load_registry, plugin_prints_to_stderr
 from dcbench.errors import IncompatibleError, ResultsError, SpecError
 from dcbench.hookspecs import hookimpl
+from dcbench.registry import PluginEntry, blamed_on
 from dcbench.running.progress import progress_bar
-from dcbench.spec import MAX_TRAINING_STEPS
+from dcbench.spec import MAX_TRAINING_STEPS, Spec
 from dcbench.storage.paths import starts_with
 
 
@@ -45,9 +47,7 @@ def example_topology(registry: Any, demands: tuple[str, ...]) -> str | None:
 def train(allocator: str, topology: str, workload: str | None, steps: int | None, seed: int,
           out: Path | None, quick: bool, quiet: bool) -> None:
     """Train a learned allocator's checkpoint (resumes an interrupted run)."""
-    from dcbench.registry import PluginEntry, blamed_on
     from dcbench.running.runner import Runner
-    from dcbench.spec import Spec
     from dcbench.storage.locks import file_lock, sole_writer
     from dcbench.storage.paths import check_writable
 
@@ -108,8 +108,6 @@ def train(allocator: str, topology: str, workload: str | None, steps: int | None
 
 def takes_keyword(function: Any, name: str) -> bool:
     """Whether ``function`` can be called with the keyword ``name``."""
-    import inspect
-
     try:
         parameters = inspect.signature(function).parameters.values()
     except (TypeError, ValueError):  # no signature to read (a builtin): try it

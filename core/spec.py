@@ -86,17 +86,7 @@ _REQUIRED: Any = object()
 _OPTION = "dcbench.option"  # the key of `Param.option`'s declaration in a field's metadata
 
 
-def parse_bool(text: str) -> bool:
-    lowered = text.lower()
-    if lowered in ("yes", "true", "1", "on"):
-        return True
-    if lowered in ("no", "false", "0", "off"):
-        return False
-    raise ValueError("expected yes or no")
-
-
-def _non_ascii_hint(text: str) -> str:
-    return "; write its digits as ASCII 0-9" if any(c.isdigit() and not c.isascii() for c in text) else ""
+_BOOLS = dict.fromkeys(("yes", "true", "1", "on"), True) | dict.fromkeys(("no", "false", "0", "off"), False)
 
 
 def parse_int(text: str) -> int:
@@ -128,7 +118,8 @@ def check_bounds(option: str, value: int | None, minimum: int, at_most: int = LA
     if value is not None and value > at_most:
         raise SpecError(f"{option} must be at most {at_most:,}, got {value:,}")
 
-_PARSERS: dict[type, Callable[[str], Any]] = {int: parse_int, float: parse_finite_float, str: str, bool: parse_bool}
+_PARSERS: dict[type, Callable[[str], Any]] = {int: parse_int, float: parse_finite_float, str: str,
+                                              bool: lambda text: _BOOLS[text.lower()]}
 PARAM_TYPES = tuple(_PARSERS)
 _TYPE_NAMES = {int: "an integer", float: "a finite number", str: "a string", bool: "yes or no"}
 
@@ -202,7 +193,8 @@ class Param:
         try:
             value = _PARSERS[self.type](raw)
         except (ValueError, KeyError):
-            hint = _non_ascii_hint(raw) if self.type in (int, float) else ""
+            non_ascii = self.type in (int, float) and any(c.isdigit() and not c.isascii() for c in raw)
+            hint = "; write its digits as ASCII 0-9" if non_ascii else ""
             what = _TYPE_NAMES.get(self.type, self.type.__name__)
             raise SpecError(f"{owner}: {self.name}={_echo(raw)} is not {what}{hint}") from None
         if self.choices is not None and value not in self.choices:

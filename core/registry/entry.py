@@ -106,8 +106,6 @@ class PluginEntry:
         with blamed_on(self, "failed when built"):
             try:
                 obj = factory(**values)
-            except SpecError:
-                raise
             except ValueError as exc:  # the factory refuses a parameter value: the spec's to fix
                 raise SpecError(f"{self.name}: {exc}") from exc
             # anything else (a TypeError: a signature that does not match its params, say) is the plugin's

@@ -21,7 +21,6 @@ from dcbench.errors import PluginError, SpecError, UnknownPluginError, describe
 from dcbench.registry.checks import is_spec_name, registration_problem, suite_problem
 from dcbench.registry.columns import Column
 from dcbench.registry.distributions import (
-    builtin_names,
     disable_problems,
     disabled_names,
     is_disabled,
@@ -331,7 +330,7 @@ def create_registry(entry_points: Iterable[importlib.metadata.EntryPoint] | None
             disabled.append(info)
         elif _load(manager, entry_point, info, failures):
             plugins.append(info)
-    for problem in disable_problems(requested, seen, builtin_names(BUILTIN_PLUGINS)):
+    for problem in disable_problems(requested, seen):
         _report(problem, [])  # a warning (an error when strict), but no broken plugin
     registry = Registry(manager, plugins, failures, disabled)
     for kind in KINDS:  # now, so that a broken registration is reported with the broken imports

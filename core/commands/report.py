@@ -170,8 +170,7 @@ def runs(folder: Path, as_csv: bool) -> None:
 
 
 def runs_index(rows: list[dict[str, Any]], registry: Registry, defaults: Mapping[str, str]) -> list[dict[str, Any]]:
-    """Each run's scenario label, specs whole and short, and its kind's primary metric; by kind, scenario, allocator
-    and seed."""
+    """Each run's scenario label, specs whole and short, and its kind's primary metric, in the order shown."""
     from dcbench.publishing.report import labels
     from dcbench.running.labels import compact_specs, natural, scenario_labels
 

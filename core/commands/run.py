@@ -57,8 +57,7 @@ BETTER_MARK = {"higher": " ↑", "lower": " ↓", None: ""}
 
 def print_summary(summaries: list[dict[str, Any]], scenario: Mapping[str, Any], kind: str,
                   registry: Registry, asked_columns: Sequence[str] = ()) -> None:
-    """The resolved scenario, a line per part, then the headline columns of the run's demand ``kind`` with values,
-    and those of --metric metrics that declare none, over the seeds."""
+    """The resolved scenario, then a table of the headline columns of the runs' demand ``kind`` over the seeds."""
     from rich.console import Console
     from rich.table import Table
 

@@ -75,8 +75,7 @@ def train(allocator: str, topology: str, workload: str | None, steps: int | None
     if parsed.args:
         raise SpecError(f"{parsed.name} takes its training options as KEY=VALUE, got {', '.join(parsed.args)!r}; "
                         f"see `dcbench list {parsed.name}`")
-    options = dict(parsed.kwargs)
-    extra: dict[str, Any] = {"options": options} if options else {}
+    extra: dict[str, Any] = {"options": dict(parsed.kwargs)} if parsed.kwargs else {}
     if quick:
         if not takes_keyword(trainer, "quick"):
             raise SpecError(f"{entry.name}'s trainer has no quick setting; train it without --quick")
@@ -140,8 +139,7 @@ def said_nothing_was_trained(state: Path, checkpoint: Path, steps: int | None) -
 
 
 def settle_training_outputs(out: Path) -> None:
-    """Under the lock of ``out``, before the trainer reads its state: finish (or undo) a write of the checkpoint's files
-    or of the training state that a killed training left, and remove the temporary files it left of them."""
+    """Under the lock of ``out``, settle the writes a killed training left of its checkpoint's files and state."""
     from dcbench.storage.journal import remove_leftovers
 
     state = out.with_name(out.name + ".train")

@@ -84,8 +84,6 @@ class Spec:
 
 _REQUIRED: Any = object()
 _OPTION = "dcbench.option"  # the key of `Param.option`'s declaration in a field's metadata
-
-
 _BOOLS = dict.fromkeys(("yes", "true", "1", "on"), True) | dict.fromkeys(("no", "false", "0", "off"), False)
 
 
@@ -117,6 +115,7 @@ def check_bounds(option: str, value: int | None, minimum: int, at_most: int = LA
         raise SpecError(f"{option} must be at least {minimum}, got {value}")
     if value is not None and value > at_most:
         raise SpecError(f"{option} must be at most {at_most:,}, got {value:,}")
+
 
 _PARSERS: dict[type, Callable[[str], Any]] = {int: parse_int, float: parse_finite_float, str: str,
                                               bool: lambda text: _BOOLS[text.lower()]}

@@ -103,8 +103,7 @@ def parse_finite_float(text: str) -> float:
 
 
 LARGEST_INTEGER = 2**53  # larger integers overflow numpy's int64 draws, and are never meant
-# Bounds that refuse a typo rather than run out of memory or time: a run's tables take 1 to 2 KB a request
-# (60 times the longest suite run here); training steps are 14 times the longest shipped recipe.
+# Bounds that refuse a typo rather than run out of memory or time, far above any suite run or shipped recipe.
 MAX_REQUESTS = 1_000_000
 MAX_TRAINING_STEPS = 10_000_000
 

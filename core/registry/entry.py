@@ -23,8 +23,7 @@ def import_target(target: str, builtin: bool, failed: str, passing: tuple[type[B
         return getattr(importlib.import_module(module_name), attr)
     except (KeyboardInterrupt, *passing):  # Ctrl-C (or SIGTERM) stops the command
         raise
-    # BaseException: a module that exits on import is a broken plugin (test_a_target_that_exits_on_import_...)
-    except BaseException as exc:
+    except BaseException as exc:  # a module that exits on import, too, is a broken plugin
         if builtin and not isinstance(exc, ImportError):  # a missing dependency is the user's to fix
             raise
         missing = isinstance(exc, ImportError) and getattr(exc, "name", None)
@@ -126,8 +125,7 @@ def blamed_on(entry: PluginEntry, failure: str) -> Iterator[None]:
         yield
     except (DcbenchError, KeyboardInterrupt):  # (Ctrl-C, or SIGTERM, stops the command)
         raise
-    # BaseException: a plugin's own (test_a_plugin_that_raises_what_is_no_exception_is_one_line_all_the_same)
-    except BaseException as exc:
+    except BaseException as exc:  # a plugin's own, too, that is no Exception
         if entry.builtin:
             raise
         raise entry.error(f"{failure}: {describe(exc)}") from exc

@@ -204,8 +204,7 @@ class Registry:
             impl.function(*args, **kwargs)
         except (StrictRefusal, KeyboardInterrupt):  # a strict refusal names it already; Ctrl-C stops the command
             raise
-        # BaseException: a hook's sys.exit() is its failure (test_a_plugin_that_exits_while_loading_is_reported...)
-        except BaseException as exc:
+        except BaseException as exc:  # a hook's sys.exit(), too, is its failure
             if self.is_builtin(impl.plugin_name):
                 raise
             self.fail(f"plugin {self.label(impl.plugin_name)} failed in {hook_name}: {describe(exc)}",
@@ -350,8 +349,7 @@ def _load(manager: pluggy.PluginManager, entry_point: importlib.metadata.EntryPo
         return False
     except KeyboardInterrupt:  # Ctrl-C (or SIGTERM) stops the command
         raise
-    # BaseException: sys.exit() on import, too (test_a_plugin_that_exits_while_loading_is_reported_not_obeyed)
-    except BaseException as exc:
+    except BaseException as exc:  # sys.exit() on import, too
         _report(f"plugin {label} failed to load: {describe(exc)}", failures, (info.name, info.distribution))
         return False
     for name in sorted(name for name, value in vars(module).items()

@@ -154,6 +154,7 @@ def check_allocator(name_or_spec: str, *, topology: str | None = None, workload:
     clock = _Clock("allocator", name_or_spec, time_limit)
     runner, plugins = _runner(registry, name_or_spec)
     entry = plugins.get("allocator", Spec.parse(name_or_spec).name)
+    broke = functools.partial(ContractError, "allocator", name_or_spec)
     scenarios = _scenarios(runner, topology, workload)
     for kind in entry.demands:
         scenario_topology, scenario_workload = scenarios[kind]
@@ -171,16 +172,15 @@ def check_allocator(name_or_spec: str, *, topology: str | None = None, workload:
         table = runs[0][0].requests
         invalid = np.flatnonzero(table["reason"] == "invalid_allocation")
         if len(invalid):
-            raise ContractError("allocator", name_or_spec, "valid allocations on easy requests",
-                                f"{where}, request {invalid[0]}: {table['detail'][invalid[0]]}")
+            raise broke("valid allocations on easy requests",
+                        f"{where}, request {invalid[0]}: {table['detail'][invalid[0]]}")
         if not (table["outcome"] == "accepted").any():
-            raise ContractError("allocator", name_or_spec, "accepts requests with room to spare",
-                                f"{where}: none of {requests} small requests accepted on the empty topology")
+            raise broke("accepts requests with room to spare",
+                        f"{where}: none of {requests} small requests accepted on the empty topology")
         (first, decided), (second, again) = runs
         difference = _first_decision_difference(decided, again) or _first_difference(first, second)
         if difference is not None:
-            raise ContractError("allocator", name_or_spec, "the same decisions for the same seed",
-                                f"{where}, two runs of seed 0: {difference}")
+            raise broke("the same decisions for the same seed", f"{where}, two runs of seed 0: {difference}")
 
 
 def _simulate(plan: ResolvedRun, allocator: Any, seed: int) -> RunTables:

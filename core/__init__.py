@@ -1,13 +1,6 @@
-"""dcbench: a benchmark harness for network-aware resource allocation.
-
-This module is the API for plugin authors: what a topology, workload, allocator, metric or suite plugin builds and
-returns. The other public modules serve other audiences:
-
-- `dcbench.harness`: runs, tables, files and figures, for plugin commands and trainers;
-- `dcbench.envs`: the Gymnasium environments, for RL libraries;
-- `dcbench.testing`: contract checks, for plugins' test suites.
-
-Everything else is internal and may change without notice."""
+"""dcbench: a benchmark harness for network-aware resource allocation. This module is the plugin authors' API;
+`dcbench.harness` serves plugin commands and trainers, `dcbench.envs` RL libraries and `dcbench.testing` plugins'
+tests. Everything else is internal and may change without notice."""
 
 from __future__ import annotations
 

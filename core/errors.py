@@ -19,13 +19,11 @@ class UnknownPluginError(SpecError):
 
 
 class NotInstalledError(UnknownPluginError):
-    """What a sound spec names is not on this machine (a stored policy missing from the store, a trace file not
-    downloaded); `dcbench leaderboard verify` skips the runs that need it."""
+    """What a sound spec names is not on this machine (a stored policy, a trace file not downloaded)."""
 
 
 class PluginError(DcbenchError):
-    """A plugin failed to load, to register or to build, or its code raised or returned something unusable during a
-    run; the message names the plugin."""
+    """A plugin failed to load, register or build, or its code raised or returned something unusable."""
 
 
 class IncompatibleError(DcbenchError):
@@ -37,9 +35,7 @@ class AllocatorError(DcbenchError):
 
     Args:
         message: The one-line message.
-        did: What a third-party allocator did ("raised ValueError: ..."), to name its plugin; None for a builder.
-    Attributes:
-        did: ``did`` as given."""
+        did: What a third-party allocator did ("raised ValueError: ..."), to name its plugin; None for a builder."""
 
     def __init__(self, message: str, did: str | None = None) -> None:
         super().__init__(message)
@@ -61,13 +57,11 @@ class AllocatorError(DcbenchError):
 
 
 class ResultsError(DcbenchError):
-    """Results cannot be written (or their folder is locked by another command), or a results file is missing or
-    corrupt."""
+    """Results cannot be written (or their folder is locked), or a results file is missing or corrupt."""
 
 
 def describe(exc: BaseException, limit: int = 200) -> str:
-    """An exception in one line: its type and its message's first line (and the next, where the first ends in a colon),
-    cut at ``limit`` characters.
+    """An exception in one line: its type and its message's first line (two where the first ends in a colon).
 
     Args:
         exc: The exception; one whose ``__str__`` fails is named by its type.
@@ -82,12 +76,13 @@ def describe(exc: BaseException, limit: int = 200) -> str:
     if not lines:
         return type(exc).__name__
     message = f"{lines[0]} {lines[1]}" if lines[0].endswith(":") and len(lines) > 1 else lines[0]
-    if len(message) > limit:
-        message = message[: limit - 1] + "…"
-    return f"{type(exc).__name__}: {message}"
+    return f"{type(exc).__name__}: {cut(message, limit)}"
 
 
 def short_repr(value: Any, limit: int = 60) -> str:
     """``value``'s repr on one line, cut at ``limit`` characters: how an error quotes a plugin's value."""
-    text = " ".join(repr(value).split())
+    return cut(" ".join(repr(value).split()), limit)
+
+
+def cut(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -1,5 +1,5 @@
 """Specs, ``NAME[:ARG,ARG,KEY=VALUE,...]``, bound to the `Param`s a plugin declares; the resolved spec (every
-parameter, in declaration order) identifies a run. A trainer's ``KEY=VALUE`` options are `Param`s too."""
+parameter, in declaration order) identifies a run."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import re
 from dataclasses import MISSING, dataclass, field, fields, is_dataclass
 from typing import Any, Callable, Mapping, Sequence
 
-from dcbench.errors import SpecError, short_repr
+from dcbench.errors import SpecError, cut, short_repr
 
 # a plugin's name, or one qualified by its distribution's, which may start with a digit (``3d-pack.firstfit``)
 _NAME = re.compile(r"^(?:[A-Za-z_][A-Za-z0-9_.\-]*|[A-Za-z0-9][A-Za-z0-9\-]*\.[A-Za-z_][A-Za-z0-9_\-]*)$")
@@ -70,12 +70,10 @@ class Spec:
                 if key in kwargs:
                     raise SpecError(f"{malformed}: {_echo(key)} given twice")
                 kwargs[key] = value
+            elif kwargs:
+                raise SpecError(f"{malformed}: positional {_echo(item)} after a keyword; "
+                                "put positional arguments first")
             else:
-                if kwargs:
-                    raise SpecError(
-                        f"{malformed}: positional {_echo(item)} after a keyword; "
-                        "put positional arguments first"
-                    )
                 args.append(item)
         return cls(name, tuple(args), kwargs)
 
@@ -86,19 +84,7 @@ class Spec:
 
 _REQUIRED: Any = object()
 _OPTION = "dcbench.option"  # the key of `Param.option`'s declaration in a field's metadata
-
-
-def parse_bool(text: str) -> bool:
-    lowered = text.lower()
-    if lowered in ("yes", "true", "1", "on"):
-        return True
-    if lowered in ("no", "false", "0", "off"):
-        return False
-    raise ValueError("expected yes or no")
-
-
-def _non_ascii_hint(text: str) -> str:
-    return "; write its digits as ASCII 0-9" if any(c.isdigit() and not c.isascii() for c in text) else ""
+_BOOLS = dict.fromkeys(("yes", "true", "1", "on"), True) | dict.fromkeys(("no", "false", "0", "off"), False)
 
 
 def parse_int(text: str) -> int:
@@ -117,8 +103,7 @@ def parse_finite_float(text: str) -> float:
 
 
 LARGEST_INTEGER = 2**53  # larger integers overflow numpy's int64 draws, and are never meant
-# Bounds that refuse a typo rather than run out of memory or time: a run's tables take 1 to 2 KB a request
-# (60 times the longest suite run here); training steps are 14 times the longest shipped recipe.
+# Bounds that refuse a typo rather than run out of memory or time, far above any suite run or shipped recipe.
 MAX_REQUESTS = 1_000_000
 MAX_TRAINING_STEPS = 10_000_000
 
@@ -130,7 +115,9 @@ def check_bounds(option: str, value: int | None, minimum: int, at_most: int = LA
     if value is not None and value > at_most:
         raise SpecError(f"{option} must be at most {at_most:,}, got {value:,}")
 
-_PARSERS: dict[type, Callable[[str], Any]] = {int: parse_int, float: parse_finite_float, str: str, bool: parse_bool}
+
+_PARSERS: dict[type, Callable[[str], Any]] = {int: parse_int, float: parse_finite_float, str: str,
+                                              bool: lambda text: _BOOLS[text.lower()]}
 PARAM_TYPES = tuple(_PARSERS)
 _TYPE_NAMES = {int: "an integer", float: "a finite number", str: "a string", bool: "yes or no"}
 
@@ -204,10 +191,10 @@ class Param:
         try:
             value = _PARSERS[self.type](raw)
         except (ValueError, KeyError):
-            hint = _non_ascii_hint(raw) if self.type in (int, float) else ""
-            raise SpecError(
-                f"{owner}: {self.name}={_echo(raw)} is not {_TYPE_NAMES.get(self.type, self.type.__name__)}{hint}"
-            ) from None
+            non_ascii = self.type in (int, float) and any(c.isdigit() and not c.isascii() for c in raw)
+            hint = "; write its digits as ASCII 0-9" if non_ascii else ""
+            what = _TYPE_NAMES.get(self.type, self.type.__name__)
+            raise SpecError(f"{owner}: {self.name}={_echo(raw)} is not {what}{hint}") from None
         if self.choices is not None and value not in self.choices:
             allowed = ", ".join(format_value(c) for c in self.choices)
             raise SpecError(f"{owner}: {self.name}={_echo(raw)} is not one of {allowed}")
@@ -277,10 +264,8 @@ def bind(owner: str, params: Sequence[Param], spec: Spec) -> dict[str, Any]:
     positional = [p for p in params if p.positional]
     if len(spec.args) > len(positional):
         names = ", ".join(p.name for p in positional) or "none"
-        raise SpecError(
-            f"{owner}: takes {len(positional)} positional argument(s) ({names}), "
-            f"got {len(spec.args)} in {_echo(str(spec))}"
-        )
+        raise SpecError(f"{owner}: takes {len(positional)} positional argument(s) ({names}), "
+                        f"got {len(spec.args)} in {_echo(str(spec))}")
     values: dict[str, Any] = {}
     for param, raw in zip(positional, spec.args):
         values[param.name] = param.convert(owner, raw)
@@ -290,15 +275,10 @@ def bind(owner: str, params: Sequence[Param], spec: Spec) -> dict[str, Any]:
         if key in values:
             raise SpecError(f"{owner}: {key!r} given both by position and by keyword")
         values[key] = by_name[key].convert(owner, raw)
-    resolved: dict[str, Any] = {}
-    for param in params:
-        if param.name in values:
-            resolved[param.name] = values[param.name]
-        elif param.required:
-            raise SpecError(f"{owner}: missing required parameter {param.name!r}")
-        else:
-            resolved[param.name] = param.default
-    return resolved
+    missing = [param.name for param in params if param.required and param.name not in values]
+    if missing:
+        raise SpecError(f"{owner}: missing required parameter {missing[0]!r}")
+    return {param.name: values.get(param.name, param.default) for param in params}
 
 
 def resolved_spec(name: str, values: Mapping[str, Any]) -> str:
@@ -372,7 +352,7 @@ def config_options(config_class: type, options: Mapping[str, str] | None, owner:
     parsed: dict[str, Any] = {}
     for key, text in (options or {}).items():
         if key == "steps" and any(setting.name == "steps" for setting in fields(config_class)):
-            steps = text if len(text) <= ECHOED else text[: ECHOED - 1] + "…"
+            steps = cut(text, ECHOED)
             raise SpecError(f"{owner}: steps={steps} is not a training option; give it as --steps {steps}")
         if key not in params:
             raise SpecError(f"{owner}: {unknown('training option', key, list(params))}")

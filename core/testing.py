@@ -1,9 +1,5 @@
-"""Conformance checks for plugins, to call from a plugin's own tests (as Gymnasium's ``check_env``).
-
-Each runs one plugin on small scenarios in about a second and returns None, or raises `ContractError` naming the
-plugin, the broken contract and what was seen: ``check_allocator("firstfit")``. No pytest needed; ``registry=``
-(default: the process's plugins) is for tests that build their own.
-"""
+"""Conformance checks for plugins, to call from a plugin's own tests (as Gymnasium's ``check_env``): each runs one
+plugin on small scenarios and returns None, or raises `ContractError` naming the plugin and the contract it broke."""
 
 from __future__ import annotations
 
@@ -11,20 +7,30 @@ import contextlib
 import dataclasses
 import functools
 import time
-from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Iterator, Mapping, cast
+from types import MappingProxyType, SimpleNamespace
+from typing import Any, Iterator, Mapping, cast
 
 import numpy as np
 
-from dcbench.errors import DcbenchError, IncompatibleError, SpecError, describe, short_repr
+from dcbench.engine.simulation import RunTables, simulate
+from dcbench.errors import DcbenchError, IncompatibleError, SpecError, cut, describe, short_repr
+from dcbench.model.network import Network, Topology
+from dcbench.model.requests import RequestSequence, SequenceProblem, checked_sequence
+from dcbench.registry import Registry, get_registry
+from dcbench.registry.manager import beside_caller
+from dcbench.running import sweep
+from dcbench.running.numbers import value_range
+from dcbench.running.runner import (
+    COLUMN_NAME,
+    LATER_COLUMNS,
+    ResolvedRun,
+    Runner,
+    draw_requests,
+    read_only_copy,
+    run_plan,
+    summary_number,
+)
 from dcbench.spec import Spec
-
-if TYPE_CHECKING:
-    from dcbench.engine.simulation import RunTables
-    from dcbench.model.network import Network
-    from dcbench.model.requests import RequestSequence
-    from dcbench.registry import Registry
-    from dcbench.running.runner import ResolvedRun, Runner
 
 __all__ = ["ContractError", "SCENARIOS", "check_allocator", "check_topology", "check_workload", "check_metric",
            "check_suite"]
@@ -45,8 +51,7 @@ class ContractError(AssertionError):
         kind: The plugin's kind: "allocator", "topology", "workload", "metric" or "suite".
         name: The plugin's name or spec, as checked.
         contract: The contract it broke, in a few words.
-        seen: What the check saw, in a line.
-    """
+        seen: What the check saw, in a line."""
 
     def __init__(self, kind: str, name: str, contract: str, seen: str):
         super().__init__(f'{kind} {name!r} broke "{contract}": {seen}')
@@ -58,7 +63,6 @@ class ContractError(AssertionError):
 
 @contextlib.contextmanager
 def _failing(kind: str, name: str, contract: str, where: str) -> Iterator[None]:
-    """Whatever the plugin raises inside is a broken ``contract``; a bad spec of the caller's is not."""
     try:
         yield
     except _Overtime as exc:  # raised inside the engine, which passes a DcbenchError on unchanged
@@ -70,16 +74,13 @@ def _failing(kind: str, name: str, contract: str, where: str) -> Iterator[None]:
 
 
 class _Overtime(DcbenchError):
-    """A check's time bound, passed out of the engine (which wraps an allocator's other exceptions)."""
-
     def __init__(self, error: ContractError):
         super().__init__(str(error))
         self.error = error
 
 
 class _Clock:
-    """A check's time bound, looked at between its steps (and per decision): nothing is killed, so a single step
-    that never returns is not caught."""
+    """A check's time bound, looked at between its steps: a single step that never returns is not caught."""
 
     def __init__(self, kind: str, name: str, limit: float):
         if not (isinstance(limit, (int, float)) and not isinstance(limit, bool) and limit > 0):
@@ -96,7 +97,7 @@ class _Clock:
 
 
 class _WithoutMetrics:
-    """A registry that shows a runner no metric, so a broken metric fails its own check alone (and runs are quicker)."""
+    """A registry that shows a runner no metric, so a broken metric fails its own check alone."""
 
     def __init__(self, registry: Registry):
         self._registry = registry
@@ -109,18 +110,12 @@ class _WithoutMetrics:
 
 
 def _runner(registry: Registry | None, name: str = "") -> tuple[Runner, Registry]:
-    """A runner that runs no metric, and the registry it checks ``name`` in."""
-    from dcbench.registry import get_registry
-    from dcbench.registry.manager import beside_caller
-    from dcbench.running.runner import Runner
-
     # what the calling package's plugins run beside (dcbench's and its own), its bare names its own
     plugins = beside_caller(registry if registry is not None else get_registry(), name)
     return Runner(cast("Registry", _WithoutMetrics(plugins))), plugins
 
 
 def _scenarios(runner: Runner, topology: str | None, workload: str | None) -> dict[str, tuple[str, str | None]]:
-    """`SCENARIOS`, the caller's (topology, workload) in place of the one of its demand kind."""
     scenarios: dict[str, tuple[str, str | None]] = dict(SCENARIOS)
     if topology is None and workload is None:
         return scenarios
@@ -142,10 +137,7 @@ def _where(kind: str, topology: str, workload: str | None) -> str:
 def check_allocator(name_or_spec: str, *, topology: str | None = None, workload: str | None = None,
                     requests: int = REQUESTS, registry: Registry | None = None,
                     time_limit: float = TIME_LIMIT) -> None:
-    """Check an allocator on a small scenario of each demand kind it declares.
-
-    Two runs with seed 0 on `SCENARIOS` (small demands, roomy topology) must not raise, make no impossible allocation,
-    accept some requests, and decide alike (no ignored seed, no state kept across runs).
+    """Check an allocator on two runs with seed 0 of a small scenario of each demand kind it declares.
 
     Args:
         name_or_spec: The allocator's name or spec (``"firstfit:stay_in_rack=no"``).
@@ -154,16 +146,15 @@ def check_allocator(name_or_spec: str, *, topology: str | None = None, workload:
         requests: Requests in each run.
         registry: The plugins to look the names up in (default: the process's).
         time_limit: Seconds the check may take, looked at before each decision.
-
     Raises:
         ContractError: The allocator raised, made an impossible allocation, accepted nothing, decided differently
             for the same seed, or took more than ``time_limit``.
         SpecError: A spec does not parse or names no registered plugin.
-        IncompatibleError: The scenario's demands are of a kind the allocator does not declare.
-    """
+        IncompatibleError: The scenario's demands are of a kind the allocator does not declare."""
     clock = _Clock("allocator", name_or_spec, time_limit)
     runner, plugins = _runner(registry, name_or_spec)
     entry = plugins.get("allocator", Spec.parse(name_or_spec).name)
+    broke = functools.partial(ContractError, "allocator", name_or_spec)
     scenarios = _scenarios(runner, topology, workload)
     for kind in entry.demands:
         scenario_topology, scenario_workload = scenarios[kind]
@@ -181,23 +172,19 @@ def check_allocator(name_or_spec: str, *, topology: str | None = None, workload:
         table = runs[0][0].requests
         invalid = np.flatnonzero(table["reason"] == "invalid_allocation")
         if len(invalid):
-            raise ContractError("allocator", name_or_spec, "valid allocations on easy requests",
-                                f"{where}, request {invalid[0]}: {table['detail'][invalid[0]]}")
+            raise broke("valid allocations on easy requests",
+                        f"{where}, request {invalid[0]}: {table['detail'][invalid[0]]}")
         if not (table["outcome"] == "accepted").any():
-            raise ContractError("allocator", name_or_spec, "accepts requests with room to spare",
-                                f"{where}: none of {requests} small requests accepted on the empty topology")
+            raise broke("accepts requests with room to spare",
+                        f"{where}: none of {requests} small requests accepted on the empty topology")
         (first, decided), (second, again) = runs
         difference = _first_decision_difference(decided, again) or _first_difference(first, second)
         if difference is not None:
-            raise ContractError("allocator", name_or_spec, "the same decisions for the same seed",
-                                f"{where}, two runs of seed 0: {difference}")
+            raise broke("the same decisions for the same seed", f"{where}, two runs of seed 0: {difference}")
 
 
 def _simulate(plan: ResolvedRun, allocator: Any, seed: int) -> RunTables:
-    """A run of a resolved scenario with ``allocator``: `Runner.run`'s streams of ``seed``, and no metric."""
-    from dcbench.engine.simulation import simulate
-    from dcbench.running.runner import draw_requests
-
+    """A run with ``allocator``, on `Runner.run`'s streams of ``seed``, and no metric."""
     workload_rng, allocator_rng = np.random.default_rng(seed).spawn(2)
     return simulate(plan.network, draw_requests(plan, plan.requests, workload_rng), allocator, allocator_rng)
 
@@ -206,7 +193,7 @@ Decision = tuple[int, tuple[tuple[str, str], ...]]  # a request's id, and the pa
 
 
 class _Recorder:
-    """An allocator whose answers are recorded, part by part, and passed on unchanged."""
+    """An allocator whose answers are recorded, part by part."""
 
     def __init__(self, allocator: Any, clock: _Clock, where: str):
         self.allocator, self.clock, self.where = allocator, clock, where
@@ -234,18 +221,16 @@ class _Recorder:
 
 
 def _first_decision_difference(first: list[Decision], second: list[Decision]) -> str | None:
-    """The first request the two runs answered differently, and how, or None."""
     for (request, a), (_, b) in zip(first, second):
         if a != b:
             if len(a) != len(b):  # an allocation, then a refusal
-                return f"request {request}: {_cut(a[0][1])}, then {_cut(b[0][1])}"
+                return f"request {request}: {cut(a[0][1], 80)}, then {cut(b[0][1], 80)}"
             part, one, other = next((part, one, other) for (part, one), (_, other) in zip(a, b) if one != other)
-            return f"request {request}: {part} {_cut(one)}, then {_cut(other)}"
+            return f"request {request}: {part} {cut(one, 80)}, then {cut(other, 80)}"
     return None
 
 
 def _first_difference(first: RunTables, second: RunTables) -> str | None:
-    """Where two runs' tables first differ (NaN equals NaN), or None."""
     for table in ("requests", "timeline"):
         a, b = getattr(first, table), getattr(second, table)
         if list(a) != list(b):
@@ -262,33 +247,22 @@ def _first_difference(first: RunTables, second: RunTables) -> str | None:
 
 
 def _isnan(values: np.ndarray) -> np.ndarray:
-    if values.dtype.kind in "fc":
-        return np.isnan(values)
-    if values.dtype.kind == "O":
-        return np.frompyfunc(lambda value: value != value, 1, 1)(values).astype(bool)
-    return np.zeros(values.shape, dtype=bool)
+    return np.asarray(values != values, dtype=bool)  # NaN alone differs from itself
 
 
 def check_topology(name_or_spec: str, *, registry: Registry | None = None, time_limit: float = TIME_LIMIT) -> None:
     """Check that a topology builds and compiles into a consistent network.
 
-    It builds a `dcbench.Topology` with servers, non-negative capacities (no server or resource all zero), a rack and
-    pod label per server and demand kinds ``pool`` and/or ``job``; it compiles; links have capacity and a tier from 0;
-    for pools every server reaches the others, for jobs every rack's switch links to every other's; its default
-    workload is registered and serves it (or is None), and a short run of it with dcbench's metrics succeeds.
+    Its servers have capacity and labels, its links capacity and a tier from 0; pools' servers reach each other, jobs'
+    rack switches link to each other; its default workload (or None) is registered and runs on it.
 
     Args:
         name_or_spec: The topology's name or spec (``"tiered:8,1x4"``).
         registry: The plugins to look the names up in (default: the process's).
         time_limit: Seconds the check may take, looked at between its steps.
-
     Raises:
         ContractError: The topology broke one of those contracts, or its check took more than ``time_limit``.
-        SpecError: The spec does not parse or names no registered topology.
-    """
-    from dcbench.model.network import Network, Topology
-    from dcbench.running.runner import Runner, run_plan
-
+        SpecError: The spec does not parse or names no registered topology."""
     clock = _Clock("topology", name_or_spec, time_limit)
     runner, plugins = _runner(registry, name_or_spec)
     broke = functools.partial(ContractError, "topology", name_or_spec)
@@ -358,10 +332,8 @@ def check_workload(name_or_spec: str, *, topology: str | None = None, requests: 
                    time_limit: float = TIME_LIMIT) -> None:
     """Check that a workload generates a sane request sequence from its seed alone.
 
-    ``generate`` returns a `dcbench.RequestSequence` of its kind with the requests asked for, demands of the network's
-    resources (none negative or all zero), positive holding times, non-negative gaps, nothing the engine refuses; the
-    same seed gives the same sequence, another seed another, and a longer episode of a seed begins with the shorter
-    (common random numbers).
+    Demands are non-negative and not all zero, holding times positive, gaps non-negative; the same seed gives the same
+    sequence, another seed another, and a longer episode of a seed begins with the shorter.
 
     Args:
         name_or_spec: The workload's name or spec (``"uniform:max_cpu=64"``).
@@ -370,14 +342,10 @@ def check_workload(name_or_spec: str, *, topology: str | None = None, requests: 
         varies_with_seed: Whether another seed must give other requests; False only for a fixed-trace replay.
         registry: The plugins to look the names up in (default: the process's).
         time_limit: Seconds the check may take, looked at after each draw.
-
     Raises:
         ContractError: The workload broke one of those contracts, or its check took more than ``time_limit``.
         SpecError: A spec does not parse or names no registered plugin.
-        IncompatibleError: The topology does not serve the workload's demand kind.
-    """
-    from dcbench.model.requests import RequestSequence, SequenceProblem, checked_sequence
-
+        IncompatibleError: The topology does not serve the workload's demand kind."""
     clock = _Clock("workload", name_or_spec, time_limit)
     runner, plugins = _runner(registry, name_or_spec)
     broke = functools.partial(ContractError, "workload", name_or_spec)
@@ -433,24 +401,19 @@ def check_workload(name_or_spec: str, *, topology: str | None = None, requests: 
 
 
 def _first_requests(sequence: RequestSequence, n: int) -> RequestSequence:
-    """The first ``n`` requests of a sequence: its per-request arrays cut, a job's VMs and flows up to its offsets."""
     cut: dict[str, Any] = {}
     for name in ("gaps", "holding", "demand", "measured"):
         value = getattr(sequence, name)
         cut[name] = None if value is None else np.asarray(value)[:n]
-    if sequence.vm_offsets is not None:
-        vm_offsets = np.asarray(sequence.vm_offsets)[: n + 1]
-        cut["vm_offsets"] = vm_offsets
-        cut["vm_demand"] = np.asarray(sequence.vm_demand)[: int(vm_offsets[-1])]
-    if sequence.flow_offsets is not None:
-        flow_offsets = np.asarray(sequence.flow_offsets)[: n + 1]
-        cut["flow_offsets"] = flow_offsets
-        cut["flows"] = np.asarray(sequence.flows)[: int(flow_offsets[-1])]
+    for offsets, items in (("vm_offsets", "vm_demand"), ("flow_offsets", "flows")):  # a job's VMs and flows
+        if getattr(sequence, offsets) is not None:
+            cut[offsets] = np.asarray(getattr(sequence, offsets))[: n + 1]
+            cut[items] = np.asarray(getattr(sequence, items))[: int(cut[offsets][-1])]
     return dataclasses.replace(sequence, **cut)
 
 
 def _sequence_difference(first: RequestSequence, second: RequestSequence) -> str | None:
-    """The first field (but ``extra``, the workload's own) in which two sequences differ, or None."""
+    """The first field (but the workload's own ``extra``) in which two sequences differ, or None."""
     for field in dataclasses.fields(first):
         a, b = getattr(first, field.name), getattr(second, field.name)
         if field.name == "extra" or (a is None and b is None):
@@ -475,22 +438,9 @@ class _MetricRun:
     ordinary: bool = True  # a run of a registered allocator, as a sweep makes
 
 
-class _RejectsAll:
-    """The allocator of a run where nothing is accepted."""
-
-    def reset(self, network: Network, rng: np.random.Generator) -> None:
-        pass
-
-    def allocate(self, request: Any, state: Any) -> None:
-        return None
-
-
 def _metric_runs(runner: Runner, scenarios: Mapping[str, tuple[str, str | None]], clock: _Clock
                  ) -> tuple[list[_MetricRun], set[str]]:
-    """Per demand kind, runs of two allocators (seeds 0, 1), one accepting nothing, one measuring nothing; and the
-    core's summary columns."""
-    from dcbench.running.runner import LATER_COLUMNS, run_plan
-
+    """Per demand kind, runs of two allocators, one accepting nothing, one measuring nothing; and the core's columns."""
     runs: list[_MetricRun] = []
     core = set(LATER_COLUMNS)
     for kind, (topology, workload) in scenarios.items():
@@ -502,7 +452,8 @@ def _metric_runs(runner: Runner, scenarios: Mapping[str, tuple[str, str | None]]
             core |= set(result.summary)
             runs.append(_MetricRun(f"run {len(runs) + 1} ({allocator}, seed {seed}, {where})", kind, result.tables,
                                    plan.network))
-        tables = _simulate(plan, _RejectsAll(), seed=0)
+        rejects_all = SimpleNamespace(reset=lambda network, rng: None, allocate=lambda request, state: None)
+        tables = _simulate(plan, rejects_all, seed=0)
         runs.append(_MetricRun(f"run {len(runs) + 1} (nothing accepted, {where})", kind, tables, plan.network,
                                ordinary=False))
         measured = runs[-3]
@@ -517,11 +468,8 @@ def check_metric(name: str, *, topology: str | None = None, workload: str | None
                  registry: Registry | None = None, time_limit: float = TIME_LIMIT) -> None:
     """Check a metric on a few small runs of each demand kind.
 
-    The runs: `METRIC_ALLOCATORS` on seeds 0 and 1, one accepting nothing, one measuring nothing, for pools and jobs.
-    On each the metric returns a dict of new, validly named columns, each a number in the range its name promises
-    (``*_ratio``, ``*_share``, ``*_probability``, ``*_util`` in [0, 1], ``*_count`` whole), NaN or 0 where nothing is
-    measured; the same columns in every run of a scenario; a non-NaN number in some ordinary run; and every column it
-    declares (``columns=``) in some run of its declared demand kinds.
+    On runs of `METRIC_ALLOCATORS`, one accepting nothing and one measuring nothing, it returns the same new columns,
+    each a number in the range its name promises (NaN or 0 where nothing is measured), and every column it declares.
 
     Args:
         name: The metric's name.
@@ -529,15 +477,9 @@ def check_metric(name: str, *, topology: str | None = None, workload: str | None
         workload: A workload spec (default: the topology's own where one is given, else the demand kind's default).
         registry: The plugins to look the names up in (default: the process's).
         time_limit: Seconds the check may take, looked at after each run and each call of the metric.
-
     Raises:
         ContractError: The metric broke one of those contracts, or its check took more than ``time_limit``.
-        SpecError: A spec does not parse or names no registered plugin.
-    """
-    from dcbench.engine.simulation import RunTables
-    from dcbench.running.numbers import value_range
-    from dcbench.running.runner import COLUMN_NAME, read_only_copy, summary_number
-
+        SpecError: A spec does not parse or names no registered plugin."""
     clock = _Clock("metric", name, time_limit)
     runner, plugins = _runner(registry, name)
     entry = plugins.get("metric", name)
@@ -589,30 +531,19 @@ def check_metric(name: str, *, topology: str | None = None, workload: str | None
                         f"{'/'.join(declared.demands)} runs, but no run has it (they have {everything})")
 
 
-def _cut(text: str, limit: int = 80) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
 def check_suite(name: str, *, registry: Registry | None = None, time_limit: float = TIME_LIMIT) -> None:
     """Check that a suite's scenarios resolve, a sweep of it plans, and its ranking is declared.
 
-    Every scenario resolves, its seeds are distinct non-negative integers; a sweep
-    of it with a built-in allocator plans (its ``metrics`` are registered, no two scenarios make the same runs); its
-    primary metric is a column that dcbench's metrics or its ``metrics`` declare for its demand kinds (a sweep
-    computes no other), and ``higher_is_better`` agrees with that column's ``better``.
+    Its primary metric must be a column that dcbench's metrics or its ``metrics`` declare for its demand kinds, and
+    ``higher_is_better`` agree with that column's ``better``.
 
     Args:
         name: The suite's name.
         registry: The plugins to look the names up in (default: the process's).
         time_limit: Seconds the check may take, looked at after each scenario.
-
     Raises:
         ContractError: The suite broke one of those contracts, or its check took more than ``time_limit``.
-        SpecError: No suite of that name is registered.
-    """
-    from dcbench.running.runner import Runner
-    from dcbench.running.sweep import plan
-
+        SpecError: No suite of that name is registered."""
     clock = _Clock("suite", name, time_limit)
     runner, plugins = _runner(registry, name)
     suite = plugins.get("suite", name)
@@ -628,7 +559,7 @@ def check_suite(name: str, *, registry: Registry | None = None, time_limit: floa
         clock.check(f"after resolving {where}")
     sweeper = Runner(plugins)  # with the metrics, as `dcbench sweep` has them
     try:
-        plan(sweeper, suite, [METRIC_ALLOCATORS[0]])
+        sweep.plan(sweeper, suite, [METRIC_ALLOCATORS[0]])
     except Exception as exc:  # what `dcbench sweep -s NAME` refuses before it runs anything
         raise broke("a suite `dcbench sweep` plans", f"sweep -s {name} -a {METRIC_ALLOCATORS[0]}: "
                                                      f"{describe(exc, 300)}") from exc

@@ -1,6 +1,5 @@
 """The ``dcbench`` command line, made of command plugins: dcbench's own are the modules of `BUILTIN_COMMANDS`, loaded
-only here, so nothing below the command line imports click.
-"""
+only here, so nothing below the command line imports click."""
 
 from __future__ import annotations
 
@@ -22,15 +21,9 @@ from dcbench.commands.base import (
 from dcbench.errors import DcbenchError
 from dcbench.registry import Registry
 
-BUILTIN_COMMANDS = (
-    "dcbench.commands.run",
-    "dcbench.commands.sweep",
-    "dcbench.commands.train",
-    "dcbench.commands.report",
-    "dcbench.commands.bench",
-    "dcbench.commands.leaderboard",
-    "dcbench.commands.policy",
-)
+BUILTIN_COMMANDS = ("dcbench.commands.run", "dcbench.commands.sweep", "dcbench.commands.train",
+                    "dcbench.commands.report", "dcbench.commands.bench", "dcbench.commands.leaderboard",
+                    "dcbench.commands.policy")
 
 
 @click.group(cls=DcbenchGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -52,9 +45,8 @@ def cli() -> None:
 
 
 def add_commands(group: click.Group, registry: Registry) -> None:
-    """Add the built-in command plugins' commands, then each third-party plugin's. A hook that raises, adds something
-    other than a click command, or takes another plugin's command name is one warning line; the command there stays.
-    """
+    """Add the built-in command plugins' commands, then each third-party plugin's; one that is no click command or
+    takes another plugin's command name is a warning, and the command there stays."""
     for module_name in BUILTIN_COMMANDS:
         registry.add_builtin(module_name)
     for impl in registry.hook_implementations("register_commands"):

@@ -73,41 +73,39 @@ class DcbenchGroup(click.Group):
 
     def invoke(self, ctx: click.Context) -> Any:
         with warnings_as_lines(show_all=False):  # numpy's, matplotlib's, torch's: one line each, not two
-            return self._invoke(ctx)
-
-    def _invoke(self, ctx: click.Context) -> Any:
-        try:
-            return super().invoke(ctx)
-        except DcbenchError as exc:  # every command's errors, dcbench's and plugins'
-            raise error_line(exc) from None
-        except click.UsageError as exc:
-            if exc.ctx is not None:
-                command = exc.ctx.command_path
-            else:  # click's parser gives no context for some errors (an option missing its value)
-                command = " ".join(filter(None, (ctx.command_path, ctx.invoked_subcommand)))
-            raise usage_line(exc, command) from None
-        except MemoryError:
-            raise ErrorLine("ran out of memory; ask for fewer requests or seeds, or a smaller topology") from None
-        except BrokenPipeError:  # `dcbench list | head`: click quiets the closed pipe
-            raise
-        except OSError as exc:  # a path the commands did not check first: still one line, not a traceback
-            where = f" '{exc.filename}'" if exc.filename else ""
-            if exc.errno in (errno.ENOSPC, errno.EDQUOT):  # pyarrow's and matplotlib's name no file
-                raise ErrorLine(f"no space left to write{where or ' the output'}: {exc.strerror or exc}; free some "
-                                "space (or give another --out / --root) and run it again; what was there is "
-                                "kept") from None
-            raise ErrorLine(f"cannot use{where}: {exc.strerror or exc}; check the path and its permissions") from None
-        except (click.ClickException, click.exceptions.Exit, click.Abort):
-            raise
-        except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (`Terminated`)
-            raise interrupted(exc) from None
-        except Exception as exc:  # a third-party command's bug is one line; dcbench's own keeps its traceback
-            command = self.commands.get(ctx.invoked_subcommand or "")
-            owner = COMMAND_OWNERS.get(command, "dcbench") if isinstance(command, click.Command) else "dcbench"
-            if owner == "dcbench":
+            try:
+                return super().invoke(ctx)
+            except DcbenchError as exc:  # every command's errors, dcbench's and plugins'
+                raise error_line(exc) from None
+            except click.UsageError as exc:
+                if exc.ctx is not None:
+                    command = exc.ctx.command_path
+                else:  # click's parser gives no context for some errors (an option missing its value)
+                    command = " ".join(filter(None, (ctx.command_path, ctx.invoked_subcommand)))
+                raise usage_line(exc, command) from None
+            except MemoryError:
+                raise ErrorLine("ran out of memory; ask for fewer requests or seeds, or a smaller topology") from None
+            except BrokenPipeError:  # `dcbench list | head`: click quiets the closed pipe
                 raise
-            raise ErrorLine(f"command {ctx.invoked_subcommand!r} of plugin {get_registry().label(owner)} failed: "
-                            f"{describe(exc)}; report it to the plugin's authors") from None
+            except OSError as exc:  # a path the commands did not check first: still one line, not a traceback
+                where = f" '{exc.filename}'" if exc.filename else ""
+                if exc.errno in (errno.ENOSPC, errno.EDQUOT):  # pyarrow's and matplotlib's name no file
+                    raise ErrorLine(f"no space left to write{where or ' the output'}: {exc.strerror or exc}; free some "
+                                    "space (or give another --out / --root) and run it again; what was there is "
+                                    "kept") from None
+                raise ErrorLine(f"cannot use{where}: {exc.strerror or exc}; check the path and its "
+                                "permissions") from None
+            except (click.ClickException, click.exceptions.Exit, click.Abort):
+                raise
+            except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (`Terminated`)
+                raise interrupted(exc) from None
+            except Exception as exc:  # a third-party command's bug is one line; dcbench's own keeps its traceback
+                command = self.commands.get(ctx.invoked_subcommand or "")
+                owner = COMMAND_OWNERS.get(command, "dcbench") if isinstance(command, click.Command) else "dcbench"
+                if owner == "dcbench":
+                    raise
+                raise ErrorLine(f"command {ctx.invoked_subcommand!r} of plugin {get_registry().label(owner)} failed: "
+                                f"{describe(exc)}; report it to the plugin's authors") from None
 
 
 class Terminated(KeyboardInterrupt):

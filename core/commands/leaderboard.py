@@ -11,6 +11,7 @@ from dcbench.commands.base import MAX_JOBS, PATH, check_bounds, load_registry, p
 from dcbench.errors import DcbenchError, NotInstalledError, ResultsError
 from dcbench.hookspecs import hookimpl
 from dcbench.running.progress import progress_bar
+from dcbench.spec import Spec
 
 
 @click.group(invoke_without_command=True)
@@ -66,7 +67,6 @@ def verify(root: Path, count: int, every_run: bool, seed: int, jobs: int | None,
     from dcbench.publishing.leaderboard import check_root, load_submissions, record_verified
     from dcbench.publishing.verify import rerun_rows, sample_runs
     from dcbench.running.runner import Runner
-    from dcbench.spec import Spec
 
     check_bounds("--runs", count, 0)
     check_bounds("--seed", seed, 0)

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import csv
 import dataclasses
+import io
+import shutil
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -11,7 +14,8 @@ import click
 from dcbench.commands.base import PATH, load_registry
 from dcbench.errors import ResultsError, SpecError
 from dcbench.hookspecs import hookimpl
-from dcbench.registry import Registry
+from dcbench.registry import DEMAND_KINDS, Registry
+from dcbench.registry.columns import demand_kind, ranking_columns
 
 
 @dataclasses.dataclass
@@ -144,8 +148,6 @@ def runs(folder: Path, as_csv: bool) -> None:
     the primary metric of its demand kind (acceptance for pools, blocking for
     jobs). Specs are shortened to the options that differ from the plugins'
     defaults or between the runs; --csv gives them whole."""
-    import shutil
-
     from dcbench.running.labels import default_specs
     from dcbench.running.summary import RUN_FOLDER_NAME, read_runs
 
@@ -168,11 +170,8 @@ def runs(folder: Path, as_csv: bool) -> None:
 
 
 def runs_index(rows: list[dict[str, Any]], registry: Registry, defaults: Mapping[str, str]) -> list[dict[str, Any]]:
-    """Each run's scenario label, specs whole and short, and its kind's primary metric; by kind, scenario, allocator
-    and seed."""
+    """Each run's scenario label, specs whole and short, and its kind's primary metric, in the order shown."""
     from dcbench.publishing.report import labels
-    from dcbench.registry.columns import demand_kind, ranking_columns
-    from dcbench.registry.kinds import DEMAND_KINDS
     from dcbench.running.labels import compact_specs, natural, scenario_labels
 
     columns = registry.columns()
@@ -200,11 +199,7 @@ INDEX_CSV_COLUMNS = ("run_id", "scenario", "allocator", "topology", "workload", 
 
 def write_index_csv(index: list[dict[str, Any]], registry: Registry) -> None:
     """The index as CSV on stdout: full specs, then each demand kind's ranking column."""
-    import csv
-    import io
-
     from dcbench.publishing.report import has_value
-    from dcbench.registry.columns import ranking_columns
 
     ranking = [column for column, _ in ranking_columns(registry.columns()).values()]
     text = io.StringIO()

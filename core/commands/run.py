@@ -19,15 +19,13 @@ from dcbench.errors import SpecError, UnknownPluginError
 from dcbench.hookspecs import hookimpl
 from dcbench.registry import KINDS, PLURALS, PluginEntry, Registry, blamed_on
 from dcbench.running.progress import progress_bar
-from dcbench.spec import config_params
+from dcbench.spec import Spec, config_params, unknown
 
 KIND_ALIASES = {kind: kind for kind in KINDS} | {PLURALS[kind]: kind for kind in KINDS}
 
 
 def with_checkpoint(registry: Registry, allocator: str, checkpoint: Path) -> str:
     """The allocator spec with ``checkpoint=PATH`` added (``--checkpoint``)."""
-    from dcbench.spec import Spec
-
     def takes_checkpoint(entry: Any) -> bool:
         return any(param.name == "checkpoint" for param in entry.params)
 
@@ -59,8 +57,7 @@ BETTER_MARK = {"higher": " ↑", "lower": " ↓", None: ""}
 
 def print_summary(summaries: list[dict[str, Any]], scenario: Mapping[str, Any], kind: str,
                   registry: Registry, asked_columns: Sequence[str] = ()) -> None:
-    """The resolved scenario, a line per part, then the headline columns of the run's demand ``kind`` with values,
-    and those of --metric metrics that declare none, over the seeds."""
+    """The resolved scenario, then a table of the headline columns of the runs' demand ``kind`` over the seeds."""
     from rich.console import Console
     from rich.table import Table
 
@@ -161,8 +158,6 @@ ENVS = ("envs", "env")  # `dcbench list envs`: the Gymnasium ids of the suites' 
 def list_(kind: str | None) -> None:
     """List topologies, workloads, allocators, metrics and suites; `list KIND` lists one kind, `list NAME` shows one
     plugin with every parameter, and `list envs` the Gymnasium environment of every suite scenario."""
-    from dcbench.spec import unknown
-
     registry = load_registry()
     if kind in ENVS:
         from dcbench.envs import env_listing

@@ -20,6 +20,7 @@ from dcbench.commands.base import (
 )
 from dcbench.errors import SpecError
 from dcbench.hookspecs import hookimpl
+from dcbench.registry.columns import ranking_columns
 from dcbench.running.progress import progress_bar
 
 
@@ -114,7 +115,6 @@ def sweep(suite_name: str | None, topologies: tuple[str, ...], workloads: tuple[
         print_ranking(combined.to_pylist(), suite.primary_metric, suite.higher_is_better, registry)
         return
     from dcbench.publishing.report import by_demand_kind
-    from dcbench.registry.columns import ranking_columns
 
     ranked_by = ranking_columns(registry.columns())
     for kind, rows in by_demand_kind(combined.to_pylist(), registry.columns()).items():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 from pathlib import Path
 from typing import Any
 
@@ -10,8 +11,9 @@ import click
 from dcbench.commands.base import PATH, check_bounds, load_registry, plugin_prints_to_stderr
 from dcbench.errors import IncompatibleError, ResultsError, SpecError
 from dcbench.hookspecs import hookimpl
+from dcbench.registry import PluginEntry, blamed_on
 from dcbench.running.progress import progress_bar
-from dcbench.spec import MAX_TRAINING_STEPS
+from dcbench.spec import MAX_TRAINING_STEPS, Spec
 from dcbench.storage.paths import starts_with
 
 
@@ -45,9 +47,7 @@ def example_topology(registry: Any, demands: tuple[str, ...]) -> str | None:
 def train(allocator: str, topology: str, workload: str | None, steps: int | None, seed: int,
           out: Path | None, quick: bool, quiet: bool) -> None:
     """Train a learned allocator's checkpoint (resumes an interrupted run)."""
-    from dcbench.registry import PluginEntry, blamed_on
     from dcbench.running.runner import Runner
-    from dcbench.spec import Spec
     from dcbench.storage.locks import file_lock, sole_writer
     from dcbench.storage.paths import check_writable
 
@@ -75,8 +75,7 @@ def train(allocator: str, topology: str, workload: str | None, steps: int | None
     if parsed.args:
         raise SpecError(f"{parsed.name} takes its training options as KEY=VALUE, got {', '.join(parsed.args)!r}; "
                         f"see `dcbench list {parsed.name}`")
-    options = dict(parsed.kwargs)
-    extra: dict[str, Any] = {"options": options} if options else {}
+    extra: dict[str, Any] = {"options": dict(parsed.kwargs)} if parsed.kwargs else {}
     if quick:
         if not takes_keyword(trainer, "quick"):
             raise SpecError(f"{entry.name}'s trainer has no quick setting; train it without --quick")
@@ -108,8 +107,6 @@ def train(allocator: str, topology: str, workload: str | None, steps: int | None
 
 def takes_keyword(function: Any, name: str) -> bool:
     """Whether ``function`` can be called with the keyword ``name``."""
-    import inspect
-
     try:
         parameters = inspect.signature(function).parameters.values()
     except (TypeError, ValueError):  # no signature to read (a builtin): try it
@@ -142,8 +139,7 @@ def said_nothing_was_trained(state: Path, checkpoint: Path, steps: int | None) -
 
 
 def settle_training_outputs(out: Path) -> None:
-    """Under the lock of ``out``, before the trainer reads its state: finish (or undo) a write of the checkpoint's files
-    or of the training state that a killed training left, and remove the temporary files it left of them."""
+    """Under the lock of ``out``, settle the writes a killed training left of its checkpoint's files and state."""
     from dcbench.storage.journal import remove_leftovers
 
     state = out.with_name(out.name + ".train")

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import Collection, Iterable, Mapping
 
+from dcbench.registry.kinds import BUILTIN_PLUGINS
 from dcbench.spec import unknown
 
 DISABLE_VARIABLE = "DCBENCH_DISABLE_PLUGINS"
@@ -31,11 +32,12 @@ def is_disabled(entry_point: str, distribution: str, disabled: Collection[str]) 
     return normalized(entry_point) in disabled or normalized(distribution) in disabled
 
 
-def disable_problems(requested: Iterable[str], third_party: Iterable[tuple[str, str]],
-                     builtin: Collection[str]) -> list[str]:
+def disable_problems(requested: Iterable[str], third_party: Iterable[tuple[str, str]]) -> list[str]:
     """A warning for each name of ``DCBENCH_DISABLE_PLUGINS`` that turns nothing off, so a typo is not silent."""
     installed = sorted({name for pair in third_party for name in pair if name != "?"})
     known = {normalized(name) for name in installed}
+    builtin = {"dcbench"} | {normalized(name) for module in BUILTIN_PLUGINS  # each module, and its last part
+                             for name in (module, module.rpartition(".")[2])}
     problems = []
     for name in requested:
         if normalized(name) in known:
@@ -47,11 +49,6 @@ def disable_problems(requested: Iterable[str], third_party: Iterable[tuple[str, 
             problems.append(f"{DISABLE_VARIABLE} turns nothing off: "
                             f"{unknown('third-party plugin', name, installed)}")
     return problems
-
-
-def builtin_names(modules: Iterable[str]) -> set[str]:
-    """What names a built-in plugin, normalized: ``dcbench``, each module and its last part (``tetris``)."""
-    return {"dcbench"} | {normalized(name) for module in modules for name in (module, module.rpartition(".")[2])}
 
 
 def source_digest(module_name: str) -> str:

@@ -16,15 +16,14 @@ from dcbench.spec import Param, Spec, bind, resolved_spec
 
 
 def import_target(target: str, builtin: bool, failed: str, passing: tuple[type[BaseException], ...] = ()) -> Any:
-    """What ``"module:attr"`` names; where importing it fails, a one-line `PluginError` starting ``failed`` (a built-in
-    plugin's failure other than a missing dependency keeps its traceback; ``passing`` errors pass unchanged)."""
+    """What ``"module:attr"`` names; a failed import is a one-line `PluginError` starting ``failed`` (a built-in
+    plugin's keeps its traceback but for a missing dependency)."""
     module_name, _, attr = target.partition(":")
     try:
         return getattr(importlib.import_module(module_name), attr)
     except (KeyboardInterrupt, *passing):  # Ctrl-C (or SIGTERM) stops the command
         raise
-    # BaseException: a module that exits on import is a broken plugin (test_a_target_that_exits_on_import_...)
-    except BaseException as exc:
+    except BaseException as exc:  # a module that exits on import, too, is a broken plugin
         if builtin and not isinstance(exc, ImportError):  # a missing dependency is the user's to fix
             raise
         missing = isinstance(exc, ImportError) and getattr(exc, "name", None)
@@ -36,7 +35,6 @@ def import_target(target: str, builtin: bool, failed: str, passing: tuple[type[B
 @dataclass(frozen=True)
 class BuiltPlugin:
     """What `PluginEntry.build` returns: the object and its resolved spec."""
-
     obj: Any
     spec: str
     values: Mapping[str, Any]
@@ -107,8 +105,6 @@ class PluginEntry:
         with blamed_on(self, "failed when built"):
             try:
                 obj = factory(**values)
-            except SpecError:
-                raise
             except ValueError as exc:  # the factory refuses a parameter value: the spec's to fix
                 raise SpecError(f"{self.name}: {exc}") from exc
             # anything else (a TypeError: a signature that does not match its params, say) is the plugin's
@@ -117,8 +113,8 @@ class PluginEntry:
 
 @contextlib.contextmanager
 def blamed_on(entry: PluginEntry, failure: str) -> Iterator[None]:
-    """A context manager that makes an exception of a third-party plugin's code in its block a one-line `PluginError`;
-    a built-in's keeps its traceback, a `DcbenchError` or KeyboardInterrupt passes.
+    """Make an exception of a third-party plugin's code in the block a one-line `PluginError`; a built-in's keeps its
+    traceback.
 
     Args:
         entry: The registry entry of the plugin whose code runs in the block.
@@ -129,8 +125,7 @@ def blamed_on(entry: PluginEntry, failure: str) -> Iterator[None]:
         yield
     except (DcbenchError, KeyboardInterrupt):  # (Ctrl-C, or SIGTERM, stops the command)
         raise
-    # BaseException: a plugin's own (test_a_plugin_that_raises_what_is_no_exception_is_one_line_all_the_same)
-    except BaseException as exc:
+    except BaseException as exc:  # a plugin's own, too, that is no Exception
         if entry.builtin:
             raise
         raise entry.error(f"{failure}: {describe(exc)}") from exc
@@ -139,7 +134,7 @@ def blamed_on(entry: PluginEntry, failure: str) -> Iterator[None]:
 @dataclass
 class PluginInfo:
     """A loaded plugin module: its entry point's name (a built-in's module), its distribution's name and version ("?"
-    where unknown), its source's digest."""
+    where unknown)."""
 
     name: str
     distribution: str
@@ -151,11 +146,3 @@ class PluginInfo:
     def qualifier(self) -> str:
         """The normalized distribution name that qualifies a third-party plugin's names; "" where none does."""
         return "" if self.builtin or self.distribution == "?" else normalized(self.distribution)
-
-    @property
-    def identity(self) -> str:
-        """``DIST VERSION src=DIGEST``, as `PluginEntry.identity`."""
-        if self.builtin:
-            return ""
-        owner = f"{self.distribution} {self.version}" if self.distribution != "?" else self.name
-        return owner + (f" src={self.source}" if self.source else "")

@@ -6,28 +6,16 @@ from typing import Any, Mapping, Sequence
 
 KINDS = ("topology", "workload", "allocator", "metric", "suite")
 BUILTIN_PLUGINS = (
-    "dcbench.plugins.topologies.tiered",
-    "dcbench.plugins.topologies.ocs",
-    "dcbench.plugins.workloads.uniform",
-    "dcbench.plugins.workloads.vmjobs",
-    "dcbench.plugins.workloads.traces",
-    "dcbench.plugins.allocators.random_server",
-    "dcbench.plugins.allocators.tetris",
-    "dcbench.plugins.allocators.bestfit",
-    "dcbench.plugins.allocators.walk",
-    "dcbench.plugins.allocators.ccf",
-    "dcbench.plugins.allocators.jcb",
-    "dcbench.plugins.allocators.gnn_ppo",
-    "dcbench.plugins.allocators.a2c_multistep",
+    "dcbench.plugins.topologies.tiered", "dcbench.plugins.topologies.ocs",
+    "dcbench.plugins.workloads.uniform", "dcbench.plugins.workloads.vmjobs", "dcbench.plugins.workloads.traces",
+    "dcbench.plugins.allocators.random_server", "dcbench.plugins.allocators.tetris",
+    "dcbench.plugins.allocators.bestfit", "dcbench.plugins.allocators.walk", "dcbench.plugins.allocators.ccf",
+    "dcbench.plugins.allocators.jcb", "dcbench.plugins.allocators.gnn_ppo", "dcbench.plugins.allocators.a2c_multistep",
     "dcbench.plugins.allocators.policy",
-    "dcbench.plugins.metrics.acceptance",
-    "dcbench.plugins.metrics.utilisation",
-    "dcbench.plugins.metrics.spread",
+    "dcbench.plugins.metrics.acceptance", "dcbench.plugins.metrics.utilisation", "dcbench.plugins.metrics.spread",
     "dcbench.plugins.metrics.jobs",
     "dcbench.plugins.bounds",
 )
-
-
 PLURALS = {kind: kind + "s" for kind in KINDS} | {"topology": "topologies"}
 DEMAND_KINDS = ("pool", "job")
 BETTER = ("higher", "lower", None)  # a column's better direction: None for one that only describes a run

@@ -1,8 +1,5 @@
-"""The plugin manager and the registry of what plugins register.
-
-A broken third-party plugin is a one-line warning (an error where ``DCBENCH_STRICT_PLUGINS`` names it). Its names are
-qualified by its distribution's (``dcbench-firstfit.firstfit``); the bare name is an alias where unambiguous, and
-inside its own distribution names its own plugin first."""
+"""The plugin manager and the registry of what plugins register. A third-party plugin's names are qualified by its
+distribution's (``dcbench-firstfit.firstfit``); the bare name is an alias where unambiguous."""
 
 from __future__ import annotations
 
@@ -11,7 +8,10 @@ import functools
 import importlib
 import importlib.metadata
 import os
+import sys
+import tomllib
 import warnings
+from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping
 
 import pluggy
@@ -21,7 +21,6 @@ from dcbench.errors import PluginError, SpecError, UnknownPluginError, describe
 from dcbench.registry.checks import is_spec_name, registration_problem, suite_problem
 from dcbench.registry.columns import Column
 from dcbench.registry.distributions import (
-    builtin_names,
     disable_problems,
     disabled_names,
     is_disabled,
@@ -38,8 +37,7 @@ class PluginLoadWarning(UserWarning):
 
 
 class Entries(Mapping[str, Any]):
-    """One kind's entries by canonical name; a bare name one distribution alone registers is an alias, one several
-    register is `ambiguous`."""
+    """One kind's entries by canonical name, with the bare names that are aliases and those that are `ambiguous`."""
 
     def __init__(self, by_name: dict[str, Any]):
         self._by_name = by_name
@@ -68,7 +66,6 @@ class Entries(Mapping[str, Any]):
 
 class Registry:
     """Everything registered by the loaded plugins, by kind and name."""
-
     def __init__(self, manager: pluggy.PluginManager, plugins: list[PluginInfo], failures: list[str],
                  disabled: list[PluginInfo] | None = None):
         self.manager = manager
@@ -90,8 +87,7 @@ class Registry:
         return tuple(column for metric in self.entries("metric").values() for column in metric.columns)
 
     def get(self, kind: str, name: str, within: str = "") -> Any:
-        """The entry ``name`` names (a bare name naming the distribution ``within``'s own first); UnknownPluginError
-        where none or several."""
+        """The entry ``name`` names, a bare one naming the distribution ``within``'s own first."""
         entries = self.entries(kind)
         own = f"{within}.{name}" if within and "." not in name else ""
         if own and own in entries:
@@ -112,7 +108,7 @@ class Registry:
         return spec
 
     def own_suite(self, suite: Any, within: str) -> Any:
-        """A suite of the distribution ``within`` with its own plugins' bare names qualified (`own_spec`)."""
+        """A suite of the distribution ``within`` with its own plugins' bare names qualified."""
         if not within:
             return suite
         scenarios = tuple(dataclasses.replace(
@@ -148,7 +144,6 @@ class Registry:
 
     def _register(self, kind: str, registered: dict[str, Any], plugin_name: str, name_or_suite: Any,
                   target: Any = None, **keywords: Any) -> None:
-        """What a hook's ``register`` calls: ``register(suite)``, or ``register(name, target, **keywords)``."""
         if kind == "suite":
             entry = name_or_suite
             name = getattr(entry, "name", None)
@@ -157,21 +152,18 @@ class Registry:
         else:
             name = name_or_suite
             problem = registration_problem(kind, name, target, keywords)
-        if problem is not None:
-            self.fail(f"plugin {self.label(plugin_name)} registers {kind} {name!r}: {problem}; ignored",
-                      plugin_name)
-            return
         info = self._third_party(plugin_name)
         canonical = f"{info.qualifier}.{name}" if info is not None and info.qualifier else name
-        if not is_spec_name(canonical):
-            self.fail(f"plugin {self.label(plugin_name)} registers {kind} {name!r} as {canonical!r}, which no spec "
-                      "can give: its distribution's name is no PEP 508 name; ignored", plugin_name)
-            return
-        builtin = getattr(registered.get(name), "plugin", None) in BUILTIN_PLUGINS
-        taken = canonical if canonical in registered else name if builtin else None
-        if taken is not None:  # a built-in name, or a name its own distribution registered already
-            self.fail(f"plugin {self.label(plugin_name)} registers {kind} {name!r}, "
-                      f"already registered by {getattr(registered[taken], 'plugin', '?')!r}; ignored", plugin_name)
+        refusal = ""
+        if problem is not None:
+            refusal = f": {problem}"
+        elif not is_spec_name(canonical):
+            refusal = f" as {canonical!r}, which no spec can give: its distribution's name is no PEP 508 name"
+        elif canonical in registered or getattr(registered.get(name), "plugin", None) in BUILTIN_PLUGINS:
+            taken = canonical if canonical in registered else name  # its own distribution's name, or a built-in's
+            refusal = f", already registered by {getattr(registered[taken], 'plugin', '?')!r}"
+        if refusal:
+            self.fail(f"plugin {self.label(plugin_name)} registers {kind} {name!r}{refusal}; ignored", plugin_name)
             return
         if kind == "suite":  # the plugin's own Suite stays as it made it; the registry's names its own plugins first
             entry = dataclasses.replace(self.own_suite(entry, info.qualifier if info is not None else ""),
@@ -187,7 +179,7 @@ class Registry:
         registered[canonical] = entry
 
     def add_builtin(self, module_name: str) -> None:
-        """Register a built-in command plugin module, once (only the command line imports click)."""
+        """Register a built-in command plugin module, once."""
         if self.manager.get_plugin(module_name) is None:
             self.manager.register(importlib.import_module(module_name), name=module_name)
             self.builtin_commands.append(module_name)  # part of dcbench: not in `plugins`, nor in provenance
@@ -202,7 +194,7 @@ class Registry:
         return sorted(implementations, key=lambda impl: not self.is_builtin(impl.plugin_name))
 
     def call_plugin(self, impl: Any, hook_name: str, *args: Any, **kwargs: Any) -> bool:
-        """Call one plugin's implementation of a hook; a third-party one that raises is a warning and False."""
+        """Call one plugin's implementation of a hook; a third-party one that fails is a warning and False."""
         if impl.wrapper or impl.hookwrapper:  # called on its own, a wrapper's generator would never run
             self.fail(f"plugin {self.label(impl.plugin_name)} implements {hook_name} as a hook wrapper, which "
                       "dcbench does not call; drop wrapper=True (or hookwrapper=True) from its @hookimpl; ignored",
@@ -212,8 +204,7 @@ class Registry:
             impl.function(*args, **kwargs)
         except (StrictRefusal, KeyboardInterrupt):  # a strict refusal names it already; Ctrl-C stops the command
             raise
-        # BaseException: a hook's sys.exit() is its failure (test_a_plugin_that_exits_while_loading_is_reported...)
-        except BaseException as exc:
+        except BaseException as exc:  # a hook's sys.exit(), too, is its failure
             if self.is_builtin(impl.plugin_name):
                 raise
             self.fail(f"plugin {self.label(impl.plugin_name)} failed in {hook_name}: {describe(exc)}",
@@ -252,10 +243,7 @@ def column_clash(metrics: Iterable[Any]) -> str | None:
 
 
 def beside_caller(registry: Registry, name: str = "") -> Registry:
-    """``registry`` `Registry.beside` the distribution that qualifies ``name``, else the one whose code calls (by its
-    ``pyproject.toml`` above the calling file, or the calling module's distribution); otherwise ``registry``."""
-    import sys
-
+    """``registry`` narrowed to the distribution that qualifies ``name``, else to the one whose code calls."""
     qualifiers = {p.qualifier for p in registry.plugins if p.qualifier}
     qualifier, dot, _ = Spec.parse(name).name.partition(".") if name else ("", "", "")
     if dot and qualifier in qualifiers:
@@ -276,9 +264,6 @@ def beside_caller(registry: Registry, name: str = "") -> Registry:
 @functools.lru_cache(maxsize=64)
 def _project_of(filename: str) -> str:
     """The normalized ``[project] name`` of the nearest ``pyproject.toml`` above ``filename``; "" where none."""
-    import tomllib
-    from pathlib import Path
-
     for folder in Path(filename).resolve().parents:
         pyproject = folder / "pyproject.toml"
         if pyproject.is_file():
@@ -299,8 +284,8 @@ class StrictRefusal(PluginError):
 
 
 def is_strict(plugin: tuple[str, str] | None, environ: Mapping[str, str] | None = None) -> bool:
-    """Whether ``DCBENCH_STRICT_PLUGINS`` makes a failure of ``plugin`` (entry point, distribution) an error: ``1``
-    every one's, a comma list of names those plugins' alone."""
+    """Whether ``DCBENCH_STRICT_PLUGINS`` (``1``, or a comma list of names) makes a failure of ``plugin`` (entry point,
+    distribution) an error."""
     text = (os.environ if environ is None else environ).get("DCBENCH_STRICT_PLUGINS", "").strip()
     if text == "1":
         return True
@@ -316,11 +301,6 @@ def _report(message: str, failures: list[str], plugin: tuple[str, str] | None = 
 
 
 HOOK_NAMES = sorted(name for name in dir(hookspecs) if name.startswith("register_"))
-
-
-def unknown_hooks(module: Any) -> list[str]:
-    return sorted(name for name, value in vars(module).items()
-                  if hasattr(value, "dcbench_impl") and name not in HOOK_NAMES)
 
 
 def create_registry(entry_points: Iterable[importlib.metadata.EntryPoint] | None = None) -> Registry:
@@ -349,7 +329,7 @@ def create_registry(entry_points: Iterable[importlib.metadata.EntryPoint] | None
             disabled.append(info)
         elif _load(manager, entry_point, info, failures):
             plugins.append(info)
-    for problem in disable_problems(requested, seen, builtin_names(BUILTIN_PLUGINS)):
+    for problem in disable_problems(requested, seen):
         _report(problem, [])  # a warning (an error when strict), but no broken plugin
     registry = Registry(manager, plugins, failures, disabled)
     for kind in KINDS:  # now, so that a broken registration is reported with the broken imports
@@ -359,7 +339,6 @@ def create_registry(entry_points: Iterable[importlib.metadata.EntryPoint] | None
 
 def _load(manager: pluggy.PluginManager, entry_point: importlib.metadata.EntryPoint, info: PluginInfo,
           failures: list[str]) -> bool:
-    """Import and register a third-party plugin, and take its source's digest; False where it failed."""
     label = f"{info.name} ({info.distribution} {info.version})"
     try:
         module = entry_point.load()
@@ -370,11 +349,11 @@ def _load(manager: pluggy.PluginManager, entry_point: importlib.metadata.EntryPo
         return False
     except KeyboardInterrupt:  # Ctrl-C (or SIGTERM) stops the command
         raise
-    # BaseException: sys.exit() on import, too (test_a_plugin_that_exits_while_loading_is_reported_not_obeyed)
-    except BaseException as exc:
+    except BaseException as exc:  # sys.exit() on import, too
         _report(f"plugin {label} failed to load: {describe(exc)}", failures, (info.name, info.distribution))
         return False
-    for name in unknown_hooks(module):
+    for name in sorted(name for name, value in vars(module).items()
+                       if hasattr(value, "dcbench_impl") and name not in HOOK_NAMES):
         _report(f"plugin {label} implements {unknown('hook', name, HOOK_NAMES)}", failures,
                 (info.name, info.distribution))
     info.source = source_digest(getattr(entry_point, "module", None) or getattr(module, "__name__", ""))

@@ -1,10 +1,5 @@
 """`VectorAllocationEnv`: N episodes of one scenario in lockstep, what ``gym.make_vec(id, num_envs=N,
-vectorization_mode="vector_entry_point")`` makes for every dcbench id.
-
-Episode i of ``reset(seed=s)`` is the single env's on seed s + i. Pool episodes are stepped as one batch by
-`BatchedPool` (envs/batched.py) where it can; otherwise each is its own `AllocationEnv` stepped by the engine's loop,
-and what the episodes share is done once for the batch: a pool builder's arrays are rows of (N, …) arrays, so the
-observations and masks of all N are a few numpy calls. Job observations are built per episode into the batch."""
+vectorization_mode="vector_entry_point")`` makes for every dcbench id."""
 
 from __future__ import annotations
 
@@ -24,8 +19,7 @@ BATCHED_FROM = 8  # envs from which `BatchedPool` steps faster than the episodes
 
 
 class _PoolBatch:
-    """The pool observations of every episode at once, from (N, …) arrays whose rows the builders write in place
-    (`PoolFeatures.observe`'s arithmetic, row for row)."""
+    """The pool observations of every episode at once, from (N, …) arrays whose rows the builders write in place."""
 
     def __init__(self, envs: Sequence[Any]):
         self.builders = [env.builder for env in envs]
@@ -50,13 +44,13 @@ class _PoolBatch:
                          for i, b in enumerate(self.builders))
 
     def settled(self, i: int, env: Any) -> None:
-        """Row i after a request changed (a settled request, a reset): the committed use and the holding time."""
+        # row i after a request changed (a settled request, a reset): the committed use and the holding time
         builder = self.builders[i]
         self.used[i] = 1.0 - env.simulation.state.free_resources.sum(axis=0) / self.features.total
         self.holding[i] = builder.request.holding / self.features.holding_scale if builder.request else 0.0
 
     def observe(self, obs: dict[str, np.ndarray], pending: np.ndarray) -> None:
-        """Write every row's observation (those of a pending decision only; the caller zeroes the rest)."""
+        # every row's observation (those of a pending decision only; the caller zeroes the rest)
         for i in np.flatnonzero(pending).tolist():
             builder = self.builders[i]
             if self.bound:
@@ -74,17 +68,10 @@ class _PoolBatch:
 
 
 class VectorAllocationEnv(gym.vector.VectorEnv):
-    """N episodes of one scenario stepped in lockstep, with autoreset (`gym.make_vec` with
-    ``vectorization_mode="vector_entry_point"`` on any dcbench id).
+    """N episodes of one scenario stepped in lockstep, with autoreset (docs/envs.md).
 
-    ``reset(seed=s)`` starts episode i on seed s + i (a list: one seed each; None: each env's training seed). With
-    Gymnasium's default NEXT_STEP autoreset, the step after an episode's last resets it (reward 0, the reset's
-    ``info``); with SAME_STEP the ending step resets it and puts the last observation and info under ``final_obs`` and
-    ``final_info``. ``info`` has ``accepted`` and ``offered`` per env, and an env's own keys where it gave them
-    (``invalid_action``, the ratios at the end, a job's ``step_rewards``), each with its ``_key`` mask.
-
-    Pool episodes are stepped by `BatchedPool` (array operations across the batch) where it can step them
-    (``unbatched_reason`` says why not); then the envs keep their seeds but not a `Simulation` of their own.
+    Pool episodes are stepped by `BatchedPool` where it can step them (``unbatched_reason`` says why not); then the
+    envs keep their seeds but not a `Simulation` of their own.
 
     Args:
         envs: The episodes' `AllocationEnv` s of one scenario, each with its own builder, none reset yet.
@@ -92,14 +79,7 @@ class VectorAllocationEnv(gym.vector.VectorEnv):
         batched: Whether pool episodes are stepped as one batch: None (from `BATCHED_FROM` envs on), True, False.
 
     Attributes:
-        envs: The episodes' environments.
         unbatched_reason: Why the episodes are stepped one by one (None: they are batched).
-        num_envs: How many.
-        kind: "pool" or "job".
-        single_observation_space: One env's observation space.
-        single_action_space: One env's action space.
-        observation_space: The batch's.
-        action_space: The batch's: MultiDiscrete.
 
     Raises:
         SpecError: No env, another autoreset mode, or ``batched`` not None, True or False.
@@ -271,7 +251,6 @@ class VectorAllocationEnv(gym.vector.VectorEnv):
         return self._observe(), rewards, terminated, np.zeros(n, bool), infos
 
     def _blank(self) -> dict[str, np.ndarray]:
-        # an observation where no decision is pending: zeros, every action allowed
         final = {key: np.zeros(space.shape, space.dtype) for key, space in self.single_observation_space.spaces.items()}
         final["action_mask"][:] = 1
         return final
@@ -285,7 +264,7 @@ class VectorAllocationEnv(gym.vector.VectorEnv):
         return self._obs["action_mask"].astype(bool)
 
     def get_attr(self, name: str) -> tuple[Any, ...]:
-        """An attribute of every env (``get_attr("graph")``, as on Gymnasium's `SyncVectorEnv`).
+        """An attribute of every env, as on Gymnasium's `SyncVectorEnv`.
 
         Args:
             name: The attribute's name.
@@ -296,7 +275,7 @@ class VectorAllocationEnv(gym.vector.VectorEnv):
         return tuple(getattr(env, name) for env in self.envs)
 
     def call(self, name: str, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
-        """Call a method of every env (``call("action_masks")``), or read an attribute, as `SyncVectorEnv` does.
+        """Call a method of every env, or read an attribute, as `SyncVectorEnv` does.
 
         Args:
             name: The method's (or attribute's) name.
@@ -309,11 +288,10 @@ class VectorAllocationEnv(gym.vector.VectorEnv):
         return tuple(value(*args, **kwargs) if callable(value) else value for value in self.get_attr(name))
 
     def as_sb3(self) -> Any:
-        """This env as a Stable-Baselines3 ``VecEnv`` (for sb3-contrib's ``MaskablePPO``), autoresetting in the
-        step that ends an episode (SAME_STEP) as SB3 does, its last observation in ``info["terminal_observation"]``.
+        """This env as a Stable-Baselines3 ``VecEnv``; its autoreset mode becomes SAME_STEP, as SB3 expects.
 
         Returns:
-            The ``VecEnv`` (stable-baselines3 must be installed); it steps this env, whose mode becomes SAME_STEP.
+            The ``VecEnv`` (stable-baselines3 must be installed).
         """
         from stable_baselines3.common.vec_env import VecEnv
 

@@ -5,6 +5,7 @@ and one id per suite scenario. The episode is the engine's own loop, so a policy
 from __future__ import annotations
 
 import copy
+import functools
 import inspect
 import math
 from collections.abc import Sequence
@@ -417,8 +418,9 @@ class ScenarioEnv(AllocationEnv):
         self.seeds = SeedSplit(tuple(int(seed) for seed in found.seeds))
 
 
-def _vector(cls: type[AllocationEnv], num_envs: Any, kwargs: dict[str, Any]) -> VectorAllocationEnv:
-    # one env built, the others its twins (no scenario resolved again)
+def _vector(cls: type[AllocationEnv], num_envs: Any = 1, **kwargs: Any) -> VectorAllocationEnv:
+    # what gym.make_vec(id, num_envs=N, vectorization_mode="vector_entry_point", ...) makes: one env built, the
+    # others its twins (no scenario resolved again)
     if isinstance(num_envs, bool) or not isinstance(num_envs, (int, np.integer)) or num_envs < 1:
         raise SpecError(f"num_envs must be a whole number of at least 1, got {shown(num_envs)}")
     mode = kwargs.pop("autoreset_mode", AutoresetMode.NEXT_STEP)
@@ -427,14 +429,8 @@ def _vector(cls: type[AllocationEnv], num_envs: Any, kwargs: dict[str, Any]) -> 
     return VectorAllocationEnv([first, *(first._twin() for _ in range(num_envs - 1))], mode, batched)
 
 
-def allocation_vector_env(num_envs: int = 1, **kwargs: Any) -> VectorAllocationEnv:
-    """``gym.make_vec("dcbench/Allocation-v0", num_envs=N, vectorization_mode="vector_entry_point", ...)``."""
-    return _vector(AllocationEnv, num_envs, kwargs)
-
-
-def scenario_vector_env(num_envs: int = 1, **kwargs: Any) -> VectorAllocationEnv:
-    """``gym.make_vec(id, num_envs=N, vectorization_mode="vector_entry_point", ...)`` of a suite scenario's id."""
-    return _vector(ScenarioEnv, num_envs, kwargs)
+allocation_vector_env = functools.partial(_vector, AllocationEnv)
+scenario_vector_env = functools.partial(_vector, ScenarioEnv)
 
 
 gym.register(ALLOCATION_ENV_ID, entry_point="dcbench.envs:AllocationEnv",

@@ -202,7 +202,6 @@ class VectorAllocationEnv(gym.vector.VectorEnv):
         rewards, terminated = np.zeros(n), np.zeros(n, bool)
         counts = np.zeros((2, n), np.int64)
         infos: dict[str, Any] = {}
-        same_step = self.metadata["autoreset_mode"] == AutoresetMode.SAME_STEP
         for i, action in enumerate(actions.tolist()):
             env = self.envs[i]
             if self._reset_next[i]:
@@ -212,12 +211,8 @@ class VectorAllocationEnv(gym.vector.VectorEnv):
                 rewards[i], done, info = env._act(action)
                 if done:
                     terminated[i] = True
-                    info = env._counts(info, done)
                     self._pending[i] = False
-                    if same_step:
-                        info = {"final_obs": self._blank(), "final_info": info, **self._reset_env(i, None)}
-                    else:
-                        self._reset_next[i] = True
+                    info = self._ended(i, env._counts(info, done))
                 elif self._pool is not None and env.offered != offered:
                     self._pool.settled(i, env)
             counts[:, i] = env.accepted, env.offered
@@ -232,7 +227,6 @@ class VectorAllocationEnv(gym.vector.VectorEnv):
         rewards, terminated, invalid = batch.step(actions, self._pending)
         rewards[resetting] = 0.0
         self._pending &= ~terminated
-        same_step = self.metadata["autoreset_mode"] == AutoresetMode.SAME_STEP
         infos: dict[str, Any] = {}
         for i in np.flatnonzero(resetting | terminated | invalid).tolist():
             if resetting[i]:
@@ -241,14 +235,18 @@ class VectorAllocationEnv(gym.vector.VectorEnv):
                 info = {"invalid_action": True} if invalid[i] else {}
                 if terminated[i]:
                     info.update(accepted=int(batch.accepted[i]), offered=int(batch.offered[i]), **batch.ratios(i))
-                    if same_step:
-                        info = {"final_obs": self._blank(), "final_info": info, **self._reset_env(i, None)}
-                    else:
-                        self._reset_next[i] = True
+                    info = self._ended(i, info)
             infos = self._add_info(infos, info, i)
         infos.update(accepted=batch.accepted.copy(), offered=batch.offered.copy(), _accepted=np.ones(n, bool),
                      _offered=np.ones(n, bool))
         return self._observe(), rewards, terminated, np.zeros(n, bool), infos
+
+    def _ended(self, i: int, info: dict[str, Any]) -> dict[str, Any]:
+        # SAME_STEP resets an ended episode now, its last observation and info under final_obs and final_info
+        if self.metadata["autoreset_mode"] == AutoresetMode.SAME_STEP:
+            return {"final_obs": self._blank(), "final_info": info, **self._reset_env(i, None)}
+        self._reset_next[i] = True
+        return info
 
     def _blank(self) -> dict[str, np.ndarray]:
         final = {key: np.zeros(space.shape, space.dtype) for key, space in self.single_observation_space.spaces.items()}

@@ -123,26 +123,19 @@ class PoolFeatures:
         Returns:
             Arrays by the keys of `space`.
         """
-        nodes = np.full((self.n_nodes, len(NODE_FEATURES)), self._switch_value, dtype=np.float32)
-        remaining = builder.remaining
+        batch = {"node_features": np.empty((1, self.n_nodes, len(NODE_FEATURES)), np.float32),
+                 "edge_features": np.empty((1, len(self.edge_link), len(EDGE_FEATURES)), np.float32),
+                 "global_features": np.empty((1, 3), np.float32),
+                 "action_mask": np.empty((1, self.n_servers), np.int8)}
+        remaining, free = builder.remaining, builder.free_resources
         inverse = np.divide(1.0, remaining, out=np.zeros_like(remaining), where=remaining > 0)
-        nodes[: self.n_servers, :2] = _squash(builder.free_resources * inverse)
-        nodes[:, 2] = 0.0
-        nodes[: self.n_servers, 2] = builder.chosen_mask
-        nodes[:, 3:5] = 0.0
-        nodes[: self.n_servers, 3:5] = builder.free_resources * self.inverse_capacity
         free_links = builder.free_links[self.edge_link]
-        edges = np.empty((len(self.edge_link), len(EDGE_FEATURES)), dtype=np.float32)
-        edges[:, 0] = _squash(free_links)
-        edges[:, 1] = free_links * self.inverse_link_capacity
         used = 1.0 - state.free_resources.sum(axis=0) / self.total
-        holding = builder.request.holding / self.holding_scale
-        observation = {
-            "node_features": nodes,
-            "edge_features": edges,
-            "global_features": np.array([used[0], used[1], holding], dtype=np.float32),
-            "action_mask": builder.allowed().astype(np.int8),
-        }
+        holding = np.array([builder.request.holding / self.holding_scale])
+        write_pool_observation(batch, self, free[None], builder.chosen_mask[None], builder.allowed()[None],
+                               free_links[None], used[None], holding, _squash(free * inverse)[None],
+                               _squash(free_links)[None])
+        observation = {key: array[0] for key, array in batch.items()}
         if self.hints is not None:
             observation["hint_features"] = self.hints.compute(builder)
         return observation

@@ -37,11 +37,6 @@ class _PoolBatch:
                                ("_allowed", self.allowed), ("_free_links_array", self.links)):
                 np.copyto(rows[i], getattr(builder, name))
                 setattr(builder, name, rows[i])
-        # Should the builder keep these elsewhere one day, copy them each step instead (slower, still right).
-        self.bound = all(np.shares_memory(b.allowed(), self.allowed[i])
-                         and np.shares_memory(b.free_links, self.links[i])
-                         and hasattr(b, "_remaining") and hasattr(b, "_stale_links")
-                         for i, b in enumerate(self.builders))
 
     def settled(self, i: int, env: Any) -> None:
         # row i after a request changed (a settled request, a reset): the committed use and the holding time
@@ -53,14 +48,9 @@ class _PoolBatch:
         # every row's observation (those of a pending decision only; the caller zeroes the rest)
         for i in np.flatnonzero(pending).tolist():
             builder = self.builders[i]
-            if self.bound:
-                self.remaining[i] = builder._remaining
-                if builder._stale_links:
-                    builder.free_links  # noqa: B018  (brings the links' array up to date)
-            else:
-                self.remaining[i] = builder.remaining
-                self.free[i], self.chosen[i], self.allowed[i], self.links[i] = (
-                    builder.free_resources, builder.chosen_mask, builder.allowed(), builder.free_links)
+            self.remaining[i] = builder._remaining
+            if builder._stale_links:
+                builder.free_links  # noqa: B018  (brings the links' array up to date)
         remaining, free_links = self.remaining, self.links[:, self.features.edge_link]
         inverse = np.divide(1.0, remaining, out=np.zeros_like(remaining), where=remaining > 0)
         write_pool_observation(obs, self.features, self.free, self.chosen, self.allowed, free_links, self.used,
@@ -244,14 +234,9 @@ class VectorAllocationEnv(gym.vector.VectorEnv):
     def _ended(self, i: int, info: dict[str, Any]) -> dict[str, Any]:
         # SAME_STEP resets an ended episode now, its last observation and info under final_obs and final_info
         if self.metadata["autoreset_mode"] == AutoresetMode.SAME_STEP:
-            return {"final_obs": self._blank(), "final_info": info, **self._reset_env(i, None)}
+            return {"final_obs": self.envs[i]._blank(), "final_info": info, **self._reset_env(i, None)}
         self._reset_next[i] = True
         return info
-
-    def _blank(self) -> dict[str, np.ndarray]:
-        final = {key: np.zeros(space.shape, space.dtype) for key, space in self.single_observation_space.spaces.items()}
-        final["action_mask"][:] = 1
-        return final
 
     def action_masks(self) -> np.ndarray:
         """Every env's allowed actions as booleans (all True where no decision is pending, as before `reset`).

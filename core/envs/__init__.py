@@ -251,10 +251,15 @@ class AllocationEnv(gym.Env):
         workload_rng, _ = np.random.default_rng(seed).spawn(2)
         return draw_requests(self.plan, self.requests, workload_rng)
 
+    def _blank(self) -> dict[str, np.ndarray]:
+        # the observation where no decision is pending: zeros, every action allowed
+        observation = {k: np.zeros(v.shape, v.dtype) for k, v in self.observation_space.spaces.items()}
+        observation["action_mask"][:] = 1
+        return observation
+
     def _observation(self) -> dict[str, np.ndarray]:
-        if not self._open or self.simulation.request is None:  # no decision: zeros, every action allowed
-            observation = {k: np.zeros(v.shape, v.dtype) for k, v in self.observation_space.spaces.items()}
-            observation["action_mask"][:] = 1
+        if not self._open or self.simulation.request is None:
+            observation = self._blank()
         else:
             observation = self.features.observe(self.builder, self.simulation.view)
         self._mask, self._last = observation["action_mask"], observation

@@ -263,7 +263,6 @@ class StoredPolicy:
 
 
 def _file_digest(kind: str, how: str, data: bytes) -> str:
-    # its bytes and how they become a policy (attribute or loader)
     return hashlib.sha256(f"{kind}\n{how}\n".encode() + data).hexdigest()
 
 
@@ -302,7 +301,6 @@ def _run_python_file(path: Path, attribute: str, module_name: str) -> Any:
 
 
 def _load_record(stored: StoredPolicy) -> Any:
-    # the policy a stored record names, built (its file's digest checked first)
     if stored.kind == "module":
         policy = _imported(f"{stored.source.partition(':')[0]}:{stored.attribute}")
         now = policy_digest(policy)

@@ -279,8 +279,7 @@ class AllocationEnv(gym.Env):
         """The last observation as an image, with ``render_mode="rgb_array"`` (None without a render mode).
 
         Returns:
-            uint8 (nodes, features + 1, 3): a grey cell per node feature, then the node's action as green (allowed),
-            red (not) or black (no action).
+            uint8 (nodes, features + 1, 3): the node features in grey, then each node's action in colour.
         """
         if self.render_mode != "rgb_array":
             return None
@@ -341,8 +340,7 @@ class AllocationEnv(gym.Env):
             action: The server's or rack's index (int, numpy integer or 0-d integer array); outside the mask fails.
 
         Returns:
-            ``(observation, reward, terminated, truncated, info)``, ``truncated`` always False (``info``:
-            docs/envs.md).
+            ``(observation, reward, terminated, truncated, info)``; ``truncated`` is always False.
 
         Raises:
             AllocatorError: ``action`` is not an integer (nothing changes).

@@ -397,11 +397,12 @@ def add_policy(source: str | Path, *, loader: str | None = None, name: str | Non
         file, attribute = Path(before), after  # FILE.py:NAME
     else:
         file, attribute = None, None
+    data = None
     if file is not None:
         data = file.read_bytes()
         if file.suffix == ".py" and loader is None:
-            kind, how = "python", attribute or PYTHON_ATTRIBUTE
-            attribute = how
+            kind, copied, attribute = "python", "policy.py", attribute or PYTHON_ATTRIBUTE
+            how = attribute
         elif loader is None:
             raise SpecError(f"'{file}' is not a Python file: give --loader MODULE:FUNCTION, the function that "
                             "loads it from its path (sb3_contrib:MaskablePPO.load, say)")
@@ -409,24 +410,23 @@ def add_policy(source: str | Path, *, loader: str | None = None, name: str | Non
             raise SpecError(f"{text!r}: a file read by a loader has no :NAME")
         else:
             _imported(loader)  # (a typo is said now, not when a run loads it)
-            kind, how = "file", loader
+            kind, copied, how = "file", "policy" + file.suffix, loader
         digest = _file_digest(kind, how, data)
-        stored = StoredPolicy(digest[:ID_LENGTH], digest, kind, name or "", text,
-                              "policy" + (file.suffix if kind == "file" else ".py"), attribute,
-                              loader if kind == "file" else None, store / digest[:ID_LENGTH])
     elif ":" in text:
         if loader is not None:
             raise SpecError(f"{text!r} is a module's policy; --loader is for a file")
         digest = policy_digest(_imported(text))
-        stored = StoredPolicy(digest[:ID_LENGTH], digest, "module", name or "", text, None,
-                              text.partition(":")[2], None, store / digest[:ID_LENGTH])
+        kind, copied, attribute = "module", None, text.partition(":")[2]
     else:
         raise SpecError(f"no file '{text}', and {text!r} is not MODULE:ATTRIBUTE; give a policy's file or an "
                         "importable module:attribute")
+    # (loader is None but for a file read by one)
+    stored = StoredPolicy(digest[:ID_LENGTH], digest, kind, name or "", text, copied, attribute, loader,
+                          store / digest[:ID_LENGTH])
     existing = _stored(stored.id, store)
     if existing is not None:
         return existing
-    staging = _staged(stored, data if file is not None else None, store)
+    staging = _staged(stored, data, store)
     try:
         policy = _load_record(StoredPolicy(**{**stored.record(), "folder": staging}))
         policy_function(policy)

@@ -1,14 +1,11 @@
-"""Gymnasium environments over the engine's builders; ``import dcbench.envs`` registers ``dcbench/Allocation-v0``.
-
-A pool step chooses a server for the current request; a job step (``vmjobs`` on ``ocs``) the rack of the current VM.
-The episode is the engine's own loop, so a policy makes the same decisions here as in ``dcbench run`` on a seed.
-Pool rewards: +10 accepted, −10 failed, 0 otherwise; job rewards are the OCS paper's Eq. 1, summed on the step that
-settles the job and listed per step in ``info["step_rewards"]``. ``gym.make_vec(id, num_envs=N,
-vectorization_mode="vector_entry_point")`` makes a `VectorAllocationEnv` of N episodes (envs/vector.py)."""
+"""Gymnasium environments over the engine's builders; ``import dcbench.envs`` registers ``dcbench/Allocation-v0``
+and one id per suite scenario. The episode is the engine's own loop, so a policy makes the same decisions here as in
+``dcbench run`` on a seed (docs/envs.md)."""
 
 from __future__ import annotations
 
 import copy
+import functools
 import inspect
 import math
 from collections.abc import Sequence
@@ -76,7 +73,6 @@ ALLOCATION_ENV_ID = "dcbench/Allocation-v0"  # AllocationEnv: any topology and w
 
 
 def _reward_weight(name: str, value: Any) -> float:
-    """A weight of the jobs' reward: a finite float of at least 0 (nan would poison every reward)."""
     if isinstance(value, bool) or not isinstance(value, Real) or not math.isfinite(value):
         raise SpecError(f"{name} must be a finite number, got {shown(value)}")
     problem = Range(0).violation(value)
@@ -87,7 +83,6 @@ def _reward_weight(name: str, value: Any) -> float:
 
 def _settings(alpha: Any, reconfiguration_cost: Any, reconfigure: Any, hints: Any, render_mode: Any
               ) -> tuple[float, float, bool, tuple[str, ...], str | None]:
-    """An environment's settings, checked."""
     if render_mode is not None and render_mode not in AllocationEnv.metadata["render_modes"]:  # (make_vec_env's)
         raise SpecError(f"render_mode must be None or 'rgb_array', got {shown(render_mode)}")
     alpha = _reward_weight("alpha", alpha)
@@ -98,7 +93,6 @@ def _settings(alpha: Any, reconfiguration_cost: Any, reconfigure: Any, hints: An
 
 
 def _action_index(action: Any, space: gym.spaces.Discrete) -> int:
-    """An action as an int: an int, a numpy integer or a 0-d integer array (what gymnasium passes)."""
     integral = isinstance(action, (int, np.integer)) and not isinstance(action, bool)
     if integral or (isinstance(action, np.ndarray) and action.shape == () and np.issubdtype(action.dtype, np.integer)):
         return int(action)
@@ -109,43 +103,25 @@ def _action_index(action: Any, space: gym.spaces.Discrete) -> int:
 class AllocationEnv(gym.Env):
     """One server per step for the pool requests of a scenario, or one rack per VM for its jobs.
 
-    ``reset(seed=s)`` draws the requests of ``dcbench run --seed s --requests N``. An action is an int, a numpy
-    integer or a 0-d integer array; anything else is an `AllocatorError` and changes nothing; one outside the mask
-    fails the request (``info["invalid_action"]``). With ``reconfigure=False`` a job episode runs on the fabric's fixed
-    all-to-all (`Network.fixed_fabric`). The observation's "action_mask" (booleans from `action_masks`, for
-    MaskablePPO) is all ones with zero features where no decision is pending, so a masked policy never sees an empty
-    mask. ``reset()`` without a seed draws a training seed ≥ 3,000,000 (`SeedSplit`). The last step's ``info`` has
-    ``measured_acceptance_ratio``: over the measured requests offered (warm-up left out), as dcbench's metrics count.
+    ``reset(seed=s)`` draws the requests of ``dcbench run --seed s --requests N``. An action outside the mask fails
+    the request (``info["invalid_action"]``). Where no decision is pending the observation is zeros with an all-ones
+    "action_mask", so a masked policy never sees an empty mask.
 
     Args:
         topology: The topology spec.
         workload: The workload spec (None: the topology's default).
-        requests: Requests per episode (a workload's warm-up included).
+        requests: Measured requests per episode, after the workload's warm-up.
         runner: Resolves the scenario (None: a new `Runner` on the process's plugins).
         alpha: α of the jobs' reward, a finite number ≥ 0.
         reconfiguration_cost: Φ_reconf of the jobs' reward, a finite number ≥ 0.
-        reconfigure: Whether the job builder may reconfigure circuits: True or False only.
-        hints: `PoolHints` as "hint_features" (pools only): False, True (all `HINT_FEATURES`) or their names.
+        reconfigure: Whether the job builder may reconfigure circuits.
+        hints: `PoolHints` as "hint_features" (pools only): False, True (all) or their names.
         render_mode: None, or "rgb_array" for `render`'s image of the observation.
 
     Attributes:
-        plan: The resolved scenario (`ResolvedRun`).
-        network: Its network.
-        workload: What the workload plugin built (its spec is in ``spec_text``).
-        kind: The demand kind: "pool" or "job".
-        spec_text: The resolved topology and workload specs, by "topology" and "workload".
         builder: The `PoolBuilder` or `JobBuilder` the steps drive.
         features: The `PoolFeatures` or `JobFeatures` that observe them.
-        graph: The `StaticGraph` of "node_features" and "edge_features".
-        hints: The names of the hint features in the observation (empty without).
-        seeds: Which seeds are for what (`SeedSplit`; test seeds only in `ScenarioEnv`).
-        action_space: Discrete: a server for pools, a rack for jobs.
-        observation_space: The features' space.
         simulation: The engine's loop of the episode (None before `reset`).
-        floor_latency_ns: One packet's transmission time on a circuit (ns), the least latency (NaN before `reset`).
-        accepted: Requests accepted so far in the episode (set by `reset`).
-        offered: Requests settled so far in the episode (set by `reset`).
-        episode_seed: The seed of the episode under way (None before `reset`).
 
     Raises:
         SpecError: A setting of the wrong type or range, or a malformed spec or parameter; hints for jobs.
@@ -171,8 +147,7 @@ class AllocationEnv(gym.Env):
 
     @classmethod
     def of_plan(cls, plan: ResolvedRun, runner: Runner | None = None, **settings: Any) -> AllocationEnv:
-        """The environment of a resolved scenario, its requests the whole episode, a warm-up included (for trainers
-        that count their episodes so).
+        """The environment of a resolved scenario, its requests the whole episode, a warm-up included.
 
         Args:
             plan: A scenario from `Runner.resolve_scenario`.
@@ -217,7 +192,7 @@ class AllocationEnv(gym.Env):
         self.seeds = SeedSplit()
 
     def _build(self) -> None:
-        """A new builder and features, and no episode: what each copy of a vector env needs of its own."""
+        # a new builder and features, and no episode: what each copy of a vector env needs of its own
         if self.kind == "job":
             self.builder = JobBuilder(self.network, self._reconfigure)
             self.features = JobFeatures(self.network, self.builder)
@@ -232,7 +207,6 @@ class AllocationEnv(gym.Env):
         self.floor_latency_ns = math.nan  # of the sequence `reset` draws
 
     def _twin(self) -> AllocationEnv:
-        """A copy sharing the scenario (plan, network, spaces, seeds), with its own builder and no episode."""
         twin = copy.copy(self)
         twin._build()
         return twin
@@ -247,15 +221,14 @@ class AllocationEnv(gym.Env):
         return self.floor_latency_ns if np.isnan(latency_us) else max(latency_us * 1e3, self.floor_latency_ns)
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
-        """Start an episode: draw its requests and move to the first decision, refusing unservable ones on the way.
+        """Start an episode: draw its requests and move to the first decision.
 
         Args:
             seed: The episode's seed, as ``dcbench run --seed`` (None: a training seed ≥ 3,000,000).
             options: Not read.
 
         Returns:
-            ``(observation, info)``; ``info`` has ``reward_before_first_step`` (pool requests refused on the way) and
-            ``done`` (no decision in the whole episode).
+            ``(observation, info)``; ``info`` has ``reward_before_first_step`` and ``done``.
 
         Raises:
             SpecError: The workload refuses its parameters for this network.
@@ -271,7 +244,6 @@ class AllocationEnv(gym.Env):
         return self._observation(), {"reward_before_first_step": reward, "done": done}
 
     def _draw(self, seed: int | None) -> RequestSequence:
-        """The requests of the episode on ``seed`` (None: a training seed ≥ 3,000,000), which becomes `episode_seed`."""
         super().reset(seed=seed)
         if seed is None:  # a training seed, never a test or a validation one
             seed = int(self.np_random.integers(VALIDATION_SEEDS.stop, 2**62))
@@ -279,18 +251,22 @@ class AllocationEnv(gym.Env):
         workload_rng, _ = np.random.default_rng(seed).spawn(2)
         return draw_requests(self.plan, self.requests, workload_rng)
 
+    def _blank(self) -> dict[str, np.ndarray]:
+        # the observation where no decision is pending: zeros, every action allowed
+        observation = {k: np.zeros(v.shape, v.dtype) for k, v in self.observation_space.spaces.items()}
+        observation["action_mask"][:] = 1
+        return observation
+
     def _observation(self) -> dict[str, np.ndarray]:
-        if not self._open or self.simulation.request is None:  # no decision: zeros, every action allowed
-            observation = {k: np.zeros(v.shape, v.dtype) for k, v in self.observation_space.spaces.items()}
-            observation["action_mask"][:] = 1
+        if not self._open or self.simulation.request is None:
+            observation = self._blank()
         else:
             observation = self.features.observe(self.builder, self.simulation.view)
         self._mask, self._last = observation["action_mask"], observation
         return observation
 
     def action_masks(self) -> np.ndarray:
-        """The current decision's allowed actions as booleans (MaskablePPO calls it; all True where none is pending:
-        before the first `reset` as after the last step, so that ``get_action_masks`` of a vector env never fails).
+        """The current decision's allowed actions as booleans, for MaskablePPO (all True where none is pending).
 
         Returns:
             One boolean per action, a copy.
@@ -303,8 +279,7 @@ class AllocationEnv(gym.Env):
         """The last observation as an image, with ``render_mode="rgb_array"`` (None without a render mode).
 
         Returns:
-            uint8 (nodes, features + 1, 3): one grey cell per node feature, black low, white high, then the node's
-            action as green (allowed), red (not) or black (no action); all black before `reset`.
+            uint8 (nodes, features + 1, 3): the node features in grey, then each node's action in colour.
         """
         if self.render_mode != "rgb_array":
             return None
@@ -326,7 +301,7 @@ class AllocationEnv(gym.Env):
         return SUCCESS_REWARD if accepted else FAILURE_REWARD
 
     def _advance(self) -> tuple[float, bool]:
-        """Move to the next request that needs a decision, refusing those with no allowed server (rack)."""
+        # move to the next request that needs a decision, refusing those with no allowed server (rack)
         reward = 0.0
         while (request := self.simulation.next_request()) is not None:
             self.builder.start(request, self.simulation.view)
@@ -365,11 +340,7 @@ class AllocationEnv(gym.Env):
             action: The server's or rack's index (int, numpy integer or 0-d integer array); outside the mask fails.
 
         Returns:
-            ``(observation, reward, terminated, truncated, info)``, ``truncated`` always False. The reward is ±10 per
-            pool request settled (refusals on the way to the next decision included), or the sum of a settled job's
-            step rewards. ``info`` has ``accepted``, ``offered``, ``invalid_action`` (outside the mask), at the end
-            ``acceptance_ratio`` and ``measured_acceptance_ratio``, and for a settled job ``step_rewards``,
-            ``job_accepted`` and ``reconfigurations``.
+            ``(observation, reward, terminated, truncated, info)``; ``truncated`` is always False.
 
         Raises:
             AllocatorError: ``action`` is not an integer (nothing changes).
@@ -383,7 +354,7 @@ class AllocationEnv(gym.Env):
         return self._observation(), reward, done, False, self._counts(info, done)
 
     def _act(self, action: int) -> tuple[float, bool, dict[str, Any]]:
-        """`step` but its observation and counts: (reward, done, info)."""
+        # `step` but its observation and counts
         builder = self.builder
         allowed, take = (builder.rack_fits, builder.place) if self.kind == "job" else (builder.allowed, builder.add)
         info: dict[str, Any] = {}
@@ -403,7 +374,6 @@ class AllocationEnv(gym.Env):
         return reward, done, info
 
     def _counts(self, info: dict[str, Any], done: bool) -> dict[str, Any]:
-        """``info`` with the counts so far and, at the end, the acceptance ratios (all settled; measured offered)."""
         info.update(accepted=self.accepted, offered=self.offered)
         if done:
             outcome = self.simulation.outcome
@@ -415,32 +385,23 @@ class AllocationEnv(gym.Env):
 class ScenarioEnv(AllocationEnv):
     """A suite's scenario as an environment: what each id ``dcbench/<suite>-<scenario>-v0`` (`env_id`) makes.
 
-    The episode is the workload's warm-up (none for most workloads), then ``requests`` measured requests, by default
-    the scenario's, so ``reset(seed=s)`` draws the suite's run on seed s. The warm-up's decisions are the agent's,
-    with rewards; ``info["measured_acceptance_ratio"]`` leaves them out, as the suite's metrics do.
+    The episode is the workload's warm-up, then ``requests`` measured requests, so ``reset(seed=s)`` draws the
+    suite's run on seed s.
 
     Args:
         suite: The suite's name (qualified, or a bare alias).
         scenario: The scenario's label in it (`Scenario.label`).
         requests: Measured requests per episode, after the warm-up (None: the scenario's).
         runner: Resolves the scenario (None: a new `Runner` on the process's plugins).
-        alpha: α of the jobs' reward.
-        reconfiguration_cost: Φ_reconf of the jobs' reward.
-        reconfigure: Whether the job builder may reconfigure circuits.
-        hints: The `PoolHints` in the observation (pools only).
+        alpha: As `AllocationEnv`'s.
+        reconfiguration_cost: As `AllocationEnv`'s.
+        reconfigure: As `AllocationEnv`'s.
+        hints: As `AllocationEnv`'s.
         render_mode: As `AllocationEnv`'s.
-
-    Attributes:
-        suite: The suite's qualified name.
-        scenario: The `Scenario`.
-        warmup: Requests of the warm-up at the start of every episode.
-        measured_requests: Requests measured after it.
-        seeds: Its `SeedSplit`: the suite's seeds of the scenario are its test seeds.
 
     Raises:
         UnknownPluginError: No such suite, or a spec names no registered plugin.
-        SpecError: No such scenario, ``requests`` not a whole number ≥ 1, none by default after the warm-up, or a
-            setting as `AllocationEnv`'s.
+        SpecError: No such scenario, or as `AllocationEnv`.
         IncompatibleError: As `AllocationEnv`.
         PluginError: As `AllocationEnv`.
     """
@@ -460,8 +421,9 @@ class ScenarioEnv(AllocationEnv):
         self.seeds = SeedSplit(tuple(int(seed) for seed in found.seeds))
 
 
-def _vector(cls: type[AllocationEnv], num_envs: Any, kwargs: dict[str, Any]) -> VectorAllocationEnv:
-    """``num_envs`` episodes of ``cls(**kwargs)``: one built, the others its twins (no scenario resolved again)."""
+def _vector(cls: type[AllocationEnv], num_envs: Any = 1, **kwargs: Any) -> VectorAllocationEnv:
+    # what gym.make_vec(id, num_envs=N, vectorization_mode="vector_entry_point", ...) makes: one env built, the
+    # others its twins (no scenario resolved again)
     if isinstance(num_envs, bool) or not isinstance(num_envs, (int, np.integer)) or num_envs < 1:
         raise SpecError(f"num_envs must be a whole number of at least 1, got {shown(num_envs)}")
     mode = kwargs.pop("autoreset_mode", AutoresetMode.NEXT_STEP)
@@ -470,14 +432,8 @@ def _vector(cls: type[AllocationEnv], num_envs: Any, kwargs: dict[str, Any]) -> 
     return VectorAllocationEnv([first, *(first._twin() for _ in range(num_envs - 1))], mode, batched)
 
 
-def allocation_vector_env(num_envs: int = 1, **kwargs: Any) -> VectorAllocationEnv:
-    """``gym.make_vec("dcbench/Allocation-v0", num_envs=N, vectorization_mode="vector_entry_point", ...)``."""
-    return _vector(AllocationEnv, num_envs, kwargs)
-
-
-def scenario_vector_env(num_envs: int = 1, **kwargs: Any) -> VectorAllocationEnv:
-    """``gym.make_vec(id, num_envs=N, vectorization_mode="vector_entry_point", ...)`` of a suite scenario's id."""
-    return _vector(ScenarioEnv, num_envs, kwargs)
+allocation_vector_env = functools.partial(_vector, AllocationEnv)
+scenario_vector_env = functools.partial(_vector, ScenarioEnv)
 
 
 gym.register(ALLOCATION_ENV_ID, entry_point="dcbench.envs:AllocationEnv",

@@ -1,11 +1,7 @@
 """`BatchedPool`: the pool episodes of a vector env stepped as one, with array operations across the batch.
 
-Each env's episode is the single env's: the builder's step (a server gives min(free, still needed) and is joined to
-the partners its rule names, over the first candidate path with a free channel on every link), the engine's waits,
-commits and departures, and the env's rewards, on the same numbers. The arithmetic is the same operations where order
-does not matter, which holds where capacities and demands are whole numbers (sums of them are exact in any order):
-`unsupported` says where the batch cannot go, and the vector env steps such scenarios an episode at a time.
-`tests/core/envs/test_vector_env.py` compares every step with the single env's."""
+Each episode is the single env's on the same numbers: where capacities and demands are whole numbers, sums are exact
+in any order (`unsupported` says where the batch cannot go; tests/core/envs/test_vector_env.py compares every step)."""
 
 from __future__ import annotations
 
@@ -56,10 +52,8 @@ def _sequence_problem(sequence: RequestSequence) -> str:
 
 
 def _path_table(network: Any, attachments: np.ndarray) -> np.ndarray:
-    """The links between the servers' attachments on each candidate path (racks × racks × k × links), as
-    `PathCatalogue.between_servers` composes a path between two servers: the first's link, these, the second's.
-    Padded with the index ``n_links`` (a link that is always free) and, where a pair has fewer than k paths, with
-    ``n_links + 1`` (one that never is)."""
+    """The links between the servers' attachments on each candidate path (racks × racks × k × links), padded with
+    ``n_links`` (a link that is always free) and, where a pair has fewer than k paths, ``n_links + 1`` (never free)."""
     catalogue, n, free, blocked = network.paths, len(attachments), network.n_links, network.n_links + 1
     found = {(a, b): catalogue.between_nodes(int(x), int(y))
              for a, x in enumerate(attachments) for b, y in enumerate(attachments) if a != b}
@@ -74,14 +68,14 @@ def _path_table(network: Any, attachments: np.ndarray) -> np.ndarray:
 
 
 def _squashed_free_table(most_free: int, most_needed: int) -> np.ndarray:
-    """sigmoid(free / needed − 1) by (needed, free), as `PoolFeatures.observe` computes it (free × 1 / needed)."""
+    # sigmoid(free / needed − 1) by (needed, free), as `PoolFeatures.observe` computes it (free × 1 / needed)
     needed = np.arange(most_needed + 1, dtype=np.float64)[:, None]
     inverse = np.divide(1.0, needed, out=np.zeros_like(needed), where=needed > 0)
     return _squash(np.arange(most_free + 1, dtype=np.float64) * inverse)
 
 
 def _across(ufunc: np.ufunc, array: np.ndarray) -> np.ndarray:
-    """``ufunc`` reduced over the last axis, a column at a time: faster than numpy's reduce over a short last axis."""
+    # ``ufunc`` reduced over the last axis, a column at a time: faster than numpy's reduce over a short last axis
     result = array[..., 0].copy()
     for column in range(1, array.shape[-1]):
         ufunc(result, array[..., column], out=result)
@@ -90,7 +84,7 @@ def _across(ufunc: np.ufunc, array: np.ndarray) -> np.ndarray:
 
 class _Holdings:
     """The requests held, a row each: the env, its departure time, its demand and what it holds of the env's state
-    row (``places`` and ``amounts``, padded with amount 0); `due` retires those due before their env's clock."""
+    row (``places`` and ``amounts``, padded with amount 0)."""
 
     def __init__(self, resources: int):
         self.size = 0
@@ -99,7 +93,6 @@ class _Holdings:
         self.places, self.amounts = np.zeros((64, 1), np.int64), np.zeros((64, 1))
 
     def add(self, env: np.ndarray, until: np.ndarray, demand: np.ndarray, taken: np.ndarray) -> None:
-        """Hold what ``taken`` (envs × state row) says each of ``env`` took, until ``until``."""
         row, at = np.nonzero(taken)
         counts = np.bincount(row, minlength=len(env))
         width = int(counts.max(initial=1))
@@ -127,20 +120,18 @@ class _Holdings:
         self.size = len(live)
 
     def due(self, clock: np.ndarray) -> np.ndarray:
-        """Retire the rows due strictly before their env's clock; returns their positions."""
         rows = np.flatnonzero(self.until[:self.size] < clock[self.env[:self.size]])
         self.until[rows] = np.inf
         return rows
 
     def drop(self, env: int) -> None:
-        """Retire env's rows without releasing them (a new episode)."""
+        # retire env's rows without releasing them (a new episode)
         self.until[:self.size][self.env[:self.size] == env] = np.inf
 
 
 class BatchedPool:
     """The pool episodes of N envs of one scenario, as (N, …) arrays.
 
-    The builder's arrays (``free``, ``links``, ``remaining``, ``chosen``, ``allowed``) are what the observations read.
     ``free`` and ``links`` are views of one row per env (``work``), as the engine's committed ``state`` is.
 
     Args:
@@ -238,7 +229,7 @@ class BatchedPool:
         self.rule = np.zeros(n, np.int64)
 
     def ratios(self, i: int) -> dict[str, float]:
-        """Env i's acceptance ratios at the end of its episode, as the single env's last ``info`` has them."""
+        """Env i's acceptance ratios at the end of its episode."""
         outcome = self.outcome[i]
         offered = self.measured[i] & (outcome != SKIPPED)
         return episode_ratios(int(self.accepted[i]), int(self.offered[i]), offered, offered & (outcome == ACCEPTED))
@@ -304,8 +295,8 @@ class BatchedPool:
         return added
 
     def _paths(self, envs: np.ndarray, partner: np.ndarray, server: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Each pair's first candidate path with a free channel on every link, as indices into ``work`` flattened
-        (pairs × links), and whether it has one."""
+        """Each pair's first candidate path with a free channel on every link, as indices into ``work`` flattened,
+        and whether it has one."""
         links, base = self.work.reshape(-1), envs * self.row_width + self.split
         candidates = self.paths[self.rack[partner] * self.n_racks + self.rack[server]]
         candidates += base[:, None, None]
@@ -366,7 +357,6 @@ class BatchedPool:
         self.allowed[rows] = allowed & some
 
     def _commit(self, rows: np.ndarray) -> None:
-        """The builders' requests in ``rows`` become the engine's, held until their departure."""
         if not len(rows):
             return
         request = self.index[rows]
@@ -386,7 +376,7 @@ class BatchedPool:
         self.offered[rows] += 1
 
     def _depart(self, rows: np.ndarray) -> None:
-        """Release what ``rows``' envs hold with a departure strictly before their clocks."""
+        # release what ``rows``' envs hold with a departure strictly before their clocks
         due = rows[self.next_departure[rows] < self.clock[rows]]
         if not len(due):
             return
@@ -404,8 +394,8 @@ class BatchedPool:
         np.minimum.at(self.next_departure, holdings.env[live], holdings.until[live])
 
     def _advance(self, rows: np.ndarray, rewards: np.ndarray, ended: np.ndarray) -> None:
-        """Move ``rows`` to their next request with a server to choose, refusing those without (−10 each) and
-        skipping those above the whole capacity; ``ended`` marks episodes with none left."""
+        """Move ``rows`` to their next request with a server to choose, refusing those without and skipping those
+        above the whole capacity; ``ended`` marks episodes with none left."""
         while len(rows):
             self.index[rows] += 1
             over = self.index[rows] >= self.sequence_length
@@ -426,7 +416,7 @@ class BatchedPool:
             rows = np.sort(np.concatenate((skipped_rows, refused)))
 
     def _wait(self, rows: np.ndarray) -> None:
-        """Hold each row's request, a time step at a time, until the total free capacity covers it (or none is held)."""
+        # hold each row's request, a time step at a time, until the total free capacity covers it (or none is held)
         waiting = rows[self._short(rows)]
         while len(waiting):
             self.clock[waiting] += self.time_step[waiting]
@@ -450,7 +440,7 @@ class BatchedPool:
         self._mask(rows)
 
     def observe(self, obs: dict[str, np.ndarray], features: Any) -> None:
-        """Write every env's observation of its open request (`PoolFeatures.observe`'s, row for row)."""
+        """Write every env's observation of its open request."""
         used = 1.0 - (self.total - self.used) / self.total  # (the free capacity's sum, to the unit)
         index = np.minimum(self.index, self.sequence_length - 1)
         holding = self.holding[np.arange(self.n), index] / features.holding_scale

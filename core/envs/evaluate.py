@@ -1,10 +1,5 @@
-"""Any policy on a suite, as the heuristics run it (`evaluate`), and the store that names a policy by its content.
-
-A policy maps `AllocationEnv`'s observation to an action: a callable, or an object with ``predict`` (Stable-Baselines3;
-`policy_function`). The allocator `POLICY_ALLOCATOR` (``policy:sha256=ID``, ID from `policy_digest`, never a path)
-runs it as any allocator; the ID resolves to a policy `evaluate` runs in this process, or to one in the store
-(`add_policy`, under ``$DCBENCH_POLICIES``) that any process on the machine loads. See docs/policies.md.
-"""
+"""Any policy on a suite, as the heuristics run it (`evaluate`), and the store that names a policy by its content:
+the allocator ``policy:sha256=ID`` runs the policy of that ID (docs/policies.md)."""
 
 from __future__ import annotations
 
@@ -52,8 +47,7 @@ _LOADED: dict[tuple[str, str], tuple[str, Any]] = {}
 
 
 def action_index(answer: Any) -> int:
-    """A policy's answer as an int action: an integer, or an integer array of one element; never rounded (anything
-    else is an `AllocatorError`)."""
+    """A policy's answer as an int action: an integer, or an integer array of one element; never rounded."""
     if isinstance(answer, (Integral, np.integer)) and not isinstance(answer, (bool, np.bool_)):
         return int(answer)
     if isinstance(answer, np.ndarray) and answer.size == 1 and np.issubdtype(answer.dtype, np.integer):
@@ -66,8 +60,8 @@ def action_index(answer: Any) -> int:
 def policy_function(policy: Any) -> Callable[[Mapping[str, np.ndarray]], int]:
     """The observation-to-action function `evaluate` and the policy allocator call.
 
-    ``policy.predict(observation, ...)`` where it has one (first item of a tuple; ``action_masks`` and
-    ``deterministic=True`` passed where it names them), else ``policy(observation)``; checked by `action_index`.
+    ``policy.predict(observation, ...)`` where it has one (``action_masks`` and ``deterministic=True`` passed where it
+    names them), else ``policy(observation)``.
 
     Args:
         policy: A callable, or an object with ``predict``.
@@ -137,7 +131,7 @@ def _pickled(value: Any, what: str) -> bytes:
 
 
 def _object_content(policy: Any) -> bytes:
-    """An object pickled; failing that, its attributes one by one, those that do not pickle named but left out."""
+    # an object pickled; failing that, its attributes one by one, those that do not pickle named but left out
     what = f"the policy (a {type(policy).__name__})"
     try:
         return _dumps(policy)
@@ -157,7 +151,7 @@ def _object_content(policy: Any) -> bytes:
 
 
 def _bare_code(code: types.CodeType) -> types.CodeType:
-    """A code object without the file it was read from (nested ones too)."""
+    # without the file it was read from (nested ones too)
     consts = tuple(_bare_code(c) if isinstance(c, types.CodeType) else c for c in code.co_consts)
     return code.replace(co_filename="", co_consts=consts)
 
@@ -170,7 +164,7 @@ def _source(obj: Any) -> bytes | None:
 
 
 def _function_content(function: types.FunctionType) -> bytes:
-    """A function's source (else its bytecode), then its defaults and its closure's values."""
+    # its source (else its bytecode), then its defaults and its closure's values
     source = _source(function)
     code = source if source is not None else marshal.dumps(_bare_code(function.__code__))
     cells = tuple(cell.cell_contents for cell in function.__closure__ or ())
@@ -182,8 +176,8 @@ def policy_digest(policy: Any) -> str:
     """The SHA-256 of a policy's content, never its path; its first `ID_LENGTH` hex digits name it.
 
     A string ``fingerprint`` attribute where it has one; a function's source (else bytecode), defaults and closure
-    (module globals it reads are not covered); a bound method's function and object; any other object pickled, with
-    its class's source.
+    (not the module globals it reads); a bound method's function and object; any other object pickled, with its
+    class's source.
 
     Args:
         policy: The policy.
@@ -212,7 +206,7 @@ def policy_digest(policy: Any) -> str:
 
 
 def policy_store() -> Path:
-    """The policy store's folder: ``$DCBENCH_POLICIES``, else ``$XDG_CACHE_HOME/dcbench/policies`` (``~/.cache``).
+    """The policy store's folder: ``$DCBENCH_POLICIES``, else ``$XDG_CACHE_HOME/dcbench/policies``.
 
     Returns:
         The folder (it may not exist yet).
@@ -237,7 +231,7 @@ class StoredPolicy:
         sha256: The SHA-256 of its content.
         kind: ``"python"`` (a Python file), ``"file"`` (read by a loader) or ``"module"`` (``module:attr``).
         name: A name for people (``--name``), or "".
-        source: What was added, as given: a note, not part of its identity.
+        source: What was added, as given.
         file: The stored copy's name in its folder (None for a module).
         attribute: What a Python file defines, or a module's ``attr``.
         loader: The ``module:function`` that loads a ``"file"``, or None.
@@ -269,7 +263,6 @@ class StoredPolicy:
 
 
 def _file_digest(kind: str, how: str, data: bytes) -> str:
-    """A stored file's digest: its bytes and how they become a policy (attribute or loader)."""
     return hashlib.sha256(f"{kind}\n{how}\n".encode() + data).hexdigest()
 
 
@@ -284,7 +277,7 @@ def _attribute(module: Any, path: str, where: str) -> Any:
 
 
 def _imported(reference: str) -> Any:
-    """What ``module:attr`` (``attr`` may be dotted: ``pkg.mod:Class.load``) names."""
+    # what ``module:attr`` (``attr`` may be dotted: ``pkg.mod:Class.load``) names
     module_name, _, path = reference.partition(":")
     if not module_name or not path:
         raise SpecError(f"{reference!r} is not MODULE:ATTRIBUTE (mypackage.policies:greedy, say)")
@@ -308,7 +301,6 @@ def _run_python_file(path: Path, attribute: str, module_name: str) -> Any:
 
 
 def _load_record(stored: StoredPolicy) -> Any:
-    """The policy a stored record names, built (its file's digest checked first)."""
     if stored.kind == "module":
         policy = _imported(f"{stored.source.partition(':')[0]}:{stored.attribute}")
         now = policy_digest(policy)
@@ -380,10 +372,8 @@ def add_policy(source: str | Path, *, loader: str | None = None, name: str | Non
                store: Path | None = None) -> StoredPolicy:
     """Put a policy in the store, named by its content; adding the same content again keeps the first record.
 
-    ``FILE.py[:NAME]`` is a Python file defining ``policy`` (or NAME), copied; any other FILE needs ``loader``
-    (``sb3_contrib:MaskablePPO.load``), called on the stored copy's path, and its digest covers the bytes and the
-    loader's name, not its code; ``module:attr`` is stored by reference, its digest checked at every load. The policy
-    is loaded once here to check it.
+    ``FILE.py[:NAME]`` is a Python file defining ``policy`` (or NAME), copied; any other FILE needs ``loader``, called
+    on the stored copy's path; ``module:attr`` is stored by reference, its digest checked at every load.
 
     Args:
         source: A path, or ``module:attr``.
@@ -407,11 +397,12 @@ def add_policy(source: str | Path, *, loader: str | None = None, name: str | Non
         file, attribute = Path(before), after  # FILE.py:NAME
     else:
         file, attribute = None, None
+    data = None
     if file is not None:
         data = file.read_bytes()
         if file.suffix == ".py" and loader is None:
-            kind, how = "python", attribute or PYTHON_ATTRIBUTE
-            attribute = how
+            kind, copied, attribute = "python", "policy.py", attribute or PYTHON_ATTRIBUTE
+            how = attribute
         elif loader is None:
             raise SpecError(f"'{file}' is not a Python file: give --loader MODULE:FUNCTION, the function that "
                             "loads it from its path (sb3_contrib:MaskablePPO.load, say)")
@@ -419,24 +410,23 @@ def add_policy(source: str | Path, *, loader: str | None = None, name: str | Non
             raise SpecError(f"{text!r}: a file read by a loader has no :NAME")
         else:
             _imported(loader)  # (a typo is said now, not when a run loads it)
-            kind, how = "file", loader
+            kind, copied, how = "file", "policy" + file.suffix, loader
         digest = _file_digest(kind, how, data)
-        stored = StoredPolicy(digest[:ID_LENGTH], digest, kind, name or "", text,
-                              "policy" + (file.suffix if kind == "file" else ".py"), attribute,
-                              loader if kind == "file" else None, store / digest[:ID_LENGTH])
     elif ":" in text:
         if loader is not None:
             raise SpecError(f"{text!r} is a module's policy; --loader is for a file")
         digest = policy_digest(_imported(text))
-        stored = StoredPolicy(digest[:ID_LENGTH], digest, "module", name or "", text, None,
-                              text.partition(":")[2], None, store / digest[:ID_LENGTH])
+        kind, copied, attribute = "module", None, text.partition(":")[2]
     else:
         raise SpecError(f"no file '{text}', and {text!r} is not MODULE:ATTRIBUTE; give a policy's file or an "
                         "importable module:attribute")
+    # (loader is None but for a file read by one)
+    stored = StoredPolicy(digest[:ID_LENGTH], digest, kind, name or "", text, copied, attribute, loader,
+                          store / digest[:ID_LENGTH])
     existing = _stored(stored.id, store)
     if existing is not None:
         return existing
-    staging = _staged(stored, data if file is not None else None, store)
+    staging = _staged(stored, data, store)
     try:
         policy = _load_record(StoredPolicy(**{**stored.record(), "folder": staging}))
         policy_function(policy)
@@ -451,8 +441,8 @@ def add_policy(source: str | Path, *, loader: str | None = None, name: str | Non
 
 
 def _staged(stored: StoredPolicy, data: bytes | None, store: Path) -> Path:
-    """A store folder with the copy and record, renamed into place once it loads, so nothing half-written is an
-    entry (a killed add leaves a ``.adding-*`` folder, never read)."""
+    # a store folder with the copy and record, renamed into place once it loads, so nothing half-written is an
+    # entry (a killed add leaves a ``.adding-*`` folder, never read)
     store.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(dir=store, prefix=".adding-"))
     staging.chmod(_FOLDER_MODE)  # (mkdtemp's 0700 would keep a shared store's policies from its other users)
@@ -497,7 +487,7 @@ def load_policy(policy_id: str, store: Path | None = None) -> tuple[Any, str]:
 
 @contextlib.contextmanager
 def _running(policy: Any) -> Iterator[str]:
-    """``policy`` under its ID in this process while the block runs; the ID."""
+    # ``policy`` under its ID in this process while the block runs
     digest = policy_digest(policy)
     policy_id = digest[:ID_LENGTH]
     before = _SESSION.get(policy_id)
@@ -512,8 +502,7 @@ def _running(policy: Any) -> Iterator[str]:
 
 
 def _env_scenario(env_id: str, runner: Runner) -> tuple[Suite, Scenario] | None:
-    """The suite scenario a registered env id stands for (its ``suite``/``scenario``, else the one resolving to its
-    topology, workload and requests); None where it is no registered id."""
+    # the suite scenario a registered env id stands for; None where it is no registered id
     import gymnasium
 
     if env_id not in gymnasium.registry:
@@ -544,7 +533,7 @@ def _env_scenario(env_id: str, runner: Runner) -> tuple[Suite, Scenario] | None:
 
 
 def _target(target: Any, runner: Runner) -> tuple[list[Scenario], tuple[str, ...]]:
-    """The scenarios ``target`` names, and the third-party metrics their runs compute."""
+    # the scenarios ``target`` names, and the third-party metrics their runs compute
     if isinstance(target, Suite):
         return list(target.scenarios), tuple(target.metrics)
     if isinstance(target, Scenario):
@@ -576,26 +565,22 @@ def _seeds(seeds: Iterable[int] | None, scenario: Scenario) -> list[int]:
 def evaluate(policy: Any, target: str | Suite | Scenario, *, requests: int | None = None,
              seeds: Iterable[int] | None = None, registry: Registry | None = None,
              hints: bool | Sequence[str] = False) -> list[dict[str, Any]]:
-    """Run a policy on a suite's scenarios with their seeds, as ``dcbench sweep`` runs the heuristics: same requests,
-    observations and summary rows, through `Runner.run` with ``policy:sha256=ID``.
+    """Run a policy on a suite's scenarios with their seeds, as ``dcbench sweep`` runs the heuristics.
 
     Args:
         policy: A callable or an object with ``predict`` (`policy_function`), or an allocator spec to compare with.
         target: A suite's name, ``"SUITE/SCENARIO"``, a registered env id of a suite's scenario, or a `dcbench.Suite`
             or `dcbench.Scenario`.
-        requests: Measured requests per run, after the workload's warm-up (None: each scenario's), as the
-            environments' ``requests=``.
-        seeds: The seeds to run (None: each scenario's, the suite's test seeds).
-        registry: The plugins (None: the process's, `dcbench.harness.get_registry`).
-        hints: Hint features in pool observations, as the environment's ``hints=`` (False, True or names).
+        requests: Measured requests per run, after the workload's warm-up (None: each scenario's).
+        seeds: The seeds to run (None: each scenario's test seeds).
+        registry: The plugins (None: the process's).
+        hints: Hint features in pool observations, as the environment's ``hints=``.
 
     Returns:
-        One row per run, by scenario then seed, as a sweep's ``summary.parquet``: ``run_id``, ``scenario`` (its
-        label), then the summary columns (``allocator_fingerprint`` is the policy's digest).
+        One row per run, by scenario then seed, as a sweep's ``summary.parquet``, after ``run_id`` and ``scenario``.
 
     Raises:
-        SpecError: A bad ``target``, ``seeds``, ``requests`` or ``policy``, ``hints`` with an allocator spec, a run
-            that would measure nothing, or a run's settings refused (`Runner.run`).
+        SpecError: A bad argument, or a run's settings refused (`Runner.run`).
         AllocatorError: The policy raised or answered with no integer.
     """
     runner = Runner(registry) if registry is not None else Runner()

@@ -1,5 +1,4 @@
-"""What a policy sees of a step: `PoolFeatures` (a graph, optional `PoolHints`), `JobFeatures` (racks and links),
-and the `StaticGraph` both observe."""
+"""What a policy sees of a step: `PoolFeatures`, `JobFeatures` and the `StaticGraph` both observe."""
 
 from __future__ import annotations
 
@@ -20,11 +19,8 @@ NODE_KINDS = ("server", "switch", "rack")
 
 @dataclass(frozen=True, eq=False)
 class StaticGraph:
-    """The graph the observations describe, fixed for an environment: nodes in the row order of "node_features",
-    edges in that of "edge_features".
-
-    Pools: the network's nodes (servers ``0..servers−1``, then switches), each link two edges, one each way. Jobs: the
-    racks, each link between rack switches one edge, first end to second (one-way on a directed network, e.g. OCS).
+    """The graph the observations describe: nodes in the row order of "node_features", edges in that of
+    "edge_features" (docs/envs.md).
 
     Attributes:
         edge_index: The ends of every edge (2 × edges, int64), PyTorch Geometric's layout.
@@ -56,36 +52,16 @@ EDGE_FEATURES = ("free_over_demand", "free_share")
 
 
 def _squash(x: np.ndarray) -> np.ndarray:
-    """sigmoid(x − 1): 1 free share per share needed maps to 0.5."""
+    # sigmoid(x − 1): 1 free share per share needed maps to 0.5
     return 1.0 / (1.0 + np.exp(1.0 - x))
 
 
 class PoolFeatures:
-    """The observation of a pool step, as in the reference model.
-
-    - "node_features" (nodes × 5): per CPU and memory, sigmoid(free / still needed − 1) (sigmoid(−1) where nothing is
-      needed, and for switches); a flag for servers already chosen; and (our addition) each resource's free share of
-      the server's capacity (0 for switches);
-    - "edge_features" (2 · links × 2, both directions): sigmoid(free channels − 1) and (addition) their free share;
-    - "global_features": 1 − free/total per resource (committed state), and holding time over H = 30 per 64 servers;
-    - "action_mask": the builder's allowed servers;
-    - with ``hints``, "hint_features" (nodes × len(hints)) of the `PoolHints`.
+    """The observation of a pool step, as in the reference model (columns: docs/learned/gnn_ppo.md).
 
     Args:
         network: The network observed; its resources must be (cpu, mem).
         hints: The `PoolHints` features to add, by name (none by default).
-
-    Attributes:
-        network: That network.
-        edge_index: The end nodes of every edge, 2 × (2 · links): each link both ways.
-        edge_link: The link of each edge (2 · links,).
-        total: The servers' total capacity, per resource.
-        inverse_capacity: 1 / each server's capacity, servers × resources (1 where it has none: free share 0).
-        inverse_link_capacity: 1 / the capacity of each edge's link (1 for a link of none).
-        holding_scale: H, the holding time that maps to 1.
-        n_nodes: The number of nodes.
-        n_servers: The number of servers.
-        hints: The `PoolHints` that compute the "hint_features", or None.
 
     Raises:
         ValueError: The network's resources are not (cpu, mem).
@@ -112,9 +88,7 @@ class PoolFeatures:
         """The observation space.
 
         Returns:
-            A Dict of float32 boxes in [0, 1], "node_features" (nodes × 5), "edge_features" (2 · links × 2) and
-            "global_features" (3,; the holding time up to 1,000), "action_mask" (servers,), int8, and with hints
-            "hint_features" (nodes × hints; `PoolHints.high`).
+            A Dict of float32 boxes, and "action_mask" (servers,), int8.
         """
         spaces = {
             "node_features": gym.spaces.Box(0.0, 1.0, (self.n_nodes, len(NODE_FEATURES)), np.float32),
@@ -149,26 +123,19 @@ class PoolFeatures:
         Returns:
             Arrays by the keys of `space`.
         """
-        nodes = np.full((self.n_nodes, len(NODE_FEATURES)), self._switch_value, dtype=np.float32)
-        remaining = builder.remaining
+        batch = {"node_features": np.empty((1, self.n_nodes, len(NODE_FEATURES)), np.float32),
+                 "edge_features": np.empty((1, len(self.edge_link), len(EDGE_FEATURES)), np.float32),
+                 "global_features": np.empty((1, 3), np.float32),
+                 "action_mask": np.empty((1, self.n_servers), np.int8)}
+        remaining, free = builder.remaining, builder.free_resources
         inverse = np.divide(1.0, remaining, out=np.zeros_like(remaining), where=remaining > 0)
-        nodes[: self.n_servers, :2] = _squash(builder.free_resources * inverse)
-        nodes[:, 2] = 0.0
-        nodes[: self.n_servers, 2] = builder.chosen_mask
-        nodes[:, 3:5] = 0.0
-        nodes[: self.n_servers, 3:5] = builder.free_resources * self.inverse_capacity
         free_links = builder.free_links[self.edge_link]
-        edges = np.empty((len(self.edge_link), len(EDGE_FEATURES)), dtype=np.float32)
-        edges[:, 0] = _squash(free_links)
-        edges[:, 1] = free_links * self.inverse_link_capacity
         used = 1.0 - state.free_resources.sum(axis=0) / self.total
-        holding = builder.request.holding / self.holding_scale
-        observation = {
-            "node_features": nodes,
-            "edge_features": edges,
-            "global_features": np.array([used[0], used[1], holding], dtype=np.float32),
-            "action_mask": builder.allowed().astype(np.int8),
-        }
+        holding = np.array([builder.request.holding / self.holding_scale])
+        write_pool_observation(batch, self, free[None], builder.chosen_mask[None], builder.allowed()[None],
+                               free_links[None], used[None], holding, _squash(free * inverse)[None],
+                               _squash(free_links)[None])
+        observation = {key: array[0] for key, array in batch.items()}
         if self.hints is not None:
             observation["hint_features"] = self.hints.compute(builder)
         return observation
@@ -177,8 +144,7 @@ class PoolFeatures:
 def write_pool_observation(obs: dict[str, np.ndarray], features: "PoolFeatures", free: np.ndarray, chosen: np.ndarray,
                            allowed: np.ndarray, free_links: np.ndarray, used: np.ndarray, holding: np.ndarray,
                            squashed_free: np.ndarray, squashed_links: np.ndarray) -> None:
-    """Every row's pool observation from the builders' (N, …) arrays (`PoolFeatures.observe`'s arithmetic), given
-    the free capacities over what is still needed and the edges' free links, squashed."""
+    """Every row's pool observation from the builders' (N, …) arrays, with `PoolFeatures.observe`'s arithmetic."""
     servers = features.n_servers
     nodes = obs["node_features"]
     nodes[:, :servers, :2] = squashed_free
@@ -200,27 +166,11 @@ LINK_FEATURES = ("free_share", "capacity_share")
 
 
 class JobFeatures:
-    """The observation of a job step (a rack for the current VM).
-
-    - "rack_state" (2 · racks): the OCS paper's state: per rack, if the VM went there, the least residual share of
-      its free CPU, memory and disk, and the bottleneck residual share of its circuit bundles in and out after the
-      VM's flows to the VMs placed; −1 where the rack has no server for the VM or its circuits cannot carry them;
-    - "node_features" (racks × 6): free share per resource, the first state value, the share of the job's VMs placed
-      there, and the share of the VM's traffic to them that would stay inside the rack;
-    - "edge_features" (links × 2): each bundle's free share, and its capacity over all of a ToR's ports;
-    - "global_features" (4): committed share of CPU, memory, disk; the share of the job's VMs placed so far;
-    - "action_mask": racks with a server for the VM.
+    """The observation of a job step, a rack for the current VM (columns: docs/learned/a2c_multistep.md).
 
     Args:
         network: The network observed: rack switches, and resources (cpu, mem, disk).
         builder: The job builder whose steps it observes.
-
-    Attributes:
-        network: That network.
-        builder: That builder.
-        n_racks: The number of racks.
-        total: The servers' total capacity, per resource.
-        full_bundle: The most Gbps a bundle can have: all of a ToR's ports (1 without circuits).
 
     Raises:
         ValueError: The network's resources are not (cpu, mem, disk).
@@ -240,8 +190,7 @@ class JobFeatures:
         """The observation space.
 
         Returns:
-            A Dict of float32 boxes, "rack_state" (2 · racks,) and "node_features" (racks × 6) in [−1, 1],
-            "edge_features" (links × 2) and "global_features" (4,) in [0, 1], and "action_mask" (racks,), int8.
+            A Dict of float32 boxes, and "action_mask" (racks,), int8.
         """
         racks, links = self.n_racks, self.network.n_links
         return gym.spaces.Dict({
@@ -253,7 +202,7 @@ class JobFeatures:
         })
 
     def graph(self) -> StaticGraph:
-        """The static graph: the racks, each link between rack switches one way, in the network's link order.
+        """The static graph: the racks, each link between rack switches one way.
 
         Returns:
             The graph.
@@ -266,11 +215,11 @@ class JobFeatures:
                            np.arange(self.network.n_links, dtype=np.int64), directed=self.network.directed)
 
     def rack_state(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """The paper's two values per rack (IT, bandwidth) and the mask.
+        """The OCS paper's two values per rack and the mask.
 
         Returns:
-            ``(it, bandwidth, fits)``: per rack (racks,), the IT and the bandwidth residual shares if the next VM went
-            there (−1 where it cannot), and the boolean mask of racks with room for it.
+            ``(it, bandwidth, fits)``: per rack, the residual shares if the next VM went there (−1 where it cannot),
+            and the racks with room for it.
         """
         builder = self.builder
         fits = builder.rack_fits()

@@ -1,5 +1,4 @@
-"""Per-server hint features of a pool step (`PoolHints`): what the shipped ``gnn_ppo`` reads besides the node
-features, so that any learner can read the same (the environments' ``hints=``)."""
+"""Per-server hint features of a pool step: what the shipped ``gnn_ppo`` reads besides the node features."""
 
 from __future__ import annotations
 
@@ -18,8 +17,7 @@ UNBOUNDED_HINTS = ("alignment",)
 
 
 def hint_names(hints: bool | str | Sequence[str]) -> tuple[str, ...]:
-    """The hint features ``hints`` (False, True: all, or names) asks for, in order; `SpecError` for an unknown,
-    repeated or mistyped one."""
+    """The hint features ``hints`` (False, True: all, or names) asks for, in order."""
     if isinstance(hints, (bool, np.bool_)):
         return HINT_FEATURES if hints else ()
     if isinstance(hints, str) or not isinstance(hints, Sequence):
@@ -36,30 +34,11 @@ def hint_names(hints: bool | str | Sequence[str]) -> tuple[str, ...]:
 
 
 class PoolHints:
-    """Per-server hint features of a pool step, from the pool builder alone, independent of the fabric's size
-    (switches get 0):
-
-    - ``own_link_free_share``: free share of the server's own link after this request's reservations (0 without one);
-    - ``same_rack_as_first``, ``same_pod_as_first``, ``same_rack_as_last``: 1 where the server shares the rack (pod)
-      of the request's first (last) chosen server; all 0 before the first choice;
-    - ``alignment``: Tetris's score, free · demand / 100 + free channels of the own link, over its maximum over the
-      allowed servers (0 where that is not positive; a server outside the mask may exceed 1);
-    - ``best_fit_rank``: the place in `bestfit`'s order of the allowed servers, 1 for its choice falling linearly to
-      1/allowed, 0 outside the mask;
-    - ``fit_last_rank``: the place among allowed servers that would complete the request in a rack it already uses,
-      tightest first (``tetris:fit_last=yes``'s rule), 1 falling linearly to 1/candidates, 0 for the rest.
-
-    The shipped ``gnn_ppo`` checkpoints' "ServerHints" are the first five, plus one of the two ranks with six.
+    """Per-server hint features of a pool step, from the pool builder alone; switches get 0 (docs/envs.md).
 
     Args:
         network: The network observed.
         names: The hint features computed, in this order (all of `HINT_FEATURES` by default).
-
-    Attributes:
-        names: Those names.
-        network: That network.
-        n_servers: The number of servers.
-        n_nodes: The number of nodes.
 
     Raises:
         SpecError: A name that is no hint feature.
@@ -124,7 +103,7 @@ class PoolHints:
         return extra
 
     # The rankings restate bestfit's and tetris:fit_last=yes's rules (the core imports no plugin);
-    # tests/core/envs/test_hints.py checks them against the heuristics.
+    # tests/core/envs/test_inputs.py checks them against the heuristics.
     def _own_link_free(self, builder: PoolBuilder) -> np.ndarray:
         # a server without a link of its own is never short of free channels on it
         link_free = builder.free_links.take(self._links, out=self._own_link)
@@ -132,7 +111,7 @@ class PoolHints:
 
     @staticmethod
     def _completing(builder: PoolBuilder, allowed: np.ndarray, link_free: np.ndarray) -> np.ndarray:
-        """The allowed servers that cover what the request still needs, with a free own-link channel per chosen."""
+        # the allowed servers that cover what the request still needs, with a free own-link channel per chosen
         remaining = builder.remaining
         needed = remaining > 0
         covers = (builder.free_resources[:, needed] >= remaining[needed]).all(axis=1)
@@ -159,7 +138,6 @@ class PoolHints:
         return candidates[np.argsort(-preference[candidates], kind="stable")]
 
     def _fit_last_order(self, builder: PoolBuilder, allowed: np.ndarray) -> np.ndarray:
-        """The allowed servers that complete the request in a rack it already uses, tightest first."""
         link_free = self._own_link_free(builder)
         covers = self._completing(builder, allowed, link_free)
         if builder.chosen:

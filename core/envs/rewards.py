@@ -15,8 +15,7 @@ FAILURE_REWARD = -10.0
 
 def episode_ratios(accepted: int, offered: int, measured_offered: np.ndarray,
                    measured_accepted: np.ndarray) -> dict[str, float]:
-    """The ratios of an episode's last ``info``: accepted over every request settled, and over the measured requests
-    offered (NaN where none was), as the suites' metrics count."""
+    """The ratios of an episode's last ``info``: accepted over every request settled, and over the measured ones."""
     n_offered = int(measured_offered.sum())
     return {"acceptance_ratio": accepted / max(1, offered),
             "measured_acceptance_ratio": int(measured_accepted.sum()) / n_offered if n_offered else math.nan}

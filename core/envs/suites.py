@@ -1,10 +1,10 @@
-"""The suites' scenarios as environments: their ids (`env_id`, `suite_envs`, `register_suite_envs`), episodes
-(`scenario_episode`) and seeds (`SeedSplit`). ``import dcbench.envs`` registers ``dcbench/<suite>-<scenario>-v0``
-(a `dcbench.envs.ScenarioEnv`) for every registered suite when gymnasium first looks one up."""
+"""The suites' scenarios as environments: their Gymnasium ids ``dcbench/<suite>-<scenario>-v0``, episodes and
+seeds."""
 
 from __future__ import annotations
 
 import re
+import textwrap
 import warnings
 from dataclasses import dataclass
 from numbers import Integral
@@ -13,7 +13,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from dcbench.errors import SpecError
+from dcbench.errors import DcbenchError, SpecError
 from dcbench.model.suite import Scenario, Suite
 from dcbench.registry import Registry, get_registry
 from dcbench.running.runner import Runner, warmup_requests
@@ -32,13 +32,7 @@ EPISODES_PER_RUN = VALIDATION_SEEDS.start - TRAINING_SEEDS_FROM
 
 @dataclass(frozen=True)
 class SeedSplit:
-    """Which seeds are for what, so that nobody trains or selects a model on its test seeds.
-
-    - test: the suite's seeds of the scenario, those ``dcbench sweep`` runs and the leaderboard ranks;
-    - validation: `VALIDATION_SEEDS`, 2,000,000..2,999,999, for early stopping and model selection;
-    - training: every other seed from 1,000,000 up (`training`; ``reset()`` without a seed draws one ≥ 3,000,000).
-
-    Other seeds below 1,000,000 are for nothing.
+    """Which seeds are for what, so that nobody trains or selects a model on its test seeds (docs/envs.md).
 
     Attributes:
         test: The test seeds (none for ``dcbench/Allocation-v0``).
@@ -87,13 +81,12 @@ class SeedSplit:
 
 
 def _id_part(text: str) -> str:
-    """``text`` with each run of characters a Gymnasium id does not take (or splits on, ':') as one '-'."""
+    # each run of characters a Gymnasium id does not take (or splits on, ':') as one '-'
     return re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-") or "-"
 
 
 def env_id(suite: str, scenario: str) -> str:
-    """The Gymnasium id ``dcbench/<suite>-<scenario>-v0`` of a suite's scenario, each character an id does not take
-    as '-' (``tiered:8,1x4`` → ``tiered-8-1x4``); a qualified suite name keeps its '.'.
+    """The Gymnasium id ``dcbench/<suite>-<scenario>-v0`` of a suite's scenario (``tiered:8,1x4`` → ``tiered-8-1x4``).
 
     Args:
         suite: The suite's (qualified) name.
@@ -121,8 +114,7 @@ class SuiteEnv:
 
 
 def suite_envs(registry: Registry | None = None) -> tuple[SuiteEnv, ...]:
-    """The environment of every suite scenario, by suite name then suite order; of two with the same id, the second
-    has none, with a warning.
+    """The environment of every suite scenario; of two with the same id, the second has none, with a warning.
 
     Args:
         registry: The plugins (None: the process's, `get_registry`).
@@ -149,9 +141,7 @@ _REGISTERED: set[str] = set()  # the ids register_suite_envs put in gymnasium's 
 
 
 def register_suite_envs(registry: Registry | None = None) -> tuple[str, ...]:
-    """Register one Gymnasium id per suite scenario (`suite_envs`) for `ScenarioEnv`.
-
-    Called again, it replaces the ids it registered before; an id registered by someone else is kept, with a warning.
+    """Register one Gymnasium id per suite scenario for `ScenarioEnv`, replacing those it registered before.
 
     Args:
         registry: The plugins (None: the process's, `get_registry`).
@@ -178,7 +168,7 @@ def register_suite_envs(registry: Registry | None = None) -> tuple[str, ...]:
 
 
 def find_scenario(registry: Registry, suite: str, scenario: str) -> tuple[Suite, Scenario]:
-    """A suite (by name or alias) and its scenario of that label; an `UnknownPluginError` or `SpecError` if none."""
+    """A suite (by name or alias) and its scenario of that label."""
     entry = registry.get("suite", suite)
     for candidate in entry.scenarios:
         if candidate.label == scenario:
@@ -188,7 +178,7 @@ def find_scenario(registry: Registry, suite: str, scenario: str) -> tuple[Suite,
 
 
 def shown(value: Any) -> str:
-    """A value in a few words on one line (an array's repr runs to many)."""
+    """A value in a few words on one line."""
     if isinstance(value, np.ndarray):
         return f"a {value.dtype} array of shape {value.shape}"
     text = repr(value)
@@ -196,7 +186,7 @@ def shown(value: Any) -> str:
 
 
 def check_measured(requests: Any) -> None:
-    """Refuse a scenario's ``requests=`` (measured, after the warm-up) other than None or a whole number ≥ 1."""
+    """Refuse a scenario's ``requests=`` other than None or a whole number ≥ 1."""
     if requests is not None and (isinstance(requests, bool) or not isinstance(requests, (Integral, np.integer))
                                  or requests < 1):
         raise SpecError(f"requests must be a whole number of measured requests, at least 1, got {shown(requests)}")
@@ -227,7 +217,7 @@ LISTING_WIDTH = 80  # the columns `env_listing` fits
 
 
 def _seed_ranges(seeds: tuple[int, ...]) -> str:
-    """Seeds as ``0..4,7``: each run of three or more consecutive seeds as FIRST..LAST."""
+    # seeds as ``0..4,7``: each run of three or more consecutive seeds as FIRST..LAST
     parts: list[str] = []
     run: list[int] = []
     for seed in [*seeds, None]:
@@ -241,8 +231,7 @@ def _seed_ranges(seeds: tuple[int, ...]) -> str:
 
 
 def env_listing(registry: Registry | None = None, runner: Runner | None = None) -> list[str]:
-    """``dcbench list envs``: a line per registered environment (id, measured requests, warm-up, test seeds), then why
-    any says n/a and a note; every line at most `LISTING_WIDTH` characters but an id longer than that.
+    """``dcbench list envs``: a line per registered environment, then why any says n/a and a note.
 
     Args:
         registry: The plugins (None: the process's, `get_registry`).
@@ -251,10 +240,6 @@ def env_listing(registry: Registry | None = None, runner: Runner | None = None) 
     Returns:
         The lines, without newlines, the first the heading "environments".
     """
-    import textwrap
-
-    from dcbench.errors import DcbenchError
-
     registry = registry or get_registry()
     runner = runner or Runner(registry)
     rows, problems = [], {}  # (each problem once: the ids it applies to say n/a)

@@ -1,10 +1,5 @@
 """`VectorAllocationEnv`: N episodes of one scenario in lockstep, what ``gym.make_vec(id, num_envs=N,
-vectorization_mode="vector_entry_point")`` makes for every dcbench id.
-
-Episode i of ``reset(seed=s)`` is the single env's on seed s + i. Pool episodes are stepped as one batch by
-`BatchedPool` (envs/batched.py) where it can; otherwise each is its own `AllocationEnv` stepped by the engine's loop,
-and what the episodes share is done once for the batch: a pool builder's arrays are rows of (N, …) arrays, so the
-observations and masks of all N are a few numpy calls. Job observations are built per episode into the batch."""
+vectorization_mode="vector_entry_point")`` makes for every dcbench id."""
 
 from __future__ import annotations
 
@@ -24,8 +19,7 @@ BATCHED_FROM = 8  # envs from which `BatchedPool` steps faster than the episodes
 
 
 class _PoolBatch:
-    """The pool observations of every episode at once, from (N, …) arrays whose rows the builders write in place
-    (`PoolFeatures.observe`'s arithmetic, row for row)."""
+    """The pool observations of every episode at once, from (N, …) arrays whose rows the builders write in place."""
 
     def __init__(self, envs: Sequence[Any]):
         self.builders = [env.builder for env in envs]
@@ -43,30 +37,20 @@ class _PoolBatch:
                                ("_allowed", self.allowed), ("_free_links_array", self.links)):
                 np.copyto(rows[i], getattr(builder, name))
                 setattr(builder, name, rows[i])
-        # Should the builder keep these elsewhere one day, copy them each step instead (slower, still right).
-        self.bound = all(np.shares_memory(b.allowed(), self.allowed[i])
-                         and np.shares_memory(b.free_links, self.links[i])
-                         and hasattr(b, "_remaining") and hasattr(b, "_stale_links")
-                         for i, b in enumerate(self.builders))
 
     def settled(self, i: int, env: Any) -> None:
-        """Row i after a request changed (a settled request, a reset): the committed use and the holding time."""
+        # row i after a request changed (a settled request, a reset): the committed use and the holding time
         builder = self.builders[i]
         self.used[i] = 1.0 - env.simulation.state.free_resources.sum(axis=0) / self.features.total
         self.holding[i] = builder.request.holding / self.features.holding_scale if builder.request else 0.0
 
     def observe(self, obs: dict[str, np.ndarray], pending: np.ndarray) -> None:
-        """Write every row's observation (those of a pending decision only; the caller zeroes the rest)."""
+        # every row's observation (those of a pending decision only; the caller zeroes the rest)
         for i in np.flatnonzero(pending).tolist():
             builder = self.builders[i]
-            if self.bound:
-                self.remaining[i] = builder._remaining
-                if builder._stale_links:
-                    builder.free_links  # noqa: B018  (brings the links' array up to date)
-            else:
-                self.remaining[i] = builder.remaining
-                self.free[i], self.chosen[i], self.allowed[i], self.links[i] = (
-                    builder.free_resources, builder.chosen_mask, builder.allowed(), builder.free_links)
+            self.remaining[i] = builder._remaining
+            if builder._stale_links:
+                builder.free_links  # noqa: B018  (brings the links' array up to date)
         remaining, free_links = self.remaining, self.links[:, self.features.edge_link]
         inverse = np.divide(1.0, remaining, out=np.zeros_like(remaining), where=remaining > 0)
         write_pool_observation(obs, self.features, self.free, self.chosen, self.allowed, free_links, self.used,
@@ -74,17 +58,10 @@ class _PoolBatch:
 
 
 class VectorAllocationEnv(gym.vector.VectorEnv):
-    """N episodes of one scenario stepped in lockstep, with autoreset (`gym.make_vec` with
-    ``vectorization_mode="vector_entry_point"`` on any dcbench id).
+    """N episodes of one scenario stepped in lockstep, with autoreset (docs/envs.md).
 
-    ``reset(seed=s)`` starts episode i on seed s + i (a list: one seed each; None: each env's training seed). With
-    Gymnasium's default NEXT_STEP autoreset, the step after an episode's last resets it (reward 0, the reset's
-    ``info``); with SAME_STEP the ending step resets it and puts the last observation and info under ``final_obs`` and
-    ``final_info``. ``info`` has ``accepted`` and ``offered`` per env, and an env's own keys where it gave them
-    (``invalid_action``, the ratios at the end, a job's ``step_rewards``), each with its ``_key`` mask.
-
-    Pool episodes are stepped by `BatchedPool` (array operations across the batch) where it can step them
-    (``unbatched_reason`` says why not); then the envs keep their seeds but not a `Simulation` of their own.
+    Pool episodes are stepped by `BatchedPool` where it can step them (``unbatched_reason`` says why not); then the
+    envs keep their seeds but not a `Simulation` of their own.
 
     Args:
         envs: The episodes' `AllocationEnv` s of one scenario, each with its own builder, none reset yet.
@@ -92,14 +69,7 @@ class VectorAllocationEnv(gym.vector.VectorEnv):
         batched: Whether pool episodes are stepped as one batch: None (from `BATCHED_FROM` envs on), True, False.
 
     Attributes:
-        envs: The episodes' environments.
         unbatched_reason: Why the episodes are stepped one by one (None: they are batched).
-        num_envs: How many.
-        kind: "pool" or "job".
-        single_observation_space: One env's observation space.
-        single_action_space: One env's action space.
-        observation_space: The batch's.
-        action_space: The batch's: MultiDiscrete.
 
     Raises:
         SpecError: No env, another autoreset mode, or ``batched`` not None, True or False.
@@ -222,7 +192,6 @@ class VectorAllocationEnv(gym.vector.VectorEnv):
         rewards, terminated = np.zeros(n), np.zeros(n, bool)
         counts = np.zeros((2, n), np.int64)
         infos: dict[str, Any] = {}
-        same_step = self.metadata["autoreset_mode"] == AutoresetMode.SAME_STEP
         for i, action in enumerate(actions.tolist()):
             env = self.envs[i]
             if self._reset_next[i]:
@@ -232,12 +201,8 @@ class VectorAllocationEnv(gym.vector.VectorEnv):
                 rewards[i], done, info = env._act(action)
                 if done:
                     terminated[i] = True
-                    info = env._counts(info, done)
                     self._pending[i] = False
-                    if same_step:
-                        info = {"final_obs": self._blank(), "final_info": info, **self._reset_env(i, None)}
-                    else:
-                        self._reset_next[i] = True
+                    info = self._ended(i, env._counts(info, done))
                 elif self._pool is not None and env.offered != offered:
                     self._pool.settled(i, env)
             counts[:, i] = env.accepted, env.offered
@@ -252,7 +217,6 @@ class VectorAllocationEnv(gym.vector.VectorEnv):
         rewards, terminated, invalid = batch.step(actions, self._pending)
         rewards[resetting] = 0.0
         self._pending &= ~terminated
-        same_step = self.metadata["autoreset_mode"] == AutoresetMode.SAME_STEP
         infos: dict[str, Any] = {}
         for i in np.flatnonzero(resetting | terminated | invalid).tolist():
             if resetting[i]:
@@ -261,20 +225,18 @@ class VectorAllocationEnv(gym.vector.VectorEnv):
                 info = {"invalid_action": True} if invalid[i] else {}
                 if terminated[i]:
                     info.update(accepted=int(batch.accepted[i]), offered=int(batch.offered[i]), **batch.ratios(i))
-                    if same_step:
-                        info = {"final_obs": self._blank(), "final_info": info, **self._reset_env(i, None)}
-                    else:
-                        self._reset_next[i] = True
+                    info = self._ended(i, info)
             infos = self._add_info(infos, info, i)
         infos.update(accepted=batch.accepted.copy(), offered=batch.offered.copy(), _accepted=np.ones(n, bool),
                      _offered=np.ones(n, bool))
         return self._observe(), rewards, terminated, np.zeros(n, bool), infos
 
-    def _blank(self) -> dict[str, np.ndarray]:
-        # an observation where no decision is pending: zeros, every action allowed
-        final = {key: np.zeros(space.shape, space.dtype) for key, space in self.single_observation_space.spaces.items()}
-        final["action_mask"][:] = 1
-        return final
+    def _ended(self, i: int, info: dict[str, Any]) -> dict[str, Any]:
+        # SAME_STEP resets an ended episode now, its last observation and info under final_obs and final_info
+        if self.metadata["autoreset_mode"] == AutoresetMode.SAME_STEP:
+            return {"final_obs": self.envs[i]._blank(), "final_info": info, **self._reset_env(i, None)}
+        self._reset_next[i] = True
+        return info
 
     def action_masks(self) -> np.ndarray:
         """Every env's allowed actions as booleans (all True where no decision is pending, as before `reset`).
@@ -285,7 +247,7 @@ class VectorAllocationEnv(gym.vector.VectorEnv):
         return self._obs["action_mask"].astype(bool)
 
     def get_attr(self, name: str) -> tuple[Any, ...]:
-        """An attribute of every env (``get_attr("graph")``, as on Gymnasium's `SyncVectorEnv`).
+        """An attribute of every env, as on Gymnasium's `SyncVectorEnv`.
 
         Args:
             name: The attribute's name.
@@ -296,7 +258,7 @@ class VectorAllocationEnv(gym.vector.VectorEnv):
         return tuple(getattr(env, name) for env in self.envs)
 
     def call(self, name: str, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
-        """Call a method of every env (``call("action_masks")``), or read an attribute, as `SyncVectorEnv` does.
+        """Call a method of every env, or read an attribute, as `SyncVectorEnv` does.
 
         Args:
             name: The method's (or attribute's) name.
@@ -309,11 +271,10 @@ class VectorAllocationEnv(gym.vector.VectorEnv):
         return tuple(value(*args, **kwargs) if callable(value) else value for value in self.get_attr(name))
 
     def as_sb3(self) -> Any:
-        """This env as a Stable-Baselines3 ``VecEnv`` (for sb3-contrib's ``MaskablePPO``), autoresetting in the
-        step that ends an episode (SAME_STEP) as SB3 does, its last observation in ``info["terminal_observation"]``.
+        """This env as a Stable-Baselines3 ``VecEnv``; its autoreset mode becomes SAME_STEP, as SB3 expects.
 
         Returns:
-            The ``VecEnv`` (stable-baselines3 must be installed); it steps this env, whose mode becomes SAME_STEP.
+            The ``VecEnv`` (stable-baselines3 must be installed).
         """
         from stable_baselines3.common.vec_env import VecEnv
 

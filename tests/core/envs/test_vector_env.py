@@ -49,19 +49,14 @@ def assert_same(value, expected):
         np.testing.assert_array_equal(value, expected)
 
 
-@pytest.mark.parametrize("case, bound", [(POOL, True), (ALL_PAIRS, True), (CPU_PAIRS, True), (REFERENCE, True),
-                                         (POOL, None), (POOL, False), (HINTS, True), (JOB, True), (FIXED, True)],
+@pytest.mark.parametrize("case, batched", [(POOL, True), (ALL_PAIRS, True), (CPU_PAIRS, True), (REFERENCE, True),
+                                           (POOL, False), (HINTS, True), (JOB, True), (FIXED, True)],
                          ids=["pool", "pairs-all", "pairs-cpu-no-wait", "pairs-reference", "pool-by-episode",
-                              "pool-copied", "hints", "job", "job-fixed"])
-def test_each_episode_of_the_batch_is_the_single_envs_on_its_seed_step_by_step(case, bound):
+                              "hints", "job", "job-fixed"])
+def test_each_episode_of_the_batch_is_the_single_envs_on_its_seed_step_by_step(case, batched):
     n, seed = 3, 1_000_000
-    vector = make_vec(case, n, batched=bound is True)
-    assert (vector.unbatched_reason is None) == (bound is True and case not in (HINTS, JOB, FIXED))
-    if bound is False:  # builders whose arrays are not the batch's rows: copied at each step
-        for env in vector.envs:
-            for name in ("free_resources", "chosen_mask", "_allowed", "_free_links_array"):
-                setattr(env.builder, name, getattr(env.builder, name).copy())
-        vector._pool.bound = False
+    vector = make_vec(case, n, batched=batched)
+    assert (vector.unbatched_reason is None) == (batched and case not in (HINTS, JOB, FIXED))
     singles = [gymnasium.make(case[0], **case[1]).unwrapped for _ in range(n)]
     obs, infos = vector.reset(seed=seed)
     expected = [env.reset(seed=seed + i) for i, env in enumerate(singles)]

@@ -113,11 +113,9 @@ class Books:
     def mismatch(self, state: State) -> str | None:
         """Where ``state`` differs from the books, or None."""
         for name in ("free_resources", "free_links", "link_capacity"):
-            kept, seen = getattr(self, name), getattr(state, name)
-            if type(seen) is not np.ndarray or seen.shape != kept.shape or seen.dtype != kept.dtype:
-                seen = np.asarray(seen)
-                if seen.shape != kept.shape or seen.dtype != kept.dtype:
-                    return f"its {name} is {seen.dtype} {seen.shape}, the engine's books {kept.dtype} {kept.shape}"
+            kept, seen = getattr(self, name), np.asarray(getattr(state, name))
+            if seen.shape != kept.shape or seen.dtype != kept.dtype:
+                return f"its {name} is {seen.dtype} {seen.shape}, the engine's books {kept.dtype} {kept.shape}"
             if seen.tobytes() != kept.tobytes():  # (bit for bit: both were written by the same operations)
                 where = tuple(np.argwhere(seen.view(np.uint64) != kept.view(np.uint64))[0].tolist())
                 return f"its {name}{list(where)} is {seen[where]:g}, the engine's books say {kept[where]:g}"

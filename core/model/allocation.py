@@ -386,11 +386,9 @@ def circuit_changes(network: Network, swaps: Sequence[Swap], free_links: np.ndar
         a, b, c, d = (int(r) for r in swap)
         if a == b or c == d or a == d or c == b or a == c or b == d:
             return f"swap {(a, b, c, d)} must re-point two circuits between distinct racks", change
+        node = network.rack_node
         try:
-            ab, cd = network.link_between(network.rack_node[a], network.rack_node[b]), \
-                network.link_between(network.rack_node[c], network.rack_node[d])
-            ad, cb = network.link_between(network.rack_node[a], network.rack_node[d]), \
-                network.link_between(network.rack_node[c], network.rack_node[b])
+            ab, cd, ad, cb = (network.link_between(node[x], node[y]) for x, y in ((a, b), (c, d), (a, d), (c, b)))
         except KeyError:
             return f"swap {(a, b, c, d)} joins racks with no possible circuit", change
         for link, pair in ((ab, (a, b)), (cd, (c, d))):
@@ -398,10 +396,9 @@ def circuit_changes(network: Network, swaps: Sequence[Swap], free_links: np.ndar
                 return f"swap {(a, b, c, d)} moves circuit {pair[0]}->{pair[1]}, which is not idle", change
             free[link] -= circuit
             change[link] -= circuit
-        free[ad] += circuit
-        free[cb] += circuit
-        change[ad] += circuit
-        change[cb] += circuit
+        for link in (ad, cb):
+            free[link] += circuit
+            change[link] += circuit
     return None, change
 
 

@@ -483,14 +483,8 @@ class PathCatalogue:
         return paths
 
     def _compose(self, a: int, b: int) -> tuple[Path, ...]:
-        head = self._server_link[a]
-        tail = self._server_link[b]
-        start = self._attachment[a]
-        end = self._attachment[b]
-        if head >= 0 and tail >= 0:
-            if start == end:
-                return ((head, tail),)
-            return tuple((head,) + path + (tail,) for path in self.between_nodes(start, end))
+        head, tail = self._server_link[a], self._server_link[b]
+        start, end = self._attachment[a], self._attachment[b]
         core = ((),) if start == end else self.between_nodes(start, end)
         prefix: Path = (head,) if head >= 0 else ()
         suffix: Path = (tail,) if tail >= 0 else ()

@@ -47,12 +47,9 @@ class StepBuilder:
 
 
 class PoolBuilder(StepBuilder):
-    """Builds one pool allocation a server at a time; reused across requests.
-
-    `start` a request, `add` servers among those `allowed` until ``status`` is "done" or "failed", then read `result`
-    (readable fields: docs/plugins.md). A server that gives nothing (the "free" rule, or ``accept_useless``) is joined
-    like any other while building; the allocation leaves it and its routes out unless the request keeps it
-    (``keep_useless``, the reference code's: then every pair rule counts it too).
+    """Builds one pool allocation a server at a time; reused across requests: `start` a request, `add` servers among
+    those `allowed` until ``status`` is "done" or "failed", then read `result` (readable fields: docs/plugins.md). A
+    server that gives nothing is joined while building, then left out with its routes unless ``keep_useless``.
 
     Args:
         network: The network it builds on.

@@ -53,17 +53,13 @@ class Allocator(Protocol):
         ...
 
     def check(self, network: Network) -> None:
-        """Refuse parameters that do not suit ``network``, before anything runs.
-
-        Called on a private copy of the network, maybe more than once and on another instance of the same spec: keep it
-        cheap and free of side effects. Anything but a `dcbench.SpecError` it raises is the plugin's bug.
+        """Refuse parameters that do not suit ``network``, before anything runs; maybe called more than once, on another
+        instance of the same spec: keep it cheap and free of side effects.
 
         Args:
             network: The run's network: a private copy, read-only.
         Raises:
-            SpecError: The parameters do not suit ``network`` ("k=12 but the topology has only 8 racks; give k=8 or
-                less").
-        """
+            SpecError: The parameters do not suit ``network`` (anything else it raises is the plugin's bug)."""
         return None
 
 

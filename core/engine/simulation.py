@@ -118,12 +118,6 @@ class Books:
         return None
 
 
-def minimum_servers(network: Network, demand: np.ndarray) -> np.ndarray:
-    """How many of the largest servers a demand needs at least, per request."""
-    largest = network.server_capacity.max(axis=0)
-    return np.ceil((demand / largest).max(axis=1) - 1e-9).astype(np.int64)
-
-
 class Simulation:
     """A run, one request at a time, for `simulate` and the Gymnasium environment: `next_request`, then `resolve` the
     allocator's answer; `tables` at the end."""
@@ -373,9 +367,11 @@ class Simulation:
             "holding_time": np.asarray(sequence.holding, dtype=np.float64),
             "departure_time": self.departure_time,
         }
+        demand = np.asarray(sequence.demand, dtype=np.float64)
         for column, name in enumerate(network.resources):
-            requests[f"demand_{name}"] = np.asarray(sequence.demand[:, column], dtype=np.float64)
-        requests.update({"size": minimum_servers(network, np.asarray(sequence.demand, dtype=np.float64)),
+            requests[f"demand_{name}"] = demand[:, column]
+        size = (demand / network.server_capacity.max(axis=0)).max(axis=1)  # in the largest servers, at least
+        requests.update({"size": np.ceil(size - 1e-9).astype(np.int64),
                          "outcome": self.outcome, "reason": self.reason, "detail": self.detail,
                          "servers_used": self.servers_used, "spread": self.spread})
         for column, tier in enumerate(network.tiers):

@@ -1,8 +1,6 @@
-"""The job builder (the OCS paper's step semantics) and the job allocator bases.
-
-A job's VMs are placed a rack at a time, each on the rack's server that keeps its load most balanced; its inter-rack
-flows, largest first, take the direct bundle, else two hops via the rack with most room, else (where allowed) a `Swap`
-of idle circuits that adds a direct one. A job is granted or refused whole."""
+"""The job builder (the OCS paper's step semantics) and the job allocator bases: VMs go a rack at a time to its most
+balanced server with room; inter-rack flows, largest first, take the direct bundle, else two hops via the rack with most
+room, else (where allowed) a `Swap` of idle circuits. A job is granted or refused whole."""
 
 from __future__ import annotations
 
@@ -44,10 +42,8 @@ def rack_link_matrix(network: Network) -> np.ndarray:
 
 
 class JobBuilder(StepBuilder):
-    """Builds one job allocation a VM at a time; reused across requests.
-
-    `start` a job, `place` each VM on a rack `rack_fits` allows, `route` it, then read `result`. What a policy may
-    read of it is listed in docs/plugins.md.
+    """Builds one job allocation a VM at a time; reused across requests: `start` a job, `place` each VM on a rack
+    `rack_fits` allows, `route` it, then read `result` (readable fields: docs/plugins.md).
 
     Args:
         network: The network it builds on, with rack switches.
@@ -120,12 +116,11 @@ class JobBuilder(StepBuilder):
                 self.rack_free[stale] = self.free_resources.reshape(*self._rack_shape, -1)[stale].sum(axis=1)
         else:
             np.copyto(self.free_resources, state.free_resources)
+            self.rack_free.fill(0.0)
+            np.add.at(self.rack_free, self.racks, self.free_resources)
         self.free_links[:-1] = state.free_links
         self.free_links[-1] = -np.inf
         self.link_capacity[:-1] = state.link_capacity
-        if self._rack_shape is None:
-            self.rack_free.fill(0.0)
-            np.add.at(self.rack_free, self.racks, self.free_resources)
         self.request = request
         self.vms = np.asarray(request.vms, dtype=np.float64)
         self._needs = self.vms - _TOLERANCE
@@ -350,18 +345,13 @@ class JobBuilder(StepBuilder):
         self._bundle_free = self._bundle_capacity = None  # the links change from here
         flows = self._inter_rack_flows()
         saved = self.free_links.copy(), self.link_capacity.copy()
-        for attempt in (False, True):
-            if attempt and not self.reconfigure_allowed:
-                break
-            self.routes, self.swaps = [], []
-            np.copyto(self.free_links, saved[0])
-            np.copyto(self.link_capacity, saved[1])
-            if self._route_all(flows, may_reconfigure=attempt):
+        for may_reconfigure in (False, True) if self.reconfigure_allowed else (False,):
+            if self._route_all(flows, may_reconfigure):
                 self.status = DONE
                 return True
-        np.copyto(self.free_links, saved[0])
-        np.copyto(self.link_capacity, saved[1])
-        self.routes, self.swaps = [], []
+            np.copyto(self.free_links, saved[0])
+            np.copyto(self.link_capacity, saved[1])
+            self.routes, self.swaps = [], []
         self.fail("no_bandwidth")
         return False
 
@@ -369,20 +359,16 @@ class JobBuilder(StepBuilder):
         free = self.free_links
         for u, v, rate in flows:
             direct = int(self.rack_link[u, v])
-            if free[direct] >= rate - _TOLERANCE:
-                self._reserve((direct,), u, v, rate)
-                continue
-            hops = self._two_hop(u, v, rate) if self.max_hops >= 2 else None
-            if hops is not None:
-                self._reserve(hops, u, v, rate)
-                continue
-            if may_reconfigure:
-                while free[direct] < rate - _TOLERANCE and self._add_circuit(u, v):
-                    pass
-                if free[direct] >= rate - _TOLERANCE:
-                    self._reserve((direct,), u, v, rate)
+            if free[direct] < rate - _TOLERANCE:
+                hops = self._two_hop(u, v, rate) if self.max_hops >= 2 else None
+                if hops is not None:
+                    self._reserve(hops, u, v, rate)
                     continue
-            return False
+                while may_reconfigure and free[direct] < rate - _TOLERANCE and self._add_circuit(u, v):
+                    pass
+                if free[direct] < rate - _TOLERANCE:
+                    return False
+            self._reserve((direct,), u, v, rate)
         return True
 
     def result(self) -> Allocation | Reject:
@@ -442,9 +428,7 @@ class JobAllocator(Allocator):
             request: The job.
             state: The free capacities now, read-only.
         Returns:
-            The `Allocation`, or a `Reject`.
-        Raises:
-            AllocatorError: As `allocate_job`."""
+            The `Allocation`, or a `Reject`."""
         return self.allocate_job(request, state)
 
     def allocate_job(self, request: Request, state: State) -> Allocation | Reject:
@@ -492,9 +476,7 @@ class PoolAndJobAllocator(PoolAllocator, JobAllocator):
             request: The request.
             state: The free capacities now, read-only.
         Returns:
-            The `Allocation`, or a `Reject`.
-        Raises:
-            AllocatorError: `choose` or `choose_rack` gave what may not be taken."""
+            The `Allocation`, or a `Reject`."""
         if request.kind == "job":
             return self.allocate_job(request, state)
         return PoolAllocator.allocate(self, request, state)

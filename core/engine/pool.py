@@ -47,12 +47,9 @@ class StepBuilder:
 
 
 class PoolBuilder(StepBuilder):
-    """Builds one pool allocation a server at a time; reused across requests.
-
-    `start` a request, `add` servers among those `allowed` until ``status`` is "done" or "failed", then read `result`
-    (readable fields: docs/plugins.md). A server that gives nothing (the "free" rule, or ``accept_useless``) is joined
-    like any other while building; the allocation leaves it and its routes out unless the request keeps it
-    (``keep_useless``, the reference code's: then every pair rule counts it too).
+    """Builds one pool allocation a server at a time; reused across requests: `start` a request, `add` servers among
+    those `allowed` until ``status`` is "done" or "failed", then read `result` (readable fields: docs/plugins.md). A
+    server that gives nothing is joined while building, then left out with its routes unless ``keep_useless``.
 
     Args:
         network: The network it builds on.
@@ -134,7 +131,7 @@ class PoolBuilder(StepBuilder):
         if self._copy_whole:
             self._mask(self.free_resources, self._allowed)
             return
-        key = (True,) if self._any_free else (False, *(r > 0 for r in self._remaining))
+        key = (True,) if self._any_free else (False, *self._needed_list)
         if key != self._base_key:  # other needs: the whole mask
             self._base_key = key
             self._mask(self._synced_resources, self._base_allowed)
@@ -314,11 +311,7 @@ class PoolBuilder(StepBuilder):
                 if min(map(free_links.__getitem__, path)) >= amount:
                     for link in path:
                         free_links[link] -= amount
-                    weights = self._link_weights  # (a router may have asked for them just now)
-                    if weights is not None:
-                        divisor = self._weight_divisor_list
-                        for link in path:
-                            weights[link] = 2.0 - free_links[link] / divisor[link]
+                    self._reweigh(path)  # (a router may have asked for the weights just now)
                     stale.extend(path)
                     routes.append(_new_tuple(Route, (partner, server, path, amount)))
                     break
@@ -351,16 +344,14 @@ class PoolBuilder(StepBuilder):
 
         Returns:
             The `Allocation`, or a `Reject` with the reason ("incomplete" if open)."""
-        if self.status == DONE:
-            if self._some_useless and not self.request.keep_useless:  # the servers that give nothing left out
-                kept = [s for s, u in zip(self.chosen, self._useless) if not u]
-                amounts = [a for a, u in zip(self.amounts, self._useless) if not u]
-                routes = [r for r in self.routes if r[0] in kept and r[1] in kept]
-                return Allocation(np.asarray(kept, dtype=np.int64), np.asarray(amounts, dtype=np.float64),
-                                  tuple(routes))
-            return Allocation(np.asarray(self.chosen, dtype=np.int64), np.asarray(self.amounts, dtype=np.float64),
-                              tuple(self.routes))
-        return Reject(self.reason or "incomplete")
+        if self.status != DONE:
+            return Reject(self.reason or "incomplete")
+        servers, amounts, routes = self.chosen, self.amounts, self.routes
+        if self._some_useless and not self.request.keep_useless:  # the servers that give nothing left out
+            servers = [s for s, u in zip(self.chosen, self._useless) if not u]
+            amounts = [a for a, u in zip(self.amounts, self._useless) if not u]
+            routes = [r for r in self.routes if r[0] in servers and r[1] in servers]
+        return Allocation(np.asarray(servers, dtype=np.int64), np.asarray(amounts, dtype=np.float64), tuple(routes))
 
 
 def changed_rows(new: np.ndarray, old: np.ndarray) -> np.ndarray:

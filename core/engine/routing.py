@@ -1,6 +1,4 @@
-"""Routers: which candidate paths a pool builder tries, in which order. `WeightedRouter` ranks the ``candidates``
-shortest paths by hop count rather than search weighted k-shortest paths anew at every step
-(docs/scenarios/tiered.md)."""
+"""Routers: which candidate paths a pool builder tries, in which order (docs/scenarios/tiered.md)."""
 
 from __future__ import annotations
 

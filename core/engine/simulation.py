@@ -53,17 +53,13 @@ class Allocator(Protocol):
         ...
 
     def check(self, network: Network) -> None:
-        """Refuse parameters that do not suit ``network``, before anything runs.
-
-        Called on a private copy of the network, maybe more than once and on another instance of the same spec: keep it
-        cheap and free of side effects. Anything but a `dcbench.SpecError` it raises is the plugin's bug.
+        """Refuse parameters that do not suit ``network``, before anything runs; maybe called more than once, on another
+        instance of the same spec: keep it cheap and free of side effects.
 
         Args:
             network: The run's network: a private copy, read-only.
         Raises:
-            SpecError: The parameters do not suit ``network`` ("k=12 but the topology has only 8 racks; give k=8 or
-                less").
-        """
+            SpecError: The parameters do not suit ``network`` (anything else it raises is the plugin's bug)."""
         return None
 
 
@@ -113,21 +109,13 @@ class Books:
     def mismatch(self, state: State) -> str | None:
         """Where ``state`` differs from the books, or None."""
         for name in ("free_resources", "free_links", "link_capacity"):
-            kept, seen = getattr(self, name), getattr(state, name)
-            if type(seen) is not np.ndarray or seen.shape != kept.shape or seen.dtype != kept.dtype:
-                seen = np.asarray(seen)
-                if seen.shape != kept.shape or seen.dtype != kept.dtype:
-                    return f"its {name} is {seen.dtype} {seen.shape}, the engine's books {kept.dtype} {kept.shape}"
+            kept, seen = getattr(self, name), np.asarray(getattr(state, name))
+            if seen.shape != kept.shape or seen.dtype != kept.dtype:
+                return f"its {name} is {seen.dtype} {seen.shape}, the engine's books {kept.dtype} {kept.shape}"
             if seen.tobytes() != kept.tobytes():  # (bit for bit: both were written by the same operations)
                 where = tuple(np.argwhere(seen.view(np.uint64) != kept.view(np.uint64))[0].tolist())
                 return f"its {name}{list(where)} is {seen[where]:g}, the engine's books say {kept[where]:g}"
         return None
-
-
-def minimum_servers(network: Network, demand: np.ndarray) -> np.ndarray:
-    """How many of the largest servers a demand needs at least, per request."""
-    largest = network.server_capacity.max(axis=0)
-    return np.ceil((demand / largest).max(axis=1) - 1e-9).astype(np.int64)
 
 
 class Simulation:
@@ -379,9 +367,11 @@ class Simulation:
             "holding_time": np.asarray(sequence.holding, dtype=np.float64),
             "departure_time": self.departure_time,
         }
+        demand = np.asarray(sequence.demand, dtype=np.float64)
         for column, name in enumerate(network.resources):
-            requests[f"demand_{name}"] = np.asarray(sequence.demand[:, column], dtype=np.float64)
-        requests.update({"size": minimum_servers(network, np.asarray(sequence.demand, dtype=np.float64)),
+            requests[f"demand_{name}"] = demand[:, column]
+        size = (demand / network.server_capacity.max(axis=0)).max(axis=1)  # in the largest servers, at least
+        requests.update({"size": np.ceil(size - 1e-9).astype(np.int64),
                          "outcome": self.outcome, "reason": self.reason, "detail": self.detail,
                          "servers_used": self.servers_used, "spread": self.spread})
         for column, tier in enumerate(network.tiers):

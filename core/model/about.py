@@ -1,8 +1,5 @@
-"""Who and what a leaderboard entry is: its name, authors, links, kind, and what a learned one was trained on.
-
-An allocator's plugin declares the defaults (``register(..., authors=, paper=, code=, training_seeds=)``); a
-submitter gives or overrides them with ``dcbench leaderboard submit --about FILE``; the submission stores them.
-"""
+"""Who and what a leaderboard entry is: its name, authors, links, kind, and what a learned one was trained on (an
+allocator's plugin declares them; ``dcbench leaderboard submit --about FILE`` overrides them)."""
 
 from __future__ import annotations
 
@@ -28,11 +25,8 @@ def url_problem(value: Any, what: str) -> str | None:
 
 
 def seed_ranges(texts: Iterable[str]) -> list[tuple[int, int | None]]:
-    """``["0..99", "1000000.."]`` as ``[(0, 99), (1000000, None)]``.
-
-    Raises:
-        ValueError: A text is not ``N``, ``A..B`` with A ≤ B, or ``A..``.
-    """
+    """``["0..99", "1000000.."]`` as ``[(0, 99), (1000000, None)]``; ValueError for a text not ``N``, ``A..B`` with
+    A ≤ B, or ``A..``."""
     ranges = []
     for text in texts:
         match = _SEEDS.fullmatch(text) if isinstance(text, str) else None

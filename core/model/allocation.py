@@ -71,7 +71,6 @@ COUNT_ALL_LINKS_BELOW = 4096
 
 
 def _pool_usage(route_links: list[int], n_links: int) -> LinkUsage:
-    """One channel on a link for each time it appears in ``route_links``."""
     if not route_links:
         return _NO_USAGE
     if n_links < COUNT_ALL_LINKS_BELOW:  # (fromiter and nonzero: a few µs less than a list and flatnonzero)
@@ -83,11 +82,10 @@ def _pool_usage(route_links: list[int], n_links: int) -> LinkUsage:
 
 
 def _job_usage(route_links: list[int], route_amounts: list[float]) -> LinkUsage:
-    """``route_amounts[k]`` added to link ``route_links[k]`` in order (as adding route by route gives)."""
     if not route_links:
         return _NO_USAGE
     links, inverse = np.unique(np.asarray(route_links, dtype=np.int64), return_inverse=True)
-    # bincount adds the weights in their order, from 0.0, as np.add.at did route by route.
+    # bincount adds the weights in their order, from 0.0, as adding route by route would
     return LinkUsage(links, np.bincount(inverse, weights=np.asarray(route_amounts, dtype=np.float64),
                                         minlength=len(links)))
 
@@ -160,8 +158,7 @@ _NOTHING = np.zeros(0, dtype=np.int64)
 
 
 class StateJournal:
-    """The servers and links the engine wrote, so a builder's `start` catches up without comparing;
-    only the last `KEEP` writes are kept."""
+    """The servers and links of the engine's last `KEEP` writes, so a builder's `start` catches up without comparing."""
 
     KEEP = 64
 
@@ -192,10 +189,8 @@ class StateJournal:
 def snapshot_allocation(allocation: Allocation, plain_paths: Mapping[int, tuple[Any, ...]] = MappingProxyType({})
                         ) -> Allocation:
     """``allocation`` copied once into plain arrays, ints and floats, so what is committed is what was checked; raises
-    TypeError or ValueError for a field of the wrong kind.
-
-    ``plain_paths`` maps the id of a tuple of plain ints (the first item of each value, kept alive by it) to anything:
-    a route over one of those is not read link by link (the engine's `Network.path_ends_by_id`)."""
+    TypeError or ValueError for a field of the wrong kind. A route over a path whose id ``plain_paths`` maps to
+    ``(path, ...)`` (`Network.path_ends_by_id`) is not read link by link."""
     routes = allocation.routes
     if not _is_plain(routes, plain_paths):
         routes = tuple(_plain_route(*route) for route in routes)  # (the usual tuple of plain Routes is kept)
@@ -214,7 +209,7 @@ _INT = {int}
 
 
 def _is_plain(routes: Any, plain_paths: Mapping[int, tuple[Any, ...]]) -> bool:
-    """Whether ``routes`` are a tuple of Routes of plain ints, a float and a tuple of ints."""
+    """Whether ``routes`` are a tuple of Routes of plain ints, a float and a tuple of ints (or a known path)."""
     if type(routes) is not tuple:
         return False
     for route in routes:
@@ -285,20 +280,14 @@ def partners(rule: str, gives_cpu: Sequence[bool], i: int) -> list[tuple[int, in
 
 
 def check_allocation(allocation: Allocation, request: Request, state: State) -> tuple[str | None, np.ndarray]:
-    """Why ``allocation`` is invalid for ``request`` in ``state``, or None.
-
-    Returns:
-        The problem (one line) or None, and the amount reserved on every link.
-    Raises:
-        TypeError: A field of the wrong kind (`snapshot_allocation`).
-        ValueError: A field that cannot be read as numbers."""
+    """Why ``allocation`` is invalid for ``request`` in ``state`` (one line, or None), and the amount reserved on every
+    link; raises TypeError or ValueError as `snapshot_allocation`."""
     problem, usage = check_snapshot(snapshot_allocation(allocation), request, state)
     return problem, usage.dense(state.network.n_links)
 
 
 def check_snapshot(allocation: Allocation, request: Request, state: State) -> tuple[str | None, LinkUsage]:
-    """`check_allocation` of a snapshot, in time growing with its routes' links: the problem or None, and
-    the `LinkUsage`."""
+    """`check_allocation` of a snapshot, with the `LinkUsage` (time grows with its routes' links only)."""
     if request.kind == "job":
         return check_job_allocation(allocation, request, state)
     network = state.network
@@ -369,8 +358,7 @@ def check_snapshot(allocation: Allocation, request: Request, state: State) -> tu
 
 
 def circuit_changes(network: Network, swaps: Sequence[Swap], free_links: np.ndarray) -> tuple[str | None, np.ndarray]:
-    """What ``swaps`` do to each link's capacity (None and the change), or why they are not allowed:
-    idle circuits only, between distinct racks."""
+    """What ``swaps`` do to each link's capacity (None and the change), or why they are not allowed."""
     change = np.zeros(network.n_links)
     if not swaps:
         return None, change
@@ -386,11 +374,9 @@ def circuit_changes(network: Network, swaps: Sequence[Swap], free_links: np.ndar
         a, b, c, d = (int(r) for r in swap)
         if a == b or c == d or a == d or c == b or a == c or b == d:
             return f"swap {(a, b, c, d)} must re-point two circuits between distinct racks", change
+        node = network.rack_node
         try:
-            ab, cd = network.link_between(network.rack_node[a], network.rack_node[b]), \
-                network.link_between(network.rack_node[c], network.rack_node[d])
-            ad, cb = network.link_between(network.rack_node[a], network.rack_node[d]), \
-                network.link_between(network.rack_node[c], network.rack_node[b])
+            ab, cd, ad, cb = (network.link_between(node[x], node[y]) for x, y in ((a, b), (c, d), (a, d), (c, b)))
         except KeyError:
             return f"swap {(a, b, c, d)} joins racks with no possible circuit", change
         for link, pair in ((ab, (a, b)), (cd, (c, d))):
@@ -398,16 +384,14 @@ def circuit_changes(network: Network, swaps: Sequence[Swap], free_links: np.ndar
                 return f"swap {(a, b, c, d)} moves circuit {pair[0]}->{pair[1]}, which is not idle", change
             free[link] -= circuit
             change[link] -= circuit
-        free[ad] += circuit
-        free[cb] += circuit
-        change[ad] += circuit
-        change[cb] += circuit
+        for link in (ad, cb):
+            free[link] += circuit
+            change[link] += circuit
     return None, change
 
 
 def check_job_allocation(allocation: Allocation, request: Request, state: State) -> tuple[str | None, LinkUsage]:
-    """`check_snapshot` for a job: every VM on a server, each server's share the sum of its VMs, the swaps allowed,
-    each rack pair's traffic carried."""
+    """`check_snapshot` for a job: its VMs' servers, their sums, its swaps and each rack pair's traffic."""
     network = state.network
     usage = _NO_USAGE
     if network.rack_node is None:

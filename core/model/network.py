@@ -206,11 +206,8 @@ class Network:
         return copy
 
     def learn_paths(self, copy: "Network") -> None:
-        """Find, with this network's own catalogues, the paths ``copy``'s catalogues were asked for, so that the
-        private copies made from now on read them rather than search again (up to `SHARED_PATHS_UP_TO` servers).
-
-        What the copy holds is only read for which pairs to look up: the paths are this network's, whatever a plugin
-        wrote into the copy's caches. A copy reads them through read-only mappings.
+        """Find with this network's own catalogues the pairs ``copy``'s were asked for (whatever a plugin wrote
+        there), so that later private copies read them rather than search (up to `SHARED_PATHS_UP_TO` servers).
 
         Args:
             copy: A private copy of this network, after a run."""
@@ -423,8 +420,7 @@ def share_divisor(capacity: np.ndarray) -> np.ndarray:
 
 
 class SharedPaths:
-    """Read-only views of a catalogue's caches, which a private copy's catalogue of the same k reads before
-    searching (`Network.learn_paths`)."""
+    """Read-only views of a catalogue's caches, for a private copy's catalogue of the same k (`Network.learn_paths`)."""
 
     __slots__ = ("pairs", "between")
 
@@ -438,12 +434,7 @@ _NO_SHARED_PATHS = MappingProxyType({})
 
 class PathCatalogue:
     """The k shortest simple paths (by hops) between nodes as link-index tuples, ties in node-index order; a
-    single-homed server's paths are its attachment's, cached per attachment pair.
-
-    Args:
-        network: The network whose paths it finds.
-        k: Paths per pair.
-        shared: Paths another network with the same links found already, read before searching (None: none)."""
+    single-homed server's paths are its attachment's. ``shared``: another network's paths, read before searching."""
 
     def __init__(self, network: Network, k: int, shared: SharedPaths | None = None):
         self.network = network
@@ -483,14 +474,8 @@ class PathCatalogue:
         return paths
 
     def _compose(self, a: int, b: int) -> tuple[Path, ...]:
-        head = self._server_link[a]
-        tail = self._server_link[b]
-        start = self._attachment[a]
-        end = self._attachment[b]
-        if head >= 0 and tail >= 0:
-            if start == end:
-                return ((head, tail),)
-            return tuple((head,) + path + (tail,) for path in self.between_nodes(start, end))
+        head, tail = self._server_link[a], self._server_link[b]
+        start, end = self._attachment[a], self._attachment[b]
         core = ((),) if start == end else self.between_nodes(start, end)
         prefix: Path = (head,) if head >= 0 else ()
         suffix: Path = (tail,) if tail >= 0 else ()

@@ -53,7 +53,6 @@ class About:
 
     @property
     def verified_text(self) -> str:
-        """What was run again, in words."""
         parts = [f"{n} run{'s' * (n != 1)} replayed at submission (dcbench {version}, {date})"
                  for n, version, date in self.replayed]
         parts += [f"{same + otherwise} re-run by verify (dcbench {version}, {date}): "
@@ -86,8 +85,7 @@ class Section:
 
 
 def decimals(values: Iterable[float]) -> int:
-    """Decimal places that show three significant digits of the median of ``values`` (zeros left out): one format per
-    column, whatever each cell's size."""
+    """Decimal places that show three significant digits of the median of ``values`` (zeros left out)."""
     sizes = sorted(abs(v) for v in values if math.isfinite(v) and v != 0)
     return 3 if not sizes else min(6, max(0, 2 - math.floor(math.log10(sizes[len(sizes) // 2]))))
 
@@ -124,8 +122,7 @@ def _heading(name: str, better: str | None) -> str:
 
 
 def verdict(section: Section) -> str:
-    """Whether the data separates the two leading entries, and if not, how many seeds would; in how many scenarios
-    one entry is significantly better than every other."""
+    """Whether the data separates the two leading entries (if not, how many seeds would), and the scenario wins."""
     ranking = section.ranking
     if ranking.leaders_separated is None:
         return ""
@@ -212,7 +209,6 @@ def table_files(section: Section, name: str) -> list[tuple[str, str]]:
 
 
 def _md_name(section: Section, spec: str) -> str:
-    """An entry's name in a Markdown cell, with its short spec where that differs (a spec holds no '`' or '|')."""
     name = section.name(spec)
     return cell(name) + (f" (`{section.label[spec]}`)" if section.label[spec] != name else "")
 

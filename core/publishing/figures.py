@@ -209,14 +209,6 @@ def scenario_label(row: Row) -> str:
     return row["scenario"]
 
 
-def _series(rows: list[Row], metric: str, scenarios: Sequence[str]) -> tuple[list[str], dict[str, list[tuple]]]:
-    """The allocators of ``rows``, and each one's (mean, CI half-width) of ``metric`` per scenario."""
-    allocators = list(dict.fromkeys(r["allocator"] for r in rows))
-    return allocators, {allocator: [mean_ci(r[metric] for r in rows if r["scenario"] == scenario
-                                            and r["allocator"] == allocator)[:2] for scenario in scenarios]
-                        for allocator in allocators}
-
-
 def seeds_text(rows: Sequence[Row]) -> str:
     """'seeds 0–4', 'seed 3' or 'seeds 0, 2, 7': the seeds of ``rows``.
 
@@ -359,11 +351,13 @@ def metric_panels(rows: list[Row], metrics: Sequence[tuple[str, str]], path: Pat
     first_rows = [next(r for r in rows if r["scenario"] == s) for s in scenarios]
     groups = grouped([group_by(row) for row in first_rows]) if group_by else [list(range(len(scenarios)))]
     xs = positions(groups)
+    allocators = list(dict.fromkeys(r["allocator"] for r in rows))
+    shown = allocator_labels(allocators, defaults)
     for axis, (metric, ylabel) in zip(axes, metrics):
-        allocators, values = _series(rows, metric, scenarios)
-        shown = allocator_labels(allocators, defaults)
         for index, (allocator, offset) in enumerate(zip(allocators, dodge(len(allocators)))):
-            points(axis, [x + offset for x in xs], values[allocator], colours.of(allocator, index),
+            cells = [mean_ci(r[metric] for r in rows if r["scenario"] == scenario and r["allocator"] == allocator)[:2]
+                     for scenario in scenarios]
+            points(axis, [x + offset for x in xs], cells, colours.of(allocator, index),
                    colours.shares(allocator, allocators), plain(shown[allocator]))
         axis.set_ylabel(plain(ylabel))
         category_grid(axis, groups, xs)
@@ -375,16 +369,13 @@ def metric_panels(rows: list[Row], metrics: Sequence[tuple[str, str]], path: Pat
     axes[-1].set_xticklabels([plain(label) for _, label in ticks])
     axes[-1].set_xlabel(plain(xlabel), labelpad=GROUP_NAME_PAD + 6 if group_by else 4)  # below the group names
     handles, names = axes[0].get_legend_handles_labels()
+    legend = {"ncol": min(len(names), 5), "fontsize": 8, "frameon": False}
     if len(metrics) == 1:  # the legend just above the axes
-        axes[0].legend(handles, names, ncol=min(len(names), 5), fontsize=8, loc="lower center",
-                       bbox_to_anchor=(0.5, 1.0), frameon=False)
-        figure.suptitle(plain(title))
-        figure.tight_layout()
+        axes[0].legend(handles, names, loc="lower center", bbox_to_anchor=(0.5, 1.0), **legend)
     else:
-        figure.legend(handles, names, ncol=min(len(names), 5), fontsize=8, loc="upper center",
-                      bbox_to_anchor=(0.5, 0.965), frameon=False)
-        figure.suptitle(plain(title))
-        figure.tight_layout(rect=(0, 0, 1, 0.95))
+        figure.legend(handles, names, loc="upper center", bbox_to_anchor=(0.5, 0.965), **legend)
+    figure.suptitle(plain(title))
+    figure.tight_layout(rect=(0, 0, 1, 1 if len(metrics) == 1 else 0.95))
     save_figure(figure, path, dpi=120)
     plt.close(figure)
     return path

@@ -29,12 +29,6 @@ def cell(text: str) -> str:
     return _MARKDOWN_SYNTAX.sub(lambda match: "\\" + match[0], text)
 
 
-def display_name(spec: str, specs: Sequence[str]) -> str:
-    """An allocator's plain name, or its full spec where two variants of it compete."""
-    base = spec.split(":")[0]
-    return base if sum(s.split(":")[0] == base for s in specs) == 1 else spec
-
-
 def labels(specs: Sequence[str], defaults: Mapping[str, str] | None = None) -> dict[str, str]:
     """How a report names each allocator: the plugin's name and the options that tell it apart from competing
     variants, else from ``defaults``.
@@ -60,9 +54,8 @@ def labels(specs: Sequence[str], defaults: Mapping[str, str] | None = None) -> d
         elif defaults is not None and base in defaults:
             default_options = Spec.parse(defaults[base]).kwargs
             keys = {k for k, v in options[spec].items() if default_options.get(k) != v}
-        else:
-            shown[spec] = display_name(spec, specs)
-            continue
+        else:  # the one variant, no defaults to tell it from: its plain name
+            keys = set()
         changed = [f"{k}={v}" for k, v in options[spec].items() if k in keys]
         shown[spec] = base + (":" + ",".join(changed) if changed else "")
     return shown

@@ -446,7 +446,7 @@ def _draw(parts: list[tuple[list[Row], DeclaredFigures]], out_dir: Path, name: s
         check_rows(rows, figures)
         with declared.blamed("failed to name its figures' files"):
             files += figures.files(rows)
-    made = outermost_missing(out_dir)
+    made = [path for path in (out_dir, *out_dir.parents) if not path.exists()]  # deepest first
     check_writable(out_dir, "plots")  # first: a file where the folder goes is named as such, not by a figure
     for file_name in files:  # before any is replaced: all of them, or none
         check_regular_file(out_dir / file_name, "another --out, or move it")
@@ -457,16 +457,6 @@ def _draw(parts: list[tuple[list[Row], DeclaredFigures]], out_dir: Path, name: s
                 paths += figures.draw(rows, out_dir, name, defaults, colours)
         return paths
     except Exception:
-        if made is not None:
-            shutil.rmtree(made, ignore_errors=True)
+        if made:
+            shutil.rmtree(made[-1], ignore_errors=True)
         raise
-
-
-def outermost_missing(folder: Path) -> Path | None:
-    """The outermost of ``folder`` and its parents that does not exist, or None where ``folder`` exists."""
-    missing = None
-    for path in (folder, *folder.parents):
-        if path.exists():
-            break
-        missing = path
-    return missing

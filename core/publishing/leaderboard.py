@@ -162,12 +162,15 @@ def load_submissions(root: Path, registry: Registry | None = None) -> list[Submi
             check_contents(table, rows, suites, runner)
         except RowsProblem as exc:
             raise _damaged(path, str(exc)) from None
-        record = _submission_record(path)
+        record = _json_of(path, "submission.json")
         described = {key: record.get(key) for key in IDENTITY_KEYS} if isinstance(record, dict) else record
         if described != {"name": path.name, "suite": suite, "allocators": allocators, "runs": len(rows)}:
             raise _damaged(path, "its submission.json does not describe its summary")
         ranked_by, columns = _ranking_of_record(record, rows, path)
-        replayed = _replay_of_record(record, rows, path)
+        replayed = record.get(REPLAY_KEY)
+        if replayed is not None and not _stamped_runs(replayed, ("runs",), rows):
+            raise _damaged(path, f"its submission.json's {REPLAY_KEY} is not {{runs: run ids of its summary, "
+                                 "dcbench_version: a version, date: YYYY-MM-DD}")
         entries = _entries_of_record(record, allocators, path)
         verified = _verified_of(path, rows)
         submissions.append(Submission(path.name, suite, allocators, rows, ranked_by, columns, replayed, entries,
@@ -211,10 +214,7 @@ def _entries_of_record(record: dict[str, Any], allocators: list[str], path: Path
 def _verified_of(path: Path, rows: list[dict[str, Any]]) -> dict[str, Any] | None:
     if not (path / VERIFIED).exists():
         return None
-    try:
-        verified = read_json(path / VERIFIED)
-    except (OSError, ValueError) as exc:
-        raise _damaged(path, f"its {VERIFIED} does not read: {describe(exc)}") from None
+    verified = _json_of(path, VERIFIED)
     if not _stamped_runs(verified, ("same", "otherwise"), rows):
         raise _damaged(path, f"its {VERIFIED} is not {{same: run ids, otherwise: run ids, dcbench_version: a "
                              "version, date: YYYY-MM-DD}")
@@ -236,14 +236,6 @@ def record_verified(root: Path, outcomes: Sequence[tuple[str, str, bool]]) -> No
     for name, record in sorted(by_submission.items()):
         text = json.dumps({**record, "dcbench_version": __version__, "date": today}, indent=2, sort_keys=True) + "\n"
         write_atomic(root / SUBMISSIONS / name / VERIFIED, lambda path, text=text: path.write_text(text))
-
-
-def _replay_of_record(record: dict[str, Any], rows: list[dict[str, Any]], path: Path) -> dict[str, Any] | None:
-    replayed = record.get(REPLAY_KEY)
-    if replayed is not None and not _stamped_runs(replayed, ("runs",), rows):
-        raise _damaged(path, f"its submission.json's {REPLAY_KEY} is not {{runs: run ids of its summary, "
-                             "dcbench_version: a version, date: YYYY-MM-DD}")
-    return replayed
 
 
 def _stamped_runs(record: Any, lists: tuple[str, ...], rows: list[dict[str, Any]]) -> bool:
@@ -314,11 +306,11 @@ def _conflict(first: Mapping[str, Any], second: Mapping[str, Any]) -> str | None
     return None
 
 
-def _submission_record(path: Path) -> Any:
+def _json_of(path: Path, name: str) -> Any:
     try:
-        return read_json(path / "submission.json")
+        return read_json(path / name)
     except (OSError, ValueError) as exc:
-        raise _damaged(path, f"its submission.json does not read: {describe(exc)}") from None
+        raise _damaged(path, f"its {name} does not read: {describe(exc)}") from None
 
 
 def _damaged(submission: Path, problem: str) -> ResultsError:

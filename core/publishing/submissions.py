@@ -93,17 +93,12 @@ def names_problem(suite: Any, columns: list[str], rows: list[dict[str, Any]]) ->
                 "a metric's)")
     checked: set[tuple[str, str]] = set()
     for row in rows:
-        for kind in SPECS:
+        for kind in (*SPECS, "scenario"):
             if (kind, row[kind]) not in checked:
-                problem = spec_problem(kind, row[kind])
+                problem = label_problem(row[kind]) if kind == "scenario" else spec_problem(kind, row[kind])
                 if problem is not None:
                     return f"run {row['run_id']}: {problem}"
                 checked.add((kind, row[kind]))
-        if ("scenario", row["scenario"]) not in checked:
-            problem = label_problem(row["scenario"])
-            if problem is not None:
-                return f"run {row['run_id']}: {problem}"
-            checked.add(("scenario", row["scenario"]))
     return None
 
 

@@ -113,12 +113,6 @@ def check_root(root: Path) -> None:
                            "give a folder with --root")
 
 
-def leaderboard_lock(root: Path) -> Path:
-    """The lock file of the leaderboard folder ``root``: beside it, not in it (`submit` checks it holds no strays)."""
-    folder = Path(os.path.abspath(root))
-    return file_lock(folder) if folder.name else folder_lock(folder)
-
-
 def holding_the_lock(command: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """A decorator: the function runs holding the lock of its ``root``; a second ``command`` meanwhile is refused."""
     def decorate(function: Callable[..., Any]) -> Callable[..., Any]:
@@ -126,7 +120,9 @@ def holding_the_lock(command: str) -> Callable[[Callable[..., Any]], Callable[..
         def holding_the_lock(*args: Any, **kwargs: Any) -> Any:
             root = inspect.signature(function).bind(*args, **kwargs).arguments["root"]
             check_root(root)  # first: a root below a file has no folder for the lock
-            with sole_writer(leaderboard_lock(root), command, root, option="--root"):
+            folder = Path(os.path.abspath(root))  # the lock lies beside it, not in it (`submit` wants no strays)
+            lock = file_lock(folder) if folder.name else folder_lock(folder)
+            with sole_writer(lock, command, root, option="--root"):
                 return function(*args, **kwargs)
         return holding_the_lock
     return decorate

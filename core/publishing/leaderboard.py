@@ -18,6 +18,7 @@ from dcbench.errors import DcbenchError, ResultsError, describe
 from dcbench.model.about import MAX_TEXT, about_problem, training_mark
 from dcbench.publishing import pages
 from dcbench.publishing.bounds import bound_summary
+from dcbench.publishing.figures import allocator_colours, metric_panels, scenario_label, suite_figures, topology_figures
 from dcbench.publishing.pages import SUBMISSIONS, Section
 from dcbench.publishing.ranking import rank_suite
 from dcbench.publishing.report import labels
@@ -544,14 +545,6 @@ def _plot(rows: list[dict[str, Any]], scenarios: list[str], metric: str, path: P
           defaults: Mapping[str, str]) -> Path:
     """The suite ``title``'s ranking ``metric`` per scenario and allocator, its scenarios named by its figures, else
     its topology family's, else by their labels."""
-    from dcbench.publishing.figures import (
-        allocator_colours,
-        metric_panels,
-        scenario_label,
-        suite_figures,
-        topology_figures,
-    )
-
     registry = get_registry()  # the one `dcbench leaderboard` builds with
     declared = suite_figures(registry.entries("suite").get(title))
     families = {r["topology"].partition(":")[0] for r in rows}

@@ -1,6 +1,5 @@
 """A suite's upper bounds on its leaderboard section (docs/bounds.md): the bound per scenario beside the best entry,
-and each entry's score normalised between the suite's ``floor`` allocator (0) and the bound (1), read from
-``bounds/<suite>/bounds.parquet`` under the leaderboard's folder, where `dcbench bound` writes it."""
+and each entry's score normalised between the suite's ``floor`` allocator (0) and the bound (1)."""
 
 from __future__ import annotations
 
@@ -22,8 +21,7 @@ COMPLEMENTS = {"blocking_probability": "acceptance_ratio"}
 
 
 def read_bounds(root: Path, suite: str, metric: str) -> dict[tuple[str, int], float]:
-    """The bound on ``metric`` per (scenario, seed) (for a `COMPLEMENTS` metric, one minus its complement's); empty
-    where none was computed."""
+    """The bound on ``metric`` per (scenario, seed) that `dcbench bound` wrote; empty where none was computed."""
     path = root / BOUNDS / suite / "bounds.parquet"
     if not path.is_file():
         return {}
@@ -40,9 +38,7 @@ def read_bounds(root: Path, suite: str, metric: str) -> dict[tuple[str, int], fl
 
 def normalised(values: dict[str, dict[tuple[str, int], float]], bounds: dict[tuple[str, int], float],
                floor: str) -> dict[str, Estimate]:
-    """Each entry's (value − floor's) / (bound − floor's) per (scenario, seed) where the bound is not the floor's
-    value, averaged as the leaderboard's Score is (`dcbench.publishing.ranking.estimate`): the mean over scenarios
-    of the mean over seeds, with its stratified 95% interval."""
+    """Each entry's (value − floor's) / (bound − floor's) per (scenario, seed), averaged as the Score is."""
     base = values.get(floor, {})
     scores = {}
     for spec, by_run in values.items():
@@ -57,17 +53,11 @@ def normalised(values: dict[str, dict[tuple[str, int], float]], bounds: dict[tup
 
 @dataclass(frozen=True)
 class BoundSummary:
-    """A section's bounds as its pages show them.
+    """A section's bounds as its pages show them."""
 
-    Attributes:
-        rows: ``(scenario, bound, best entry, its mean, gap)`` per scenario with a bound and an entry run on its every
-            bounded seed; the bound and means over those seeds.
-        floor: The entry that scores 0 (None: none ran).
-        scores: Each entry's normalised score (`normalised`), best first."""
-
-    rows: list[tuple[str, float, str, float, float]]
-    floor: str | None
-    scores: list[tuple[str, Estimate]]
+    rows: list[tuple[str, float, str, float, float]]  # (scenario, bound, best entry, its mean, gap), over seeds
+    floor: str | None  # the entry that scores 0 (None: none ran)
+    scores: list[tuple[str, Estimate]]  # each entry's `normalised` score, best first
 
 
 def bound_summary(root: Path, suite_name: str, metric: str, higher: bool,

@@ -1,6 +1,5 @@
-"""Figures of a sweep's rows. The core knows no paper's figures: a suite (``Suite(figures=...)``) or a topology family
-(``register(..., figures=...)``) names a `Figures` by ``"module:attr"``, imported only when drawn; an allocator declares
-its colour (`Colours`). matplotlib is imported only to draw (``pip install 'dcbench[plot]'``)."""
+"""Figures of a sweep's rows: a suite or a topology family names a `Figures` by ``"module:attr"``, imported only when
+drawn; an allocator declares its colour (`Colours`)."""
 
 from __future__ import annotations
 
@@ -26,9 +25,8 @@ Row = dict[str, Any]
 
 @runtime_checkable
 class Figures(Protocol):
-    """The figures a suite or a topology family declares (by ``"module:attr"``): ``xlabel`` names the scenarios' axis
-    where each scenario is one tick (the leaderboard's plot); ``columns`` are the summary columns `draw` needs (rows
-    lacking one are refused before anything is drawn)."""
+    """The figures a suite or a topology family declares: ``xlabel`` names the leaderboard plot's scenario axis;
+    ``columns`` are the summary columns `draw` needs."""
 
     xlabel: str
     columns: Sequence[str]
@@ -44,7 +42,7 @@ class Figures(Protocol):
         """
 
     def files(self, rows: list[Row]) -> list[str]:
-        """The file names `draw` writes of ``rows``, all checked before any is drawn.
+        """The file names `draw` writes of ``rows``.
 
         Args:
             rows: The summary rows to draw.
@@ -73,8 +71,8 @@ class Figures(Protocol):
 class Colours:
     """The colours allocators declared (``register(..., colour=...)``), by name.
 
-    A declaration is a colour, or a mapping from ``""`` (the allocator's own) and ``"KEY=VALUE"`` options of its spec
-    to colours: a spec takes the colour of its first such option, else ``""``'s. Undeclared: C8 or C9.
+    A declaration is a colour, or a mapping from ``""`` and ``"KEY=VALUE"`` options to colours: a spec takes the colour
+    of its first such option, else ``""``'s.
 
     Attributes:
         declared: Each allocator's declaration, by plugin name.
@@ -105,7 +103,7 @@ class Colours:
         return f"C{8 + index % 2}"
 
     def shares(self, spec: str, specs: Sequence[str]) -> bool:
-        """Whether an earlier allocator in ``specs`` has ``spec``'s colour, so ``spec`` is drawn in open squares.
+        """Whether an earlier allocator in ``specs`` has ``spec``'s colour.
 
         Args:
             spec: An allocator's spec, one of ``specs``.
@@ -123,7 +121,6 @@ class Colours:
 
 
 def allocator_colours(registry: Any) -> Colours:
-    """The colours the registered allocators declare."""
     return Colours({name: entry.colour for name, entry in registry.entries("allocator").items()
                     if entry.colour is not None})
 
@@ -134,10 +131,10 @@ class DeclaredFigures:
 
     target: str
     owner: str  # as an error names it: "suite 'nara2022' (plugin dcbench.plugins.topologies.tiered)"
-    builtin: bool  # a built-in plugin's failure is dcbench's bug, which keeps its traceback
+    builtin: bool  # a built-in plugin's failure is dcbench's bug: it keeps its traceback
 
     def load(self) -> Figures:
-        """The object ``target`` names; a `PluginError` where it fails to import or is no `Figures`."""
+        """The object ``target`` names, checked to be `Figures`."""
         figures = import_target(self.target, self.builtin, f"{self.owner} failed to load its figures", (DcbenchError,))
         if not isinstance(figures, Figures):
             absent = next(member for member in ("xlabel", "columns", "tick_label", "files", "draw")
@@ -152,8 +149,7 @@ class DeclaredFigures:
 
     @contextlib.contextmanager
     def blamed(self, failure: str) -> Iterator[None]:
-        """A third-party figures' exception as a one-line `PluginError` saying ``failure``; a built-in plugin's keeps
-        its traceback, and an `OSError` (a full disk) is the file system's."""
+        """A third-party figures' exception as a one-line `PluginError` saying ``failure``."""
         try:
             yield
         except (DcbenchError, KeyboardInterrupt, OSError):
@@ -166,7 +162,6 @@ class DeclaredFigures:
 
 
 def suite_figures(suite: Suite | None) -> DeclaredFigures | None:
-    """The figures ``suite`` declares (``Suite(figures=...)``), or None."""
     if suite is None or suite.figures is None:
         return None
     return DeclaredFigures(suite.figures, f"suite {suite.name!r} (plugin {suite.plugin})",
@@ -174,7 +169,6 @@ def suite_figures(suite: Suite | None) -> DeclaredFigures | None:
 
 
 def topology_figures(registry: Any) -> dict[str, DeclaredFigures]:
-    """The figures each registered topology family declares, by family name."""
     return {name: DeclaredFigures(entry.figures, f"topology {name!r} ({entry.origin})", entry.builtin)
             for name, entry in registry.entries("topology").items() if entry.figures is not None}
 
@@ -199,8 +193,7 @@ def pyplot() -> Any:
 
 
 def plain(text: str) -> str:
-    """``text`` for matplotlib to show as it is: each '$' escaped (it would start mathtext, or fail to parse), and a
-    leading '_' (which hides a legend entry) preceded by a space.
+    """``text`` for matplotlib to show as it is: '$' escaped (mathtext), a leading '_' (hidden legend entry) spaced.
 
     Args:
         text: A label, title or legend entry.
@@ -213,16 +206,7 @@ def plain(text: str) -> str:
 
 
 def scenario_label(row: Row) -> str:
-    """A scenario's tick where no figures name it: its label."""
     return row["scenario"]
-
-
-def _series(rows: list[Row], metric: str, scenarios: Sequence[str]) -> tuple[list[str], dict[str, list[tuple]]]:
-    """The allocators of ``rows``, and each one's (mean, CI half-width) of ``metric`` per scenario."""
-    allocators = list(dict.fromkeys(r["allocator"] for r in rows))
-    return allocators, {allocator: [mean_ci(r[metric] for r in rows if r["scenario"] == scenario
-                                            and r["allocator"] == allocator)[:2] for scenario in scenarios]
-                        for allocator in allocators}
 
 
 def seeds_text(rows: Sequence[Row]) -> str:
@@ -243,7 +227,7 @@ def seeds_text(rows: Sequence[Row]) -> str:
 
 
 def mean_over(rows: Sequence[Row]) -> str:
-    """What a point of a panel is: 'mean over seeds 0–4 with 95% CI', or one seed's value.
+    """What a point of a panel is: 'mean over seeds 0–4 with 95% CI'.
 
     Args:
         rows: The summary rows drawn.
@@ -280,7 +264,7 @@ DODGE_WIDTH = 0.7  # the part of a category's slot (1 wide) over which its alloc
 
 
 def dodge(count: int, width: float = DODGE_WIDTH) -> list[float]:
-    """The x offsets of ``count`` allocators' points within a category, side by side and centred on it.
+    """The x offsets of ``count`` allocators' points within a category, centred on it.
 
     Args:
         count: The number of allocators.
@@ -294,7 +278,7 @@ def dodge(count: int, width: float = DODGE_WIDTH) -> list[float]:
 
 def points(axis: Any, xs: Sequence[float], cells: Sequence[tuple[float, float]], colour: str, shared: bool,
            label: str | None) -> None:
-    """One allocator's points: a marker at each mean with its 95% CI as an error bar, and no line between them.
+    """One allocator's points: a marker at each mean with its 95% CI as an error bar.
 
     Args:
         axis: The matplotlib axes.
@@ -324,8 +308,7 @@ def mark_groups(axes: Sequence[Any], groups: list[list[int]], xs: list[float], n
 
 
 def category_grid(axis: Any, groups: list[list[int]], xs: list[float]) -> None:
-    """Horizontal grid lines, and faint vertical ones between the neighbouring categories of a group (where
-    `mark_groups` draws none): between the categories' clusters of points, never through one."""
+    """Horizontal grid lines, and faint vertical ones between the neighbouring categories of a group."""
     bounds = [(xs[a] + xs[b]) / 2 for group in groups for a, b in zip(group, group[1:])]
     axis.set_xticks(sorted(bounds), minor=True)
     axis.tick_params(axis="x", which="minor", length=0)
@@ -339,14 +322,8 @@ def metric_panels(rows: list[Row], metrics: Sequence[tuple[str, str]], path: Pat
                   tick_label: Callable[[Row], str] = scenario_label) -> Path:
     """One panel per metric: each allocator's mean and 95% CI per scenario.
 
-    The scenarios are categories: each is one slot on the x axis, in which every allocator's mean over seeds is a
-    marker with its 95% interval (`mean_ci`: Student's t over the seeds) as an error bar, the allocators side by side
-    (`dodge`), and no line joins any two points. A line between scenarios would claim a continuum: between unrelated
-    scenarios (8 channels at 1:16, 16 at 1:1; 16 ToRs at load 78, 32 ToRs at 300) there is none, and even within one
-    family (one fabric at 1:1, 1:4, 1:8, 1:16) the slots stand evenly apart whatever the parameter's values.
-
-    With ``group_by``, a group's scenarios stand side by side, groups apart, a vertical line between two groups and
-    each group's name below its ticks (say a group per number of channels, the ratios within it).
+    The scenarios are categories, one slot each, the allocators side by side (`dodge`); no line joins two points, as
+    scenarios form no continuum. With ``group_by``, groups stand apart, each group's name below its ticks.
 
     Args:
         rows: Summary rows, one per run.
@@ -374,11 +351,13 @@ def metric_panels(rows: list[Row], metrics: Sequence[tuple[str, str]], path: Pat
     first_rows = [next(r for r in rows if r["scenario"] == s) for s in scenarios]
     groups = grouped([group_by(row) for row in first_rows]) if group_by else [list(range(len(scenarios)))]
     xs = positions(groups)
+    allocators = list(dict.fromkeys(r["allocator"] for r in rows))
+    shown = allocator_labels(allocators, defaults)
     for axis, (metric, ylabel) in zip(axes, metrics):
-        allocators, values = _series(rows, metric, scenarios)
-        shown = allocator_labels(allocators, defaults)
         for index, (allocator, offset) in enumerate(zip(allocators, dodge(len(allocators)))):
-            points(axis, [x + offset for x in xs], values[allocator], colours.of(allocator, index),
+            cells = [mean_ci(r[metric] for r in rows if r["scenario"] == scenario and r["allocator"] == allocator)[:2]
+                     for scenario in scenarios]
+            points(axis, [x + offset for x in xs], cells, colours.of(allocator, index),
                    colours.shares(allocator, allocators), plain(shown[allocator]))
         axis.set_ylabel(plain(ylabel))
         category_grid(axis, groups, xs)
@@ -390,23 +369,20 @@ def metric_panels(rows: list[Row], metrics: Sequence[tuple[str, str]], path: Pat
     axes[-1].set_xticklabels([plain(label) for _, label in ticks])
     axes[-1].set_xlabel(plain(xlabel), labelpad=GROUP_NAME_PAD + 6 if group_by else 4)  # below the group names
     handles, names = axes[0].get_legend_handles_labels()
+    legend = {"ncol": min(len(names), 5), "fontsize": 8, "frameon": False}
     if len(metrics) == 1:  # the legend just above the axes
-        axes[0].legend(handles, names, ncol=min(len(names), 5), fontsize=8, loc="lower center",
-                       bbox_to_anchor=(0.5, 1.0), frameon=False)
-        figure.suptitle(plain(title))
-        figure.tight_layout()
+        axes[0].legend(handles, names, loc="lower center", bbox_to_anchor=(0.5, 1.0), **legend)
     else:
-        figure.legend(handles, names, ncol=min(len(names), 5), fontsize=8, loc="upper center",
-                      bbox_to_anchor=(0.5, 0.965), frameon=False)
-        figure.suptitle(plain(title))
-        figure.tight_layout(rect=(0, 0, 1, 0.95))
+        figure.legend(handles, names, loc="upper center", bbox_to_anchor=(0.5, 0.965), **legend)
+    figure.suptitle(plain(title))
+    figure.tight_layout(rect=(0, 0, 1, 1 if len(metrics) == 1 else 0.95))
     save_figure(figure, path, dpi=120)
     plt.close(figure)
     return path
 
 
 def save_figure(figure: Any, path: Path, dpi: int) -> None:
-    """Save as PNG atomically: an interrupted save leaves the previous figure whole.
+    """Save as PNG atomically.
 
     Args:
         figure: A matplotlib figure.
@@ -421,7 +397,6 @@ def save_figure(figure: Any, path: Path, dpi: int) -> None:
 
 
 def check_rows(rows: list[Row], figures: Figures) -> None:
-    """Fail before anything is drawn or made if ``figures`` cannot be drawn from ``rows``."""
     if not rows:
         raise ResultsError("the summary has no rows; run the sweep first")
     missing = [column for column in ("scenario", "allocator", "topology", *figures.columns) if column not in rows[0]]
@@ -441,8 +416,7 @@ def plot_sweep(rows: list[Row], out_dir: Path, name: str, figures: DeclaredFigur
 def plot_runs(rows: list[Row], out_dir: Path, name: str, figures: Mapping[str, DeclaredFigures],
               columns: Sequence[Column], colours: Colours, defaults: Mapping[str, str] | None,
               note: Callable[[str], None]) -> list[Path]:
-    """Draw the runs no suite's figures draw, by demand kind, each by its topology family's declared figures;
-    ``note`` is told of the runs no figures draw."""
+    """Draw runs of no suite by their topology family's figures, by demand kind; ``note`` hears of undrawn runs."""
     owners = {declared.target: declared for declared in reversed(list(figures.values()))}  # the first family's
     parts: list[tuple[list[Row], DeclaredFigures]] = []
     for part in by_demand_kind(rows, columns).values():
@@ -463,7 +437,7 @@ def plot_runs(rows: list[Row], out_dir: Path, name: str, figures: Mapping[str, D
 
 def _draw(parts: list[tuple[list[Row], DeclaredFigures]], out_dir: Path, name: str, colours: Colours,
           defaults: Mapping[str, str] | None) -> list[Path]:
-    """Draw each part's figures, all loaded and checked with their files before ``out_dir`` is made or any replaced."""
+    """Draw each part's figures, all loaded and checked before ``out_dir`` is made or any file replaced."""
     if not parts:
         return []
     loaded = [(rows, declared, declared.load()) for rows, declared in parts]
@@ -472,7 +446,7 @@ def _draw(parts: list[tuple[list[Row], DeclaredFigures]], out_dir: Path, name: s
         check_rows(rows, figures)
         with declared.blamed("failed to name its figures' files"):
             files += figures.files(rows)
-    made = outermost_missing(out_dir)
+    made = [path for path in (out_dir, *out_dir.parents) if not path.exists()]  # deepest first
     check_writable(out_dir, "plots")  # first: a file where the folder goes is named as such, not by a figure
     for file_name in files:  # before any is replaced: all of them, or none
         check_regular_file(out_dir / file_name, "another --out, or move it")
@@ -483,16 +457,6 @@ def _draw(parts: list[tuple[list[Row], DeclaredFigures]], out_dir: Path, name: s
                 paths += figures.draw(rows, out_dir, name, defaults, colours)
         return paths
     except Exception:
-        if made is not None:
-            shutil.rmtree(made, ignore_errors=True)
+        if made:
+            shutil.rmtree(made[-1], ignore_errors=True)
         raise
-
-
-def outermost_missing(folder: Path) -> Path | None:
-    """The outermost of ``folder`` and its parents that does not exist, or None where ``folder`` exists."""
-    missing = None
-    for path in (folder, *folder.parents):
-        if path.exists():
-            break
-        missing = path
-    return missing

@@ -1,8 +1,5 @@
 """The leaderboard: its submissions, checked again by every rebuild, and the ranked pages and plots `build` makes of
-them, byte for byte the same for the same submissions.
-
-A submission is a sweep's combined ``summary.parquet`` (`dcbench.publishing.submit`), data only: plain specs, numbers
-within their columns' ranges, in folders `submit` named."""
+them, byte for byte the same for the same submissions."""
 
 from __future__ import annotations
 
@@ -21,6 +18,7 @@ from dcbench.errors import DcbenchError, ResultsError, describe
 from dcbench.model.about import MAX_TEXT, about_problem, training_mark
 from dcbench.publishing import pages
 from dcbench.publishing.bounds import bound_summary
+from dcbench.publishing.figures import allocator_colours, metric_panels, scenario_label, suite_figures, topology_figures
 from dcbench.publishing.pages import SUBMISSIONS, Section
 from dcbench.publishing.ranking import rank_suite
 from dcbench.publishing.report import labels
@@ -61,8 +59,7 @@ class RowsProblem(Exception):
 
 
 def check_contents(table: Any, rows: list[dict[str, Any]], suites: Mapping[str, Any], runner: Runner) -> None:
-    """What `submit` and every rebuild check of a summary that reads as a sweep's: its names, every number within its
-    column's range, its rows against its suite's where that is registered (`_check_rows`), and every row's counts."""
+    """What `submit` and every rebuild check of a sweep's summary: names, numbers, rows against its suite's, counts."""
     suite = provenance_of(table)["suite"]
     problem = names_problem(suite, table.column_names, rows) or values_problem(table)
     if problem is not None:
@@ -79,8 +76,7 @@ def allocators_of(rows: list[dict[str, Any]]) -> list[str]:
 
 
 def _check_rows(suite: Any, rows: list[dict[str, Any]], runner: Runner) -> None:
-    """Check a submission's rows against its registered ``suite``: every run one of its scenarios and seeds, each
-    once, a finite primary metric, every scenario and seed for every allocator."""
+    """Check that the rows are the whole registered ``suite``, each run once, with a finite primary metric."""
     suite_name = suite.name
     expected: dict[tuple[str, int], tuple[str, str, int]] = {}
     for scenario in suite.scenarios:
@@ -112,38 +108,29 @@ def _check_rows(suite: Any, rows: list[dict[str, Any]], runner: Runner) -> None:
 
 
 def check_root(root: Path) -> None:
-    """Refuse a leaderboard folder that is a file, or lies below one."""
     blocker = blocking_path(root)
     if blocker is not None:
         raise ResultsError(f"cannot use '{root}' as the leaderboard folder: {no_folder(blocker, root)}; "
                            "give a folder with --root")
 
 
-def leaderboard_lock(root: Path) -> Path:
-    """The lock file of the leaderboard folder ``root``: beside it (``.NAME.lock``), not in it, which `submit` checks
-    is a leaderboard's or empty."""
-    folder = Path(os.path.abspath(root))
-    return file_lock(folder) if folder.name else folder_lock(folder)
-
-
 def holding_the_lock(command: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """A decorator: the function, given the leaderboard folder as ``root``, runs holding its lock
-    (`leaderboard_lock`), so that a second ``command`` (a submit or a rebuild) of the same leaderboard meanwhile is
-    refused in one line rather than check and write beside it."""
+    """A decorator: the function runs holding the lock of its ``root``; a second ``command`` meanwhile is refused."""
     def decorate(function: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(function)
         def holding_the_lock(*args: Any, **kwargs: Any) -> Any:
             root = inspect.signature(function).bind(*args, **kwargs).arguments["root"]
             check_root(root)  # first: a root below a file has no folder for the lock
-            with sole_writer(leaderboard_lock(root), command, root, option="--root"):
+            folder = Path(os.path.abspath(root))  # the lock lies beside it, not in it (`submit` wants no strays)
+            lock = file_lock(folder) if folder.name else folder_lock(folder)
+            with sole_writer(lock, command, root, option="--root"):
                 return function(*args, **kwargs)
         return holding_the_lock
     return decorate
 
 
 def load_submissions(root: Path, registry: Registry | None = None) -> list[Submission]:
-    """The submissions under ``root``, each checked as `validate` checked it but for its run folders (they stay with
-    the submitter) and its plugins (they need not be installed where the pages are rebuilt)."""
+    """The submissions under ``root``, each checked as `validate` checked it but for its run folders and plugins."""
     folder = root / SUBMISSIONS
     registry = registry or get_registry()
     suites = registry.entries("suite")
@@ -172,12 +159,15 @@ def load_submissions(root: Path, registry: Registry | None = None) -> list[Submi
             check_contents(table, rows, suites, runner)
         except RowsProblem as exc:
             raise _damaged(path, str(exc)) from None
-        record = _submission_record(path)
+        record = _json_of(path, "submission.json")
         described = {key: record.get(key) for key in IDENTITY_KEYS} if isinstance(record, dict) else record
         if described != {"name": path.name, "suite": suite, "allocators": allocators, "runs": len(rows)}:
             raise _damaged(path, "its submission.json does not describe its summary")
         ranked_by, columns = _ranking_of_record(record, rows, path)
-        replayed = _replay_of_record(record, rows, path)
+        replayed = record.get(REPLAY_KEY)
+        if replayed is not None and not _stamped_runs(replayed, ("runs",), rows):
+            raise _damaged(path, f"its submission.json's {REPLAY_KEY} is not {{runs: run ids of its summary, "
+                                 "dcbench_version: a version, date: YYYY-MM-DD}")
         entries = _entries_of_record(record, allocators, path)
         verified = _verified_of(path, rows)
         submissions.append(Submission(path.name, suite, allocators, rows, ranked_by, columns, replayed, entries,
@@ -193,8 +183,7 @@ VERIFIED = "verified.json"  # beside submission.json: what the latest `verify` r
 
 
 def submission_record(submission: Submission) -> dict[str, Any]:
-    """What ``submission.json`` says of a submission: what it is, and what ranks and heads it (its suite's primary
-    metric and direction, its columns' declarations) where the suite's plugin is not installed."""
+    """What ``submission.json`` says of a submission: what it is, and what ranks it where its suite is not installed."""
     record: dict[str, Any] = {"name": submission.name, "suite": submission.suite,
                               "allocators": submission.allocators, "runs": len(submission.rows)}
     if submission.ranked_by is not None:
@@ -209,7 +198,6 @@ def submission_record(submission: Submission) -> dict[str, Any]:
 
 
 def _entries_of_record(record: dict[str, Any], allocators: list[str], path: Path) -> dict[str, dict[str, Any]]:
-    """What a ``submission.json`` says each allocator is, checked (`dcbench.model.about.about_problem`)."""
     entries = record.get(ENTRIES_KEY, {})
     if not isinstance(entries, dict) or not set(entries) <= set(allocators):
         raise _damaged(path, f"its submission.json's {ENTRIES_KEY} are not a table by allocator of its summary")
@@ -221,13 +209,9 @@ def _entries_of_record(record: dict[str, Any], allocators: list[str], path: Path
 
 
 def _verified_of(path: Path, rows: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """What ``VERIFIED`` says the latest `verify` ran again, checked (`_stamped_runs`); None where there is none."""
     if not (path / VERIFIED).exists():
         return None
-    try:
-        verified = read_json(path / VERIFIED)
-    except (OSError, ValueError) as exc:
-        raise _damaged(path, f"its {VERIFIED} does not read: {describe(exc)}") from None
+    verified = _json_of(path, VERIFIED)
     if not _stamped_runs(verified, ("same", "otherwise"), rows):
         raise _damaged(path, f"its {VERIFIED} is not {{same: run ids, otherwise: run ids, dcbench_version: a "
                              "version, date: YYYY-MM-DD}")
@@ -236,8 +220,7 @@ def _verified_of(path: Path, rows: list[dict[str, Any]]) -> dict[str, Any] | Non
 
 @holding_the_lock("leaderboard verify")
 def record_verified(root: Path, outcomes: Sequence[tuple[str, str, bool]]) -> None:
-    """Write `VERIFIED` of each submission of the ``(submission, run id, the same bit for bit)`` a `verify` made
-    again; the others keep the record they had."""
+    """Write `VERIFIED` of each submission of the ``(submission, run id, the same bit for bit)`` `verify` made."""
     import datetime
 
     from dcbench._version import __version__
@@ -252,18 +235,8 @@ def record_verified(root: Path, outcomes: Sequence[tuple[str, str, bool]]) -> No
         write_atomic(root / SUBMISSIONS / name / VERIFIED, lambda path, text=text: path.write_text(text))
 
 
-def _replay_of_record(record: dict[str, Any], rows: list[dict[str, Any]], path: Path) -> dict[str, Any] | None:
-    """What a ``submission.json`` says `submit` replayed, checked (`_stamped_runs`); None where it says nothing."""
-    replayed = record.get(REPLAY_KEY)
-    if replayed is not None and not _stamped_runs(replayed, ("runs",), rows):
-        raise _damaged(path, f"its submission.json's {REPLAY_KEY} is not {{runs: run ids of its summary, "
-                             "dcbench_version: a version, date: YYYY-MM-DD}")
-    return replayed
-
-
 def _stamped_runs(record: Any, lists: tuple[str, ...], rows: list[dict[str, Any]]) -> bool:
-    """Whether ``record`` holds just ``lists`` of run ids of ``rows``, not all empty, a ``dcbench_version`` (a
-    version's text) and a ``date`` (a YYYY-MM-DD day)."""
+    """Whether ``record`` holds just ``lists`` of run ids of ``rows`` (not all empty), a version and a date."""
     import datetime
 
     run_ids = {row["run_id"] for row in rows}
@@ -282,7 +255,6 @@ def _stamped_runs(record: Any, lists: tuple[str, ...], rows: list[dict[str, Any]
 
 def _ranking_of_record(record: dict[str, Any], rows: list[dict[str, Any]], path: Path
                        ) -> tuple[tuple[str, bool] | None, tuple[Column, ...]]:
-    """The ranking and column declarations a ``submission.json`` records, checked: None and none where none."""
     unknown_keys = sorted(set(record) - set(IDENTITY_KEYS) - set(RANKING_KEYS) - {REPLAY_KEY, ENTRIES_KEY})
     if unknown_keys:
         raise _damaged(path, f"its submission.json has unknown keys {unknown_keys}")
@@ -305,8 +277,7 @@ def _ranking_of_record(record: dict[str, Any], rows: list[dict[str, Any]], path:
 
 
 def first_conflict(submissions: list[Submission]) -> tuple[str, str, str, str] | None:
-    """The first run two submissions hold with other numbers, as (run id, the earlier submission, the later one, the
-    first column that differs), or None."""
+    """The first run two submissions hold with other numbers: (run id, earlier, later, first column that differs)."""
     first: dict[str, tuple[str, dict[str, Any]]] = {}
     for submission in submissions:
         for row in submission.rows:
@@ -326,18 +297,17 @@ _MISSING = object()
 
 
 def _conflict(first: Mapping[str, Any], second: Mapping[str, Any]) -> str | None:
-    """The first column two copies of a run disagree on, or None."""
     for column in sorted((set(first) | set(second)) - SWEEP_COLUMNS):
         if not same_value(first.get(column, _MISSING), second.get(column, _MISSING)):
             return column
     return None
 
 
-def _submission_record(path: Path) -> Any:
+def _json_of(path: Path, name: str) -> Any:
     try:
-        return read_json(path / "submission.json")
+        return read_json(path / name)
     except (OSError, ValueError) as exc:
-        raise _damaged(path, f"its submission.json does not read: {describe(exc)}") from None
+        raise _damaged(path, f"its {name} does not read: {describe(exc)}") from None
 
 
 def _damaged(submission: Path, problem: str) -> ResultsError:
@@ -346,9 +316,7 @@ def _damaged(submission: Path, problem: str) -> ResultsError:
 
 
 def default_entry(spec: str, label: str, registry: Registry) -> dict[str, Any]:
-    """What a leaderboard says of an allocator nobody described, from its registration where it is installed: its
-    kind (learned; a built-in heuristic with a paper: a paper baseline, without one: a dcbench baseline; another: a
-    heuristic), authors, links and, for the weights it ships, its trainer's seeds."""
+    """What a leaderboard says of an allocator nobody described, from its registration where it is installed."""
     parsed = Spec.parse(spec)
     entry = registry.entries("allocator").get(parsed.name)
     if entry is None:
@@ -368,9 +336,8 @@ def default_entry(spec: str, label: str, registry: Registry) -> dict[str, Any]:
 
 def _metric_columns(rows: list[dict[str, Any]], primary: str, declared: Sequence[Column]
                     ) -> list[tuple[str, str, str | None, bool]]:
-    """The columns a suite's scenario tables show beside ``primary``, as (column, heading, better, headline): the
-    numbers the metrics declare, in their order; the first `HEADLINE_COLUMNS` headline ones fit a page, the others
-    are behind a toggle."""
+    """The (column, heading, better, headline) a suite's scenario tables show beside ``primary``: the first
+    `HEADLINE_COLUMNS` headline ones, then the others (behind a toggle)."""
     kind = demand_kind(rows[0], declared)
     shown = []
     for column, value in rows[0].items():
@@ -391,8 +358,7 @@ HEADLINE_COLUMNS = 3
 
 @holding_the_lock("leaderboard")
 def build(root: Path, registry: Registry) -> list[Path]:
-    """Rebuild ``root``'s `BUILT` pages and folders from the submissions, first removing what a killed rebuild left of
-    them (under the lock, no other rebuild can be writing them)."""
+    """Rebuild ``root``'s `BUILT` pages and folders from the submissions, a killed rebuild's leftovers removed."""
     from dcbench._version import __version__
 
     if not root.is_dir():
@@ -440,8 +406,7 @@ OWN_FILES = {"plots": (".png",), "tables": (".csv", ".parquet")}  # what its fol
 
 
 def check_own_folder(root: Path) -> None:
-    """Refuse to rebuild in a folder that is not a leaderboard's: with submissions/, pages `build` wrote, and in
-    plots/ and tables/ (replaced whole) only files `build` writes there."""
+    """Refuse to rebuild in a folder that holds anything `build` did not write (it replaces its folders whole)."""
     fix = "give a leaderboard folder of its own with --root"
     if not (root / SUBMISSIONS).is_dir():
         raise ResultsError(f"'{root}' holds no {SUBMISSIONS}/ folder, so it is no leaderboard; {fix}, or start one "
@@ -462,7 +427,6 @@ def check_own_folder(root: Path) -> None:
 
 def _sections(by_suite: dict[str, list[Submission]], registry: Registry, columns: Sequence[Column],
               plots_staging: Path, plots_dir: Path) -> list[Section]:
-    """One section per suite, its plot drawn into ``plots_staging`` and named by its place once it is ``plots_dir``."""
     sections = []
     for suite_name in sorted(by_suite):
         section = functools.partial(_section, suite_name, registry=registry, columns=columns, plots_dir=plots_dir)
@@ -515,7 +479,6 @@ def _grouped(rows: list[dict[str, Any]]) -> dict[tuple[str, str], list[dict[str,
 
 
 def _reference(suite: Any, specs: list[str], registry: Registry) -> str | None:
-    """The resolved spec of the suite's reference allocator where it has runs here, else None."""
     if suite is None or suite.reference is None:
         return None
     resolved = resolved_allocator(registry, suite.reference)
@@ -524,8 +487,7 @@ def _reference(suite: Any, specs: list[str], registry: Registry) -> str | None:
 
 def _about(spec: str, label: str, submissions: list[Submission], registry: Registry, test_seeds: list[int]
            ) -> pages.About:
-    """Who and what ``spec`` is on the page (as the first submission that describes it says, else as its plugin
-    registers it), with its version, date and marks."""
+    """Who and what ``spec`` is on the page (as the first submission describing it says), with its marks."""
     holding = [s for s in submissions if spec in s.allocators]
     described = [s.entries[spec] for s in holding if spec in s.entries]
     about = described[0] if described else default_entry(spec, label, registry)
@@ -543,8 +505,7 @@ def _about(spec: str, label: str, submissions: list[Submission], registry: Regis
 
 
 def recorded_ranking(suite_name: str, submissions: list[Submission]) -> tuple[str, bool]:
-    """What ranks a suite no installed plugin registers: what its submissions recorded (the first one's where they
-    differ), else acceptance_ratio, higher is better, with a warning."""
+    """What ranks a suite no installed plugin registers: what its first submission recorded, else acceptance_ratio."""
     recorded = [s.ranked_by for s in submissions if s.ranked_by is not None]
     if not recorded:
         warnings.warn(f"suite {suite_name!r} is not installed here and its submissions record no ranking; ranked by "
@@ -559,8 +520,7 @@ def recorded_ranking(suite_name: str, submissions: list[Submission]) -> tuple[st
 
 def _unrankable(submissions: list[Submission], exc: Exception, section: Callable[..., Section],
                 plots_staging: Path, root: Path) -> ResultsError:
-    """The error for a suite whose ``section`` failed with ``exc``, naming the first submission whose section fails
-    on its own too (drawn into a folder of its own, removed again), else all of them."""
+    """The error for a suite whose ``section`` failed, naming the first submission that fails on its own too."""
     problem = describe(exc)
     culprits = submissions
     if len(submissions) > 1:
@@ -583,17 +543,8 @@ def _unrankable(submissions: list[Submission], exc: Exception, section: Callable
 
 def _plot(rows: list[dict[str, Any]], scenarios: list[str], metric: str, path: Path, title: str,
           defaults: Mapping[str, str]) -> Path:
-    """The suite ``title``'s ranking ``metric`` per scenario and allocator, in the colours they declare, its scenarios
-    named as its figures name them; where it declares none (or is not installed), as the figures of its rows' one
-    topology family do, else by their labels."""
-    from dcbench.publishing.figures import (
-        allocator_colours,
-        metric_panels,
-        scenario_label,
-        suite_figures,
-        topology_figures,
-    )
-
+    """The suite ``title``'s ranking ``metric`` per scenario and allocator, its scenarios named by its figures, else
+    its topology family's, else by their labels."""
     registry = get_registry()  # the one `dcbench leaderboard` builds with
     declared = suite_figures(registry.entries("suite").get(title))
     families = {r["topology"].partition(":")[0] for r in rows}

@@ -21,6 +21,7 @@ SUBMISSIONS = "submissions"  # the leaderboard's folder of submissions
 DOCS = "../docs/leaderboard.md#how-entries-are-ranked"  # the page's link to how it ranks, from leaderboard/
 BOUND_DOCS = "../docs/bounds.md"  # its link to how the bound is computed
 BETTER = {"higher": "↑", "lower": "↓", None: ""}
+NO_DELTA = Estimate(math.nan, math.nan)  # what the tables show where an entry has no Δ
 PAPERS = (  # the papers whose scenarios the built-in suites run (README.md, The papers)
     ("Z. Shabka and G. Zervas", "Network-aware compute and memory allocation in optically composable data centers "
      "with deep reinforcement learning and graph neural networks", "Journal of Optical Communications and "
@@ -53,7 +54,6 @@ class About:
 
     @property
     def verified_text(self) -> str:
-        """What was run again, in words."""
         parts = [f"{n} run{'s' * (n != 1)} replayed at submission (dcbench {version}, {date})"
                  for n, version, date in self.replayed]
         parts += [f"{same + otherwise} re-run by verify (dcbench {version}, {date}): "
@@ -86,8 +86,7 @@ class Section:
 
 
 def decimals(values: Iterable[float]) -> int:
-    """Decimal places that show three significant digits of the median of ``values`` (zeros left out): one format per
-    column, whatever each cell's size."""
+    """Decimal places that show three significant digits of the median of ``values`` (zeros left out)."""
     sizes = sorted(abs(v) for v in values if math.isfinite(v) and v != 0)
     return 3 if not sizes else min(6, max(0, 2 - math.floor(math.log10(sizes[len(sizes) // 2]))))
 
@@ -124,12 +123,12 @@ def _heading(name: str, better: str | None) -> str:
 
 
 def verdict(section: Section) -> str:
-    """Whether the data separates the two leading entries, and if not, how many seeds would; in how many scenarios
-    one entry is significantly better than every other."""
+    """Whether the data separates the two leading entries (if not, how many seeds would), and the scenario wins."""
     ranking = section.ranking
     if ranking.leaders_separated is None:
         return ""
-    first, second = sorted(ranking.entries, key=lambda e: (e.rank, -_sign(section) * e.score.mean))[:2]
+    sign = 1.0 if section.higher else -1.0
+    first, second = sorted(ranking.entries, key=lambda e: (e.rank, -sign * e.score.mean))[:2]
     names = f"{section.name(first.entry)} and {section.name(second.entry)}"
     won = sum(any(row.win for row in rows) for rows in ranking.scenarios.values())
     scenarios = (f" In {won} of {len(ranking.scenarios)} scenarios one entry is significantly better than every "
@@ -141,10 +140,6 @@ def verdict(section: Section) -> str:
         text += (f" Were their observed difference real, about {ranking.seeds_needed} seeds per scenario would "
                  "separate them with 80% power; a suite with more seeds is a new suite, not an edit of this one.")
     return text + scenarios
-
-
-def _sign(section: Section) -> float:
-    return 1.0 if section.higher else -1.0
 
 
 def how_ranked(section: Section) -> str:
@@ -162,7 +157,7 @@ def summary_rows(section: Section) -> list[dict[str, Any]]:
     for ranked in section.ranking.entries:
         entry = section.entries[ranked.entry]
         about = entry.about
-        delta = ranked.delta or Estimate(math.nan, math.nan)
+        delta = ranked.delta or NO_DELTA
         rows.append({
             "rank": ranked.rank, "name": section.name(ranked.entry), "allocator": ranked.entry,
             "kind": about["kind"], "authors": "; ".join(about.get("authors", [])), "paper": about.get("paper", ""),
@@ -178,7 +173,7 @@ def scenario_rows(section: Section) -> list[dict[str, Any]]:
     for scenario in section.scenarios:
         for ranked in section.ranking.scenarios[scenario]:
             measured = section.measured[(scenario, ranked.entry)]
-            delta = ranked.delta or Estimate(math.nan, math.nan)
+            delta = ranked.delta or NO_DELTA
             row = {"scenario": scenario, "rank": ranked.rank, "name": section.name(ranked.entry),
                    "allocator": ranked.entry, section.metric: ranked.value.mean,
                    f"{section.metric}_ci95": ranked.value.half, "delta": delta.mean, "delta_ci95": delta.half,
@@ -212,7 +207,6 @@ def table_files(section: Section, name: str) -> list[tuple[str, str]]:
 
 
 def _md_name(section: Section, spec: str) -> str:
-    """An entry's name in a Markdown cell, with its short spec where that differs (a spec holds no '`' or '|')."""
     name = section.name(spec)
     return cell(name) + (f" (`{section.label[spec]}`)" if section.label[spec] != name else "")
 
@@ -274,6 +268,11 @@ def _th(text: str, kind: str = "number", css: str = "", title: str = "") -> str:
     return f"<th{attributes}>{_e(text)}</th>"
 
 
+def _table(css: str, table_id: str, head: str, rows: list[str]) -> list[str]:
+    return [f'<div class="table-wrap"><table class="{css} sortable" id="{_e(table_id)}"><thead><tr>{head}</tr>'
+            "</thead><tbody>", *rows, "</tbody></table></div>"]
+
+
 def _number(value: float) -> str:
     return "nan" if math.isnan(value) else repr(value)
 
@@ -307,32 +306,30 @@ def _summary_table(section: Section) -> list[str]:
            '<input type="search" class="text-filter" placeholder="Filter entries" aria-label="Filter entries">'
            '<select class="kind-filter" aria-label="Kind"><option value="">every kind</option>'
            + "".join(f'<option value="{k}">{k}</option>' for k in KINDS)
-           + '</select> <span class="shown-count"></span></div>',
-           f'<div class="table-wrap"><table class="summary sortable" id="{_e(table)}"><thead><tr>'
-           + _th("Rank", css="rank-group", title="one more than the number of entries significantly better")
-           + _th("Entry", "text") + _th("Kind", "text") + _th("Authors", "text")
-           + _th(_heading("Score", better), title="mean over scenarios, 95% interval")
-           + _th("Δ", title=f"paired difference from {section.label.get(section.reference, 'no reference')}")
-           + _th("Wins", title="scenarios where it is significantly better than every other entry")
-           + _th("Verified", "text", title="runs made again bit for bit")
-           + _th("Training", "text", title="a learned entry's training seeds against the suite's test seeds")
-           + _th("Version", "text") + _th("Date", "text", title="the day it was submitted") + "</tr></thead><tbody>"]
+           + '</select> <span class="shown-count"></span></div>']
+    head = (_th("Rank", css="rank-group", title="one more than the number of entries significantly better")
+            + _th("Entry", "text") + _th("Kind", "text") + _th("Authors", "text")
+            + _th(_heading("Score", better), title="mean over scenarios, 95% interval")
+            + _th("Δ", title=f"paired difference from {section.label.get(section.reference, 'no reference')}")
+            + _th("Wins", title="scenarios where it is significantly better than every other entry")
+            + _th("Verified", "text", title="runs made again bit for bit")
+            + _th("Training", "text", title="a learned entry's training seeds against the suite's test seeds")
+            + _th("Version", "text") + _th("Date", "text", title="the day it was submitted"))
+    rows = []
     for ranked in section.ranking.entries:
         entry = section.entries[ranked.entry]
         about = entry.about
-        delta = ranked.delta or Estimate(math.nan, math.nan)
-        out.append(
+        rows.append(
             f'<tr data-kind="{_e(about["kind"])}">' + _td(str(ranked.rank), ranked.rank, "rank-group")
             + _td(_entry_cell(section, ranked.entry), section.name(ranked.entry)) + _td(_e(about["kind"]))
             + _td(_e(", ".join(about.get("authors", []))), css="wrap")
             + _td(shown(ranked.score, places), _number(ranked.score.mean))
-            + _td(_delta(section, ranked.entry, ranked.delta, places), _number(delta.mean))
+            + _td(_delta(section, ranked.entry, ranked.delta, places), _number((ranked.delta or NO_DELTA).mean))
             + _td(f"{ranked.wins}/{ranked.scenarios}", ranked.wins)
             + _td(f'<span class="mark verified" title="{_e(entry.verified_text)}">{entry.verified_mark}</span>',
                   entry.verified_mark)
             + _training_cell(entry) + _td(_e(entry.version)) + _td(_e(entry.date)) + "</tr>")
-    out.append("</tbody></table></div>")
-    return out
+    return out + _table("summary", table, head, rows)
 
 
 def _scenario_table(section: Section, index: int, scenario: str) -> list[str]:
@@ -344,12 +341,11 @@ def _scenario_table(section: Section, index: int, scenario: str) -> list[str]:
                       for column, heading, better, headline in section.columns))
     out = [f'<h4>{_e(scenario)}</h4><div class="table-tools">'
            f'<button type="button" class="toggle-columns" data-table="{_e(table)}">Show all metrics</button>'
-           '</div>' if any(not c[3] for c in section.columns) else f"<h4>{_e(scenario)}</h4>",
-           f'<div class="table-wrap"><table class="scenario sortable" id="{_e(table)}"><thead><tr>{head}</tr>'
-           "</thead><tbody>"]
+           '</div>' if any(not c[3] for c in section.columns) else f"<h4>{_e(scenario)}</h4>"]
+    rows = []
     for ranked in section.ranking.scenarios[scenario]:
         measured = section.measured[(scenario, ranked.entry)]
-        delta = ranked.delta or Estimate(math.nan, math.nan)
+        delta = ranked.delta or NO_DELTA
         cells = [_td(str(ranked.rank), ranked.rank, "rank-group"), _td(_e(section.name(ranked.entry)),
                                                                    section.name(ranked.entry)),
                  _td(shown(ranked.value, places[section.metric]), _number(ranked.value.mean)),
@@ -357,9 +353,8 @@ def _scenario_table(section: Section, index: int, scenario: str) -> list[str]:
                  _td("✓" if ranked.win else "", "✓" if ranked.win else "")]
         cells += [_td(shown(measured[column], places[column]), _number(measured[column][0]),
                       "" if headline else "extra") for column, _, _, headline in section.columns]
-        out.append(f'<tr data-kind="{_e(section.entries[ranked.entry].about["kind"])}">' + "".join(cells) + "</tr>")
-    out.append("</tbody></table></div>")
-    return out
+        rows.append(f'<tr data-kind="{_e(section.entries[ranked.entry].about["kind"])}">' + "".join(cells) + "</tr>")
+    return out + _table("scenario", table, head, rows)
 
 
 def _bound_tables(section: Section) -> list[str]:
@@ -367,27 +362,21 @@ def _bound_tables(section: Section) -> list[str]:
     summary = section.bounds
     if summary is None:
         return []
-    table = f"bound-{section.suite_name}"
     out = [f'<h3>Bound</h3><p class="how">The value no allocator can beat on these requests, though it may be '
            f'loose (<a href="{_e(BOUND_DOCS)}">how it is computed</a>), mean over seeds, and the best entry\'s gap '
-           "to it.</p>",
-           f'<div class="table-wrap"><table class="bounds sortable" id="{_e(table)}"><thead><tr>'
-           + _th("Scenario", "text") + _th("Bound") + _th("Best entry", "text") + _th("Its mean") + _th("Gap")
-           + "</tr></thead><tbody>"]
-    for scenario, bound, best, mean, gap in summary.rows:
-        out.append("<tr>" + _td(_e(scenario)) + _td(f"{bound:.3f}", _number(bound))
+           "to it.</p>"]
+    out += _table("bounds", f"bound-{section.suite_name}",
+                  _th("Scenario", "text") + _th("Bound") + _th("Best entry", "text") + _th("Its mean") + _th("Gap"),
+                  ["<tr>" + _td(_e(scenario)) + _td(f"{bound:.3f}", _number(bound))
                    + _td(_e(section.name(best)), section.name(best)) + _td(f"{mean:.3f}", _number(mean))
-                   + _td(f"{gap:.3f}", _number(gap)) + "</tr>")
-    out.append("</tbody></table></div>")
+                   + _td(f"{gap:.3f}", _number(gap)) + "</tr>" for scenario, bound, best, mean, gap in summary.rows])
     if summary.scores:
-        out += [f'<p class="how">Normalised score: {_e(section.name(summary.floor))} = 0, the bound = 1; '
-                f"{_e(NORMALISED_HOW)}</p>",
-                f'<div class="table-wrap"><table class="normalised sortable" id="normalised-{_e(section.suite_name)}">'
-                "<thead><tr>" + _th("Entry", "text") + _th("Normalised score") + "</tr></thead><tbody>"]
-        out += ["<tr>" + _td(_e(section.name(spec)), section.name(spec))
-                + _td(format_ci(score.mean, score.half), _number(score.mean)) + "</tr>"
-                for spec, score in summary.scores]
-        out.append("</tbody></table></div>")
+        out.append(f'<p class="how">Normalised score: {_e(section.name(summary.floor))} = 0, the bound = 1; '
+                   f"{_e(NORMALISED_HOW)}</p>")
+        out += _table("normalised", f"normalised-{section.suite_name}", _th("Entry", "text") + _th("Normalised score"),
+                      ["<tr>" + _td(_e(section.name(spec)), section.name(spec))
+                       + _td(format_ci(score.mean, score.half), _number(score.mean)) + "</tr>"
+                       for spec, score in summary.scores])
     return out
 
 

@@ -1,18 +1,6 @@
-"""Rankings no stronger than the data: an aggregate score per entry with a 95% interval, ranks shared by the entries
-that paired tests cannot separate, and scenario wins counted only where they are significant.
-
-The aggregate score is the mean over a suite's scenarios of each scenario's mean over seeds. Its interval is a
-stratified Student t interval: the scenarios are strata, the seeds within one independent draws, so the score's
-variance is the sum of the scenarios' variances of the mean over S², with Welch–Satterthwaite degrees of freedom. Two
-entries are compared on the same seeds: the same computation on their per-seed differences gives a p-value, and the
-p-values of all pairs are corrected together with Holm's step-down method. An entry's rank is one more than the
-number of entries significantly better than it, so entries the data cannot separate share a rank. Within a
-scenario the same holds with one stratum (a paired t test over seeds).
-
-Why t and not a bootstrap: with five seeds per scenario, a bootstrap resamples five values, which understates their
-spread by a factor 4/5 and has only 126 distinct resamples; the t interval is exact for normal per-seed values and is
-the one every per-scenario table of dcbench shows.
-"""
+"""Rankings no stronger than the data: a score per entry with its stratified t interval, ranks shared by the entries
+that Holm-corrected paired tests cannot separate, and scenario wins counted only where significant
+(docs/leaderboard.md, How entries are ranked)."""
 
 from __future__ import annotations
 
@@ -32,8 +20,7 @@ Values = Mapping[str, Mapping[str, Mapping[int, float]]]
 
 @dataclass(frozen=True)
 class Estimate:
-    """A mean with the half-width of its 95% interval (NaN where there is no interval) and a two-sided p-value of
-    the mean being zero (for differences; NaN where untested)."""
+    """A mean, the half-width of its 95% interval and the two-sided p-value of its being zero (NaN: none)."""
 
     mean: float
     half: float
@@ -72,8 +59,8 @@ class SuiteRanking:
 
 
 def stratified(samples: Sequence[np.ndarray]) -> tuple[float, float, float]:
-    """The mean of the strata's means (``samples``: an array of values per scenario), its standard error and its
-    Welch–Satterthwaite degrees of freedom; the last two NaN where a stratum has fewer than two values."""
+    """The mean of the strata's means, its standard error and its Welch–Satterthwaite degrees of freedom (NaN where a
+    stratum has fewer than two values)."""
     strata = len(samples)
     mean = sum(float(np.mean(s)) for s in samples) / strata
     if any(len(s) < 2 for s in samples):
@@ -87,7 +74,7 @@ def stratified(samples: Sequence[np.ndarray]) -> tuple[float, float, float]:
 
 
 def estimate(samples: Sequence[np.ndarray]) -> Estimate:
-    """`stratified`'s mean with its 95% interval and the p-value of its being zero."""
+    """`stratified`'s mean as an `Estimate`."""
     from scipy import stats
 
     mean, error, dof = stratified(samples)
@@ -111,8 +98,7 @@ def holm(p_values: Sequence[float]) -> list[bool]:
 
 
 def rank_suite(values: Values, scenarios: Sequence[str], higher: bool, reference: str | None) -> SuiteRanking:
-    """Rank a suite's entries by their ranking metric's ``values``, on the suite's ``scenarios`` each ran, ``higher``
-    better or not, every Δ measured against ``reference`` (None: no Δ)."""
+    """Rank a suite's entries by their ``values``, every Δ measured against ``reference`` (None: no Δ)."""
     sign = 1.0 if higher else -1.0
     entries = sorted(values)
     ran = {e: [s for s in scenarios if values[e].get(s)] for e in entries}
@@ -186,9 +172,8 @@ def _rank_scenario(scenario: str, entries: list[str], values: Values, paired, si
 
 
 def _seeds_needed(values: Values, first: str, second: str, scenarios: Sequence[str], n_entries: int) -> int | None:
-    """Seeds per scenario for a paired test at the Bonferroni level over all pairs to separate ``first`` from
-    ``second`` with probability `POWER`, were the true difference the one observed (normal approximation); None where
-    the observed difference is zero or its spread unknown."""
+    """Seeds per scenario for a Bonferroni-level paired test to separate ``first`` from ``second`` with probability
+    `POWER`, were the observed difference real (normal approximation); None where it is zero or its spread unknown."""
     from scipy import stats
 
     samples = differences(values, first, second, scenarios)

@@ -1,5 +1,5 @@
-"""A submission's replay on arrival: one seed of every scenario and allocator made again, in fresh
-processes that load only the plugins it uses, and compared bit for bit (`dcbench.publishing.verify`)."""
+"""A submission's replay on arrival: one seed of every scenario and allocator made again in fresh processes that load
+only its plugins, compared bit for bit."""
 
 from __future__ import annotations
 
@@ -33,16 +33,15 @@ def plugins_used(rows: Sequence[Mapping[str, Any]], suite: str, registry: Any) -
 
 
 def only_these_plugins(used: set[str], registry: Any) -> dict[str, str]:
-    """The environment that turns off every third-party plugin installed here but those ``used``
-    (`DCBENCH_DISABLE_PLUGINS`, with what the user turned off already)."""
+    """The environment that turns off every third-party plugin installed here but those ``used``."""
     unused = [plugin.name for plugin in registry.plugins if not plugin.builtin and plugin.name not in used]
     names = list(dict.fromkeys([*disabled_names(), *unused]))
     return {DISABLE_VARIABLE: ",".join(names)} if names else {}
 
 
 def replay(rows: Sequence[Mapping[str, Any]], suite: str, registry: Any, workers: int) -> dict[str, Any]:
-    """Make one seed of every (scenario, allocator) of a submission again, in fresh workers loading only its plugins,
-    the seeds drawn anew each time; the ``submission.json`` record of it, or a `ResultsError` naming what differed."""
+    """Make one random seed of every (scenario, allocator) of a submission again; the ``submission.json`` record of it,
+    or a `ResultsError` naming what differed."""
     from dcbench._version import __version__
 
     chosen = replay_rows(rows, np.random.default_rng())

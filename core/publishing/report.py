@@ -24,22 +24,14 @@ _MARKDOWN_SYNTAX = re.compile(r"[\\`*\[\]<>|$&~#]|(?<![A-Za-z0-9])_|_(?![A-Za-z0
 
 
 def cell(text: str) -> str:
-    """``text`` shown as itself in a Markdown cell or heading: syntax backslash-escaped ('|' would end the cell, '<'
-    start HTML, '$' a formula), control characters as spaces."""
+    """``text`` shown as itself in a Markdown cell or heading: syntax backslash-escaped, control characters spaced."""
     text = "".join(character if character.isprintable() else " " for character in text)
     return _MARKDOWN_SYNTAX.sub(lambda match: "\\" + match[0], text)
 
 
-def display_name(spec: str, specs: Sequence[str]) -> str:
-    """An allocator's plain name, or its full spec where two variants of it compete."""
-    base = spec.split(":")[0]
-    return base if sum(s.split(":")[0] == base for s in specs) == 1 else spec
-
-
 def labels(specs: Sequence[str], defaults: Mapping[str, str] | None = None) -> dict[str, str]:
-    """How a report names each allocator: the plugin's name and the options that tell it apart (those on which
-    competing variants differ, else those differing from ``defaults``), so ``tetris:fit_last=yes`` never shows as
-    ``tetris``; `display_name` where the defaults are unknown.
+    """How a report names each allocator: the plugin's name and the options that tell it apart from competing
+    variants, else from ``defaults``.
 
     Args:
         specs: The allocators' resolved specs.
@@ -62,18 +54,16 @@ def labels(specs: Sequence[str], defaults: Mapping[str, str] | None = None) -> d
         elif defaults is not None and base in defaults:
             default_options = Spec.parse(defaults[base]).kwargs
             keys = {k for k, v in options[spec].items() if default_options.get(k) != v}
-        else:
-            shown[spec] = display_name(spec, specs)
-            continue
+        else:  # the one variant, no defaults to tell it from: its plain name
+            keys = set()
         changed = [f"{k}={v}" for k, v in options[spec].items() if k in keys]
         shown[spec] = base + (":" + ",".join(changed) if changed else "")
     return shown
 
 
 def as_scenarios(rows: list[dict[str, Any]], registry: Any) -> list[dict[str, Any]]:
-    """A folder's runs as a sweep's rows: each with its `scenario_labels` ``scenario``, every column (None where
-    lacking), sorted by scenario, allocator and seed; two runs of one cell and seed (two dcbench versions, say) would
-    count twice, so they are an error."""
+    """A folder's runs as a sweep's rows, each with its ``scenario`` label and every column; two runs of one cell
+    and seed are an error."""
     labels_of = scenario_labels([(r["topology"], r["workload"], r["requests"]) for r in rows], registry)
     columns = list(dict.fromkeys(column for row in rows for column in row))
     seen: dict[tuple[str, str, int], dict[str, Any]] = {}
@@ -117,8 +107,7 @@ def scenarios_table(rows: list[dict[str, Any]]) -> str:
 
 def report_runs(rows: list[dict[str, Any]], title: str, columns: Sequence[Column] | None = None,
                 baselines: set[str] | None = None, defaults: Mapping[str, str] | None = None) -> str:
-    """The report of runs no suite ranks (a folder of runs, an ad-hoc sweep): the scenarios' specs, then `report`'s
-    tables ranked by the kind's ranking column, a section per demand kind. ``columns``: as `report`'s."""
+    """The report of runs no suite ranks: per demand kind, the scenarios' specs, then `report`'s tables."""
     columns = declared(columns)
     parts = by_demand_kind(rows, columns)
     ranked_by = ranking_columns(columns)
@@ -196,8 +185,7 @@ def has_value(value: Any) -> bool:
 
 def headline_columns(declared: Sequence[Column], kind: str, summaries: Sequence[Mapping[str, Any]]
                      ) -> list[tuple[str, str, str | None]]:
-    """(column, heading, better) of each headline column for ``kind`` that some summary has a value in, the kind's
-    ranking column first, the rest in declaration order."""
+    """(column, heading, better) of each headline column for ``kind`` some summary has a value in, ranking first."""
     columns = list(dict.fromkeys(column for summary in summaries for column in summary))
     found: dict[str, tuple[str, str | None]] = {}
     for declaration in declared:
@@ -236,8 +224,8 @@ def signed_ci(mean: float, half: float) -> str:
 
 
 def mean_and_spread(mean: float, spread: float) -> str:
-    """``mean ± spread``: the mean to `significant` digits, the spread to as many places (5.68 ± 0.26), or to its own
-    significant digits where that would show 0 or the mean is scientific (8.50e-08 ± 1.20e-08)."""
+    """``mean ± spread``: the spread to the mean's decimal places (5.68 ± 0.26), or to its own significant digits
+    where that would show 0 or the mean is scientific (8.50e-08 ± 1.20e-08)."""
     shown = significant(mean)
     if not has_value(spread):
         return shown
@@ -248,9 +236,8 @@ def mean_and_spread(mean: float, spread: float) -> str:
 
 
 def report_columns(declared: Sequence[Column], kind: str, row: Mapping[str, Any]) -> list[tuple[str, str, bool]]:
-    """(column, description, higher is better) of each declared column a report of ``kind`` shows and ``row`` has
-    (not one declared a headline of other kinds alone): ranking ones first, then those for ``kind`` alone, then
-    the rest, each group in declaration order."""
+    """(column, description, higher is better) of each declared column a report of ``kind`` shows and ``row`` has:
+    ranking ones first, then those for ``kind`` alone, then the rest."""
     shown: dict[str, tuple[str, bool, int]] = {}
     for declaration in declared:
         if declaration.description is None or kind not in declaration.demands:
@@ -273,10 +260,8 @@ def baselines(registry: Any) -> set[str]:
 
 def paired_table(rows: list[dict[str, Any]], metric: str, baselines: set[str], higher_is_better: bool = True,
                  defaults: Mapping[str, str] | None = None) -> str:
-    """Each non-baseline allocator against the best baseline of every scenario, seed by seed.
-
-    For a metric where lower is better, the last column is the factor by which the challenger is lower (the best
-    baseline's mean over its mean), as the papers state it."""
+    """Each non-baseline allocator against the best baseline of every scenario, seed by seed (where lower is better,
+    the last column is the factor by which it is lower, as the papers state it)."""
     scenarios = list(dict.fromkeys(r["scenario"] for r in rows))
     allocators = list(dict.fromkeys(r["allocator"] for r in rows))
     challengers = [a for a in allocators if a.split(":")[0] not in baselines]
@@ -327,9 +312,8 @@ def paired_table(rows: list[dict[str, Any]], metric: str, baselines: set[str], h
 def report(rows: list[dict[str, Any]], title: str, primary: str, higher_is_better: bool = True,
            columns: Sequence[Column] | None = None, baselines: set[str] | None = None,
            defaults: Mapping[str, str] | None = None) -> str:
-    """A sweep's report in Markdown: a table (mean ± 95% CI) per declared column it has, a ranking by ``primary``,
-    and the non-baseline allocators against the best of ``baselines``. ``columns``: the metrics' declared columns
-    (`Registry.columns`; default: the loaded plugins')."""
+    """A sweep's report in Markdown: a table (mean ± 95% CI) per declared column it has (``columns``; default: the
+    loaded plugins'), a ranking by ``primary``, and the non-baseline allocators against the best of ``baselines``."""
     if not rows:
         raise ResultsError("the summary has no rows; run the sweep first")
     seeds = sorted({r["seed"] for r in rows})

@@ -1,8 +1,5 @@
 """What a leaderboard submission may hold, checked alike by `submit` and every rebuild: plain specs of a small
-alphabet (no path, Markdown or HTML), numbers in their columns' ranges, and a folder named from validated names and a
-digest, below ``submissions/``. Whether the allocator is installed here (`registered_problem`) is `submit`'s check
-alone, so a rebuild ranks a submission whose plugin was since uninstalled as it was accepted.
-"""
+alphabet (no path, Markdown or HTML) and a folder named from validated names and a digest."""
 
 from __future__ import annotations
 
@@ -35,9 +32,7 @@ def shown(text: Any, limit: int = 80) -> str:
 
 
 def spec_problem(kind: str, text: Any) -> str | None:
-    """Why ``text`` cannot be a submitted ``kind`` spec, or None: at most `MAX_SPEC_LENGTH` of `SPEC_CHARACTERS` (and
-    '/' in a workload's relative paths), no '..', parses; an allocator's names no ``checkpoint=`` file (only its
-    submitter has it)."""
+    """Why ``text`` cannot be a submitted ``kind`` spec, or None."""
     if not isinstance(text, str):
         return f"{kind} {shown(text)} is not a spec"
     if len(text) > MAX_SPEC_LENGTH:
@@ -98,17 +93,12 @@ def names_problem(suite: Any, columns: list[str], rows: list[dict[str, Any]]) ->
                 "a metric's)")
     checked: set[tuple[str, str]] = set()
     for row in rows:
-        for kind in SPECS:
+        for kind in (*SPECS, "scenario"):
             if (kind, row[kind]) not in checked:
-                problem = spec_problem(kind, row[kind])
+                problem = label_problem(row[kind]) if kind == "scenario" else spec_problem(kind, row[kind])
                 if problem is not None:
                     return f"run {row['run_id']}: {problem}"
                 checked.add((kind, row[kind]))
-        if ("scenario", row["scenario"]) not in checked:
-            problem = label_problem(row["scenario"])
-            if problem is not None:
-                return f"run {row['run_id']}: {problem}"
-            checked.add(("scenario", row["scenario"]))
     return None
 
 
@@ -140,8 +130,7 @@ def submission_name(suite: str, allocators: list[str], run_ids: list[str], versi
 
 
 def folder_problem(folder: Path, submissions: Path) -> str | None:
-    """Why ``folder`` cannot be a submission's folder, or None: a `submission_name`, no link, right below
-    ``submissions``."""
+    """Why ``folder`` cannot be a submission's folder right below ``submissions``, or None."""
     name = folder.name
     if not SUBMISSION_NAME.fullmatch(name) or ".." in name or len(name) > MAX_NAME_LENGTH:
         return f"its name {shown(name)} is none that `dcbench leaderboard submit` gives"

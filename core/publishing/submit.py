@@ -1,5 +1,5 @@
-"""Submitting a sweep to the leaderboard: `validate` its results folder, replay one seed of every
-scenario and allocator (`dcbench.publishing.replay`), and copy it in under the leaderboard's lock."""
+"""Submitting a sweep to the leaderboard: `validate` its results folder, replay one seed of every scenario and
+allocator, and copy it in under the leaderboard's lock."""
 
 from __future__ import annotations
 
@@ -40,9 +40,8 @@ def _refuse(reason: str) -> ResultsError:
 
 
 def described(allocators: list[str], about: Mapping[str, Any], registry: Registry) -> dict[str, dict[str, Any]]:
-    """Who and what each allocator is: as its plugin registers it (`default_entry`), with what ``about`` says of it
-    laid over that. ``about`` is keyed by an allocator's spec as the sweep resolved it, its short name on the pages, or
-    its plugin's name where that names one allocator of the submission."""
+    """Who and what each allocator is: as its plugin registers it, with what ``about`` says of it (keyed by its spec,
+    its short name, or its plugin's name) laid over that."""
     label = labels(allocators, default_specs(registry))
     entries = {spec: default_entry(spec, label[spec], registry) for spec in allocators}
     for key, given in about.items():
@@ -65,8 +64,7 @@ def described(allocators: list[str], about: Mapping[str, Any], registry: Registr
 
 
 def validate(results: Path, registry: Registry, about: Mapping[str, Any] | None = None) -> Submission:
-    """Check a sweep's results folder, and what ``about`` says of its allocators (`described`); the accepted
-    submission, or a one-line refusal."""
+    """Check a sweep's results folder and what ``about`` says of its allocators; the accepted submission."""
     from dcbench._version import __version__
 
     if is_adhoc_sweep(results):  # before its runs are checked: nothing about them would make it rankable
@@ -109,8 +107,7 @@ def validate(results: Path, registry: Registry, about: Mapping[str, Any] | None 
 @holding_the_lock("leaderboard submit")
 def submit(results: Path, root: Path, registry: Registry, workers: int = 1, about: Mapping[str, Any] | None = None
            ) -> Path:
-    """Validate a submission, replay one seed of every scenario and allocator in it (`dcbench.publishing.replay.replay`,
-    ``workers`` processes at a time), and copy it into ``root/submissions`` (atomically)."""
+    """Validate a submission, replay one seed of every scenario and allocator, and copy it in atomically."""
     from dcbench.publishing.replay import replay
 
     if root.is_dir() and not (root / SUBMISSIONS).is_dir() and any(root.iterdir()):

@@ -1,5 +1,4 @@
-"""Submitted runs made again and compared bit for bit: `dcbench leaderboard verify` and a submission's replay on
-arrival, each allocator's runs in workers of their own."""
+"""Submitted runs made again and compared bit for bit: `dcbench leaderboard verify` and a submission's replay."""
 
 from __future__ import annotations
 
@@ -15,9 +14,8 @@ _MISSING = object()
 
 
 def differing_columns(row: Mapping[str, Any], run_id: str, summary: Mapping[str, Any]) -> list[str]:
-    """The summary columns of a submitted ``row`` that its run made again gave otherwise (``run_id``
-    where its identity changed, then each third-party plugin whose identity did, `changed_plugins`); a column only
-    this installation adds says nothing of the row."""
+    """The summary columns of a submitted ``row`` that its run made again gave otherwise (``run_id`` first, with the
+    `changed_plugins`, where its identity changed)."""
     if run_id != row["run_id"]:
         return ["run_id", *changed_plugins(row.get("allocator_fingerprint") or "",
                                            summary.get("allocator_fingerprint") or "")]
@@ -37,8 +35,8 @@ PLUGIN_PART = "plugin "  # how a run's fingerprint names a third-party plugin's 
 
 
 def changed_plugins(submitted: str, installed: str) -> list[str]:
-    """Each third-party plugin whose identity (``DIST VERSION src=DIGEST``) differs between a submitted run's
-    fingerprint and the same run's made here: "DIST: submitted IDENTITY, installed IDENTITY" ("none" where absent)."""
+    """"DIST: submitted IDENTITY, installed IDENTITY" of each third-party plugin whose identity differs between the
+    fingerprints of a submitted run and the same run made here."""
     def identities(fingerprint: str) -> dict[str, str]:
         parts = [part.removeprefix(PLUGIN_PART) for part in fingerprint.split("; ") if part.startswith(PLUGIN_PART)]
         return {part.split(" ")[0]: part for part in parts}
@@ -68,9 +66,8 @@ def planned_rerun(row: Mapping[str, Any], runner: Runner, plans: dict[tuple[Any,
 def rerun_rows(rows: Sequence[Mapping[str, Any]], runner: Runner, workers: int,
                on_result: Callable[[int, list[str] | DcbenchError], None], fresh: bool = False,
                environ: Mapping[str, str] | None = None) -> None:
-    """Make the submitted ``rows`` again in workers, each allocator's apart, calling ``on_result`` with each row's
-    index and its `differing_columns`, or its run's error, as each comes; a `ResultsError` for a worker that died or
-    changed its network."""
+    """Make the submitted ``rows`` again in workers, calling ``on_result`` with each row's index and its
+    `differing_columns` or its run's error."""
     planned, index_of, plans = [], {}, {}
     for i, row in enumerate(rows):
         try:
@@ -107,9 +104,8 @@ def rerun(row: Mapping[str, Any], runner: Runner) -> list[str]:
 
 
 def sample_runs(submissions: list[Any], count: int, seed: int) -> list[tuple[str, dict[str, Any]]]:
-    """``count`` (submission name, row) pairs drawn without replacement, one of every allocator of every
-    submission first (each leaderboard entry's verified mark rests on it), the same for the same seed; every run
-    where ``count`` covers them all."""
+    """``count`` (submission name, row) pairs drawn without replacement, one of every allocator of every submission
+    first (each entry's verified mark rests on it)."""
     import numpy as np
 
     pairs = [(submission.name, row) for submission in submissions for row in submission.rows]

@@ -1,3 +1,3 @@
 """The version of dcbench, hashed into every run id: one place to bump it."""
 
-__version__ = "0.5.0"
+__version__ = "0.5.1"

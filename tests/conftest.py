@@ -143,6 +143,16 @@ def failed_export_keeps_the_previous_files(folder, monkeypatch, train_again) -> 
     assert sorted(path.name for path in folder.iterdir()) == sorted([*exported, "e.pt.train"])
 
 
+def numpy_dispatch_settings() -> list[dict[str, str]]:
+    """Environments that make numpy use each SIMD level this CPU has above its build's baseline, highest first
+    (``NPY_DISABLE_CPU_FEATURES`` turns off a level and those above it): they stand in for older CPUs, whose
+    vectorised math functions may round differently."""
+    from numpy._core._multiarray_umath import __cpu_dispatch__, __cpu_features__
+
+    present = [target for target in __cpu_dispatch__ if __cpu_features__.get(target)]
+    return [{}] + [{"NPY_DISABLE_CPU_FEATURES": " ".join(present[i:])} for i in reversed(range(len(present)))]
+
+
 def run_tables_digest(runs: list[tuple[str, str, str, int, int]], env: dict[str, str]) -> str:
     """A digest of the tables of `runs` (allocator, topology, workload, requests,
     seed), made in a fresh interpreter under the environment variables `env`

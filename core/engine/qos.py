@@ -21,9 +21,23 @@ def mm1k(load: np.ndarray, capacity: np.ndarray, packet_bits: float, k: int) -> 
     arrivals = load * 1e9 / packet_bits  # packets per second
     near_one = np.abs(1.0 - rho) < _NEAR_ONE
     safe = np.where(near_one, 0.5, rho)
-    power_k = safe**k
+    power_k = _power(safe, k)
     power_k1 = power_k * safe
     loss = np.where(near_one, 1.0 / (k + 1), (1.0 - safe) * power_k / (1.0 - power_k1))
     in_system = np.where(near_one, k / 2.0, safe / (1.0 - safe) - (k + 1) * power_k1 / (1.0 - power_k1))
     delay = in_system / (arrivals * (1.0 - loss))
     return delay, loss
+
+
+def _power(base: np.ndarray, k: int) -> np.ndarray:
+    """``base**k`` by repeated squaring: IEEE multiplications round the same on every CPU, where numpy's ``**`` calls
+    a vectorised ``pow`` on CPUs with AVX-512 and libm's elsewhere, which differ in the last bits."""
+    result = np.ones_like(base)
+    square = base
+    while k:
+        if k & 1:
+            result = result * square
+        k >>= 1
+        if k:
+            square = square * square
+    return result

@@ -16,7 +16,12 @@ from dcbench.envs import AllocationEnv
 from dcbench.plugins.allocators.a2c_multistep.allocator import greedy_rack
 from dcbench.plugins.allocators.a2c_multistep.model import ActorCritic, NumpyActor
 from dcbench.plugins.allocators.a2c_multistep.train import train, window_returns
-from tests.conftest import failed_export_keeps_the_previous_files, run_tables_digest, strict_json
+from tests.conftest import (
+    failed_export_keeps_the_previous_files,
+    numpy_dispatch_settings,
+    run_tables_digest,
+    strict_json,
+)
 
 TOPOLOGY, WORKLOAD = "ocs:4,servers=4", "vmjobs:load=12,warmup=5"
 
@@ -72,6 +77,18 @@ def test_the_shipped_actors_make_the_same_runs_whichever_blas_kernel_the_cpu_sel
             for topology, seed in (("ocs:16", 0), ("ocs:32", 1))]
     digests = {core: run_tables_digest(runs, {"OPENBLAS_CORETYPE": core})
                for core in ("Haswell", "Sandybridge", "Prescott")}
+    assert len(set(digests.values())) == 1, digests
+
+
+@pytest.mark.slow
+def test_the_shipped_policies_make_the_same_runs_whatever_simd_level_numpy_picks():
+    # The actors' ELU and the GNN's features call numpy's exp, whose kernels differ by SIMD level.
+    settings = numpy_dispatch_settings()
+    if len(settings) < 2:
+        pytest.skip("needs a CPU with a SIMD level above numpy's baseline")
+    runs = [("a2c_multistep", "ocs:16", "vmjobs:load=66,warmup=50", 300, 0),
+            ("gnn_ppo", "tiered:8,1x4", "uniform", 300, 0)]
+    digests = {str(env): run_tables_digest(runs, env) for env in settings}
     assert len(set(digests.values())) == 1, digests
 
 

@@ -316,6 +316,33 @@ def test_latency_and_loss_are_the_same_whatever_blas_kernel_the_cpu_picks():
     assert len(set(results.values())) == 1, results
 
 
+def test_latency_and_loss_are_the_same_whatever_simd_level_numpy_picks():
+    """numpy picks its vectorised kernels by CPU: ``ρ**K`` by its ``power`` came
+    out in different last bits with AVX-512 than without."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.conftest import numpy_dispatch_settings
+
+    settings = numpy_dispatch_settings()
+    if len(settings) < 2:
+        pytest.skip("needs a CPU with a SIMD level above numpy's baseline")
+    results = {str(env): subprocess.run([sys.executable, "-c", QOS_OF_THREE_RUNS], capture_output=True, text=True,
+                                        check=True, env=dict(os.environ, **env)).stdout
+               for env in settings}
+    assert len(set(results.values())) == 1, results
+
+
+def test_powers_of_the_queue_are_exact_where_the_reals_are_representable():
+    from dcbench.engine.qos import mm1k
+
+    delay, loss = mm1k(np.array([0.5, 1.0, 0.25]), np.array([1.0, 1.0, 1.0]), 8e9, 3)
+    # ρ = 1/2, K = 3: P = (1/2)(1/8)/(15/16) = 1/15; ρ = 1: 1/(K+1); ρ = 1/4: (3/4)(1/64)/(255/256) = 3/255
+    assert loss.tolist() == [0.5 / 8 / (15 / 16), 0.25, 0.75 / 64 / (255 / 256)]
+    assert np.all(delay > 0)
+
+
 class JournalReading:
     """Before each request, brings a mirror of the state up to date from the
     state's journal alone, and checks it against the state bit for bit."""

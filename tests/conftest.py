@@ -37,6 +37,26 @@ def random_sweep(tmp_path_factory):
     return out
 
 
+@pytest.fixture(scope="session")
+def random_board(random_sweep, tmp_path_factory):
+    """A leaderboard with `random_sweep` submitted and no pages yet; tests change a copy (`board_copy`)."""
+    from click.testing import CliRunner
+
+    from dcbench.commands import cli
+
+    root = tmp_path_factory.mktemp("random_board") / "leaderboard"
+    result = CliRunner().invoke(cli, ["leaderboard", "--root", str(root), "submit", str(random_sweep)])
+    assert result.exit_code == 0, result.output
+    return root
+
+
+def board_copy(board: Path, tmp_path: Path) -> Path:
+    """A copy of the leaderboard ``board`` at ``tmp_path``/leaderboard (nothing in one names its own folder)."""
+    root = tmp_path / "leaderboard"
+    shutil.copytree(board, root, dirs_exist_ok=True)
+    return root
+
+
 @pytest.fixture
 def fresh_registry():
     """A registry rebuilt for this test (and forgotten after it)."""

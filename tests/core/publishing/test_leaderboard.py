@@ -11,6 +11,7 @@ from click.testing import CliRunner
 
 from dcbench._version import __version__
 from dcbench.commands import cli
+from tests.conftest import board_copy
 
 
 @pytest.fixture(scope="module")
@@ -20,6 +21,24 @@ def sweep_results(tmp_path_factory):
                                       "-q"])
     assert result.exit_code == 0, result.output
     return out
+
+
+@pytest.fixture(scope="module")
+def submitted_board(sweep_results, tmp_path_factory):
+    """A leaderboard with `sweep_results` submitted and no pages yet; tests change a copy (`board_copy`)."""
+    root = tmp_path_factory.mktemp("submitted") / "leaderboard"
+    result = CliRunner().invoke(cli, ["leaderboard", "--root", str(root), "submit", str(sweep_results)])
+    assert result.exit_code == 0, result.output
+    return root
+
+
+@pytest.fixture(scope="module")
+def built_board(submitted_board, tmp_path_factory):
+    """`submitted_board` with its pages built."""
+    root = board_copy(submitted_board, tmp_path_factory.mktemp("built"))
+    result = CliRunner().invoke(cli, ["leaderboard", "--root", str(root)])
+    assert result.exit_code == 0, result.output
+    return root
 
 
 def snapshot(root):
@@ -132,14 +151,12 @@ def test_a_leaderboard_folder_that_does_not_exist_is_a_clear_error(tmp_path):
     assert not (tmp_path / "leaderbord").exists()
 
 
-def test_a_rebuild_that_fails_leaves_the_previous_pages_and_plots_whole(sweep_results, tmp_path, monkeypatch):
+def test_a_rebuild_that_fails_leaves_the_previous_pages_and_plots_whole(built_board, tmp_path, monkeypatch):
     import dcbench.publishing.pages as pages
     from dcbench.errors import ResultsError
 
-    root = tmp_path / "leaderboard"
+    root = board_copy(built_board, tmp_path)
     runner = CliRunner()
-    assert runner.invoke(cli, ["leaderboard", "--root", str(root), "submit", str(sweep_results)]).exit_code == 0
-    assert runner.invoke(cli, ["leaderboard", "--root", str(root)]).exit_code == 0
     before = snapshot(root)
     assert "plots/nara2022.png" in before
 
@@ -174,10 +191,9 @@ def as_if_made_by(submission, renamed):
     (submission / "submission.json").write_text(json.dumps(record))
 
 
-def test_verify_runs_submitted_runs_again_and_names_what_came_out_otherwise(sweep_results, tmp_path):
-    root = tmp_path / "leaderboard"
+def test_verify_runs_submitted_runs_again_and_names_what_came_out_otherwise(submitted_board, tmp_path):
+    root = board_copy(submitted_board, tmp_path)
     runner = CliRunner()
-    assert runner.invoke(cli, ["leaderboard", "--root", str(root), "submit", str(sweep_results)]).exit_code == 0
     result = runner.invoke(cli, ["leaderboard", "--root", str(root), "verify", "--runs", "4", "--seed", "3"])
     assert result.exit_code == 0, result.output
     (submission,) = (root / "submissions").iterdir()
@@ -273,11 +289,9 @@ def nan_in_first_row(table):
                                              (summary_in_a_folder, "its summary.parquet is not a file")] + [
     (lambda folder, change=change: rewrite_summary(folder, change), problem) for change, problem in [
         *BAD_CONTENTS, (nan_in_first_row, "run {first_run} has no finite acceptance_ratio")]])
-def test_a_damaged_submission_is_named_with_the_fix_and_the_pages_are_kept(sweep_results, tmp_path, damage, problem):
-    root = tmp_path / "leaderboard"
+def test_a_damaged_submission_is_named_with_the_fix_and_the_pages_are_kept(built_board, tmp_path, damage, problem):
+    root = board_copy(built_board, tmp_path)
     runner = CliRunner()
-    assert runner.invoke(cli, ["leaderboard", "--root", str(root), "submit", str(sweep_results)]).exit_code == 0
-    assert runner.invoke(cli, ["leaderboard", "--root", str(root)]).exit_code == 0
     pages = snapshot(root)
     (submission,) = (root / "submissions").iterdir()
     problem = problem.format(first_run=pq.read_table(submission / "summary.parquet").column("run_id")[0])
@@ -338,10 +352,9 @@ def test_submit_refuses_a_summary_whose_rows_are_not_what_its_runs_say(sweep_res
     (lambda folder: (folder / "submission.json").unlink(), "its submission.json does not read: FileNotFoundError"),
     (lambda folder: (folder / "submission.json").write_text("[]"), "its submission.json does not describe"),
 ])
-def test_a_submission_edited_after_it_was_accepted_is_named_as_damaged(sweep_results, tmp_path, damage, problem):
-    root = tmp_path / "leaderboard"
+def test_a_submission_edited_after_it_was_accepted_is_named_as_damaged(submitted_board, tmp_path, damage, problem):
+    root = board_copy(submitted_board, tmp_path)
     runner = CliRunner()
-    assert runner.invoke(cli, ["leaderboard", "--root", str(root), "submit", str(sweep_results)]).exit_code == 0
     (submission,) = (root / "submissions").iterdir()
     damage(submission)
     for command in ([], ["verify", "--runs", "1"]):
@@ -350,10 +363,9 @@ def test_a_submission_edited_after_it_was_accepted_is_named_as_damaged(sweep_res
         assert result.output.count("\n") == 1
 
 
-def test_a_sweep_is_not_written_into_a_submission(sweep_results, tmp_path):
-    root = tmp_path / "leaderboard"
+def test_a_sweep_is_not_written_into_a_submission(submitted_board, tmp_path):
+    root = board_copy(submitted_board, tmp_path)
     runner = CliRunner()
-    assert runner.invoke(cli, ["leaderboard", "--root", str(root), "submit", str(sweep_results)]).exit_code == 0
     (submission,) = (root / "submissions").iterdir()
     before = snapshot(root)
     result = runner.invoke(cli, ["sweep", "-s", "nara2022", "-a", "random", "--out", str(submission), "-q"])
@@ -390,10 +402,9 @@ def copied_submission(root, submission, name, change_rows, suite=None):
     return copy
 
 
-def test_verify_skips_runs_whose_topology_is_not_installed_and_checks_the_rest(sweep_results, tmp_path):
-    root = tmp_path / "leaderboard"
+def test_verify_skips_runs_whose_topology_is_not_installed_and_checks_the_rest(submitted_board, tmp_path):
+    root = board_copy(submitted_board, tmp_path)
     runner = CliRunner()
-    assert runner.invoke(cli, ["leaderboard", "--root", str(root), "submit", str(sweep_results)]).exit_code == 0
     (submission,) = (root / "submissions").iterdir()
     copied_submission(root, submission, "starsuite--x--00000000",
                       lambda row: row.update(topology="star:" + row["topology"].split(":", 1)[1]), suite="starsuite")
@@ -407,10 +418,9 @@ def test_verify_skips_runs_whose_topology_is_not_installed_and_checks_the_rest(s
     assert alone.exit_code == 2 and "topology 'star' not installed" in alone.output
 
 
-def test_a_run_submitted_twice_with_other_numbers_is_refused_and_named(sweep_results, tmp_path):
-    root = tmp_path / "leaderboard"
+def test_a_run_submitted_twice_with_other_numbers_is_refused_and_named(sweep_results, submitted_board, tmp_path):
+    root = board_copy(submitted_board, tmp_path)
     runner = CliRunner()
-    assert runner.invoke(cli, ["leaderboard", "--root", str(root), "submit", str(sweep_results)]).exit_code == 0
     doctored = tmp_path / "doctored"  # the tetris runs alone, each told to have used 1 % of the CPUs
     shutil.copytree(sweep_results, doctored)
     rewrite_summary(doctored, lambda table: listing_its_runs(pa.Table.from_pylist(
@@ -487,15 +497,13 @@ def test_a_third_party_allocator_is_no_baseline_whatever_its_entry_point_is_call
 
 @pytest.mark.parametrize("locked_name", ["README.md", "index.html", "plots"])
 def test_a_page_that_cannot_be_replaced_is_named_and_the_pages_and_plots_stay_as_they_were(
-        sweep_results, tmp_path, monkeypatch, locked_name):
+        built_board, tmp_path, monkeypatch, locked_name):
     import os
 
     import dcbench.storage.journal as results
 
-    root = tmp_path / "leaderboard"
+    root = board_copy(built_board, tmp_path)
     runner = CliRunner()
-    assert runner.invoke(cli, ["leaderboard", "--root", str(root), "submit", str(sweep_results)]).exit_code == 0
-    assert runner.invoke(cli, ["leaderboard", "--root", str(root)]).exit_code == 0
     (root / "README.md").write_text((root / "README.md").read_text() + "an older page\n")
     (root / "plots" / "nara2022.png").write_bytes(b"an older plot")  # which a rebuild would replace
     before = snapshot(root)
@@ -515,15 +523,14 @@ def test_a_page_that_cannot_be_replaced_is_named_and_the_pages_and_plots_stay_as
     assert sorted(p.name for p in root.iterdir()) == ["README.md", "index.html", "plots", "submissions", "tables"]
 
 
-def test_a_first_build_that_cannot_write_its_second_page_leaves_no_first_page_or_plots(sweep_results, tmp_path,
+def test_a_first_build_that_cannot_write_its_second_page_leaves_no_first_page_or_plots(submitted_board, tmp_path,
                                                                                         monkeypatch):
     import os
 
     import dcbench.storage.journal as results
 
-    root = tmp_path / "leaderboard"
+    root = board_copy(submitted_board, tmp_path)
     runner = CliRunner()
-    assert runner.invoke(cli, ["leaderboard", "--root", str(root), "submit", str(sweep_results)]).exit_code == 0
     before = snapshot(root)
     replace = os.replace
 
@@ -553,13 +560,12 @@ def test_a_leaderboard_root_that_is_a_file_or_below_one_is_named_as_no_folder(sw
     assert afile.read_text() == "mine" and [p.name for p in tmp_path.iterdir()] == ["afile"]
 
 
-def test_verify_names_the_submission_and_the_run_it_cannot_run_here(sweep_results, tmp_path, monkeypatch):
+def test_verify_names_the_submission_and_the_run_it_cannot_run_here(submitted_board, tmp_path, monkeypatch):
     import dcbench.running.runner as running
     from dcbench.errors import ResultsError
 
-    root = tmp_path / "leaderboard"
+    root = board_copy(submitted_board, tmp_path)
     runner = CliRunner()
-    assert runner.invoke(cli, ["leaderboard", "--root", str(root), "submit", str(sweep_results)]).exit_code == 0
     (submission,) = (root / "submissions").iterdir()
     first = pq.read_table(submission / "summary.parquet").to_pylist()[0]
 
@@ -574,14 +580,13 @@ def test_verify_names_the_submission_and_the_run_it_cannot_run_here(sweep_result
         "--seed\n")
 
 
-def test_verify_loads_no_checkpoint_file_a_submission_names(sweep_results, tmp_path, monkeypatch):
+def test_verify_loads_no_checkpoint_file_a_submission_names(submitted_board, tmp_path, monkeypatch):
     from dcbench.errors import ResultsError
     from dcbench.publishing.verify import rerun
     from dcbench.running.runner import Runner
 
-    root = tmp_path / "leaderboard"
+    root = board_copy(submitted_board, tmp_path)
     runner = CliRunner()
-    assert runner.invoke(cli, ["leaderboard", "--root", str(root), "submit", str(sweep_results)]).exit_code == 0
     (submission,) = (root / "submissions").iterdir()
     monkeypatch.chdir(tmp_path)
     (tmp_path / "mine.pt").write_bytes(b"whatever a checkpoint holds")  # the path it names is there
@@ -603,13 +608,11 @@ def test_verify_loads_no_checkpoint_file_a_submission_names(sweep_results, tmp_p
         rerun(row, Runner())
 
 
-def test_every_column_has_one_number_format_and_shows_the_means(sweep_results, tmp_path):
+def test_every_column_has_one_number_format_and_shows_the_means(sweep_results, built_board, tmp_path):
     # a column's cells share their decimals (no 8.60e-04 beside 0.0166), enough for its typical value's three digits
     from dcbench.running.stats import mean_ci
 
-    root = tmp_path / "leaderboard"
-    assert CliRunner().invoke(cli, ["leaderboard", "--root", str(root), "submit", str(sweep_results)]).exit_code == 0
-    assert CliRunner().invoke(cli, ["leaderboard", "--root", str(root)]).exit_code == 0
+    root = board_copy(built_board, tmp_path)
     page = (root / "README.md").read_text()
     rows = pq.read_table(sweep_results / "summary.parquet").to_pylist()
     places = set()
@@ -708,12 +711,11 @@ def test_a_run_id_changed_by_a_plugins_code_names_the_plugin_its_version_and_dig
     assert differing_columns(row, "b" * 16, row) == ["run_id"]  # the same plugins: dcbench, specs or checkpoint
 
 
-def test_verify_says_which_plugin_changed_rather_than_blaming_dcbench(sweep_results, tmp_path, monkeypatch):
+def test_verify_says_which_plugin_changed_rather_than_blaming_dcbench(submitted_board, tmp_path, monkeypatch):
     import dcbench.publishing.verify as verify
 
-    root = tmp_path / "leaderboard"
+    root = board_copy(submitted_board, tmp_path)
     runner = CliRunner()
-    assert runner.invoke(cli, ["leaderboard", "--root", str(root), "submit", str(sweep_results)]).exit_code == 0
 
     def rerun_rows(rows, runner, workers, on_result, **kwargs):
         for i in range(len(rows)):

@@ -213,11 +213,11 @@ def make_fifo(path):
     ("report", lambda tmp: a_file(tmp / "afile") / "x.md", "afile' is a file, not a folder; give a Markdown file"),
     ("plot", lambda tmp: a_file(tmp / "afile") / "plots", "afile' is a file, not a folder; choose another folder"),
 ])
-def test_report_and_plot_outputs_that_cannot_be_written_are_one_line(tmp_path, command, make_target, fragment):
+def test_report_and_plot_outputs_that_cannot_be_written_are_one_line(random_sweep, tmp_path, command, make_target,
+                                                                      fragment):
     runner = CliRunner()
     results = tmp_path / "results"
-    assert runner.invoke(cli, ["sweep", "-s", "nara2022", "-a", "random", "--out", str(results), "-j", "1",
-                               "-q"]).exit_code == 0
+    shutil.copytree(random_sweep, results)
     result = runner.invoke(cli, [command, str(results), "--out", str(make_target(tmp_path))])
     assert result.exit_code == 2 and result.output.startswith("Error: ") and fragment in result.output
     assert len(result.output.strip().splitlines()) == 1
@@ -280,20 +280,20 @@ def test_plot_and_report_from_a_sweep(tmp_path):
     assert again.count("<!-- dcbench report nara2022-other: start -->") == 1
 
 
-def test_results_of_another_version_are_reported_with_a_note(tmp_path, monkeypatch):
+def test_results_of_another_version_are_reported_with_a_note(random_sweep, tmp_path, monkeypatch):
     import dcbench
 
     runner = CliRunner()
-    assert runner.invoke(cli, ["sweep", "-s", "nara2022", "-a", "random", "--out", str(tmp_path), "-j", "1",
-                               "-q"]).exit_code == 0
-    same = runner.invoke(cli, ["report", str(tmp_path)])
+    results = tmp_path / "results"
+    shutil.copytree(random_sweep, results)
+    same = runner.invoke(cli, ["report", str(results)])
     assert same.exit_code == 0 and "Note:" not in same.output
     made = dcbench.__version__
     monkeypatch.setattr("dcbench._version.__version__", "9.0.0")  # an upgrade since the sweep
-    for command in (["report", str(tmp_path)], ["plot", str(tmp_path)]):
+    for command in (["report", str(results)], ["plot", str(results)]):
         result = runner.invoke(cli, command)
         assert result.exit_code == 0, result.output
-        assert (f"Note: '{tmp_path}' was made by dcbench {made}, this is 9.0.0: how metrics are counted "
+        assert (f"Note: '{results}' was made by dcbench {made}, this is 9.0.0: how metrics are counted "
                 "may have changed since (see the CHANGELOG); run the sweep again to compare like with like"
                 ) in result.stderr
 

@@ -25,6 +25,7 @@ from dcbench.publishing.submissions import SPEC_CHARACTERS, spec_problem, submis
 from dcbench.running.numbers import value_range, values_problem
 from dcbench.running.runner import run_hash
 from dcbench.running.summary import RUN_IDENTITY
+from tests.conftest import board_copy
 from tests.core.publishing.test_leaderboard import copied_submission, snapshot
 
 
@@ -237,7 +238,8 @@ INCONSISTENT = [raised_acceptance, accepted_above_offered, offered_above_request
 
 
 @pytest.mark.parametrize("forgery", INCONSISTENT)
-def test_a_summary_whose_counts_disagree_is_refused_by_submit_rebuild_report_and_plot(random_sweep, tmp_path, forgery):
+def test_a_summary_whose_counts_disagree_is_refused_by_submit_rebuild_report_and_plot(random_sweep, random_board,
+                                                                                      tmp_path, forgery):
     results = tmp_path / "results"
     shutil.copytree(random_sweep, results)
     (row,) = [row for row in pq.read_table(results / "summary.parquet").to_pylist()
@@ -250,7 +252,7 @@ def test_a_summary_whose_counts_disagree_is_refused_by_submit_rebuild_report_and
     root = tmp_path / "leaderboard"
     refused = submit(results, root)
     assert refused.exit_code == 2 and refused.output == f"Error: submission refused: {problem}\n"
-    assert submit(random_sweep, root).exit_code == 0
+    board_copy(random_board, tmp_path)
     (submission,) = (root / "submissions").iterdir()
     shutil.copy(results / "summary.parquet", submission / "summary.parquet")  # edited in after it was accepted
     rebuilt = CliRunner().invoke(cli, ["leaderboard", "--root", str(root)])
@@ -316,9 +318,8 @@ def test_a_summary_with_two_columns_of_one_name_is_refused_in_one_line(random_sw
     assert sorted(p.name for p in tmp_path.iterdir()) == ["results"]
 
 
-def test_a_submission_given_a_second_column_of_one_name_later_is_named_by_the_rebuild(random_sweep, tmp_path):
-    root = tmp_path / "leaderboard"
-    assert submit(random_sweep, root).exit_code == 0
+def test_a_submission_given_a_second_column_of_one_name_later_is_named_by_the_rebuild(random_board, tmp_path):
+    root = board_copy(random_board, tmp_path)
     (submission,) = (root / "submissions").iterdir()
     table = pq.read_table(submission / "summary.parquet")
     pq.write_table(table.append_column("acceptance_ratio", table.column("acceptance_ratio")),
@@ -408,10 +409,9 @@ def test_provenance_nested_too_deeply_is_one_line_that_names_the_file(random_swe
     (lambda submission: ((submission / "submission.json").unlink(), os.mkfifo(submission / "submission.json")),
      "its submission.json does not read: OSError: [Errno 22] not a file but a folder, a device or a pipe"),
 ])
-def test_a_submission_whose_json_does_not_parse_is_named_by_the_rebuild_and_verify(random_sweep, tmp_path, damage,
+def test_a_submission_whose_json_does_not_parse_is_named_by_the_rebuild_and_verify(random_board, tmp_path, damage,
                                                                                   problem):
-    root = tmp_path / "leaderboard"
-    assert submit(random_sweep, root).exit_code == 0
+    root = board_copy(random_board, tmp_path)
     (submission,) = (root / "submissions").iterdir()
     damage(submission)
     for command in ([], ["verify", "--runs", "1"]):
@@ -436,9 +436,8 @@ def hostile_labels(row):
     row["scenario"] += " <img src=x>|`x`*$\\frac{$"
 
 
-def test_a_submission_of_a_suite_no_longer_registered_is_ranked_with_its_labels_escaped(random_sweep, tmp_path):
-    root = tmp_path / "leaderboard"
-    assert submit(random_sweep, root).exit_code == 0
+def test_a_submission_of_a_suite_no_longer_registered_is_ranked_with_its_labels_escaped(random_board, tmp_path):
+    root = board_copy(random_board, tmp_path)
     (submission,) = (root / "submissions").iterdir()
     copied(root, submission, "oldsuite--random--00000000", hostile_labels, suite="oldsuite")
     result = CliRunner().invoke(cli, ["leaderboard", "--root", str(root)])
@@ -451,9 +450,8 @@ def test_a_submission_of_a_suite_no_longer_registered_is_ranked_with_its_labels_
     assert (root / "plots" / "oldsuite.png").is_file()
 
 
-def test_a_submission_whose_allocator_is_no_longer_installed_is_still_ranked(random_sweep, tmp_path):
-    root = tmp_path / "leaderboard"
-    assert submit(random_sweep, root).exit_code == 0
+def test_a_submission_whose_allocator_is_no_longer_installed_is_still_ranked(random_board, tmp_path):
+    root = board_copy(random_board, tmp_path)
     (submission,) = (root / "submissions").iterdir()
     copied(root, submission, "nara2022--firstfit--00000000",
                       lambda row: row.update(allocator="firstfit:fast=yes"))
@@ -472,9 +470,8 @@ def test_a_submission_whose_allocator_is_no_longer_installed_is_still_ranked(ran
                                (submission / "summary.parquet").symlink_to(root / "summary.parquet")),
      "it or its summary.parquet is a link"),
 ])
-def test_a_submission_folder_submit_did_not_make_is_named_by_the_rebuild(random_sweep, tmp_path, make, problem):
-    root = tmp_path / "leaderboard"
-    assert submit(random_sweep, root).exit_code == 0
+def test_a_submission_folder_submit_did_not_make_is_named_by_the_rebuild(random_board, tmp_path, make, problem):
+    root = board_copy(random_board, tmp_path)
     (submission,) = (root / "submissions").iterdir()
     make(root, submission)
     result = CliRunner().invoke(cli, ["leaderboard", "--root", str(root)])
@@ -482,11 +479,10 @@ def test_a_submission_folder_submit_did_not_make_is_named_by_the_rebuild(random_
     assert " is damaged (" + problem in result.output
 
 
-def test_a_rebuild_that_fails_on_one_submission_names_it(random_sweep, tmp_path, monkeypatch):
+def test_a_rebuild_that_fails_on_one_submission_names_it(random_board, tmp_path, monkeypatch):
     import dcbench.publishing.leaderboard as leaderboard
 
-    root = tmp_path / "leaderboard"
-    assert submit(random_sweep, root).exit_code == 0
+    root = board_copy(random_board, tmp_path)
     (submission,) = (root / "submissions").iterdir()
     culprit = copied(root, submission, "nara2022--mine--00000000",
                                 lambda row: row.update(allocator="mine:x=1"))
@@ -562,10 +558,9 @@ def test_a_value_passes_exactly_when_it_is_within_its_columns_declared_range(col
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(scenario=st.text(min_size=1, max_size=20), value=st.floats(), name=st.sampled_from(["score", "x_ratio"]))
-def test_whatever_a_rebuild_does_not_refuse_as_damaged_it_ranks_and_draws(random_sweep, tmp_path_factory, scenario,
+def test_whatever_a_rebuild_does_not_refuse_as_damaged_it_ranks_and_draws(random_board, tmp_path_factory, scenario,
                                                                           value, name):
-    root = tmp_path_factory.mktemp("leaderboard")
-    assert submit(random_sweep, root).exit_code == 0
+    root = board_copy(random_board, tmp_path_factory.mktemp("board"))
     (submission,) = (root / "submissions").iterdir()
     copied(root, submission, "oldsuite--random--00000000",
                       lambda row: row.update(scenario=row["scenario"] + scenario, **{name: value}), suite="oldsuite")

@@ -40,12 +40,17 @@ def random_sweep(tmp_path_factory):
 @pytest.fixture(scope="session")
 def random_board(random_sweep, tmp_path_factory):
     """A leaderboard with `random_sweep` submitted and no pages yet; tests change a copy (`board_copy`)."""
+    return board_of(random_sweep, tmp_path_factory.mktemp("random_board"))
+
+
+def board_of(results: Path, folder: Path) -> Path:
+    """A new leaderboard at ``folder``/leaderboard with the sweep ``results`` submitted."""
     from click.testing import CliRunner
 
     from dcbench.commands import cli
 
-    root = tmp_path_factory.mktemp("random_board") / "leaderboard"
-    result = CliRunner().invoke(cli, ["leaderboard", "--root", str(root), "submit", str(random_sweep)])
+    root = folder / "leaderboard"
+    result = CliRunner().invoke(cli, ["leaderboard", "--root", str(root), "submit", str(results)])
     assert result.exit_code == 0, result.output
     return root
 

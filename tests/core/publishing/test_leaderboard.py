@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from dcbench._version import __version__
 from dcbench.commands import cli
-from tests.conftest import board_copy
+from tests.conftest import board_copy, board_of
 
 
 @pytest.fixture(scope="module")
@@ -26,10 +26,7 @@ def sweep_results(tmp_path_factory):
 @pytest.fixture(scope="module")
 def submitted_board(sweep_results, tmp_path_factory):
     """A leaderboard with `sweep_results` submitted and no pages yet; tests change a copy (`board_copy`)."""
-    root = tmp_path_factory.mktemp("submitted") / "leaderboard"
-    result = CliRunner().invoke(cli, ["leaderboard", "--root", str(root), "submit", str(sweep_results)])
-    assert result.exit_code == 0, result.output
-    return root
+    return board_of(sweep_results, tmp_path_factory.mktemp("submitted"))
 
 
 @pytest.fixture(scope="module")

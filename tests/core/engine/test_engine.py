@@ -299,38 +299,36 @@ print(json.dumps([[run[column].hex() for column in ("latency_us", "packet_loss")
 """
 
 
-def test_latency_and_loss_are_the_same_whatever_blas_kernel_the_cpu_picks():
-    """They sum each link's load times its delay: numpy's own sum adds in one
-    order on every CPU, where BLAS's dot product adds in its kernel's (the
-    committed results differed in their last bits on a CPU with AVX-512)."""
+def qos_of_three_runs(env: dict[str, str]) -> str:
+    """`QOS_OF_THREE_RUNS`' output, made in a fresh interpreter under the environment variables ``env``."""
     import os
     import subprocess
     import sys
 
+    return subprocess.run([sys.executable, "-c", QOS_OF_THREE_RUNS], capture_output=True, text=True, check=True,
+                          env=dict(os.environ, **env)).stdout
+
+
+def test_latency_and_loss_are_the_same_whatever_blas_kernel_the_cpu_picks():
+    """They sum each link's load times its delay: numpy's own sum adds in one
+    order on every CPU, where BLAS's dot product adds in its kernel's (the
+    committed results differed in their last bits on a CPU with AVX-512)."""
     kernels = blas_kernels_this_cpu_runs()
     if len(kernels) < 2:
         pytest.skip("needs an x86-64 CPU whose OpenBLAS kernels can be chosen")
-    results = {kernel: subprocess.run([sys.executable, "-c", QOS_OF_THREE_RUNS], capture_output=True, text=True,
-                                      check=True, env=dict(os.environ, OPENBLAS_CORETYPE=kernel)).stdout
-               for kernel in kernels}
+    results = {kernel: qos_of_three_runs({"OPENBLAS_CORETYPE": kernel}) for kernel in kernels}
     assert len(set(results.values())) == 1, results
 
 
 def test_latency_and_loss_are_the_same_whatever_simd_level_numpy_picks():
     """numpy picks its vectorised kernels by CPU: ``ρ**K`` by its ``power`` came
     out in different last bits with AVX-512 than without."""
-    import os
-    import subprocess
-    import sys
-
     from tests.conftest import numpy_dispatch_settings
 
     settings = numpy_dispatch_settings()
     if len(settings) < 2:
         pytest.skip("needs a CPU with a SIMD level above numpy's baseline")
-    results = {str(env): subprocess.run([sys.executable, "-c", QOS_OF_THREE_RUNS], capture_output=True, text=True,
-                                        check=True, env=dict(os.environ, **env)).stdout
-               for env in settings}
+    results = {str(env): qos_of_three_runs(env) for env in settings}
     assert len(set(results.values())) == 1, results
 
 

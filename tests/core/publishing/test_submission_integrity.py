@@ -252,7 +252,7 @@ def test_a_summary_whose_counts_disagree_is_refused_by_submit_rebuild_report_and
     root = tmp_path / "leaderboard"
     refused = submit(results, root)
     assert refused.exit_code == 2 and refused.output == f"Error: submission refused: {problem}\n"
-    board_copy(random_board, tmp_path)
+    board_copy(random_board, tmp_path)  # accepted as made, then edited in below
     (submission,) = (root / "submissions").iterdir()
     shutil.copy(results / "summary.parquet", submission / "summary.parquet")  # edited in after it was accepted
     rebuilt = CliRunner().invoke(cli, ["leaderboard", "--root", str(root)])

@@ -58,11 +58,13 @@ class RunResult:
             The run's folder.
         Raises:
             ResultsError: The folder cannot be written, or something that is no run folder is in the way."""
-        return write_run(out_dir, self.run_id, {
-            "requests": self.tables.requests,
-            "timeline": self.tables.timeline,
-            "summary": {k: [v] for k, v in self.summary.items()},
-        }, self.provenance)
+        return write_run(out_dir, self.run_id, tables_of(self), self.provenance)
+
+
+def tables_of(result: RunResult) -> dict[str, Mapping[str, Any]]:
+    """A run's three tables, as `write_run` takes them."""
+    return {"requests": result.tables.requests, "timeline": result.tables.timeline,
+            "summary": {k: [v] for k, v in result.summary.items()}}
 
 
 def run_hash(topology: str, workload: str, allocator: str, requests: int, seed: int, version: str,
@@ -96,20 +98,20 @@ def run_notes(requests: Mapping[str, np.ndarray]) -> list[str]:
 
 @dataclass(frozen=True)
 class ResolvedRun:
-    """The plan of a run: a combination `Runner.resolve` checked, with all a run of it needs but its seed (`run_plan`).
+    """A combination `Runner.resolve` checked: all a run of it needs but its seed (`run_plan`).
 
     Attributes:
-        topology: The resolved topology spec, every parameter given.
+        topology: The resolved topology spec.
         workload: The resolved workload spec.
-        allocator: The resolved allocator spec ("" for a scenario resolved without one).
+        allocator: The resolved allocator spec ("" for a scenario alone).
         requests: Requests per run.
-        fingerprint: What besides its spec decides the allocator, and the third-party plugins; "" if nothing.
+        fingerprint: What besides its spec decides the allocator, and the third-party plugins ("" if nothing).
         network: The compiled topology.
         workload_model: What the workload plugin built.
         workload_entry: The workload's registry entry.
         allocator_entry: The allocator's registry entry, or None.
-        metrics: The registry entries of the third-party metrics asked for.
-        allocator_spec: The parsed allocator spec each run builds a fresh allocator from (None without an allocator).
+        metrics: The third-party metrics asked for.
+        allocator_spec: The parsed allocator spec each run builds a fresh allocator from, or None.
         computed: Every metric a run computes: dcbench's own, then those asked for.
         plugins: What a run's provenance records of the loaded plugins."""
 
@@ -309,9 +311,9 @@ def measuring(plan: ResolvedRun, measured: int | None, label: str, give: str = "
 
     Args:
         plan: A resolved plan.
-        measured: Requests to measure after the warm-up (None: the plan's own requests, warm-up included).
+        measured: Requests to measure after the warm-up (None: the plan's own, warm-up included).
         label: What the error calls the plan, e.g. "scenario 'x'".
-        give: How the error says to ask for N measured requests, e.g. "-n N" or "requests=N".
+        give: How the error says to ask for N measured requests, e.g. "-n N".
     Returns:
         ``(plan, warmup)``: the plan with its requests set, and the warm-up's requests.
     Raises:
@@ -338,10 +340,10 @@ class Runner:
     _fixed_fabrics: dict[str, Network] = field(default_factory=dict)  # by resolved topology spec
 
     def network(self, topology: str) -> tuple[str, Network]:
-        """The resolved spec and compiled network of a topology spec.
+        """The resolved spec and compiled network of a topology spec (``tiered:32,1x4``).
 
         Args:
-            topology: The topology spec (``tiered:32,1x4``).
+            topology: The topology spec.
         Returns:
             ``(resolved spec, network)``, the same network for specs that resolve alike.
         Raises:
@@ -394,8 +396,7 @@ class Runner:
         Returns:
             The plan, without a seed.
         Raises:
-            SpecError: A malformed spec, a parameter a plugin refuses (the allocator's ``check(network)`` too), no
-                workload and no default, or ``requests`` outside 1 to 1,000,000.
+            SpecError: A malformed spec, a parameter a plugin refuses, no workload and no default, or bad ``requests``.
             UnknownPluginError: A spec names no registered plugin.
             IncompatibleError: The topology or the allocator serves no demand of the workload's kind.
             PluginError: A third-party plugin failed to build or returned something unusable.

@@ -73,33 +73,37 @@ def holds_runs(folder: Path) -> bool:
     return folder.is_dir() and not folder.is_symlink() and bool(run_folders(folder))
 
 
-def run_identity_problem(run_dir: Path) -> str | None:
-    """Why ``run_dir`` holds no finished, readable run whose id is the hash of its specs, or None."""
-    from dcbench.running.runner import run_hash
-
+def identified_run(run_dir: Path) -> tuple[dict[str, Any], str | None]:
+    """``run_dir``'s summary row, and why it holds no finished, readable run whose id is the hash of its specs."""
     problem = run_folder_problem(run_dir)
     if problem is not None:
-        return problem
+        return {}, problem
     try:
         (row,) = read_table(run_dir / "summary.parquet").to_pylist()
     except ResultsError as exc:
-        return f"has an unreadable summary.parquet ({exc})"
+        return {}, f"has an unreadable summary.parquet ({exc})"
     if any(row[column] is None for column in RUN_IDENTITY):
-        return "has a damaged summary.parquet (an empty cell where its specs belong)"
-    if run_hash(*(row[column] for column in RUN_IDENTITY[1:])) != row["run_id"]:
-        return "has a damaged summary.parquet (the run id is not the hash of its specs)"
-    return None
+        return row, "has a damaged summary.parquet (an empty cell where its specs belong)"
+    if not hashes_to_its_id(row):
+        return row, "has a damaged summary.parquet (the run id is not the hash of its specs)"
+    return row, None
+
+
+def hashes_to_its_id(row: Mapping[str, Any]) -> bool:
+    from dcbench.running.runner import run_hash
+
+    return run_hash(*(row[column] for column in RUN_IDENTITY[1:])) == row["run_id"]
 
 
 def read_runs(folder: Path) -> tuple[list[dict[str, Any]], list[tuple[Path, str]]]:
     """The summaries of the sound run folders below ``folder``, and the others with why."""
     rows, damaged = [], []
     for run_dir in run_folders(folder):
-        problem = run_identity_problem(run_dir)
-        if problem is not None:
+        row, problem = identified_run(run_dir)
+        if problem is None:
+            rows.append(row)
+        else:
             damaged.append((run_dir, problem))
-            continue
-        rows.append(read_table(run_dir / "summary.parquet").to_pylist()[0])
     return rows, damaged
 
 
@@ -210,8 +214,6 @@ RUN_IDENTITY = ("run_id", "topology", "workload", "allocator", "requests", "seed
 
 def summary_runs_problem(table: Any) -> str | None:
     """Why a sweep summary's rows are not the runs its provenance lists, each id the hash of its specs."""
-    from dcbench.running.runner import run_hash
-
     held = table.column("run_id").to_pylist()
     listed = provenance_of(table).get("runs", held)  # (a provenance without the list is not checked against it)
     if not isinstance(listed, list) or not all(isinstance(run, str) for run in listed):
@@ -224,9 +226,9 @@ def summary_runs_problem(table: Any) -> str | None:
     unlisted = [run for run in held if run not in listed_ones]
     if unlisted:
         return f"run {unlisted[0]} is not one of the runs its provenance lists"
-    for row in table.select(list(RUN_IDENTITY)).to_pylist():
-        if run_hash(*(row[column] for column in RUN_IDENTITY[1:])) != row["run_id"]:
-            return f"run {row['run_id']}: the hash does not match its specs"
+    unhashed = next((row for row in table.select(list(RUN_IDENTITY)).to_pylist() if not hashes_to_its_id(row)), None)
+    if unhashed is not None:
+        return f"run {unhashed['run_id']}: the hash does not match its specs"
     return None
 
 

@@ -66,16 +66,18 @@ def adhoc_suite(runner: Runner, topologies: Sequence[str], workloads: Sequence[s
     """Every topology with every workload, seeds 0 to ``seeds`` - 1; two that resolve alike are refused."""
     from dcbench.running.labels import scenario_labels
 
+    def options(topology: str, workload: str | None) -> str:
+        return f"-t {topology}" + (f" -w {workload}" if workload else "")
+
     given: dict[tuple[str, str, int], tuple[str, str | None]] = {}
     for topology in topologies:
         for workload in workloads:
             resolved = runner.resolve_scenario(topology, workload)  # (`plan` checks the allocators)
-            resolved, _ = measuring(resolved, requests, f"-t {topology}" + (f" -w {workload}" if workload else ""))
+            resolved, _ = measuring(resolved, requests, options(topology, workload))
             key = (resolved.topology, resolved.workload, resolved.requests)
             if key in given:
-                first = " ".join(f"{flag} {spec}" for flag, spec in zip(("-t", "-w"), given[key]) if spec)
-                second = " ".join(f"{flag} {spec}" for flag, spec in zip(("-t", "-w"), (topology, workload)) if spec)
-                raise SpecError(f"{first} and {second} are the same scenario ({key[0]}, {key[1]}); give each once")
+                raise SpecError(f"{options(*given[key])} and {options(topology, workload)} are the same scenario "
+                                f"({key[0]}, {key[1]}); give each once")
             given[key] = (topology, workload)
     names = scenario_labels(list(given), runner.registry)
     return Suite(ADHOC, tuple(Scenario(topology, workload, key[2] if requests else None, tuple(range(seeds)),

@@ -132,10 +132,8 @@ def worker_context(fresh: bool) -> Any:
 
 
 def by_allocator(runs: Sequence[PlannedRun]) -> list[list[PlannedRun]]:
-    groups: dict[str, list[PlannedRun]] = {}
-    for run in runs:
-        groups.setdefault(run.allocator, []).append(run)
-    return list(groups.values())
+    allocators = dict.fromkeys(run.allocator for run in runs)
+    return [[run for run in runs if run.allocator == allocator] for allocator in allocators]
 
 
 def check_network(run: PlannedRun, output: RunOutput) -> None:
@@ -173,14 +171,11 @@ def plan_here(run: PlannedRun) -> ResolvedRun:
 
 
 def run_in_worker(run: PlannedRun, tables: bool = True) -> RunOutput:
-    from dcbench.running.runner import run_plan
+    from dcbench.running.runner import run_plan, tables_of
 
     result = run_plan(plan_here(run), run.seed)
-    kept = None
-    if tables:
-        kept = {"requests": result.tables.requests, "timeline": result.tables.timeline,
-                "summary": {k: [v] for k, v in result.summary.items()}}
-    return RunOutput(result.run_id, result.summary, kept, result.provenance, network_digest(result.network))
+    return RunOutput(result.run_id, result.summary, tables_of(result) if tables else None, result.provenance,
+                     network_digest(result.network))
 
 
 def quiet_plugin_warnings() -> None:

@@ -117,10 +117,9 @@ class ProgressBar(Progress):
 
     def add_task(self, description: str, total: float | None = None, completed: float = 0, noun: str = "",
                  **fields: Any) -> TaskID:
-        texts = {"description": description, **{name: str(fields.get(name, "")) for name in self.status}}
         task = self.rich.add_task(description, total=total, completed=completed,
                                   **{name: "" for name in self.status})
-        self.texts[task] = texts
+        self.texts[task] = {"description": description, **{name: str(fields.get(name, "")) for name in self.status}}
         self.rich.update(task, **self._fitted(task, completed, total))
         return task
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
+import itertools
 import time
 from types import MappingProxyType, SimpleNamespace
 from typing import Any, Iterator, Mapping, cast
@@ -301,12 +302,10 @@ def check_topology(name_or_spec: str, *, registry: Registry | None = None, time_
         if network.rack_node is None or len(network.rack_node) != network.n_racks:
             raise broke("a switch for every rack (jobs)", f"rack_nodes={topology.rack_nodes!r} for "
                                                           f"{network.n_racks} racks")
-        nodes = network.rack_node.tolist()
-        for a in nodes:
-            for b in nodes:
-                if a != b and (a, b) not in network.link_of_pair and (b, a) not in network.link_of_pair:
-                    raise broke("every rack's switch linked to every other's (jobs)",
-                                f"no link between {network.nodes[a]!r} and {network.nodes[b]!r}")
+        for a, b in itertools.combinations(network.rack_node.tolist(), 2):
+            if a != b and (a, b) not in network.link_of_pair and (b, a) not in network.link_of_pair:
+                raise broke("every rack's switch linked to every other's (jobs)",
+                            f"no link between {network.nodes[a]!r} and {network.nodes[b]!r}")
     clock.check("after its paths")
     default = network.default_workload
     if default is not None:

@@ -7,14 +7,7 @@ from typing import Any, Mapping, Sequence
 
 import click
 
-from dcbench.commands.base import (
-    MAX_REQUESTS,
-    MAX_SEEDS,
-    PATH,
-    check_bounds,
-    load_registry,
-    plugin_prints_to_stderr,
-)
+from dcbench.commands.base import MAX_REQUESTS, MAX_SEEDS, PATH, check_bounds, load_registry, plugin_prints_to_stderr
 from dcbench.errors import SpecError, UnknownPluginError
 from dcbench.hookspecs import hookimpl
 from dcbench.registry import KINDS, PLURALS, PluginEntry, Registry, blamed_on

@@ -142,9 +142,8 @@ def settle_training_outputs(out: Path) -> None:
     """Under the lock of ``out``, settle the writes a killed training left of its checkpoint's files and state."""
     from dcbench.storage.journal import remove_leftovers
 
-    state = out.with_name(out.name + ".train")
     remove_leftovers(out.parent, [out.name, *(out.with_suffix(suffix).name for suffix in TRAINING_OUTPUTS)])
-    remove_leftovers(state, STATE_FILES)
+    remove_leftovers(out.with_name(out.name + ".train"), STATE_FILES)
 
 
 TRAINING_OUTPUTS = (".json", ".curve.parquet", ".png")  # beside the checkpoint

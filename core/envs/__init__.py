@@ -32,13 +32,7 @@ from dcbench.envs.evaluate import (
 )
 from dcbench.envs.features import NODE_KINDS, JobFeatures, PoolFeatures, StaticGraph
 from dcbench.envs.hints import HINT_FEATURES, PoolHints, hint_names
-from dcbench.envs.rewards import (
-    FAILURE_REWARD,
-    SUCCESS_REWARD,
-    _floor_latency_ns,
-    episode_ratios,
-    job_step_rewards,
-)
+from dcbench.envs.rewards import FAILURE_REWARD, SUCCESS_REWARD, _floor_latency_ns, episode_ratios, job_step_rewards
 from dcbench.envs.suites import (
     TRAINING_SEEDS_FROM,
     VALIDATION_SEEDS,
@@ -152,8 +146,7 @@ class AllocationEnv(gym.Env):
         Args:
             plan: A scenario from `Runner.resolve_scenario`.
             runner: As the constructor's.
-            **settings: The constructor's ``alpha``, ``reconfiguration_cost``, ``reconfigure``, ``hints`` and
-                ``render_mode``.
+            **settings: The constructor's settings (``alpha`` to ``render_mode``).
 
         Returns:
             The environment.
@@ -200,8 +193,7 @@ class AllocationEnv(gym.Env):
             self.features = PoolFeatures(self.network, self.hints)
             self.builder = PoolBuilder(self.network)
         self.simulation: Simulation | None = None
-        self._open = False
-        self._done = False
+        self._open = self._done = False
         self._mask: np.ndarray | None = None  # the last observation's "action_mask" (`action_masks`)
         self.episode_seed: int | None = None
         self.floor_latency_ns = math.nan  # of the sequence `reset` draws
@@ -215,7 +207,7 @@ class AllocationEnv(gym.Env):
         """l of Eq. 1 once a job is committed: the mean packet latency, at least `floor_latency_ns`.
 
         Returns:
-            The latency in nanoseconds.
+            The latency (ns).
         """
         latency_us = self.simulation.network_qos()[0]
         return self.floor_latency_ns if np.isnan(latency_us) else max(latency_us * 1e3, self.floor_latency_ns)
@@ -237,8 +229,7 @@ class AllocationEnv(gym.Env):
         sequence = self._draw(seed)
         self.simulation = Simulation(self.network, sequence)
         self.floor_latency_ns = _floor_latency_ns(sequence.packets, self.network.circuits)
-        self.accepted = 0
-        self.offered = 0
+        self.accepted = self.offered = 0
         reward, done = self._advance()
         self._done = done
         return self._observation(), {"reward_before_first_step": reward, "done": done}
@@ -294,11 +285,14 @@ class AllocationEnv(gym.Env):
         image[:len(mask), -1] = np.where(mask, [0, 255, 0], [255, 0, 0])
         return image
 
-    def _resolve(self, result) -> float:
+    def _settle(self, result) -> bool:
         accepted = self.simulation.resolve(result)
         self.offered += 1
         self.accepted += accepted
-        return SUCCESS_REWARD if accepted else FAILURE_REWARD
+        return accepted
+
+    def _resolve(self, result) -> float:
+        return SUCCESS_REWARD if self._settle(result) else FAILURE_REWARD
 
     def _advance(self) -> tuple[float, bool]:
         # move to the next request that needs a decision, refusing those with no allowed server (rack)
@@ -310,8 +304,7 @@ class AllocationEnv(gym.Env):
                 return reward, False
             self.builder.fail("no_server")
             if self.kind == "job":  # no decision was taken: no sample, no reward
-                self.simulation.resolve(self.builder.result())
-                self.offered += 1
+                self._settle(self.builder.result())
             else:
                 reward += self._resolve(self.builder.result())
         self._open = False
@@ -322,9 +315,7 @@ class AllocationEnv(gym.Env):
         actions = builder.step + bool(info.get("invalid_action"))  # decisions taken for this job
         if builder.status == PLACED:
             builder.route()
-        accepted = self.simulation.resolve(builder.result())  # the allocation, or the builder's Reject
-        self.offered += 1
-        self.accepted += accepted
+        accepted = self._settle(builder.result())  # the allocation, or the builder's Reject
         latency_ns = self.served_latency_ns() if accepted else 0.0
         rewards = job_step_rewards(actions, None if accepted else actions - 1, latency_ns,
                                    accepted and bool(builder.swaps), self.alpha, self.reconfiguration_cost,

@@ -130,14 +130,7 @@ class _Holdings:
 
 
 class BatchedPool:
-    """The pool episodes of N envs of one scenario, as (N, …) arrays.
-
-    ``free`` and ``links`` are views of one row per env (``work``), as the engine's committed ``state`` is.
-
-    Args:
-        network: The scenario's network (every env's).
-        n: How many episodes.
-    """
+    """The pool episodes of ``n`` envs of ``network``, as (N, …) arrays; ``free`` and ``links`` view ``work``'s rows."""
 
     def __init__(self, network: Any, n: int):
         self.n = n
@@ -184,14 +177,8 @@ class BatchedPool:
         self.sequence_length = -1
 
     def start(self, i: int, sequence: RequestSequence) -> tuple[float, bool]:
-        """Start env i's episode on ``sequence`` and move to its first decision.
-
-        Returns:
-            The reward of the requests refused on the way, and whether the episode has no decision at all.
-
-        Raises:
-            SpecError: ``sequence`` is not one the batch steps exactly (see `unsupported`).
-        """
+        """Start env i's episode on ``sequence``: the reward of the requests refused before its first decision, and
+        whether it has none."""
         problem = _sequence_problem(sequence)
         if problem:
             raise SpecError(f"the batched vector env cannot step this episode: {problem}; make it with "
@@ -235,11 +222,8 @@ class BatchedPool:
         return episode_ratios(int(self.accepted[i]), int(self.offered[i]), offered, offered & (outcome == ACCEPTED))
 
     def step(self, actions: np.ndarray, acting: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """One decision in each acting env (each has a request open): ``actions`` (n,) servers.
-
-        Returns:
-            Rewards (n,), which episodes ended (n,), which actions were outside the mask (n,).
-        """
+        """One decision (``actions``, servers) in each acting env: rewards, which episodes ended, which actions were
+        outside the mask."""
         n = self.n
         rows, servers = np.flatnonzero(acting), actions[acting]
         inside = (servers >= 0) & (servers < self.n_servers)
@@ -311,9 +295,8 @@ class BatchedPool:
     def _route(self, rows: np.ndarray, servers: np.ndarray, pairs: np.ndarray) -> np.ndarray:
         """Reserve a channel on a path for each row's pairs, in order (False: a pair has none, the request fails).
 
-        All pairs are routed at once on the links' channels as they are; that is what routing them in order gives
-        unless, in a row, more of its pairs cross a link than it has free channels: such rows are routed in order
-        one by one (unless it is the new server's own link, which fails them in any order)."""
+        All at once, as routing in order gives unless a row's pairs cross a link more than it has free channels:
+        such rows are routed one by one (unless it is the new server's own link, which fails them in any order)."""
         links = self.work.reshape(-1)  # (a view: a link is at env × row_width + split + link)
         row, position = np.nonzero(pairs)
         envs = rows[row]

@@ -58,10 +58,8 @@ def action_index(answer: Any) -> int:
 
 
 def policy_function(policy: Any) -> Callable[[Mapping[str, np.ndarray]], int]:
-    """The observation-to-action function `evaluate` and the policy allocator call.
-
-    ``policy.predict(observation, ...)`` where it has one (``action_masks`` and ``deterministic=True`` passed where it
-    names them), else ``policy(observation)``.
+    """The observation-to-action function `evaluate` and the policy allocator call: ``policy.predict(observation,
+    ...)`` where it has one (with ``action_masks`` and ``deterministic=True`` where it names them), else ``policy``.
 
     Args:
         policy: A callable, or an object with ``predict``.
@@ -81,11 +79,9 @@ def policy_function(policy: Any) -> Callable[[Mapping[str, np.ndarray]], int]:
         masks, deterministic = "action_masks" in named, "deterministic" in named
 
         def decide(observation: Mapping[str, np.ndarray]) -> int:
-            options: dict[str, Any] = {}
+            options: dict[str, Any] = {"deterministic": True} if deterministic else {}
             if masks:
                 options["action_masks"] = np.asarray(observation["action_mask"]) != 0
-            if deterministic:
-                options["deterministic"] = True
             answer = predict(observation, **options)
             return action_index(answer[0] if isinstance(answer, tuple) else answer)
 
@@ -508,26 +504,25 @@ def _env_scenario(env_id: str, runner: Runner) -> tuple[Suite, Scenario] | None:
     if env_id not in gymnasium.registry:
         return None
     kwargs = dict(gymnasium.registry[env_id].kwargs or {})
-    suites = runner.registry.entries("suite")
     if isinstance(kwargs.get("suite"), str) and isinstance(kwargs.get("scenario"), str):
         return find_scenario(runner.registry, kwargs["suite"], kwargs["scenario"])
     if not isinstance(kwargs.get("topology"), str):
         raise SpecError(f"environment {env_id!r} names no suite scenario; give a suite or SUITE/SCENARIO")
     given = (kwargs["topology"], kwargs.get("workload"), kwargs.get("requests"))
-    for suite in suites.values():  # as written first: resolving every suite's scenarios compiles their topologies
-        for scenario in suite.scenarios:
-            if (scenario.topology, scenario.workload, scenario.requests) == given:
-                return suite, scenario
+    scenarios = [(suite, scenario) for suite in runner.registry.entries("suite").values()
+                 for scenario in suite.scenarios]
+    for suite, scenario in scenarios:  # as written first: resolving every suite's scenarios compiles their topologies
+        if (scenario.topology, scenario.workload, scenario.requests) == given:
+            return suite, scenario
     wanted = runner.resolve_scenario(*given)
-    for suite in suites.values():
-        for scenario in suite.scenarios:
-            try:
-                resolved = runner.resolve_scenario(scenario.topology, scenario.workload, scenario.requests)
-            except DcbenchError:
-                continue
-            if (resolved.topology, resolved.workload, resolved.requests) == (
-                    wanted.topology, wanted.workload, wanted.requests):
-                return suite, scenario
+    for suite, scenario in scenarios:
+        try:
+            resolved = runner.resolve_scenario(scenario.topology, scenario.workload, scenario.requests)
+        except DcbenchError:
+            continue
+        if (resolved.topology, resolved.workload, resolved.requests) == (
+                wanted.topology, wanted.workload, wanted.requests):
+            return suite, scenario
     raise SpecError(f"environment {env_id!r} ({wanted.topology}, {wanted.workload}, {wanted.requests} requests) is "
                     "no scenario of a registered suite; give a suite, SUITE/SCENARIO or a dcbench.Scenario")
 

@@ -3,6 +3,7 @@ seeds."""
 
 from __future__ import annotations
 
+import itertools
 import re
 import textwrap
 import warnings
@@ -217,16 +218,11 @@ LISTING_WIDTH = 80  # the columns `env_listing` fits
 
 
 def _seed_ranges(seeds: tuple[int, ...]) -> str:
-    # seeds as ``0..4,7``: each run of three or more consecutive seeds as FIRST..LAST
-    parts: list[str] = []
-    run: list[int] = []
-    for seed in [*seeds, None]:
-        if run and seed is not None and seed == run[-1] + 1:
-            run.append(seed)
-            continue
-        if run:
-            parts.append(f"{run[0]}..{run[-1]}" if len(run) >= 3 else ",".join(map(str, run)))
-        run = [] if seed is None else [seed]
+    # seeds as ``0..4,7``: each run of three or more consecutive seeds (seed − position the same) as FIRST..LAST
+    parts = []
+    for _, group in itertools.groupby(enumerate(seeds), lambda pair: pair[1] - pair[0]):
+        run = [seed for _, seed in group]
+        parts.append(f"{run[0]}..{run[-1]}" if len(run) >= 3 else ",".join(map(str, run)))
     return ",".join(parts)
 
 

@@ -65,8 +65,7 @@ def write_atomic(path: Path, write: Callable[[Path], None]) -> None:
         path: The file to write; its folder is made where it is missing.
         write: Writes the new contents to the temporary path it is given.
     Raises:
-        ResultsError: ``path`` is a folder or no regular file, lies below a file, or its folder holds a damaged
-            journal.
+        ResultsError: ``path`` is no regular file, lies below a file, or its folder holds a damaged journal.
         OSError: The file system failed (a full disk), named by ``path``; the old file is left whole."""
     write_together([(path, write)])
 

@@ -18,8 +18,7 @@ def check_writable(out_dir: Path, what: str = "results") -> None:
         out_dir: The folder to write to.
         what: What is written there, as the error says it ("results", "plots").
     Raises:
-        ResultsError: A file is in the way of ``out_dir``, or a file cannot be made in it (no permission, a read-only
-            file system)."""
+        ResultsError: A file is in the way of ``out_dir``, or no file can be made in it (no permission, say)."""
     blocker = blocking_path(out_dir)
     if blocker is not None:
         raise ResultsError(f"cannot write {what} to '{out_dir}': {no_folder(blocker, out_dir)}; "

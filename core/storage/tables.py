@@ -87,8 +87,7 @@ def write_table_atomic(path: Path, columns: Any, provenance: Mapping[str, Any] |
 
     Args:
         path: The file to write.
-        columns: A mapping of column name to values (a column of Python objects is written as strings), or a pyarrow
-            Table, written as it is.
+        columns: A mapping of column name to values (Python objects written as strings), or a pyarrow Table.
         provenance: For a mapping, written as JSON into the file's metadata under the ``dcbench`` key (None: ``{}``).
     Raises:
         ResultsError: As `write_atomic`.

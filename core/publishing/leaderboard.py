@@ -3,8 +3,10 @@ them, byte for byte the same for the same submissions."""
 
 from __future__ import annotations
 
+import datetime
 import functools
 import inspect
+import itertools
 import json
 import math
 import os
@@ -77,21 +79,18 @@ def allocators_of(rows: list[dict[str, Any]]) -> list[str]:
 
 def _check_rows(suite: Any, rows: list[dict[str, Any]], runner: Runner) -> None:
     """Check that the rows are the whole registered ``suite``, each run once, with a finite primary metric."""
-    suite_name = suite.name
     expected: dict[tuple[str, int], tuple[str, str, int]] = {}
     for scenario in suite.scenarios:
         # The scenario as a run resolves it, the workload's own default number of requests included.
         resolved = runner.resolve_scenario(scenario.topology, scenario.workload, scenario.requests)
         for seed in scenario.seeds:
             expected[(scenario.label, seed)] = (resolved.topology, resolved.workload, resolved.requests)
-    allocators = allocators_of(rows)
     seen: set[tuple[str, str, int]] = set()
     for row in rows:
         key = (row["scenario"], row["seed"])
         if key not in expected:
-            raise RowsProblem(f"scenario {row['scenario']!r} seed {row['seed']} is not in suite {suite_name}")
-        topology, workload, requests = expected[key]
-        if (row["topology"], row["workload"], row["requests"]) != (topology, workload, requests):
+            raise RowsProblem(f"scenario {row['scenario']!r} seed {row['seed']} is not in suite {suite.name}")
+        if (row["topology"], row["workload"], row["requests"]) != expected[key]:
             raise RowsProblem(f"run {row['run_id']} does not use the suite's scenario {row['scenario']!r}")
         identity = (row["allocator"], row["scenario"], row["seed"])
         if identity in seen:
@@ -100,7 +99,7 @@ def _check_rows(suite: Any, rows: list[dict[str, Any]], runner: Runner) -> None:
         value = row.get(suite.primary_metric)
         if value is None or not math.isfinite(float(value)):
             raise RowsProblem(f"run {row['run_id']} has no finite {suite.primary_metric}")
-    for allocator in allocators:
+    for allocator in allocators_of(rows):
         for scenario, seed in expected:
             if (allocator, scenario, seed) not in seen:
                 raise RowsProblem(f"{allocator} lacks scenario {scenario!r} seed {seed}; "
@@ -168,10 +167,8 @@ def load_submissions(root: Path, registry: Registry | None = None) -> list[Submi
         if replayed is not None and not _stamped_runs(replayed, ("runs",), rows):
             raise _damaged(path, f"its submission.json's {REPLAY_KEY} is not {{runs: run ids of its summary, "
                                  "dcbench_version: a version, date: YYYY-MM-DD}")
-        entries = _entries_of_record(record, allocators, path)
-        verified = _verified_of(path, rows)
-        submissions.append(Submission(path.name, suite, allocators, rows, ranked_by, columns, replayed, entries,
-                                      verified))
+        submissions.append(Submission(path.name, suite, allocators, rows, ranked_by, columns, replayed,
+                                      _entries_of_record(record, allocators, path), _verified_of(path, rows)))
     return submissions
 
 
@@ -221,8 +218,6 @@ def _verified_of(path: Path, rows: list[dict[str, Any]]) -> dict[str, Any] | Non
 @holding_the_lock("leaderboard verify")
 def record_verified(root: Path, outcomes: Sequence[tuple[str, str, bool]]) -> None:
     """Write `VERIFIED` of each submission of the ``(submission, run id, the same bit for bit)`` `verify` made."""
-    import datetime
-
     from dcbench._version import __version__
 
     today = datetime.datetime.now(datetime.timezone.utc).date().isoformat()
@@ -237,8 +232,6 @@ def record_verified(root: Path, outcomes: Sequence[tuple[str, str, bool]]) -> No
 
 def _stamped_runs(record: Any, lists: tuple[str, ...], rows: list[dict[str, Any]]) -> bool:
     """Whether ``record`` holds just ``lists`` of run ids of ``rows`` (not all empty), a version and a date."""
-    import datetime
-
     run_ids = {row["run_id"] for row in rows}
     if (not isinstance(record, dict) or set(record) != {*lists, "dcbench_version", "date"}
             or not all(isinstance(record[k], list) and all(isinstance(r, str) and r in run_ids for r in record[k])
@@ -297,10 +290,8 @@ _MISSING = object()
 
 
 def _conflict(first: Mapping[str, Any], second: Mapping[str, Any]) -> str | None:
-    for column in sorted((set(first) | set(second)) - SWEEP_COLUMNS):
-        if not same_value(first.get(column, _MISSING), second.get(column, _MISSING)):
-            return column
-    return None
+    columns = sorted((set(first) | set(second)) - SWEEP_COLUMNS)
+    return next((c for c in columns if not same_value(first.get(c, _MISSING), second.get(c, _MISSING))), None)
 
 
 def _json_of(path: Path, name: str) -> Any:
@@ -370,9 +361,7 @@ def build(root: Path, registry: Registry) -> list[Path]:
     conflict = first_conflict(submissions)
     if conflict is not None:
         raise disagreeing(root, conflict)
-    by_suite: dict[str, list[Submission]] = {}
-    for submission in submissions:
-        by_suite.setdefault(submission.suite, []).append(submission)
+    by_suite = {suite: [s for s in submissions if s.suite == suite] for suite in {s.suite for s in submissions}}
     # Everything is drawn and rendered before anything is replaced: a failure (matplotlib missing, say) leaves the
     # previous pages, plots and tables whole. Then both folders and both pages are replaced together, or none.
     plots_dir, tables_dir = root / "plots", root / "tables"
@@ -458,24 +447,17 @@ def _section(suite_name: str, submissions: list[Submission], registry: Registry,
     defaults = default_specs(registry)
     label = labels(specs, defaults)
     shown = _metric_columns(rows, metric, columns)
-    measured = {(scenario, spec): {column: mean_ci(r[column] for r in group)
-                                   for column in [metric, *(c[0] for c in shown)]}
-                for (scenario, spec), group in _grouped(rows).items()}
+    measured = {}
+    for cell, group in itertools.groupby(rows, key=lambda r: (r["scenario"], r["allocator"])):  # (rows are sorted)
+        runs = list(group)
+        measured[cell] = {column: mean_ci(r[column] for r in runs) for column in [metric, *(c[0] for c in shown)]}
     drawn = _plot(rows, scenarios, metric, plots_staging / f"{suite_name}.png", suite_name, defaults)
-    test_seeds = sorted({seed for s in suite.scenarios for seed in s.seeds}) if suite else \
-        sorted({r["seed"] for r in rows})
+    test_seeds = sorted({seed for s in suite.scenarios for seed in s.seeds} if suite else {r["seed"] for r in rows})
     return Section(suite_name, suite.description if suite else "", metric, higher, scenarios,
                    rank_suite(values, scenarios, higher, reference), shown, measured, reference,
                    {spec: _about(spec, label[spec], submissions, registry, test_seeds) for spec in specs},
                    label, plots_dir / drawn.name, len(test_seeds),
                    bound_summary(plots_dir.parent, suite_name, metric, higher, submissions))
-
-
-def _grouped(rows: list[dict[str, Any]]) -> dict[tuple[str, str], list[dict[str, Any]]]:
-    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
-    for row in rows:
-        groups.setdefault((row["scenario"], row["allocator"]), []).append(row)
-    return groups
 
 
 def _reference(suite: Any, specs: list[str], registry: Registry) -> str | None:

@@ -10,6 +10,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from dcbench.publishing.ranking import Estimate, estimate
+from dcbench.registry import get_registry
 from dcbench.running.stats import format_ci
 
 BOUNDS = "bounds"
@@ -63,8 +64,6 @@ class BoundSummary:
 def bound_summary(root: Path, suite_name: str, metric: str, higher: bool,
                   submissions: Sequence[Any]) -> BoundSummary | None:
     """A section's bounds: None without bounds on ``metric`` for a registered suite."""
-    from dcbench.registry import get_registry
-
     suite = get_registry().entries("suite").get(suite_name)
     bounds = read_bounds(root, suite_name, metric) if suite is not None else {}
     if not bounds:

@@ -399,14 +399,13 @@ def html_page(sections: Sequence[Section], submissions: list[Any], version: str,
                    f'<p class="how">{_e(how_ranked(section))}</p>')
         if verdict(section):
             out.append(f'<p class="verdict">{_e(verdict(section))}</p>')
-        out += _summary_table(section)
-        out += _bound_tables(section)
+        out += _summary_table(section) + _bound_tables(section)
         links = " · ".join(f'<a href="{_e(path)}" download>{name} ({kind})</a>' for name in ("summary", "scenarios")
                            for kind, path in table_files(section, name))
-        out.append(f'<p class="downloads">Download: {links}</p>')
-        out.append(f'<figure><img src="{_e(section.plot.relative_to(root).as_posix())}" '
-                   f'alt="{_e(section.suite_name)}: {_e(section.metric)} per scenario and entry"></figure>')
-        out.append("<h3>Per scenario</h3>")
+        out += [f'<p class="downloads">Download: {links}</p>',
+                f'<figure><img src="{_e(section.plot.relative_to(root).as_posix())}" '
+                f'alt="{_e(section.suite_name)}: {_e(section.metric)} per scenario and entry"></figure>',
+                "<h3>Per scenario</h3>"]
         for index, scenario in enumerate(section.scenarios):
             out += _scenario_table(section, index, scenario)
         out.append("</section>")

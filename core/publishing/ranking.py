@@ -132,8 +132,7 @@ def differences(values: Values, a: str, b: str, scenarios: Sequence[str]) -> lis
     samples = []
     for s in scenarios:
         seeds = sorted(set(values[a].get(s, {})) & set(values[b].get(s, {})))
-        if seeds:
-            samples.append(_array(values[a][s][k] - values[b][s][k] for k in seeds))
+        samples.append(_array(values[a][s][k] - values[b][s][k] for k in seeds))
     return [sample for sample in samples if len(sample)]
 
 
@@ -151,11 +150,8 @@ def _significantly_better(entries: Sequence[str], paired, sign: float) -> set[tu
     pairs = list(combinations(entries, 2))
     differences = [paired(a, b) for a, b in pairs]
     rejected = holm([d.p for d in differences])
-    better = set()
-    for (a, b), difference, significant in zip(pairs, differences, rejected):
-        if significant:
-            better.add((a, b) if sign * difference.mean > 0 else (b, a))
-    return better
+    return {(a, b) if sign * difference.mean > 0 else (b, a)
+            for (a, b), difference, significant in zip(pairs, differences, rejected) if significant}
 
 
 def _rank_scenario(scenario: str, entries: list[str], values: Values, paired, sign: float, reference: str | None

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from dcbench.errors import ResultsError
+from dcbench.registry import get_registry
 from dcbench.registry.columns import Column, demand_kind, ranking_columns
 from dcbench.registry.kinds import DEMAND_KINDS
 from dcbench.running.labels import natural, scenario_labels
@@ -131,8 +132,7 @@ def metric_table(rows: list[dict[str, Any]], metric: str, higher_is_better: bool
     for scenario in scenarios:
         runs = [[r.get(metric) for r in rows if r["scenario"] == scenario and r["allocator"] == a] for a in allocators]
         cells = [mean_ci(values) for values in runs]
-        means = [c[0] for c in cells]
-        best = best_mean(means, higher_is_better)
+        best = best_mean((c[0] for c in cells), higher_is_better)
         texts = [("**" + table_ci(m, h) + "**") if m == best else table_ci(m, h) for m, h, _ in cells]
         # a run with nothing to measure (all in the warm-up, say) has no value: say on how many the mean rests
         texts = [text + (f" ({n} of {len(values)} runs)" if 0 < n < len(values) else "")
@@ -162,8 +162,7 @@ def ranking(rows: list[dict[str, Any]], metric: str, higher_is_better: bool = Tr
         if unranked:
             text += ("; " if ranked else "") + "no value: " + ", ".join(unranked)
         lines.append(f"| {cell(scenario)} | {text} |")
-    lines.append("")
-    lines.append("Best on: " + ", ".join(f"{cell(name[a])} {n}" for a, n in wins.items()) + " scenarios.")
+    lines += ["", "Best on: " + ", ".join(f"{cell(name[a])} {n}" for a, n in wins.items()) + " scenarios."]
     return "\n".join(lines)
 
 
@@ -172,11 +171,7 @@ DEMAND_KIND_NAMES = {"pool": "pool requests", "job": "jobs"}
 
 def declared(columns: Sequence[Column] | None) -> Sequence[Column]:
     """``columns``, or where None the columns the loaded metric plugins declare."""
-    if columns is not None:
-        return columns
-    from dcbench.registry import get_registry
-
-    return get_registry().columns()
+    return columns if columns is not None else get_registry().columns()
 
 
 def has_value(value: Any) -> bool:

@@ -9,7 +9,7 @@ import string
 from pathlib import Path
 from typing import Any
 
-from dcbench.errors import SpecError
+from dcbench.errors import SpecError, cut
 from dcbench.spec import Spec, bind, resolved_spec
 
 # What a submitted spec may hold: plugin names, keywords and resolved values (1e-05, 1x4, yes), ':', ',' and '=';
@@ -27,8 +27,7 @@ SPECS = ("allocator", "topology", "workload")
 
 def shown(text: Any, limit: int = 80) -> str:
     """``text`` for a one-line message: its repr (a newline shows as \\n), cut at ``limit`` characters."""
-    text = repr(text)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return cut(repr(text), limit)
 
 
 def spec_problem(kind: str, text: Any) -> str | None:

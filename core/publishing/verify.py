@@ -58,9 +58,8 @@ def planned_rerun(row: Mapping[str, Any], runner: Runner, plans: dict[tuple[Any,
     plans = {} if plans is None else plans
     if specs not in plans:
         plans[specs] = runner.resolve(*specs)
-    plan = plans[specs]
     return PlannedRun(row["scenario"], *specs[:4], int(row["seed"]), row["run_id"], specs[4],
-                      network_digest(plan.network), plan)
+                      network_digest(plans[specs].network), plans[specs])
 
 
 def rerun_rows(rows: Sequence[Mapping[str, Any]], runner: Runner, workers: int,

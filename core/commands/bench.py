@@ -23,8 +23,7 @@ DEFAULT_TOPOLOGIES = (
                    "(default: every heuristic that serves the topology).")
 @click.option("--topology", "-t", "topologies", multiple=True,
               help="Topologies, repeated or listed with commas (default: tiered:32,1x4 at 64, 1,024, 8,192 and "
-                   "65,536 servers, "
-                   "and ocs:128,servers=64).")
+                   "65,536 servers, and ocs:128,servers=64).")
 @click.option("--workload", "-w", default=None, help="Workload spec (default: each topology's own).")
 @click.option("--requests", "-n", type=int, default=4096, show_default=True,
               help=f"Requests per run, at most {MAX_REQUESTS:,}.")
@@ -44,8 +43,7 @@ def bench(allocators: tuple[str, ...], topologies: tuple[str, ...], workload: st
     if allocators:
         allocators = tuple(split_allocators(allocators))
     else:
-        allocators = tuple(sorted(name for name, e in registry.entries("allocator").items()
-                                  if not e.learned))
+        allocators = tuple(sorted(name for name, e in registry.entries("allocator").items() if not e.learned))
     with plugin_prints_to_stderr() as echo:
         run_bench(registry, list(allocators), list(topologies or DEFAULT_TOPOLOGIES), requests, repeat, echo,
                   workload, every_allocator_runs=named)

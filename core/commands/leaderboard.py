@@ -15,8 +15,7 @@ from dcbench.spec import Spec
 
 
 @click.group(invoke_without_command=True)
-@click.option("--root", type=PATH, default=Path("leaderboard"), show_default=True,
-              help="The leaderboard folder.")
+@click.option("--root", type=PATH, default=Path("leaderboard"), show_default=True, help="The leaderboard folder.")
 @click.pass_context
 def leaderboard(ctx: click.Context, root: Path) -> None:
     """Rebuild the leaderboard pages from its submissions (or `submit` one, or `verify` them)."""

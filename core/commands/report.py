@@ -79,8 +79,7 @@ def read_results(results: Path, registry: Registry) -> Results:
 
 @click.command()
 @click.argument("results", type=PATH)
-@click.option("--out", type=PATH, default=None,
-              help="Folder for the PNGs (default RESULTS/plots).")
+@click.option("--out", type=PATH, default=None, help="Folder for the PNGs (default RESULTS/plots).")
 def plot(results: Path, out: Path | None) -> None:
     """Draw the papers' figures from a RESULTS folder: a sweep's, or one of runs
     (`dcbench run --out`), whose runs are grouped by scenario and allocator."""

@@ -40,9 +40,7 @@ def _seeds(seed: int | None, seeds: int | None) -> list[int]:
         raise SpecError("give --seed S or --seeds K, not both")
     check_bounds("--seed", seed, 0)
     check_bounds("--seeds", seeds, 1, at_most=MAX_SEEDS)
-    if seeds is not None:
-        return list(range(seeds))
-    return [seed if seed is not None else 0]
+    return list(range(seeds)) if seeds is not None else [seed if seed is not None else 0]
 
 
 BETTER_MARK = {"higher": " ↑", "lower": " ↓", None: ""}

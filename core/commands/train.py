@@ -119,9 +119,8 @@ def status_line(row: dict[str, Any]) -> str:
     """A trainer's progress ``row`` as one status text: its ``status``, else ``name value`` (4 significant digits)."""
     if isinstance(row.get("status"), str):
         return " ".join(row["status"].splitlines())  # one line, whatever a plugin gives
-    numbers = [f"{key} {value:.4g}" for key, value in row.items()
-               if key != "steps" and isinstance(value, (int, float)) and not isinstance(value, bool)]
-    return "  ".join(numbers)
+    return "  ".join(f"{key} {value:.4g}" for key, value in row.items()
+                     if key != "steps" and isinstance(value, (int, float)) and not isinstance(value, bool))
 
 
 def said_nothing_was_trained(state: Path, checkpoint: Path, steps: int | None) -> None:

@@ -249,10 +249,8 @@ class AllocationEnv(gym.Env):
         return observation
 
     def _observation(self) -> dict[str, np.ndarray]:
-        if not self._open or self.simulation.request is None:
-            observation = self._blank()
-        else:
-            observation = self.features.observe(self.builder, self.simulation.view)
+        pending = self._open and self.simulation.request is not None
+        observation = self.features.observe(self.builder, self.simulation.view) if pending else self._blank()
         self._mask, self._last = observation["action_mask"], observation
         return observation
 
@@ -320,8 +318,7 @@ class AllocationEnv(gym.Env):
         rewards = job_step_rewards(actions, None if accepted else actions - 1, latency_ns,
                                    accepted and bool(builder.swaps), self.alpha, self.reconfiguration_cost,
                                    vms=len(builder.vms))
-        info.update(step_rewards=rewards, job_accepted=accepted,
-                    reconfigurations=len(builder.swaps) if accepted else 0)
+        info.update(step_rewards=rewards, job_accepted=accepted, reconfigurations=len(builder.swaps) if accepted else 0)
         return float(sum(rewards))
 
     def step(self, action):

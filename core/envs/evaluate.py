@@ -564,8 +564,7 @@ def evaluate(policy: Any, target: str | Suite | Scenario, *, requests: int | Non
 
     Args:
         policy: A callable or an object with ``predict`` (`policy_function`), or an allocator spec to compare with.
-        target: A suite's name, ``"SUITE/SCENARIO"``, a registered env id of a suite's scenario, or a `dcbench.Suite`
-            or `dcbench.Scenario`.
+        target: A suite's name, ``"SUITE/SCENARIO"``, a suite scenario's env id, a `dcbench.Suite` or `Scenario`.
         requests: Measured requests per run, after the workload's warm-up (None: each scenario's).
         seeds: The seeds to run (None: each scenario's test seeds).
         registry: The plugins (None: the process's).

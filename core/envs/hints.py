@@ -84,10 +84,9 @@ class PoolHints:
         if "own_link_free_share" in column:
             extra[:n, column["own_link_free_share"]] = link_free / self._link_capacity
         if builder.chosen:
-            first, last = builder.chosen[0], builder.chosen[-1]
-            for name, labels, server in (("same_rack_as_first", self._racks, first),
-                                         ("same_pod_as_first", self._pods, first),
-                                         ("same_rack_as_last", self._racks, last)):
+            for name, labels, server in (("same_rack_as_first", self._racks, builder.chosen[0]),
+                                         ("same_pod_as_first", self._pods, builder.chosen[0]),
+                                         ("same_rack_as_last", self._racks, builder.chosen[-1])):
                 if name in column:
                     extra[:n, column[name]] = labels == labels[server]
         allowed = builder.allowed()

@@ -266,6 +266,5 @@ def env_listing(registry: Registry | None = None, runner: Runner | None = None) 
             f"workload. Train on seeds from {TRAINING_SEEDS_FROM:,} up outside {VALIDATION_SEEDS.start:,}.."
             f"{VALIDATION_SEEDS.stop - 1:,} (validation), never the test seeds (docs/envs.md).")
     for text in [*problems, note]:
-        lines += textwrap.wrap(text, LISTING_WIDTH, initial_indent="  ", subsequent_indent="  ",
-                               break_on_hyphens=False)
+        lines += textwrap.wrap(text, LISTING_WIDTH, initial_indent="  ", subsequent_indent="  ", break_on_hyphens=False)
     return lines

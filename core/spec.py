@@ -16,6 +16,13 @@ _NAME = re.compile(r"^(?:[A-Za-z_][A-Za-z0-9_.\-]*|[A-Za-z0-9][A-Za-z0-9\-]*\.[A
 _KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 MAX_SPEC_CHARACTERS = 5_000  # room for a checkpoint= path of 4,096 bytes; longer is a paste gone wrong
 ECHOED = 80  # the most characters of a spec, or of a part of it, that an error quotes
+_REQUIRED: Any = object()
+_OPTION = "dcbench.option"  # the key of `Param.option`'s declaration in a field's metadata
+_BOOLS = dict.fromkeys(("yes", "true", "1", "on"), True) | dict.fromkeys(("no", "false", "0", "off"), False)
+LARGEST_INTEGER = 2**53  # larger integers overflow numpy's int64 draws, and are never meant
+# Bounds that refuse a typo rather than run out of memory or time, far above any suite run or shipped recipe.
+MAX_REQUESTS = 1_000_000
+MAX_TRAINING_STEPS = 10_000_000
 
 
 def _echo(text: str) -> str:
@@ -82,11 +89,6 @@ class Spec:
         return self.name + (":" + ",".join(items) if items else "")
 
 
-_REQUIRED: Any = object()
-_OPTION = "dcbench.option"  # the key of `Param.option`'s declaration in a field's metadata
-_BOOLS = dict.fromkeys(("yes", "true", "1", "on"), True) | dict.fromkeys(("no", "false", "0", "off"), False)
-
-
 def parse_int(text: str) -> int:
     """``int`` of ASCII digits, without ``_`` separators: Python's own reads ``８`` and ``1_0``."""
     if "_" in text or not text.isascii():
@@ -100,12 +102,6 @@ def parse_finite_float(text: str) -> float:
     if not math.isfinite(value):
         raise ValueError("not a finite number")
     return value
-
-
-LARGEST_INTEGER = 2**53  # larger integers overflow numpy's int64 draws, and are never meant
-# Bounds that refuse a typo rather than run out of memory or time, far above any suite run or shipped recipe.
-MAX_REQUESTS = 1_000_000
-MAX_TRAINING_STEPS = 10_000_000
 
 
 def check_bounds(option: str, value: int | None, minimum: int, at_most: int = LARGEST_INTEGER) -> None:

@@ -16,6 +16,7 @@ from dcbench.spec import Param
 
 PLACED = "placed"
 _TOLERANCE = 1e-9
+RECONFIGURE_PARAM = Param("reconfigure", bool, True, "re-point idle OCS circuits when a job's traffic needs them")
 
 
 def _row_minimum(values: np.ndarray) -> np.ndarray:
@@ -385,9 +386,6 @@ class JobBuilder(StepBuilder):
         amounts = np.zeros((len(servers), self.vms.shape[1]))
         np.add.at(amounts, [position[s] for s in self.hosts], self.vms)
         return Allocation(servers, amounts, tuple(self.routes), vm_servers=hosts, reconfigure=tuple(self.swaps))
-
-
-RECONFIGURE_PARAM = Param("reconfigure", bool, True, "re-point idle OCS circuits when a job's traffic needs them")
 
 
 class JobAllocator(Allocator):

@@ -18,11 +18,7 @@ from dcbench.model.requests import Departing, Request
 OPEN, DONE, FAILED = "open", "done", "failed"
 # Servers plus links below which `PoolBuilder.start` copies the whole state rather than finding what changed.
 COPY_WHOLE_BELOW = 4096
-
-
 Router = Callable[["PoolBuilder", int, int], Sequence[Path]]  # the candidate paths between two servers, in order
-
-
 _new_tuple = tuple.__new__  # _new_tuple(Route, fields): Route(*fields) without a NamedTuple's Python-level __new__
 
 
@@ -246,8 +242,7 @@ class PoolBuilder(StepBuilder):
         Returns:
             True if added; False if no path joined it: the request failed ("no_path").
         Raises:
-            AllocatorError: Not open, or ``server`` out of range, chosen already, or giving nothing where not allowed.
-        """
+            AllocatorError: Not open, or ``server`` out of range, chosen, or giving nothing where not allowed."""
         if self.status != OPEN:
             raise AllocatorError(f"builder: add({server}) on a request that is already {self.status}")
         server = int(server)

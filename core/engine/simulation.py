@@ -28,6 +28,7 @@ _NO_SERVERS = np.zeros(0, dtype=np.int64)
 
 ACCEPTED, REJECTED, SKIPPED = "accepted", "rejected", "skipped"
 SPREAD_LEVELS = ("server", "rack", "pod", "cross_pod")
+MAX_REASON = 200  # characters of a reject reason that are recorded
 
 
 class Allocator(Protocol):
@@ -88,9 +89,6 @@ def spread_level(racks: list[int], pods: list[int], servers: list[int]) -> str:
     if len({pods[s] for s in servers}) == 1:
         return "pod"
     return "cross_pod"
-
-
-MAX_REASON = 200  # characters of a reject reason that are recorded
 
 
 class Books:

@@ -16,6 +16,10 @@ from dcbench.model.requests import Request
 
 _TOLERANCE = 1e-9
 CHANNELS_PER_PAIR = 1.0  # the papers' model: a pool's connected pair reserves one channel per link of its path
+# Links below which counting over every link (bincount) is cheaper than sorting the routes' links (unique).
+COUNT_ALL_LINKS_BELOW = 4096
+_NOTHING = np.zeros(0, dtype=np.int64)
+_INT = {int}
 
 
 class Swap(NamedTuple):
@@ -64,10 +68,6 @@ class LinkUsage(NamedTuple):
 _NO_USAGE = LinkUsage(np.zeros(0, dtype=np.int64), np.zeros(0))
 _NO_USAGE.links.flags.writeable = False
 _NO_USAGE.amounts.flags.writeable = False
-
-
-# Links below which counting over every link (bincount) is cheaper than sorting the routes' links (unique).
-COUNT_ALL_LINKS_BELOW = 4096
 
 
 def _pool_usage(route_links: list[int], n_links: int) -> LinkUsage:
@@ -154,9 +154,6 @@ class State:
         return view
 
 
-_NOTHING = np.zeros(0, dtype=np.int64)
-
-
 class StateJournal:
     """The servers and links of the engine's last `KEEP` writes, so a builder's `start` catches up without comparing."""
 
@@ -203,9 +200,6 @@ def snapshot_allocation(allocation: Allocation, plain_paths: Mapping[int, tuple[
         reconfigure=(() if type(allocation.reconfigure) is tuple and not allocation.reconfigure
                      else tuple(tuple(map(operator.index, swap)) for swap in allocation.reconfigure)),
     )
-
-
-_INT = {int}
 
 
 def _is_plain(routes: Any, plain_paths: Mapping[int, tuple[Any, ...]]) -> bool:

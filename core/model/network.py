@@ -23,6 +23,13 @@ _SERVER_PAIR_CACHE = 500_000
 # Up to this many servers a network's private copies start from the paths its runs looked up before
 # (`Network.learn_paths`); on more, most pairs of a run are new and learning them costs more than it saves.
 SHARED_PATHS_UP_TO = 4096
+_DISTANCE_CACHE = 50_000_000  # distances kept per catalogue (transit nodes × targets, 4 bytes each): 200 MB
+_UNREACHED = 1 << 30  # the distance of a node that cannot reach the target
+_NO_SHARED_PATHS = MappingProxyType({})
+CAPACITY_RANGE = f"a capacity is a number from 0 to {MAX_CAPACITY:g}"
+# What `Network.private_copy` makes anew rather than shares.
+_PER_COPY = frozenset({"paths", "_catalogues", "_shared_catalogues", "path_ends_cache", "path_ends_by_id",
+                       "_graph_copy", "_sealed"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,8 +93,7 @@ class Network:
         k_paths: Paths per pair in the path catalogue ``paths``.
     Raises:
         SpecError: The topology is unusable (servers, capacities, labels, rack nodes, circuits or link capacities
-            malformed or out of range).
-    """
+            malformed or out of range)."""
 
     def __init__(self, topology: Topology, k_paths: int = 3):
         graph = topology.graph
@@ -348,14 +354,6 @@ class Network:
         return None
 
 
-# What `Network.private_copy` makes anew rather than shares.
-_PER_COPY = frozenset({"paths", "_catalogues", "_shared_catalogues", "path_ends_cache", "path_ends_by_id",
-                       "_graph_copy", "_sealed"})
-
-
-CAPACITY_RANGE = f"a capacity is a number from 0 to {MAX_CAPACITY:g}"
-
-
 def _servers_problem(topology: Topology, servers: list[Hashable], capacity: np.ndarray) -> str | None:
     n_servers = len(servers)
     if n_servers == 0:
@@ -427,9 +425,6 @@ class SharedPaths:
     def __init__(self, catalogue: "PathCatalogue"):
         self.pairs = MappingProxyType(catalogue.server_pair_cache)
         self.between = MappingProxyType(catalogue._between)
-
-
-_NO_SHARED_PATHS = MappingProxyType({})
 
 
 class PathCatalogue:
@@ -575,10 +570,6 @@ class PathCatalogue:
                 break
             budget += 1
         return tuple(found)
-
-
-_DISTANCE_CACHE = 50_000_000  # distances kept per catalogue (transit nodes × targets, 4 bytes each): 200 MB
-_UNREACHED = 1 << 30  # the distance of a node that cannot reach the target
 
 
 class _TransitGraph:

@@ -11,11 +11,12 @@ from dcbench.errors import SpecError, short_repr
 from dcbench.model.about import about_problem
 from dcbench.model.suite import Scenario, Suite
 from dcbench.registry.columns import columns_problem
-from dcbench.registry.kinds import DEMAND_KINDS, PLURALS, REGISTER_KEYWORDS
+from dcbench.registry.kinds import DEMAND_KINDS, DEMAND_KINDS_TEXT, PLURALS, REGISTER_KEYWORDS
 from dcbench.spec import PARAM_TYPES, Param, Spec, bind, resolved_spec
 
 QUALIFIER_DOT = ("its name has a '.', which dcbench keeps for the distribution's name that qualifies it "
                  "(DIST.NAME); use '_' or '-'")
+COLOUR_LENGTH = 40
 
 
 def registration_problem(kind: str, name: Any, target: Any, keywords: Mapping[str, Any]) -> str | None:
@@ -65,7 +66,7 @@ def _keywords_problem(given: Mapping[str, Any]) -> str | None:
         return f"training_options={short_repr(training_options)} is not a 'module:attr' string"
     demands = given.get("demands", ("pool",))
     if not isinstance(demands, (list, tuple)) or not demands or not set(demands) <= set(DEMAND_KINDS):
-        return f"demands={demands!r} is not a tuple of {' and/or '.join(map(repr, DEMAND_KINDS))}"
+        return f"demands={demands!r} is not a tuple of {DEMAND_KINDS_TEXT}"
     if "columns" in given:
         return columns_problem(given["columns"])
     if given.get("colour") is not None:
@@ -80,9 +81,6 @@ def _keywords_problem(given: Mapping[str, Any]) -> str | None:
             problem = problem.replace("its kind is not learned", "its allocator is not learned=True")
             return problem.removeprefix("its ")
     return None
-
-
-COLOUR_LENGTH = 40
 
 
 def colour_problem(colour: Any) -> str | None:

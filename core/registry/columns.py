@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
 from dcbench.errors import short_repr
-from dcbench.registry.kinds import BETTER, DEMAND_KINDS
+from dcbench.registry.kinds import BETTER, DEMAND_KINDS, DEMAND_KINDS_TEXT
 
 COLUMN_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
 HEADING_LENGTH = 40
@@ -25,8 +25,7 @@ class Column:
         demands: The demand kinds ("pool", "job") whose runs it belongs to.
         headline: Whether ``dcbench run``'s table shows it: True, or the kinds.
         ranks: Whether it ranks runs where no suite says: True, or the kinds.
-        description: Its table's heading in ``dcbench report`` (at most 100 characters); None leaves it out of reports.
-    """
+        description: Its table's heading in ``dcbench report`` (at most 100 characters); None: not in reports."""
 
     name: str
     heading: str
@@ -90,11 +89,11 @@ def _column_problem(column: Column) -> str | None:
     if column.better not in BETTER:
         return f"has better={short_repr(column.better)}; give 'higher', 'lower' or None"
     if not _kinds(column.demands) or isinstance(column.demands, str):
-        return f"has demands={short_repr(column.demands)}, not a tuple of {_demand_kinds()}"
+        return f"has demands={short_repr(column.demands)}, not a tuple of {DEMAND_KINDS_TEXT}"
     for flag in ("headline", "ranks"):
         value = getattr(column, flag)
         if not isinstance(value, bool) and not _kinds(value):
-            return f"has {flag}={short_repr(value)}; give True, False or a tuple of {_demand_kinds()}"
+            return f"has {flag}={short_repr(value)}; give True, False or a tuple of {DEMAND_KINDS_TEXT}"
     if column.description is not None and not _one_line(column.description, DESCRIPTION_LENGTH):
         return (f"has description {short_repr(column.description)}, not one line of 1 to {DESCRIPTION_LENGTH} "
                 "characters (or None)")
@@ -107,10 +106,6 @@ def _one_line(text: Any, limit: int) -> bool:
 
 def _kinds(value: Any) -> bool:
     return isinstance(value, (list, tuple)) and bool(value) and all(kind in DEMAND_KINDS for kind in value)
-
-
-def _demand_kinds() -> str:
-    return " and/or ".join(map(repr, DEMAND_KINDS))
 
 
 def ranking_columns(declared: Iterable[Column]) -> dict[str, tuple[str, bool]]:

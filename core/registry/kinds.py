@@ -18,6 +18,7 @@ BUILTIN_PLUGINS = (
 )
 PLURALS = {kind: kind + "s" for kind in KINDS} | {"topology": "topologies"}
 DEMAND_KINDS = ("pool", "job")
+DEMAND_KINDS_TEXT = " and/or ".join(map(repr, DEMAND_KINDS))
 BETTER = ("higher", "lower", None)  # a column's better direction: None for one that only describes a run
 HOOK_OF_KIND = {"topology": "register_topologies", "workload": "register_workloads",
                 "allocator": "register_allocators", "metric": "register_metrics", "suite": "register_suites"}

@@ -20,16 +20,12 @@ import dcbench.hookspecs as hookspecs
 from dcbench.errors import PluginError, SpecError, UnknownPluginError, describe
 from dcbench.registry.checks import is_spec_name, registration_problem, suite_problem
 from dcbench.registry.columns import Column
-from dcbench.registry.distributions import (
-    disable_problems,
-    disabled_names,
-    is_disabled,
-    normalized,
-    source_digest,
-)
+from dcbench.registry.distributions import disable_problems, disabled_names, is_disabled, normalized, source_digest
 from dcbench.registry.entry import BuiltPlugin, PluginEntry, PluginInfo
 from dcbench.registry.kinds import BUILTIN_PLUGINS, HOOK_OF_KIND, KINDS, PLURALS, REGISTER_KEYWORDS, TUPLE_KEYWORDS
 from dcbench.spec import Spec, unknown
+
+HOOK_NAMES = sorted(name for name in dir(hookspecs) if name.startswith("register_"))
 
 
 class PluginLoadWarning(UserWarning):
@@ -298,9 +294,6 @@ def _report(message: str, failures: list[str], plugin: tuple[str, str] | None = 
         raise StrictRefusal(message.removesuffix("; ignored"))
     failures.append(message)
     warnings.warn(message + " (set DCBENCH_STRICT_PLUGINS=1 to make this an error)", PluginLoadWarning, stacklevel=3)
-
-
-HOOK_NAMES = sorted(name for name in dir(hookspecs) if name.startswith("register_"))
 
 
 def create_registry(entry_points: Iterable[importlib.metadata.EntryPoint] | None = None) -> Registry:

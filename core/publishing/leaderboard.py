@@ -361,7 +361,9 @@ def build(root: Path, registry: Registry) -> list[Path]:
     conflict = first_conflict(submissions)
     if conflict is not None:
         raise disagreeing(root, conflict)
-    by_suite = {suite: [s for s in submissions if s.suite == suite] for suite in {s.suite for s in submissions}}
+    by_suite: dict[str, list[Submission]] = {}
+    for submission in submissions:
+        by_suite.setdefault(submission.suite, []).append(submission)
     # Everything is drawn and rendered before anything is replaced: a failure (matplotlib missing, say) leaves the
     # previous pages, plots and tables whole. Then both folders and both pages are replaced together, or none.
     plots_dir, tables_dir = root / "plots", root / "tables"

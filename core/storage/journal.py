@@ -132,15 +132,18 @@ def _write_temporary(path: Path, write: Callable[[Path], None], tag: str | None 
 def recover(paths: Iterable[Path]) -> None:
     """Finish the killed writes in the folders of ``paths``, or undo those killed before their commit."""
     for folder in dict.fromkeys(_real(Path(path).parent) for path in paths):
-        for txid in _transactions(folder):
-            _settle(folder, txid)
+        _recover_folder(folder)
+
+
+def _recover_folder(folder: Path) -> None:
+    for txid in _transactions(folder):
+        _settle(folder, txid)
 
 
 def remove_leftovers(folder: Path, names: Collection[str] | None = None) -> list[str]:
     """`recover` ``folder``, then remove and return what killed writers left in it (of the files ``names`` where
     given); to be called under a lock, as a write under way looks like a killed one."""
-    for txid in _transactions(folder):
-        _settle(_real(folder), txid)
+    _recover_folder(_real(folder))
     under_way = tuple(f".tmp-{txid}" for txid in _transactions(folder))  # another command's, in a file of its own
     removed = []
     for entry in _entries(folder):

@@ -132,8 +132,10 @@ def worker_context(fresh: bool) -> Any:
 
 
 def by_allocator(runs: Sequence[PlannedRun]) -> list[list[PlannedRun]]:
-    allocators = dict.fromkeys(run.allocator for run in runs)
-    return [[run for run in runs if run.allocator == allocator] for allocator in allocators]
+    groups: dict[str, list[PlannedRun]] = {}
+    for run in runs:
+        groups.setdefault(run.allocator, []).append(run)
+    return list(groups.values())
 
 
 def check_network(run: PlannedRun, output: RunOutput) -> None:

@@ -218,25 +218,32 @@ def episode(scenario: str, seed: int):
     return plan.network, sequence
 
 
-def main(argv=None) -> None:
+def compare(argv, description: str, column: str, bound, scenarios: list[str], seeds: list[int],
+            time_limit: float) -> None:
+    """This script's command line and its siblings': a Markdown row per scenario and seed, the committed bound beside
+    ``bound(network, sequence, time_limit)``'s, its status and seconds (the other arguments: the defaults)."""
     import pyarrow.parquet as pq
 
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--scenarios", nargs="+", default=["8-1x1"])
-    parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2, 3, 4])
-    parser.add_argument("--time-limit", type=float, default=300.0)
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--scenarios", nargs="+", default=scenarios)
+    parser.add_argument("--seeds", nargs="+", type=int, default=seeds)
+    parser.add_argument("--time-limit", type=float, default=time_limit)
     args = parser.parse_args(argv)
     committed = {(row["scenario"], row["seed"]): row
                  for row in pq.read_table(ROOT / "leaderboard" / "bounds" / SUITE / "bounds.parquet").to_pylist()}
-    print("| scenario | seed | bound | per-server bound | status | seconds |")
+    print(f"| scenario | seed | bound | {column} | status | seconds |")
     print("|---|---:|---:|---:|---|---:|")
     for scenario in args.scenarios:
         for seed in args.seeds:
             network, sequence = episode(scenario, seed)
             started = time.perf_counter()
-            found = server_bound(network, sequence, args.time_limit)
+            found = bound(network, sequence, args.time_limit)
             print(f"| {scenario} | {seed} | {committed[(scenario, seed)]['bound']:.3f} | {found.ratio:.3f} | "
                   f"{found.status} | {time.perf_counter() - started:.0f} |", flush=True)
+
+
+def main(argv=None) -> None:
+    compare(argv, __doc__.split("\n\n")[0], "per-server bound", server_bound, ["8-1x1"], [0, 1, 2, 3, 4], 300.0)
 
 
 if __name__ == "__main__":

@@ -101,42 +101,42 @@ class RackModel:
             upper.append(hi)
 
         inst, var, n_groups = self.instance, self.var, len(self.groups)
+        members = {kind: [g for g, (of, _, _) in enumerate(self.groups) if of == kind] for kind in self.kinds}
+        racks_of_pod = [(g, [r for r in members.get("rack", []) if np.isin(self.groups[r][1], servers).all()])
+                        for g, (kind, servers, _) in enumerate(self.groups) if kind == "pod"]
         for at, i in enumerate(self.requests):
             cpu = float(inst.demand[i, self.cpu])
             for k, kind in enumerate(self.kinds):
-                members = [g for g, (of, _, _) in enumerate(self.groups) if of == kind]
                 split = var(at, 3 * n_groups + k)
-                row([(var(at, n_groups + g), 1) for g in members] + [(i, -cpu)], 0, 0)  # its CPU, if accepted
-                row([(var(at, g), 1) for g in members] + [(split, 1 - len(members))], -np.inf, 1)
-                for g in members:
+                row([(var(at, n_groups + g), 1) for g in members[kind]] + [(i, -cpu)], 0, 0)  # its CPU, if accepted
+                row([(var(at, g), 1) for g in members[kind]] + [(split, 1 - len(members[kind]))], -np.inf, 1)
+                for g in members[kind]:
                     e, amount, crossing = var(at, g), var(at, n_groups + g), var(at, 2 * n_groups + g)
                     row([(e, 1), (i, -1)], -np.inf, 0)
                     row([(amount, 1), (e, -cpu)], -np.inf, 0)
                     row([(crossing, 1), (e, -1), (split, -1)], -1, np.inf)
-            for g, (kind, servers, _) in enumerate(self.groups):  # a pod's CPU is its racks'
-                racks = [r for r, (of, inside, _) in enumerate(self.groups) if of == "rack" and kind == "pod"
-                         and np.isin(inside, servers).all()]
+            for pod, racks in racks_of_pod:  # a pod's CPU is its racks'
                 if racks:
-                    row([(var(at, n_groups + r), 1) for r in racks] + [(var(at, n_groups + g), -1)], 0, 0)
+                    row([(var(at, n_groups + r), 1) for r in racks] + [(var(at, n_groups + pod), -1)], 0, 0)
         position = {int(i): at for at, i in enumerate(self.requests)}
         terms = held_terms(self.base)
+        demand = inst.demand[:, self.cpu]
         for at, i in enumerate(self.requests):
             held = [(at, None, i)] + [(position[j], y, j) for j, y in terms[i] if j in position]
             for g, (_, _, cut) in enumerate(self.groups):
-                for field, most, capacity in ((n_groups + g, inst.demand[:, self.cpu], self.cpu_capacity[g]),
-                                              (2 * n_groups + g, None, cut)):
+                # the group's CPU, then the pairs across its cut: (field, weight, the most one request holds, capacity)
+                for field, weight, most, capacity in (
+                        (n_groups + g, np.ones_like(demand), demand, self.cpu_capacity[g] + TOLERANCE * len(held)),
+                        (2 * n_groups + g, self.crossing, self.crossing, cut)):
                     entries = []
                     for other, y, j in held:
-                        weight = 1.0 if most is not None else float(self.crossing[j])
-                        if weight == 0:
+                        if most[j] == 0:
                             continue
-                        entries.append((var(other, field), weight))
-                        if y is not None:  # accepted, not held: frees what it held (at most this)
-                            freed = float(most[j]) if most is not None else weight
-                            entries += [(j, -freed), (y, freed)]
-                    slack = TOLERANCE * len(held) if most is not None else 0.0
+                        entries.append((var(other, field), float(weight[j])))
+                        if y is not None:  # accepted, not held: frees what it held
+                            entries += [(j, -float(most[j])), (y, float(most[j]))]
                     if entries:
-                        row(entries, -np.inf, capacity + slack)
+                        row(entries, -np.inf, capacity)
         return (np.asarray(rows, dtype=int), np.asarray(cols, dtype=int), np.asarray(vals, dtype=float),
                 np.asarray(lower, dtype=float), np.asarray(upper, dtype=float))
 

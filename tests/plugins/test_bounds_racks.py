@@ -127,8 +127,8 @@ def test_the_docs_rack_first_column_is_what_the_online_policy_accepts():
 
 @pytest.mark.slow
 def test_on_nara2022_an_offline_schedule_reaches_what_the_docs_quote_below_the_bound():
-    """docs/bounds.md's row for 8-1x1 seed 0: the search's schedule, every allocation checked by the engine (apart
-    from tests/plugins/test_bounds.py, whose slow tests take as long, so that both run at once)."""
+    """docs/bounds.md's row for 8-1x1 seed 0: the search's schedule, every allocation checked by the engine. (Here, not
+    in test_bounds.py, whose bound command test takes as long: xdist runs a file's tests on one worker.)"""
     script = bound_attained()
     network, sequence = script.episode("8-1x1", 0)
     found = script.search(network, sequence, 0, runs=3000)

@@ -33,7 +33,7 @@ def test_each_racks_and_pods_cut_is_the_channels_out_of_it():
 
 @pytest.mark.parametrize("topology,seed,wait", [(TWO_RACKS, 3, False), (TWO_RACKS, 4, True), (TWO_RACKS, 5, True),
                                                 (TWO_PODS, 1, False), (TWO_PODS, 2, True), (TWO_PODS, 3, True)])
-def test_no_allocator_the_engine_runs_beats_the_bound_with_tiers_nor_does_it_pass_the_pooled_one(topology, seed, wait):
+def test_the_bound_with_tiers_is_tighter_than_the_pooled_one_and_no_allocator_beats_it(topology, seed, wait):
     network, sequence = small(topology, seed, wait)
     bound = racks.solve(racks.RackModel(network, sequence))
     assert bound.status == "optimal"

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 
 import numpy as np
@@ -256,14 +257,18 @@ def search(network, sequence, seed: int, runs: int) -> Found:
     return Found(choice=choice, accepted=best, start=start, by=by)
 
 
-def committed_bound(label: str, seed: int) -> dict:
-    """The committed bound's row (leaderboard/bounds/nara2022/bounds.parquet): ``bound`` on the acceptance ratio,
-    ``offered``, the measured requests offered."""
+@cache
+def committed_bounds() -> dict[tuple[str, int], dict]:
+    """leaderboard/bounds/nara2022/bounds.parquet's rows by scenario and seed, read once."""
     import pyarrow.parquet as pq
 
     rows = pq.read_table(ROOT / "leaderboard" / "bounds" / SUITE / "bounds.parquet").to_pylist()
-    (row,) = [r for r in rows if r["scenario"] == label and r["seed"] == seed]
-    return row
+    return {(row["scenario"], row["seed"]): row for row in rows}
+
+
+def committed_bound(label: str, seed: int) -> dict:
+    """The committed bound's row: ``bound`` on the acceptance ratio, ``offered``, the measured requests offered."""
+    return committed_bounds()[(label, seed)]
 
 
 def online_means(label: str, seeds: list[int], picker: str) -> tuple[float, float]:
